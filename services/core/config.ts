@@ -1,0 +1,206 @@
+import { z } from 'zod';
+import { MIN_GENERATED_PNG_BYTES } from './png.js';
+import { formatSize, parseSize, SIZE_UNITS_HELP } from './size.js';
+
+// Configuration comes only from environment variables. One zod schema holds every variable, its
+// default and what it allows; parsing collects every bad variable at once, then cross-variable
+// rules run over the parsed values. The result is frozen and passed down: nothing deeper reads
+// process.env.
+
+/** What the config needs to know about a transport: its name and, if it has one, its port. */
+export interface TransportSpec {
+  name: string;
+  port: { envVar: string; defaultPort: number } | undefined;
+}
+
+/** Levels LOG_LEVEL accepts (pino's). */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/** The validated configuration both services run with. */
+export interface Config {
+  imageCount: number;
+  /** Requested image size; undefined means the bundled asset as it is. */
+  imageSizeBytes: number | undefined;
+  imagePath: string | undefined;
+  transports: readonly string[];
+  window: number;
+  warmup: number;
+  receiverHost: string;
+  bindHost: string;
+  controlPort: number;
+  /** Port of every transport that has one, by transport name. */
+  ports: Readonly<Record<string, number>>;
+  redisUrl: string | undefined;
+  outputDir: string;
+  logLevel: (typeof LOG_LEVELS)[number];
+  maxImageBytes: number;
+  imageTimeoutMs: number;
+  connectTimeoutMs: number;
+}
+
+/** One bad variable: its name, the value found, and what is allowed. */
+export interface ConfigIssue {
+  variable: string;
+  value: string | undefined;
+  allowed: string;
+}
+
+/** Outcome of {@link parseConfig}: a config, or every issue found. */
+export type ConfigResult = { ok: true; config: Readonly<Config> } | { ok: false; issues: ConfigIssue[] };
+
+/** Largest MAX_IMAGE_SIZE: gRPC's message limits are signed 32-bit. */
+export const MAX_IMAGE_SIZE_LIMIT = 2 ** 31 - 1 - 1024 * 1024;
+const DEFAULT_MAX_IMAGE_BYTES = 256 * 1024 * 1024;
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+// Each variable is parsed from its raw string; an empty string counts as unset, as in .env files.
+function variable<T>(allowed: string, parse: (raw: string) => T | undefined, fallback: T) {
+  return z
+    .string()
+    .optional()
+    .transform((raw, ctx): T => {
+      if (raw === undefined || raw.trim() === '') return fallback;
+      const value = parse(raw.trim());
+      if (value === undefined) {
+        ctx.addIssue({ code: 'custom', message: allowed });
+        return z.NEVER;
+      }
+      return value;
+    });
+}
+
+function wholeNumber(min: number, max: number, fallback: number) {
+  return variable(
+    `a whole number from ${min.toLocaleString('en-US')} to ${max.toLocaleString('en-US')}`,
+    (raw) => {
+      const value = /^-?\d+$/.test(raw) ? Number(raw) : NaN;
+      return Number.isSafeInteger(value) && value >= min && value <= max ? value : undefined;
+    },
+    fallback,
+  );
+}
+
+function size(fallback: number | undefined) {
+  return variable<number | undefined>(
+    `${SIZE_UNITS_HELP}, at least 1 byte`,
+    (raw) => {
+      const bytes = parseSize(raw);
+      return bytes !== undefined && bytes >= 1 ? bytes : undefined;
+    },
+    fallback,
+  );
+}
+
+const text = (fallback: string | undefined) => variable<string | undefined>('a non-empty string', (raw) => raw, fallback);
+
+function schemaFor(specs: readonly TransportSpec[]) {
+  const names = specs.map((s) => s.name);
+  const portVars = Object.fromEntries(
+    specs.flatMap((s) => (s.port ? [[s.port.envVar, wholeNumber(1, 65535, s.port.defaultPort)] as const] : [])),
+  );
+  return z.object({
+    IMAGE_COUNT: wholeNumber(1, 1_000_000, 10),
+    IMAGE_SIZE: size(undefined),
+    IMAGE_PATH: text(undefined),
+    TRANSPORTS: variable(
+      `a comma-separated list of distinct transports from: ${names.join(', ')}`,
+      (raw) => {
+        const list = raw.split(',').map((s) => s.trim().toLowerCase());
+        const valid = list.every((n) => names.includes(n)) && new Set(list).size === list.length;
+        return valid && list.length > 0 ? list : undefined;
+      },
+      names,
+    ),
+    WINDOW: wholeNumber(1, 1024, 1),
+    WARMUP: wholeNumber(0, 10_000, 2),
+    RECEIVER_HOST: text('127.0.0.1'),
+    BIND_HOST: text('127.0.0.1'),
+    CONTROL_PORT: wholeNumber(1, 65535, 8080),
+    ...portVars,
+    REDIS_URL: variable<string | undefined>(
+      'a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379',
+      (raw) => (/^rediss?:\/\/[^\s]+$/.test(raw) && URL.canParse(raw) ? raw : undefined),
+      undefined,
+    ),
+    OUTPUT_DIR: text('./output'),
+    LOG_LEVEL: variable(`one of ${LOG_LEVELS.join(', ')}`, (raw) => LOG_LEVELS.find((l) => l === raw.toLowerCase()), 'info'),
+    MAX_IMAGE_SIZE: size(DEFAULT_MAX_IMAGE_BYTES),
+    IMAGE_TIMEOUT_MS: wholeNumber(1, 3_600_000, 10_000),
+    CONNECT_TIMEOUT_MS: wholeNumber(1, 3_600_000, 30_000),
+  });
+}
+
+/** Names of every variable the config reads, given the transports' specs. */
+export function configVariables(specs: readonly TransportSpec[]): string[] {
+  return Object.keys(schemaFor(specs).shape);
+}
+
+/** Parses and checks the environment; every bad variable is reported, none is guessed. */
+export function parseConfig(env: Env, specs: readonly TransportSpec[]): ConfigResult {
+  const parsed = schemaFor(specs).safeParse(env);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((issue) => {
+      const name = String(issue.path[0]);
+      return { variable: name, value: env[name], allowed: issue.message };
+    });
+    return { ok: false, issues };
+  }
+  const v = parsed.data as Record<string, unknown> & z.infer<ReturnType<typeof schemaFor>>;
+  const issues: ConfigIssue[] = [];
+  const maxImageBytes = v.MAX_IMAGE_SIZE ?? DEFAULT_MAX_IMAGE_BYTES;
+  if (maxImageBytes > MAX_IMAGE_SIZE_LIMIT) {
+    issues.push({ variable: 'MAX_IMAGE_SIZE', value: env.MAX_IMAGE_SIZE, allowed: `at most ${formatSize(MAX_IMAGE_SIZE_LIMIT)} (${MAX_IMAGE_SIZE_LIMIT} bytes)` });
+  }
+  if (v.IMAGE_SIZE !== undefined) {
+    if (v.IMAGE_SIZE > maxImageBytes) {
+      issues.push({ variable: 'IMAGE_SIZE', value: env.IMAGE_SIZE, allowed: `at most MAX_IMAGE_SIZE, ${maxImageBytes} bytes (${formatSize(maxImageBytes)})` });
+    } else if (v.IMAGE_SIZE < MIN_GENERATED_PNG_BYTES) {
+      issues.push({ variable: 'IMAGE_SIZE', value: env.IMAGE_SIZE, allowed: `at least ${MIN_GENERATED_PNG_BYTES} bytes, the smallest valid PNG it can generate` });
+    }
+    if (v.IMAGE_PATH !== undefined) {
+      issues.push({ variable: 'IMAGE_PATH', value: env.IMAGE_PATH, allowed: 'unset when IMAGE_SIZE is set: the image is either a file or generated at a size' });
+    }
+  }
+  const ports: Record<string, number> = {};
+  const portOwners = new Map<number, string>([[v.CONTROL_PORT, 'CONTROL_PORT']]);
+  for (const spec of specs) {
+    if (!spec.port) continue;
+    const port = v[spec.port.envVar] as number;
+    ports[spec.name] = port;
+    const owner = portOwners.get(port);
+    if (owner !== undefined) {
+      issues.push({ variable: spec.port.envVar, value: String(port), allowed: `a port no other variable uses (${owner} is ${port} too)` });
+    } else {
+      portOwners.set(port, spec.port.envVar);
+    }
+  }
+  if (issues.length > 0) return { ok: false, issues };
+  return {
+    ok: true,
+    config: Object.freeze({
+      imageCount: v.IMAGE_COUNT,
+      imageSizeBytes: v.IMAGE_SIZE,
+      imagePath: v.IMAGE_PATH,
+      transports: Object.freeze([...v.TRANSPORTS]),
+      window: v.WINDOW,
+      warmup: v.WARMUP,
+      receiverHost: v.RECEIVER_HOST ?? '127.0.0.1',
+      bindHost: v.BIND_HOST ?? '127.0.0.1',
+      controlPort: v.CONTROL_PORT,
+      ports: Object.freeze(ports),
+      redisUrl: v.REDIS_URL,
+      outputDir: v.OUTPUT_DIR ?? './output',
+      logLevel: v.LOG_LEVEL,
+      maxImageBytes,
+      imageTimeoutMs: v.IMAGE_TIMEOUT_MS,
+      connectTimeoutMs: v.CONNECT_TIMEOUT_MS,
+    }),
+  };
+}
+
+/** The message printed for bad configuration: one line per bad variable. */
+export function formatConfigIssues(issues: readonly ConfigIssue[]): string {
+  const lines = issues.map((i) => `  ${i.variable}=${i.value === undefined ? '(unset)' : JSON.stringify(i.value)}: expected ${i.allowed}`);
+  return `Invalid configuration (${issues.length} bad variable${issues.length === 1 ? '' : 's'}):\n${lines.join('\n')}`;
+}

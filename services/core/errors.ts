@@ -1,0 +1,30 @@
+/** Stable error codes: logs, exit codes and tests match on these, never on message text. */
+export const ErrorCode = {
+  config: 'ITB_ERR_CONFIG',
+  frame: 'ITB_ERR_FRAME',
+  timeout: 'ITB_ERR_TIMEOUT',
+  receiverUnreachable: 'ITB_ERR_RECEIVER_UNREACHABLE',
+  transport: 'ITB_ERR_TRANSPORT',
+  unknownTransport: 'ITB_ERR_UNKNOWN_TRANSPORT',
+  image: 'ITB_ERR_IMAGE',
+} as const;
+
+/** One of the codes in {@link ErrorCode}. */
+export type ErrorCodeValue = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+/** An error the project raises on purpose, carrying a stable code. */
+export class ItbError extends Error {
+  constructor(
+    readonly code: ErrorCodeValue,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'ItbError';
+  }
+}
+
+/** Message of any thrown value, for logs and reports. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,99 @@
+import { ErrorCode, ItbError } from './errors.js';
+
+// Every image travels as a fixed 40-byte header plus its bytes. The header is the only thing the
+// receiver needs to time and verify an image, so every transport carries it unchanged.
+// Layout (big-endian): magic u32 | version u16 | headerBytes u16 | sectionId u32 | seq u32 |
+// sizeBytes u64 | checksum u64 | sentAtNs u64.
+
+/** Byte length of an encoded frame header. */
+export const FRAME_HEADER_BYTES = 40;
+/** Byte length of an encoded acknowledgement. */
+export const ACK_BYTES = 12;
+
+const MAGIC = 0x49544231; // "ITB1"
+const VERSION = 1;
+const SENT_AT_OFFSET = 32;
+
+/** What the transmitter says about one image. */
+export interface FrameHeader {
+  sectionId: number;
+  seq: number;
+  sizeBytes: number;
+  checksum: bigint;
+  /** Transmitter's monotonic clock just before it started sending the image. */
+  sentAtNs: bigint;
+}
+
+/** Receiver's verdict on one image, sent back to the transmitter. */
+export type AckStatus = 'ok' | 'corrupt' | 'rejected';
+
+/** Acknowledgement of one image. */
+export interface Ack {
+  sectionId: number;
+  seq: number;
+  status: AckStatus;
+}
+
+const ACK_STATUS_CODES: readonly AckStatus[] = ['ok', 'corrupt', 'rejected'];
+
+/** Encodes a header; `sentAtNs` may be 0 and stamped later with {@link stampSentAt}. */
+export function encodeFrameHeader(header: FrameHeader): Buffer {
+  const buf = Buffer.alloc(FRAME_HEADER_BYTES);
+  buf.writeUInt32BE(MAGIC, 0);
+  buf.writeUInt16BE(VERSION, 4);
+  buf.writeUInt16BE(FRAME_HEADER_BYTES, 6);
+  buf.writeUInt32BE(header.sectionId, 8);
+  buf.writeUInt32BE(header.seq, 12);
+  buf.writeBigUInt64BE(BigInt(header.sizeBytes), 16);
+  buf.writeBigUInt64BE(header.checksum, 24);
+  buf.writeBigUInt64BE(header.sentAtNs, SENT_AT_OFFSET);
+  return buf;
+}
+
+/** Writes the send-start time into an encoded header, the last thing done before sending. */
+export function stampSentAt(encoded: Buffer, sentAtNs: bigint): void {
+  encoded.writeBigUInt64BE(sentAtNs, SENT_AT_OFFSET);
+}
+
+/**
+ * Decodes and checks a header: wrong length, magic or version, or a size over `maxImageBytes`,
+ * throws ITB_ERR_FRAME before any payload memory is set aside for it.
+ */
+export function decodeFrameHeader(buf: Buffer, maxImageBytes: number): FrameHeader {
+  if (buf.length !== FRAME_HEADER_BYTES) {
+    throw new ItbError(ErrorCode.frame, `frame header is ${buf.length} bytes, expected ${FRAME_HEADER_BYTES}`);
+  }
+  const magic = buf.readUInt32BE(0);
+  if (magic !== MAGIC) throw new ItbError(ErrorCode.frame, `bad frame magic 0x${magic.toString(16).padStart(8, '0')}`);
+  const version = buf.readUInt16BE(4);
+  if (version !== VERSION || buf.readUInt16BE(6) !== FRAME_HEADER_BYTES) {
+    throw new ItbError(ErrorCode.frame, `unsupported frame version ${version}`);
+  }
+  const sizeBytes = buf.readBigUInt64BE(16);
+  if (sizeBytes > BigInt(maxImageBytes)) {
+    throw new ItbError(ErrorCode.frame, `frame announces ${sizeBytes} bytes, over MAX_IMAGE_SIZE (${maxImageBytes} bytes)`);
+  }
+  return {
+    sectionId: buf.readUInt32BE(8),
+    seq: buf.readUInt32BE(12),
+    sizeBytes: Number(sizeBytes),
+    checksum: buf.readBigUInt64BE(24),
+    sentAtNs: buf.readBigUInt64BE(SENT_AT_OFFSET),
+  };
+}
+
+/** Encodes an acknowledgement for transports that carry raw bytes. */
+export function encodeAck(ack: Ack): Buffer {
+  const buf = Buffer.alloc(ACK_BYTES);
+  buf.writeUInt32BE(ack.sectionId, 0);
+  buf.writeUInt32BE(ack.seq, 4);
+  buf.writeUInt8(ACK_STATUS_CODES.indexOf(ack.status), 8);
+  return buf;
+}
+
+/** Decodes an acknowledgement; throws ITB_ERR_FRAME on a malformed one. */
+export function decodeAck(buf: Buffer): Ack {
+  const status = buf.length === ACK_BYTES ? ACK_STATUS_CODES[buf.readUInt8(8)] : undefined;
+  if (status === undefined) throw new ItbError(ErrorCode.frame, `malformed ack of ${buf.length} bytes`);
+  return { sectionId: buf.readUInt32BE(0), seq: buf.readUInt32BE(4), status };
+}

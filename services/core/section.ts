@@ -1,0 +1,129 @@
+import type { AckStatus, FrameHeader } from './frame.js';
+import { nsToMs, summarizeTimes, throughputMBps } from './stats.js';
+
+// The receiver's record of one transport's section: which images came, when, and whether intact.
+// Pure: the arrival time and the checksum verdict are given to it, so tests drive it exactly.
+
+/** What the transmitter announces before a section starts. */
+export interface SectionPlan {
+  sectionId: number;
+  transport: string;
+  label: string;
+  baseline: boolean;
+  imageCount: number;
+  warmup: number;
+  imageSizeBytes: number;
+  window: number;
+}
+
+/** One recorded image's fate; `timeMs` is its transmission time, null when it never arrived. */
+export interface ImageRecord {
+  image: number;
+  timeMs: number | null;
+  status: 'ok' | 'corrupt' | 'lost';
+}
+
+/** Everything known about one section once it is over. */
+export interface SectionResult extends SectionPlan {
+  /** True when every image arrived intact and nothing failed. */
+  ok: boolean;
+  /** Why the section failed, when it did. */
+  failure: string | null;
+  images: ImageRecord[];
+  okCount: number;
+  corruptCount: number;
+  lostCount: number;
+  duplicateCount: number;
+  outOfOrderCount: number;
+  /** Frames for this section with a sequence number it never planned. */
+  strayCount: number;
+  /** Arrival of the last recorded image − send start of the first; null if none arrived. */
+  totalMs: number | null;
+  p50Ms: number | null;
+  maxMs: number | null;
+  meanMs: number | null;
+  /** Intact bytes delivered per second over totalMs, in MB/s (10^6 bytes). */
+  throughputMBps: number | null;
+}
+
+interface Arrival {
+  sentAtNs: bigint;
+  arrivalNs: bigint;
+  intact: boolean;
+}
+
+/** Collects one section's frames on the receiver and turns them into a {@link SectionResult}. */
+export class SectionRecorder {
+  private readonly arrivals = new Map<number, Arrival>();
+  private duplicateCount = 0;
+  private outOfOrderCount = 0;
+  private strayCount = 0;
+  private highestSeq = -1;
+
+  constructor(readonly plan: SectionPlan) {}
+
+  /** Frames taken so far, warm-up included, duplicates not. */
+  get receivedCount(): number {
+    return this.arrivals.size;
+  }
+
+  /** Records one frame of this section and returns the ack status to send back. */
+  record(header: FrameHeader, arrivalNs: bigint, checksumOk: boolean): AckStatus {
+    const { seq } = header;
+    if (seq >= this.plan.warmup + this.plan.imageCount) {
+      this.strayCount++;
+      return 'rejected';
+    }
+    if (this.arrivals.has(seq)) {
+      this.duplicateCount++;
+      return 'rejected';
+    }
+    if (seq < this.highestSeq) this.outOfOrderCount++;
+    this.highestSeq = Math.max(this.highestSeq, seq);
+    const intact = checksumOk && header.sizeBytes === this.plan.imageSizeBytes;
+    this.arrivals.set(seq, { sentAtNs: header.sentAtNs, arrivalNs, intact });
+    return intact ? 'ok' : 'corrupt';
+  }
+
+  /** The section's result; `failure` is the reason it ended early, if it did. */
+  result(failure: string | null): SectionResult {
+    const images: ImageRecord[] = [];
+    const okTimesMs: number[] = [];
+    let firstSentAtNs: bigint | undefined;
+    let lastArrivalNs: bigint | undefined;
+    for (let image = 1; image <= this.plan.imageCount; image++) {
+      const arrival = this.arrivals.get(this.plan.warmup + image - 1);
+      if (!arrival) {
+        images.push({ image, timeMs: null, status: 'lost' });
+        continue;
+      }
+      const timeMs = nsToMs(arrival.arrivalNs - arrival.sentAtNs);
+      images.push({ image, timeMs, status: arrival.intact ? 'ok' : 'corrupt' });
+      if (arrival.intact) okTimesMs.push(timeMs);
+      if (firstSentAtNs === undefined || arrival.sentAtNs < firstSentAtNs) firstSentAtNs = arrival.sentAtNs;
+      if (lastArrivalNs === undefined || arrival.arrivalNs > lastArrivalNs) lastArrivalNs = arrival.arrivalNs;
+    }
+    const okCount = images.filter((i) => i.status === 'ok').length;
+    const corruptCount = images.filter((i) => i.status === 'corrupt').length;
+    const lostCount = images.filter((i) => i.status === 'lost').length;
+    const totalMs = firstSentAtNs !== undefined && lastArrivalNs !== undefined ? nsToMs(lastArrivalNs - firstSentAtNs) : null;
+    const summary = summarizeTimes(okTimesMs);
+    return {
+      ...this.plan,
+      ok: failure === null && okCount === this.plan.imageCount && this.duplicateCount === 0 && this.strayCount === 0,
+      failure,
+      images,
+      okCount,
+      corruptCount,
+      lostCount,
+      duplicateCount: this.duplicateCount,
+      outOfOrderCount: this.outOfOrderCount,
+      strayCount: this.strayCount,
+      totalMs,
+      p50Ms: summary?.p50Ms ?? null,
+      maxMs: summary?.maxMs ?? null,
+      meanMs: summary?.meanMs ?? null,
+      throughputMBps: totalMs === null ? null : throughputMBps(okCount * this.plan.imageSizeBytes, totalMs),
+    };
+  }
+}

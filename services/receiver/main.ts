@@ -1,0 +1,23 @@
+import { errorMessage } from '../core/errors.js';
+import { configFromEnvOrExit, ExitCode, onShutdownSignal } from '../shared/entry.js';
+import { createLogger } from '../shared/logger.js';
+import { buildReceiver } from './app.js';
+
+// Receiver entry: validates the environment, starts every listener and the control endpoint, and
+// serves runs until SIGTERM/SIGINT.
+const config = configFromEnvOrExit();
+const log = createLogger('receiver', config.logLevel);
+const receiver = buildReceiver(config, log);
+onShutdownSignal(async (signal) => {
+  log.info({ signal }, 'shutting down');
+  await receiver.close();
+  return ExitCode.ok;
+});
+try {
+  await receiver.start();
+} catch (err) {
+  log.fatal({ err: errorMessage(err) }, 'receiver failed to start');
+  process.stderr.write(`receiver failed to start: ${errorMessage(err)}\n`);
+  await receiver.close();
+  process.exit(ExitCode.failed);
+}

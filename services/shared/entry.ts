@@ -1,0 +1,54 @@
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { errorMessage } from '../core/errors.js';
+import { formatConfigIssues, parseConfig, type Config, type ConfigIssue } from '../core/config.js';
+import { transports } from '../transports/index.js';
+
+/** Exit codes of every entry: 0 all intact, 1 a transport failed or lost images, 2 bad configuration. */
+export const ExitCode = { ok: 0, failed: 1, config: 2 } as const;
+
+/**
+ * Reads the configuration from the environment, after loading `.env` from the working directory
+ * when there is one (variables already set win over the file). Extra checks that need I/O add
+ * their issues so every bad variable is reported at once; on any issue it prints them all and
+ * exits with code 2 before anything else happens.
+ */
+export function configFromEnvOrExit(extraChecks: (env: NodeJS.ProcessEnv) => ConfigIssue[] = () => []): Readonly<Config> {
+  if (existsSync('.env')) process.loadEnvFile('.env');
+  const result = parseConfig(process.env, transports);
+  const issues = [...(result.ok ? [] : result.issues), ...extraChecks(process.env)];
+  if (!result.ok || issues.length > 0) {
+    process.stderr.write(`${formatConfigIssues(issues)}\n`);
+    process.exit(ExitCode.config);
+  }
+  return result.config;
+}
+
+/** Runs `close` once on SIGINT or SIGTERM, then exits; a second signal exits at once. */
+export function onShutdownSignal(close: (signal: NodeJS.Signals) => Promise<number>): void {
+  let closing = false;
+  const handler = (signal: NodeJS.Signals): void => {
+    if (closing) process.exit(ExitCode.failed);
+    closing = true;
+    // Whatever close does, the process is gone within 5 s.
+    setTimeout(() => process.exit(ExitCode.failed), 5000).unref();
+    close(signal).then(
+      (code) => process.exit(code),
+      () => process.exit(ExitCode.failed),
+    );
+  };
+  process.on('SIGINT', handler);
+  process.on('SIGTERM', handler);
+}
+
+/** IMAGE_PATH, when set, must name a readable file: checked at start, with the OS's reason. */
+export function imagePathIssues(env: NodeJS.ProcessEnv): ConfigIssue[] {
+  const imagePath = env.IMAGE_PATH?.trim();
+  if (!imagePath) return [];
+  try {
+    accessSync(imagePath, constants.R_OK);
+    if (!statSync(imagePath).isFile()) throw new Error('not a regular file');
+    return [];
+  } catch (err) {
+    return [{ variable: 'IMAGE_PATH', value: env.IMAGE_PATH, allowed: `a readable file (${errorMessage(err)})` }];
+  }
+}

@@ -1,0 +1,85 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../services/shared/redis-server.js';
+import { projectPath } from '../../services/shared/paths.js';
+
+// `npm start`'s entry as a user runs it: real processes, a private redis-server from PATH.
+// `npm test` builds dist/ first (its pretest step).
+
+const entry = projectPath('dist', 'services', 'start', 'main.js');
+let outputDir: string;
+
+beforeAll(async () => {
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run "npm run build" first (npm test does)`);
+  outputDir = await mkdtemp(path.join(os.tmpdir(), 'itb-e2e-'));
+});
+afterAll(async () => {
+  await rm(outputDir, { recursive: true, force: true });
+});
+
+async function freePortsEnv(): Promise<Record<string, string>> {
+  const names = ['CONTROL_PORT', 'WEBSOCKET_PORT', 'GRPC_PORT', 'ZEROMQ_PORT', 'TCP_PORT'];
+  return Object.fromEntries(await Promise.all(names.map(async (n) => [n, String(await freePort())])));
+}
+
+function runStart(env: Record<string, string>, timeoutMs = 90_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const { REDIS_URL: _ignored, ...inherited } = process.env;
+    const child = spawn(process.execPath, [entry], { cwd: outputDir, env: { ...inherited, OUTPUT_DIR: outputDir, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`npm start entry did not finish in ${timeoutMs} ms; stderr:\n${stderr}`));
+    }, timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('npm start entry', () => {
+  it('runs every transport with IMAGE_COUNT=3, prints the summary and writes output.log', async () => {
+    const result = await runStart({ IMAGE_COUNT: '3', ...(await freePortsEnv()) });
+    expect(result.stderr).not.toMatch(/"level":(50|60)/);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Transport\s+OK\s+Lost\s+Corrupt\s+p50 ms\s+max ms\s+Total ms\s+MB\/s\s+Result$/m);
+    for (const title of ['WebSocket', 'gRPC', 'ZeroMQ', 'Redis', 'TCP \\(baseline\\)']) {
+      expect(result.stdout).toMatch(new RegExp(`^${title}\\s+3\\s+0\\s+0\\s.*\\sok$`, 'm'));
+    }
+    const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
+    expect(log.match(/^=== .* performance test: 3 images transfer \(533\.0 KiB each, window 1\) ===$/gm)).toHaveLength(5);
+    expect(log).toContain('Result: every transport delivered every image intact.');
+    expect(existsSync(path.join(outputDir, 'results.json'))).toBe(true);
+  }, 120_000);
+
+  it('exits 2 naming every bad variable and leaves the previous output.log as it was', async () => {
+    const previous = 'output of an earlier run\n';
+    await writeFile(path.join(outputDir, 'output.log'), previous);
+    const result = await runStart({ IMAGE_SIZE: 'abc', WINDOW: '0', TRANSPORTS: 'websocket,smoke-signals' });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('Invalid configuration (3 bad variables)');
+    expect(result.stderr).toContain('IMAGE_SIZE="abc"');
+    expect(result.stderr).toContain('WINDOW="0"');
+    expect(result.stderr).toContain('TRANSPORTS="websocket,smoke-signals"');
+    expect(await readFile(path.join(outputDir, 'output.log'), 'utf8')).toBe(previous);
+  }, 30_000);
+
+  it('says plainly when there is no Redis, runs the other transports, and exits 1', async () => {
+    // An empty PATH: no redis-server to start (the services are started by node's own path).
+    const emptyDir = await mkdtemp(path.join(os.tmpdir(), 'itb-no-path-'));
+    const result = await runStart({ IMAGE_COUNT: '2', TRANSPORTS: 'redis,tcp', PATH: emptyDir, ...(await freePortsEnv()) });
+    await rm(emptyDir, { recursive: true, force: true });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('REDIS_URL is not set and no redis-server could be started');
+    expect(result.stdout).toMatch(/^Redis\s+0\s+2\s+0\s.*FAILED: .*REDIS_URL/m);
+    expect(result.stdout).toMatch(/^TCP \(baseline\)\s+2\s+0\s+0\s.*\sok$/m);
+  }, 60_000);
+});

@@ -1,0 +1,90 @@
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig, type Config } from '../../services/core/config.js';
+import type { RunReport } from '../../services/core/report.js';
+import { buildReceiver } from '../../services/receiver/app.js';
+import { freePort, startPrivateRedis, type PrivateRedis } from '../../services/shared/redis-server.js';
+import { buildTransmitter } from '../../services/transmitter/app.js';
+import { loadImage } from '../../services/transmitter/images.js';
+import { transports } from '../../services/transports/index.js';
+import { testLog } from '../helpers/harness.js';
+
+// Both apps in this process, every transport over real loopback sockets and a real redis-server.
+
+let redis: PrivateRedis;
+let outputDir: string;
+beforeAll(async () => {
+  redis = await startPrivateRedis({ maxImageBytes: 64 * 1024 * 1024 });
+  outputDir = await mkdtemp(path.join(os.tmpdir(), 'itb-run-'));
+});
+afterAll(async () => {
+  await redis?.close();
+  await rm(outputDir, { recursive: true, force: true });
+});
+
+function configFor(env: Record<string, string>): Config {
+  const result = parseConfig({ OUTPUT_DIR: outputDir, IMAGE_TIMEOUT_MS: '5000', CONNECT_TIMEOUT_MS: '5000', ...env }, transports);
+  if (!result.ok) throw new Error(JSON.stringify(result.issues));
+  return { ...result.config, controlPort: 0, ports: Object.fromEntries(Object.keys(result.config.ports).map((name) => [name, 0])) };
+}
+
+async function runBoth(env: Record<string, string>) {
+  const receiverConfig = configFor(env);
+  const receiver = buildReceiver(receiverConfig, testLog);
+  const started = await receiver.start();
+  try {
+    const ports = Object.fromEntries(Object.entries(started.listeners).map(([name, s]) => [name, s.port]));
+    const transmitterConfig: Config = { ...receiverConfig, controlPort: started.controlPort, ports };
+    const image = await loadImage({ imageSizeBytes: transmitterConfig.imageSizeBytes, imagePath: undefined });
+    return await buildTransmitter(transmitterConfig, image, testLog).run();
+  } finally {
+    await receiver.close();
+  }
+}
+
+describe('a whole run in-process', () => {
+  it('moves the asset over every transport and writes output.log and results.json', async () => {
+    const outcome = await runBoth({ IMAGE_COUNT: '3', WARMUP: '1', REDIS_URL: redis.url });
+    expect(outcome.succeeded, outcome.summary).toBe(true);
+    const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
+    for (const title of ['WebSocket', 'gRPC', 'ZeroMQ', 'Redis', 'TCP (baseline)']) {
+      expect(log).toContain(`=== ${title} performance test: 3 images transfer (533.0 KiB each, window 1) ===`);
+    }
+    expect(log.match(/^Image \d transmission time: \d+\.\d{3} ms$/gm)).toHaveLength(15);
+    expect(log.match(/^Total transfer time: \d+\.\d{3} ms$/gm)).toHaveLength(5);
+    const results = JSON.parse(await readFile(path.join(outputDir, 'results.json'), 'utf8')) as RunReport;
+    expect(results.sections.map((s) => s.transport)).toEqual(['websocket', 'grpc', 'zeromq', 'redis', 'tcp']);
+    for (const section of results.sections) {
+      expect(section.okCount).toBe(3);
+      expect(section.images.every((i) => i.timeMs !== null && i.timeMs > 0)).toBe(true);
+      // The total spans from the first send to the last arrival, so it covers every image.
+      expect(section.totalMs).toBeGreaterThanOrEqual(Math.max(...section.images.map((i) => i.timeMs!)));
+    }
+    expect(outcome.summary).toContain('TCP (baseline)');
+  }, 60_000);
+
+  it('keeps a window of images in flight with a generated size', async () => {
+    const outcome = await runBoth({ IMAGE_COUNT: '20', IMAGE_SIZE: '64KB', WINDOW: '8', TRANSPORTS: 'tcp,zeromq', REDIS_URL: redis.url });
+    expect(outcome.succeeded, outcome.summary).toBe(true);
+    expect(outcome.report.sections.map((s) => [s.transport, s.okCount, s.window, s.imageSizeBytes])).toEqual([
+      ['tcp', 20, 8, 64_000],
+      ['zeromq', 20, 8, 64_000],
+    ]);
+  }, 60_000);
+
+  it('records a transport whose Redis is down as failed with its reason, and runs the others', async () => {
+    const deadPort = await freePort();
+    const outcome = await runBoth({ IMAGE_COUNT: '2', TRANSPORTS: 'redis,tcp', REDIS_URL: `redis://127.0.0.1:${deadPort}` });
+    expect(outcome.succeeded, outcome.summary).toBe(false);
+    const [redisSection, tcpSection] = outcome.report.sections;
+    expect(redisSection?.ok).toBe(false);
+    expect(redisSection?.failure).toMatch(new RegExp(`redis listener is not available: .*${deadPort}`));
+    expect(redisSection?.lostCount).toBe(2);
+    expect(tcpSection?.ok).toBe(true);
+    const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
+    expect(log).toContain(`FAILED: receiver's redis listener is not available: no connection to Redis at redis://127.0.0.1:${deadPort}`);
+    expect(log).toMatch(/Redis\s+0\s+2\s+0\s+-\s+-\s+-\s+-\s+FAILED/);
+  }, 60_000);
+});

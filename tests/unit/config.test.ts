@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest';
+import { configVariables, formatConfigIssues, parseConfig, type TransportSpec } from '../../services/core/config.js';
+
+const specs: TransportSpec[] = [
+  { name: 'websocket', port: { envVar: 'WEBSOCKET_PORT', defaultPort: 8081 } },
+  { name: 'redis', port: undefined },
+  { name: 'tcp', port: { envVar: 'TCP_PORT', defaultPort: 9000 } },
+];
+
+describe('parseConfig', () => {
+  it('gives every default from an empty environment', () => {
+    const result = parseConfig({}, specs);
+    expect(result).toEqual({
+      ok: true,
+      config: {
+        imageCount: 10,
+        imageSizeBytes: undefined,
+        imagePath: undefined,
+        transports: ['websocket', 'redis', 'tcp'],
+        window: 1,
+        warmup: 2,
+        receiverHost: '127.0.0.1',
+        bindHost: '127.0.0.1',
+        controlPort: 8080,
+        ports: { websocket: 8081, tcp: 9000 },
+        redisUrl: undefined,
+        outputDir: './output',
+        logLevel: 'info',
+        maxImageBytes: 256 * 1024 * 1024,
+        imageTimeoutMs: 10_000,
+        connectTimeoutMs: 30_000,
+      },
+    });
+    expect(result.ok && Object.isFrozen(result.config)).toBe(true);
+  });
+
+  it('reads every variable', () => {
+    const result = parseConfig(
+      {
+        IMAGE_COUNT: '50', IMAGE_SIZE: '4MB', TRANSPORTS: 'tcp, WebSocket', WINDOW: '8', WARMUP: '0', RECEIVER_HOST: 'receiver', BIND_HOST: '0.0.0.0',
+        CONTROL_PORT: '18080', WEBSOCKET_PORT: '18081', TCP_PORT: '19000', REDIS_URL: 'redis://redis:6379', OUTPUT_DIR: '/out', LOG_LEVEL: 'DEBUG',
+        MAX_IMAGE_SIZE: '64MiB', IMAGE_TIMEOUT_MS: '500', CONNECT_TIMEOUT_MS: '1000',
+      },
+      specs,
+    );
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.config).toMatchObject({
+      imageCount: 50, imageSizeBytes: 4_000_000, transports: ['tcp', 'websocket'], window: 8, warmup: 0, receiverHost: 'receiver', bindHost: '0.0.0.0',
+      controlPort: 18080, ports: { websocket: 18081, tcp: 19000 }, redisUrl: 'redis://redis:6379', outputDir: '/out', logLevel: 'debug',
+      maxImageBytes: 64 * 1024 * 1024, imageTimeoutMs: 500, connectTimeoutMs: 1000,
+    });
+  });
+
+  it('treats empty values as unset, as a .env file with blank lines would give', () => {
+    const result = parseConfig({ IMAGE_COUNT: '', REDIS_URL: ' ' }, specs);
+    expect(result.ok && result.config.imageCount).toBe(10);
+  });
+
+  it.each([
+    ['IMAGE_COUNT', '0', 'a whole number from 1 to 1,000,000'],
+    ['IMAGE_COUNT', '-3', 'a whole number from 1 to 1,000,000'],
+    ['IMAGE_COUNT', '2.5', 'a whole number from 1 to 1,000,000'],
+    ['IMAGE_SIZE', 'abc', 'a whole number of bytes, or a number with B, KB, MB, GB (×1000) or KiB, MiB, GiB (×1024), e.g. 533KB, 4MB, 1MiB, at least 1 byte'],
+    ['IMAGE_SIZE', '300MiB', 'at most MAX_IMAGE_SIZE, 268435456 bytes (256.0 MiB)'],
+    ['IMAGE_SIZE', '10', 'at least 84 bytes, the smallest valid PNG it can generate'],
+    ['TRANSPORTS', 'websocket,carrier-pigeon', 'a comma-separated list of distinct transports from: websocket, redis, tcp'],
+    ['TRANSPORTS', 'tcp,tcp', 'a comma-separated list of distinct transports from: websocket, redis, tcp'],
+    ['WINDOW', '0', 'a whole number from 1 to 1,024'],
+    ['WARMUP', '-1', 'a whole number from 0 to 10,000'],
+    ['TCP_PORT', '70000', 'a whole number from 1 to 65,535'],
+    ['CONTROL_PORT', 'http', 'a whole number from 1 to 65,535'],
+    ['REDIS_URL', 'localhost:6379', 'a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379'],
+    ['LOG_LEVEL', 'loud', 'one of fatal, error, warn, info, debug, trace, silent'],
+    ['MAX_IMAGE_SIZE', '3GiB', 'at most 2.0 GiB (2146435071 bytes)'],
+    ['IMAGE_TIMEOUT_MS', '0', 'a whole number from 1 to 3,600,000'],
+    ['CONNECT_TIMEOUT_MS', 'soon', 'a whole number from 1 to 3,600,000'],
+  ])('rejects %s=%j: expected %s', (variable, value, allowed) => {
+    expect(parseConfig({ [variable]: value }, specs)).toEqual({ ok: false, issues: [{ variable, value, allowed }] });
+  });
+
+  it('rejects a port used twice, naming both variables', () => {
+    expect(parseConfig({ TCP_PORT: '8081' }, specs)).toEqual({
+      ok: false,
+      issues: [{ variable: 'TCP_PORT', value: '8081', allowed: 'a port no other variable uses (WEBSOCKET_PORT is 8081 too)' }],
+    });
+  });
+
+  it('rejects IMAGE_PATH together with IMAGE_SIZE', () => {
+    const result = parseConfig({ IMAGE_SIZE: '1MB', IMAGE_PATH: '/tmp/x.png' }, specs);
+    expect(result.ok ? [] : result.issues.map((i) => i.variable)).toEqual(['IMAGE_PATH']);
+  });
+
+  it('reports every bad variable at once, and formats them one per line', () => {
+    const result = parseConfig({ IMAGE_COUNT: '0', IMAGE_SIZE: 'abc', WINDOW: '0', TRANSPORTS: 'ftp', TCP_PORT: '-1' }, specs);
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.issues.map((i) => i.variable).sort()).toEqual(['IMAGE_COUNT', 'IMAGE_SIZE', 'TCP_PORT', 'TRANSPORTS', 'WINDOW']);
+    const message = formatConfigIssues(result.issues);
+    expect(message.split('\n')[0]).toBe('Invalid configuration (5 bad variables):');
+    expect(message).toContain('  IMAGE_SIZE="abc": expected a whole number of bytes');
+    expect(message).toContain('  WINDOW="0": expected a whole number from 1 to 1,024');
+  });
+});
+
+describe('configVariables', () => {
+  it('lists every variable the config reads, ports included', () => {
+    expect(configVariables(specs).sort()).toEqual(
+      ['BIND_HOST', 'CONNECT_TIMEOUT_MS', 'CONTROL_PORT', 'IMAGE_COUNT', 'IMAGE_PATH', 'IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'LOG_LEVEL', 'MAX_IMAGE_SIZE',
+        'OUTPUT_DIR', 'RECEIVER_HOST', 'REDIS_URL', 'TCP_PORT', 'TRANSPORTS', 'WARMUP', 'WEBSOCKET_PORT', 'WINDOW'].sort(),
+    );
+  });
+});

@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import type { FrameHeader } from '../../services/core/frame.js';
+import { SectionRecorder, type SectionPlan } from '../../services/core/section.js';
+
+const plan: SectionPlan = { sectionId: 5, transport: 'tcp', label: 'TCP', baseline: true, imageCount: 3, warmup: 2, imageSizeBytes: 1_000_000, window: 1 };
+const frame = (seq: number, sentAtNs: bigint, sizeBytes = 1_000_000): FrameHeader => ({ sectionId: 5, seq, sizeBytes, checksum: 1n, sentAtNs });
+
+describe('SectionRecorder', () => {
+  it('times each recorded image and the whole transport, skipping warm-up', () => {
+    const recorder = new SectionRecorder(plan);
+    expect(recorder.record(frame(0, 0n), 500_000n, true)).toBe('ok');
+    expect(recorder.record(frame(1, 600_000n), 900_000n, true)).toBe('ok');
+    expect(recorder.record(frame(2, 1_000_000n), 3_000_000n, true)).toBe('ok');
+    expect(recorder.record(frame(3, 3_100_000n), 4_100_000n, true)).toBe('ok');
+    expect(recorder.record(frame(4, 4_200_000n), 8_200_000n, true)).toBe('ok');
+    const result = recorder.result(null);
+    expect(result.images).toEqual([
+      { image: 1, timeMs: 2, status: 'ok' },
+      { image: 2, timeMs: 1, status: 'ok' },
+      { image: 3, timeMs: 4, status: 'ok' },
+    ]);
+    expect(result.totalMs).toBe(7.2);
+    expect(result.p50Ms).toBe(2);
+    expect(result.maxMs).toBe(4);
+    expect(result.meanMs).toBeCloseTo(7 / 3, 12);
+    expect(result.throughputMBps).toBeCloseTo(3_000_000 / 1e3 / 7.2, 9);
+    expect(result.ok).toBe(true);
+    expect([result.okCount, result.lostCount, result.corruptCount, result.duplicateCount]).toEqual([3, 0, 0, 0]);
+  });
+
+  it('counts a checksum mismatch, a wrong size, a gap, a duplicate, a stray and disorder, and fails', () => {
+    const recorder = new SectionRecorder({ ...plan, warmup: 0, imageCount: 5 });
+    expect(recorder.record(frame(0, 0n), 1_000_000n, false)).toBe('corrupt');
+    expect(recorder.record(frame(2, 0n, 999), 1_000_000n, true)).toBe('corrupt');
+    expect(recorder.record(frame(1, 0n), 2_000_000n, true)).toBe('ok');
+    expect(recorder.record(frame(1, 0n), 2_000_000n, true)).toBe('rejected');
+    expect(recorder.record(frame(9, 0n), 2_000_000n, true)).toBe('rejected');
+    const result = recorder.result(null);
+    expect(result.images.map((i) => i.status)).toEqual(['corrupt', 'ok', 'corrupt', 'lost', 'lost']);
+    expect(result.images[3]!.timeMs).toBeNull();
+    expect([result.okCount, result.corruptCount, result.lostCount]).toEqual([1, 2, 2]);
+    expect([result.duplicateCount, result.strayCount, result.outOfOrderCount]).toEqual([1, 1, 1]);
+    // Only intact images count in the time summary and the throughput.
+    expect(result.p50Ms).toBe(2);
+    expect(result.totalMs).toBe(2);
+    expect(result.throughputMBps).toBeCloseTo(1_000_000 / 1e3 / 2, 9);
+    expect(result.ok).toBe(false);
+  });
+
+  it('keeps a failure reason and reports everything lost when nothing came', () => {
+    const result = new SectionRecorder(plan).result('cannot connect');
+    expect(result.ok).toBe(false);
+    expect(result.failure).toBe('cannot connect');
+    expect(result.lostCount).toBe(3);
+    expect([result.totalMs, result.p50Ms, result.maxMs, result.throughputMBps]).toEqual([null, null, null, null]);
+  });
+
+  it('is not ok when a failure is reported even if every image arrived', () => {
+    const recorder = new SectionRecorder({ ...plan, warmup: 0, imageCount: 1 });
+    recorder.record(frame(0, 0n), 1n, true);
+    expect(recorder.result('close failed').ok).toBe(false);
+  });
+});
