@@ -23,9 +23,8 @@ export async function freePort(): Promise<number> {
 }
 
 /**
- * Starts `redis-server` from PATH on a free loopback port, with no persistence, and with the
- * limits an image benchmark needs: bulk strings up to `maxImageBytes` (proto-max-bulk-len
- * defaults to 512 MB) and no output-buffer disconnects for slow readers.
+ * Starts `redis-server` from PATH on a free loopback port, with no persistence, and with bulk
+ * strings allowed up to `maxImageBytes` (proto-max-bulk-len defaults to 512 MB).
  * Rejects with ITB_ERR_TRANSPORT when there is no redis-server or it does not come up in time.
  */
 export async function startPrivateRedis(options: { maxImageBytes: number; timeoutMs?: number }): Promise<PrivateRedis> {
@@ -33,7 +32,7 @@ export async function startPrivateRedis(options: { maxImageBytes: number; timeou
   const bulkLimit = Math.max(512 * 1024 * 1024, options.maxImageBytes + 1024 * 1024);
   const args = [
     '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-    '--proto-max-bulk-len', String(bulkLimit), '--client-output-buffer-limit', 'pubsub 0 0 0',
+    '--proto-max-bulk-len', String(bulkLimit),
     '--loglevel', 'warning', '--logfile', '',
   ];
   let child: ChildProcess;
