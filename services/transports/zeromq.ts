@@ -1,6 +1,7 @@
 import { Dealer, Router } from 'zeromq';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { decodeAck, decodeFrameHeader, encodeAck, type Ack, type FrameHeader } from '../core/frame.js';
+import { settlesWithin } from '../shared/waits.js';
 import type { ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
 
 // The transmitter's Dealer connects to the receiver's Router on one port. Each image is one
@@ -71,21 +72,6 @@ export function createRouter(bindHost: string, maxImageBytes: number): Router {
   });
 }
 
-/** Resolves when `promise` settles or after `ms`, whichever comes first; never rejects. */
-async function settle(promise: Promise<unknown>, ms: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([
-    promise.then(
-      () => undefined,
-      () => undefined,
-    ),
-    new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, ms);
-    }),
-  ]);
-  clearTimeout(timer);
-}
-
 /** Waits for the ZMTP handshake (a TCP connect alone would accept any listener). */
 async function awaitHandshake(handshake: Promise<void>, where: string, timeoutMs: number, lastProblem: () => string): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
@@ -154,7 +140,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   } catch (err) {
     closing = true;
     dealer.close();
-    await settle(eventsDone, CLOSE_SETTLE_MS);
+    await settlesWithin(eventsDone, CLOSE_SETTLE_MS);
     throw err;
   }
   connected = true;
@@ -194,7 +180,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
       closed ??= (async () => {
         closing = true;
         dealer.close();
-        await settle(Promise.all([acksDone, eventsDone]), CLOSE_SETTLE_MS);
+        await settlesWithin(Promise.all([acksDone, eventsDone]), CLOSE_SETTLE_MS);
       })();
       return closed;
     },
@@ -247,7 +233,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     await router.bind(address);
   } catch (err) {
     router.close();
-    await settle(eventsDone, CLOSE_SETTLE_MS);
+    await settlesWithin(eventsDone, CLOSE_SETTLE_MS);
     throw new ItbError(ErrorCode.transport, `cannot bind ZeroMQ receiver to ${address}: ${errorMessage(err)}`, { cause: err });
   }
   const port = boundPort(router, address);
@@ -292,7 +278,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
         // Acks already queued keep flushing for ACK_LINGER_MS in libzmq's I/O thread; the
         // receive loop and the observer end as soon as the socket is closed.
         router.close();
-        await settle(Promise.all([receiveDone, eventsDone]), CLOSE_SETTLE_MS);
+        await settlesWithin(Promise.all([receiveDone, eventsDone]), CLOSE_SETTLE_MS);
       })();
       return closed;
     },
