@@ -1,4 +1,6 @@
-import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { errorMessage } from '../core/errors.js';
 import { formatConfigIssues, parseConfig, type Config, type ConfigIssue } from '../core/config.js';
 import { transports } from '../transports/index.js';
@@ -50,5 +52,21 @@ export function imagePathIssues(env: NodeJS.ProcessEnv): ConfigIssue[] {
     return [];
   } catch (err) {
     return [{ variable: 'IMAGE_PATH', value: env.IMAGE_PATH, allowed: `a readable file (${errorMessage(err)})` }];
+  }
+}
+
+/**
+ * OUTPUT_DIR must be a directory this process can create and write, checked at start so a run
+ * never ends with results it cannot save (a root-owned bind mount is the usual cause).
+ */
+export function outputDirIssues(env: NodeJS.ProcessEnv): ConfigIssue[] {
+  const outputDir = env.OUTPUT_DIR?.trim() || './output';
+  try {
+    mkdirSync(outputDir, { recursive: true });
+    accessSync(outputDir, constants.W_OK);
+    return [];
+  } catch (err) {
+    const uid = typeof process.getuid === 'function' ? ` (uid ${process.getuid()})` : '';
+    return [{ variable: 'OUTPUT_DIR', value: env.OUTPUT_DIR, allowed: `a directory ${os.userInfo().username}${uid} can create and write; ${path.resolve(outputDir)}: ${errorMessage(err)}` }];
   }
 }

@@ -17,24 +17,26 @@ export async function freePort(): Promise<number> {
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const address = server.address();
-  server.close();
+  await new Promise((resolve) => server.close(resolve));
   if (address === null || typeof address === 'string') throw new Error('no port from the OS');
   return address.port;
 }
 
 /**
- * Starts `redis-server` from PATH on a free loopback port, with no persistence, and with bulk
- * strings allowed up to `maxImageBytes` (proto-max-bulk-len defaults to 512 MB).
+ * Redis settings that let one image of the largest MAX_IMAGE_SIZE through: an XADD carries the
+ * image as one bulk string (proto-max-bulk-len, 512 MB by default) inside one command
+ * (client-query-buffer-limit, 1 GB by default). docker-compose.yml passes the same arguments.
+ */
+export const REDIS_IMAGE_LIMIT_ARGS: readonly string[] = ['--proto-max-bulk-len', '2gb', '--client-query-buffer-limit', '4gb'];
+
+/**
+ * Starts `redis-server` from PATH on a free loopback port, with no persistence and the limits of
+ * {@link REDIS_IMAGE_LIMIT_ARGS}.
  * Rejects with ITB_ERR_TRANSPORT when there is no redis-server or it does not come up in time.
  */
-export async function startPrivateRedis(options: { maxImageBytes: number; timeoutMs?: number }): Promise<PrivateRedis> {
+export async function startPrivateRedis(options: { timeoutMs?: number } = {}): Promise<PrivateRedis> {
   const port = await freePort();
-  const bulkLimit = Math.max(512 * 1024 * 1024, options.maxImageBytes + 1024 * 1024);
-  const args = [
-    '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no',
-    '--proto-max-bulk-len', String(bulkLimit),
-    '--loglevel', 'warning', '--logfile', '',
-  ];
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...REDIS_IMAGE_LIMIT_ARGS, '--loglevel', 'warning', '--logfile', ''];
   let child: ChildProcess;
   try {
     child = spawn('redis-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });

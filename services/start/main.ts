@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { errorMessage } from '../core/errors.js';
 import { stopChild } from '../shared/child-process.js';
-import { configFromEnvOrExit, ExitCode, imagePathIssues } from '../shared/entry.js';
+import { configFromEnvOrExit, ExitCode, imagePathIssues, outputDirIssues } from '../shared/entry.js';
 import { createLogger } from '../shared/logger.js';
 import { projectPath } from '../shared/paths.js';
 import { startPrivateRedis, type PrivateRedis } from '../shared/redis-server.js';
@@ -11,8 +11,8 @@ import { startPrivateRedis, type PrivateRedis } from '../shared/redis-server.js'
 // processes (as docker compose does), plus a private redis-server when REDIS_URL is not given,
 // and exits with the transmitter's code once the receiver has shut down.
 
-// The transmitter's checks, here too, so bad input stops everything before any process starts.
-const config = configFromEnvOrExit(imagePathIssues);
+// The services' own checks, here too, so bad input stops everything before any process starts.
+const config = configFromEnvOrExit((env) => [...imagePathIssues(env), ...outputDirIssues(env)]);
 const log = createLogger('start', config.logLevel);
 const env: NodeJS.ProcessEnv = { ...process.env };
 let redis: PrivateRedis | undefined;
@@ -39,7 +39,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 if (config.transports.includes('redis') && config.redisUrl === undefined) {
   try {
-    redis = await startPrivateRedis({ maxImageBytes: config.maxImageBytes });
+    redis = await startPrivateRedis();
     env.REDIS_URL = redis.url;
     log.info({ url: redis.url }, 'private redis-server started for this run');
   } catch (err) {
@@ -50,6 +50,10 @@ if (config.transports.includes('redis') && config.redisUrl === undefined) {
 
 const receiver = startService('receiver');
 const transmitter = startService('transmitter');
+// A receiver that dies takes the run with it: stop the transmitter rather than let it wait.
+receiver.on('exit', () => {
+  if (transmitter.exitCode === null) void stopChild(transmitter, 5000);
+});
 const [transmitterCode] = (await once(transmitter, 'exit')) as [number | null];
 const receiverDied = receiver.exitCode !== null;
 await cleanUp();

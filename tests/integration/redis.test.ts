@@ -21,7 +21,7 @@ const MAX_IMAGE_BYTES = 64 * 1024 * 1024;
 let redis: PrivateRedis;
 let inspector: Redis;
 beforeAll(async () => {
-  redis = await startPrivateRedis({ maxImageBytes: MAX_IMAGE_BYTES });
+  redis = await startPrivateRedis();
   inspector = new Redis(redis.url, { protocol: 2, retryStrategy: () => null });
   inspector.on('error', () => {});
 });
@@ -214,7 +214,7 @@ describe('redis transport: Redis specifics', () => {
   });
 
   it('reports a Redis that goes away mid-run through onFailure, once, and still closes cleanly', async () => {
-    const doomed = await startPrivateRedis({ maxImageBytes: MAX_IMAGE_BYTES });
+    const doomed = await startPrivateRedis();
     const pair = await openPair(doomed.url);
     try {
       await pair.send(0, randomBytes(1000));

@@ -16,7 +16,7 @@ import { testLog } from '../helpers/harness.js';
 let redis: PrivateRedis;
 let outputDir: string;
 beforeAll(async () => {
-  redis = await startPrivateRedis({ maxImageBytes: 64 * 1024 * 1024 });
+  redis = await startPrivateRedis();
   outputDir = await mkdtemp(path.join(os.tmpdir(), 'itb-run-'));
 });
 afterAll(async () => {

@@ -10,7 +10,7 @@ import { transferThrough } from '../helpers/harness.js';
 
 let redis: PrivateRedis;
 beforeAll(async () => {
-  redis = await startPrivateRedis({ maxImageBytes: 64 * 1024 * 1024 });
+  redis = await startPrivateRedis();
 });
 afterAll(async () => {
   await redis?.close();

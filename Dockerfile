@@ -1,0 +1,27 @@
+# One image for both services. Build stage: install everything and compile; runtime stage: only
+# production dependencies, the compiled code and the files it reads at run time.
+# Debian slim (glibc), not Alpine: zeromq's and bufferutil's prebuilt addons are built for glibc.
+
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+# Every native dependency ships a prebuilt addon for linux-x64/arm64 inside its package, so no
+# install script (and no compiler) is needed; the same holds for the runtime stage below.
+RUN npm ci --ignore-scripts
+COPY tsconfig.json tsconfig.build.json ./
+COPY services ./services
+COPY scripts ./scripts
+RUN npm run build
+
+FROM node:20-bookworm-slim AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+COPY --from=build /app/dist ./dist
+COPY proto ./proto
+COPY assets ./assets
+# The receiver writes output.log here; docker-compose.yml bind-mounts ./output over it.
+RUN mkdir -p /app/output && chown node:node /app/output
+USER node
+CMD ["node", "dist/services/receiver/main.js"]

@@ -1,0 +1,222 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
+import { configVariables, parseConfig, type Config } from '../../services/core/config.js';
+import { stopChild } from '../../services/shared/child-process.js';
+import { projectPath, projectRoot } from '../../services/shared/paths.js';
+import { freePort, REDIS_IMAGE_LIMIT_ARGS } from '../../services/shared/redis-server.js';
+import { transports } from '../../services/transports/index.js';
+
+// No Docker engine runs here, so docker-compose.yml is checked two ways: resolved by a real
+// Compose implementation (Debian's docker-compose, which needs no engine for `config`), and its
+// services' commands and environment run as local processes, with the compose host names mapped
+// to 127.0.0.1. A command, a variable name, a port or the output path that drifts from the code
+// fails here. .ci/run installs docker-compose; elsewhere: apt-get install docker-compose.
+
+const execFileAsync = promisify(execFile);
+
+interface ComposeService {
+  image?: string;
+  build?: { context: string; dockerfile?: string };
+  command?: string[];
+  environment?: Record<string, string>;
+  ports?: string[];
+  volumes?: (string | { type: string; source: string; target: string })[];
+  healthcheck?: { test: string[] };
+  depends_on?: Record<string, { condition: string }>;
+}
+interface ComposeFile {
+  services: Record<string, ComposeService>;
+}
+
+/** Paths in the container are under the Dockerfile's WORKDIR; locally they are under the repo. */
+const CONTAINER_WORKDIR = '/app';
+
+let projectDir: string;
+let emptyEnvFile: string;
+
+beforeAll(async () => {
+  projectDir = await mkdtemp(path.join(os.tmpdir(), 'itb-compose-'));
+  emptyEnvFile = path.join(projectDir, 'empty.env');
+  await writeFile(emptyEnvFile, '');
+});
+afterAll(async () => {
+  await rm(projectDir, { recursive: true, force: true });
+});
+
+/** docker-compose.yml as Compose resolves it, with `env` as the only environment. */
+async function resolveCompose(env: Record<string, string>): Promise<ComposeFile> {
+  const args = ['-f', projectPath('docker-compose.yml'), '--project-directory', projectDir, '--env-file', emptyEnvFile, 'config'];
+  const { stdout } = await execFileAsync('docker-compose', args, { env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), ...env } });
+  return parseYaml(stdout) as ComposeFile;
+}
+
+function service(compose: ComposeFile, name: string): ComposeService {
+  const found = compose.services[name];
+  if (!found) throw new Error(`docker-compose.yml has no service "${name}"`);
+  return found;
+}
+
+function configOf(environment: Record<string, string> | undefined): Config {
+  const result = parseConfig(environment ?? {}, transports);
+  if (!result.ok) throw new Error(`a compose service's environment is invalid: ${JSON.stringify(result.issues)}`);
+  return result.config;
+}
+
+/** A config without what the compose file fixes for its own network instead of taking from .env. */
+function withoutNetworkVariables(config: Config): Partial<Config> {
+  const { receiverHost: _r, redisUrl: _u, bindHost: _b, outputDir: _o, ...rest } = config;
+  return rest;
+}
+
+/** The last stage of the Dockerfile: the image the services run in. */
+function runtimeStage(): string[] {
+  const lines = readFileSync(projectPath('Dockerfile'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  const lastFrom = lines.map((l) => l.startsWith('FROM ')).lastIndexOf(true);
+  return lines.slice(lastFrom);
+}
+
+describe('docker-compose.yml, resolved by docker-compose', () => {
+  it('validates with and without a .env, and takes the knobs from .env', async () => {
+    await resolveCompose({});
+    const envFile = path.join(projectDir, '.env');
+    await writeFile(envFile, 'IMAGE_COUNT=50\nWINDOW=8\n');
+    try {
+      const args = ['-f', projectPath('docker-compose.yml'), '--project-directory', projectDir, 'config'];
+      const { stdout } = await execFileAsync('docker-compose', args, { env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir() } });
+      const compose = parseYaml(stdout) as ComposeFile;
+      for (const name of ['receiver', 'transmitter']) {
+        expect(service(compose, name).environment).toMatchObject({ IMAGE_COUNT: '50', WINDOW: '8' });
+      }
+    } finally {
+      await rm(envFile);
+    }
+  }, 30_000);
+
+  it('has the three services, wired as designed, with the code defaults', async () => {
+    const compose = await resolveCompose({});
+    expect(Object.keys(compose.services).sort()).toEqual(['receiver', 'redis', 'transmitter']);
+    const known = configVariables(transports);
+    const defaults = withoutNetworkVariables(configOf({}));
+
+    const redis = service(compose, 'redis');
+    expect(redis.image).toMatch(/^redis:7/);
+    expect(redis.healthcheck?.test).toEqual(['CMD', 'redis-cli', 'ping']);
+    expect(redis.ports ?? []).toEqual([]);
+    expect(redis.command?.join(' ')).toContain(REDIS_IMAGE_LIMIT_ARGS.join(' '));
+
+    for (const name of ['receiver', 'transmitter']) {
+      const s = service(compose, name);
+      expect(s.build?.context, name).toBe(projectDir);
+      for (const variable of Object.keys(s.environment ?? {})) expect(known, `${name} sets ${variable}`).toContain(variable);
+      expect(withoutNetworkVariables(configOf(s.environment)), name).toEqual(defaults);
+    }
+
+    const receiver = service(compose, 'receiver');
+    const receiverConfig = configOf(receiver.environment);
+    expect(receiverConfig.bindHost).toBe('0.0.0.0');
+    // Only the control endpoint is published, and only on the host's loopback.
+    expect(receiver.ports).toEqual([`127.0.0.1:${receiverConfig.controlPort}:${receiverConfig.controlPort}/tcp`]);
+    expect(receiver.volumes).toContain(`${path.join(projectDir, 'output')}:${receiverConfig.outputDir}:rw`);
+    expect(receiver.depends_on).toEqual({ redis: { condition: 'service_healthy' } });
+
+    const transmitter = service(compose, 'transmitter');
+    const transmitterConfig = configOf(transmitter.environment);
+    expect(transmitterConfig.receiverHost).toBe('receiver');
+    expect(transmitterConfig.redisUrl).toBe('redis://redis:6379');
+    expect(transmitter.ports ?? []).toEqual([]);
+    expect(transmitter.depends_on).toEqual({ receiver: { condition: 'service_healthy' }, redis: { condition: 'service_healthy' } });
+  }, 30_000);
+});
+
+describe('Dockerfile', () => {
+  it('builds in one stage and runs a slim glibc image as the node user, with production dependencies only', () => {
+    const stage = runtimeStage();
+    expect(stage[0]).toMatch(/^FROM node:\d+-(bookworm|bullseye|trixie)-slim\b/);
+    expect(readFileSync(projectPath('Dockerfile'), 'utf8').match(/^FROM /gm)).toHaveLength(2);
+    expect(stage).toContain(`WORKDIR ${CONTAINER_WORKDIR}`);
+    expect(stage.some((l) => /^RUN npm ci --omit=dev\b/.test(l))).toBe(true);
+    expect(stage.at(-2)).toBe('USER node');
+    expect(stage.filter((l) => l.startsWith('COPY')).map((l) => l.split(/\s+/).slice(-2, -1)[0] ?? '')).toEqual(['package-lock.json', '/app/dist', 'proto', 'assets']);
+    const ignored = readFileSync(projectPath('.dockerignore'), 'utf8').split('\n');
+    expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'output', '.git']));
+  });
+});
+
+describe('the compose services, run as local processes', () => {
+  const started: ChildProcess[] = [];
+  afterAll(async () => {
+    await Promise.all(started.map((child) => stopChild(child, 2000)));
+  });
+
+  /** Starts a service's command as the container would run it, from the repo instead of /app. */
+  function run(command: string[], env: Record<string, string>): ChildProcess {
+    const [program, ...args] = command;
+    const executable = program === 'node' ? process.execPath : program!;
+    for (const arg of args) {
+      if (arg.startsWith('dist/')) expect(existsSync(path.join(projectRoot(), arg)), `${arg} (run "npm run build")`).toBe(true);
+    }
+    const child = spawn(executable, args, { cwd: projectRoot(), env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout?.resume();
+    child.stderr?.resume();
+    started.push(child);
+    return child;
+  }
+
+  it('produce output.log: redis, then the receiver until healthy, then the transmitter', async () => {
+    const ports = Object.fromEntries(
+      await Promise.all(['CONTROL_PORT', 'WEBSOCKET_PORT', 'GRPC_PORT', 'ZEROMQ_PORT', 'TCP_PORT'].map(async (n) => [n, String(await freePort())])),
+    );
+    const compose = await resolveCompose({ ...ports, IMAGE_COUNT: '3' });
+    const redisPort = await freePort();
+    // Compose host names and container paths, as seen from this host.
+    const receiver = service(compose, 'receiver');
+    const outputVolume = (receiver.volumes ?? []).map((v) => (typeof v === 'string' ? v.split(':') : [v.source, v.target]));
+    const localEnv = (environment: Record<string, string> | undefined): Record<string, string> =>
+      Object.fromEntries(
+        Object.entries(environment ?? {}).map(([name, value]) => {
+          const hostPath = outputVolume.find(([, target]) => target === value)?.[0];
+          const mapped = hostPath ?? value.replace('redis://redis:6379', `redis://127.0.0.1:${redisPort}`).replace(/^(receiver|0\.0\.0\.0)$/, '127.0.0.1');
+          return [name, mapped];
+        }),
+      );
+
+    const redisCommand = service(compose, 'redis').command ?? [];
+    const redis = run([...redisCommand, '--port', String(redisPort), '--bind', '127.0.0.1'], {});
+    const receiverEnv = localEnv(receiver.environment);
+    expect(receiverEnv.OUTPUT_DIR).toBe(path.join(projectDir, 'output'));
+    const receiverProcess = run(receiver.command ?? [], receiverEnv);
+
+    // The healthcheck is what compose waits on before starting the transmitter.
+    const healthcheck = receiver.healthcheck?.test.slice(1) ?? [];
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const code = await new Promise<number | null>((resolve) => run(healthcheck, receiverEnv).on('exit', resolve));
+      if (code === 0) break;
+      if (Date.now() > deadline) throw new Error('the receiver never became healthy');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+
+    const transmitter = service(compose, 'transmitter');
+    const transmitterProcess = run(transmitter.command ?? [], localEnv(transmitter.environment));
+    const exitCode = await new Promise<number | null>((resolve) => transmitterProcess.on('exit', (code) => resolve(code)));
+    expect(exitCode).toBe(0);
+
+    const log = await readFile(path.join(projectDir, 'output', 'output.log'), 'utf8');
+    expect(log.match(/^=== .* performance test: 3 images transfer/gm)).toHaveLength(5);
+    expect(log).toContain('Result: every transport delivered every image intact.');
+
+    // `docker compose down` sends SIGTERM: the receiver must be gone within 5 s, cleanly.
+    const receiverExit = new Promise((resolve) => receiverProcess.on('exit', resolve));
+    const sentAt = Date.now();
+    receiverProcess.kill('SIGTERM');
+    expect(await receiverExit).toBe(0);
+    expect(Date.now() - sentAt).toBeLessThan(5000);
+    await stopChild(redis, 2000);
+  }, 90_000);
+});
