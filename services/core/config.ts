@@ -25,6 +25,8 @@ export interface Config {
   transports: readonly string[];
   window: number;
   warmup: number;
+  /** Sections per transport, interleaved across transports. */
+  repeat: number;
   receiverHost: string;
   bindHost: string;
   controlPort: number;
@@ -114,6 +116,7 @@ function schemaFor(specs: readonly TransportSpec[]) {
     ),
     WINDOW: wholeNumber(1, 1024, 1),
     WARMUP: wholeNumber(0, 10_000, 2),
+    REPEAT: wholeNumber(1, 100, 1),
     RECEIVER_HOST: text('127.0.0.1'),
     BIND_HOST: text('127.0.0.1'),
     CONTROL_PORT: wholeNumber(1, 65535, 8080),
@@ -185,6 +188,7 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[]): ConfigRe
       transports: Object.freeze([...v.TRANSPORTS]),
       window: v.WINDOW,
       warmup: v.WARMUP,
+      repeat: v.REPEAT,
       receiverHost: v.RECEIVER_HOST ?? '127.0.0.1',
       bindHost: v.BIND_HOST ?? '127.0.0.1',
       controlPort: v.CONTROL_PORT,

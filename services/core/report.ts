@@ -1,11 +1,14 @@
+import type { Config } from './config.js';
+import type { SideCost } from './cost.js';
 import type { SectionResult } from './section.js';
 import { formatSize } from './size.js';
+import { rangeOf, type Range } from './stats.js';
 
-// One report object per run, rendered three ways: output.log text, the summary table printed at
-// the end, and results.json. Renderers are pure functions of the report.
+// One report object per run, rendered several ways: output.log text, the summary tables printed
+// at the end, and results.json. Renderers are pure functions of the report.
 
-/** Version of results.json's shape; bump it when a field changes meaning or goes away. */
-export const RESULTS_SCHEMA_VERSION = 1;
+/** Version of results.json's shape (services/core/results.schema.json); bump it when a field changes meaning or goes away. */
+export const RESULTS_SCHEMA_VERSION = 2;
 
 /** The two timing definitions, printed in output.log's header exactly as measured. */
 export const TIMING_DEFINITIONS = [
@@ -13,29 +16,105 @@ export const TIMING_DEFINITIONS = [
   'Total transfer time of a transport = arrival of its last image − send start of its first (warm-up images excluded).',
 ] as const;
 
+/** Facts about one side's machine and software. */
+export interface HostFacts {
+  hostname: string;
+  cpuModel: string;
+  cores: number;
+  totalMemoryBytes: number;
+  platform: string;
+  kernel: string;
+  nodeVersion: string;
+  /** Kernel boot id: two sides with the same one share one monotonic clock. Null when unknown. */
+  bootId: string | null;
+  /** Versions of the libraries under test, by package name. */
+  libraries: Record<string, string>;
+}
+
 /** Facts about a run that do not depend on any transport. */
 export interface RunInfo {
   startedAt: string;
-  receiverHost: string;
-  transmitterHost: string;
-  nodeVersion: string;
   imageDescription: string;
   imageSizeBytes: number;
   imageCount: number;
   window: number;
   warmup: number;
+  repeat: number;
   transports: readonly string[];
+  /** The transmitter's validated configuration. */
+  config: Config;
+  hosts: { transmitter: HostFacts; receiver: HostFacts };
 }
 
-/** A whole run: its facts and one result per transport section, in run order. */
+/** One transport across its repeats: the median section and how much the repeats spread. */
+export interface TransportSummary {
+  transport: string;
+  label: string;
+  baseline: boolean;
+  /** True when every repeat delivered every image intact. */
+  ok: boolean;
+  /** The first failure among the repeats, if any. */
+  failure: string | null;
+  repeats: number;
+  /** Index in `sections` of the median repeat by total transfer time; null if none completed. */
+  medianSection: number | null;
+  okCount: number;
+  lostCount: number;
+  corruptCount: number;
+  /** Min and max across repeats; null when no repeat produced the figure. */
+  spread: { totalMs: Range | null; throughputMBps: Range | null; p50Ms: Range | null; p99Ms: Range | null };
+}
+
+/** A whole run: its facts, every section in run order, and one summary per transport. */
 export interface RunReport {
   schemaVersion: typeof RESULTS_SCHEMA_VERSION;
   run: RunInfo;
   finishedAt: string;
   sections: SectionResult[];
+  transports: TransportSummary[];
 }
 
-const ms = (value: number | null): string => (value === null ? '-' : value.toFixed(3));
+/**
+ * Groups sections by transport (in the order of `order`): totals across repeats, the median
+ * repeat by total transfer time (the lower one of an even count), and the spread.
+ */
+export function summarizeTransports(sections: readonly SectionResult[], order: readonly string[]): TransportSummary[] {
+  return order.flatMap((transport) => {
+    const indexes = sections.flatMap((s, i) => (s.transport === transport ? [i] : []));
+    const own = indexes.map((i) => sections[i]!);
+    const first = own[0];
+    if (first === undefined) return [];
+    const timed = indexes.filter((i) => sections[i]!.totalMs !== null).sort((a, b) => sections[a]!.totalMs! - sections[b]!.totalMs!);
+    const pick = <T>(f: (s: SectionResult) => T | null): T[] => own.flatMap((s) => (f(s) === null ? [] : [f(s) as T]));
+    return [
+      {
+        transport,
+        label: first.label,
+        baseline: first.baseline,
+        ok: own.every((s) => s.ok),
+        failure: own.find((s) => s.failure !== null)?.failure ?? null,
+        repeats: own.length,
+        medianSection: timed.length > 0 ? timed[Math.floor((timed.length - 1) / 2)]! : null,
+        okCount: own.reduce((n, s) => n + s.okCount, 0),
+        lostCount: own.reduce((n, s) => n + s.lostCount, 0),
+        corruptCount: own.reduce((n, s) => n + s.corruptCount, 0),
+        spread: {
+          totalMs: rangeOf(pick((s) => s.totalMs)) ?? null,
+          throughputMBps: rangeOf(pick((s) => s.throughputMBps)) ?? null,
+          p50Ms: rangeOf(pick((s) => s.latency?.p50Ms ?? null)) ?? null,
+          p99Ms: rangeOf(pick((s) => s.latency?.p99Ms ?? null)) ?? null,
+        },
+      },
+    ];
+  });
+}
+
+const ms = (value: number | null | undefined): string => (value === null || value === undefined ? '-' : value.toFixed(3));
+const fixed = (value: number | null | undefined, digits: number): string => (value === null || value === undefined ? '-' : value.toFixed(digits));
+const mib = (bytes: number | undefined): string => (bytes === undefined ? '-' : (bytes / 1024 / 1024).toFixed(1));
+const percent = (share: number | undefined): string => (share === undefined ? '-' : `${(share * 100).toFixed(0)}%`);
+const range = (r: Range | null, digits: number): string => (r === null ? '-' : `${r.min.toFixed(digits)}–${r.max.toFixed(digits)}`);
+const signedMs = (ns: number): string => `${ns >= 0 ? '+' : '−'}${(Math.abs(ns) / 1e6).toFixed(3)}`;
 
 /** Title of a section: its label, "(baseline)" for the floor the others are compared against. */
 export function sectionTitle(section: Pick<SectionResult, 'label' | 'baseline'>): string {
@@ -47,9 +126,28 @@ export function runSucceeded(report: Pick<RunReport, 'sections'>): boolean {
   return report.sections.length > 0 && report.sections.every((s) => s.ok);
 }
 
-function renderSection(section: SectionResult): string {
+/** Renders rows as a text table: first column left-aligned, numbers right-aligned, last column free text. */
+export function renderTable(header: readonly string[], rows: readonly string[][], freeLastColumn = true): string {
+  const widths = header.map((h, col) => Math.max(h.length, ...rows.map((r) => r[col]!.length)));
+  const last = header.length - 1;
+  const format = (cells: readonly string[]): string =>
+    cells
+      .map((cell, col) => (col === last && freeLastColumn ? cell : col === 0 ? cell.padEnd(widths[col]!) : cell.padStart(widths[col]!)))
+      .join('  ')
+      .trimEnd();
+  const rule = widths.map((w, col) => '-'.repeat(col === last && freeLastColumn ? header[col]!.length : w));
+  return [format(header), format(rule), ...rows.map(format)].join('\n');
+}
+
+function costLine(side: string, cost: SideCost | null): string {
+  if (cost === null) return `${side}: not measured`;
+  return `${side}: CPU ${cost.cpuMs.toFixed(1)} ms (user ${cost.cpuUserMs.toFixed(1)}, system ${cost.cpuSystemMs.toFixed(1)}), ${cost.cpuMsPerImage.toFixed(3)} ms/image, peak RSS ${mib(cost.peakRssBytes)} MiB, event loop ${percent(cost.eventLoopUtilization)} busy`;
+}
+
+function renderSection(section: SectionResult, repeats: number): string {
+  const repeatNote = repeats > 1 ? `, repeat ${section.repeat}/${repeats}` : '';
   const lines = [
-    `=== ${sectionTitle(section)} performance test: ${section.imageCount} images transfer (${formatSize(section.imageSizeBytes)} each, window ${section.window}) ===`,
+    `=== ${sectionTitle(section)} performance test: ${section.imageCount} images transfer (${formatSize(section.imageSizeBytes)} each, window ${section.window}${repeatNote}) ===`,
   ];
   for (const image of section.images) {
     if (image.timeMs === null) lines.push(`Image ${image.image}: LOST (never arrived)`);
@@ -57,6 +155,13 @@ function renderSection(section: SectionResult): string {
     else lines.push(`Image ${image.image} transmission time: ${ms(image.timeMs)} ms`);
   }
   lines.push(section.totalMs === null ? 'Total transfer time: - (no image arrived)' : `Total transfer time: ${ms(section.totalMs)} ms`);
+  const l = section.latency;
+  if (l !== null) {
+    lines.push(`Latency: p50 ${ms(l.p50Ms)}, p90 ${ms(l.p90Ms)}, p99 ${ms(l.p99Ms)}, p99.9 ${ms(l.p999Ms)}, max ${ms(l.maxMs)}, mean ${ms(l.meanMs)} ± ${ms(l.stdDevMs)} ms`);
+    lines.push(`Throughput: ${fixed(section.throughputMBps, 1)} MB/s, ${fixed(section.imagesPerSecond, 1)} images/s`);
+  }
+  lines.push(`Cost, ${costLine('transmitter', section.cost.transmitter)}`);
+  lines.push(`Cost, ${costLine('receiver', section.cost.receiver)}`);
   const anomalies = [
     section.duplicateCount > 0 ? `${section.duplicateCount} duplicate frames` : '',
     section.outOfOrderCount > 0 ? `${section.outOfOrderCount} arrived out of order` : '',
@@ -67,48 +172,94 @@ function renderSection(section: SectionResult): string {
   return lines.join('\n');
 }
 
-/** The summary table: one row per transport, failures shown in it. */
-export function renderSummary(report: Pick<RunReport, 'sections'>): string {
-  const header = ['Transport', 'OK', 'Lost', 'Corrupt', 'p50 ms', 'max ms', 'Total ms', 'MB/s', 'Result'];
-  const rows = report.sections.map((s) => [
-    sectionTitle(s),
-    String(s.okCount),
-    String(s.lostCount),
-    String(s.corruptCount),
-    ms(s.p50Ms),
-    ms(s.maxMs),
-    ms(s.totalMs),
-    s.throughputMBps === null ? '-' : s.throughputMBps.toFixed(1),
-    s.ok ? 'ok' : `FAILED${s.failure ? `: ${s.failure}` : ''}`,
-  ]);
-  const widths = header.map((h, col) => Math.max(h.length, ...rows.map((r) => r[col]!.length)));
-  // Text columns left-aligned, numbers right-aligned; the last column is free text.
-  const format = (cells: string[]): string =>
-    cells
-      .map((cell, col) => (col === cells.length - 1 ? cell : col === 0 ? cell.padEnd(widths[col]!) : cell.padStart(widths[col]!)))
-      .join('  ')
-      .trimEnd();
-  const rule = widths.map((w, col) => '-'.repeat(col === widths.length - 1 ? header[col]!.length : w));
-  return [format(header), format(rule), ...rows.map(format)].join('\n');
+/** The summary tables: latency and throughput per transport, cost per side, and spread across repeats. */
+export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>): string {
+  const median = (t: TransportSummary): SectionResult | undefined => (t.medianSection === null ? undefined : report.sections[t.medianSection]);
+  const latencyRows = report.transports.map((t) => {
+    const s = median(t);
+    const l = s?.latency ?? null;
+    return [
+      sectionTitle(t),
+      String(t.okCount),
+      String(t.lostCount),
+      String(t.corruptCount),
+      ms(l?.p50Ms),
+      ms(l?.p90Ms),
+      ms(l?.p99Ms),
+      ms(l?.p999Ms),
+      ms(l?.maxMs),
+      l === null ? '-' : `${ms(l.meanMs)} ± ${ms(l.stdDevMs)}`,
+      ms(s?.totalMs),
+      fixed(s?.throughputMBps, 1),
+      fixed(s?.imagesPerSecond, 1),
+      t.ok ? 'ok' : `FAILED${t.failure ? `: ${t.failure}` : ''}`,
+    ];
+  });
+  const costRows = report.transports.map((t) => {
+    const c = median(t)?.cost;
+    const tx = c?.transmitter ?? undefined;
+    const rx = c?.receiver ?? undefined;
+    return [
+      sectionTitle(t),
+      fixed(tx?.cpuMsPerImage, 3),
+      fixed(rx?.cpuMsPerImage, 3),
+      fixed(tx?.cpuMs, 1),
+      fixed(rx?.cpuMs, 1),
+      mib(tx?.peakRssBytes),
+      mib(rx?.peakRssBytes),
+      percent(tx?.eventLoopUtilization),
+      percent(rx?.eventLoopUtilization),
+    ];
+  });
+  const repeats = Math.max(0, ...report.transports.map((t) => t.repeats));
+  const blocks = [
+    renderTable(['Transport', 'OK', 'Lost', 'Corrupt', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'mean ± sd ms', 'Total ms', 'MB/s', 'images/s', 'Result'], latencyRows),
+    `Cost per side (TX transmitter, RX receiver; CPU = user + system over the recorded images):\n${renderTable(
+      ['Transport', 'TX CPU ms/img', 'RX CPU ms/img', 'TX CPU ms', 'RX CPU ms', 'TX peak RSS MiB', 'RX peak RSS MiB', 'TX loop busy', 'RX loop busy'],
+      costRows,
+      false,
+    )}`,
+  ];
+  if (repeats > 1) {
+    const spreadRows = report.transports.map((t) => [sectionTitle(t), String(t.repeats), range(t.spread.throughputMBps, 1), range(t.spread.p50Ms, 3), range(t.spread.p99Ms, 3), range(t.spread.totalMs, 3)]);
+    blocks[0] = `Median of ${repeats} repeats per transport (by total transfer time); OK/Lost/Corrupt count every repeat:\n${blocks[0]}`;
+    blocks.push(`Spread across repeats (min–max):\n${renderTable(['Transport', 'Repeats', 'MB/s', 'p50 ms', 'p99 ms', 'Total ms'], spreadRows, false)}`);
+  }
+  return blocks.join('\n\n');
 }
 
-/** output.log: header, one section per transport, then the summary. */
+function hostLine(side: string, host: HostFacts): string {
+  return `${side} host: ${host.hostname} (${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}, ${host.platform} ${host.kernel}, Node ${host.nodeVersion})`;
+}
+
+/** output.log: header, one section per transport and repeat, then the summary. */
 export function renderOutputLog(report: RunReport): string {
   const { run } = report;
+  const clockLines = report.sections.map((s) => {
+    const where = `${sectionTitle(s)}${run.repeat > 1 ? ` repeat ${s.repeat}` : ''}`;
+    if (s.clock === null) return `  ${where}: not estimated`;
+    const use = s.clock.applied ? 'applied' : 'same kernel, not applied';
+    return `  ${where}: ${signedMs(s.clock.offsetNs)} ± ${(s.clock.uncertaintyNs / 1e6).toFixed(3)} ms (${use})`;
+  });
+  const libraries = Object.entries(run.hosts.receiver.libraries).map(([name, version]) => `${name} ${version}`).join(', ');
   const header = [
     'image-transfer-bench results',
     `Date: ${run.startedAt} (finished ${report.finishedAt})`,
-    `Receiver host: ${run.receiverHost}; transmitter host: ${run.transmitterHost}`,
-    `Node: ${run.nodeVersion}`,
+    hostLine('Transmitter', run.hosts.transmitter),
+    hostLine('Receiver', run.hosts.receiver),
+    `Libraries: ${libraries}`,
     `Image: ${run.imageDescription}`,
-    `Images per transport: ${run.imageCount} (${formatSize(run.imageSizeBytes)} each) after ${run.warmup} unrecorded warm-up images; window ${run.window}`,
-    `Transports: ${run.transports.join(', ')}`,
+    `Images per transport: ${run.imageCount} (${formatSize(run.imageSizeBytes)} each) after ${run.warmup} unrecorded warm-up images; window ${run.window}; repeat ${run.repeat}`,
+    `Transports: ${run.transports.join(', ')}${run.repeat > 1 ? ' (interleaved: each repeat runs every transport once)' : ''}`,
     'Definitions:',
     ...TIMING_DEFINITIONS.map((d) => `  ${d}`),
-    'Times are milliseconds; MB/s counts 10^6 bytes of intact images per second of total transfer time.',
+    'Times are milliseconds; percentiles come from an HDR histogram (3 significant digits), max, mean and sd from the raw times.',
+    'MB/s counts 10^6 bytes of intact images per second of total transfer time.',
+    'Clock offset, receiver − transmitter, estimated before each section (lowest of 8 round trips over the control endpoint; ± half that round trip):',
+    ...clockLines,
   ].join('\n');
   const verdict = runSucceeded(report) ? 'Result: every transport delivered every image intact.' : 'Result: FAILED: at least one transport lost, corrupted or failed to deliver images (see above).';
-  return [header, ...report.sections.map(renderSection), `=== Summary ===\n${renderSummary(report)}\n${verdict}`].join('\n\n') + '\n';
+  return [header, ...report.sections.map((s) => renderSection(s, run.repeat)), `=== Summary ===\n${renderSummary(report)}\n\n${verdict}`].join('\n\n') + '\n';
 }
 
 /** results.json: the same report, for tools, with every per-image time. */

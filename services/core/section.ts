@@ -1,8 +1,21 @@
+import type { ClockOffset } from './clock.js';
+import type { SideCost } from './cost.js';
 import type { AckStatus, FrameHeader } from './frame.js';
-import { nsToMs, summarizeTimes, throughputMBps } from './stats.js';
+import { imagesPerSecond, nsToMs, summarizeLatency, throughputMBps, type LatencySummary } from './stats.js';
 
 // The receiver's record of one transport's section: which images came, when, and whether intact.
-// Pure: the arrival time and the checksum verdict are given to it, so tests drive it exactly.
+// Pure: arrival times, the checksum verdict and the clock offset are given to it, so tests drive
+// it exactly.
+
+/** The clock offset estimated at the start of a section, and whether times were corrected by it. */
+export interface SectionClock extends ClockOffset {
+  /**
+   * True when transmitter and receiver run on different kernels (different clocks), so every
+   * send time was moved onto the receiver's clock by offsetNs. On one kernel the clock is the
+   * same and the estimate is only reported, never applied: it would add its own error.
+   */
+  applied: boolean;
+}
 
 /** What the transmitter announces before a section starts. */
 export interface SectionPlan {
@@ -10,10 +23,13 @@ export interface SectionPlan {
   transport: string;
   label: string;
   baseline: boolean;
+  /** Which repeat of this transport's section this is, from 1. */
+  repeat: number;
   imageCount: number;
   warmup: number;
   imageSizeBytes: number;
   window: number;
+  clock: SectionClock | null;
 }
 
 /** One recorded image's fate; `timeMs` is its transmission time, null when it never arrived. */
@@ -21,6 +37,12 @@ export interface ImageRecord {
   image: number;
   timeMs: number | null;
   status: 'ok' | 'corrupt' | 'lost';
+}
+
+/** Each side's cost of the section; null for a side that could not measure (section failed early). */
+export interface SectionCost {
+  transmitter: SideCost | null;
+  receiver: SideCost | null;
 }
 
 /** Everything known about one section once it is over. */
@@ -39,11 +61,13 @@ export interface SectionResult extends SectionPlan {
   strayCount: number;
   /** Arrival of the last recorded image − send start of the first; null if none arrived. */
   totalMs: number | null;
-  p50Ms: number | null;
-  maxMs: number | null;
-  meanMs: number | null;
+  /** Distribution of intact images' transmission times; null if none arrived intact. */
+  latency: LatencySummary | null;
   /** Intact bytes delivered per second over totalMs, in MB/s (10^6 bytes). */
   throughputMBps: number | null;
+  /** Intact images delivered per second over totalMs. */
+  imagesPerSecond: number | null;
+  cost: SectionCost;
 }
 
 interface Arrival {
@@ -55,16 +79,14 @@ interface Arrival {
 /** Collects one section's frames on the receiver and turns them into a {@link SectionResult}. */
 export class SectionRecorder {
   private readonly arrivals = new Map<number, Arrival>();
+  private readonly offsetNs: bigint;
   private duplicateCount = 0;
   private outOfOrderCount = 0;
   private strayCount = 0;
   private highestSeq = -1;
 
-  constructor(readonly plan: SectionPlan) {}
-
-  /** Frames taken so far, warm-up included, duplicates not. */
-  get receivedCount(): number {
-    return this.arrivals.size;
+  constructor(readonly plan: SectionPlan) {
+    this.offsetNs = plan.clock?.applied ? BigInt(Math.round(plan.clock.offsetNs)) : 0n;
   }
 
   /** Records one frame of this section and returns the ack status to send back. */
@@ -81,12 +103,13 @@ export class SectionRecorder {
     if (seq < this.highestSeq) this.outOfOrderCount++;
     this.highestSeq = Math.max(this.highestSeq, seq);
     const intact = checksumOk && header.sizeBytes === this.plan.imageSizeBytes;
-    this.arrivals.set(seq, { sentAtNs: header.sentAtNs, arrivalNs, intact });
+    // The send time moves onto the receiver's clock when the two clocks differ.
+    this.arrivals.set(seq, { sentAtNs: header.sentAtNs + this.offsetNs, arrivalNs, intact });
     return intact ? 'ok' : 'corrupt';
   }
 
   /** The section's result; `failure` is the reason it ended early, if it did. */
-  result(failure: string | null): SectionResult {
+  result(failure: string | null, cost: SectionCost = { transmitter: null, receiver: null }): SectionResult {
     const images: ImageRecord[] = [];
     const okTimesMs: number[] = [];
     let firstSentAtNs: bigint | undefined;
@@ -107,7 +130,6 @@ export class SectionRecorder {
     const corruptCount = images.filter((i) => i.status === 'corrupt').length;
     const lostCount = images.filter((i) => i.status === 'lost').length;
     const totalMs = firstSentAtNs !== undefined && lastArrivalNs !== undefined ? nsToMs(lastArrivalNs - firstSentAtNs) : null;
-    const summary = summarizeTimes(okTimesMs);
     return {
       ...this.plan,
       ok: failure === null && okCount === this.plan.imageCount && this.duplicateCount === 0 && this.strayCount === 0,
@@ -120,10 +142,10 @@ export class SectionRecorder {
       outOfOrderCount: this.outOfOrderCount,
       strayCount: this.strayCount,
       totalMs,
-      p50Ms: summary?.p50Ms ?? null,
-      maxMs: summary?.maxMs ?? null,
-      meanMs: summary?.meanMs ?? null,
+      latency: summarizeLatency(okTimesMs) ?? null,
       throughputMBps: totalMs === null ? null : throughputMBps(okCount * this.plan.imageSizeBytes, totalMs),
+      imagesPerSecond: totalMs === null ? null : imagesPerSecond(okCount, totalMs),
+      cost,
     };
   }
 }

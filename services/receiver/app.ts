@@ -1,17 +1,19 @@
-import os from 'node:os';
 import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { imageChecksum } from '../core/checksum.js';
 import type { Config } from '../core/config.js';
+import { sideCost, type ResourceReading, type SideCost } from '../core/cost.js';
 import { errorMessage } from '../core/errors.js';
 import type { Ack } from '../core/frame.js';
-import { renderOutputLog, renderResultsJson, renderSummary, RESULTS_SCHEMA_VERSION, runSucceeded, type RunInfo, type RunReport } from '../core/report.js';
+import { renderOutputLog, renderResultsJson, renderSummary, RESULTS_SCHEMA_VERSION, runSucceeded, summarizeTransports, type RunInfo, type RunReport } from '../core/report.js';
 import { SectionRecorder, type SectionPlan, type SectionResult } from '../core/section.js';
 import { writeFileAtomic } from '../shared/files.js';
+import { hostFacts } from '../shared/host.js';
+import { readResources, RssPeakTracker } from '../shared/resources.js';
 import type { ReceivedFrame, ReceiverListener } from '../transports/contract.js';
 import { transportByName } from '../transports/index.js';
-import { CONTROL_BODY_LIMIT_BYTES, runInfoSchema, sectionEndSchema, sectionPlanSchema, type ListenerStatus } from './protocol.js';
+import { CONTROL_BODY_LIMIT_BYTES, runInfoSchema, sectionEndSchema, sectionPlanSchema, CLOCK_HEADER, type HealthResponse, type ListenerStatus } from './protocol.js';
 
 /** A receiver: one listener per configured transport plus the HTTP control endpoint. */
 export interface ReceiverApp {
@@ -26,12 +28,20 @@ interface RunState {
   sections: SectionResult[];
 }
 
+// A section between POST /sections and its end: the record, and the receiver's resource
+// readings from POST /sections/:id/measure (sent once warm-up is over) to the end.
+interface OpenSection {
+  recorder: SectionRecorder;
+  measureStart: ResourceReading | undefined;
+  rss: RssPeakTracker;
+}
+
 /** Builds a receiver from a validated config; nothing listens until start(). */
 export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverApp {
   const listeners = new Map<string, ReceiverListener>();
   const listenerStatus: Record<string, ListenerStatus> = {};
   let run: RunState | undefined;
-  let current: SectionRecorder | undefined;
+  let current: OpenSection | undefined;
   let strayFrames = 0;
   let rejectedInputs = 0;
   let control: FastifyInstance | undefined;
@@ -41,7 +51,7 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
   // checksum is verified here, outside the timed span.
   function deliver(frame: ReceivedFrame): Ack {
     const { header } = frame;
-    const recorder = current;
+    const recorder = current?.recorder;
     if (recorder === undefined || recorder.plan.sectionId !== header.sectionId) {
       strayFrames++;
       log.warn({ sectionId: header.sectionId, seq: header.seq }, 'frame for no open section dropped');
@@ -53,6 +63,15 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
       log.debug({ transport: recorder.plan.transport, seq: header.seq, status, timeNs: String(frame.arrivalNs - header.sentAtNs) }, 'image received');
     }
     return { sectionId: header.sectionId, seq: header.seq, status };
+  }
+
+  function openSection(sectionIdText: string): OpenSection | undefined {
+    return current !== undefined && String(current.recorder.plan.sectionId) === sectionIdText ? current : undefined;
+  }
+
+  function closeCurrent(): void {
+    current?.rss.stop();
+    current = undefined;
   }
 
   async function startListeners(): Promise<void> {
@@ -84,7 +103,13 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
   }
 
   async function finishRun(state: RunState): Promise<{ report: RunReport; summary: string; succeeded: boolean }> {
-    const report: RunReport = { schemaVersion: RESULTS_SCHEMA_VERSION, run: state.info, finishedAt: new Date().toISOString(), sections: state.sections };
+    const report: RunReport = {
+      schemaVersion: RESULTS_SCHEMA_VERSION,
+      run: state.info,
+      finishedAt: new Date().toISOString(),
+      sections: state.sections,
+      transports: summarizeTransports(state.sections, state.info.transports),
+    };
     await writeFileAtomic(path.join(config.outputDir, 'results.json'), renderResultsJson(report));
     await writeFileAtomic(path.join(config.outputDir, 'output.log'), renderOutputLog(report));
     log.info({ outputDir: path.resolve(config.outputDir), strayFrames, rejectedInputs }, 'run finished; output.log and results.json written');
@@ -94,11 +119,16 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
   function buildControl(): FastifyInstance {
     // No type coercion: a body that does not match the protocol is refused, not reinterpreted.
     const app = Fastify({ logger: false, bodyLimit: CONTROL_BODY_LIMIT_BYTES, ajv: { customOptions: { coerceTypes: false } } });
-    app.get('/health', async () => ({ status: 'ready', listeners: listenerStatus }));
+    app.get('/health', async (): Promise<HealthResponse> => ({ status: 'ready', listeners: listenerStatus, host: hostFacts() }));
+    // Read as late as the request allows before answering: the transmitter brackets this with its
+    // own clock and reads it at the response headers.
+    app.get('/clock', (request, reply) => {
+      void reply.header(CLOCK_HEADER, String(process.hrtime.bigint())).send();
+    });
     app.post('/runs', { schema: { body: runInfoSchema } }, async (request, reply) => {
-      const info = request.body as Omit<RunInfo, 'receiverHost'>;
-      run = { info: { ...info, receiverHost: os.hostname() }, sections: [] };
-      current = undefined;
+      const info = request.body as Omit<RunInfo, 'hosts'> & { hosts: Pick<RunInfo['hosts'], 'transmitter'> };
+      run = { info: { ...info, hosts: { transmitter: info.hosts.transmitter, receiver: hostFacts() } }, sections: [] };
+      closeCurrent();
       log.info({ imageCount: info.imageCount, imageSizeBytes: info.imageSizeBytes, window: info.window, transports: info.transports }, 'run started');
       return reply.code(204).send();
     });
@@ -117,20 +147,29 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
         log.error({ transport: plan.transport, reason: refusal }, 'section refused');
         return reply.code(409).send({ error: refusal });
       }
-      current = new SectionRecorder(plan);
+      closeCurrent();
+      current = { recorder: new SectionRecorder(plan), measureStart: undefined, rss: new RssPeakTracker() };
       log.info({ transport: plan.transport, sectionId: plan.sectionId }, 'section started');
       return reply.code(204).send();
     });
+    app.post('/sections/:sectionId/measure', async (request, reply) => {
+      const open = openSection((request.params as { sectionId: string }).sectionId);
+      if (open === undefined) return reply.code(409).send({ error: 'that section is not open' });
+      open.rss.start();
+      open.measureStart = readResources();
+      return reply.code(204).send();
+    });
     app.post('/sections/:sectionId/end', { schema: { body: sectionEndSchema } }, async (request, reply) => {
-      const sectionId = Number((request.params as { sectionId: string }).sectionId);
-      const { failure } = request.body as { failure: string | null };
-      if (run === undefined || current === undefined || current.plan.sectionId !== sectionId) {
-        return reply.code(409).send({ error: `section ${sectionId} is not open` });
-      }
-      const result = current.result(failure);
+      const measureEnd = readResources();
+      const open = openSection((request.params as { sectionId: string }).sectionId);
+      const { failure, transmitterCost } = request.body as { failure: string | null; transmitterCost: SideCost | null };
+      if (run === undefined || open === undefined) return reply.code(409).send({ error: 'that section is not open' });
+      const peakRssBytes = open.rss.stop();
+      const receiverCost = open.measureStart === undefined ? null : sideCost(open.measureStart, measureEnd, peakRssBytes, open.recorder.plan.imageCount);
+      const result = open.recorder.result(failure, { transmitter: transmitterCost, receiver: receiverCost });
       current = undefined;
       run.sections.push(result);
-      log.info({ transport: result.transport, ok: result.ok, okCount: result.okCount, lostCount: result.lostCount, corruptCount: result.corruptCount, totalMs: result.totalMs }, 'section ended');
+      log.info({ transport: result.transport, repeat: result.repeat, ok: result.ok, okCount: result.okCount, lostCount: result.lostCount, corruptCount: result.corruptCount, totalMs: result.totalMs }, 'section ended');
       return result;
     });
     app.post('/runs/finish', async (request, reply) => {
@@ -154,6 +193,7 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
     },
     close() {
       closing ??= (async () => {
+        closeCurrent();
         await control?.close();
         await Promise.all([...listeners.values()].map((l) => l.close()));
         listeners.clear();

@@ -1,12 +1,12 @@
 import { errorMessage } from '../core/errors.js';
-import { configFromEnvOrExit, ExitCode, onShutdownSignal, outputDirIssues } from '../shared/entry.js';
+import { configFromEnvOrExit, effectiveLogLevel, ExitCode, onShutdownSignal, outputDirIssues } from '../shared/entry.js';
 import { createLogger } from '../shared/logger.js';
 import { buildReceiver } from './app.js';
 
 // Receiver entry: validates the environment, starts every listener and the control endpoint, and
 // serves runs until SIGTERM/SIGINT.
 const config = configFromEnvOrExit(outputDirIssues);
-const log = createLogger('receiver', config.logLevel);
+const log = createLogger('receiver', effectiveLogLevel(config));
 const receiver = buildReceiver(config, log);
 onShutdownSignal(async (signal) => {
   log.info({ signal }, 'shutting down');

@@ -70,3 +70,13 @@ export function outputDirIssues(env: NodeJS.ProcessEnv): ConfigIssue[] {
     return [{ variable: 'OUTPUT_DIR', value: env.OUTPUT_DIR, allowed: `a directory ${os.userInfo().username}${uid} can create and write; ${path.resolve(outputDir)}: ${errorMessage(err)}` }];
   }
 }
+
+/**
+ * The log level to run with: LOG_LEVEL when set; otherwise "warn" when stderr is a terminal, where
+ * the transmitter's progress bars are drawn and info lines would break them up, and "info" in
+ * containers and CI.
+ */
+export function effectiveLogLevel(config: Readonly<Config>, env: NodeJS.ProcessEnv = process.env): Config['logLevel'] {
+  if (env.LOG_LEVEL?.trim()) return config.logLevel;
+  return process.stderr.isTTY ? 'warn' : config.logLevel;
+}

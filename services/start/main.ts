@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { errorMessage } from '../core/errors.js';
 import { stopChild } from '../shared/child-process.js';
-import { configFromEnvOrExit, ExitCode, imagePathIssues, outputDirIssues } from '../shared/entry.js';
+import { configFromEnvOrExit, effectiveLogLevel, ExitCode, imagePathIssues, outputDirIssues } from '../shared/entry.js';
 import { createLogger } from '../shared/logger.js';
 import { projectPath } from '../shared/paths.js';
 import { startPrivateRedis, type PrivateRedis } from '../shared/redis-server.js';
@@ -13,7 +13,7 @@ import { startPrivateRedis, type PrivateRedis } from '../shared/redis-server.js'
 
 // The services' own checks, here too, so bad input stops everything before any process starts.
 const config = configFromEnvOrExit((env) => [...imagePathIssues(env), ...outputDirIssues(env)]);
-const log = createLogger('start', config.logLevel);
+const log = createLogger('start', effectiveLogLevel(config));
 const env: NodeJS.ProcessEnv = { ...process.env };
 let redis: PrivateRedis | undefined;
 const children = new Set<ChildProcess>();

@@ -1,15 +1,18 @@
 import { randomInt } from 'node:crypto';
-import os from 'node:os';
 import type { Logger } from 'pino';
 import { imageChecksum } from '../core/checksum.js';
+import { estimateClockOffset, type ClockSample } from '../core/clock.js';
 import type { Config } from '../core/config.js';
+import { sideCost, type SideCost } from '../core/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { encodeFrameHeader, stampSentAt, type Ack } from '../core/frame.js';
-import type { RunInfo, RunReport } from '../core/report.js';
-import { SectionRecorder, type SectionPlan, type SectionResult } from '../core/section.js';
+import type { HostFacts, RunInfo, RunReport } from '../core/report.js';
+import { SectionRecorder, type SectionClock, type SectionPlan, type SectionResult } from '../core/section.js';
+import { hostFacts } from '../shared/host.js';
+import { readResources, RssPeakTracker } from '../shared/resources.js';
+import { withTimeout } from '../shared/waits.js';
 import type { TransmitterLink, Transport } from '../transports/contract.js';
 import { transportByName } from '../transports/index.js';
-import { withTimeout } from '../shared/waits.js';
 import { ControlClient } from './control-client.js';
 
 /** The image a run sends, loaded before the run (never inside the timed path). */
@@ -18,17 +21,44 @@ export interface RunImage {
   description: string;
 }
 
-/** What a finished run hands back to the entry: the report, its summary table, and the verdict. */
+/** What a finished run hands back to the entry: the report, its summary tables, and the verdict. */
 export interface RunOutcome {
   report: RunReport;
   summary: string;
   succeeded: boolean;
 }
 
+/**
+ * Live counters of one section, for progress displays. The transmitter only increments them; a
+ * display reads them on its own timer, so nothing is drawn from inside the timed path.
+ */
+export interface SectionProgress {
+  transport: string;
+  label: string;
+  repeat: number;
+  repeats: number;
+  imageCount: number;
+  imageSizeBytes: number;
+  /** Recorded images handed to the transport, and acknowledged (warm-up not counted). */
+  sent: number;
+  acked: number;
+  /** Date.now() when the first recorded image was sent; undefined during warm-up. */
+  startedAtMs: number | undefined;
+}
+
+/** Told when each section starts and ends; see {@link SectionProgress} for what happens between. */
+export interface RunObserver {
+  sectionStarted(progress: SectionProgress): void;
+  sectionEnded(progress: SectionProgress, result: SectionResult): void;
+}
+
 /** A transmitter: runs every configured transport's section in turn against one receiver. */
 export interface TransmitterApp {
   run(): Promise<RunOutcome>;
 }
+
+/** Round trips per clock-offset estimate (after one that opens the socket): the lowest is kept. */
+const CLOCK_SAMPLES = 8;
 
 // Waits for acks: resolves when `ready()` holds; rejects on a link failure, or when no ack has
 // arrived for `timeoutMs` (the clock restarts at every ack, so slow but moving transfers go on).
@@ -66,12 +96,13 @@ class AckWaiter {
 }
 
 /** Builds a transmitter that sends `image` per the config; nothing happens until run(). */
-export function buildTransmitter(config: Readonly<Config>, image: RunImage, log: Logger): TransmitterApp {
+export function buildTransmitter(config: Readonly<Config>, image: RunImage, log: Logger, observer?: RunObserver): TransmitterApp {
   const control = new ControlClient(config.receiverHost, config.controlPort, config.imageTimeoutMs);
   const checksum = imageChecksum(image.bytes);
+  const transmitterHost = hostFacts();
 
   // Sends seqs [from, to) keeping at most `window` unacknowledged, then waits for every ack.
-  async function sendPhase(link: TransmitterLink, plan: SectionPlan, from: number, to: number, acked: Set<number>, waiter: AckWaiter): Promise<void> {
+  async function sendPhase(link: TransmitterLink, plan: SectionPlan, from: number, to: number, acked: Set<number>, waiter: AckWaiter, progress?: SectionProgress): Promise<void> {
     const ackedBefore = acked.size;
     waiter.notify();
     for (let seq = from; seq < to; seq++) {
@@ -80,19 +111,24 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       await waiter.until(() => sentSoFar - (acked.size - ackedBefore) < plan.window, config.imageTimeoutMs, () => `a free slot in the window before image seq ${seq}`);
       stampSentAt(header, process.hrtime.bigint());
       await withTimeout(link.send(header, image.bytes), config.imageTimeoutMs, `handing image seq ${seq} to ${plan.transport}`);
+      if (progress) progress.sent++;
     }
     await waiter.until(() => acked.size - ackedBefore >= to - from, config.imageTimeoutMs, () => `${to - from - (acked.size - ackedBefore)} outstanding acknowledgements`);
   }
 
-  async function transfer(transport: Transport, plan: SectionPlan): Promise<string | null> {
+  // Warm-up, then the recorded images with both sides' resources measured around them.
+  async function transfer(transport: Transport, plan: SectionPlan, progress: SectionProgress): Promise<{ failure: string | null; cost: SideCost | null }> {
     const acked = new Set<number>();
     const waiter = new AckWaiter();
     const onAck = (ack: Ack): void => {
       if (ack.sectionId !== plan.sectionId || acked.has(ack.seq)) return;
       acked.add(ack.seq);
+      if (ack.seq >= plan.warmup) progress.acked++;
       waiter.notify();
     };
+    const rss = new RssPeakTracker();
     let link: TransmitterLink | undefined;
+    let cost: SideCost | null = null;
     try {
       link = await transport.connect({
         host: config.receiverHost,
@@ -106,57 +142,98 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
         onFailure: (err) => waiter.fail(err),
       });
       await sendPhase(link, plan, 0, plan.warmup, acked, waiter);
-      await sendPhase(link, plan, plan.warmup, plan.warmup + plan.imageCount, acked, waiter);
-      return null;
+      await control.startMeasuring(plan.sectionId);
+      rss.start();
+      const start = readResources();
+      progress.startedAtMs = Date.now();
+      await sendPhase(link, plan, plan.warmup, plan.warmup + plan.imageCount, acked, waiter, progress);
+      cost = sideCost(start, readResources(), rss.stop(), plan.imageCount);
+      return { failure: null, cost };
     } catch (err) {
-      return errorMessage(err);
+      return { failure: errorMessage(err), cost };
     } finally {
+      rss.stop();
       await link?.close().catch((err: unknown) => log.warn({ transport: transport.name, err: errorMessage(err) }, 'close failed'));
     }
   }
 
-  async function runSection(transport: Transport): Promise<SectionResult> {
-    const plan: SectionPlan = {
+  // Ping-pong over the control endpoint; the offset is applied only across kernels (clocks).
+  async function estimateClock(receiverHost: HostFacts): Promise<SectionClock | null> {
+    await control.clockSample();
+    const samples: ClockSample[] = [];
+    for (let i = 0; i < CLOCK_SAMPLES; i++) samples.push(await control.clockSample());
+    const estimate = estimateClockOffset(samples);
+    if (estimate === undefined) return null;
+    const sameKernel = transmitterHost.bootId !== null && transmitterHost.bootId === receiverHost.bootId;
+    return { ...estimate, applied: !sameKernel };
+  }
+
+  async function runSection(transport: Transport, repeat: number, receiverHost: HostFacts): Promise<SectionResult> {
+    const progress: SectionProgress = {
+      transport: transport.name,
+      label: transport.label,
+      repeat,
+      repeats: config.repeat,
+      imageCount: config.imageCount,
+      imageSizeBytes: image.bytes.length,
+      sent: 0,
+      acked: 0,
+      startedAtMs: undefined,
+    };
+    let plan: SectionPlan = {
       sectionId: randomInt(1, 2 ** 32 - 1),
       transport: transport.name,
       label: transport.label,
       baseline: transport.baseline,
+      repeat,
       imageCount: config.imageCount,
       warmup: config.warmup,
       imageSizeBytes: image.bytes.length,
       window: config.window,
+      clock: null,
     };
-    log.info({ transport: transport.name, imageCount: plan.imageCount, imageSizeBytes: plan.imageSizeBytes, window: plan.window }, 'section start');
+    log.info({ transport: transport.name, repeat, imageCount: plan.imageCount, imageSizeBytes: plan.imageSizeBytes, window: plan.window }, 'section start');
+    observer?.sectionStarted(progress);
     let result: SectionResult;
     try {
+      plan = { ...plan, clock: await estimateClock(receiverHost) };
       await control.openSection(plan);
-      const failure = await transfer(transport, plan);
-      result = await control.endSection(plan.sectionId, failure);
+      const { failure, cost } = await transfer(transport, plan, progress);
+      result = await control.endSection(plan.sectionId, failure, cost);
     } catch (err) {
       // The receiver could not take part (listener down, receiver gone): everything is lost.
       result = new SectionRecorder(plan).result(errorMessage(err));
     }
-    log.info({ transport: transport.name, ok: result.ok, okCount: result.okCount, lostCount: result.lostCount, corruptCount: result.corruptCount, totalMs: result.totalMs, failure: result.failure }, 'section end');
+    log.info({ transport: transport.name, repeat, ok: result.ok, okCount: result.okCount, lostCount: result.lostCount, corruptCount: result.corruptCount, totalMs: result.totalMs, failure: result.failure }, 'section end');
+    observer?.sectionEnded(progress, result);
     return result;
   }
 
   return {
     async run() {
-      await control.waitUntilReady(config.connectTimeoutMs);
-      const info: Omit<RunInfo, 'receiverHost'> = {
+      const health = await control.waitUntilReady(config.connectTimeoutMs);
+      const info: Omit<RunInfo, 'hosts'> & { hosts: Pick<RunInfo['hosts'], 'transmitter'> } = {
         startedAt: new Date().toISOString(),
-        transmitterHost: os.hostname(),
-        nodeVersion: process.version,
         imageDescription: image.description,
         imageSizeBytes: image.bytes.length,
         imageCount: config.imageCount,
         window: config.window,
         warmup: config.warmup,
+        repeat: config.repeat,
         transports: config.transports,
+        config,
+        hosts: { transmitter: transmitterHost },
       };
       await control.startRun(info);
-      for (const name of config.transports) await runSection(transportByName(name));
-      return control.finishRun();
+      // Interleaved (A B C, A B C, ...) so drift on a shared machine hits every transport alike.
+      try {
+        for (let repeat = 1; repeat <= config.repeat; repeat++) {
+          for (const name of config.transports) await runSection(transportByName(name), repeat, health.host);
+        }
+        return await control.finishRun();
+      } finally {
+        control.close();
+      }
     },
   };
 }

@@ -1,26 +1,32 @@
 import { errorMessage } from '../core/errors.js';
-import { configFromEnvOrExit, ExitCode, imagePathIssues, onShutdownSignal } from '../shared/entry.js';
+import { configFromEnvOrExit, effectiveLogLevel, ExitCode, imagePathIssues, onShutdownSignal } from '../shared/entry.js';
 import { createLogger } from '../shared/logger.js';
 import { buildTransmitter } from './app.js';
 import { loadImage } from './images.js';
+import { createProgressDisplay } from './progress.js';
 
 // Transmitter entry: validates the environment, loads the image, runs every transport's section
 // against the receiver and prints the summary. Exit 0: every image of every transport arrived
 // intact; 1: anything else; 2: bad configuration.
 const config = configFromEnvOrExit(imagePathIssues);
-const log = createLogger('transmitter', config.logLevel);
+const log = createLogger('transmitter', effectiveLogLevel(config));
+// On stderr, so stdout carries only the final summary.
+const progress = createProgressDisplay({ stream: process.stderr, tty: Boolean(process.stderr.isTTY) });
 onShutdownSignal(async (signal) => {
+  progress.stop();
   log.warn({ signal }, 'interrupted; the run is incomplete');
   return ExitCode.failed;
 });
 try {
   const image = await loadImage({ imageSizeBytes: config.imageSizeBytes, imagePath: config.imagePath });
   log.info({ image: image.description }, 'image loaded');
-  const outcome = await buildTransmitter(config, image, log).run();
+  const outcome = await buildTransmitter(config, image, log, progress).run();
+  progress.stop();
   process.stdout.write(`\n${outcome.summary}\n\n${outcome.succeeded ? 'Every transport delivered every image intact.' : 'FAILED: at least one transport lost, corrupted or failed to deliver images.'}\nFull results: output.log and results.json in the receiver's OUTPUT_DIR.\n`);
   // Exit explicitly: a library handle left open by a failed transport must not keep us running.
   process.exit(outcome.succeeded ? ExitCode.ok : ExitCode.failed);
 } catch (err) {
+  progress.stop();
   log.error({ err: errorMessage(err) }, 'run failed');
   process.stderr.write(`transmitter: ${errorMessage(err)}\n`);
   process.exit(ExitCode.failed);

@@ -50,7 +50,8 @@ describe('npm start entry', () => {
     const result = await runStart({ IMAGE_COUNT: '3', ...(await freePortsEnv()) });
     expect(result.stderr).not.toMatch(/"level":(50|60)/);
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/^Transport\s+OK\s+Lost\s+Corrupt\s+p50 ms\s+max ms\s+Total ms\s+MB\/s\s+Result$/m);
+    expect(result.stdout).toMatch(/^Transport\s+OK\s+Lost\s+Corrupt\s+p50 ms\s+p90 ms\s+p99 ms\s+p99\.9 ms\s+max ms\s+mean ± sd ms\s+Total ms\s+MB\/s\s+images\/s\s+Result$/m);
+    expect(result.stdout).toMatch(/^Transport\s+TX CPU ms\/img\s+RX CPU ms\/img/m);
     for (const title of ['WebSocket', 'gRPC', 'ZeroMQ', 'Redis', 'TCP \\(baseline\\)']) {
       expect(result.stdout).toMatch(new RegExp(`^${title}\\s+3\\s+0\\s+0\\s.*\\sok$`, 'm'));
     }

@@ -10,6 +10,7 @@ import { buildTransmitter } from '../../services/transmitter/app.js';
 import { loadImage } from '../../services/transmitter/images.js';
 import { transports } from '../../services/transports/index.js';
 import { testLog } from '../helpers/harness.js';
+import { resultsSchemaErrors } from '../helpers/schema.js';
 
 // Both apps in this process, every transport over real loopback sockets and a real redis-server.
 
@@ -45,25 +46,43 @@ async function runBoth(env: Record<string, string>) {
 }
 
 describe('a whole run in-process', () => {
-  it('moves the asset over every transport and writes output.log and results.json', async () => {
-    const outcome = await runBoth({ IMAGE_COUNT: '3', WARMUP: '1', REDIS_URL: redis.url });
+  it('moves the asset over every transport, twice interleaved, and writes output.log and a valid results.json', async () => {
+    const outcome = await runBoth({ IMAGE_COUNT: '3', WARMUP: '1', REPEAT: '2', REDIS_URL: redis.url });
     expect(outcome.succeeded, outcome.summary).toBe(true);
     const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
     for (const title of ['WebSocket', 'gRPC', 'ZeroMQ', 'Redis', 'TCP (baseline)']) {
-      expect(log).toContain(`=== ${title} performance test: 3 images transfer (533.0 KiB each, window 1) ===`);
+      for (const repeat of [1, 2]) expect(log).toContain(`=== ${title} performance test: 3 images transfer (533.0 KiB each, window 1, repeat ${repeat}/2) ===`);
     }
-    expect(log.match(/^Image \d transmission time: \d+\.\d{3} ms$/gm)).toHaveLength(15);
-    expect(log.match(/^Total transfer time: \d+\.\d{3} ms$/gm)).toHaveLength(5);
+    expect(log.match(/^Image \d transmission time: \d+\.\d{3} ms$/gm)).toHaveLength(30);
+    expect(log.match(/^Total transfer time: \d+\.\d{3} ms$/gm)).toHaveLength(10);
+    expect(log).toContain('Spread across repeats (min–max):');
+
     const results = JSON.parse(await readFile(path.join(outputDir, 'results.json'), 'utf8')) as RunReport;
-    expect(results.sections.map((s) => s.transport)).toEqual(['websocket', 'grpc', 'zeromq', 'redis', 'tcp']);
+    expect(resultsSchemaErrors(results)).toEqual([]);
+    // Interleaved: every transport once per repeat, in TRANSPORTS order.
+    const order = ['websocket', 'grpc', 'zeromq', 'redis', 'tcp'];
+    expect(results.sections.map((s) => `${s.transport}/${s.repeat}`)).toEqual([...order.map((t) => `${t}/1`), ...order.map((t) => `${t}/2`)]);
+    expect(results.transports.map((t) => [t.transport, t.repeats, t.okCount])).toEqual(order.map((t) => [t, 2, 6]));
     for (const section of results.sections) {
       expect(section.okCount).toBe(3);
       expect(section.images.every((i) => i.timeMs !== null && i.timeMs > 0)).toBe(true);
       // The total spans from the first send to the last arrival, so it covers every image.
       expect(section.totalMs).toBeGreaterThanOrEqual(Math.max(...section.images.map((i) => i.timeMs!)));
+      expect(section.latency?.p50Ms).toBeGreaterThan(0);
+      expect(section.throughputMBps).toBeGreaterThan(0);
+      // Both sides in one process here: each side's CPU is that process's, so only its presence is checked.
+      for (const side of [section.cost.transmitter, section.cost.receiver]) {
+        expect(side?.cpuMs).toBeGreaterThan(0);
+        expect(side?.peakRssBytes).toBeGreaterThan(10 * 1024 * 1024);
+        expect(side?.eventLoopUtilization).toBeGreaterThan(0);
+      }
+      // One host, one kernel: the estimate is near zero and not applied.
+      expect(section.clock?.applied).toBe(false);
+      expect(Math.abs(section.clock!.offsetNs)).toBeLessThan(200_000);
     }
+    expect(results.run.hosts.receiver.libraries['@grpc/grpc-js']).toMatch(/^\d+\.\d+\.\d+/);
     expect(outcome.summary).toContain('TCP (baseline)');
-  }, 60_000);
+  }, 90_000);
 
   it('keeps a window of images in flight with a generated size', async () => {
     const outcome = await runBoth({ IMAGE_COUNT: '20', IMAGE_SIZE: '64KB', WINDOW: '8', TRANSPORTS: 'tcp,zeromq', REDIS_URL: redis.url });
@@ -85,6 +104,6 @@ describe('a whole run in-process', () => {
     expect(tcpSection?.ok).toBe(true);
     const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
     expect(log).toContain(`FAILED: receiver's redis listener is not available: no connection to Redis at redis://127.0.0.1:${deadPort}`);
-    expect(log).toMatch(/Redis\s+0\s+2\s+0\s+-\s+-\s+-\s+-\s+FAILED/);
+    expect(log).toMatch(/^Redis\s+0\s+2\s+0(\s+-){9}\s+FAILED/m);
   }, 60_000);
 });

@@ -19,6 +19,7 @@ describe('parseConfig', () => {
         transports: ['websocket', 'redis', 'tcp'],
         window: 1,
         warmup: 2,
+        repeat: 1,
         receiverHost: '127.0.0.1',
         bindHost: '127.0.0.1',
         controlPort: 8080,
@@ -37,7 +38,7 @@ describe('parseConfig', () => {
   it('reads every variable', () => {
     const result = parseConfig(
       {
-        IMAGE_COUNT: '50', IMAGE_SIZE: '4MB', TRANSPORTS: 'tcp, WebSocket', WINDOW: '8', WARMUP: '0', RECEIVER_HOST: 'receiver', BIND_HOST: '0.0.0.0',
+        IMAGE_COUNT: '50', IMAGE_SIZE: '4MB', TRANSPORTS: 'tcp, WebSocket', WINDOW: '8', WARMUP: '0', REPEAT: '3', RECEIVER_HOST: 'receiver', BIND_HOST: '0.0.0.0',
         CONTROL_PORT: '18080', WEBSOCKET_PORT: '18081', TCP_PORT: '19000', REDIS_URL: 'redis://redis:6379', OUTPUT_DIR: '/out', LOG_LEVEL: 'DEBUG',
         MAX_IMAGE_SIZE: '64MiB', IMAGE_TIMEOUT_MS: '500', CONNECT_TIMEOUT_MS: '1000',
       },
@@ -46,7 +47,7 @@ describe('parseConfig', () => {
     expect(result.ok).toBe(true);
     if (!result.ok) return;
     expect(result.config).toMatchObject({
-      imageCount: 50, imageSizeBytes: 4_000_000, transports: ['tcp', 'websocket'], window: 8, warmup: 0, receiverHost: 'receiver', bindHost: '0.0.0.0',
+      imageCount: 50, imageSizeBytes: 4_000_000, transports: ['tcp', 'websocket'], window: 8, warmup: 0, repeat: 3, receiverHost: 'receiver', bindHost: '0.0.0.0',
       controlPort: 18080, ports: { websocket: 18081, tcp: 19000 }, redisUrl: 'redis://redis:6379', outputDir: '/out', logLevel: 'debug',
       maxImageBytes: 64 * 1024 * 1024, imageTimeoutMs: 500, connectTimeoutMs: 1000,
     });
@@ -68,6 +69,7 @@ describe('parseConfig', () => {
     ['TRANSPORTS', 'tcp,tcp', 'a comma-separated list of distinct transports from: websocket, redis, tcp'],
     ['WINDOW', '0', 'a whole number from 1 to 1,024'],
     ['WARMUP', '-1', 'a whole number from 0 to 10,000'],
+    ['REPEAT', '0', 'a whole number from 1 to 100'],
     ['TCP_PORT', '70000', 'a whole number from 1 to 65,535'],
     ['CONTROL_PORT', 'http', 'a whole number from 1 to 65,535'],
     ['REDIS_URL', 'localhost:6379', 'a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379'],
@@ -107,7 +109,7 @@ describe('configVariables', () => {
   it('lists every variable the config reads, ports included', () => {
     expect(configVariables(specs).sort()).toEqual(
       ['BIND_HOST', 'CONNECT_TIMEOUT_MS', 'CONTROL_PORT', 'IMAGE_COUNT', 'IMAGE_PATH', 'IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'LOG_LEVEL', 'MAX_IMAGE_SIZE',
-        'OUTPUT_DIR', 'RECEIVER_HOST', 'REDIS_URL', 'TCP_PORT', 'TRANSPORTS', 'WARMUP', 'WEBSOCKET_PORT', 'WINDOW'].sort(),
+        'OUTPUT_DIR', 'RECEIVER_HOST', 'REDIS_URL', 'REPEAT', 'TCP_PORT', 'TRANSPORTS', 'WARMUP', 'WEBSOCKET_PORT', 'WINDOW'].sort(),
     );
   });
 });

@@ -1,81 +1,118 @@
 import { describe, expect, it } from 'vitest';
-import { renderOutputLog, renderResultsJson, renderSummary, runSucceeded, type RunReport } from '../../services/core/report.js';
-import { SectionRecorder, type SectionPlan } from '../../services/core/section.js';
+import { renderOutputLog, renderResultsJson, renderSummary, runSucceeded, summarizeTransports, type RunReport } from '../../services/core/report.js';
+import { fixturePlan, fixtureReport, fixtureSection } from '../helpers/fixtures.js';
 
-const plan = (transport: string, label: string, baseline = false): SectionPlan => ({ sectionId: 1, transport, label, baseline, imageCount: 2, warmup: 0, imageSizeBytes: 545_792, window: 1 });
-const header = (seq: number, sentAtNs: bigint) => ({ sectionId: 1, seq, sizeBytes: 545_792, checksum: 0n, sentAtNs });
+const cost = {
+  transmitter: { cpuUserMs: 3, cpuSystemMs: 1, cpuMs: 4, cpuMsPerImage: 2, peakRssBytes: 100 * 1024 * 1024, eventLoopUtilization: 0.5 },
+  receiver: { cpuUserMs: 2, cpuSystemMs: 1, cpuMs: 3, cpuMsPerImage: 1.5, peakRssBytes: 80 * 1024 * 1024, eventLoopUtilization: 0.25 },
+};
+const clock = { offsetNs: -12_000, uncertaintyNs: 150_000, roundTripNs: 300_000, samples: 8, applied: false };
 
 function sampleReport(): RunReport {
-  const ws = new SectionRecorder(plan('websocket', 'WebSocket'));
-  ws.record(header(0, 1_000_000n), 3_413_000n, true);
-  ws.record(header(1, 3_500_000n), 4_700_000n, true);
-  const tcp = new SectionRecorder(plan('tcp', 'TCP', true));
-  tcp.record(header(0, 0n), 500_000n, true);
-  return {
-    schemaVersion: 1,
-    run: {
-      startedAt: '2026-11-23T08:00:00.000Z',
-      receiverHost: 'rx',
-      transmitterHost: 'tx',
-      nodeVersion: 'v20.20.2',
-      imageDescription: 'assets/sample.png',
-      imageSizeBytes: 545_792,
-      imageCount: 2,
-      window: 1,
-      warmup: 0,
-      transports: ['websocket', 'tcp'],
-    },
-    finishedAt: '2026-11-23T08:00:01.000Z',
-    sections: [ws.result(null), tcp.result('no acknowledgement for 10000 ms')],
-  };
+  return fixtureReport([
+    fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket', clock }), [2.413, 1.2], null, cost),
+    fixtureSection(fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true }), [0.5, null], 'no acknowledgement for 10000 ms'),
+  ]);
 }
 
 describe('renderOutputLog', () => {
-  it('renders header, sections with three decimals, and the summary', () => {
+  it('renders header, sections with three decimals, and the summary tables', () => {
     expect(renderOutputLog(sampleReport())).toBe(`image-transfer-bench results
 Date: 2026-11-23T08:00:00.000Z (finished 2026-11-23T08:00:01.000Z)
-Receiver host: rx; transmitter host: tx
-Node: v20.20.2
+Transmitter host: tx (Test CPU, 2 cores, 24.0 GiB, linux-x64 6.1.0, Node v20.20.2)
+Receiver host: rx (Test CPU, 2 cores, 24.0 GiB, linux-x64 6.1.0, Node v20.20.2)
+Libraries: ws 8.23.0, zeromq 6.8.0
 Image: assets/sample.png
-Images per transport: 2 (533.0 KiB each) after 0 unrecorded warm-up images; window 1
+Images per transport: 2 (533.0 KiB each) after 0 unrecorded warm-up images; window 1; repeat 1
 Transports: websocket, tcp
 Definitions:
   Transmission time of image i = receiver monotonic clock when the last byte of image i is in hand − transmitter monotonic clock just before it started sending image i.
   Total transfer time of a transport = arrival of its last image − send start of its first (warm-up images excluded).
-Times are milliseconds; MB/s counts 10^6 bytes of intact images per second of total transfer time.
+Times are milliseconds; percentiles come from an HDR histogram (3 significant digits), max, mean and sd from the raw times.
+MB/s counts 10^6 bytes of intact images per second of total transfer time.
+Clock offset, receiver − transmitter, estimated before each section (lowest of 8 round trips over the control endpoint; ± half that round trip):
+  WebSocket: −0.012 ± 0.150 ms (same kernel, not applied)
+  TCP (baseline): not estimated
 
 === WebSocket performance test: 2 images transfer (533.0 KiB each, window 1) ===
 Image 1 transmission time: 2.413 ms
 Image 2 transmission time: 1.200 ms
-Total transfer time: 3.700 ms
+Total transfer time: 2.413 ms
+Latency: p50 1.200, p90 2.413, p99 2.413, p99.9 2.413, max 2.413, mean 1.806 ± 0.606 ms
+Throughput: 452.4 MB/s, 828.8 images/s
+Cost, transmitter: CPU 4.0 ms (user 3.0, system 1.0), 2.000 ms/image, peak RSS 100.0 MiB, event loop 50% busy
+Cost, receiver: CPU 3.0 ms (user 2.0, system 1.0), 1.500 ms/image, peak RSS 80.0 MiB, event loop 25% busy
 
 === TCP (baseline) performance test: 2 images transfer (533.0 KiB each, window 1) ===
 Image 1 transmission time: 0.500 ms
 Image 2: LOST (never arrived)
 Total transfer time: 0.500 ms
+Latency: p50 0.500, p90 0.500, p99 0.500, p99.9 0.500, max 0.500, mean 0.500 ± 0.000 ms
+Throughput: 1091.6 MB/s, 2000.0 images/s
+Cost, transmitter: not measured
+Cost, receiver: not measured
 FAILED: no acknowledgement for 10000 ms
 
 === Summary ===
-Transport       OK  Lost  Corrupt  p50 ms  max ms  Total ms    MB/s  Result
---------------  --  ----  -------  ------  ------  --------  ------  ------
-WebSocket        2     0        0   1.200   2.413     3.700   295.0  ok
-TCP (baseline)   1     1        0   0.500   0.500     0.500  1091.6  FAILED: no acknowledgement for 10000 ms
+Transport       OK  Lost  Corrupt  p50 ms  p90 ms  p99 ms  p99.9 ms  max ms   mean ± sd ms  Total ms    MB/s  images/s  Result
+--------------  --  ----  -------  ------  ------  ------  --------  ------  -------------  --------  ------  --------  ------
+WebSocket        2     0        0   1.200   2.413   2.413     2.413   2.413  1.806 ± 0.606     2.413   452.4     828.8  ok
+TCP (baseline)   1     1        0   0.500   0.500   0.500     0.500   0.500  0.500 ± 0.000     0.500  1091.6    2000.0  FAILED: no acknowledgement for 10000 ms
+
+Cost per side (TX transmitter, RX receiver; CPU = user + system over the recorded images):
+Transport       TX CPU ms/img  RX CPU ms/img  TX CPU ms  RX CPU ms  TX peak RSS MiB  RX peak RSS MiB  TX loop busy  RX loop busy
+--------------  -------------  -------------  ---------  ---------  ---------------  ---------------  ------------  ------------
+WebSocket               2.000          1.500        4.0        3.0            100.0             80.0           50%           25%
+TCP (baseline)              -              -          -          -                -                -             -             -
+
 Result: FAILED: at least one transport lost, corrupted or failed to deliver images (see above).
 `);
   });
 });
 
-describe('renderSummary and runSucceeded', () => {
+describe('summarizeTransports', () => {
+  it('picks the median repeat by total time, totals the counts and gives the spread', () => {
+    const plan = fixturePlan({ transport: 'grpc', label: 'gRPC' });
+    const sections = [
+      fixtureSection({ ...plan, repeat: 1 }, [3, 3]),
+      fixtureSection(fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true }), [1, 1]),
+      fixtureSection({ ...plan, repeat: 2 }, [1, 1]),
+      fixtureSection({ ...plan, repeat: 3 }, [2, null], 'lost one'),
+    ];
+    const [grpc, tcp] = summarizeTransports(sections, ['grpc', 'tcp']);
+    // Totals: repeat 1 is 4 ms (second image sent at 1 ms + 3 ms), repeat 2 is 2 ms, repeat 3 is 2 ms.
+    expect(grpc).toMatchObject({ transport: 'grpc', repeats: 3, ok: false, failure: 'lost one', okCount: 5, lostCount: 1, corruptCount: 0, medianSection: 3 });
+    expect(grpc?.spread.totalMs).toEqual({ min: 2, max: 4 });
+    expect(grpc?.spread.p50Ms).toEqual({ min: 1, max: 3 });
+    expect(tcp).toMatchObject({ repeats: 1, ok: true, medianSection: 1 });
+  });
+
+  it('has no median when no repeat got an image through', () => {
+    const [only] = summarizeTransports([fixtureSection(fixturePlan({ transport: 'redis', label: 'Redis' }), [null, null], 'down')], ['redis']);
+    expect(only?.medianSection).toBeNull();
+    expect(only?.spread).toEqual({ totalMs: null, throughputMBps: null, p50Ms: null, p99Ms: null });
+  });
+});
+
+describe('renderSummary with repeats', () => {
+  it('says the figures are medians and adds the spread table', () => {
+    const plan = fixturePlan({ transport: 'zeromq', label: 'ZeroMQ' });
+    const report = fixtureReport([fixtureSection({ ...plan, repeat: 1 }, [1, 1]), fixtureSection({ ...plan, repeat: 2 }, [2, 2])], { repeat: 2 });
+    const text = renderSummary(report);
+    expect(text.split('\n')[0]).toBe('Median of 2 repeats per transport (by total transfer time); OK/Lost/Corrupt count every repeat:');
+    expect(text).toContain('Spread across repeats (min–max):');
+    expect(text).toMatch(/^ZeroMQ\s+2\s+363\.9–545\.8\s+1\.000–2\.000\s+1\.000–2\.000\s+2\.000–3\.000$/m);
+  });
+});
+
+describe('runSucceeded and renderResultsJson', () => {
   it('says ok only when every section is ok', () => {
     const report = sampleReport();
     expect(runSucceeded(report)).toBe(false);
     expect(runSucceeded({ sections: [report.sections[0]!] })).toBe(true);
     expect(runSucceeded({ sections: [] })).toBe(false);
-    expect(renderSummary({ sections: [report.sections[0]!] }).split('\n')).toHaveLength(3);
   });
-});
 
-describe('renderResultsJson', () => {
   it('keeps every per-image time and parses back to the same report', () => {
     const report = sampleReport();
     const parsed = JSON.parse(renderResultsJson(report)) as RunReport;

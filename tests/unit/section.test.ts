@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { FrameHeader } from '../../services/core/frame.js';
 import { SectionRecorder, type SectionPlan } from '../../services/core/section.js';
 
-const plan: SectionPlan = { sectionId: 5, transport: 'tcp', label: 'TCP', baseline: true, imageCount: 3, warmup: 2, imageSizeBytes: 1_000_000, window: 1 };
+const plan: SectionPlan = { sectionId: 5, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 3, warmup: 2, imageSizeBytes: 1_000_000, window: 1, clock: null };
 const frame = (seq: number, sentAtNs: bigint, sizeBytes = 1_000_000): FrameHeader => ({ sectionId: 5, seq, sizeBytes, checksum: 1n, sentAtNs });
 
 describe('SectionRecorder', () => {
@@ -20,10 +20,11 @@ describe('SectionRecorder', () => {
       { image: 3, timeMs: 4, status: 'ok' },
     ]);
     expect(result.totalMs).toBe(7.2);
-    expect(result.p50Ms).toBe(2);
-    expect(result.maxMs).toBe(4);
-    expect(result.meanMs).toBeCloseTo(7 / 3, 12);
+    expect(result.latency).toMatchObject({ count: 3, minMs: 1, maxMs: 4 });
+    expect(result.latency?.meanMs).toBeCloseTo(7 / 3, 12);
     expect(result.throughputMBps).toBeCloseTo(3_000_000 / 1e3 / 7.2, 9);
+    expect(result.imagesPerSecond).toBeCloseTo(3 / 0.0072, 9);
+    expect(result.cost).toEqual({ transmitter: null, receiver: null });
     expect(result.ok).toBe(true);
     expect([result.okCount, result.lostCount, result.corruptCount, result.duplicateCount]).toEqual([3, 0, 0, 0]);
   });
@@ -41,7 +42,7 @@ describe('SectionRecorder', () => {
     expect([result.okCount, result.corruptCount, result.lostCount]).toEqual([1, 2, 2]);
     expect([result.duplicateCount, result.strayCount, result.outOfOrderCount]).toEqual([1, 1, 1]);
     // Only intact images count in the time summary and the throughput.
-    expect(result.p50Ms).toBe(2);
+    expect(result.latency).toMatchObject({ count: 1, minMs: 2, maxMs: 2 });
     expect(result.totalMs).toBe(2);
     expect(result.throughputMBps).toBeCloseTo(1_000_000 / 1e3 / 2, 9);
     expect(result.ok).toBe(false);
@@ -52,12 +53,31 @@ describe('SectionRecorder', () => {
     expect(result.ok).toBe(false);
     expect(result.failure).toBe('cannot connect');
     expect(result.lostCount).toBe(3);
-    expect([result.totalMs, result.p50Ms, result.maxMs, result.throughputMBps]).toEqual([null, null, null, null]);
+    expect([result.totalMs, result.latency, result.throughputMBps, result.imagesPerSecond]).toEqual([null, null, null, null]);
   });
 
   it('is not ok when a failure is reported even if every image arrived', () => {
     const recorder = new SectionRecorder({ ...plan, warmup: 0, imageCount: 1 });
     recorder.record(frame(0, 0n), 1n, true);
     expect(recorder.result('close failed').ok).toBe(false);
+  });
+});
+
+describe('SectionRecorder with a clock offset', () => {
+  const clock = { offsetNs: 5_000_000, uncertaintyNs: 100_000, roundTripNs: 200_000, samples: 8 };
+
+  it('moves send times onto the receiver clock when the offset is applied (different kernels)', () => {
+    const recorder = new SectionRecorder({ ...plan, warmup: 0, imageCount: 1, clock: { ...clock, applied: true } });
+    // Sent at 1 ms on the transmitter clock = 6 ms on the receiver clock; arrived at 8 ms.
+    recorder.record(frame(0, 1_000_000n), 8_000_000n, true);
+    expect(recorder.result(null).images[0]?.timeMs).toBe(2);
+  });
+
+  it('reports but does not apply the offset on one kernel', () => {
+    const recorder = new SectionRecorder({ ...plan, warmup: 0, imageCount: 1, clock: { ...clock, applied: false } });
+    recorder.record(frame(0, 1_000_000n), 8_000_000n, true);
+    const result = recorder.result(null);
+    expect(result.images[0]?.timeMs).toBe(7);
+    expect(result.clock?.offsetNs).toBe(5_000_000);
   });
 });

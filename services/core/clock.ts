@@ -1,0 +1,43 @@
+// Clock offset between transmitter and receiver, for runs across hosts where the two monotonic
+// clocks have different origins. Cristian's method: the transmitter notes its clock before and
+// after asking the receiver for its clock; the sample with the shortest round trip bounds the
+// error best, by half that round trip.
+
+/** One ping-pong exchange: transmitter clock at send and at reply, receiver clock in between. */
+export interface ClockSample {
+  transmitterSentNs: bigint;
+  receiverNs: bigint;
+  transmitterReceivedNs: bigint;
+}
+
+/** Receiver clock − transmitter clock, with the bound on its error. */
+export interface ClockOffset {
+  offsetNs: number;
+  /** Half the round trip of the sample used: the true offset lies within ± this. */
+  uncertaintyNs: number;
+  roundTripNs: number;
+  samples: number;
+}
+
+/** Estimates the offset from the exchange with the lowest round trip; undefined without samples. */
+export function estimateClockOffset(samples: readonly ClockSample[]): ClockOffset | undefined {
+  let best: ClockSample | undefined;
+  let bestRoundTrip = 0n;
+  for (const sample of samples) {
+    const roundTrip = sample.transmitterReceivedNs - sample.transmitterSentNs;
+    if (roundTrip < 0n) continue;
+    if (best === undefined || roundTrip < bestRoundTrip) {
+      best = sample;
+      bestRoundTrip = roundTrip;
+    }
+  }
+  if (best === undefined) return undefined;
+  // The receiver read its clock somewhere within the round trip: assume the middle.
+  const midpointNs = best.transmitterSentNs + bestRoundTrip / 2n;
+  return {
+    offsetNs: Number(best.receiverNs - midpointNs),
+    uncertaintyNs: Number(bestRoundTrip) / 2,
+    roundTripNs: Number(bestRoundTrip),
+    samples: samples.length,
+  };
+}

@@ -1,0 +1,185 @@
+import cliProgress from 'cli-progress';
+import type { SectionResult } from '../core/section.js';
+import { formatSize } from '../core/size.js';
+import type { RunObserver, SectionProgress } from './app.js';
+
+// The transmitter's live progress. The transmitter only increments SectionProgress counters; this
+// display reads them on its own (unref'd) timer, so nothing here runs per image or inside the timed
+// path, and a forgotten display never keeps the process alive.
+
+/** Where and how often progress is shown; `now` is injectable so tests drive elapsed time. */
+export interface ProgressDisplayOptions {
+  stream: NodeJS.WritableStream & { isTTY?: boolean };
+  /** True: live bars redrawn in place (a terminal). False: a plain line every plainIntervalMs (logs, CI). */
+  tty: boolean;
+  plainIntervalMs?: number;
+  ttyIntervalMs?: number;
+  now?: () => number;
+}
+
+/** A run observer that shows progress until stop(), which is safe to call twice. */
+export type ProgressDisplay = RunObserver & { stop(): void };
+
+const DEFAULT_PLAIN_INTERVAL_MS = 5000;
+const DEFAULT_TTY_INTERVAL_MS = 200;
+
+// One section as the display knows it: its live counters and, once over, when and how it ended.
+interface SectionEntry {
+  progress: SectionProgress;
+  endedAtMs: number | undefined;
+  result: SectionResult | undefined;
+}
+
+/** Builds the progress display: cli-progress bars on a terminal, plain periodic lines otherwise. */
+export function createProgressDisplay(options: ProgressDisplayOptions): ProgressDisplay {
+  const now = options.now ?? Date.now;
+  return options.tty
+    ? ttyDisplay(options.stream, options.ttyIntervalMs ?? DEFAULT_TTY_INTERVAL_MS, now)
+    : plainDisplay(options.stream, options.plainIntervalMs ?? DEFAULT_PLAIN_INTERVAL_MS, now);
+}
+
+/** "3 s", "2 min 5 s", "1 h 4 min": a duration in whole units people read at a glance. */
+export function formatDurationSeconds(seconds: number): string {
+  const whole = Math.max(0, Math.ceil(seconds));
+  if (whole < 60) return `${whole} s`;
+  if (whole < 3600) return `${Math.floor(whole / 60)} min ${whole % 60} s`;
+  return `${Math.floor(whole / 3600)} h ${Math.floor((whole % 3600) / 60)} min`;
+}
+
+// Acknowledged MB/s (10^6 bytes) since the first recorded image; undefined before it was sent.
+function rateMBps(entry: SectionEntry, nowMs: number): number | undefined {
+  const { startedAtMs, acked, imageSizeBytes } = entry.progress;
+  if (startedAtMs === undefined) return undefined;
+  const elapsedS = ((entry.endedAtMs ?? nowMs) - startedAtMs) / 1000;
+  return elapsedS > 0 ? (acked * imageSizeBytes) / 1e6 / elapsedS : undefined;
+}
+
+// Seconds left at the acknowledgement rate so far; undefined until one image is acknowledged.
+function secondsLeft(entry: SectionEntry, nowMs: number): number | undefined {
+  const { startedAtMs, acked, imageCount } = entry.progress;
+  if (startedAtMs === undefined || acked === 0) return undefined;
+  const elapsedS = (nowMs - startedAtMs) / 1000;
+  return (Math.max(0, imageCount - acked) * elapsedS) / acked;
+}
+
+// "12.3 MB/s, about 4 s left" while running; "warming up" before the first recorded image.
+function runningDetail(entry: SectionEntry, nowMs: number): string {
+  const rate = rateMBps(entry, nowMs);
+  if (rate === undefined) return 'warming up';
+  const left = secondsLeft(entry, nowMs);
+  return `${rate.toFixed(1)} MB/s, ${left === undefined ? 'time left unknown' : `about ${formatDurationSeconds(left)} left`}`;
+}
+
+// "ok", or "FAILED: " and why: the failure, else what was lost or corrupt.
+function verdict(result: SectionResult): string {
+  if (result.ok) return 'ok';
+  const reason = result.failure ?? `${result.okCount}/${result.imageCount} intact, ${result.lostCount} lost, ${result.corruptCount} corrupt`;
+  return `FAILED: ${reason}`;
+}
+
+function plainDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: () => number): ProgressDisplay {
+  const running = new Set<SectionEntry>();
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+
+  const write = (line: string): void => {
+    stream.write(`progress: ${line}\n`);
+  };
+  const name = ({ label, repeat, repeats }: SectionProgress): string => `${label} ${repeat}/${repeats}`;
+  const tick = (): void => {
+    const nowMs = now();
+    for (const entry of running) {
+      const { acked, imageCount } = entry.progress;
+      write(`${name(entry.progress)}: ${acked}/${imageCount} images acknowledged, ${runningDetail(entry, nowMs)}`);
+    }
+  };
+
+  return {
+    sectionStarted(progress) {
+      if (stopped) return;
+      running.add({ progress, endedAtMs: undefined, result: undefined });
+      write(`${progress.label} repeat ${progress.repeat}/${progress.repeats} started: ${progress.imageCount} images of ${formatSize(progress.imageSizeBytes)} each`);
+      if (timer === undefined) {
+        timer = setInterval(tick, intervalMs);
+        timer.unref();
+      }
+    },
+    sectionEnded(progress, result) {
+      if (stopped) return;
+      for (const entry of running) if (entry.progress === progress) running.delete(entry);
+      write(`${name(progress)} done: ${verdict(result)}`);
+    },
+    stop() {
+      stopped = true;
+      clearInterval(timer);
+      timer = undefined;
+      running.clear();
+    },
+  };
+}
+
+function ttyDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: () => number): ProgressDisplay {
+  const multibar = new cliProgress.MultiBar(
+    {
+      stream,
+      // cli-progress schedules its own redraws; this is their period.
+      fps: 1000 / intervalMs,
+      format: '{label} |{bar}| {value}/{total} | {detail}',
+      barsize: 30,
+      // Trim bars to the terminal width without switching the terminal's wrapping off, and leave the
+      // cursor and signals alone: nothing to restore if the process ends abruptly.
+      linewrap: true,
+      hideCursor: false,
+      gracefulExit: false,
+    },
+    cliProgress.Presets.shades_classic,
+  );
+  const bars = new Map<SectionEntry, cliProgress.SingleBar>();
+  let stopped = false;
+
+  const label = ({ label, repeat, repeats }: SectionProgress): string => (repeats > 1 ? `${label} repeat ${repeat}/${repeats}` : label);
+  const detail = (entry: SectionEntry, nowMs: number): string =>
+    entry.result === undefined ? runningDetail(entry, nowMs) : `${rateMBps(entry, nowMs)?.toFixed(1) ?? '-'} MB/s, ${verdict(entry.result)}`;
+  // Copies the counters into the bars; labels are padded to the longest so the bars line up.
+  const refresh = (): void => {
+    const nowMs = now();
+    const width = Math.max(0, ...[...bars.keys()].map((entry) => label(entry.progress).length));
+    for (const [entry, bar] of bars) {
+      bar.update(entry.progress.acked, { label: label(entry.progress).padEnd(width), detail: detail(entry, nowMs) });
+    }
+  };
+  // cli-progress keeps a plain (ref'd) setTimeout for its redraws; unref each one it schedules so
+  // the display never holds the process open. `timer` is internal to cli-progress 3.x.
+  const unrefRedrawTimer = (): void => {
+    (multibar as unknown as { timer?: NodeJS.Timeout | null }).timer?.unref?.();
+  };
+  multibar.on('start', unrefRedrawTimer);
+  multibar.on('update-post', unrefRedrawTimer);
+  multibar.on('update-pre', refresh);
+
+  return {
+    sectionStarted(progress) {
+      if (stopped) return;
+      const entry: SectionEntry = { progress, endedAtMs: undefined, result: undefined };
+      bars.set(entry, multibar.create(progress.imageCount, progress.acked, { label: label(progress), detail: 'warming up' }));
+    },
+    sectionEnded(progress, result) {
+      if (stopped) return;
+      for (const [entry, bar] of bars) {
+        if (entry.progress !== progress || entry.result !== undefined) continue;
+        entry.endedAtMs = now();
+        entry.result = result;
+        bar.stop();
+      }
+      // Redraw now so the verdict shows at once; update-pre copies the counters in.
+      multibar.update();
+    },
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      if (bars.size === 0) return;
+      refresh();
+      multibar.stop();
+    },
+  };
+}

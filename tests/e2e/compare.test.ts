@@ -1,0 +1,128 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Config } from '../../services/core/config.js';
+import { RESULTS_SCHEMA_VERSION, renderResultsJson, summarizeTransports, type HostFacts, type RunReport } from '../../services/core/report.js';
+import type { SectionResult } from '../../services/core/section.js';
+import { projectPath } from '../../services/shared/paths.js';
+
+// `npm run compare`'s entry as a user runs it, on two results.json files. `npm test` builds dist/
+// first (its pretest step).
+
+const entry = projectPath('dist', 'scripts', 'compare.js');
+let dir: string;
+
+beforeAll(async () => {
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run "npm run build" first (npm test does)`);
+  dir = await mkdtemp(path.join(os.tmpdir(), 'itb-compare-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+const host: HostFacts = { hostname: 'bench', cpuModel: 'cpu', cores: 2, totalMemoryBytes: 2 ** 33, platform: 'linux', kernel: '6.1', nodeVersion: 'v20.20.2', bootId: null, libraries: {} };
+
+function section(transport: string, label: string, repeat: number, p50Ms: number, mbps: number): SectionResult {
+  return {
+    sectionId: repeat,
+    transport,
+    label,
+    baseline: false,
+    repeat,
+    imageCount: 10,
+    warmup: 0,
+    imageSizeBytes: 545_792,
+    window: 1,
+    clock: null,
+    ok: true,
+    failure: null,
+    images: [],
+    okCount: 10,
+    corruptCount: 0,
+    lostCount: 0,
+    duplicateCount: 0,
+    outOfOrderCount: 0,
+    strayCount: 0,
+    totalMs: 10 + repeat,
+    latency: { count: 10, p50Ms, p90Ms: p50Ms * 2, p99Ms: p50Ms * 2, p999Ms: p50Ms * 2, minMs: p50Ms, maxMs: p50Ms * 2, meanMs: p50Ms, stdDevMs: 0 },
+    throughputMBps: mbps,
+    imagesPerSecond: 1000,
+    cost: { transmitter: null, receiver: null },
+  };
+}
+
+/** A run of one transport over the given repeats, each [p50 ms, MB/s]. */
+function report(startedAt: string, transport: string, label: string, repeats: [number, number][]): RunReport {
+  const sections = repeats.map(([p50, mbps], i) => section(transport, label, i + 1, p50, mbps));
+  const config = { imageCount: 10, window: 1, warmup: 0, repeat: repeats.length, transports: [transport] } as unknown as Config;
+  return {
+    schemaVersion: RESULTS_SCHEMA_VERSION,
+    run: { startedAt, imageDescription: 'assets/sample.png', imageSizeBytes: 545_792, imageCount: 10, window: 1, warmup: 0, repeat: repeats.length, transports: [transport], config, hosts: { transmitter: host, receiver: host } },
+    finishedAt: startedAt,
+    sections,
+    transports: summarizeTransports(sections, [transport]),
+  };
+}
+
+function runCompare(...args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(process.execPath, [entry, ...args], { encoding: 'utf8', timeout: 20_000 });
+  if (result.error) throw result.error;
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+async function writeJson(name: string, content: string): Promise<string> {
+  const file = path.join(dir, name);
+  await writeFile(file, content);
+  return file;
+}
+
+describe('compare entry', () => {
+  it('prints the comparison of two results.json files and exits 0', async () => {
+    const before = await writeJson('before.json', renderResultsJson(report('2026-01-01T00:00:00.000Z', 'websocket', 'WebSocket', [[1.9, 100], [2.0, 101], [2.1, 102]])));
+    const after = await writeJson('after.json', renderResultsJson(report('2026-01-02T00:00:00.000Z', 'grpc', 'gRPC', [[3, 50]])));
+    const afterWs = await writeJson('after-ws.json', renderResultsJson(report('2026-01-02T00:00:00.000Z', 'websocket', 'WebSocket', [[1.0, 150], [1.1, 151], [1.2, 152]])));
+
+    const result = runCompare(before, afterWs);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^Comparing before: 2026-01-01T00:00:00\.000Z, 10 images of 533\.0 KiB, window 1, warm-up 0, repeat 3$/m);
+    expect(result.stdout).toMatch(/^ +with after: +2026-01-02T00:00:00\.000Z, 10 images of 533\.0 KiB, window 1, warm-up 0, repeat 3$/m);
+    expect(result.stdout).toMatch(/^WebSocket +2\.000 → 1\.100 +−0\.900 \(−45\.0%\) faster \* +4\.000 → 2\.200 +−1\.800 \(−45\.0%\) faster \* +101\.0 → 151\.0 +\+50\.0 \(\+49\.5%\) faster \*$/m);
+    expect(result.stdout).toContain('?  spread unknown (REPEAT=1): rerun with REPEAT=3 for a verdict');
+
+    const apart = runCompare(before, after);
+    expect(apart.code).toBe(0);
+    expect(apart.stdout).toMatch(/^gRPC .*not in before run$/m);
+    expect(apart.stdout).toMatch(/^WebSocket .*not in after run$/m);
+  });
+
+  it('exits 2 naming the file when it is missing, not JSON, or of another schemaVersion', async () => {
+    const good = await writeJson('good.json', renderResultsJson(report('2026-01-01T00:00:00.000Z', 'tcp', 'TCP', [[1, 100]])));
+    const missing = path.join(dir, 'no-such-results.json');
+    const notJson = await writeJson('truncated.json', '{"schemaVersion": 2, "run": {');
+    const oldVersion = await writeJson('old-version.json', JSON.stringify({ ...JSON.parse(renderResultsJson(report('x', 'tcp', 'TCP', [[1, 100]]))), schemaVersion: 1 }));
+
+    const unreadable = runCompare(good, missing);
+    expect(unreadable.code).toBe(2);
+    expect(unreadable.stdout).toBe('');
+    expect(unreadable.stderr).toContain(`${missing}: cannot read it (ENOENT`);
+
+    const invalid = runCompare(notJson, good);
+    expect(invalid.code).toBe(2);
+    expect(invalid.stderr).toContain(`${notJson}: not valid JSON`);
+
+    const wrongVersion = runCompare(good, oldVersion);
+    expect(wrongVersion.code).toBe(2);
+    expect(wrongVersion.stdout).toBe('');
+    expect(wrongVersion.stderr).toContain(`${oldVersion}: schemaVersion 1, this tool reads schemaVersion ${RESULTS_SCHEMA_VERSION} only`);
+  });
+
+  it('exits 2 with the usage when a file is not given', () => {
+    const result = runCompare('only-one.json');
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('usage: npm run compare -- <before results.json> <after results.json>');
+  });
+});

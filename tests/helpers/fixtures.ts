@@ -1,0 +1,58 @@
+import { parseConfig } from '../../services/core/config.js';
+import { RESULTS_SCHEMA_VERSION, summarizeTransports, type HostFacts, type RunReport } from '../../services/core/report.js';
+import { SectionRecorder, type SectionPlan, type SectionResult } from '../../services/core/section.js';
+import { transports } from '../../services/transports/index.js';
+
+/** A host as a report names it. */
+export const fixtureHost = (hostname: string): HostFacts => ({
+  hostname,
+  cpuModel: 'Test CPU',
+  cores: 2,
+  totalMemoryBytes: 24 * 1024 ** 3,
+  platform: 'linux-x64',
+  kernel: '6.1.0',
+  nodeVersion: 'v20.20.2',
+  bootId: 'boot-1',
+  libraries: { ws: '8.23.0', zeromq: '6.8.0' },
+});
+
+/** A section plan for a 545,792-byte image, with overrides. */
+export function fixturePlan(overrides: Partial<SectionPlan> & Pick<SectionPlan, 'transport' | 'label'>): SectionPlan {
+  return { sectionId: 1, baseline: false, repeat: 1, imageCount: 2, warmup: 0, imageSizeBytes: 545_792, window: 1, clock: null, ...overrides };
+}
+
+/** A section whose images took the given times (ms; null = lost), sent 1 ms apart. */
+export function fixtureSection(plan: SectionPlan, timesMs: readonly (number | null)[], failure: string | null = null, cost: SectionResult['cost'] = { transmitter: null, receiver: null }): SectionResult {
+  const recorder = new SectionRecorder({ ...plan, imageCount: timesMs.length });
+  timesMs.forEach((timeMs, seq) => {
+    if (timeMs === null) return;
+    const sentAtNs = BigInt(seq) * 1_000_000n;
+    recorder.record({ sectionId: plan.sectionId, seq, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs }, sentAtNs + BigInt(Math.round(timeMs * 1e6)), true);
+  });
+  return recorder.result(failure, cost);
+}
+
+/** A whole report around the given sections, as the receiver would build it. */
+export function fixtureReport(sections: SectionResult[], options: { repeat?: number; startedAt?: string } = {}): RunReport {
+  const order = [...new Set(sections.map((s) => s.transport))];
+  const parsed = parseConfig({ TRANSPORTS: order.join(','), REPEAT: String(options.repeat ?? 1) }, transports);
+  if (!parsed.ok) throw new Error('fixture config');
+  return {
+    schemaVersion: RESULTS_SCHEMA_VERSION,
+    run: {
+      startedAt: options.startedAt ?? '2026-11-23T08:00:00.000Z',
+      imageDescription: 'assets/sample.png',
+      imageSizeBytes: 545_792,
+      imageCount: sections[0]?.imageCount ?? 0,
+      window: 1,
+      warmup: 0,
+      repeat: options.repeat ?? 1,
+      transports: order,
+      config: parsed.config,
+      hosts: { transmitter: fixtureHost('tx'), receiver: fixtureHost('rx') },
+    },
+    finishedAt: '2026-11-23T08:00:01.000Z',
+    sections,
+    transports: summarizeTransports(sections, order),
+  };
+}

@@ -1,0 +1,222 @@
+import { describe, expect, it } from 'vitest';
+import { compareRuns, renderComparison, type ComparisonRow } from '../../services/core/compare.js';
+import type { Config } from '../../services/core/config.js';
+import { RESULTS_SCHEMA_VERSION, summarizeTransports, type HostFacts, type RunReport } from '../../services/core/report.js';
+import { SectionRecorder, type SectionResult } from '../../services/core/section.js';
+
+// Sections are built literally so every figure is exact (the recorder's HDR percentiles are only
+// within 0.1 %); one test goes through SectionRecorder to tie the two together.
+
+const IMAGE_SIZE_BYTES = 1_000_000;
+const LABELS: Record<string, string> = { websocket: 'WebSocket', grpc: 'gRPC', redis: 'Redis', tcp: 'TCP' };
+
+/** Figures of one repeat; null totalMs means the repeat failed before any image arrived. */
+interface Repeat {
+  totalMs: number | null;
+  p50Ms?: number;
+  p99Ms?: number;
+  mbps?: number;
+  failure?: string;
+}
+
+function section(transport: string, repeat: number, r: Repeat): SectionResult {
+  const timed = r.totalMs !== null;
+  const p50 = r.p50Ms ?? 1;
+  const p99 = r.p99Ms ?? 2;
+  return {
+    sectionId: repeat,
+    transport,
+    label: LABELS[transport] ?? transport,
+    baseline: transport === 'tcp',
+    repeat,
+    imageCount: 10,
+    warmup: 0,
+    imageSizeBytes: IMAGE_SIZE_BYTES,
+    window: 1,
+    clock: null,
+    ok: timed && r.failure === undefined,
+    failure: r.failure ?? null,
+    images: [],
+    okCount: timed ? 10 : 0,
+    corruptCount: 0,
+    lostCount: timed ? 0 : 10,
+    duplicateCount: 0,
+    outOfOrderCount: 0,
+    strayCount: 0,
+    totalMs: r.totalMs,
+    latency: timed ? { count: 10, p50Ms: p50, p90Ms: p99, p99Ms: p99, p999Ms: p99, minMs: p50, maxMs: p99, meanMs: p50, stdDevMs: 0 } : null,
+    throughputMBps: timed ? (r.mbps ?? 100) : null,
+    imagesPerSecond: timed ? 1000 : null,
+    cost: { transmitter: null, receiver: null },
+  };
+}
+
+const host: HostFacts = { hostname: 'bench', cpuModel: 'cpu', cores: 2, totalMemoryBytes: 2 ** 33, platform: 'linux', kernel: '6.1', nodeVersion: 'v20.20.2', bootId: null, libraries: {} };
+
+/** A run from each transport's repeats; the run's REPEAT is the most repeats any transport has. */
+function runReport(startedAt: string, repeatsByTransport: Record<string, Repeat[]>): RunReport {
+  const order = Object.keys(repeatsByTransport);
+  const repeat = Math.max(...Object.values(repeatsByTransport).map((r) => r.length));
+  // Interleaved, as a run records them: each repeat runs every transport once.
+  const sections: SectionResult[] = [];
+  for (let i = 0; i < repeat; i++) {
+    for (const transport of order) {
+      const r = repeatsByTransport[transport]![i];
+      if (r) sections.push(section(transport, i + 1, r));
+    }
+  }
+  const config = { imageCount: 10, window: 1, warmup: 0, repeat, transports: order } as unknown as Config;
+  return {
+    schemaVersion: RESULTS_SCHEMA_VERSION,
+    run: { startedAt, imageDescription: 'generated PNG', imageSizeBytes: IMAGE_SIZE_BYTES, imageCount: 10, window: 1, warmup: 0, repeat, transports: order, config, hosts: { transmitter: host, receiver: host } },
+    finishedAt: startedAt,
+    sections,
+    transports: summarizeTransports(sections, order),
+  };
+}
+
+const row = (rows: ComparisonRow[], transport: string): ComparisonRow => {
+  const found = rows.find((r) => r.transport === transport);
+  if (!found) throw new Error(`no row for ${transport}`);
+  return found;
+};
+
+// Three repeats each; the median by total time is the middle one (totalMs 11).
+const before3 = runReport('2026-01-01T00:00:00.000Z', {
+  websocket: [
+    { totalMs: 10, p50Ms: 1.9, p99Ms: 4.0, mbps: 90 },
+    { totalMs: 11, p50Ms: 2.0, p99Ms: 4.5, mbps: 100 },
+    { totalMs: 12, p50Ms: 2.1, p99Ms: 5.0, mbps: 130 },
+  ],
+});
+const after3 = runReport('2026-01-02T00:00:00.000Z', {
+  websocket: [
+    { totalMs: 20, p50Ms: 1.4, p99Ms: 4.0, mbps: 115 },
+    { totalMs: 21, p50Ms: 1.5, p99Ms: 4.75, mbps: 120 },
+    { totalMs: 22, p50Ms: 1.6, p99Ms: 5.6, mbps: 125 },
+  ],
+});
+
+describe('compareRuns', () => {
+  it('takes each figure from the median repeat and computes the change, its percent and direction', () => {
+    const ws = row(compareRuns(before3, after3), 'websocket');
+    expect(ws).toMatchObject({ transport: 'websocket', label: 'WebSocket', baseline: false, before: 'measured', after: 'measured', note: null });
+    const { p50Ms, p99Ms, throughputMBps } = ws.figures;
+    expect(p50Ms.before).toBe(2.0);
+    expect(p50Ms.after).toBe(1.5);
+    expect(p50Ms.change).toBeCloseTo(-0.5, 12);
+    expect(p50Ms.changePercent).toBeCloseTo(-25, 12);
+    expect(p50Ms.direction).toBe('faster');
+    expect(p99Ms.change).toBeCloseTo(0.25, 12);
+    expect(p99Ms.changePercent).toBeCloseTo(5.5555555556, 8);
+    expect(p99Ms.direction).toBe('slower');
+    // Higher MB/s is faster.
+    expect(throughputMBps).toMatchObject({ before: 100, after: 120, change: 20, changePercent: 20, direction: 'faster' });
+  });
+
+  it('marks a change beyond the wider of the two spreads, and one within it', () => {
+    const { p50Ms, p99Ms, throughputMBps } = row(compareRuns(before3, after3), 'websocket').figures;
+    // p50: both spreads 0.2, change 0.5.
+    expect(p50Ms.spread).toBeCloseTo(0.2, 12);
+    expect(p50Ms.beyondSpread).toBe(true);
+    // p99: before spreads 1.0, after 1.6; the wider one, 1.6, counts.
+    expect(p99Ms.spread).toBeCloseTo(1.6, 12);
+    expect(p99Ms.beyondSpread).toBe(false);
+    // MB/s: before spreads 40 (90–130), after 10; change 20 is within.
+    expect(throughputMBps.spread).toBe(40);
+    expect(throughputMBps.beyondSpread).toBe(false);
+  });
+
+  it('is strict: a change exactly as large as the spread is within it', () => {
+    const before = runReport('b', { tcp: [{ totalMs: 1, mbps: 100 }, { totalMs: 2, mbps: 110 }, { totalMs: 3, mbps: 120 }] });
+    const after = runReport('a', { tcp: [{ totalMs: 1, mbps: 130 }] });
+    const f = row(compareRuns(before, after), 'tcp').figures.throughputMBps;
+    expect(f).toMatchObject({ before: 110, after: 130, change: 20, spread: 20, beyondSpread: false });
+  });
+
+  it('knows no spread when neither run has two repeats, and uses the one run that has', () => {
+    const single = runReport('b', { grpc: [{ totalMs: 5, p50Ms: 1, p99Ms: 2, mbps: 50 }] });
+    const singleAfter = runReport('a', { grpc: [{ totalMs: 5, p50Ms: 3, p99Ms: 2, mbps: 50 }] });
+    const f = row(compareRuns(single, singleAfter), 'grpc').figures;
+    expect(f.p50Ms).toMatchObject({ change: 2, changePercent: 200, spread: null, beyondSpread: null, direction: 'slower' });
+    expect(f.p99Ms).toMatchObject({ change: 0, changePercent: 0, beyondSpread: null, direction: 'same' });
+
+    const threeAfter = runReport('a', { grpc: [{ totalMs: 4, p50Ms: 2.5 }, { totalMs: 5, p50Ms: 3 }, { totalMs: 6, p50Ms: 3.5 }] });
+    expect(row(compareRuns(single, threeAfter), 'grpc').figures.p50Ms).toMatchObject({ change: 2, spread: 1, beyondSpread: true });
+  });
+
+  it('does not count a one-value range as a spread when the other repeats failed', () => {
+    const before = runReport('b', { redis: [{ totalMs: 5, p50Ms: 1 }, { totalMs: null, failure: 'timeout' }, { totalMs: null, failure: 'timeout' }] });
+    const after = runReport('a', { redis: [{ totalMs: 5, p50Ms: 1.1 }] });
+    const r = row(compareRuns(before, after), 'redis');
+    expect(r.figures.p50Ms.spread).toBeNull();
+    expect(r.figures.p50Ms.beyondSpread).toBeNull();
+    expect(r.note).toBe('before: FAILED (10 ok, 20 lost, 0 corrupt across 3 repeats): timeout');
+  });
+
+  it("lists after's transports first, then those only in before, each saying where it is missing", () => {
+    const before = runReport('b', { websocket: [{ totalMs: 1 }], redis: [{ totalMs: 1 }] });
+    const after = runReport('a', { tcp: [{ totalMs: 1 }], websocket: [{ totalMs: 1 }] });
+    const rows = compareRuns(before, after);
+    expect(rows.map((r) => r.transport)).toEqual(['tcp', 'websocket', 'redis']);
+    const tcp = row(rows, 'tcp');
+    expect(tcp).toMatchObject({ label: 'TCP', baseline: true, before: 'absent', after: 'measured', note: 'not in before run' });
+    expect(tcp.figures.p50Ms).toMatchObject({ before: null, after: 1, change: null, changePercent: null, beyondSpread: null, direction: null });
+    const redis = row(rows, 'redis');
+    expect(redis).toMatchObject({ label: 'Redis', before: 'measured', after: 'absent', note: 'not in after run' });
+    expect(redis.figures.throughputMBps).toMatchObject({ before: 100, after: null, change: null });
+  });
+
+  it('reports a transport whose repeats all failed as having no result', () => {
+    const before = runReport('b', { grpc: [{ totalMs: 5, p50Ms: 1 }] });
+    const after = runReport('a', { grpc: [{ totalMs: null, failure: 'connect timeout after 30000 ms' }] });
+    const r = row(compareRuns(before, after), 'grpc');
+    expect(r).toMatchObject({ before: 'measured', after: 'no-result', note: 'after: no repeat completed: connect timeout after 30000 ms' });
+    expect(r.figures.p50Ms).toMatchObject({ before: 1, after: null, change: null, beyondSpread: null });
+  });
+
+  it('reads figures of sections recorded by SectionRecorder', () => {
+    const recorded = (arrivalNs: bigint): SectionResult => {
+      const recorder = new SectionRecorder({ sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 1, warmup: 0, imageSizeBytes: 1_000_000, window: 1, clock: null });
+      recorder.record({ sectionId: 1, seq: 0, sizeBytes: 1_000_000, checksum: 0n, sentAtNs: 0n }, arrivalNs, true);
+      return recorder.result(null);
+    };
+    const report = (s: SectionResult): RunReport => ({ ...runReport('x', { tcp: [{ totalMs: 1 }] }), sections: [s], transports: summarizeTransports([s], ['tcp']) });
+    // One image: p50 = p99 = its time, exactly (the percentile never exceeds the true max).
+    const f = row(compareRuns(report(recorded(2_000_000n)), report(recorded(1_000_000n))), 'tcp').figures;
+    expect(f.p50Ms).toMatchObject({ before: 2, after: 1, change: -1, changePercent: -50, direction: 'faster', beyondSpread: null });
+    expect(f.throughputMBps).toMatchObject({ before: 500, after: 1000, change: 500, changePercent: 100, direction: 'faster' });
+  });
+});
+
+describe('renderComparison', () => {
+  it('prints both runs, one row per transport with marks, and the legend', () => {
+    expect(renderComparison(compareRuns(before3, after3), before3, after3)).toBe(`Comparing before: 2026-01-01T00:00:00.000Z, 10 images of 976.6 KiB, window 1, warm-up 0, repeat 3
+     with after:  2026-01-02T00:00:00.000Z, 10 images of 976.6 KiB, window 1, warm-up 0, repeat 3
+Figures are the median repeat (by total transfer time) of each run; change = after − before.
+
+Transport  p50 ms before → after             p50 ms change  p99 ms before → after            p99 ms change  MB/s before → after              MB/s change  Note
+---------  ---------------------  ------------------------  ---------------------  -----------------------  -------------------  -----------------------  ----
+WebSocket          2.000 → 1.500  −0.500 (−25.0%) faster *          4.500 → 4.750  +0.250 (+5.6%) slower          100.0 → 120.0  +20.0 (+20.0%) faster
+
+Sign as measured; faster/slower: for p50 and p99 lower is faster, for MB/s higher is faster.
+Marks: *  beyond the repeat spread (the change is larger than the wider of the two runs' max − min across repeats)
+       ?  spread unknown (REPEAT=1): rerun with REPEAT=3 for a verdict
+       no mark: within the repeat spread, not told apart from noise
+`);
+  });
+
+  it('marks unknown spreads with "?", shows missing and failed transports, and warns of differing settings', () => {
+    const before = runReport('2026-01-01T00:00:00.000Z', { websocket: [{ totalMs: 1, p50Ms: 1 }], redis: [{ totalMs: 1 }] });
+    const after = runReport('2026-01-02T00:00:00.000Z', { tcp: [{ totalMs: 1 }], websocket: [{ totalMs: 1, p50Ms: 1.2 }], grpc: [{ totalMs: null, failure: 'boom' }] });
+    after.run.window = 8;
+    const text = renderComparison(compareRuns(before, after), before, after);
+    const lines = text.split('\n');
+    expect(lines[2]).toBe('Warning: the runs differ in window; a change may come from that rather than from the code.');
+    expect(lines.find((l) => l.startsWith('WebSocket '))).toMatch(/1\.000 → 1\.200\s+\+0\.200 \(\+20\.0%\) slower \?/);
+    expect(lines.find((l) => l.startsWith('TCP (baseline) '))).toMatch(/^TCP \(baseline\)\s+- → 1\.000\s+-\s.*not in before run$/);
+    expect(lines.find((l) => l.startsWith('gRPC '))).toMatch(/after: no repeat completed: boom$/);
+    expect(lines.find((l) => l.startsWith('Redis '))).toMatch(/100\.0 → -\s+-\s+not in after run$/);
+    expect(text).toContain('?  spread unknown (REPEAT=1): rerun with REPEAT=3 for a verdict');
+  });
+});
