@@ -114,7 +114,10 @@ const fixed = (value: number | null | undefined, digits: number): string => (val
 const mib = (bytes: number | undefined): string => (bytes === undefined ? '-' : (bytes / 1024 / 1024).toFixed(1));
 const percent = (share: number | undefined): string => (share === undefined ? '-' : `${(share * 100).toFixed(0)}%`);
 const range = (r: Range | null, digits: number): string => (r === null ? '-' : `${r.min.toFixed(digits)}–${r.max.toFixed(digits)}`);
-const signedMs = (ns: number): string => `${ns >= 0 ? '+' : '−'}${(Math.abs(ns) / 1e6).toFixed(3)}`;
+const signedMs = (ns: number): string => {
+  const magnitude = (Math.abs(ns) / 1e6).toFixed(3);
+  return magnitude === '0.000' ? magnitude : `${ns > 0 ? '+' : '−'}${magnitude}`;
+};
 
 /** Title of a section: its label, "(baseline)" for the floor the others are compared against. */
 export function sectionTitle(section: Pick<SectionResult, 'label' | 'baseline'>): string {
