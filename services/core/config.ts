@@ -139,26 +139,28 @@ export function configVariables(specs: readonly TransportSpec[]): string[] {
   return Object.keys(schemaFor(specs).shape);
 }
 
-/** Parses and checks the environment; every bad variable is reported, none is guessed. */
+/** Parses and checks the environment; every bad variable is reported at once, none is guessed. */
 export function parseConfig(env: Env, specs: readonly TransportSpec[]): ConfigResult {
-  const parsed = schemaFor(specs).safeParse(env);
-  if (!parsed.success) {
-    const issues = parsed.error.issues.map((issue) => {
-      const name = String(issue.path[0]);
-      return { variable: name, value: env[name], allowed: issue.message };
-    });
-    return { ok: false, issues };
-  }
-  const v = parsed.data as Record<string, unknown> & z.infer<ReturnType<typeof schemaFor>>;
+  // Each variable on its own, so one bad value never hides another, including in the rules that
+  // relate two variables (those run on whichever values did parse).
+  const shape = schemaFor(specs).shape as Record<string, z.ZodType<unknown, string | undefined>>;
   const issues: ConfigIssue[] = [];
-  const maxImageBytes = v.MAX_IMAGE_SIZE ?? DEFAULT_MAX_IMAGE_BYTES;
+  const v: Record<string, unknown> = {};
+  for (const [name, schema] of Object.entries(shape)) {
+    const parsed = schema.safeParse(env[name]);
+    if (parsed.success) v[name] = parsed.data;
+    else issues.push({ variable: name, value: env[name], allowed: parsed.error.issues[0]?.message ?? 'a valid value' });
+  }
+  const parsedOk = (name: string): boolean => name in v;
+  const maxImageBytes = (v.MAX_IMAGE_SIZE as number | undefined) ?? DEFAULT_MAX_IMAGE_BYTES;
   if (maxImageBytes > MAX_IMAGE_SIZE_LIMIT) {
     issues.push({ variable: 'MAX_IMAGE_SIZE', value: env.MAX_IMAGE_SIZE, allowed: `at most ${formatSize(MAX_IMAGE_SIZE_LIMIT)} (${MAX_IMAGE_SIZE_LIMIT} bytes)` });
   }
-  if (v.IMAGE_SIZE !== undefined) {
-    if (v.IMAGE_SIZE > maxImageBytes) {
+  const imageSizeBytes = v.IMAGE_SIZE as number | undefined;
+  if (imageSizeBytes !== undefined) {
+    if (parsedOk('MAX_IMAGE_SIZE') && imageSizeBytes > maxImageBytes) {
       issues.push({ variable: 'IMAGE_SIZE', value: env.IMAGE_SIZE, allowed: `at most MAX_IMAGE_SIZE, ${maxImageBytes} bytes (${formatSize(maxImageBytes)})` });
-    } else if (v.IMAGE_SIZE < MIN_GENERATED_PNG_BYTES) {
+    } else if (imageSizeBytes < MIN_GENERATED_PNG_BYTES) {
       issues.push({ variable: 'IMAGE_SIZE', value: env.IMAGE_SIZE, allowed: `at least ${MIN_GENERATED_PNG_BYTES} bytes, the smallest valid PNG it can generate` });
     }
     if (v.IMAGE_PATH !== undefined) {
@@ -166,9 +168,10 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[]): ConfigRe
     }
   }
   const ports: Record<string, number> = {};
-  const portOwners = new Map<number, string>([[v.CONTROL_PORT, 'CONTROL_PORT']]);
+  const portOwners = new Map<number, string>();
+  if (parsedOk('CONTROL_PORT')) portOwners.set(v.CONTROL_PORT as number, 'CONTROL_PORT');
   for (const spec of specs) {
-    if (!spec.port) continue;
+    if (!spec.port || !parsedOk(spec.port.envVar)) continue;
     const port = v[spec.port.envVar] as number;
     ports[spec.name] = port;
     const owner = portOwners.get(port);
@@ -182,23 +185,23 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[]): ConfigRe
   return {
     ok: true,
     config: Object.freeze({
-      imageCount: v.IMAGE_COUNT,
-      imageSizeBytes: v.IMAGE_SIZE,
-      imagePath: v.IMAGE_PATH,
-      transports: Object.freeze([...v.TRANSPORTS]),
-      window: v.WINDOW,
-      warmup: v.WARMUP,
-      repeat: v.REPEAT,
-      receiverHost: v.RECEIVER_HOST ?? '127.0.0.1',
-      bindHost: v.BIND_HOST ?? '127.0.0.1',
-      controlPort: v.CONTROL_PORT,
+      imageCount: v.IMAGE_COUNT as number,
+      imageSizeBytes,
+      imagePath: v.IMAGE_PATH as string | undefined,
+      transports: Object.freeze([...(v.TRANSPORTS as string[])]),
+      window: v.WINDOW as number,
+      warmup: v.WARMUP as number,
+      repeat: v.REPEAT as number,
+      receiverHost: (v.RECEIVER_HOST as string | undefined) ?? '127.0.0.1',
+      bindHost: (v.BIND_HOST as string | undefined) ?? '127.0.0.1',
+      controlPort: v.CONTROL_PORT as number,
       ports: Object.freeze(ports),
-      redisUrl: v.REDIS_URL,
-      outputDir: v.OUTPUT_DIR ?? './output',
-      logLevel: v.LOG_LEVEL,
+      redisUrl: v.REDIS_URL as string | undefined,
+      outputDir: (v.OUTPUT_DIR as string | undefined) ?? './output',
+      logLevel: v.LOG_LEVEL as Config['logLevel'],
       maxImageBytes,
-      imageTimeoutMs: v.IMAGE_TIMEOUT_MS,
-      connectTimeoutMs: v.CONNECT_TIMEOUT_MS,
+      imageTimeoutMs: v.IMAGE_TIMEOUT_MS as number,
+      connectTimeoutMs: v.CONNECT_TIMEOUT_MS as number,
     }),
   };
 }

@@ -70,6 +70,8 @@ export interface RunReport {
   schemaVersion: typeof RESULTS_SCHEMA_VERSION;
   run: RunInfo;
   finishedAt: string;
+  /** Why the run ended before the transmitter finished it (transmitter gone, receiver shut down); null when it was finished. */
+  stopReason: string | null;
   sections: SectionResult[];
   transports: TransportSummary[];
 }
@@ -125,8 +127,8 @@ export function sectionTitle(section: Pick<SectionResult, 'label' | 'baseline'>)
 }
 
 /** True when every section of the run delivered every image intact. */
-export function runSucceeded(report: Pick<RunReport, 'sections'>): boolean {
-  return report.sections.length > 0 && report.sections.every((s) => s.ok);
+export function runSucceeded(report: Pick<RunReport, 'sections'> & Partial<Pick<RunReport, 'stopReason'>>): boolean {
+  return !report.stopReason && report.sections.length > 0 && report.sections.every((s) => s.ok);
 }
 
 /** Renders rows as a text table: first column left-aligned, numbers right-aligned, last column free text. */
@@ -153,7 +155,8 @@ function renderSection(section: SectionResult, repeats: number): string {
     `=== ${sectionTitle(section)} performance test: ${section.imageCount} images transfer (${formatSize(section.imageSizeBytes)} each, window ${section.window}${repeatNote}) ===`,
   ];
   for (const image of section.images) {
-    if (image.timeMs === null) lines.push(`Image ${image.image}: LOST (never arrived)`);
+    if (image.timeMs === null && image.status === 'ok') lines.push(`Image ${image.image}: acknowledged, time unknown (the receiver's record was lost)`);
+    else if (image.timeMs === null) lines.push(`Image ${image.image}: LOST (never arrived)`);
     else if (image.status === 'corrupt') lines.push(`Image ${image.image} transmission time: ${ms(image.timeMs)} ms (CORRUPT: checksum or size mismatch)`);
     else lines.push(`Image ${image.image} transmission time: ${ms(image.timeMs)} ms`);
   }
@@ -247,6 +250,7 @@ export function renderOutputLog(report: RunReport): string {
   const libraries = Object.entries(run.hosts.receiver.libraries).map(([name, version]) => `${name} ${version}`).join(', ');
   const header = [
     'image-transfer-bench results',
+    ...(report.stopReason ? [`RUN INCOMPLETE: ${report.stopReason}. Sections not listed below did not run.`] : []),
     `Date: ${run.startedAt} (finished ${report.finishedAt})`,
     hostLine('Transmitter', run.hosts.transmitter),
     hostLine('Receiver', run.hosts.receiver),
@@ -261,7 +265,11 @@ export function renderOutputLog(report: RunReport): string {
     'Clock offset, receiver − transmitter, estimated before each section (lowest of 8 round trips over the control endpoint; ± half that round trip):',
     ...clockLines,
   ].join('\n');
-  const verdict = runSucceeded(report) ? 'Result: every transport delivered every image intact.' : 'Result: FAILED: at least one transport lost, corrupted or failed to deliver images (see above).';
+  const verdict = runSucceeded(report)
+    ? 'Result: every transport delivered every image intact.'
+    : report.stopReason
+      ? `Result: INCOMPLETE: ${report.stopReason}.`
+      : 'Result: FAILED: at least one transport lost, corrupted or failed to deliver images (see above).';
   return [header, ...report.sections.map((s) => renderSection(s, run.repeat)), `=== Summary ===\n${renderSummary(report)}\n\n${verdict}`].join('\n\n') + '\n';
 }
 

@@ -89,6 +89,11 @@ export class SectionRecorder {
     this.offsetNs = plan.clock?.applied ? BigInt(Math.round(plan.clock.offsetNs)) : 0n;
   }
 
+  /** Frames taken so far, warm-up included, duplicates and strays not. */
+  get receivedCount(): number {
+    return this.arrivals.size;
+  }
+
   /** Records one frame of this section and returns the ack status to send back. */
   record(header: FrameHeader, arrivalNs: bigint, checksumOk: boolean): AckStatus {
     const { seq } = header;
@@ -148,4 +153,16 @@ export class SectionRecorder {
       cost,
     };
   }
+}
+
+/**
+ * A section the transmitter must report on its own because the receiver's record is gone (the
+ * receiver died): acknowledged images count as delivered intact but without a time, the rest as
+ * lost, and nothing is timed.
+ */
+export function acknowledgedOnlyResult(plan: SectionPlan, acknowledgedSeqs: ReadonlySet<number>, failure: string): SectionResult {
+  const result = new SectionRecorder(plan).result(failure);
+  const images = result.images.map((record): ImageRecord => (acknowledgedSeqs.has(plan.warmup + record.image - 1) ? { ...record, status: 'ok' } : record));
+  const okCount = images.filter((i) => i.status === 'ok').length;
+  return { ...result, images, okCount, lostCount: images.length - okCount };
 }

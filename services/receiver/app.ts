@@ -1,202 +1,170 @@
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { imageChecksum } from '../core/checksum.js';
 import type { Config } from '../core/config.js';
-import { sideCost, type ResourceReading, type SideCost } from '../core/cost.js';
+import type { SideCost } from '../core/cost.js';
 import { errorMessage } from '../core/errors.js';
-import type { Ack } from '../core/frame.js';
-import { renderOutputLog, renderResultsJson, renderSummary, RESULTS_SCHEMA_VERSION, runSucceeded, summarizeTransports, type RunInfo, type RunReport } from '../core/report.js';
-import { SectionRecorder, type SectionPlan, type SectionResult } from '../core/section.js';
+import { renderHtmlReport } from '../core/html-report.js';
+import { renderOutputLog, renderResultsJson, renderSummary, runSucceeded, type RunReport } from '../core/report.js';
+import type { SectionPlan } from '../core/section.js';
 import { writeFileAtomic } from '../shared/files.js';
 import { hostFacts } from '../shared/host.js';
-import { readResources, RssPeakTracker } from '../shared/resources.js';
-import type { ReceivedFrame, ReceiverListener } from '../transports/contract.js';
-import { transportByName } from '../transports/index.js';
-import { CONTROL_BODY_LIMIT_BYTES, runInfoSchema, sectionEndSchema, sectionPlanSchema, CLOCK_HEADER, type HealthResponse, type ListenerStatus } from './protocol.js';
+import { reportLibraries } from '../shared/report-assets.js';
+import { readResources } from '../shared/resources.js';
+import { Listeners } from './listeners.js';
+import { renderLivePage } from './live-page.js';
+import { CLOCK_HEADER, CONTROL_BODY_LIMIT_BYTES, runInfoSchema, sectionEndSchema, sectionPlanSchema, type HealthResponse, type ListenerStatus } from './protocol.js';
+import { RunSession, type RunAnnouncement } from './session.js';
 
 /** A receiver: one listener per configured transport plus the HTTP control endpoint. */
 export interface ReceiverApp {
   /** Starts every listener, then the control endpoint; a listener that fails is reported, not fatal. */
   start(): Promise<{ controlPort: number; listeners: Record<string, ListenerStatus> }>;
-  /** Closes the control endpoint and every listener; safe to call twice. */
-  close(): Promise<void>;
+  /**
+   * Writes the output files of a run still in progress (marked incomplete with `reason`), then
+   * closes the control endpoint and every listener; safe to call twice.
+   */
+  close(reason?: string): Promise<void>;
 }
 
-interface RunState {
-  info: RunInfo;
-  sections: SectionResult[];
-}
+/** Files the receiver writes in OUTPUT_DIR, by fixed names: nothing from the network names a path. */
+export const OUTPUT_FILES = { log: 'output.log', results: 'results.json', report: 'report.html' } as const;
 
-// A section between POST /sections and its end: the record, and the receiver's resource
-// readings from POST /sections/:id/measure (sent once warm-up is over) to the end.
-interface OpenSection {
-  recorder: SectionRecorder;
-  measureStart: ResourceReading | undefined;
-  rss: RssPeakTracker;
-}
+/** Extra time the watchdog allows beyond the transmitter's own longest wait before declaring it gone. */
+const WATCHDOG_GRACE_MS = 5000;
 
 /** Builds a receiver from a validated config; nothing listens until start(). */
 export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverApp {
-  const listeners = new Map<string, ReceiverListener>();
-  const listenerStatus: Record<string, ListenerStatus> = {};
-  let run: RunState | undefined;
-  let current: OpenSection | undefined;
-  let strayFrames = 0;
+  const session = new RunSession(log, hostFacts);
   let rejectedInputs = 0;
+  let rejectedFrames = 0;
+  const listeners = new Listeners(config, log, {
+    deliver(frame) {
+      const ack = session.deliver(frame);
+      if (ack.status === 'rejected') rejectedFrames++;
+      return ack;
+    },
+    onReject(transport, reason) {
+      rejectedInputs++;
+      log.warn({ transport, reason, rejectedInputs }, 'input rejected');
+    },
+  });
   let control: FastifyInstance | undefined;
+  let watchdog: NodeJS.Timeout | undefined;
   let closing: Promise<void> | undefined;
+  // The transmitter never stays silent longer than its longest wait (a connect, or an ack).
+  const idleLimitMs = Math.max(config.imageTimeoutMs, config.connectTimeoutMs) + WATCHDOG_GRACE_MS;
 
-  // Called by every transport for every complete frame: arrival time is already taken, so the
-  // checksum is verified here, outside the timed span.
-  function deliver(frame: ReceivedFrame): Ack {
-    const { header } = frame;
-    const recorder = current?.recorder;
-    if (recorder === undefined || recorder.plan.sectionId !== header.sectionId) {
-      strayFrames++;
-      log.warn({ sectionId: header.sectionId, seq: header.seq }, 'frame for no open section dropped');
-      return { sectionId: header.sectionId, seq: header.seq, status: 'rejected' };
-    }
-    const checksumOk = imageChecksum(frame.payload) === header.checksum;
-    const status = recorder.record(header, frame.arrivalNs, checksumOk);
-    if (log.isLevelEnabled('debug')) {
-      log.debug({ transport: recorder.plan.transport, seq: header.seq, status, timeNs: String(frame.arrivalNs - header.sentAtNs) }, 'image received');
-    }
-    return { sectionId: header.sectionId, seq: header.seq, status };
-  }
-
-  function openSection(sectionIdText: string): OpenSection | undefined {
-    return current !== undefined && String(current.recorder.plan.sectionId) === sectionIdText ? current : undefined;
-  }
-
-  function closeCurrent(): void {
-    current?.rss.stop();
-    current = undefined;
-  }
-
-  async function startListeners(): Promise<void> {
-    for (const name of config.transports) {
-      const transport = transportByName(name);
-      const port = config.ports[name] ?? 0;
-      try {
-        const listener = await transport.listen({
-          host: config.receiverHost,
-          bindHost: config.bindHost,
-          port,
-          redisUrl: config.redisUrl,
-          maxImageBytes: config.maxImageBytes,
-          log: log.child({ transport: name }),
-          deliver,
-          onReject(reason) {
-            rejectedInputs++;
-            log.warn({ transport: name, reason }, 'input rejected');
-          },
-        });
-        listeners.set(name, listener);
-        listenerStatus[name] = { ready: true, port: listener.port, error: null };
-        log.info({ transport: name, port: listener.port }, 'listening');
-      } catch (err) {
-        listenerStatus[name] = { ready: false, port: transport.port ? port : 0, error: errorMessage(err) };
-        log.error({ transport: name, err: errorMessage(err) }, 'listener failed to start; its section will be reported as failed');
-      }
-    }
-  }
-
-  async function finishRun(state: RunState): Promise<{ report: RunReport; summary: string; succeeded: boolean }> {
-    const report: RunReport = {
-      schemaVersion: RESULTS_SCHEMA_VERSION,
-      run: state.info,
-      finishedAt: new Date().toISOString(),
-      sections: state.sections,
-      transports: summarizeTransports(state.sections, state.info.transports),
-    };
-    await writeFileAtomic(path.join(config.outputDir, 'results.json'), renderResultsJson(report));
-    await writeFileAtomic(path.join(config.outputDir, 'output.log'), renderOutputLog(report));
-    log.info({ outputDir: path.resolve(config.outputDir), strayFrames, rejectedInputs }, 'run finished; output.log and results.json written');
+  // Ends the run in progress and writes its files: results.json first, output.log last, each
+  // replaced whole, so a reader never sees half of any.
+  async function endRun(stopReason: string | null): Promise<{ report: RunReport; summary: string; succeeded: boolean } | undefined> {
+    const report = session.finish(stopReason);
+    if (report === undefined) return undefined;
+    await writeFileAtomic(path.join(config.outputDir, OUTPUT_FILES.results), renderResultsJson(report));
+    await writeFileAtomic(path.join(config.outputDir, OUTPUT_FILES.report), renderHtmlReport([report], reportLibraries()));
+    await writeFileAtomic(path.join(config.outputDir, OUTPUT_FILES.log), renderOutputLog(report));
+    const outputDir = path.resolve(config.outputDir);
+    if (stopReason === null) log.info({ outputDir, strayFrames: session.strayFrames, rejectedInputs }, 'run finished; output files written');
+    else log.warn({ outputDir, stopReason, strayFrames: session.strayFrames, rejectedInputs }, 'run ended incomplete; output files written');
     return { report, summary: renderSummary(report), succeeded: runSucceeded(report) };
   }
 
+  function checkTransmitterAlive(): void {
+    if (!session.inProgress || Date.now() - session.lastActivityMs <= idleLimitMs) return;
+    const reason = `transmitter went away: no frame or control request for ${Math.round((Date.now() - session.lastActivityMs) / 1000)} s`;
+    endRun(reason).catch((err: unknown) => log.error({ err: errorMessage(err) }, 'could not write the output files'));
+  }
+
   function buildControl(): FastifyInstance {
-    // No type coercion: a body that does not match the protocol is refused, not reinterpreted.
-    const app = Fastify({ logger: false, bodyLimit: CONTROL_BODY_LIMIT_BYTES, ajv: { customOptions: { coerceTypes: false } } });
-    app.get('/health', async (): Promise<HealthResponse> => ({ status: 'ready', listeners: listenerStatus, host: hostFacts() }));
+    // No type coercion and no silent dropping of unknown fields: a body that does not match the
+    // protocol is refused, not reinterpreted.
+    const app = Fastify({ logger: false, bodyLimit: CONTROL_BODY_LIMIT_BYTES, ajv: { customOptions: { coerceTypes: false, removeAdditional: false } } });
+    app.addHook('onRequest', async (request) => {
+      if (request.method === 'POST') session.touch();
+    });
+    app.get('/health', async (): Promise<HealthResponse> => ({ status: 'ready', listeners: listeners.status(), host: hostFacts(), counters: { rejectedInputs, rejectedFrames } }));
     // Read as late as the request allows before answering: the transmitter brackets this with its
     // own clock and reads it at the response headers.
     app.get('/clock', (request, reply) => {
+      session.touch();
       void reply.header(CLOCK_HEADER, String(process.hrtime.bigint())).send();
     });
     app.post('/runs', { schema: { body: runInfoSchema } }, async (request, reply) => {
-      const info = request.body as Omit<RunInfo, 'hosts'> & { hosts: Pick<RunInfo['hosts'], 'transmitter'> };
-      run = { info: { ...info, hosts: { transmitter: info.hosts.transmitter, receiver: hostFacts() } }, sections: [] };
-      closeCurrent();
-      log.info({ imageCount: info.imageCount, imageSizeBytes: info.imageSizeBytes, window: info.window, transports: info.transports }, 'run started');
+      // A new run while one is open: the old transmitter is gone; keep what it got.
+      if (session.inProgress) await endRun('a new run started before this one finished');
+      const announcement = request.body as RunAnnouncement;
+      session.start(announcement);
+      log.info({ imageCount: announcement.imageCount, imageSizeBytes: announcement.imageSizeBytes, window: announcement.window, repeat: announcement.repeat, transports: announcement.transports }, 'run started');
       return reply.code(204).send();
     });
     app.post('/sections', { schema: { body: sectionPlanSchema } }, async (request, reply) => {
       const plan = request.body as SectionPlan;
-      if (run === undefined) return reply.code(409).send({ error: 'no run started' });
-      const status = listenerStatus[plan.transport];
+      if (!session.inProgress) return reply.code(409).send({ error: 'no run started' });
+      const status = listeners.status()[plan.transport];
       const refusal = !status?.ready
         ? `receiver's ${plan.transport} listener is not available: ${status?.error ?? 'not in its TRANSPORTS'}`
         : plan.imageSizeBytes > config.maxImageBytes
           ? `images of ${plan.imageSizeBytes} bytes are over the receiver's MAX_IMAGE_SIZE (${config.maxImageBytes} bytes)`
           : undefined;
+      // A refused section stays in the report as failed, with the reason: never silently missing.
+      session.openSection(plan, refusal);
       if (refusal !== undefined) {
-        // The section stays in the report as failed, with the reason: never silently missing.
-        run.sections.push(new SectionRecorder(plan).result(refusal));
         log.error({ transport: plan.transport, reason: refusal }, 'section refused');
         return reply.code(409).send({ error: refusal });
       }
-      closeCurrent();
-      current = { recorder: new SectionRecorder(plan), measureStart: undefined, rss: new RssPeakTracker() };
-      log.info({ transport: plan.transport, sectionId: plan.sectionId }, 'section started');
+      log.info({ transport: plan.transport, repeat: plan.repeat, sectionId: plan.sectionId }, 'section started');
       return reply.code(204).send();
     });
     app.post('/sections/:sectionId/measure', async (request, reply) => {
-      const open = openSection((request.params as { sectionId: string }).sectionId);
-      if (open === undefined) return reply.code(409).send({ error: 'that section is not open' });
-      open.rss.start();
-      open.measureStart = readResources();
+      if (!session.isOpen((request.params as { sectionId: string }).sectionId)) return reply.code(409).send({ error: 'that section is not open' });
+      session.startMeasuring();
       return reply.code(204).send();
     });
     app.post('/sections/:sectionId/end', { schema: { body: sectionEndSchema } }, async (request, reply) => {
       const measureEnd = readResources();
-      const open = openSection((request.params as { sectionId: string }).sectionId);
+      if (!session.isOpen((request.params as { sectionId: string }).sectionId)) return reply.code(409).send({ error: 'that section is not open' });
       const { failure, transmitterCost } = request.body as { failure: string | null; transmitterCost: SideCost | null };
-      if (run === undefined || open === undefined) return reply.code(409).send({ error: 'that section is not open' });
-      const peakRssBytes = open.rss.stop();
-      const receiverCost = open.measureStart === undefined ? null : sideCost(open.measureStart, measureEnd, peakRssBytes, open.recorder.plan.imageCount);
-      const result = open.recorder.result(failure, { transmitter: transmitterCost, receiver: receiverCost });
-      current = undefined;
-      run.sections.push(result);
+      const result = session.endSection(failure, transmitterCost, measureEnd)!;
       log.info({ transport: result.transport, repeat: result.repeat, ok: result.ok, okCount: result.okCount, lostCount: result.lostCount, corruptCount: result.corruptCount, totalMs: result.totalMs }, 'section ended');
       return result;
     });
     app.post('/runs/finish', async (request, reply) => {
-      if (run === undefined) return reply.code(409).send({ error: 'no run started' });
-      const finished = await finishRun(run);
-      run = undefined;
+      const finished = await endRun(null);
+      if (finished === undefined) return reply.code(409).send({ error: 'no run started' });
       return finished;
+    });
+    // For people: the live page during a run, the last run's report otherwise.
+    app.get('/', async (request, reply) => {
+      const progress = session.progress();
+      const report = progress === undefined ? await readFile(path.join(config.outputDir, OUTPUT_FILES.report), 'utf8').catch(() => undefined) : undefined;
+      return reply.type('text/html; charset=utf-8').send(report ?? renderLivePage(progress));
+    });
+    app.get('/results.json', async (request, reply) => {
+      const results = await readFile(path.join(config.outputDir, OUTPUT_FILES.results), 'utf8').catch(() => undefined);
+      if (results === undefined) return reply.code(404).send({ error: 'no run has finished yet' });
+      return reply.type('application/json; charset=utf-8').send(results);
     });
     return app;
   }
 
   return {
     async start() {
-      await startListeners();
+      await listeners.startAll();
       control = buildControl();
       await control.listen({ port: config.controlPort, host: config.bindHost });
       const address = control.server.address();
       const controlPort = typeof address === 'object' && address !== null ? address.port : config.controlPort;
+      watchdog = setInterval(checkTransmitterAlive, 1000).unref();
       log.info({ controlPort }, 'receiver ready');
-      return { controlPort, listeners: { ...listenerStatus } };
+      return { controlPort, listeners: listeners.status() };
     },
-    close() {
+    close(reason = 'receiver shut down during the run') {
       closing ??= (async () => {
-        closeCurrent();
+        clearInterval(watchdog);
+        await endRun(reason).catch((err: unknown) => log.error({ err: errorMessage(err) }, 'could not write the output files'));
         await control?.close();
-        await Promise.all([...listeners.values()].map((l) => l.close()));
-        listeners.clear();
+        await listeners.closeAll();
       })();
       return closing;
     },

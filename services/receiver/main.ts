@@ -10,7 +10,7 @@ const log = createLogger('receiver', effectiveLogLevel(config));
 const receiver = buildReceiver(config, log);
 onShutdownSignal(async (signal) => {
   log.info({ signal }, 'shutting down');
-  await receiver.close();
+  await receiver.close(`receiver stopped by ${signal} during the run`);
   return ExitCode.ok;
 });
 try {

@@ -19,6 +19,8 @@ export interface HealthResponse {
   status: 'ready';
   listeners: Record<string, ListenerStatus>;
   host: HostFacts;
+  /** Since the receiver started: input the transports dropped, and well-formed frames it refused. */
+  counters: { rejectedInputs: number; rejectedFrames: number };
 }
 
 /** Header of GET /clock's answer: the receiver's monotonic clock, in decimal nanoseconds. */

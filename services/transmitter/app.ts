@@ -6,8 +6,8 @@ import type { Config } from '../core/config.js';
 import { sideCost, type SideCost } from '../core/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { encodeFrameHeader, stampSentAt, type Ack } from '../core/frame.js';
-import type { HostFacts, RunInfo, RunReport } from '../core/report.js';
-import { SectionRecorder, type SectionClock, type SectionPlan, type SectionResult } from '../core/section.js';
+import { RESULTS_SCHEMA_VERSION, renderSummary, summarizeTransports, type HostFacts, type RunInfo, type RunReport } from '../core/report.js';
+import { acknowledgedOnlyResult, SectionRecorder, type SectionClock, type SectionPlan, type SectionResult } from '../core/section.js';
 import { hostFacts } from '../shared/host.js';
 import { readResources, RssPeakTracker } from '../shared/resources.js';
 import { withTimeout } from '../shared/waits.js';
@@ -26,6 +26,8 @@ export interface RunOutcome {
   report: RunReport;
   summary: string;
   succeeded: boolean;
+  /** Set when the receiver went away mid-run: the report is the transmitter's own, and no output.log was written. */
+  receiverLost?: string;
 }
 
 /**
@@ -100,6 +102,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   const control = new ControlClient(config.receiverHost, config.controlPort, config.imageTimeoutMs);
   const checksum = imageChecksum(image.bytes);
   const transmitterHost = hostFacts();
+  let receiverLost: string | undefined;
 
   // Sends seqs [from, to) keeping at most `window` unacknowledged, then waits for every ack.
   async function sendPhase(link: TransmitterLink, plan: SectionPlan, from: number, to: number, acked: Set<number>, waiter: AckWaiter, progress?: SectionProgress): Promise<void> {
@@ -117,8 +120,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   }
 
   // Warm-up, then the recorded images with both sides' resources measured around them.
-  async function transfer(transport: Transport, plan: SectionPlan, progress: SectionProgress): Promise<{ failure: string | null; cost: SideCost | null }> {
-    const acked = new Set<number>();
+  async function transfer(transport: Transport, plan: SectionPlan, progress: SectionProgress, acked: Set<number>): Promise<{ failure: string | null; cost: SideCost | null }> {
     const waiter = new AckWaiter();
     const onAck = (ack: Ack): void => {
       if (ack.sectionId !== plan.sectionId || acked.has(ack.seq)) return;
@@ -195,14 +197,17 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     log.info({ transport: transport.name, repeat, imageCount: plan.imageCount, imageSizeBytes: plan.imageSizeBytes, window: plan.window }, 'section start');
     observer?.sectionStarted(progress);
     let result: SectionResult;
+    const acked = new Set<number>();
     try {
       plan = { ...plan, clock: await estimateClock(receiverHost) };
       await control.openSection(plan);
-      const { failure, cost } = await transfer(transport, plan, progress);
+      const { failure, cost } = await transfer(transport, plan, progress, acked);
       result = await control.endSection(plan.sectionId, failure, cost);
     } catch (err) {
-      // The receiver could not take part (listener down, receiver gone): everything is lost.
-      result = new SectionRecorder(plan).result(errorMessage(err));
+      // The receiver could not take part (listener down) or is gone: then only the acks tell
+      // what arrived, and the run stops after this section.
+      if (err instanceof ItbError && err.code === ErrorCode.receiverUnreachable) receiverLost ??= err.message;
+      result = acked.size > 0 ? acknowledgedOnlyResult(plan, acked, errorMessage(err)) : new SectionRecorder(plan).result(errorMessage(err));
     }
     log.info({ transport: transport.name, repeat, ok: result.ok, okCount: result.okCount, lostCount: result.lostCount, corruptCount: result.corruptCount, totalMs: result.totalMs, failure: result.failure }, 'section end');
     observer?.sectionEnded(progress, result);
@@ -227,10 +232,24 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       await control.startRun(info);
       // Interleaved (A B C, A B C, ...) so drift on a shared machine hits every transport alike.
       try {
-        for (let repeat = 1; repeat <= config.repeat; repeat++) {
-          for (const name of config.transports) await runSection(transportByName(name), repeat, health.host);
+        const sections: SectionResult[] = [];
+        for (let repeat = 1; repeat <= config.repeat && receiverLost === undefined; repeat++) {
+          for (const name of config.transports) {
+            sections.push(await runSection(transportByName(name), repeat, health.host));
+            if (receiverLost !== undefined) break;
+          }
         }
-        return await control.finishRun();
+        if (receiverLost === undefined) return await control.finishRun();
+        // The receiver is gone with its record: report what the transmitter knows, and stop.
+        const report: RunReport = {
+          schemaVersion: RESULTS_SCHEMA_VERSION,
+          run: { ...info, hosts: { transmitter: transmitterHost, receiver: health.host } },
+          finishedAt: new Date().toISOString(),
+          stopReason: `receiver went away: ${receiverLost}`,
+          sections,
+          transports: summarizeTransports(sections, config.transports),
+        };
+        return { report, summary: renderSummary(report), succeeded: false, receiverLost };
       } finally {
         control.close();
       }

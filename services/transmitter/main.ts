@@ -22,7 +22,12 @@ try {
   log.info({ image: image.description }, 'image loaded');
   const outcome = await buildTransmitter(config, image, log, progress).run();
   progress.stop();
-  process.stdout.write(`\n${outcome.summary}\n\n${outcome.succeeded ? 'Every transport delivered every image intact.' : 'FAILED: at least one transport lost, corrupted or failed to deliver images.'}\nFull results: output.log and results.json in the receiver's OUTPUT_DIR.\n`);
+  const verdict = outcome.receiverLost
+    ? `INCOMPLETE: the receiver went away (${outcome.receiverLost}); the run stopped and the receiver wrote no output.log for it.`
+    : outcome.succeeded
+      ? 'Every transport delivered every image intact.\nFull results: output.log, results.json and report.html in the receiver\'s OUTPUT_DIR.'
+      : 'FAILED: at least one transport lost, corrupted or failed to deliver images.\nFull results: output.log, results.json and report.html in the receiver\'s OUTPUT_DIR.';
+  process.stdout.write(`\n${outcome.summary}\n\n${verdict}\n`);
   // Exit explicitly: a library handle left open by a failed transport must not keep us running.
   process.exit(outcome.succeeded ? ExitCode.ok : ExitCode.failed);
 } catch (err) {

@@ -63,6 +63,12 @@ export interface ReceiverOptions extends TransportEndpoint {
   deliver(frame: ReceivedFrame): Ack;
   /** Called for input the transport dropped (bad header, oversize frame, protocol error). */
   onReject(reason: string): void;
+  /**
+   * Called at most once when the listener can no longer receive anything (the broker it reads
+   * from went away); the app then reports it unavailable and may listen again later. Transports
+   * whose own server cannot fail that way never call it.
+   */
+  onFailure?(reason: string): void;
 }
 
 /** A listening receiver side. */

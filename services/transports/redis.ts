@@ -236,9 +236,13 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     throw new ItbError(ErrorCode.transport, `cannot set up stream ${STREAM_KEY} on Redis at ${url}: ${errorMessage(err)}`, { cause: err });
   }
   let closing: Promise<void> | undefined;
+  let failed = false;
   for (const client of [reader, writer]) {
     client.on('close', () => {
-      if (closing === undefined) log.error({ url }, 'redis: receiver lost its connection to Redis; no more images will arrive');
+      if (closing !== undefined || failed) return;
+      failed = true;
+      log.error({ url }, 'redis: receiver lost its connection to Redis; no more images will arrive');
+      options.onFailure?.(`lost its connection to Redis at ${url}`);
     });
   }
 

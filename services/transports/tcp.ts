@@ -9,6 +9,9 @@ import type { ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOpt
 // one plain socket. The receiver keeps the socket's own chunks as the image's parts, so assembly
 // is linear with no copy at all.
 
+/** Connections the receiver accepts at once; more are closed on arrival. */
+const MAX_CONNECTIONS = 8;
+
 /** Opens a TCP connection, bounded by `timeoutMs`. */
 export async function connectSocket(host: string, port: number, timeoutMs: number): Promise<net.Socket> {
   const socket = net.connect({ host, port, noDelay: true });
@@ -115,6 +118,9 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     socket.on('error', (err) => options.log.debug({ err }, 'tcp connection error'));
     socket.on('data', frameParser(socket, options));
   });
+  // Each connection may hold one partial image of up to MAX_IMAGE_SIZE: cap them, so a flood of
+  // connections cannot make the receiver hold more than MAX_CONNECTIONS images (a transmitter uses one).
+  server.maxConnections = MAX_CONNECTIONS;
   server.listen(options.port, options.bindHost);
   await Promise.race([once(server, 'listening'), once(server, 'error').then(([err]) => Promise.reject(err))]);
   const address = server.address();

@@ -60,6 +60,7 @@ function report(startedAt: string, transport: string, label: string, repeats: [n
   const config = { imageCount: 10, window: 1, warmup: 0, repeat: repeats.length, transports: [transport] } as unknown as Config;
   return {
     schemaVersion: RESULTS_SCHEMA_VERSION,
+    stopReason: null,
     run: { startedAt, imageDescription: 'assets/sample.png', imageSizeBytes: 545_792, imageCount: 10, window: 1, warmup: 0, repeat: repeats.length, transports: [transport], config, hosts: { transmitter: host, receiver: host } },
     finishedAt: startedAt,
     sections,

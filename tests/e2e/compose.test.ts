@@ -29,6 +29,7 @@ interface ComposeService {
   volumes?: (string | { type: string; source: string; target: string })[];
   healthcheck?: { test: string[] };
   depends_on?: Record<string, { condition: string }>;
+  restart?: string;
 }
 interface ComposeFile {
   services: Record<string, ComposeService>;
@@ -124,6 +125,7 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     expect(receiver.ports).toEqual([`127.0.0.1:${receiverConfig.controlPort}:${receiverConfig.controlPort}/tcp`]);
     expect(receiver.volumes).toContain(`${path.join(projectDir, 'output')}:${receiverConfig.outputDir}:rw`);
     expect(receiver.depends_on).toEqual({ redis: { condition: 'service_healthy' } });
+    expect(receiver.restart).toBe('on-failure');
 
     const transmitter = service(compose, 'transmitter');
     const transmitterConfig = configOf(transmitter.environment);

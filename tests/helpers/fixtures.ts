@@ -52,6 +52,7 @@ export function fixtureReport(sections: SectionResult[], options: { repeat?: num
       hosts: { transmitter: fixtureHost('tx'), receiver: fixtureHost('rx') },
     },
     finishedAt: '2026-11-23T08:00:01.000Z',
+    stopReason: null,
     sections,
     transports: summarizeTransports(sections, order),
   };

@@ -2,14 +2,9 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseConfig, type Config } from '../../services/core/config.js';
 import type { RunReport } from '../../services/core/report.js';
-import { buildReceiver } from '../../services/receiver/app.js';
 import { freePort, startPrivateRedis, type PrivateRedis } from '../../services/shared/redis-server.js';
-import { buildTransmitter } from '../../services/transmitter/app.js';
-import { loadImage } from '../../services/transmitter/images.js';
-import { transports } from '../../services/transports/index.js';
-import { testLog } from '../helpers/harness.js';
+import { runBoth as runBothInProcess, runTransmitter, startReceiver } from '../helpers/in-process.js';
 import { resultsSchemaErrors } from '../helpers/schema.js';
 
 // Both apps in this process, every transport over real loopback sockets and a real redis-server.
@@ -25,25 +20,7 @@ afterAll(async () => {
   await rm(outputDir, { recursive: true, force: true });
 });
 
-function configFor(env: Record<string, string>): Config {
-  const result = parseConfig({ OUTPUT_DIR: outputDir, IMAGE_TIMEOUT_MS: '5000', CONNECT_TIMEOUT_MS: '5000', ...env }, transports);
-  if (!result.ok) throw new Error(JSON.stringify(result.issues));
-  return { ...result.config, controlPort: 0, ports: Object.fromEntries(Object.keys(result.config.ports).map((name) => [name, 0])) };
-}
-
-async function runBoth(env: Record<string, string>) {
-  const receiverConfig = configFor(env);
-  const receiver = buildReceiver(receiverConfig, testLog);
-  const started = await receiver.start();
-  try {
-    const ports = Object.fromEntries(Object.entries(started.listeners).map(([name, s]) => [name, s.port]));
-    const transmitterConfig: Config = { ...receiverConfig, controlPort: started.controlPort, ports };
-    const image = await loadImage({ imageSizeBytes: transmitterConfig.imageSizeBytes, imagePath: undefined });
-    return await buildTransmitter(transmitterConfig, image, testLog).run();
-  } finally {
-    await receiver.close();
-  }
-}
+const runBoth = (env: Record<string, string>) => runBothInProcess(outputDir, env);
 
 describe('a whole run in-process', () => {
   it('moves the asset over every transport, twice interleaved, and writes output.log and a valid results.json', async () => {
@@ -105,5 +82,34 @@ describe('a whole run in-process', () => {
     const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
     expect(log).toContain(`FAILED: receiver's redis listener is not available: no connection to Redis at redis://127.0.0.1:${deadPort}`);
     expect(log).toMatch(/^Redis\s+0\s+2\s+0(\s+-){9}\s+FAILED/m);
+  }, 60_000);
+
+  it('serves progress at / during a run, then the run\'s report.html and results.json', async () => {
+    const { receiver, transmitterConfig } = await startReceiver(outputDir, { IMAGE_COUNT: '200', IMAGE_SIZE: '64KB', TRANSPORTS: 'tcp,zeromq' });
+    const base = `http://127.0.0.1:${transmitterConfig.controlPort}`;
+    try {
+      let livePage: Promise<string> | undefined;
+      const outcome = await runTransmitter(transmitterConfig, {
+        sectionStarted(progress) {
+          if (progress.transport === 'zeromq') livePage ??= fetch(`${base}/`).then((r) => r.text());
+        },
+        sectionEnded() {},
+      });
+      expect(outcome.succeeded, outcome.summary).toBe(true);
+      const live = await livePage!;
+      expect(live).toContain('<h1>Run in progress</h1>');
+      expect(live).toMatch(/TCP \(baseline\)<\/td><td><\/td><td><span class="ok">done: 200\/200 intact/);
+      expect(live).toContain('<meta http-equiv="refresh" content="2">');
+
+      const page = await fetch(`${base}/`);
+      expect(page.headers.get('content-type')).toContain('text/html');
+      const html = await page.text();
+      expect(html).toBe(await readFile(path.join(outputDir, 'report.html'), 'utf8'));
+      expect(html).toContain('data-chart=');
+      const results = (await (await fetch(`${base}/results.json`)).json()) as RunReport;
+      expect(results.transports.map((t) => t.transport)).toEqual(['tcp', 'zeromq']);
+    } finally {
+      await receiver.close();
+    }
   }, 60_000);
 });

@@ -68,6 +68,7 @@ function runReport(startedAt: string, repeatsByTransport: Record<string, Repeat[
   const config = { imageCount: 10, window: 1, warmup: 0, repeat, transports: order } as unknown as Config;
   return {
     schemaVersion: RESULTS_SCHEMA_VERSION,
+    stopReason: null,
     run: { startedAt, imageDescription: 'generated PNG', imageSizeBytes: IMAGE_SIZE_BYTES, imageCount: 10, window: 1, warmup: 0, repeat, transports: order, config, hosts: { transmitter: host, receiver: host } },
     finishedAt: startedAt,
     sections,

@@ -1,0 +1,100 @@
+import type { Logger } from 'pino';
+import type { Config } from '../core/config.js';
+import { errorMessage } from '../core/errors.js';
+import type { ReceivedFrame, ReceiverListener } from '../transports/contract.js';
+import type { Ack } from '../core/frame.js';
+import { transportByName } from '../transports/index.js';
+import type { ListenerStatus } from './protocol.js';
+
+/** What every listener reports back to the receiver. */
+export interface ListenerSinks {
+  deliver(frame: ReceivedFrame): Ack;
+  onReject(transport: string, reason: string): void;
+}
+
+/** Pause between attempts to start a listener that is down. */
+const RETRY_INTERVAL_MS = 5000;
+
+/**
+ * The receiver's listeners, one per configured transport. One that fails to start, or fails later
+ * (its broker went away), is reported unavailable with the reason and started again in the
+ * background every few seconds, so a Redis that comes back is used again without a restart.
+ */
+export class Listeners {
+  private readonly open = new Map<string, ReceiverListener>();
+  private readonly statuses: Record<string, ListenerStatus> = {};
+  private readonly retries = new Map<string, NodeJS.Timeout>();
+  private closed = false;
+
+  constructor(
+    private readonly config: Readonly<Config>,
+    private readonly log: Logger,
+    private readonly sinks: ListenerSinks,
+  ) {}
+
+  /** Starts every configured listener; failures are recorded, not thrown. */
+  async startAll(): Promise<void> {
+    for (const name of this.config.transports) await this.start(name);
+  }
+
+  /** Every listener's state, by transport name. */
+  status(): Record<string, ListenerStatus> {
+    return { ...this.statuses };
+  }
+
+  /** Closes every listener and stops the retries. */
+  async closeAll(): Promise<void> {
+    this.closed = true;
+    for (const timer of this.retries.values()) clearTimeout(timer);
+    this.retries.clear();
+    const closing = [...this.open.values()].map((l) => l.close());
+    this.open.clear();
+    await Promise.all(closing);
+  }
+
+  private async start(name: string): Promise<void> {
+    const transport = transportByName(name);
+    const port = this.config.ports[name] ?? 0;
+    await this.open.get(name)?.close();
+    this.open.delete(name);
+    try {
+      const listener = await transport.listen({
+        host: this.config.receiverHost,
+        bindHost: this.config.bindHost,
+        port,
+        redisUrl: this.config.redisUrl,
+        maxImageBytes: this.config.maxImageBytes,
+        log: this.log.child({ transport: name }),
+        deliver: (frame) => this.sinks.deliver(frame),
+        onReject: (reason) => this.sinks.onReject(name, reason),
+        onFailure: (reason) => {
+          this.statuses[name] = { ready: false, port: this.statuses[name]?.port ?? port, error: reason };
+          this.log.error({ transport: name, reason }, 'listener failed; trying to listen again in the background');
+          this.retryLater(name);
+        },
+      });
+      if (this.closed) {
+        // A background retry that finished after closeAll(): nothing may stay open.
+        await listener.close();
+        return;
+      }
+      this.open.set(name, listener);
+      this.statuses[name] = { ready: true, port: listener.port, error: null };
+      this.log.info({ transport: name, port: listener.port }, 'listening');
+    } catch (err) {
+      this.statuses[name] = { ready: false, port: transport.port ? port : 0, error: errorMessage(err) };
+      this.log.error({ transport: name, err: errorMessage(err) }, 'listener failed to start; its section will be reported as failed until a retry succeeds');
+      this.retryLater(name);
+    }
+  }
+
+  private retryLater(name: string): void {
+    if (this.closed || this.retries.has(name)) return;
+    const timer = setTimeout(() => {
+      this.retries.delete(name);
+      if (!this.closed && !this.statuses[name]?.ready) void this.start(name);
+    }, RETRY_INTERVAL_MS);
+    timer.unref();
+    this.retries.set(name, timer);
+  }
+}

@@ -1,0 +1,99 @@
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exitWithin, startService } from '../helpers/processes.js';
+
+// Bad configuration, through the real entries: exit code 2, every bad variable named with its
+// value, nothing started, and the previous run's output.log left exactly as it was.
+
+let outputDir: string;
+let unreadableImage: string;
+const previousLog = 'output.log of an earlier run\n';
+
+beforeAll(async () => {
+  outputDir = await mkdtemp(path.join(os.tmpdir(), 'itb-config-'));
+  await writeFile(path.join(outputDir, 'output.log'), previousLog);
+  unreadableImage = path.join(outputDir, 'secret.png');
+  await writeFile(unreadableImage, 'x');
+  await chmod(unreadableImage, 0o000);
+});
+afterAll(async () => {
+  await rm(outputDir, { recursive: true, force: true });
+});
+
+// One wrong value per variable (and the cross-variable rules), with what the message must say.
+const badValues: [variable: string, value: string, expected: string][] = [
+  ['IMAGE_COUNT', '0', 'IMAGE_COUNT="0": expected a whole number from 1 to 1,000,000'],
+  ['IMAGE_COUNT', '-5', 'IMAGE_COUNT="-5": expected a whole number'],
+  ['IMAGE_SIZE', 'abc', 'IMAGE_SIZE="abc": expected a whole number of bytes, or a number with'],
+  ['IMAGE_SIZE', '300MiB', 'IMAGE_SIZE="300MiB": expected at most MAX_IMAGE_SIZE'],
+  ['TRANSPORTS', 'websocket,pigeon', 'TRANSPORTS="websocket,pigeon": expected a comma-separated list of distinct transports from: websocket, grpc, zeromq, redis, tcp'],
+  ['WINDOW', '0', 'WINDOW="0": expected a whole number from 1 to 1,024'],
+  ['WARMUP', 'some', 'WARMUP="some": expected a whole number from 0 to 10,000'],
+  ['REPEAT', '0', 'REPEAT="0": expected a whole number from 1 to 100'],
+  ['CONTROL_PORT', '70000', 'CONTROL_PORT="70000": expected a whole number from 1 to 65,535'],
+  ['WEBSOCKET_PORT', '0', 'WEBSOCKET_PORT="0": expected a whole number from 1 to 65,535'],
+  ['GRPC_PORT', 'x', 'GRPC_PORT="x": expected a whole number from 1 to 65,535'],
+  ['ZEROMQ_PORT', '-1', 'ZEROMQ_PORT="-1": expected a whole number from 1 to 65,535'],
+  ['TCP_PORT', '8080', 'TCP_PORT="8080": expected a port no other variable uses (CONTROL_PORT is 8080 too)'],
+  ['REDIS_URL', 'localhost:6379', 'REDIS_URL="localhost:6379": expected a redis:// or rediss:// URL'],
+  ['LOG_LEVEL', 'chatty', 'LOG_LEVEL="chatty": expected one of fatal, error, warn, info, debug, trace, silent'],
+  ['MAX_IMAGE_SIZE', '3GiB', 'MAX_IMAGE_SIZE="3GiB": expected at most'],
+  ['IMAGE_TIMEOUT_MS', '0', 'IMAGE_TIMEOUT_MS="0": expected a whole number from 1 to 3,600,000'],
+  ['CONNECT_TIMEOUT_MS', '1e3', 'CONNECT_TIMEOUT_MS="1e3": expected a whole number from 1 to 3,600,000'],
+];
+
+async function runEntry(entry: 'transmitter' | 'receiver' | 'start', env: Record<string, string>) {
+  const service = startService(entry, { OUTPUT_DIR: outputDir, ...env });
+  const code = await exitWithin(service, 10_000);
+  return { code, stderr: service.stderr(), stdout: service.stdout() };
+}
+
+describe('bad configuration', () => {
+  it.each(badValues)('%s=%j: the transmitter exits 2 naming it', async (variable, value, expected) => {
+    const result = await runEntry('transmitter', { [variable]: value });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain(expected);
+    expect(await readFile(path.join(outputDir, 'output.log'), 'utf8')).toBe(previousLog);
+  }, 15_000);
+
+  it('an unreadable IMAGE_PATH is named with the reason', async () => {
+    // Root reads any file whatever its mode, so the permission case is only checked for others.
+    if (process.getuid?.() !== 0) {
+      const result = await runEntry('transmitter', { IMAGE_PATH: unreadableImage });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(`IMAGE_PATH="${unreadableImage}": expected a readable file (EACCES`);
+    }
+    const missing = await runEntry('transmitter', { IMAGE_PATH: path.join(outputDir, 'nope.png') });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain('expected a readable file (ENOENT');
+    const directory = await runEntry('transmitter', { IMAGE_PATH: outputDir });
+    expect(directory.code).toBe(2);
+    expect(directory.stderr).toContain('expected a readable file (not a regular file)');
+  }, 30_000);
+
+  it.each(['transmitter', 'receiver', 'start'] as const)('all bad at once: %s names every one in a single message, exit 2, output untouched', async (entry) => {
+    const env = Object.fromEntries(badValues.filter(([v], i, all) => all.findIndex(([w]) => w === v) === i).map(([v, value]) => [v, value]));
+    const result = await runEntry(entry, env);
+    expect(result.code).toBe(2);
+    const message = result.stderr;
+    expect(message.match(/^Invalid configuration \(\d+ bad variables\):$/gm)).toHaveLength(1);
+    for (const variable of Object.keys(env)) {
+      // TCP_PORT's clash is a cross-variable rule: reported once the single values are fixed.
+      if (variable === 'TCP_PORT') continue;
+      expect(message, variable).toContain(`  ${variable}=`);
+    }
+    expect(result.stdout).toBe('');
+    expect(await readFile(path.join(outputDir, 'output.log'), 'utf8')).toBe(previousLog);
+  }, 15_000);
+
+  it('an OUTPUT_DIR the receiver cannot write is refused at start', async () => {
+    const blocked = path.join(outputDir, 'file-not-dir');
+    await writeFile(blocked, 'x');
+    const result = await runEntry('receiver', { OUTPUT_DIR: path.join(blocked, 'out') });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/OUTPUT_DIR=".*file-not-dir\/out": expected a directory .* can create and write; .*(ENOTDIR|EEXIST)/);
+    await mkdir(path.join(outputDir, 'ok'), { recursive: true });
+  }, 15_000);
+});

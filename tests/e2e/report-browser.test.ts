@@ -1,0 +1,377 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SideCost } from '../../services/core/cost.js';
+import { CHART_NAMES, renderHtmlReport } from '../../services/core/html-report.js';
+import { renderResultsJson, type RunReport } from '../../services/core/report.js';
+import { SectionRecorder, type SectionPlan, type SectionResult } from '../../services/core/section.js';
+import { projectPath } from '../../services/shared/paths.js';
+import { reportLibraries } from '../../services/shared/report-assets.js';
+import { fixturePlan, fixtureReport } from '../helpers/fixtures.js';
+
+// report.html as a reader sees it: rendered with the real Chart.js, opened from file:// in a real
+// Chromium (Debian's /usr/bin/chromium, driven by playwright-core), offline and under its CSP.
+// The screenshot stays in the test's temporary folder, whose path is printed.
+
+const CHROMIUM = '/usr/bin/chromium';
+const entry = projectPath('dist', 'scripts', 'report.js');
+const IMAGE_COUNT = 40;
+
+let dir: string;
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the report test needs Chromium ("apt-get install chromium"; .ci/run installs it)`);
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run "npm run build" first (npm test does)`);
+  dir = await mkdtemp(path.join(os.tmpdir(), 'itb-report-'));
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+});
+
+/** Deterministic pseudo-random numbers in [0, 1) (mulberry32). */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Per-image times (ms) around `typicalMs`, with jitter and a few slow outliers. */
+function times(seed: number, typicalMs: number, jitterMs: number, lost: readonly number[] = []): (number | null)[] {
+  const next = random(seed);
+  return Array.from({ length: IMAGE_COUNT }, (_, i) => {
+    if (lost.includes(i + 1)) return null;
+    const outlier = next() < 0.06 ? typicalMs * (1.5 + next() * 2) : 0;
+    return Math.max(0.05, typicalMs + (next() - 0.5) * 2 * jitterMs + outlier);
+  });
+}
+
+function sideCost(cpuMsPerImage: number, peakRssMiB: number, eventLoopUtilization: number): SideCost {
+  const cpuMs = cpuMsPerImage * IMAGE_COUNT;
+  return { cpuUserMs: cpuMs * 0.8, cpuSystemMs: cpuMs * 0.2, cpuMs, cpuMsPerImage, peakRssBytes: Math.round(peakRssMiB * 1024 * 1024), eventLoopUtilization };
+}
+
+/** A window-1 section: each image is sent as soon as the previous one arrived, as the transmitter does. */
+function sequentialSection(plan: SectionPlan, timesMs: readonly (number | null)[], failure: string | null, cost: SectionResult['cost']): SectionResult {
+  const recorder = new SectionRecorder({ ...plan, imageCount: timesMs.length });
+  let sentAtNs = 1_000_000_000n;
+  timesMs.forEach((timeMs, seq) => {
+    const flightNs = BigInt(Math.round((timeMs ?? 1) * 1e6));
+    if (timeMs !== null) recorder.record({ sectionId: plan.sectionId, seq, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs }, sentAtNs + flightNs, true);
+    sentAtNs += flightNs + 40_000n;
+  });
+  return recorder.result(failure, cost);
+}
+
+interface TransportFixture {
+  transport: string;
+  label: string;
+  baseline?: boolean;
+  typicalMs: number;
+  jitterMs: number;
+  tx: [number, number, number];
+  rx: [number, number, number];
+}
+
+const TRANSPORTS: readonly TransportFixture[] = [
+  { transport: 'websocket', label: 'WebSocket', typicalMs: 2.5, jitterMs: 0.25, tx: [4.2, 124.2, 0.54], rx: [2.4, 126.5, 0.87] },
+  { transport: 'grpc', label: 'gRPC', typicalMs: 5.1, jitterMs: 0.4, tx: [3.5, 131.7, 0.56], rx: [3.6, 139.8, 0.6] },
+  { transport: 'zeromq', label: 'ZeroMQ', typicalMs: 0.8, jitterMs: 0.12, tx: [0.47, 114.4, 0.41], rx: [0.92, 146.3, 0.41] },
+  { transport: 'redis', label: 'Redis', typicalMs: 2.3, jitterMs: 0.3, tx: [1.7, 120.3, 0.59], rx: [2.8, 150.1, 0.53] },
+  { transport: 'tcp', label: 'TCP', baseline: true, typicalMs: 0.6, jitterMs: 0.2, tx: [0.45, 120.3, 0.37], rx: [1.25, 149.4, 0.74] },
+];
+
+const REDIS_FAILURE = 'connect ECONNREFUSED 127.0.0.1:6399 (no Redis server listening)';
+
+/**
+ * A run over every transport. The "after" run has Redis failing before any image (no data);
+ * the "before" run has every transport working but ZeroMQ losing images 17 and 18 (a gap).
+ */
+function run(role: 'before' | 'after'): RunReport {
+  const speed = role === 'before' ? 1.15 : 1;
+  const sections = TRANSPORTS.map((t, index) => {
+    const plan = fixturePlan({ transport: t.transport, label: t.label, baseline: t.baseline ?? false, sectionId: index + 1 });
+    const seed = index * 7 + (role === 'before' ? 100 : 1);
+    if (role === 'after' && t.transport === 'redis') return sequentialSection(plan, Array(IMAGE_COUNT).fill(null), REDIS_FAILURE, { transmitter: null, receiver: null });
+    const lost = role === 'before' && t.transport === 'zeromq' ? [17, 18] : [];
+    const cost = { transmitter: sideCost(t.tx[0] * speed, t.tx[1], t.tx[2]), receiver: sideCost(t.rx[0] * speed, t.rx[1] * speed, t.rx[2]) };
+    return sequentialSection(plan, times(seed, t.typicalMs * speed, t.jitterMs, lost), null, cost);
+  });
+  return fixtureReport(sections, { startedAt: role === 'before' ? '2026-11-22T09:30:00.000Z' : '2026-11-23T08:00:00.000Z' });
+}
+
+interface Opened {
+  page: Page;
+  consoleErrors: string[];
+  pageErrors: string[];
+  requests: string[];
+  url: string;
+}
+
+async function open(file: string): Promise<Opened> {
+  const page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
+  const opened: Opened = { page, consoleErrors: [], pageErrors: [], requests: [], url: pathToFileURL(file).href };
+  page.on('console', (message) => {
+    if (message.type() === 'error') opened.consoleErrors.push(message.text());
+  });
+  page.on('pageerror', (err) => opened.pageErrors.push(err.message));
+  page.on('request', (request) => opened.requests.push(request.url()));
+  await page.goto(opened.url, { waitUntil: 'load' });
+  return opened;
+}
+
+/** Nothing but the page itself (and data:/blob: URLs, if any) may be requested; no errors. */
+function expectCleanAndOffline(opened: Opened): void {
+  expect(opened.pageErrors).toEqual([]);
+  expect(opened.consoleErrors).toEqual([]);
+  expect(opened.requests.filter((url) => url !== opened.url && !url.startsWith('data:') && !url.startsWith('blob:'))).toEqual([]);
+  expect(opened.requests).toContain(opened.url);
+}
+
+interface DrawnDataset {
+  label: string;
+  transport: string | null;
+  run: string;
+  /** Bar charts: transport key per bar. */
+  transports: string[] | null;
+  /** Elements with finite coordinates: points of a line, or indexes of drawn bars. */
+  drawnPoints: number;
+  drawnBars: number[];
+  legendLabel: string | null;
+}
+
+interface DrawnChart {
+  name: string;
+  type: string;
+  canvasName: string | null;
+  labels: unknown[];
+  datasets: DrawnDataset[];
+  inkedPixels: number;
+}
+
+/** What each Chart.js instance drew, read from window.__charts. */
+async function drawnCharts(page: Page): Promise<DrawnChart[]> {
+  return page.evaluate(() => {
+    type El = { x: number; y: number };
+    type Ds = { label: string; transport?: string; run: string; transports?: string[]; legendLabel?: string; data: unknown[] };
+    type ChartLike = {
+      config: { type: string };
+      canvas: HTMLCanvasElement;
+      data: { labels?: unknown[]; datasets: Ds[] };
+      getDatasetMeta(i: number): { data: El[] };
+    };
+    const charts = (window as unknown as { __charts: Record<string, ChartLike> }).__charts;
+    const finite = (el: El | undefined): boolean => el !== undefined && Number.isFinite(el.x) && Number.isFinite(el.y);
+    return Object.entries(charts).map(([name, chart]) => {
+      const pixels = chart.canvas.getContext('2d')!.getImageData(0, 0, chart.canvas.width, chart.canvas.height).data;
+      let inkedPixels = 0;
+      for (let i = 3; i < pixels.length; i += 4) if (pixels[i]! > 0) inkedPixels++;
+      return {
+        name,
+        type: chart.config.type,
+        canvasName: chart.canvas.getAttribute('data-chart'),
+        labels: chart.data.labels ?? [],
+        inkedPixels,
+        datasets: chart.data.datasets.map((ds, i) => {
+          const elements = chart.getDatasetMeta(i).data;
+          return {
+            label: ds.label,
+            transport: ds.transport ?? null,
+            run: ds.run,
+            transports: ds.transports ?? null,
+            legendLabel: ds.legendLabel ?? null,
+            drawnPoints: elements.filter((el, j) => finite(el) && (ds.data[j] as { y?: unknown } | null)?.y !== null).length,
+            drawnBars: elements.flatMap((el, j) => (finite(el) && ds.data[j] !== null ? [j] : [])),
+          };
+        }),
+      };
+    });
+  });
+}
+
+/** Transports with figures in a run's median sections. */
+function transportsWithData(report: RunReport): string[] {
+  return report.transports.filter((t) => t.medianSection !== null && report.sections[t.medianSection]!.images.some((i) => i.timeMs !== null)).map((t) => t.transport);
+}
+
+/** Every chart drew every transport that has data, in every run given. */
+function expectEveryTransportDrawn(charts: readonly DrawnChart[], runs: Record<string, RunReport>): void {
+  expect(charts.map((c) => c.name)).toEqual([...CHART_NAMES]);
+  for (const chart of charts) {
+    expect(chart.canvasName).toBe(chart.name);
+    expect(chart.inkedPixels, `${chart.name} drew nothing`).toBeGreaterThan(2000);
+    for (const [role, report] of Object.entries(runs)) {
+      const own = chart.datasets.filter((d) => d.run === role);
+      expect(own.length, `${chart.name} has no ${role} dataset`).toBeGreaterThan(0);
+      for (const transport of transportsWithData(report)) {
+        if (chart.type === 'line') {
+          const line = own.find((d) => d.transport === transport);
+          expect(line?.drawnPoints, `${chart.name}: ${transport} (${role}) drew no points`).toBeGreaterThan(0);
+        } else {
+          for (const bars of own) expect(bars.drawnBars, `${chart.name}: ${bars.label} has no bar for ${transport}`).toContain(bars.transports!.indexOf(transport));
+        }
+      }
+    }
+  }
+}
+
+describe('report.html in Chromium', () => {
+  const after = run('after');
+  const before = run('before');
+
+  it('draws every chart, shows the failed transport and sorts the table, offline and without errors', async () => {
+    const file = path.join(dir, 'report.html');
+    await writeFile(file, renderHtmlReport([after], reportLibraries()));
+    const opened = await open(file);
+    const { page } = opened;
+    try {
+      const charts = await drawnCharts(page);
+      expectEveryTransportDrawn(charts, { only: after });
+      // Redis failed before any image: no points anywhere, and its legend says so.
+      for (const chart of charts) {
+        if (chart.type === 'line') {
+          const redis = chart.datasets.find((d) => d.transport === 'redis')!;
+          expect(redis.drawnPoints).toBe(0);
+          expect(redis.legendLabel).toBe('Redis (no data)');
+        } else {
+          expect(chart.labels[3]).toEqual(['Redis', '(no data)']);
+        }
+      }
+      await expect(page.locator('figure.chart-card .no-data').count()).resolves.toBe(5);
+      // The page as it opens, before any click.
+      const screenshot = path.join(dir, 'report.png');
+      await page.screenshot({ path: screenshot, fullPage: true });
+      console.log(`report screenshot: ${screenshot}`);
+
+      const rows = page.locator('table.summary-table tbody tr');
+      await expect(rows.count()).resolves.toBe(TRANSPORTS.length);
+      const rowTransports = (): Promise<string[]> => rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-transport')!));
+      await expect(rowTransports()).resolves.toEqual(TRANSPORTS.map((t) => t.transport));
+      const redisRow = page.locator('tr[data-transport="redis"]');
+      await expect(redisRow.getAttribute('class')).resolves.toBe('failed');
+      const redisResult = await redisRow.locator('td.result').innerText();
+      expect(redisResult).toContain('FAILED');
+      expect(redisResult).toContain(REDIS_FAILURE);
+      for (const t of TRANSPORTS.filter((x) => x.transport !== 'redis')) {
+        await expect(page.locator(`tr[data-transport="${t.transport}"] td.result`).innerText()).resolves.toBe('ok');
+      }
+
+      // Clicking "p50 ms" sorts fastest first, again slowest first; Redis (no value) stays last.
+      const p50 = (transport: string): number => {
+        const t = after.transports.find((x) => x.transport === transport)!;
+        return after.sections[t.medianSection!]!.latency!.p50Ms;
+      };
+      const measured = TRANSPORTS.map((t) => t.transport).filter((t) => t !== 'redis');
+      const header = page.locator('table.summary-table thead th', { hasText: 'p50 ms' });
+      await header.locator('button').click();
+      await expect(header.getAttribute('aria-sort')).resolves.toBe('ascending');
+      await expect(rowTransports()).resolves.toEqual([...[...measured].sort((a, b) => p50(a) - p50(b)), 'redis']);
+      await header.locator('button').click();
+      await expect(header.getAttribute('aria-sort')).resolves.toBe('descending');
+      await expect(rowTransports()).resolves.toEqual([...[...measured].sort((a, b) => p50(b) - p50(a)), 'redis']);
+      // Text columns sort too.
+      await page.locator('table.summary-table thead th', { hasText: 'Transport' }).locator('button').click();
+      await expect(rowTransports()).resolves.toEqual(['grpc', 'redis', 'tcp', 'websocket', 'zeromq']);
+
+      // The log-scale switch redraws the per-image chart.
+      await page.locator('input[data-log-toggle="per-image"]').check();
+      await expect(page.evaluate(() => (window as unknown as { __charts: Record<string, { scales: Record<string, { type: string }> }> }).__charts['per-image']!.scales.y!.type)).resolves.toBe('logarithmic');
+      await page.locator('input[data-log-toggle="per-image"]').uncheck();
+
+      expectCleanAndOffline(opened);
+    } finally {
+      await page.close();
+    }
+  }, 60_000);
+
+  it('overlays two runs written by `npm run report`', async () => {
+    const beforeFile = path.join(dir, 'before.json');
+    const afterFile = path.join(dir, 'after.json');
+    await writeFile(beforeFile, renderResultsJson(before));
+    await writeFile(afterFile, renderResultsJson(after));
+    const out = path.join(dir, 'overlay', 'report.html');
+    const result = runReport(beforeFile, afterFile, '--out', out);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe(`${out}\n`);
+
+    const opened = await open(out);
+    const { page } = opened;
+    try {
+      const charts = await drawnCharts(page);
+      expectEveryTransportDrawn(charts, { before, after });
+      // ZeroMQ lost two images before: its before line has a gap, two points fewer.
+      const perImage = charts.find((c) => c.name === 'per-image')!;
+      expect(perImage.datasets.find((d) => d.transport === 'zeromq' && d.run === 'before')!.drawnPoints).toBe(IMAGE_COUNT - 2);
+      expect(perImage.datasets.find((d) => d.transport === 'zeromq' && d.run === 'after')!.drawnPoints).toBe(IMAGE_COUNT);
+      expect(perImage.datasets.find((d) => d.transport === 'redis')!.legendLabel).toBe('Redis (no data after)');
+      await expect(page.locator('table.summary-table tbody tr').count()).resolves.toBe(TRANSPORTS.length);
+      await expect(page.locator('tr[data-transport="zeromq"] td.result').innerText()).resolves.toMatch(/^ok\s+before: FAILED 2 lost$/);
+      await expect(page.locator('tr[data-transport="websocket"] td .change').count()).resolves.toBeGreaterThan(5);
+      const screenshot = path.join(dir, 'overlay.png');
+      await page.screenshot({ path: screenshot, fullPage: true });
+      console.log(`overlay screenshot: ${screenshot}`);
+      expectCleanAndOffline(opened);
+    } finally {
+      await page.close();
+    }
+  }, 60_000);
+});
+
+function runReport(...args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(process.execPath, [entry, ...args], { encoding: 'utf8', timeout: 20_000 });
+  if (result.error) throw result.error;
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+describe('npm run report', () => {
+  it('writes report.html next to the first file by default and prints its path', async () => {
+    const folder = await mkdtemp(path.join(dir, 'default-'));
+    const file = path.join(folder, 'results.json');
+    await writeFile(file, renderResultsJson(run('after')));
+    const result = runReport(file);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe(`${path.join(folder, 'report.html')}\n`);
+    const html = await readFile(path.join(folder, 'report.html'), 'utf8');
+    expect(html).toContain('Chart.js v4');
+  });
+
+  it('exits 2 with a message naming the file for bad arguments, unreadable files and other schema versions', async () => {
+    const good = path.join(dir, 'good.json');
+    await writeFile(good, renderResultsJson(run('after')));
+    const old = path.join(dir, 'old.json');
+    await writeFile(old, JSON.stringify({ ...run('after'), schemaVersion: 1 }));
+    const broken = path.join(dir, 'broken.json');
+    await writeFile(broken, '{ "schemaVersion": 2,');
+    const missing = path.join(dir, 'missing.json');
+
+    const cases: [string[], RegExp][] = [
+      [[], /expected one or two results\.json files, got 0/],
+      [[good, good, good], /expected one or two results\.json files, got 3/],
+      [[good, '--out'], /--out needs a path/],
+      [[good, '--colour'], /unknown option --colour/],
+      [[missing], new RegExp(`${missing.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: cannot read it \\(ENOENT`)],
+      [[good, broken], new RegExp(`${broken.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: not valid JSON`)],
+      [[old], new RegExp(`${old.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: schemaVersion 1, this tool reads schemaVersion 2 only`)],
+    ];
+    for (const [args, message] of cases) {
+      const result = runReport(...args);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stderr).toMatch(message);
+      expect(result.stderr).toContain('usage: npm run report --');
+      expect(result.stdout).toBe('');
+    }
+  });
+});

@@ -1,0 +1,38 @@
+import { parseConfig, type Config } from '../../services/core/config.js';
+import { buildReceiver, type ReceiverApp } from '../../services/receiver/app.js';
+import { buildTransmitter, type RunObserver, type RunOutcome } from '../../services/transmitter/app.js';
+import { loadImage } from '../../services/transmitter/images.js';
+import { transports } from '../../services/transports/index.js';
+import { testLog } from './harness.js';
+
+/** A config from env values (short timeouts by default), with every port 0: the OS picks. */
+export function configFor(outputDir: string, env: Record<string, string>): Config {
+  const result = parseConfig({ OUTPUT_DIR: outputDir, IMAGE_TIMEOUT_MS: '5000', CONNECT_TIMEOUT_MS: '5000', ...env }, transports);
+  if (!result.ok) throw new Error(JSON.stringify(result.issues));
+  return { ...result.config, controlPort: 0, ports: Object.fromEntries(Object.keys(result.config.ports).map((name) => [name, 0])) };
+}
+
+/** A receiver started in this process, and the config a transmitter needs to reach it. */
+export async function startReceiver(outputDir: string, env: Record<string, string>): Promise<{ receiver: ReceiverApp; transmitterConfig: Config }> {
+  const receiverConfig = configFor(outputDir, env);
+  const receiver = buildReceiver(receiverConfig, testLog);
+  const started = await receiver.start();
+  const ports = Object.fromEntries(Object.entries(started.listeners).map(([name, s]) => [name, s.port]));
+  return { receiver, transmitterConfig: { ...receiverConfig, controlPort: started.controlPort, ports } };
+}
+
+/** Runs the transmitter in this process against `config`'s receiver. */
+export async function runTransmitter(config: Config, observer?: RunObserver): Promise<RunOutcome> {
+  const image = await loadImage({ imageSizeBytes: config.imageSizeBytes, imagePath: undefined });
+  return buildTransmitter(config, image, testLog, observer).run();
+}
+
+/** Both apps in this process, over real loopback sockets: one whole run, everything closed after. */
+export async function runBoth(outputDir: string, env: Record<string, string>, observer?: RunObserver): Promise<RunOutcome> {
+  const { receiver, transmitterConfig } = await startReceiver(outputDir, env);
+  try {
+    return await runTransmitter(transmitterConfig, observer);
+  } finally {
+    await receiver.close();
+  }
+}

@@ -1,0 +1,64 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { stopChild } from '../../services/shared/child-process.js';
+import { projectPath } from '../../services/shared/paths.js';
+import { freePort } from '../../services/shared/redis-server.js';
+
+/** A service started from dist/ as a real process, with what it printed so far. */
+export interface ServiceProcess {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code (null when killed by a signal) once the process has exited. */
+  exited: Promise<number | null>;
+  /** Resolves when stderr has a line matching `pattern`; rejects after `timeoutMs`. */
+  waitForLog(pattern: RegExp, timeoutMs?: number): Promise<void>;
+}
+
+/** Starts `node dist/services/<name>/main.js` with `env` over a clean environment. */
+export function startService(name: 'receiver' | 'transmitter' | 'start', env: Record<string, string>): ServiceProcess {
+  const entry = projectPath('dist', 'services', name, 'main.js');
+  if (!existsSync(entry)) throw new Error(`${entry} is missing: run "npm run build" first (npm test does)`);
+  const child = spawn(process.execPath, [entry], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    async waitForLog(pattern, timeoutMs = 20_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (!pattern.test(err)) {
+        if (Date.now() > deadline) throw new Error(`${name} never logged ${pattern} within ${timeoutMs} ms; stderr:\n${err.slice(-3000)}`);
+        if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode}) before logging ${pattern}; stderr:\n${err.slice(-3000)}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
+  };
+}
+
+/** Env with a free port for the control endpoint and every transport. */
+export async function freePortsEnv(): Promise<Record<string, string>> {
+  const names = ['CONTROL_PORT', 'WEBSOCKET_PORT', 'GRPC_PORT', 'ZEROMQ_PORT', 'TCP_PORT'];
+  return Object.fromEntries(await Promise.all(names.map(async (n) => [n, String(await freePort())])));
+}
+
+/** Resolves with the exit code, or rejects when the process takes longer than `timeoutMs` (then killed). */
+export async function exitWithin(service: ServiceProcess, timeoutMs: number): Promise<number | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      void stopChild(service.child, 100);
+      reject(new Error(`still running after ${timeoutMs} ms; stderr:\n${service.stderr().slice(-3000)}`));
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([service.exited, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
