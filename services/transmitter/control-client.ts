@@ -37,10 +37,12 @@ export class ControlClient {
       } catch (err) {
         lastError = describeFetchError(err);
       }
-      if (Date.now() + pauseMs > deadline) {
+      const remainingMs = deadline - Date.now();
+      if (remainingMs <= 0) {
         throw new ItbError(ErrorCode.receiverUnreachable, `receiver at ${this.host}:${this.port} (CONTROL_PORT) was not ready within ${timeoutMs} ms (CONNECT_TIMEOUT_MS): ${lastError}`);
       }
-      await new Promise((resolve) => setTimeout(resolve, pauseMs));
+      // The last pause ends at the deadline, for one more try there.
+      await new Promise((resolve) => setTimeout(resolve, Math.min(pauseMs, remainingMs)));
       pauseMs = Math.min(pauseMs * 2, 1000);
     }
   }
