@@ -27,6 +27,8 @@ export interface Config {
   warmup: number;
   /** Sections per transport, interleaved across transports. */
   repeat: number;
+  /** Whether the receiver hashes every image; off only to measure what verification costs. */
+  verify: boolean;
   receiverHost: string;
   bindHost: string;
   controlPort: number;
@@ -117,6 +119,7 @@ function schemaFor(specs: readonly TransportSpec[]) {
     WINDOW: wholeNumber(1, 1024, 1),
     WARMUP: wholeNumber(0, 10_000, 2),
     REPEAT: wholeNumber(1, 100, 1),
+    VERIFY: variable('true or false', (raw) => ({ true: true, false: false, '1': true, '0': false, yes: true, no: false })[raw.toLowerCase()], true),
     RECEIVER_HOST: text('127.0.0.1'),
     BIND_HOST: text('127.0.0.1'),
     CONTROL_PORT: wholeNumber(1, 65535, 8080),
@@ -192,6 +195,7 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[]): ConfigRe
       window: v.WINDOW as number,
       warmup: v.WARMUP as number,
       repeat: v.REPEAT as number,
+      verify: v.VERIFY as boolean,
       receiverHost: (v.RECEIVER_HOST as string | undefined) ?? '127.0.0.1',
       bindHost: (v.BIND_HOST as string | undefined) ?? '127.0.0.1',
       controlPort: v.CONTROL_PORT as number,

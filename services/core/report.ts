@@ -262,6 +262,9 @@ export function renderOutputLog(report: RunReport): string {
     ...TIMING_DEFINITIONS.map((d) => `  ${d}`),
     'Times are milliseconds; percentiles come from an HDR histogram (3 significant digits), max, mean and sd from the raw times.',
     'MB/s counts 10^6 bytes of intact images per second of total transfer time.',
+    run.config.verify === false
+      ? 'Integrity: NOT VERIFIED (VERIFY=false, to measure what verification costs): a corrupt image would count as intact.'
+      : 'Integrity: every image verified by the receiver (size and xxHash64 checksum).',
     'Clock offset, receiver − transmitter, estimated before each section (lowest of 8 round trips over the control endpoint; ± half that round trip):',
     ...clockLines,
   ].join('\n');

@@ -36,7 +36,7 @@ const WATCHDOG_GRACE_MS = 5000;
 
 /** Builds a receiver from a validated config; nothing listens until start(). */
 export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverApp {
-  const session = new RunSession(log, hostFacts);
+  const session = new RunSession(log, hostFacts, config.verify);
   let rejectedInputs = 0;
   let rejectedFrames = 0;
   const listeners = new Listeners(config, log, {

@@ -32,6 +32,7 @@ const badValues: [variable: string, value: string, expected: string][] = [
   ['WINDOW', '0', 'WINDOW="0": expected a whole number from 1 to 1,024'],
   ['WARMUP', 'some', 'WARMUP="some": expected a whole number from 0 to 10,000'],
   ['REPEAT', '0', 'REPEAT="0": expected a whole number from 1 to 100'],
+  ['VERIFY', 'maybe', 'VERIFY="maybe": expected true or false'],
   ['CONTROL_PORT', '70000', 'CONTROL_PORT="70000": expected a whole number from 1 to 65,535'],
   ['WEBSOCKET_PORT', '0', 'WEBSOCKET_PORT="0": expected a whole number from 1 to 65,535'],
   ['GRPC_PORT', 'x', 'GRPC_PORT="x": expected a whole number from 1 to 65,535'],

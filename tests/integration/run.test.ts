@@ -61,9 +61,11 @@ describe('a whole run in-process', () => {
     expect(outcome.summary).toContain('TCP (baseline)');
   }, 90_000);
 
-  it('keeps a window of images in flight with a generated size', async () => {
-    const outcome = await runBoth({ IMAGE_COUNT: '20', IMAGE_SIZE: '64KB', WINDOW: '8', TRANSPORTS: 'tcp,zeromq', REDIS_URL: redis.url });
+  it('keeps a window of images in flight with a generated size, and says when verification is off', async () => {
+    const outcome = await runBoth({ IMAGE_COUNT: '20', IMAGE_SIZE: '64KB', WINDOW: '8', TRANSPORTS: 'tcp,zeromq', REDIS_URL: redis.url, VERIFY: 'false' });
     expect(outcome.succeeded, outcome.summary).toBe(true);
+    // Verification off (to measure its cost) is said in the record, never silently.
+    expect(await readFile(path.join(outputDir, 'output.log'), 'utf8')).toContain('Integrity: NOT VERIFIED (VERIFY=false');
     expect(outcome.report.sections.map((s) => [s.transport, s.okCount, s.window, s.imageSizeBytes])).toEqual([
       ['tcp', 20, 8, 64_000],
       ['zeromq', 20, 8, 64_000],

@@ -20,6 +20,7 @@ describe('parseConfig', () => {
         window: 1,
         warmup: 2,
         repeat: 1,
+        verify: true,
         receiverHost: '127.0.0.1',
         bindHost: '127.0.0.1',
         controlPort: 8080,
@@ -70,6 +71,7 @@ describe('parseConfig', () => {
     ['WINDOW', '0', 'a whole number from 1 to 1,024'],
     ['WARMUP', '-1', 'a whole number from 0 to 10,000'],
     ['REPEAT', '0', 'a whole number from 1 to 100'],
+    ['VERIFY', 'maybe', 'true or false'],
     ['TCP_PORT', '70000', 'a whole number from 1 to 65,535'],
     ['CONTROL_PORT', 'http', 'a whole number from 1 to 65,535'],
     ['REDIS_URL', 'localhost:6379', 'a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379'],
@@ -109,7 +111,7 @@ describe('configVariables', () => {
   it('lists every variable the config reads, ports included', () => {
     expect(configVariables(specs).sort()).toEqual(
       ['BIND_HOST', 'CONNECT_TIMEOUT_MS', 'CONTROL_PORT', 'IMAGE_COUNT', 'IMAGE_PATH', 'IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'LOG_LEVEL', 'MAX_IMAGE_SIZE',
-        'OUTPUT_DIR', 'RECEIVER_HOST', 'REDIS_URL', 'REPEAT', 'TCP_PORT', 'TRANSPORTS', 'WARMUP', 'WEBSOCKET_PORT', 'WINDOW'].sort(),
+        'OUTPUT_DIR', 'RECEIVER_HOST', 'REDIS_URL', 'REPEAT', 'TCP_PORT', 'TRANSPORTS', 'VERIFY', 'WARMUP', 'WEBSOCKET_PORT', 'WINDOW'].sort(),
     );
   });
 });

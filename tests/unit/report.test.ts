@@ -30,6 +30,7 @@ Definitions:
   Total transfer time of a transport = arrival of its last image − send start of its first (warm-up images excluded).
 Times are milliseconds; percentiles come from an HDR histogram (3 significant digits), max, mean and sd from the raw times.
 MB/s counts 10^6 bytes of intact images per second of total transfer time.
+Integrity: every image verified by the receiver (size and xxHash64 checksum).
 Clock offset, receiver − transmitter, estimated before each section (lowest of 8 round trips over the control endpoint; ± half that round trip):
   WebSocket: −0.012 ± 0.150 ms (same kernel, not applied)
   TCP (baseline): not estimated
