@@ -5,7 +5,7 @@ import path from 'node:path';
 import { renderTable, type RunReport } from '../services/core/report.js';
 import type { SectionResult } from '../services/core/section.js';
 import { formatSize } from '../services/core/size.js';
-import { freePort } from '../services/shared/redis-server.js';
+import { freePortsEnv } from '../services/shared/ports.js';
 import { projectPath } from '../services/shared/paths.js';
 
 // `npm run bench`: the whole suite (`npm start`'s entry, so real processes and a private
@@ -38,7 +38,7 @@ function imageCountFor(sizeBytes: number): number {
 /** Runs the suite once as `npm start` does, with `env`, and returns its results.json. */
 async function runSuite(name: string, env: Record<string, string>): Promise<Cell> {
   const outputDir = await mkdtemp(path.join(os.tmpdir(), 'itb-bench-'));
-  const ports = Object.fromEntries(await Promise.all(['CONTROL_PORT', 'WEBSOCKET_PORT', 'GRPC_PORT', 'ZEROMQ_PORT', 'TCP_PORT'].map(async (n) => [n, String(await freePort())])));
+  const ports = await freePortsEnv();
   const { REDIS_URL: _shared, ...inherited } = process.env;
   const startedAt = Date.now();
   process.stderr.write(`bench: ${name} ...`);

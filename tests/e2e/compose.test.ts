@@ -9,6 +9,7 @@ import { parse as parseYaml } from 'yaml';
 import { configVariables, parseConfig, type Config } from '../../services/core/config.js';
 import { stopChild } from '../../services/shared/child-process.js';
 import { projectPath, projectRoot } from '../../services/shared/paths.js';
+import { freePortsEnv } from '../../services/shared/ports.js';
 import { freePort, REDIS_IMAGE_LIMIT_ARGS } from '../../services/shared/redis-server.js';
 import { transports } from '../../services/transports/index.js';
 
@@ -171,9 +172,7 @@ describe('the compose services, run as local processes', () => {
   }
 
   it('produce output.log: redis, then the receiver until healthy, then the transmitter', async () => {
-    const ports = Object.fromEntries(
-      await Promise.all(['CONTROL_PORT', 'WEBSOCKET_PORT', 'GRPC_PORT', 'ZEROMQ_PORT', 'TCP_PORT'].map(async (n) => [n, String(await freePort())])),
-    );
+    const ports = await freePortsEnv();
     const compose = await resolveCompose({ ...ports, IMAGE_COUNT: '3' });
     const redisPort = await freePort();
     // Compose host names and container paths, as seen from this host.

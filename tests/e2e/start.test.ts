@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../services/shared/redis-server.js';
+import { freePortsEnv } from '../../services/shared/ports.js';
 import { projectPath } from '../../services/shared/paths.js';
 
 // `npm start`'s entry as a user runs it: real processes, a private redis-server from PATH.
@@ -20,11 +20,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rm(outputDir, { recursive: true, force: true });
 });
-
-async function freePortsEnv(): Promise<Record<string, string>> {
-  const names = ['CONTROL_PORT', 'WEBSOCKET_PORT', 'GRPC_PORT', 'ZEROMQ_PORT', 'TCP_PORT'];
-  return Object.fromEntries(await Promise.all(names.map(async (n) => [n, String(await freePort())])));
-}
 
 function runStart(env: Record<string, string>, timeoutMs = 90_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {

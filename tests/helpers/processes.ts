@@ -2,7 +2,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { stopChild } from '../../services/shared/child-process.js';
 import { projectPath } from '../../services/shared/paths.js';
-import { freePort } from '../../services/shared/redis-server.js';
 
 /** A service started from dist/ as a real process, with what it printed so far. */
 export interface ServiceProcess {
@@ -41,11 +40,7 @@ export function startService(name: 'receiver' | 'transmitter' | 'start', env: Re
   };
 }
 
-/** Env with a free port for the control endpoint and every transport. */
-export async function freePortsEnv(): Promise<Record<string, string>> {
-  const names = ['CONTROL_PORT', 'WEBSOCKET_PORT', 'GRPC_PORT', 'ZEROMQ_PORT', 'TCP_PORT'];
-  return Object.fromEntries(await Promise.all(names.map(async (n) => [n, String(await freePort())])));
-}
+export { freePortsEnv } from '../../services/shared/ports.js';
 
 /** Resolves with the exit code, or rejects when the process takes longer than `timeoutMs` (then killed). */
 export async function exitWithin(service: ServiceProcess, timeoutMs: number): Promise<number | null> {
