@@ -2,28 +2,42 @@ import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { errorMessage } from '../services/core/errors.js';
 import { renderTable, type RunReport } from '../services/core/report.js';
 import type { SectionResult } from '../services/core/section.js';
 import { formatSize } from '../services/core/size.js';
-import { freePortsEnv } from '../services/shared/ports.js';
-import { projectPath } from '../services/shared/paths.js';
+import { projectPath, projectRoot } from '../services/shared/paths.js';
+import type { LocalServer } from '../services/transports/contract.js';
+import { transports } from '../services/transports/index.js';
+import { freePortsEnv } from './lib/ports.js';
+import { findRefbench, runRefbench, type RefbenchResult } from './lib/refbench.js';
 
-// `npm run bench`: the whole suite (`npm start`'s entry, so real processes and a private
-// redis-server) over a matrix of image sizes and windows, three interleaved repeats each, then
-// three checks: linear assembly (4 MB vs 32 MB vs 256 MB), flat memory (100 vs 1,000 images;
-// 64 MB images) and what verification costs the TCP baseline. Prints tables and writes
-// bench/results-<date>.json. A benchmark, not a test: `npm test` never runs it.
+// `npm run bench [-- ceiling verify matrix]`: the whole suite (`npm start`'s entry, so real
+// processes and private servers), in three parts, all by default:
+// - ceiling: every transport at 533 KiB, WINDOW=16, warm (100 untimed images, then 1,000), each
+//   run paired in the same minute with ../shared/refbench's thinnest client of the same library,
+//   three rounds in rotated order: MB/s, the ratio to refbench, RTT p50 and the Little's law ratio;
+// - verify: what VERIFY=false changes in TCP's and ZeroMQ's MB/s at WINDOW=16: five interleaved
+//   pairs (on/off, then off/on, ...), the median of the five changes;
+// - matrix: image size × WINDOW with three interleaved repeats, then linear assembly and flat memory.
+// Prints tables and writes bench/results-<date>.json. A benchmark, not a test: `npm test` never runs it.
 
-const TRANSPORTS = ['websocket', 'grpc', 'zeromq', 'redis', 'tcp'];
+const TRANSPORTS = transports.map((t) => t.name);
+const PARTS = ['ceiling', 'verify', 'matrix'] as const;
+type Part = (typeof PARTS)[number];
+
+const ASSET_BYTES = 545_792;
+/** Warm and steady: JIT and socket buffers settle in the untimed images; 1,000 timed ones outlast timer noise. */
+const CEILING = { window: 16, warmup: 100, count: 1000, rounds: 3 };
+const VERIFY = { transports: ['tcp', 'zeromq'], window: 16, warmup: 100, count: 2000, pairs: 5 };
 const SIZES = [1000, 64_000, 545_792, 4_000_000, 32_000_000];
 const WINDOWS = [1, 16];
-const REPEAT = 3;
-/** Bytes per section: enough images that a section outlasts timer noise, few enough to finish in minutes. */
+const MATRIX_REPEAT = 3;
+/** Bytes per matrix section: enough images that a section outlasts timer noise, few enough to finish in minutes. */
 const BYTES_PER_SECTION = 64_000_000;
-/** Images per run when measuring what verification costs: a second or more per run, so timer noise fades. */
-const OVERHEAD_IMAGES = 2000;
+const REFBENCH_TIMEOUT_MS = 120_000;
 
-/** One cell of the benchmark: a configuration and the report its run produced. */
+/** One run of the suite: its configuration and the report it produced. */
 interface Cell {
   name: string;
   env: Record<string, string>;
@@ -31,20 +45,27 @@ interface Cell {
   seconds: number;
 }
 
-function imageCountFor(sizeBytes: number): number {
-  return Math.min(1000, Math.max(8, Math.round(BYTES_PER_SECTION / sizeBytes)));
-}
+const median = (values: readonly number[]): number | null => {
+  if (values.length === 0) return null;
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
+const fixed = (value: number | null | undefined, digits: number): string => (value === null || value === undefined ? '-' : value.toFixed(digits));
+const mib = (bytes: number | undefined): string => (bytes === undefined ? '-' : (bytes / 1024 / 1024).toFixed(0));
+const rotated = <T>(items: readonly T[], shift: number): T[] => [...items.slice(shift % items.length), ...items.slice(0, shift % items.length)];
 
 /** Runs the suite once as `npm start` does, with `env`, and returns its results.json. */
 async function runSuite(name: string, env: Record<string, string>): Promise<Cell> {
   const outputDir = await mkdtemp(path.join(os.tmpdir(), 'itb-bench-'));
   const ports = await freePortsEnv();
-  const { REDIS_URL: _shared, ...inherited } = process.env;
+  // Each run starts its own servers (a private redis-server), never one that other work shares.
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !transports.some((t) => t.setting.kind === 'url' && t.setting.envVar === key)));
   const startedAt = Date.now();
   process.stderr.write(`bench: ${name} ...`);
   let stderr = '';
   const code = await new Promise<number | null>((resolve) => {
-    const child = spawn(process.execPath, [projectPath('dist', 'services', 'start', 'main.js')], {
+    const child = spawn(process.execPath, [projectPath('dist', 'scripts', 'start.js')], {
       env: { ...inherited, LOG_LEVEL: 'warn', TRANSPORTS: TRANSPORTS.join(','), OUTPUT_DIR: outputDir, ...ports, ...env },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
@@ -64,8 +85,109 @@ function medianSection(report: RunReport, transport: string): SectionResult | un
   return summary?.medianSection === null || summary === undefined ? undefined : report.sections[summary.medianSection];
 }
 
-const fixed = (value: number | null | undefined, digits: number): string => (value === null || value === undefined ? '-' : value.toFixed(digits));
-const mib = (bytes: number | undefined): string => (bytes === undefined ? '-' : (bytes / 1024 / 1024).toFixed(0));
+/** One transport's run beside refbench's run of the same library in the same minute. */
+interface CeilingPair {
+  transport: string;
+  round: number;
+  ours: SectionResult | undefined;
+  ref: RefbenchResult | { failed: string };
+}
+
+async function ceiling(): Promise<{ lines: string[]; pairs: CeilingPair[] }> {
+  const location = findRefbench(projectRoot());
+  const pairs: CeilingPair[] = [];
+  // refbench's redis modes need a server too: one private redis-server for all of them.
+  const redisTransport = transports.find((t) => t.refbenchMode.startsWith('redis') && t.localServer);
+  let redis: LocalServer | undefined;
+  if ('dir' in location && redisTransport?.localServer) redis = await redisTransport.localServer.start();
+  try {
+    for (let round = 1; round <= CEILING.rounds; round++) {
+      for (const transport of rotated(transports, round - 1)) {
+        const cell = await runSuite(`ceiling ${transport.name}, round ${round}`, {
+          TRANSPORTS: transport.name, IMAGE_SIZE: String(ASSET_BYTES), IMAGE_COUNT: String(CEILING.count), WARMUP: String(CEILING.warmup), WINDOW: String(CEILING.window), REPEAT: '1',
+        });
+        let ref: CeilingPair['ref'];
+        if ('unavailable' in location) ref = { failed: location.unavailable };
+        else {
+          process.stderr.write(`bench: refbench ${transport.refbenchMode}, round ${round} ...\n`);
+          ref = await runRefbench(location.dir, {
+            mode: transport.refbenchMode, bytes: ASSET_BYTES, count: CEILING.count, window: CEILING.window, warmup: CEILING.warmup,
+            redisPort: redis ? Number(new URL(redis.url).port) : undefined, timeoutMs: REFBENCH_TIMEOUT_MS,
+          }).catch((err: unknown) => ({ failed: errorMessage(err) }));
+        }
+        pairs.push({ transport: transport.name, round, ours: medianSection(cell.report, transport.name), ref });
+      }
+    }
+  } finally {
+    await redis?.close();
+  }
+  const rows = transports.map((t) => {
+    const own = pairs.filter((p) => p.transport === t.name);
+    const measured = own.filter((p): p is CeilingPair & { ref: RefbenchResult } => !('failed' in p.ref) && p.ours?.throughputMBps != null);
+    const ratios = measured.map((p) => p.ours!.throughputMBps! / p.ref.MBps);
+    const refFailure = own.map((p) => p.ref).find((r): r is { failed: string } => 'failed' in r);
+    return [
+      t.name,
+      t.refbenchMode,
+      fixed(median(own.flatMap((p) => (p.ours?.throughputMBps != null ? [p.ours.throughputMBps] : []))), 1),
+      fixed(median(measured.map((p) => p.ref.MBps)), 1),
+      fixed(median(ratios), 2),
+      ratios.length > 0 ? `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}` : '-',
+      fixed(median(own.flatMap((p) => (p.ours?.rtt ? [p.ours.rtt.p50Ms] : []))), 3),
+      fixed(median(measured.map((p) => p.ref.p50Ms)), 3),
+      fixed(median(own.flatMap((p) => (p.ours?.littleRatio != null ? [p.ours.littleRatio] : []))), 3),
+      refFailure && measured.length === 0 ? `refbench: ${refFailure.failed.slice(0, 120)}` : own.every((p) => p.ours?.ok) ? 'ok' : 'FAILED',
+    ];
+  });
+  return {
+    pairs,
+    lines: [
+      `Ceiling: ${formatSize(ASSET_BYTES)} × ${CEILING.count} after ${CEILING.warmup} untimed, WINDOW=${CEILING.window}; each run paired with refbench's run of the same library right after it; ${CEILING.rounds} rounds, order rotated. Medians of the rounds; ratio = ours ÷ refbench MB/s per pair.`,
+      renderTable(['Transport', 'refbench mode', 'MB/s', 'refbench MB/s', 'ratio', 'ratio range', 'RTT p50 ms', 'refbench p50 ms', "Little's law", 'Result'], rows),
+    ],
+  };
+}
+
+async function verifyCost(): Promise<{ lines: string[]; cells: Cell[] }> {
+  const cells: Cell[] = [];
+  const changes = new Map<string, number[]>(VERIFY.transports.map((t) => [t, []]));
+  for (let pair = 1; pair <= VERIFY.pairs; pair++) {
+    // Interleaved, the order swapped every pair, so drift hits both settings alike.
+    const order = pair % 2 === 1 ? ['true', 'false'] : ['false', 'true'];
+    const runs: Record<string, Cell> = {};
+    for (const verify of order) {
+      runs[verify] = await runSuite(`verify pair ${pair}, VERIFY=${verify}`, {
+        TRANSPORTS: VERIFY.transports.join(','), IMAGE_SIZE: String(ASSET_BYTES), IMAGE_COUNT: String(VERIFY.count), WARMUP: String(VERIFY.warmup), WINDOW: String(VERIFY.window), REPEAT: '1', VERIFY: verify,
+      });
+      cells.push(runs[verify]!);
+    }
+    for (const transport of VERIFY.transports) {
+      const on = medianSection(runs.true!.report, transport)?.throughputMBps;
+      const off = medianSection(runs.false!.report, transport)?.throughputMBps;
+      if (on != null && off != null) changes.get(transport)!.push((100 * (off - on)) / on);
+    }
+  }
+  const rows = VERIFY.transports.map((transport) => {
+    const own = changes.get(transport)!;
+    const mbps = (verify: string): number[] => cells.filter((c) => c.env.VERIFY === verify).flatMap((c) => medianSection(c.report, transport)?.throughputMBps ?? []);
+    const verifyMs = cells.filter((c) => c.env.VERIFY === 'true').flatMap((c) => medianSection(c.report, transport)?.verifyMs ?? []);
+    return [
+      transport,
+      fixed(median(mbps('true')), 1),
+      fixed(median(mbps('false')), 1),
+      own.map((c) => `${c >= 0 ? '+' : ''}${c.toFixed(1)}`).join(' '),
+      `${fixed(median(own), 1)} %`,
+      fixed(median(verifyMs.map((ms) => ms / VERIFY.count)), 3),
+    ];
+  });
+  return {
+    cells,
+    lines: [
+      `What verification costs: ${VERIFY.transports.join(' and ')}, ${formatSize(ASSET_BYTES)} × ${VERIFY.count} after ${VERIFY.warmup} untimed, WINDOW=${VERIFY.window}; ${VERIFY.pairs} interleaved pairs. Change = MB/s with VERIFY=false over MB/s with VERIFY=true, per pair.`,
+      renderTable(['Transport', 'MB/s verify on', 'MB/s verify off', 'change per pair %', 'median change', 'hash ms/img'], rows, false),
+    ],
+  };
+}
 
 function matrixTable(cells: readonly Cell[]): string {
   const rows: string[][] = [];
@@ -83,6 +205,7 @@ function matrixTable(cells: readonly Cell[]): string {
         fixed(s?.imagesPerSecond, 0),
         fixed(s?.latency?.p50Ms, 3),
         fixed(s?.latency?.p99Ms, 3),
+        fixed(s?.rtt?.p50Ms, 3),
         fixed(s?.cost.transmitter?.cpuMsPerImage, 3),
         fixed(s?.cost.receiver?.cpuMsPerImage, 3),
         mib(s?.cost.transmitter?.peakRssBytes),
@@ -91,15 +214,18 @@ function matrixTable(cells: readonly Cell[]): string {
       ]);
     }
   }
-  return renderTable(['Transport', 'Image', 'Win', 'Images', 'MB/s', 'MB/s range', 'images/s', 'p50 ms', 'p99 ms', 'TX CPU ms/img', 'RX CPU ms/img', 'TX RSS MiB', 'RX RSS MiB', 'Result'], rows);
+  return renderTable(['Transport', 'Image', 'Win', 'Images', 'MB/s', 'MB/s range', 'images/s', 'p50 ms', 'p99 ms', 'RTT p50', 'TX CPU ms/img', 'RX CPU ms/img', 'TX RSS MiB', 'RX RSS MiB', 'Result'], rows);
 }
 
-async function main(): Promise<void> {
-  const started = new Date();
+function imageCountFor(sizeBytes: number): number {
+  return Math.min(1000, Math.max(8, Math.round(BYTES_PER_SECTION / sizeBytes)));
+}
+
+async function matrix(): Promise<{ lines: string[]; cells: Cell[]; linearity: Cell[]; memory: Cell[] }> {
   const cells: Cell[] = [];
   for (const window of WINDOWS) {
     for (const size of SIZES) {
-      cells.push(await runSuite(`${formatSize(size)} × window ${window}`, { IMAGE_SIZE: String(size), IMAGE_COUNT: String(imageCountFor(size)), WINDOW: String(window), REPEAT: String(REPEAT), IMAGE_TIMEOUT_MS: '60000' }));
+      cells.push(await runSuite(`${formatSize(size)} × window ${window}`, { IMAGE_SIZE: String(size), IMAGE_COUNT: String(imageCountFor(size)), WINDOW: String(window), REPEAT: String(MATRIX_REPEAT), IMAGE_TIMEOUT_MS: '60000' }));
     }
   }
   // Linear assembly: MB/s should not fall as images grow (no copy of the whole per chunk).
@@ -110,64 +236,77 @@ async function main(): Promise<void> {
     await runSuite('1 MB × 1000 (memory)', { IMAGE_SIZE: '1MB', IMAGE_COUNT: '1000', WINDOW: '16', REPEAT: '1' }),
     await runSuite('64 MB × window 4 (memory)', { IMAGE_SIZE: '64MB', IMAGE_COUNT: '6', WARMUP: '1', WINDOW: '4', REPEAT: '1', IMAGE_TIMEOUT_MS: '60000' }),
   ];
-  // What verification costs the baseline, verification on and off, interleaved.
-  const overhead: Cell[] = [];
-  for (let i = 0; i < REPEAT; i++) {
-    for (const verify of ['true', 'false']) {
-      overhead.push(await runSuite(`tcp 533 KiB × window 16, VERIFY=${verify}`, { TRANSPORTS: 'tcp', IMAGE_SIZE: '545792', IMAGE_COUNT: String(OVERHEAD_IMAGES), WINDOW: '16', REPEAT: '1', VERIFY: verify }));
-    }
-  }
-
-  const lines: string[] = [];
-  lines.push(`image-transfer-bench benchmark, ${started.toISOString()}`);
-  const host = cells[0]?.report.run.hosts.receiver;
-  if (host) lines.push(`Host: ${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}, ${host.platform} ${host.kernel}, Node ${host.nodeVersion}`);
-  lines.push(`Libraries: ${Object.entries(host?.libraries ?? {}).map(([n, v]) => `${n} ${v}`).join(', ')}`);
-  lines.push(`Each cell: ${REPEAT} interleaved repeats, median section by total transfer time; MB/s range = min–max across repeats.`);
-  lines.push('', matrixTable(cells));
-
   const sizeRows = TRANSPORTS.map((transport) => {
     const at = (cell: Cell | undefined): string => fixed(cell && medianSection(cell.report, transport)?.throughputMBps, 1);
     const bySize = (size: number): Cell | undefined => cells.find((c) => c.report.run.imageSizeBytes === size && c.report.run.window === 1);
     return [transport, at(bySize(4_000_000)), at(bySize(32_000_000)), at(linearity[0])];
   });
-  lines.push('', 'Linear assembly, window 1 (MB/s):', renderTable(['Transport', '4 MB', '32 MB', '256 MiB'], sizeRows, false));
-
   const memoryRows = TRANSPORTS.map((transport) => {
     const side = (cell: Cell | undefined, which: 'transmitter' | 'receiver'): string => mib(cell && medianSection(cell.report, transport)?.cost[which]?.peakRssBytes);
     return [transport, side(memory[0], 'transmitter'), side(memory[1], 'transmitter'), side(memory[0], 'receiver'), side(memory[1], 'receiver'), side(memory[2], 'transmitter'), side(memory[2], 'receiver')];
   });
-  lines.push(
-    '',
-    'Peak RSS (MiB) of each side: 1 MB images × 100 vs × 1,000 (window 16), and 64 MB images (window 4; bound 6 × 64 MB × 4 = 1,536 MB):',
-    renderTable(['Transport', 'TX ×100', 'TX ×1000', 'RX ×100', 'RX ×1000', 'TX 64 MB', 'RX 64 MB'], memoryRows, false),
-  );
-
-  const overheadRows = overhead.map((cell) => {
-    const s = medianSection(cell.report, 'tcp');
-    return [cell.env.VERIFY ?? '', fixed(s?.throughputMBps, 1), fixed(s?.latency?.p50Ms, 3), fixed(s?.cost.receiver?.cpuMsPerImage, 3)];
-  });
-  const meanOf = (verify: string): number => {
-    const values = overhead.filter((c) => c.env.VERIFY === verify).map((c) => medianSection(c.report, 'tcp')?.throughputMBps ?? 0);
-    return values.reduce((a, b) => a + b, 0) / values.length;
+  return {
+    cells,
+    linearity,
+    memory,
+    lines: [
+      `Matrix: each cell ${MATRIX_REPEAT} interleaved repeats (order rotated), median completed section by total transfer time; MB/s range = min–max across completed repeats.`,
+      matrixTable(cells),
+      '',
+      'Linear assembly, window 1 (MB/s):',
+      renderTable(['Transport', '4 MB', '32 MB', '256 MiB'], sizeRows, false),
+      '',
+      'Peak RSS (MiB) of each side: 1 MB images × 100 vs × 1,000 (window 16), and 64 MB images (window 4; bound 6 × 64 MB × 4 = 1,536 MB):',
+      renderTable(['Transport', 'TX ×100', 'TX ×1000', 'RX ×100', 'RX ×1000', 'TX 64 MB', 'RX 64 MB'], memoryRows, false),
+    ],
   };
-  lines.push(
-    '',
-    `Verification cost on the TCP baseline (533 KiB, window 16, ${OVERHEAD_IMAGES} images, runs interleaved):`,
-    renderTable(['VERIFY', 'MB/s', 'p50 ms', 'RX CPU ms/img'], overheadRows, false),
-    `Mean MB/s: verify on ${meanOf('true').toFixed(1)}, off ${meanOf('false').toFixed(1)}: verification costs ${(100 * (1 - meanOf('true') / meanOf('false'))).toFixed(1)} % of the baseline's throughput.`,
-  );
+}
+
+/** The parts named on the command line, all of them when none is; an unknown name is an error. */
+function partsFrom(args: readonly string[]): Part[] {
+  const unknown = args.filter((a) => !(PARTS as readonly string[]).includes(a));
+  if (unknown.length > 0) {
+    process.stderr.write(`bench: unknown part ${unknown.join(', ')}; parts: ${PARTS.join(', ')}\nusage: npm run bench [-- ${PARTS.join(' ')}]\n`);
+    process.exit(2);
+  }
+  return args.length === 0 ? [...PARTS] : PARTS.filter((p) => args.includes(p));
+}
+
+async function main(parts: readonly Part[]): Promise<void> {
+  const started = new Date();
+  const lines: string[] = [`image-transfer-bench benchmark, ${started.toISOString()} (parts: ${parts.join(', ')})`];
+  const record: Record<string, unknown> = { startedAt: started.toISOString(), parts };
+  // Per-image lists stay out (each run's results.json has them): the file keeps every section's figures.
+  const strip = (cell: Cell) => ({ name: cell.name, env: cell.env, seconds: cell.seconds, report: { ...cell.report, sections: cell.report.sections.map(({ images: _images, ...rest }) => rest) } });
+  let host: RunReport['run']['hosts']['receiver'] | undefined;
+  if (parts.includes('ceiling')) {
+    const result = await ceiling();
+    lines.push('', ...result.lines);
+    record.ceiling = result.pairs.map((p) => ({ transport: p.transport, round: p.round, ref: p.ref, ours: p.ours && (({ images: _images, ...rest }) => rest)(p.ours) }));
+  }
+  if (parts.includes('verify')) {
+    const result = await verifyCost();
+    lines.push('', ...result.lines);
+    record.verify = result.cells.map(strip);
+    host ??= result.cells[0]?.report.run.hosts.receiver;
+  }
+  if (parts.includes('matrix')) {
+    const result = await matrix();
+    lines.push('', ...result.lines);
+    Object.assign(record, { matrix: result.cells.map(strip), linearity: result.linearity.map(strip), memory: result.memory.map(strip) });
+    host ??= result.cells[0]?.report.run.hosts.receiver;
+  }
+  if (host) {
+    lines.splice(1, 0, `Host: ${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}, ${host.platform} ${host.kernel}, Node ${host.nodeVersion}`, `Libraries: ${Object.entries(host.libraries).map(([n, v]) => `${n} ${v}`).join(', ')}`);
+  }
   const totalSeconds = (Date.now() - started.getTime()) / 1000;
   lines.push('', `Benchmark took ${totalSeconds.toFixed(0)} s.`);
   const text = lines.join('\n');
   process.stdout.write(`${text}\n`);
-
   await mkdir(projectPath('bench'), { recursive: true });
   const file = projectPath('bench', `results-${started.toISOString().slice(0, 10)}.json`);
-  // Per-image lists stay out (each run's results.json has them): the file keeps every section's figures.
-  const strip = (cell: Cell) => ({ name: cell.name, env: cell.env, seconds: cell.seconds, report: { ...cell.report, sections: cell.report.sections.map(({ images: _images, ...rest }) => rest) } });
-  await writeFile(file, `${JSON.stringify({ startedAt: started.toISOString(), totalSeconds, text, matrix: cells.map(strip), linearity: linearity.map(strip), memory: memory.map(strip), overhead: overhead.map(strip) }, null, 1)}\n`);
+  await writeFile(file, `${JSON.stringify({ ...record, totalSeconds, text }, null, 1)}\n`);
   process.stdout.write(`Written: ${path.relative(process.cwd(), file)}\n`);
 }
 
-await main();
+await main(partsFrom(process.argv.slice(2)));

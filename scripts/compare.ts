@@ -1,5 +1,5 @@
 import { compareRuns, renderComparison } from '../services/core/compare.js';
-import { BadResultsFile, readResultsFile } from '../services/shared/results-file.js';
+import { BadResultsFile, readResultsFile } from './lib/results-file.js';
 
 // `npm run compare -- before/results.json after/results.json`: how each transport's p50, p99 and
 // MB/s moved between two runs. Exit 0 with the table, 2 when an input cannot be used.

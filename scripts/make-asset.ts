@@ -1,8 +1,10 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { PADDING_CHUNK_TYPE, PNG_SIGNATURE, describePng, pngChunk } from '../services/core/png.js';
-import { ASSET_PATH, ASSET_SIZE_BYTES } from '../services/transmitter/images.js';
+import { PADDING_CHUNK_TYPE, PNG_SIGNATURE, describePng, pngChunk, SAMPLE_ASSET_BYTES as ASSET_SIZE_BYTES, SAMPLE_ASSET_PATH } from '../services/core/png.js';
+import { projectPath } from '../services/shared/paths.js';
+
+const ASSET_PATH = projectPath(SAMPLE_ASSET_PATH);
 
 // Draws assets/sample.png: a Mandelbrot view (Seahorse Valley) with smooth colour gradients, plus
 // fine per-pixel noise so it compresses like a photograph rather than a diagram, then pads it to

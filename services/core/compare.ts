@@ -1,4 +1,4 @@
-import { renderTable, sectionTitle, type RunReport, type TransportSummary } from './report.js';
+import { renderTable, sectionTitle, type HostFacts, type RunReport, type TransportSummary } from './report.js';
 import type { SectionResult } from './section.js';
 import { formatSize } from './size.js';
 import type { Range } from './stats.js';
@@ -67,13 +67,13 @@ function sideOf(report: RunReport, transport: string): Side {
 }
 
 /**
- * Width of the figure's repeat spread in one run; null when fewer than two of the run's repeats
- * produced it, since one value says nothing about noise (its min–max is 0).
+ * Width of the figure's spread over one run's completed repeats; null when fewer than two
+ * completed repeats produced it, since one value says nothing about noise (its min–max is 0).
  */
 function spreadWidth(side: Side, transport: string, figure: ComparedFigure): number | null {
   const range: Range | null | undefined = side.summary?.spread[figure];
   if (range === null || range === undefined) return null;
-  const valued = side.report.sections.filter((s) => s.transport === transport && figureOf(s, figure) !== null).length;
+  const valued = side.report.sections.filter((s) => s.transport === transport && s.ok && figureOf(s, figure) !== null).length;
   return valued > 1 ? range.max - range.min : null;
 }
 
@@ -153,21 +153,38 @@ function describeRun(report: RunReport): string {
   return `${run.startedAt}, ${run.imageCount} images of ${formatSize(run.imageSizeBytes)}, window ${run.window}, warm-up ${run.warmup}, repeat ${run.repeat}`;
 }
 
-/** Settings that differ between the runs: a change then mixes the code with the setting. */
-function settingDifferences(before: RunReport, after: RunReport): string[] {
+/** What a figure's value reads as in a warning; a setting an older results.json lacks is "unset". */
+const shown = (value: unknown): string => (value === undefined || value === null ? 'unset' : String(value));
+
+function hostLine(host: HostFacts | undefined): string {
+  return host === undefined ? 'unknown' : `${host.hostname}, ${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}, ${host.platform} ${host.kernel}, Node ${host.nodeVersion}`;
+}
+
+/**
+ * Every setting that differs between the runs, as "NAME: before → after": the run's knobs, the
+ * image, both hosts and every library version. A change between such runs mixes the code with
+ * the setting.
+ */
+export function settingDifferences(before: RunReport, after: RunReport): string[] {
   const b = before.run;
   const a = after.run;
-  const host = (r: RunReport, side: 'transmitter' | 'receiver'): string => {
-    const h = r.run.hosts?.[side];
-    return h === undefined ? '' : `${h.hostname} ${h.cpuModel} ${h.cores} Node ${h.nodeVersion}`;
-  };
-  return [
-    b.imageSizeBytes !== a.imageSizeBytes ? 'image size' : '',
-    b.imageCount !== a.imageCount ? 'image count' : '',
-    b.window !== a.window ? 'window' : '',
-    b.warmup !== a.warmup ? 'warm-up' : '',
-    host(before, 'transmitter') !== host(after, 'transmitter') || host(before, 'receiver') !== host(after, 'receiver') ? 'hosts or Node version' : '',
-  ].filter(Boolean);
+  const pairs: [string, unknown, unknown][] = [
+    ['VERIFY', b.config?.verify, a.config?.verify],
+    ['WINDOW', b.window, a.window],
+    ['image size', formatSize(b.imageSizeBytes), formatSize(a.imageSizeBytes)],
+    ['image', b.imageDescription, a.imageDescription],
+    ['IMAGE_COUNT', b.imageCount, a.imageCount],
+    ['WARMUP', b.warmup, a.warmup],
+    ['REPEAT', b.repeat, a.repeat],
+    ['MAX_IMAGE_SIZE', b.config?.maxImageBytes, a.config?.maxImageBytes],
+    ['transmitter host', hostLine(b.hosts?.transmitter), hostLine(a.hosts?.transmitter)],
+    ['receiver host', hostLine(b.hosts?.receiver), hostLine(a.hosts?.receiver)],
+  ];
+  const libraries = (r: RunReport): Record<string, string> => ({ ...r.run.hosts?.transmitter?.libraries, ...r.run.hosts?.receiver?.libraries });
+  const bLibraries = libraries(before);
+  const aLibraries = libraries(after);
+  for (const name of [...new Set([...Object.keys(bLibraries), ...Object.keys(aLibraries)])]) pairs.push([name, bLibraries[name], aLibraries[name]]);
+  return pairs.filter(([, x, y]) => shown(x) !== shown(y)).map(([name, x, y]) => `${name}: ${shown(x)} → ${shown(y)}`);
 }
 
 /** The comparison as text: the two runs, one table row per transport, and the legend. */
@@ -189,13 +206,13 @@ export function renderComparison(rows: readonly ComparisonRow[], before: RunRepo
   const lines = [
     `Comparing before: ${describeRun(before)}`,
     `     with after:  ${describeRun(after)}`,
-    ...(differences.length > 0 ? [`Warning: the runs differ in ${differences.join(', ')}; a change may come from that rather than from the code.`] : []),
-    'Figures are the median repeat (by total transfer time) of each run; change = after − before.',
+    ...(differences.length > 0 ? ['Warning: the runs differ in these settings; a change may come from them rather than from the code:', ...differences.map((d) => `  ${d}`)] : []),
+    'Figures are the median completed repeat (every image intact; by total transfer time) of each run; change = after − before.',
     '',
     renderTable(header, tableRows),
     '',
     'Sign as measured; faster/slower: for p50 and p99 lower is faster, for MB/s higher is faster.',
-    "Marks: *  beyond the repeat spread (the change is larger than the wider of the two runs' max − min across repeats)",
+    "Marks: *  beyond the repeat spread (the change is larger than the wider of the two runs' max − min across completed repeats)",
     '       ?  spread unknown (REPEAT=1): rerun with REPEAT=3 for a verdict',
     '       no mark: within the repeat spread, not told apart from noise',
   ];

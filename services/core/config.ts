@@ -7,10 +7,15 @@ import { formatSize, parseSize, SIZE_UNITS_HELP } from './size.js';
 // rules run over the parsed values. The result is frozen and passed down: nothing deeper reads
 // process.env.
 
-/** What the config needs to know about a transport: its name and, if it has one, its port. */
+/** The one setting that says where a transport's peer is: a port of the receiver's, or the URL of a broker. */
+export type TransportSetting =
+  | { kind: 'port'; envVar: string; defaultPort: number }
+  | { kind: 'url'; envVar: string; schemes: readonly string[]; example: string };
+
+/** What the config needs to know about a transport: its name and its setting. */
 export interface TransportSpec {
   name: string;
-  port: { envVar: string; defaultPort: number } | undefined;
+  setting: TransportSetting;
 }
 
 /** Levels LOG_LEVEL accepts (pino's). */
@@ -32,9 +37,10 @@ export interface Config {
   receiverHost: string;
   bindHost: string;
   controlPort: number;
-  /** Port of every transport that has one, by transport name. */
+  /** Port of every transport whose setting is a port, by transport name. */
   ports: Readonly<Record<string, number>>;
-  redisUrl: string | undefined;
+  /** URL of every transport whose setting is a URL, by transport name; undefined when unset. */
+  urls: Readonly<Record<string, string | undefined>>;
   outputDir: string;
   logLevel: (typeof LOG_LEVELS)[number];
   maxImageBytes: number;
@@ -96,12 +102,21 @@ function size(fallback: number | undefined) {
   );
 }
 
+/** A URL with one of `schemes`; unset by default. */
+function url(schemes: readonly string[], example: string) {
+  return variable<string | undefined>(
+    `a ${schemes.map((scheme) => `${scheme}://`).join(' or ')} URL, e.g. ${example}`,
+    (raw) => (schemes.some((scheme) => raw.startsWith(`${scheme}://`)) && /^\S+:\/\/\S+$/.test(raw) && URL.canParse(raw) ? raw : undefined),
+    undefined,
+  );
+}
+
 const text = (fallback: string | undefined) => variable<string | undefined>('a non-empty string', (raw) => raw, fallback);
 
 function schemaFor(specs: readonly TransportSpec[]) {
   const names = specs.map((s) => s.name);
-  const portVars = Object.fromEntries(
-    specs.flatMap((s) => (s.port ? [[s.port.envVar, wholeNumber(1, 65535, s.port.defaultPort)] as const] : [])),
+  const settingVars = Object.fromEntries(
+    specs.map(({ setting }) => [setting.envVar, setting.kind === 'port' ? wholeNumber(1, 65535, setting.defaultPort) : url(setting.schemes, setting.example)] as const),
   );
   return z.object({
     IMAGE_COUNT: wholeNumber(1, 1_000_000, 10),
@@ -123,12 +138,7 @@ function schemaFor(specs: readonly TransportSpec[]) {
     RECEIVER_HOST: text('127.0.0.1'),
     BIND_HOST: text('127.0.0.1'),
     CONTROL_PORT: wholeNumber(1, 65535, 8080),
-    ...portVars,
-    REDIS_URL: variable<string | undefined>(
-      'a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379',
-      (raw) => (/^rediss?:\/\/[^\s]+$/.test(raw) && URL.canParse(raw) ? raw : undefined),
-      undefined,
-    ),
+    ...settingVars,
     OUTPUT_DIR: text('./output'),
     LOG_LEVEL: variable(`one of ${LOG_LEVELS.join(', ')}`, (raw) => LOG_LEVELS.find((l) => l === raw.toLowerCase()), 'info'),
     MAX_IMAGE_SIZE: size(DEFAULT_MAX_IMAGE_BYTES),
@@ -171,17 +181,22 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[]): ConfigRe
     }
   }
   const ports: Record<string, number> = {};
+  const urls: Record<string, string | undefined> = {};
   const portOwners = new Map<number, string>();
   if (parsedOk('CONTROL_PORT')) portOwners.set(v.CONTROL_PORT as number, 'CONTROL_PORT');
-  for (const spec of specs) {
-    if (!spec.port || !parsedOk(spec.port.envVar)) continue;
-    const port = v[spec.port.envVar] as number;
-    ports[spec.name] = port;
+  for (const { name, setting } of specs) {
+    if (!parsedOk(setting.envVar)) continue;
+    if (setting.kind === 'url') {
+      urls[name] = v[setting.envVar] as string | undefined;
+      continue;
+    }
+    const port = v[setting.envVar] as number;
+    ports[name] = port;
     const owner = portOwners.get(port);
     if (owner !== undefined) {
-      issues.push({ variable: spec.port.envVar, value: String(port), allowed: `a port no other variable uses (${owner} is ${port} too)` });
+      issues.push({ variable: setting.envVar, value: String(port), allowed: `a port no other variable uses (${owner} is ${port} too)` });
     } else {
-      portOwners.set(port, spec.port.envVar);
+      portOwners.set(port, setting.envVar);
     }
   }
   if (issues.length > 0) return { ok: false, issues };
@@ -200,7 +215,7 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[]): ConfigRe
       bindHost: (v.BIND_HOST as string | undefined) ?? '127.0.0.1',
       controlPort: v.CONTROL_PORT as number,
       ports: Object.freeze(ports),
-      redisUrl: v.REDIS_URL as string | undefined,
+      urls: Object.freeze(urls),
       outputDir: (v.OUTPUT_DIR as string | undefined) ?? './output',
       logLevel: v.LOG_LEVEL as Config['logLevel'],
       maxImageBytes,

@@ -1,6 +1,7 @@
-// What a section cost one side: CPU time, peak memory and event-loop utilization over the span
-// from the first recorded image to the last acknowledgement. The readings are taken by the
-// services (services/shared/resources.ts); this turns two readings into figures.
+// What a section cost each side: CPU time, peak memory and event-loop utilization over the same
+// span on every side, from the first recorded image to the last acknowledgement. The readings are
+// taken by the services (services/shared/resources.ts) and, for a broker, by the transport from
+// the broker itself; this turns two readings into figures.
 
 /** One side's readings at one moment. */
 export interface ResourceReading {
@@ -19,25 +20,39 @@ export interface SideCost {
   /** User + system. */
   cpuMs: number;
   cpuMsPerImage: number;
-  /** Largest resident set size seen during the section (sampled, and at both ends). */
+  /** Largest resident set size seen during the section (sampled, and at both ends; a broker: the larger of its two readings). */
   peakRssBytes: number;
-  /** Share of the span the event loop was busy, 0 to 1. */
-  eventLoopUtilization: number;
+  /** Share of the span the event loop was busy, 0 to 1; null for a broker (not a Node process). */
+  eventLoopUtilization: number | null;
+}
+
+/** A broker's own totals at one moment, as it reports them (Redis: INFO cpu and memory). */
+export interface BrokerReading {
+  cpuUserMicros: number;
+  cpuSystemMicros: number;
+  rssBytes: number;
+}
+
+/** CPU figures between two readings of CPU totals in microseconds, for `imageCount` images. */
+function cpuBetween(start: { cpuUserMicros: number; cpuSystemMicros: number }, end: { cpuUserMicros: number; cpuSystemMicros: number }, imageCount: number) {
+  const cpuUserMs = (end.cpuUserMicros - start.cpuUserMicros) / 1000;
+  const cpuSystemMs = (end.cpuSystemMicros - start.cpuSystemMicros) / 1000;
+  const cpuMs = cpuUserMs + cpuSystemMs;
+  return { cpuUserMs, cpuSystemMs, cpuMs, cpuMsPerImage: imageCount > 0 ? cpuMs / imageCount : 0 };
 }
 
 /** The cost between two readings of one side, for `imageCount` images. */
 export function sideCost(start: ResourceReading, end: ResourceReading, peakRssBytes: number, imageCount: number): SideCost {
-  const cpuUserMs = (end.cpuUserMicros - start.cpuUserMicros) / 1000;
-  const cpuSystemMs = (end.cpuSystemMicros - start.cpuSystemMicros) / 1000;
   const activeMs = end.eluActiveMs - start.eluActiveMs;
   const idleMs = end.eluIdleMs - start.eluIdleMs;
-  const cpuMs = cpuUserMs + cpuSystemMs;
   return {
-    cpuUserMs,
-    cpuSystemMs,
-    cpuMs,
-    cpuMsPerImage: imageCount > 0 ? cpuMs / imageCount : 0,
+    ...cpuBetween(start, end, imageCount),
     peakRssBytes,
     eventLoopUtilization: activeMs + idleMs > 0 ? activeMs / (activeMs + idleMs) : 0,
   };
+}
+
+/** A broker's cost between two of its readings, for `imageCount` images. */
+export function brokerCost(start: BrokerReading, end: BrokerReading, imageCount: number): SideCost {
+  return { ...cpuBetween(start, end, imageCount), peakRssBytes: Math.max(start.rssBytes, end.rssBytes), eventLoopUtilization: null };
 }

@@ -24,8 +24,12 @@ export interface FrameHeader {
   sentAtNs: bigint;
 }
 
-/** Receiver's verdict on one image, sent back to the transmitter. */
-export type AckStatus = 'ok' | 'corrupt' | 'rejected';
+/**
+ * Receiver's answer on one image, sent back as soon as the image is in hand: accepted (recorded;
+ * its bytes are verified afterwards, off the critical path, and the verdict goes into the
+ * section's result) or rejected (a duplicate, or a frame for no open section).
+ */
+export type AckStatus = 'accepted' | 'rejected';
 
 /** Acknowledgement of one image. */
 export interface Ack {
@@ -34,7 +38,8 @@ export interface Ack {
   status: AckStatus;
 }
 
-const ACK_STATUS_CODES: readonly AckStatus[] = ['ok', 'corrupt', 'rejected'];
+/** Wire code of each status: its index. */
+export const ACK_STATUS_CODES: readonly AckStatus[] = ['accepted', 'rejected'];
 
 /** Encodes a header; `sentAtNs` may be 0 and stamped later with {@link stampSentAt}. */
 export function encodeFrameHeader(header: FrameHeader): Buffer {

@@ -7,13 +7,17 @@ import { formatSize } from './size.js';
 // nothing, so it opens from file:// on a machine without network, and a strict CSP proves it.
 //
 // The page carries two JSON blocks: the runs exactly as given (the data of record), and chart
-// specifications computed here (typed, testable, downsampled for long runs); the inline script
-// only turns specifications into Chart.js charts and sorts the table.
+// specifications computed here (typed, testable, downsampled for long runs); the page's script
+// (assets/report-page/report.js) only turns specifications into Chart.js charts and sorts the table.
 
-/** Library sources the page inlines. */
+/** Sources the page inlines: the chart library and the page's own style and script. */
 export interface HtmlReportLibraries {
   /** Chart.js 4's UMD build (defines the global `Chart`). */
   chartJs: string;
+  /** The page's style sheet (assets/report-page/report.css). */
+  pageCss: string;
+  /** The page's script (assets/report-page/report.js): runs after Chart.js and draws from the itb-chart-specs block. */
+  pageScript: string;
 }
 
 /** The page's Content-Security-Policy: nothing may load, only the inline script and style run. */
@@ -37,7 +41,14 @@ const PERCENTILE_TICKS = [1, 2, 4, 10, 20, 100, 1000, 1e4, 1e5, 1e6, 1e7];
 // Tableau 10 without its red (red means failure on this page); the baseline is neutral grey.
 const TRANSPORT_COLORS = ['#4e79a7', '#f28e2b', '#59a14f', '#b07aa1', '#76b7b2', '#edc948', '#9c755f', '#ff9da7'];
 const BASELINE_COLOR = '#6f7782';
-const SIDE_COLORS = { transmitter: '#3f6fb5', receiver: '#e0892f' } as const;
+// The broker's purple stays clear of both other sides and of the failure red.
+const SIDE_COLORS = { transmitter: '#3f6fb5', receiver: '#e0892f', broker: '#7b5ea7' } as const;
+const SIDE_NAMES = { transmitter: 'Transmitter', receiver: 'Receiver', broker: 'Broker' } as const;
+
+type Side = keyof typeof SIDE_COLORS;
+
+/** The tag on a line chart for a transport drawn from a failed repeat. */
+const FAILED_SHOWN = 'FAILED repeat shown';
 
 interface RunView {
   report: RunReport;
@@ -49,7 +60,13 @@ interface RunView {
 /** One transport in one run. */
 interface TransportInRun {
   summary: TransportSummary;
+  /** The median completed repeat, the only source of figures (table, bars); undefined when no repeat completed. */
   median: SectionResult | undefined;
+  /**
+   * What the per-image and percentile charts draw: the median, or with no completed repeat the
+   * last repeat with any arrival, so a failure can still be diagnosed from its times.
+   */
+  drawn: SectionResult | undefined;
 }
 
 interface TransportView {
@@ -76,6 +93,8 @@ interface LineDataset {
   /** True when this dataset has points; anyData when any run of the transport has. */
   hasData: boolean;
   anyData: boolean;
+  /** True when the points come from a failed repeat (the transport has no completed one). */
+  failedRepeat: boolean;
   data: Point[];
   /** Per point: the image arrived corrupt (per-image chart only). */
   corrupt?: boolean[];
@@ -95,7 +114,7 @@ interface LineDataset {
 interface BarDataset {
   label: string;
   run: RunRole;
-  side: 'transmitter' | 'receiver' | null;
+  side: Side | null;
   /** Transport keys, one per bar. */
   transports: string[];
   data: (number | null)[];
@@ -109,7 +128,7 @@ interface BarDataset {
 /** What the page needs to draw one chart. */
 type ChartSpec =
   | { name: ChartName; kind: 'per-image'; xTitle: string; yTitle: string; xMax: number; datasets: LineDataset[] }
-  | { name: ChartName; kind: 'percentiles'; xTitle: string; yTitle: string; xMax: number; datasets: LineDataset[] }
+  | { name: ChartName; kind: 'percentiles'; xTitle: string; yTitle: string; xMax: number; ticks: number[]; datasets: LineDataset[] }
   | { name: ChartName; kind: 'bars'; yTitle: string; unit: string; digits: number; legend: boolean; labels: (string | string[])[]; titles: string[]; datasets: BarDataset[] };
 
 /**
@@ -129,7 +148,7 @@ export function renderHtmlReport(runs: readonly RunReport[], libraries: HtmlRepo
 <meta http-equiv="Content-Security-Policy" content="${escapeHtml(HTML_REPORT_CSP)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
-<style>${PAGE_CSS}</style>
+<style>${styleForInline(libraries.pageCss)}</style>
 </head>
 <body>
 <main>
@@ -141,7 +160,7 @@ ${renderFootnotes()}
 <script type="application/json" id="itb-results">${jsonForScript(runs)}</script>
 <script type="application/json" id="itb-chart-specs">${jsonForScript(specs)}</script>
 <script>${scriptForInline(libraries.chartJs)}</script>
-<script>${PAGE_SCRIPT}</script>
+<script>${scriptForInline(libraries.pageScript)}</script>
 </body>
 </html>
 `;
@@ -166,6 +185,14 @@ export function scriptForInline(source: string): string {
   return source.replace(/<\/(script)/gi, '<\\/$1').replace(/<!--/g, '<\\u0021--');
 }
 
+/**
+ * CSS safe inside a <style> element, which "</style" would end. Valid CSS has it only in strings,
+ * where "<\/" means the same characters, and in comments, where the change is harmless.
+ */
+export function styleForInline(source: string): string {
+  return source.replace(/<\/(style)/gi, '<\\/$1');
+}
+
 function runViewsOf(runs: readonly RunReport[]): RunView[] {
   if (runs.length === 1) return [{ report: runs[0]!, role: 'only', name: '' }];
   return [
@@ -178,6 +205,17 @@ function medianOf(report: RunReport, summary: TransportSummary): SectionResult |
   return summary.medianSection === null ? undefined : report.sections[summary.medianSection];
 }
 
+function transportInRun(report: RunReport, summary: TransportSummary): TransportInRun {
+  const median = medianOf(report, summary);
+  const lastArrived = [...report.sections].reverse().find((s) => s.transport === summary.transport && s.images.some((i) => i.timeMs !== null));
+  return { summary, median, drawn: median ?? lastArrived };
+}
+
+/** True when the figures to show include a broker's cost, in any run: the broker's bars and column appear only then. */
+function hasBroker(transports: readonly TransportView[]): boolean {
+  return transports.some((t) => t.perRun.some((r) => (r?.median?.cost.broker ?? null) !== null));
+}
+
 /** Every transport of either run, the latest run's order first; colours follow that order. */
 function transportViewsOf(views: readonly RunView[]): TransportView[] {
   const keys: string[] = [];
@@ -186,7 +224,7 @@ function transportViewsOf(views: readonly RunView[]): TransportView[] {
   return keys.map((key) => {
     const perRun = views.map((view): TransportInRun | undefined => {
       const summary = view.report.transports.find((t) => t.transport === key);
-      return summary === undefined ? undefined : { summary, median: medianOf(view.report, summary) };
+      return summary === undefined ? undefined : transportInRun(view.report, summary);
     });
     const latest = [...perRun].reverse().find((r) => r !== undefined)!.summary;
     const color = latest.baseline ? BASELINE_COLOR : TRANSPORT_COLORS[colorIndex++ % TRANSPORT_COLORS.length]!;
@@ -259,12 +297,21 @@ function noDataSuffix(views: readonly RunView[], has: readonly boolean[]): strin
   return `no data ${views[has.indexOf(false)]!.role}`;
 }
 
+/** "FAILED repeat shown" (with the run, when only one of two is) for the runs drawn from a failed repeat. */
+function failedShownSuffix(views: readonly RunView[], failed: readonly boolean[]): string {
+  if (!failed.some(Boolean)) return '';
+  if (views.length === 1 || failed.every(Boolean)) return FAILED_SHOWN;
+  return `${FAILED_SHOWN} ${views[failed.indexOf(true)]!.role}`;
+}
+
 function lineDatasets(views: readonly RunView[], transports: readonly TransportView[], pointsOf: (section: SectionResult) => { points: Point[]; corrupt?: boolean[] }): LineDataset[] {
   const datasets: LineDataset[] = [];
   for (const t of transports) {
-    const series = t.perRun.map((r) => (r?.median === undefined ? undefined : pointsOf(r.median)));
+    const series = t.perRun.map((r) => (r?.drawn === undefined ? undefined : pointsOf(r.drawn)));
     const has = series.map((s) => s !== undefined && s.points.some((p) => p.y !== null));
-    const suffix = noDataSuffix(views, has);
+    // Only a failed repeat that draws something needs the tag; one with no points is plain "no data".
+    const failed = t.perRun.map((r, i) => has[i]! && r !== undefined && r.median === undefined);
+    const suffix = [noDataSuffix(views, has), failedShownSuffix(views, failed)].filter(Boolean).join('; ');
     const legendLabel = suffix === '' ? t.title : `${t.title} (${suffix})`;
     // The latest run first: Chart.js draws the first dataset on top.
     for (let i = views.length - 1; i >= 0; i--) {
@@ -276,14 +323,18 @@ function lineDatasets(views: readonly RunView[], transports: readonly TransportV
       const radius = points.length <= 60 ? (before ? 2 : 2.5) : points.length <= 300 ? 1.2 : 0;
       const corrupt = s?.corrupt;
       const anyCorrupt = corrupt?.some(Boolean) ?? false;
+      const drawn = t.perRun[i]!.drawn;
+      // The tooltip names the failed repeat, so a reader hovering a point cannot take it for a result.
+      const failedNote = failed[i] && drawn !== undefined ? (view.report.run.repeat > 1 ? ` (FAILED repeat ${drawn.repeat})` : ' (FAILED)') : '';
       datasets.push({
-        label: before ? `${t.title} · before` : view.role === 'after' ? `${t.title} · after` : t.title,
+        label: `${before ? `${t.title} · before` : view.role === 'after' ? `${t.title} · after` : t.title}${failedNote}`,
         legendLabel,
         transport: t.key,
         run: view.role,
         color: t.color,
         hasData: has[i]!,
         anyData: has.some(Boolean),
+        failedRepeat: failed[i]!,
         data: points,
         ...(corrupt && anyCorrupt ? { corrupt } : {}),
         borderColor: before ? withAlpha(t.color, 0.6) : t.color,
@@ -307,8 +358,8 @@ interface BarFigure {
   yTitle: string;
   unit: string;
   digits: number;
-  sides: readonly ('transmitter' | 'receiver' | null)[];
-  value: (run: TransportInRun | undefined, side: 'transmitter' | 'receiver' | null) => number | null;
+  sides: readonly (Side | null)[];
+  value: (run: TransportInRun | undefined, side: Side | null) => number | null;
 }
 
 function barSpec(views: readonly RunView[], transports: readonly TransportView[], figure: BarFigure): ChartSpec {
@@ -318,7 +369,7 @@ function barSpec(views: readonly RunView[], transports: readonly TransportView[]
       const before = view.role === 'before';
       const sideColor = side === null ? null : SIDE_COLORS[side];
       const colors = transports.map((t) => sideColor ?? t.color);
-      const sideName = side === null ? figure.unit : side === 'transmitter' ? 'Transmitter' : 'Receiver';
+      const sideName = side === null ? figure.unit : SIDE_NAMES[side];
       datasets.push({
         label: view.role === 'only' ? sideName : `${sideName} · ${view.role}`,
         run: view.role,
@@ -354,12 +405,14 @@ function barSpec(views: readonly RunView[], transports: readonly TransportView[]
 }
 
 function chartSpecs(views: readonly RunView[], transports: readonly TransportView[]): ChartSpec[] {
-  const medians = transports.flatMap((t) => t.perRun.flatMap((r) => (r?.median === undefined ? [] : [r.median])));
+  const drawn = transports.flatMap((t) => t.perRun.flatMap((r) => (r?.drawn === undefined ? [] : [r.drawn])));
   const perImage = lineDatasets(views, transports, perImagePoints);
   const percentiles = lineDatasets(views, transports, (s) => ({ points: percentilePoints(s) }));
-  const maxImages = Math.max(1, ...medians.map((s) => s.images.length));
+  const maxImages = Math.max(1, ...drawn.map((s) => s.images.length));
   const maxX = Math.max(1, ...percentiles.flatMap((d) => d.data.map((p) => p.x)));
-  const cost = (side: 'transmitter' | 'receiver' | null, r: TransportInRun | undefined) => (side === null ? undefined : (r?.median?.cost[side] ?? undefined));
+  // Bars are figures: the median completed repeat's, never a failed repeat's partial ones.
+  const cost = (side: Side | null, r: TransportInRun | undefined) => (side === null ? undefined : (r?.median?.cost[side] ?? undefined));
+  const cpuSides: Side[] = hasBroker(transports) ? ['transmitter', 'receiver', 'broker'] : ['transmitter', 'receiver'];
   return [
     { name: 'per-image', kind: 'per-image', xTitle: 'image number', yTitle: 'transmission time (ms)', xMax: maxImages, datasets: perImage },
     {
@@ -368,10 +421,11 @@ function chartSpecs(views: readonly RunView[], transports: readonly TransportVie
       xTitle: 'percentile (log scale of 1 / (1 − p): the tail spreads out)',
       yTitle: 'transmission time (ms, log scale)',
       xMax: PERCENTILE_TICKS.find((tick) => tick >= maxX * 0.9999) ?? maxX,
+      ticks: PERCENTILE_TICKS,
       datasets: percentiles,
     },
     barSpec(views, transports, { name: 'throughput', yTitle: 'MB/s', unit: 'MB/s', digits: 1, sides: [null], value: (r) => r?.median?.throughputMBps ?? null }),
-    barSpec(views, transports, { name: 'cpu-per-image', yTitle: 'CPU ms per image', unit: 'ms', digits: 2, sides: ['transmitter', 'receiver'], value: (r, side) => cost(side, r)?.cpuMsPerImage ?? null }),
+    barSpec(views, transports, { name: 'cpu-per-image', yTitle: 'CPU ms per image', unit: 'ms', digits: 2, sides: cpuSides, value: (r, side) => cost(side, r)?.cpuMsPerImage ?? null }),
     barSpec(views, transports, {
       name: 'peak-rss',
       yTitle: 'peak RSS (MiB)',
@@ -430,7 +484,10 @@ function librariesText(hosts: RunReport['run']['hosts']): string {
     .join(' · ');
 }
 
-function factRows(view: RunView, transports: readonly TransportView[]): [string, string][] {
+/** The first fact of the right-hand table of a lone run's facts: from here on the values are long. */
+const RIGHT_HAND_FACTS_FROM = 'Repeat';
+
+function factRows(view: RunView, transports: readonly TransportView[], withArrivalNotes: boolean): [string, string][] {
   const { run, finishedAt } = view.report;
   const took = formatDuration(run.startedAt, finishedAt);
   const titleOf = (key: string): string => transports.find((t) => t.key === key)?.title ?? key;
@@ -442,12 +499,25 @@ function factRows(view: RunView, transports: readonly TransportView[]): [string,
     ['Images per transport', String(run.imageCount)],
     ['Window', `${run.window} in flight`],
     ['Warm-up', `${run.warmup} unrecorded images`],
-    ['Repeat', run.repeat > 1 ? `${run.repeat} (interleaved; the median repeat is shown)` : String(run.repeat)],
+    [
+      'Integrity',
+      run.config.verify === false
+        ? 'NOT VERIFIED (VERIFY=false): a corrupt image would count as intact'
+        : 'size and xxHash64 of every image, checked by the receiver after its ack (in no time figure)',
+    ],
+    [
+      RIGHT_HAND_FACTS_FROM,
+      run.repeat > 1
+        ? `${run.repeat}, interleaved: the transport order rotated each repeat (A B C, B C A, C A B, …); figures from each transport’s median COMPLETED repeat`
+        : String(run.repeat),
+    ],
     ['Transports', run.transports.map(titleOf).join(', ')],
     ['Transmitter host', hostText(transmitter)],
     ['Receiver host', hostText(receiver)],
     ['Clock', sameClock ? 'one kernel: both sides share a monotonic clock' : 'different or unknown kernels: send times moved onto the receiver clock'],
     ['Libraries', librariesText(run.hosts)],
+    // When either of two runs has notes both get the row: the two-run table pairs rows by position.
+    ...(withArrivalNotes ? [['Batched arrivals', run.arrivalNotes.length > 0 ? run.arrivalNotes.join(' · ') : 'none'] as [string, string]] : []),
   ];
 }
 
@@ -467,21 +537,22 @@ function renderVerdict(view: RunView): string {
   ].join(', ');
   const details = [
     ...(stopReason === null ? [] : [stopReason]),
-    ...failed.map((t) => `${sectionTitle(t)}: ${failureReason({ summary: t, median: medianOf(report, t) }, report)}`),
+    ...failed.map((t) => `${sectionTitle(t)}: ${failureReason(t, report)}`),
   ];
   return `<p class="verdict failed"><strong>${escapeHtml(prefix + headline)}</strong>${details.length > 0 ? ` <span class="details">${details.map(escapeHtml).join(' · ')}</span>` : ''}</p>`;
 }
 
 /** The facts of one run in two side-by-side tables, or of two runs in one table, a column each. */
 function renderFacts(views: readonly RunView[], transports: readonly TransportView[]): string {
-  const rows = views.map((v) => factRows(v, transports));
+  const withArrivalNotes = views.some((v) => v.report.run.arrivalNotes.length > 0);
+  const rows = views.map((v) => factRows(v, transports, withArrivalNotes));
   const first = rows[0]!;
   if (views.length === 1) {
-    const half = Math.ceil(first.length / 2);
+    const split = first.findIndex(([label]) => label === RIGHT_HAND_FACTS_FROM);
     const table = (part: [string, string][]): string =>
       `<table class="facts-table"><tbody>\n${part.map(([label, value]) => `<tr><th scope="row">${escapeHtml(label)}</th><td>${escapeHtml(value)}</td></tr>`).join('\n')}\n</tbody></table>`;
-    // Hosts and libraries are long: they go in the wider right-hand table.
-    return `<div class="facts-grid">${table(first.slice(0, half - 1))}${table(first.slice(half - 1))}</div>`;
+    // Repeats, hosts, libraries and arrival notes are long: they go in the wider right-hand table.
+    return `<div class="facts-grid">${table(first.slice(0, split))}${table(first.slice(split))}</div>`;
   }
   const body = first
     .map(([label], i) => {
@@ -523,14 +594,15 @@ function runKey(views: readonly RunView[], style: 'line' | 'bar'): string {
   return `<p class="run-key"><span class="key-item">${sample('after')}after (${short(after)})</span> <span class="key-item">${sample('before')}before (${short(before)})</span></p>`;
 }
 
-/** Under a chart: the transports it has no data for, in every run or in one. */
-function noDataNote(views: readonly RunView[], spec: ChartSpec, transports: readonly TransportView[]): string {
+/** Under a chart: the transports it has no data for, and those it draws from a failed repeat, in every run or in one. */
+function chartNote(views: readonly RunView[], spec: ChartSpec, transports: readonly TransportView[]): string {
   const hasData = (t: TransportView, ti: number, role: RunRole): boolean =>
     spec.kind === 'bars' ? spec.datasets.some((d) => d.run === role && d.data[ti] !== null) : spec.datasets.some((d) => d.run === role && d.transport === t.key && d.hasData);
+  const failedShown = (t: TransportView, role: RunRole): boolean => spec.kind !== 'bars' && spec.datasets.some((d) => d.run === role && d.transport === t.key && d.failedRepeat);
   const groups = new Map<string, string[]>();
   transports.forEach((t, ti) => {
-    const suffix = noDataSuffix(views, views.map((v) => hasData(t, ti, v.role)));
-    if (suffix !== '') groups.set(suffix, [...(groups.get(suffix) ?? []), t.title]);
+    const suffixes = [noDataSuffix(views, views.map((v) => hasData(t, ti, v.role))), failedShownSuffix(views, views.map((v) => failedShown(t, v.role)))];
+    for (const suffix of suffixes) if (suffix !== '') groups.set(suffix, [...(groups.get(suffix) ?? []), t.title]);
   });
   if (groups.size === 0) return '';
   const items = [...groups].map(([suffix, titles]) => `<span class="tag failed">${escapeHtml(suffix)}</span> ${escapeHtml(titles.join(', '))}`);
@@ -539,23 +611,32 @@ function noDataNote(views: readonly RunView[], spec: ChartSpec, transports: read
 
 function renderCharts(views: readonly RunView[], transports: readonly TransportView[], specs: readonly ChartSpec[]): string {
   const repeats = Math.max(...views.map((v) => v.report.run.repeat));
-  const whichSection = repeats > 1 ? 'The median repeat of each transport (by total transfer time).' : 'Each transport’s section.';
+  const whichSection = repeats > 1 ? 'The median completed repeat of each transport (by total transfer time).' : 'Each transport’s section.';
+  const anyFailedShown = transports.some((t) => t.perRun.some((r) => r !== undefined && r.median === undefined && r.drawn !== undefined));
+  // Said once above the charts: in every card's note it would push the charts of a row out of line.
+  const intro = [
+    `Bars come from each transport’s ${repeats > 1 ? 'median ' : ''}completed repeat (every image intact) only: none for a transport without one.`,
+    anyFailedShown ? `Lines of a transport with no completed repeat show its last repeat with any arrival, tagged “${FAILED_SHOWN}”: for diagnosis, not a result.` : '',
+  ]
+    .filter(Boolean)
+    .join(' ');
   const card = (name: ChartName, title: string, note: string, extra = ''): string => {
     const spec = specs.find((s) => s.name === name)!;
     return `<figure class="card chart-card chart-${name}">
 <figcaption><h3>${escapeHtml(title)}</h3>${extra}<p class="note">${escapeHtml(note)}</p>${runKey(views, spec.kind === 'bars' ? 'bar' : 'line')}</figcaption>
 <div class="chart-box"><canvas data-chart="${name}" role="img" aria-label="${escapeHtml(title)}"></canvas></div>
-${noDataNote(views, spec, transports)}</figure>`;
+${chartNote(views, spec, transports)}</figure>`;
   };
   const perImage = specs.find((s) => s.name === 'per-image');
   const bucketed = perImage !== undefined && perImage.kind === 'per-image' && perImage.xMax > PER_IMAGE_MAX_BUCKETS;
   return `<section class="charts" aria-label="Charts">
 <h2>Charts</h2>
+<p class="note">${escapeHtml(intro)}</p>
 <div class="chart-grid">
 ${card('per-image', 'Transmission time per image', `${whichSection} Gaps are images that never arrived; × marks a corrupt image.${bucketed ? ' Long runs: the fastest and slowest image of each stretch.' : ''}`, '<label class="toggle"><input type="checkbox" data-log-toggle="per-image"> log scale</label>')}
 ${card('latency-percentiles', 'Latency distribution', `${whichSection} Intact images only, slowest to the right; the axis stretches the tail (p99, p99.9).`)}
 ${card('throughput', 'Throughput', 'MB/s: 10⁶ intact bytes per second over the total transfer time; higher is better.')}
-${card('cpu-per-image', 'CPU per image', 'User + system CPU time of each side over the recorded images, divided by their count; lower is better.')}
+${card('cpu-per-image', 'CPU per image', `User + system CPU time of each side over the recorded images, divided by their count; lower is better.${hasBroker(transports) ? ' Broker: the server the transport goes through, by its own counters.' : ''}`)}
 ${card('peak-rss', 'Peak memory', 'Largest resident set size (RSS) of each side during the section, in MiB.')}
 </div>
 </section>`;
@@ -571,9 +652,12 @@ interface Column {
   /** Lower is better (latency, time, CPU); false when higher is; null when a change is not good or bad. */
   lowerIsBetter: boolean | null;
   value: (r: TransportInRun) => number | null;
-  /** Min–max across repeats, shown on hover. */
+  /** Min–max across completed repeats, shown on hover. */
   spread?: (r: TransportInRun) => { min: number; max: number } | null;
 }
+
+// The header's hint quotes the definition output.log prints, so the two never drift apart.
+const ROUND_TRIP_HINT = TIMING_DEFINITIONS.find((d) => d.startsWith('Round trip')) ?? 'round trip: stamp → ack processed';
 
 const COLUMNS: readonly Column[] = [
   { header: 'OK', hint: 'intact images, all repeats', digits: 0, lowerIsBetter: false, value: (r) => r.summary.okCount },
@@ -584,6 +668,8 @@ const COLUMNS: readonly Column[] = [
   { header: 'p99 ms', hint: '99th percentile', digits: 3, lowerIsBetter: true, value: (r) => r.median?.latency?.p99Ms ?? null, spread: (r) => r.summary.spread.p99Ms },
   { header: 'p99.9 ms', hint: '99.9th percentile', digits: 3, lowerIsBetter: true, value: (r) => r.median?.latency?.p999Ms ?? null },
   { header: 'max ms', hint: 'slowest intact image', digits: 3, lowerIsBetter: true, value: (r) => r.median?.latency?.maxMs ?? null },
+  { header: 'RTT p50 ms', hint: `median round trip. ${ROUND_TRIP_HINT}`, digits: 3, lowerIsBetter: true, value: (r) => r.median?.rtt?.p50Ms ?? null, spread: (r) => r.summary.spread.rttP50Ms },
+  { header: 'RTT p99 ms', hint: `99th percentile round trip. ${ROUND_TRIP_HINT}`, digits: 3, lowerIsBetter: true, value: (r) => r.median?.rtt?.p99Ms ?? null },
   { header: 'Total ms', hint: 'arrival of the last image − send start of the first', digits: 3, lowerIsBetter: true, value: (r) => r.median?.totalMs ?? null, spread: (r) => r.summary.spread.totalMs },
   { header: 'MB/s', hint: '10⁶ intact bytes per second of total transfer time', digits: 1, lowerIsBetter: false, value: (r) => r.median?.throughputMBps ?? null, spread: (r) => r.summary.spread.throughputMBps },
   { header: 'images/s', hint: 'intact images per second of total transfer time', digits: 1, lowerIsBetter: false, value: (r) => r.median?.imagesPerSecond ?? null },
@@ -591,11 +677,18 @@ const COLUMNS: readonly Column[] = [
   { header: 'RX CPU ms/img', hint: 'receiver CPU (user + system) per image', digits: 3, lowerIsBetter: true, value: (r) => r.median?.cost.receiver?.cpuMsPerImage ?? null },
 ];
 
+const BROKER_COLUMN: Column = {
+  header: 'Broker CPU ms/img',
+  hint: 'CPU (user + system) per image of the server the transport goes through (Redis), from its own counters',
+  digits: 3,
+  lowerIsBetter: true,
+  value: (r) => r.median?.cost.broker?.cpuMsPerImage ?? null,
+};
+
 const formatNumber = (value: number | null, digits: number): string => (value === null ? '–' : value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }));
 
 /** Why a transport is not ok: its failure, or what went missing when nothing failed outright. */
-function failureReason(run: TransportInRun, report: RunReport): string {
-  const { summary } = run;
+function failureReason(summary: TransportSummary, report: RunReport): string {
   if (summary.failure !== null) return summary.failure;
   const own = report.sections.filter((s) => s.transport === summary.transport);
   const duplicates = own.reduce((n, s) => n + s.duplicateCount, 0);
@@ -612,7 +705,10 @@ function failureReason(run: TransportInRun, report: RunReport): string {
 function resultHtml(run: TransportInRun | undefined, report: RunReport): string {
   if (run === undefined) return '<span class="badge absent">not run</span>';
   if (run.summary.ok) return '<span class="badge ok">ok</span>';
-  return `<span class="badge failed">FAILED</span> <span class="reason">${escapeHtml(failureReason(run, report))}</span>`;
+  const { completedRepeats, repeats } = run.summary;
+  // With repeats, a FAILED row may still have figures: they are its completed repeats'.
+  const completed = repeats > 1 ? ` <span class="completed">${completedRepeats} of ${repeats} repeats completed</span>` : '';
+  return `<span class="badge failed">FAILED</span> <span class="reason">${escapeHtml(failureReason(run.summary, report))}</span>${completed}`;
 }
 
 function changeHtml(before: number | null, after: number | null, column: Column): string {
@@ -634,19 +730,20 @@ function changeHtml(before: number | null, after: number | null, column: Column)
 function renderTableSection(views: readonly RunView[], transports: readonly TransportView[]): string {
   const twoRuns = views.length > 1;
   const last = views.length - 1;
+  const columns = hasBroker(transports) ? [...COLUMNS, BROKER_COLUMN] : COLUMNS;
   const headerCells = [
     `<th scope="col" data-type="text" class="text"><button type="button">Transport</button></th>`,
-    ...COLUMNS.map((c) => `<th scope="col" data-type="number" title="${escapeHtml(c.hint)}"><button type="button">${escapeHtml(c.header)}</button></th>`),
+    ...columns.map((c) => `<th scope="col" data-type="number" title="${escapeHtml(c.hint)}"><button type="button">${escapeHtml(c.header)}</button></th>`),
     `<th scope="col" data-type="text" class="text"><button type="button">Result</button></th>`,
   ].join('');
   const rows = transports.map((t, index) => {
     const latest = t.perRun[last];
     const failed = latest !== undefined && !latest.summary.ok;
-    const cells = COLUMNS.map((column) => {
+    const cells = columns.map((column) => {
       const values = t.perRun.map((r) => (r === undefined ? null : column.value(r)));
       const now = values[last]!;
       const spread = latest === undefined ? null : (column.spread?.(latest) ?? null);
-      const title = spread !== null && spread.min !== spread.max ? ` title="repeats: ${formatNumber(spread.min, column.digits)}–${formatNumber(spread.max, column.digits)}"` : '';
+      const title = spread !== null && spread.min !== spread.max ? ` title="completed repeats: ${formatNumber(spread.min, column.digits)}–${formatNumber(spread.max, column.digits)}"` : '';
       const main = `<span class="now">${formatNumber(now, column.digits)}</span>`;
       const was = twoRuns ? `<span class="was">${formatNumber(values[0]!, column.digits)}</span>${changeHtml(values[0]!, now, column)}` : '';
       return `<td class="num" data-sort="${now ?? ''}"${title}>${main}${was}</td>`;
@@ -663,8 +760,12 @@ ${cells.join('')}
 </tr>`;
   });
   const repeats = Math.max(...views.map((v) => v.report.run.repeat));
+  const anyIncomplete = transports.some((t) => t.perRun.some((r) => r !== undefined && r.median === undefined));
   const notes = [
-    repeats > 1 ? 'Latency, total, throughput and CPU come from the median repeat (hover a cell for the spread across repeats); OK, Lost and Corrupt count every repeat.' : '',
+    repeats > 1
+      ? 'Latency, round trip (RTT), total, throughput and CPU come from the median completed repeat, every image intact (hover a cell for the spread across completed repeats); OK, Lost and Corrupt count every repeat.'
+      : '',
+    anyIncomplete ? 'A transport with no completed repeat has no figures (–): a failed repeat’s partial figures are not a result.' : '',
     twoRuns ? 'Each cell shows the after value, then the before value and the change: green is better, red is worse.' : '',
     'Click a column header to sort.',
   ].filter(Boolean);
@@ -685,309 +786,6 @@ ${rows.join('\n')}
 function renderFootnotes(): string {
   return `<footer class="footnotes">
 <p>${TIMING_DEFINITIONS.map(escapeHtml).join('<br>')}</p>
-<p>Percentiles come from an HDR histogram (3 significant digits); max from the raw times. MB/s counts 10⁶ bytes of intact images per second of total transfer time. This page is self-contained: it loads nothing from any network.</p>
+<p>Percentiles come from an HDR histogram (3 significant digits); max, mean and standard deviation (in results.json and output.log) from the raw times, the standard deviation being the sample one (n − 1). MB/s counts 10⁶ bytes of intact images per second of total transfer time. This page is self-contained: it loads nothing from any network.</p>
 </footer>`;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Page style and script (inline; the CSP allows nothing else)
-
-const PAGE_CSS = `
-:root { --ink: #1d2330; --muted: #5d6576; --faint: #8a92a3; --line: #e3e6ed; --bg: #f4f5f8; --card: #ffffff;
-  --ok: #1f7a4d; --ok-bg: #e5f4ec; --bad: #b42318; --bad-bg: #fdecea; --accent: #3f6fb5; }
-* { box-sizing: border-box; }
-html { background: var(--bg); }
-body { margin: 0; color: var(--ink); font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
-main { max-width: 1320px; margin: 0 auto; padding: 28px 28px 40px; }
-h1 { font-size: 24px; margin: 0 0 2px; letter-spacing: -0.01em; }
-h2 { font-size: 17px; margin: 0 0 10px; }
-h3 { font-size: 15px; margin: 0; }
-.subtitle { color: var(--muted); margin: 0 0 12px; }
-.card { background: var(--card); border: 1px solid var(--line); border-radius: 10px; padding: 16px 18px; margin: 0 0 18px; box-shadow: 0 1px 2px rgba(16, 24, 40, 0.04); }
-.verdict { margin: 0 0 10px; padding: 9px 14px; border-radius: 8px; font-weight: 600; }
-.verdict.ok { background: var(--ok-bg); color: var(--ok); }
-.verdict.failed { background: var(--bad-bg); color: var(--bad); }
-.verdict .details { font-weight: 400; margin-left: 6px; }
-.facts-grid { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1.3fr); gap: 0 36px; }
-.facts-table { border-collapse: collapse; width: 100%; align-self: start; }
-.facts-table th, .facts-table td { text-align: left; padding: 5px 12px 5px 0; vertical-align: top; border-bottom: 1px solid #f0f1f5; }
-.facts-table tbody tr:last-child th, .facts-table tbody tr:last-child td { border-bottom: 0; }
-.facts-table tbody th { width: 150px; color: var(--muted); font-weight: 500; white-space: nowrap; }
-.facts-table thead th { font-size: 11.5px; text-transform: uppercase; letter-spacing: 0.06em; color: var(--muted); font-weight: 600; }
-.facts-table.two-runs { table-layout: fixed; }
-.facts-table.two-runs col.label-column { width: 190px; }
-.facts-table tr.differs td { background: #fff8e6; }
-.tag { display: inline-block; font-size: 11px; font-weight: 600; padding: 0 6px; border-radius: 999px; background: #fde9b8; color: #7a5200; vertical-align: 1px; }
-.tag.failed { background: var(--bad-bg); color: var(--bad); }
-.charts > h2 { margin-top: 6px; }
-.chart-grid { display: grid; grid-template-columns: repeat(6, minmax(0, 1fr)); gap: 18px; margin-bottom: 18px; }
-.chart-card { margin: 0; display: flex; flex-direction: column; }
-.chart-per-image, .chart-latency-percentiles { grid-column: span 3; }
-.chart-throughput, .chart-cpu-per-image, .chart-peak-rss { grid-column: span 2; }
-@media (max-width: 1000px) { .chart-card { grid-column: 1 / -1 !important; } }
-figcaption { position: relative; margin-bottom: 8px; }
-figcaption .note { margin: 2px 0 0; color: var(--muted); font-size: 12.5px; min-height: 36px; }
-.chart-box { position: relative; height: 320px; }
-.chart-throughput .chart-box, .chart-cpu-per-image .chart-box, .chart-peak-rss .chart-box { height: 290px; }
-.toggle { position: absolute; top: 0; right: 0; font-size: 12px; color: var(--muted); cursor: pointer; user-select: none; }
-.toggle input { vertical-align: -2px; margin: 0 3px 0 0; }
-.run-key { margin: 5px 0 0; font-size: 12px; color: var(--muted); }
-.key-item { white-space: nowrap; margin-right: 14px; }
-.key-line { display: inline-block; width: 24px; height: 0; border-top: 2px solid var(--ink); vertical-align: middle; margin-right: 6px; }
-.key-line.key-before { border-top: 2px dashed var(--faint); }
-.key-bar { display: inline-block; width: 11px; height: 11px; border-radius: 2px; background: var(--ink); vertical-align: -1px; margin-right: 6px; }
-.key-bar.key-before { background: rgba(29, 35, 48, 0.22); border: 1.5px solid var(--ink); }
-.no-data { margin: 8px 0 0; font-size: 12.5px; color: var(--muted); }
-.summary .note { margin: -4px 0 10px; color: var(--muted); font-size: 12.5px; }
-.table-scroll { overflow-x: auto; }
-.summary-table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; font-size: 13px; }
-.summary-table th, .summary-table td { padding: 7px 7px; border-bottom: 1px solid var(--line); text-align: right; white-space: nowrap; vertical-align: top; }
-.summary-table thead th { white-space: normal; vertical-align: bottom; line-height: 1.25; }
-.summary-table th.text, .summary-table td.text { text-align: left; }
-.summary-table thead th { position: sticky; top: 0; background: #f8f9fb; border-bottom: 1px solid #d5d9e2; font-weight: 600; color: #3a4150; }
-.summary-table thead th button { all: unset; cursor: pointer; display: inline-block; }
-.summary-table thead th button::after { content: "↕"; color: #b8bec9; margin-left: 4px; font-size: 11px; }
-.summary-table thead th[aria-sort="ascending"] button::after { content: "▲"; color: var(--accent); }
-.summary-table thead th[aria-sort="descending"] button::after { content: "▼"; color: var(--accent); }
-.summary-table thead th button:focus-visible { outline: 2px solid var(--accent); outline-offset: 2px; border-radius: 2px; }
-.summary-table tbody tr:hover td { background: #f7f9fc; }
-.summary-table tbody tr.failed td { background: #fff7f6; }
-.summary-table tbody tr.failed td:first-child { box-shadow: inset 3px 0 0 var(--bad); }
-.summary-table td.transport { font-weight: 600; }
-.summary-table td.result { white-space: normal; width: 250px; min-width: 210px; }
-.swatch { display: inline-block; width: 10px; height: 10px; border-radius: 50%; margin-right: 7px; vertical-align: 0; }
-.badge { display: inline-block; font-size: 11.5px; font-weight: 700; padding: 1px 7px; border-radius: 999px; letter-spacing: 0.02em; }
-.badge.ok { background: var(--ok-bg); color: var(--ok); }
-.badge.failed { background: var(--bad); color: #fff; }
-.badge.absent { background: #eef0f4; color: var(--muted); }
-.reason { color: var(--bad); }
-.now { display: block; }
-.was { display: block; font-size: 11.5px; color: var(--faint); }
-.change { display: block; font-size: 11.5px; font-weight: 600; }
-.change.better { color: var(--ok); }
-.change.worse { color: var(--bad); }
-.change.same { color: var(--faint); }
-.footnotes { color: var(--faint); font-size: 12px; margin-top: 6px; }
-.footnotes p { margin: 0 0 6px; }
-`;
-
-// Plain ES2020 for the browser: no template literals here, so this TypeScript template stays literal.
-const PAGE_SCRIPT = String.raw`
-(function () {
-  'use strict';
-  var charts = {};
-  window.__charts = charts;
-  var specs = JSON.parse(document.getElementById('itb-chart-specs').textContent);
-  var PERCENTILE_TICKS = ${JSON.stringify(PERCENTILE_TICKS)};
-  var INK = '#2b3140', MUTED = '#5d6576', FAINT = '#9aa1ad';
-
-  Chart.defaults.font.family = getComputedStyle(document.body).fontFamily;
-  Chart.defaults.font.size = 12;
-  Chart.defaults.color = MUTED;
-  Chart.defaults.borderColor = '#eceef3';
-  Chart.defaults.animation = false;
-  Chart.defaults.responsive = true;
-  Chart.defaults.maintainAspectRatio = false;
-  Chart.defaults.plugins.tooltip.backgroundColor = 'rgba(29, 35, 48, 0.92)';
-  Chart.defaults.plugins.tooltip.padding = 8;
-  Chart.defaults.plugins.tooltip.boxPadding = 4;
-
-  function fixed(value, digits) {
-    return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
-  }
-  function ms(value) {
-    return value >= 100 ? fixed(value, 1) : value >= 10 ? fixed(value, 2) : fixed(value, 3);
-  }
-  function percentileText(x) {
-    var p = (1 - 1 / x) * 100;
-    return String(Number(p.toFixed(p >= 99 ? 3 : 2))) + '%';
-  }
-  function axisTitle(text) {
-    return { display: true, text: text, color: MUTED, font: { size: 12 } };
-  }
-
-  // One legend entry per transport; clicking it hides or shows both runs of that transport.
-  var transportLegend = {
-    position: 'bottom',
-    labels: {
-      usePointStyle: true,
-      pointStyle: 'line',
-      pointStyleWidth: 24,
-      padding: 14,
-      generateLabels: function (chart) {
-        var seen = {};
-        var items = [];
-        chart.data.datasets.forEach(function (ds, i) {
-          if (seen[ds.transport]) return;
-          seen[ds.transport] = true;
-          var visible = chart.data.datasets.some(function (d, j) { return d.transport === ds.transport && chart.isDatasetVisible(j); });
-          items.push({ text: ds.legendLabel, datasetIndex: i, strokeStyle: ds.color, fillStyle: ds.color, lineWidth: 3, pointStyle: 'line', hidden: !visible, fontColor: ds.anyData ? INK : FAINT });
-        });
-        return items;
-      },
-    },
-    onClick: function (event, item, legend) {
-      var chart = legend.chart;
-      var key = chart.data.datasets[item.datasetIndex].transport;
-      chart.data.datasets.forEach(function (d, j) { if (d.transport === key) chart.setDatasetVisibility(j, item.hidden); });
-      chart.update();
-    },
-  };
-
-  function perImageConfig(spec) {
-    return {
-      type: 'line',
-      data: { datasets: spec.datasets },
-      options: {
-        interaction: { mode: 'nearest', axis: 'x', intersect: false },
-        scales: {
-          x: { type: 'linear', min: 1, max: spec.xMax, title: axisTitle(spec.xTitle), ticks: { precision: 0 }, grid: { display: false } },
-          y: { type: 'linear', beginAtZero: true, title: axisTitle(spec.yTitle) },
-        },
-        plugins: {
-          legend: transportLegend,
-          tooltip: {
-            callbacks: {
-              title: function (items) { return items.length ? 'image ' + items[0].parsed.x : ''; },
-              label: function (ctx) {
-                var corrupt = ctx.dataset.corrupt && ctx.dataset.corrupt[ctx.dataIndex];
-                return ctx.dataset.label + ': ' + ms(ctx.parsed.y) + ' ms' + (corrupt ? ' (CORRUPT)' : '');
-              },
-            },
-          },
-        },
-      },
-    };
-  }
-
-  function percentilesConfig(spec) {
-    return {
-      type: 'line',
-      data: { datasets: spec.datasets },
-      options: {
-        interaction: { mode: 'nearest', intersect: false },
-        scales: {
-          x: {
-            type: 'logarithmic', min: 1, max: spec.xMax, title: axisTitle(spec.xTitle), grid: { color: '#eceef3' },
-            afterBuildTicks: function (axis) {
-              // On a long axis 75 % and 95 % crowd the left end; 50 %, 90 %, 99 %, … remain.
-              var positions = axis.max >= 1000 ? PERCENTILE_TICKS.filter(function (v) { return v !== 4 && v !== 20; }) : PERCENTILE_TICKS;
-              axis.ticks = positions.filter(function (v) { return v >= axis.min && v <= axis.max * 1.0001; }).map(function (v) { return { value: v }; });
-            },
-            ticks: { autoSkip: false, maxRotation: 0, callback: function (value) { return percentileText(value); } },
-          },
-          y: { type: 'logarithmic', title: axisTitle(spec.yTitle) },
-        },
-        plugins: {
-          legend: transportLegend,
-          tooltip: {
-            callbacks: {
-              title: function (items) { return items.length ? 'p' + percentileText(items[0].parsed.x).replace('%', '') : ''; },
-              label: function (ctx) { return ctx.dataset.label + ': ' + ms(ctx.parsed.y) + ' ms'; },
-            },
-          },
-        },
-      },
-    };
-  }
-
-  // Writes each bar's value above it; all of them or none, so no bar looks unlabelled by mistake.
-  function barValues(digits) {
-    return {
-      id: 'itbBarValues',
-      afterDatasetsDraw: function (chart) {
-        var ctx = chart.ctx;
-        var labels = [];
-        ctx.save();
-        ctx.font = '11px ' + Chart.defaults.font.family;
-        chart.data.datasets.forEach(function (ds, i) {
-          if (!chart.isDatasetVisible(i)) return;
-          chart.getDatasetMeta(i).data.forEach(function (bar, j) {
-            var value = ds.data[j];
-            if (value === null || value === undefined) return;
-            labels.push({ text: fixed(value, digits), x: bar.x, y: bar.y, width: bar.width });
-          });
-        });
-        var fits = labels.every(function (label) { return ctx.measureText(label.text).width <= label.width + 4; });
-        if (fits) {
-          ctx.fillStyle = MUTED;
-          ctx.textAlign = 'center';
-          ctx.textBaseline = 'bottom';
-          labels.forEach(function (label) { ctx.fillText(label.text, label.x, label.y - 3); });
-        }
-        ctx.restore();
-      },
-    };
-  }
-
-  function barsConfig(spec) {
-    return {
-      type: 'bar',
-      data: { labels: spec.labels, datasets: spec.datasets },
-      options: {
-        interaction: { mode: 'index', intersect: false },
-        scales: {
-          x: { grid: { display: false }, ticks: { color: INK, maxRotation: 0, autoSkip: false } },
-          y: { beginAtZero: true, grace: '12%', title: axisTitle(spec.yTitle) },
-        },
-        plugins: {
-          legend: { display: spec.legend, position: 'bottom', labels: { boxWidth: 12, boxHeight: 12, padding: 14 } },
-          tooltip: {
-            callbacks: {
-              title: function (items) { return items.length ? spec.titles[items[0].dataIndex] : ''; },
-              label: function (ctx) {
-                var value = ctx.dataset.data[ctx.dataIndex];
-                return ctx.dataset.label + ': ' + (value === null ? 'no data' : fixed(value, spec.digits) + ' ' + spec.unit);
-              },
-            },
-          },
-        },
-      },
-      plugins: [barValues(spec.digits)],
-    };
-  }
-
-  var builders = { 'per-image': perImageConfig, percentiles: percentilesConfig, bars: barsConfig };
-  specs.forEach(function (spec) {
-    var canvas = document.querySelector('canvas[data-chart="' + spec.name + '"]');
-    charts[spec.name] = new Chart(canvas, builders[spec.kind](spec));
-  });
-
-  document.querySelectorAll('input[data-log-toggle]').forEach(function (input) {
-    input.addEventListener('change', function () {
-      var chart = charts[input.getAttribute('data-log-toggle')];
-      chart.options.scales.y.type = input.checked ? 'logarithmic' : 'linear';
-      chart.update();
-    });
-  });
-
-  // Sortable tables: numbers by value, text alphabetically; empty cells always last.
-  document.querySelectorAll('table.sortable').forEach(function (table) {
-    var body = table.tBodies[0];
-    var headers = Array.prototype.slice.call(table.tHead.rows[0].cells);
-    headers.forEach(function (th, column) {
-      var button = th.querySelector('button');
-      if (!button) return;
-      button.addEventListener('click', function () {
-        var ascending = th.getAttribute('aria-sort') !== 'ascending';
-        headers.forEach(function (other) { other.removeAttribute('aria-sort'); });
-        th.setAttribute('aria-sort', ascending ? 'ascending' : 'descending');
-        var numeric = th.getAttribute('data-type') === 'number';
-        var rows = Array.prototype.slice.call(body.rows);
-        rows.sort(function (a, b) {
-          var ka = a.cells[column].getAttribute('data-sort') || '';
-          var kb = b.cells[column].getAttribute('data-sort') || '';
-          if (ka === '' || kb === '') {
-            if (ka === kb) return Number(a.getAttribute('data-index')) - Number(b.getAttribute('data-index'));
-            return ka === '' ? 1 : -1;
-          }
-          var order = numeric ? Number(ka) - Number(kb) : ka.localeCompare(kb);
-          if (order === 0) return Number(a.getAttribute('data-index')) - Number(b.getAttribute('data-index'));
-          return ascending ? order : -order;
-        });
-        rows.forEach(function (row) { body.appendChild(row); });
-      });
-    });
-  });
-})();
-`;

@@ -230,3 +230,8 @@ function writeChunkCrc(buf: Buffer, at: number, dataBytes: number): void {
   const crc = zlib.crc32(buf.subarray(at + 4, at + CHUNK_HEAD_BYTES + dataBytes));
   buf.writeUInt32BE(crc >>> 0, at + CHUNK_HEAD_BYTES + dataBytes);
 }
+
+/** The bundled sample picture, relative to the project's root (made by `npm run make-asset`). */
+export const SAMPLE_ASSET_PATH = 'assets/sample.png';
+/** Exact size of the sample picture: 533.0 KiB. */
+export const SAMPLE_ASSET_BYTES = 545_792;

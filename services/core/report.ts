@@ -2,18 +2,21 @@ import type { Config } from './config.js';
 import type { SideCost } from './cost.js';
 import type { SectionResult } from './section.js';
 import { formatSize } from './size.js';
-import { rangeOf, type Range } from './stats.js';
+import { rangeOf, type LatencySummary, type Range } from './stats.js';
 
 // One report object per run, rendered several ways: output.log text, the summary tables printed
 // at the end, and results.json. Renderers are pure functions of the report.
 
 /** Version of results.json's shape (services/core/results.schema.json); bump it when a field changes meaning or goes away. */
-export const RESULTS_SCHEMA_VERSION = 2;
+export const RESULTS_SCHEMA_VERSION = 3;
 
-/** The two timing definitions, printed in output.log's header exactly as measured. */
+/** The timing definitions, printed in output.log's header exactly as measured. */
 export const TIMING_DEFINITIONS = [
-  'Transmission time of image i = receiver monotonic clock when the last byte of image i is in hand − transmitter monotonic clock just before it started sending image i.',
-  'Total transfer time of a transport = arrival of its last image − send start of its first (warm-up images excluded).',
+  'WINDOW = the number of images stamped and not yet acknowledged. An image is stamped when the window admits it; any wait for library or kernel backpressure is inside its time.',
+  'Transmission time of image i = receiver monotonic clock when the last byte of image i is in hand − transmitter monotonic clock when image i was stamped.',
+  'Round trip of image i = transmitter monotonic clock when the ack of image i is processed − when image i was stamped.',
+  'Total transfer time of a transport = arrival of its last image − stamp of its first (warm-up images excluded).',
+  'The receiver acknowledges an image as soon as it is in hand and verifies it afterwards: no time, total or MB/s includes hashing.',
 ] as const;
 
 /** Facts about one side's machine and software. */
@@ -41,6 +44,8 @@ export interface RunInfo {
   warmup: number;
   repeat: number;
   transports: readonly string[];
+  /** How some transports' libraries hand over arrivals (several at once), from the transport table. */
+  arrivalNotes: readonly string[];
   /** The transmitter's validated configuration. */
   config: Config;
   hosts: { transmitter: HostFacts; receiver: HostFacts };
@@ -56,13 +61,15 @@ export interface TransportSummary {
   /** The first failure among the repeats, if any. */
   failure: string | null;
   repeats: number;
-  /** Index in `sections` of the median repeat by total transfer time; null if none completed. */
+  /** Repeats that delivered every image intact: the median and the spread are taken over these only. */
+  completedRepeats: number;
+  /** Index in `sections` of the median completed repeat by total transfer time; null if none completed. */
   medianSection: number | null;
   okCount: number;
   lostCount: number;
   corruptCount: number;
-  /** Min and max across repeats; null when no repeat produced the figure. */
-  spread: { totalMs: Range | null; throughputMBps: Range | null; p50Ms: Range | null; p99Ms: Range | null };
+  /** Min and max across completed repeats; null when none produced the figure. */
+  spread: { totalMs: Range | null; throughputMBps: Range | null; p50Ms: Range | null; p99Ms: Range | null; rttP50Ms: Range | null };
 }
 
 /** A whole run: its facts, every section in run order, and one summary per transport. */
@@ -77,8 +84,9 @@ export interface RunReport {
 }
 
 /**
- * Groups sections by transport (in the order of `order`): totals across repeats, the median
- * repeat by total transfer time (the lower one of an even count), and the spread.
+ * Groups sections by transport (in the order of `order`): totals across repeats, and over the
+ * completed repeats only (every image intact) the median repeat by total transfer time (the lower
+ * one of an even count) and the spread, so a failed repeat's partial figures never pass as a result.
  */
 export function summarizeTransports(sections: readonly SectionResult[], order: readonly string[]): TransportSummary[] {
   return order.flatMap((transport) => {
@@ -86,8 +94,14 @@ export function summarizeTransports(sections: readonly SectionResult[], order: r
     const own = indexes.map((i) => sections[i]!);
     const first = own[0];
     if (first === undefined) return [];
-    const timed = indexes.filter((i) => sections[i]!.totalMs !== null).sort((a, b) => sections[a]!.totalMs! - sections[b]!.totalMs!);
-    const pick = <T>(f: (s: SectionResult) => T | null): T[] => own.flatMap((s) => (f(s) === null ? [] : [f(s) as T]));
+    const completed = indexes.filter((i) => sections[i]!.ok && sections[i]!.totalMs !== null).sort((a, b) => sections[a]!.totalMs! - sections[b]!.totalMs!);
+    const pick = (f: (s: SectionResult) => number | null | undefined): Range | null => {
+      const values = completed.flatMap((i) => {
+        const value = f(sections[i]!);
+        return value === null || value === undefined ? [] : [value];
+      });
+      return rangeOf(values) ?? null;
+    };
     return [
       {
         transport,
@@ -96,19 +110,33 @@ export function summarizeTransports(sections: readonly SectionResult[], order: r
         ok: own.every((s) => s.ok),
         failure: own.find((s) => s.failure !== null)?.failure ?? null,
         repeats: own.length,
-        medianSection: timed.length > 0 ? timed[Math.floor((timed.length - 1) / 2)]! : null,
+        completedRepeats: completed.length,
+        medianSection: completed.length > 0 ? completed[Math.floor((completed.length - 1) / 2)]! : null,
         okCount: own.reduce((n, s) => n + s.okCount, 0),
         lostCount: own.reduce((n, s) => n + s.lostCount, 0),
         corruptCount: own.reduce((n, s) => n + s.corruptCount, 0),
         spread: {
-          totalMs: rangeOf(pick((s) => s.totalMs)) ?? null,
-          throughputMBps: rangeOf(pick((s) => s.throughputMBps)) ?? null,
-          p50Ms: rangeOf(pick((s) => s.latency?.p50Ms ?? null)) ?? null,
-          p99Ms: rangeOf(pick((s) => s.latency?.p99Ms ?? null)) ?? null,
+          totalMs: pick((s) => s.totalMs),
+          throughputMBps: pick((s) => s.throughputMBps),
+          p50Ms: pick((s) => s.latency?.p50Ms),
+          p99Ms: pick((s) => s.latency?.p99Ms),
+          rttP50Ms: pick((s) => s.rtt?.p50Ms),
         },
       },
     ];
   });
+}
+
+/** A run's report from its facts and sections: the one builder both services use. */
+export function buildRunReport(run: RunInfo, sections: readonly SectionResult[], stopReason: string | null, finishedAt: Date = new Date()): RunReport {
+  return {
+    schemaVersion: RESULTS_SCHEMA_VERSION,
+    run,
+    finishedAt: finishedAt.toISOString(),
+    stopReason,
+    sections: [...sections],
+    transports: summarizeTransports(sections, run.transports),
+  };
 }
 
 const ms = (value: number | null | undefined): string => (value === null || value === undefined ? '-' : value.toFixed(3));
@@ -146,7 +174,14 @@ export function renderTable(header: readonly string[], rows: readonly string[][]
 
 function costLine(side: string, cost: SideCost | null): string {
   if (cost === null) return `${side}: not measured`;
-  return `${side}: CPU ${cost.cpuMs.toFixed(1)} ms (user ${cost.cpuUserMs.toFixed(1)}, system ${cost.cpuSystemMs.toFixed(1)}), ${cost.cpuMsPerImage.toFixed(3)} ms/image, peak RSS ${mib(cost.peakRssBytes)} MiB, event loop ${percent(cost.eventLoopUtilization)} busy`;
+  const loop = cost.eventLoopUtilization === null ? '' : `, event loop ${percent(cost.eventLoopUtilization)} busy`;
+  const memory = cost.eventLoopUtilization === null ? `RSS ${mib(cost.peakRssBytes)} MiB (larger of its two readings)` : `peak RSS ${mib(cost.peakRssBytes)} MiB`;
+  return `${side}: CPU ${cost.cpuMs.toFixed(1)} ms (user ${cost.cpuUserMs.toFixed(1)}, system ${cost.cpuSystemMs.toFixed(1)}), ${cost.cpuMsPerImage.toFixed(3)} ms/image, ${memory}${loop}`;
+}
+
+/** "p50 …, p90 …, p99 …, p99.9 …, max …, mean … ± … ms" of a distribution. */
+function distributionLine(l: LatencySummary): string {
+  return `p50 ${ms(l.p50Ms)}, p90 ${ms(l.p90Ms)}, p99 ${ms(l.p99Ms)}, p99.9 ${ms(l.p999Ms)}, max ${ms(l.maxMs)}, mean ${ms(l.meanMs)} ± ${ms(l.stdDevMs)} ms (sample sd)`;
 }
 
 function renderSection(section: SectionResult, repeats: number): string {
@@ -155,19 +190,24 @@ function renderSection(section: SectionResult, repeats: number): string {
     `=== ${sectionTitle(section)} performance test: ${section.imageCount} images transfer (${formatSize(section.imageSizeBytes)} each, window ${section.window}${repeatNote}) ===`,
   ];
   for (const image of section.images) {
-    if (image.timeMs === null && image.status === 'ok') lines.push(`Image ${image.image}: acknowledged, time unknown (the receiver's record was lost)`);
+    if (image.timeMs === null && image.status === 'ok') lines.push(`Image ${image.image}: acknowledged, time and checksum verdict unknown (the receiver's record was lost)`);
     else if (image.timeMs === null) lines.push(`Image ${image.image}: LOST (never arrived)`);
     else if (image.status === 'corrupt') lines.push(`Image ${image.image} transmission time: ${ms(image.timeMs)} ms (CORRUPT: checksum or size mismatch)`);
     else lines.push(`Image ${image.image} transmission time: ${ms(image.timeMs)} ms`);
   }
   lines.push(section.totalMs === null ? 'Total transfer time: - (no image arrived)' : `Total transfer time: ${ms(section.totalMs)} ms`);
-  const l = section.latency;
-  if (l !== null) {
-    lines.push(`Latency: p50 ${ms(l.p50Ms)}, p90 ${ms(l.p90Ms)}, p99 ${ms(l.p99Ms)}, p99.9 ${ms(l.p999Ms)}, max ${ms(l.maxMs)}, mean ${ms(l.meanMs)} ± ${ms(l.stdDevMs)} ms`);
+  if (section.latency !== null) {
+    lines.push(`Latency: ${distributionLine(section.latency)}`);
     lines.push(`Throughput: ${fixed(section.throughputMBps, 1)} MB/s, ${fixed(section.imagesPerSecond, 1)} images/s`);
+  }
+  if (section.rtt !== null) {
+    lines.push(`Round trip: ${distributionLine(section.rtt)}`);
+    if (section.littleRatio !== null) lines.push(`Little's law: mean round trip = ${section.littleRatio.toFixed(3)} × WINDOW × total ÷ images (1 when the window stays full)`);
   }
   lines.push(`Cost, ${costLine('transmitter', section.cost.transmitter)}`);
   lines.push(`Cost, ${costLine('receiver', section.cost.receiver)}`);
+  if (section.cost.broker !== null) lines.push(`Cost, ${costLine('broker', section.cost.broker)}`);
+  if (section.verifyMs !== null) lines.push(`Verification: ${section.verifyMs.toFixed(1)} ms of hashing on the receiver, each image after its ack (in the receiver's CPU, in no time)`);
   const anomalies = [
     section.duplicateCount > 0 ? `${section.duplicateCount} duplicate frames` : '',
     section.outOfOrderCount > 0 ? `${section.outOfOrderCount} arrived out of order` : '',
@@ -178,7 +218,7 @@ function renderSection(section: SectionResult, repeats: number): string {
   return lines.join('\n');
 }
 
-/** The summary tables: latency and throughput per transport, cost per side, and spread across repeats. */
+/** The summary tables: latency, round trip and throughput per transport, cost per side, and spread across repeats. */
 export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>): string {
   const median = (t: TransportSummary): SectionResult | undefined => (t.medianSection === null ? undefined : report.sections[t.medianSection]);
   const latencyRows = report.transports.map((t) => {
@@ -195,41 +235,57 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
       ms(l?.p999Ms),
       ms(l?.maxMs),
       l === null ? '-' : `${ms(l.meanMs)} ± ${ms(l.stdDevMs)}`,
+      ms(s?.rtt?.p50Ms),
+      ms(s?.rtt?.p99Ms),
       ms(s?.totalMs),
       fixed(s?.throughputMBps, 1),
       fixed(s?.imagesPerSecond, 1),
       t.ok ? 'ok' : `FAILED${t.failure ? `: ${t.failure}` : ''}`,
     ];
   });
+  const withBroker = report.transports.some((t) => median(t)?.cost.broker);
   const costRows = report.transports.map((t) => {
     const c = median(t)?.cost;
     const tx = c?.transmitter ?? undefined;
     const rx = c?.receiver ?? undefined;
+    const broker = c?.broker ?? undefined;
     return [
       sectionTitle(t),
       fixed(tx?.cpuMsPerImage, 3),
       fixed(rx?.cpuMsPerImage, 3),
+      ...(withBroker ? [fixed(broker?.cpuMsPerImage, 3)] : []),
       fixed(tx?.cpuMs, 1),
       fixed(rx?.cpuMs, 1),
       mib(tx?.peakRssBytes),
       mib(rx?.peakRssBytes),
-      percent(tx?.eventLoopUtilization),
-      percent(rx?.eventLoopUtilization),
+      percent(tx?.eventLoopUtilization ?? undefined),
+      percent(rx?.eventLoopUtilization ?? undefined),
     ];
   });
   const repeats = Math.max(0, ...report.transports.map((t) => t.repeats));
   const blocks = [
-    renderTable(['Transport', 'OK', 'Lost', 'Corrupt', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'mean ± sd ms', 'Total ms', 'MB/s', 'images/s', 'Result'], latencyRows),
-    `Cost per side (TX transmitter, RX receiver; CPU = user + system over the recorded images):\n${renderTable(
-      ['Transport', 'TX CPU ms/img', 'RX CPU ms/img', 'TX CPU ms', 'RX CPU ms', 'TX peak RSS MiB', 'RX peak RSS MiB', 'TX loop busy', 'RX loop busy'],
+    `Times in ms; one-way: p50 … mean ± sample sd; RTT: round trip, stamp → ack processed:\n${renderTable(
+      ['Transport', 'OK', 'Lost', 'Corrupt', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'mean ± sd ms', 'RTT p50', 'RTT p99', 'Total ms', 'MB/s', 'images/s', 'Result'],
+      latencyRows,
+    )}`,
+    `Cost per side (TX transmitter, RX receiver${withBroker ? ', broker: the server the transport goes through, from its own counters' : ''}; CPU = user + system from the first recorded image to the last ack):\n${renderTable(
+      ['Transport', 'TX CPU ms/img', 'RX CPU ms/img', ...(withBroker ? ['Broker CPU ms/img'] : []), 'TX CPU ms', 'RX CPU ms', 'TX peak RSS MiB', 'RX peak RSS MiB', 'TX loop busy', 'RX loop busy'],
       costRows,
       false,
     )}`,
   ];
   if (repeats > 1) {
-    const spreadRows = report.transports.map((t) => [sectionTitle(t), String(t.repeats), range(t.spread.throughputMBps, 1), range(t.spread.p50Ms, 3), range(t.spread.p99Ms, 3), range(t.spread.totalMs, 3)]);
-    blocks[0] = `Median of ${repeats} repeats per transport (by total transfer time); OK/Lost/Corrupt count every repeat:\n${blocks[0]}`;
-    blocks.push(`Spread across repeats (min–max):\n${renderTable(['Transport', 'Repeats', 'MB/s', 'p50 ms', 'p99 ms', 'Total ms'], spreadRows, false)}`);
+    const spreadRows = report.transports.map((t) => [
+      sectionTitle(t),
+      `${t.completedRepeats}/${t.repeats}`,
+      range(t.spread.throughputMBps, 1),
+      range(t.spread.p50Ms, 3),
+      range(t.spread.p99Ms, 3),
+      range(t.spread.rttP50Ms, 3),
+      range(t.spread.totalMs, 3),
+    ]);
+    blocks[0] = `Median of the completed repeats (every image intact) per transport, by total transfer time; OK/Lost/Corrupt count every repeat.\n${blocks[0]}`;
+    blocks.push(`Spread across completed repeats (min–max):\n${renderTable(['Transport', 'Completed', 'MB/s', 'p50 ms', 'p99 ms', 'RTT p50 ms', 'Total ms'], spreadRows, false)}`);
   }
   return blocks.join('\n\n');
 }
@@ -257,14 +313,15 @@ export function renderOutputLog(report: RunReport): string {
     `Libraries: ${libraries}`,
     `Image: ${run.imageDescription}`,
     `Images per transport: ${run.imageCount} (${formatSize(run.imageSizeBytes)} each) after ${run.warmup} unrecorded warm-up images; window ${run.window}; repeat ${run.repeat}`,
-    `Transports: ${run.transports.join(', ')}${run.repeat > 1 ? ' (interleaved: each repeat runs every transport once)' : ''}`,
+    `Transports: ${run.transports.join(', ')}${run.repeat > 1 ? ' (interleaved, the order rotated each repeat: A B C, B C A, C A B, …)' : ''}`,
     'Definitions:',
     ...TIMING_DEFINITIONS.map((d) => `  ${d}`),
-    'Times are milliseconds; percentiles come from an HDR histogram (3 significant digits), max, mean and sd from the raw times.',
+    ...(run.arrivalNotes.length > 0 ? ['Arrivals handed over in batches:', ...run.arrivalNotes.map((n) => `  ${n}.`)] : []),
+    'Times are milliseconds; percentiles come from an HDR histogram (3 significant digits), max, mean and sample sd (n − 1) from the raw times.',
     'MB/s counts 10^6 bytes of intact images per second of total transfer time.',
     run.config.verify === false
       ? 'Integrity: NOT VERIFIED (VERIFY=false, to measure what verification costs): a corrupt image would count as intact.'
-      : 'Integrity: every image verified by the receiver (size and xxHash64 checksum).',
+      : 'Integrity: every image verified by the receiver (size and xxHash64 checksum), after its ack.',
     'Clock offset, receiver − transmitter, estimated before each section (lowest of 8 round trips over the control endpoint; ± half that round trip):',
     ...clockLines,
   ].join('\n');

@@ -4,8 +4,10 @@ import type { AckStatus, FrameHeader } from './frame.js';
 import { imagesPerSecond, nsToMs, summarizeLatency, throughputMBps, type LatencySummary } from './stats.js';
 
 // The receiver's record of one transport's section: which images came, when, and whether intact.
-// Pure: arrival times, the checksum verdict and the clock offset are given to it, so tests drive
-// it exactly.
+// An image is recorded when it arrives (and acknowledged at once); its checksum verdict comes
+// later, off the critical path. The transmitter adds each image's round trip at the end. Pure:
+// arrival times, verdicts, round trips and the clock offset are given to it, so tests drive it
+// exactly.
 
 /** The clock offset estimated at the start of a section, and whether times were corrected by it. */
 export interface SectionClock extends ClockOffset {
@@ -32,17 +34,32 @@ export interface SectionPlan {
   clock: SectionClock | null;
 }
 
-/** One recorded image's fate; `timeMs` is its transmission time, null when it never arrived. */
+/**
+ * One recorded image's fate: `timeMs` is its one-way transmission time (null when it never
+ * arrived), `rttMs` the transmitter's stamp → ack processed (null without an ack).
+ */
 export interface ImageRecord {
   image: number;
   timeMs: number | null;
+  rttMs: number | null;
   status: 'ok' | 'corrupt' | 'lost';
 }
 
-/** Each side's cost of the section; null for a side that could not measure (section failed early). */
+/** Each side's cost of the section; null for a side that could not measure (section failed early, or no broker). */
 export interface SectionCost {
   transmitter: SideCost | null;
   receiver: SideCost | null;
+  /** The broker the transport goes through (Redis), from its own counters. */
+  broker: SideCost | null;
+}
+
+/** What the section's result takes besides the receiver's own record. */
+export interface SectionExtras {
+  cost?: SectionCost;
+  /** Round trip of every recorded image in nanoseconds, by image (index 0 = image 1); null without an ack. */
+  rttNs?: readonly (number | null)[];
+  /** Receiver's time spent hashing this section's images, after their acks; null when VERIFY=false. */
+  verifyMs?: number | null;
 }
 
 /** Everything known about one section once it is over. */
@@ -63,6 +80,15 @@ export interface SectionResult extends SectionPlan {
   totalMs: number | null;
   /** Distribution of intact images' transmission times; null if none arrived intact. */
   latency: LatencySummary | null;
+  /** Distribution of the recorded images' round trips (stamp → ack processed, transmitter's clock); null without any. */
+  rtt: LatencySummary | null;
+  /**
+   * Little's law check: mean round trip ÷ (WINDOW × totalMs ÷ images acknowledged). 1 when the
+   * window stays full the whole section; below 1 when images wait somewhere outside the window.
+   */
+  littleRatio: number | null;
+  /** Receiver's time spent hashing this section's images, after their acks; null when VERIFY=false. */
+  verifyMs: number | null;
   /** Intact bytes delivered per second over totalMs, in MB/s (10^6 bytes). */
   throughputMBps: number | null;
   /** Intact images delivered per second over totalMs. */
@@ -73,7 +99,9 @@ export interface SectionResult extends SectionPlan {
 interface Arrival {
   sentAtNs: bigint;
   arrivalNs: bigint;
-  intact: boolean;
+  sizeOk: boolean;
+  /** The checksum verdict, once the receiver has hashed the image; undefined until then. */
+  checksumOk: boolean | undefined;
 }
 
 /** Collects one section's frames on the receiver and turns them into a {@link SectionResult}. */
@@ -84,6 +112,7 @@ export class SectionRecorder {
   private outOfOrderCount = 0;
   private strayCount = 0;
   private highestSeq = -1;
+  private recordedArrivals = 0;
 
   constructor(readonly plan: SectionPlan) {
     this.offsetNs = plan.clock?.applied ? BigInt(Math.round(plan.clock.offsetNs)) : 0n;
@@ -94,8 +123,17 @@ export class SectionRecorder {
     return this.arrivals.size;
   }
 
-  /** Records one frame of this section and returns the ack status to send back. */
-  record(header: FrameHeader, arrivalNs: bigint, checksumOk: boolean): AckStatus {
+  /** Recorded (not warm-up) images taken so far: the section's last ack is due when this reaches imageCount. */
+  get recordedCount(): number {
+    return this.recordedArrivals;
+  }
+
+  /**
+   * Records one frame of this section as it arrives and returns the ack status to send back at
+   * once: accepted (its checksum verdict comes later through {@link verified}) or rejected (a
+   * duplicate, or a seq the section never planned).
+   */
+  record(header: FrameHeader, arrivalNs: bigint): AckStatus {
     const { seq } = header;
     if (seq >= this.plan.warmup + this.plan.imageCount) {
       this.strayCount++;
@@ -107,27 +145,41 @@ export class SectionRecorder {
     }
     if (seq < this.highestSeq) this.outOfOrderCount++;
     this.highestSeq = Math.max(this.highestSeq, seq);
-    const intact = checksumOk && header.sizeBytes === this.plan.imageSizeBytes;
+    if (seq >= this.plan.warmup) this.recordedArrivals++;
     // The send time moves onto the receiver's clock when the two clocks differ.
-    this.arrivals.set(seq, { sentAtNs: header.sentAtNs + this.offsetNs, arrivalNs, intact });
-    return intact ? 'ok' : 'corrupt';
+    this.arrivals.set(seq, { sentAtNs: header.sentAtNs + this.offsetNs, arrivalNs, sizeOk: header.sizeBytes === this.plan.imageSizeBytes, checksumOk: undefined });
+    return 'accepted';
   }
 
-  /** The section's result; `failure` is the reason it ended early, if it did. */
-  result(failure: string | null, cost: SectionCost = { transmitter: null, receiver: null }): SectionResult {
+  /** Takes the checksum verdict of an accepted frame. */
+  verified(seq: number, checksumOk: boolean): void {
+    const arrival = this.arrivals.get(seq);
+    if (arrival !== undefined) arrival.checksumOk = checksumOk;
+  }
+
+  /**
+   * The section's result; `failure` is the reason it ended early, if it did. An image whose
+   * verdict never came counts as corrupt: it was not shown to be intact.
+   */
+  result(failure: string | null, extras: SectionExtras = {}): SectionResult {
     const images: ImageRecord[] = [];
     const okTimesMs: number[] = [];
+    const rttsMs: number[] = [];
     let firstSentAtNs: bigint | undefined;
     let lastArrivalNs: bigint | undefined;
     for (let image = 1; image <= this.plan.imageCount; image++) {
+      const rttNs = extras.rttNs?.[image - 1] ?? null;
+      const rttMs = rttNs === null ? null : rttNs / 1e6;
+      if (rttMs !== null) rttsMs.push(rttMs);
       const arrival = this.arrivals.get(this.plan.warmup + image - 1);
       if (!arrival) {
-        images.push({ image, timeMs: null, status: 'lost' });
+        images.push({ image, timeMs: null, rttMs, status: 'lost' });
         continue;
       }
       const timeMs = nsToMs(arrival.arrivalNs - arrival.sentAtNs);
-      images.push({ image, timeMs, status: arrival.intact ? 'ok' : 'corrupt' });
-      if (arrival.intact) okTimesMs.push(timeMs);
+      const intact = arrival.sizeOk && arrival.checksumOk === true;
+      images.push({ image, timeMs, rttMs, status: intact ? 'ok' : 'corrupt' });
+      if (intact) okTimesMs.push(timeMs);
       if (firstSentAtNs === undefined || arrival.sentAtNs < firstSentAtNs) firstSentAtNs = arrival.sentAtNs;
       if (lastArrivalNs === undefined || arrival.arrivalNs > lastArrivalNs) lastArrivalNs = arrival.arrivalNs;
     }
@@ -135,6 +187,7 @@ export class SectionRecorder {
     const corruptCount = images.filter((i) => i.status === 'corrupt').length;
     const lostCount = images.filter((i) => i.status === 'lost').length;
     const totalMs = firstSentAtNs !== undefined && lastArrivalNs !== undefined ? nsToMs(lastArrivalNs - firstSentAtNs) : null;
+    const rtt = summarizeLatency(rttsMs) ?? null;
     return {
       ...this.plan,
       ok: failure === null && okCount === this.plan.imageCount && this.duplicateCount === 0 && this.strayCount === 0,
@@ -148,9 +201,12 @@ export class SectionRecorder {
       strayCount: this.strayCount,
       totalMs,
       latency: summarizeLatency(okTimesMs) ?? null,
+      rtt,
+      littleRatio: rtt !== null && totalMs !== null && totalMs > 0 ? rtt.meanMs / ((this.plan.window * totalMs) / rtt.count) : null,
+      verifyMs: extras.verifyMs ?? null,
       throughputMBps: totalMs === null ? null : throughputMBps(okCount * this.plan.imageSizeBytes, totalMs),
       imagesPerSecond: totalMs === null ? null : imagesPerSecond(okCount, totalMs),
-      cost,
+      cost: extras.cost ?? { transmitter: null, receiver: null, broker: null },
     };
   }
 }
@@ -160,8 +216,8 @@ export class SectionRecorder {
  * receiver died): acknowledged images count as delivered intact but without a time, the rest as
  * lost, and nothing is timed.
  */
-export function acknowledgedOnlyResult(plan: SectionPlan, acknowledgedSeqs: ReadonlySet<number>, failure: string): SectionResult {
-  const result = new SectionRecorder(plan).result(failure);
+export function acknowledgedOnlyResult(plan: SectionPlan, acknowledgedSeqs: ReadonlySet<number>, failure: string, extras: SectionExtras = {}): SectionResult {
+  const result = new SectionRecorder(plan).result(failure, extras);
   const images = result.images.map((record): ImageRecord => (acknowledgedSeqs.has(plan.warmup + record.image - 1) ? { ...record, status: 'ok' } : record));
   const okCount = images.filter((i) => i.status === 'ok').length;
   return { ...result, images, okCount, lostCount: images.length - okCount };

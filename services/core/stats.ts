@@ -12,7 +12,7 @@ export interface LatencySummary {
   minMs: number;
   maxMs: number;
   meanMs: number;
-  /** Population standard deviation. */
+  /** Sample standard deviation (divides by n − 1; 0 for one time). */
   stdDevMs: number;
 }
 
@@ -56,7 +56,7 @@ export function summarizeLatency(timesMs: readonly number[]): LatencySummary | u
     sum += t;
   }
   const mean = sum / timesMs.length;
-  const variance = timesMs.reduce((acc, t) => acc + (t - mean) ** 2, 0) / timesMs.length;
+  const variance = timesMs.length > 1 ? timesMs.reduce((acc, t) => acc + (t - mean) ** 2, 0) / (timesMs.length - 1) : 0;
   // The histogram reports a bucket's highest equivalent value; it can never exceed the true max.
   const at = (p: number): number => Math.min(max, histogram.getValueAtPercentile(p) / 1e6);
   const summary: LatencySummary = {

@@ -3,19 +3,30 @@ import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../core/config.js';
-import type { SideCost } from '../core/cost.js';
+import {
+  CLOCK_HEADER,
+  CONTROL_BODY_LIMIT_BYTES,
+  runInfoSchema,
+  SECTION_END_BODY_LIMIT_BYTES,
+  sectionEndSchema,
+  sectionPlanSchema,
+  type HealthResponse,
+  type ListenerStatus,
+  type RunAnnouncement,
+  type RunOutcome,
+  type SectionEnd,
+} from '../core/control-protocol.js';
 import { errorMessage } from '../core/errors.js';
 import { renderHtmlReport } from '../core/html-report.js';
-import { renderOutputLog, renderResultsJson, renderSummary, runSucceeded, type RunReport } from '../core/report.js';
+import { renderOutputLog, renderResultsJson, renderSummary, runSucceeded } from '../core/report.js';
 import type { SectionPlan } from '../core/section.js';
 import { writeFileAtomic } from '../shared/files.js';
 import { hostFacts } from '../shared/host.js';
 import { reportLibraries } from '../shared/report-assets.js';
-import { readResources } from '../shared/resources.js';
+import { transports } from '../transports/index.js';
 import { Listeners } from './listeners.js';
 import { renderLivePage } from './live-page.js';
-import { CLOCK_HEADER, CONTROL_BODY_LIMIT_BYTES, runInfoSchema, sectionEndSchema, sectionPlanSchema, type HealthResponse, type ListenerStatus } from './protocol.js';
-import { RunSession, type RunAnnouncement } from './session.js';
+import { RunSession } from './session.js';
 
 /** A receiver: one listener per configured transport plus the HTTP control endpoint. */
 export interface ReceiverApp {
@@ -36,10 +47,12 @@ const WATCHDOG_GRACE_MS = 5000;
 
 /** Builds a receiver from a validated config; nothing listens until start(). */
 export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverApp {
-  const session = new RunSession(log, hostFacts, config.verify);
+  const receiverHost = (): ReturnType<typeof hostFacts> => hostFacts(transports);
   let rejectedInputs = 0;
   let rejectedFrames = 0;
-  const listeners = new Listeners(config, log, {
+  // The listeners deliver into the session, and the session reads brokers through the listeners;
+  // neither calls the other before start().
+  const listeners: Listeners = new Listeners(config, log, {
     deliver(frame) {
       const ack = session.deliver(frame);
       if (ack.status === 'rejected') rejectedFrames++;
@@ -50,6 +63,7 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
       log.warn({ transport, reason, rejectedInputs }, 'input rejected');
     },
   });
+  const session = new RunSession(log, receiverHost, config.verify, (transport) => listeners.readBroker(transport));
   let control: FastifyInstance | undefined;
   let watchdog: NodeJS.Timeout | undefined;
   let closing: Promise<void> | undefined;
@@ -58,8 +72,8 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
 
   // Ends the run in progress and writes its files: results.json first, output.log last, each
   // replaced whole, so a reader never sees half of any.
-  async function endRun(stopReason: string | null): Promise<{ report: RunReport; summary: string; succeeded: boolean } | undefined> {
-    const report = session.finish(stopReason);
+  async function endRun(stopReason: string | null): Promise<RunOutcome | undefined> {
+    const report = await session.finish(stopReason);
     if (report === undefined) return undefined;
     await writeFileAtomic(path.join(config.outputDir, OUTPUT_FILES.results), renderResultsJson(report));
     await writeFileAtomic(path.join(config.outputDir, OUTPUT_FILES.report), renderHtmlReport([report], reportLibraries()));
@@ -83,7 +97,7 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
     app.addHook('onRequest', async (request) => {
       if (request.method === 'POST') session.touch();
     });
-    app.get('/health', async (): Promise<HealthResponse> => ({ status: 'ready', listeners: listeners.status(), host: hostFacts(), counters: { rejectedInputs, rejectedFrames } }));
+    app.get('/health', async (): Promise<HealthResponse> => ({ status: 'ready', listeners: listeners.status(), host: receiverHost(), counters: { rejectedInputs, rejectedFrames } }));
     // Read as late as the request allows before answering: the transmitter brackets this with its
     // own clock and reads it at the response headers.
     app.get('/clock', (request, reply) => {
@@ -121,11 +135,10 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
       session.startMeasuring();
       return reply.code(204).send();
     });
-    app.post('/sections/:sectionId/end', { schema: { body: sectionEndSchema } }, async (request, reply) => {
-      const measureEnd = readResources();
+    // The one body that lists a figure per image (every round trip): its own, larger limit.
+    app.post('/sections/:sectionId/end', { schema: { body: sectionEndSchema }, bodyLimit: SECTION_END_BODY_LIMIT_BYTES }, async (request, reply) => {
       if (!session.isOpen((request.params as { sectionId: string }).sectionId)) return reply.code(409).send({ error: 'that section is not open' });
-      const { failure, transmitterCost } = request.body as { failure: string | null; transmitterCost: SideCost | null };
-      const result = session.endSection(failure, transmitterCost, measureEnd)!;
+      const result = (await session.endSection(request.body as SectionEnd))!;
       log.info({ transport: result.transport, repeat: result.repeat, ok: result.ok, okCount: result.okCount, lostCount: result.lostCount, corruptCount: result.corruptCount, totalMs: result.totalMs }, 'section ended');
       return result;
     });

@@ -1,10 +1,11 @@
 import type { Logger } from 'pino';
 import type { Config } from '../core/config.js';
+import type { ListenerStatus } from '../core/control-protocol.js';
+import type { BrokerReading } from '../core/cost.js';
 import { errorMessage } from '../core/errors.js';
-import type { ReceivedFrame, ReceiverListener } from '../transports/contract.js';
 import type { Ack } from '../core/frame.js';
+import type { ReceivedFrame, ReceiverListener } from '../transports/contract.js';
 import { transportByName } from '../transports/index.js';
-import type { ListenerStatus } from './protocol.js';
 
 /** What every listener reports back to the receiver. */
 export interface ListenerSinks {
@@ -42,6 +43,11 @@ export class Listeners {
     return { ...this.statuses };
   }
 
+  /** The broker a transport's listener goes through, read now; undefined when it has none or is not listening. */
+  readBroker(name: string): Promise<BrokerReading> | undefined {
+    return this.open.get(name)?.readBroker?.();
+  }
+
   /** Closes every listener and stops the retries. */
   async closeAll(): Promise<void> {
     this.closed = true;
@@ -62,7 +68,7 @@ export class Listeners {
         host: this.config.receiverHost,
         bindHost: this.config.bindHost,
         port,
-        redisUrl: this.config.redisUrl,
+        url: this.config.urls[name],
         maxImageBytes: this.config.maxImageBytes,
         log: this.log.child({ transport: name }),
         deliver: (frame) => this.sinks.deliver(frame),
@@ -82,7 +88,7 @@ export class Listeners {
       this.statuses[name] = { ready: true, port: listener.port, error: null };
       this.log.info({ transport: name, port: listener.port }, 'listening');
     } catch (err) {
-      this.statuses[name] = { ready: false, port: transport.port ? port : 0, error: errorMessage(err) };
+      this.statuses[name] = { ready: false, port, error: errorMessage(err) };
       this.log.error({ transport: name, err: errorMessage(err) }, 'listener failed to start; its section will be reported as failed until a retry succeeds');
       this.retryLater(name);
     }

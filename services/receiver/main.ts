@@ -1,11 +1,12 @@
 import { errorMessage } from '../core/errors.js';
 import { configFromEnvOrExit, effectiveLogLevel, ExitCode, onShutdownSignal, outputDirIssues } from '../shared/entry.js';
+import { transports } from '../transports/index.js';
 import { createLogger } from '../shared/logger.js';
 import { buildReceiver } from './app.js';
 
 // Receiver entry: validates the environment, starts every listener and the control endpoint, and
 // serves runs until SIGTERM/SIGINT.
-const config = configFromEnvOrExit(outputDirIssues);
+const config = configFromEnvOrExit(transports, outputDirIssues);
 const log = createLogger('receiver', effectiveLogLevel(config));
 const receiver = buildReceiver(config, log);
 onShutdownSignal(async (signal) => {

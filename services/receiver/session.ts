@@ -1,18 +1,18 @@
 import type { Logger } from 'pino';
-import { imageChecksum } from '../core/checksum.js';
-import { sideCost, type ResourceReading, type SideCost } from '../core/cost.js';
+import type { RunAnnouncement, SectionEnd } from '../core/control-protocol.js';
+import { brokerCost, sideCost, type BrokerReading, type ResourceReading, type SideCost } from '../core/cost.js';
+import { errorMessage } from '../core/errors.js';
 import type { Ack } from '../core/frame.js';
-import { RESULTS_SCHEMA_VERSION, summarizeTransports, type HostFacts, type RunInfo, type RunReport } from '../core/report.js';
+import { buildRunReport, type HostFacts, type RunInfo, type RunReport } from '../core/report.js';
 import { SectionRecorder, type SectionPlan, type SectionResult } from '../core/section.js';
+import { nsToMs } from '../core/stats.js';
 import { readResources, RssPeakTracker } from '../shared/resources.js';
 import type { ReceivedFrame } from '../transports/contract.js';
+import { Verifier } from './verifier.js';
 
 // The receiver's state for one run: the sections done, the one open, and what arrives for it.
 // Kept apart from HTTP and files so the app can end a run three ways with the same code: the
 // transmitter finishes it, the transmitter goes away, or the receiver is shut down.
-
-/** What the transmitter sends at the start of a run (the receiver adds its own host). */
-export type RunAnnouncement = Omit<RunInfo, 'hosts'> & { hosts: Pick<RunInfo['hosts'], 'transmitter'> };
 
 /** Where a run stands, for the live page: finished sections and the one in progress. */
 export interface RunProgress {
@@ -21,12 +21,21 @@ export interface RunProgress {
   open: { transport: string; label: string; repeat: number; imageCount: number; warmup: number; received: number } | undefined;
 }
 
-// A section between POST /sections and its end: the record, and the receiver's resource
-// readings from POST /sections/:id/measure (sent once warm-up is over) to the end.
+/** Reads the broker a transport goes through, or undefined for a transport without one. */
+export type BrokerReader = (transport: string) => Promise<BrokerReading> | undefined;
+
+// A section between POST /sections and its end: the record, and the receiver's (and broker's)
+// readings over the same span as the transmitter's: from POST /sections/:id/measure (sent once
+// warm-up is over, just before the first recorded stamp) to the ack of the last recorded image.
 interface OpenSection {
   recorder: SectionRecorder;
-  measureStart: ResourceReading | undefined;
   rss: RssPeakTracker;
+  measureStart: ResourceReading | undefined;
+  measureEnd: { reading: ResourceReading; peakRssBytes: number } | undefined;
+  brokerStart: Promise<BrokerReading | undefined> | undefined;
+  brokerEnd: Promise<BrokerReading | undefined> | undefined;
+  /** Time spent hashing this section's images. */
+  verifyNs: bigint;
 }
 
 /** One run at a time on the receiver: sections in, frames recorded, a report out. */
@@ -34,6 +43,7 @@ export class RunSession {
   private info: RunInfo | undefined;
   private sections: SectionResult[] = [];
   private open: OpenSection | undefined;
+  private readonly verifier = new Verifier();
   /** Frames and inputs the run did not expect, for the log at its end. */
   strayFrames = 0;
   /** Date.now() of the last control request or frame: the watchdog's measure of a live transmitter. */
@@ -44,6 +54,7 @@ export class RunSession {
     private readonly receiverHost: () => HostFacts,
     /** False only to measure what verification costs: every image then counts as intact. */
     private readonly verify = true,
+    private readonly readBroker: BrokerReader = () => undefined,
   ) {}
 
   /** True between a run's start and its end. */
@@ -72,7 +83,7 @@ export class RunSession {
       this.sections.push(new SectionRecorder(plan).result(refusal));
       return;
     }
-    this.open = { recorder: new SectionRecorder(plan), measureStart: undefined, rss: new RssPeakTracker() };
+    this.open = { recorder: new SectionRecorder(plan), rss: new RssPeakTracker(), measureStart: undefined, measureEnd: undefined, brokerStart: undefined, brokerEnd: undefined, verifyNs: 0n };
   }
 
   /** True when `sectionId` (as given in a URL) is the open section. */
@@ -80,40 +91,66 @@ export class RunSession {
     return this.open !== undefined && String(this.open.recorder.plan.sectionId) === sectionIdText;
   }
 
-  /** Warm-up is over: the receiver's cost is measured from here. */
+  /** Warm-up is over: the receiver's (and the broker's) cost is measured from here. */
   startMeasuring(): void {
-    if (this.open === undefined) return;
-    this.open.rss.start();
-    this.open.measureStart = readResources();
+    const open = this.open;
+    if (open === undefined) return;
+    open.rss.start();
+    open.measureStart = readResources();
+    open.brokerStart = this.brokerReading(open.recorder.plan.transport);
   }
 
-  /** Ends the open section with the transmitter's word on it; returns its result. */
-  endSection(failure: string | null, transmitterCost: SideCost | null, measureEnd: ResourceReading = readResources()): SectionResult | undefined {
+  /** Ends the open section with the transmitter's side of it; returns its result. */
+  async endSection(end: SectionEnd): Promise<SectionResult | undefined> {
     const open = this.open;
     if (open === undefined) return undefined;
-    const peakRssBytes = open.rss.stop();
-    const receiverCost = open.measureStart === undefined ? null : sideCost(open.measureStart, measureEnd, peakRssBytes, open.recorder.plan.imageCount);
-    const result = open.recorder.result(failure, { transmitter: transmitterCost, receiver: receiverCost });
     this.open = undefined;
+    // The last images' verdicts may still be queued: they belong to this section's result.
+    this.verifier.flush();
+    const { plan } = open.recorder;
+    const measureEnd = open.measureEnd ?? { reading: readResources(), peakRssBytes: open.rss.stop() };
+    open.rss.stop();
+    const receiverCost = open.measureStart === undefined ? null : sideCost(open.measureStart, measureEnd.reading, measureEnd.peakRssBytes, plan.imageCount);
+    const [brokerStart, brokerEnd] = await Promise.all([open.brokerStart, open.brokerEnd ?? (open.brokerStart && this.brokerReading(plan.transport))]);
+    const broker: SideCost | null = brokerStart && brokerEnd ? brokerCost(brokerStart, brokerEnd, plan.imageCount) : null;
+    const result = open.recorder.result(end.failure, {
+      cost: { transmitter: end.transmitterCost, receiver: receiverCost, broker },
+      rttNs: end.rttNs,
+      verifyMs: this.verify ? nsToMs(open.verifyNs) : null,
+    });
     this.sections.push(result);
     return result;
   }
 
   /**
-   * Records one frame from any transport: the arrival time is already taken, so the checksum is
-   * verified here, outside the timed span. A frame for no open section is rejected and counted.
+   * Records one frame from any transport and returns its ack at once; the checksum is verified
+   * afterwards, off the critical path. A frame for no open section is rejected and counted.
    */
   deliver(frame: ReceivedFrame): Ack {
     const { header } = frame;
     this.lastActivityMs = Date.now();
-    const recorder = this.open?.recorder;
-    if (recorder === undefined || recorder.plan.sectionId !== header.sectionId) {
+    const open = this.open;
+    if (open === undefined || open.recorder.plan.sectionId !== header.sectionId) {
       this.strayFrames++;
       this.log.warn({ sectionId: header.sectionId, seq: header.seq }, 'frame for no open section dropped');
       return { sectionId: header.sectionId, seq: header.seq, status: 'rejected' };
     }
-    const checksumOk = !this.verify || imageChecksum(frame.payload) === header.checksum;
-    const status = recorder.record(header, frame.arrivalNs, checksumOk);
+    const { recorder } = open;
+    const status = recorder.record(header, frame.arrivalNs);
+    if (status === 'accepted') {
+      if (!this.verify) recorder.verified(header.seq, true);
+      else {
+        this.verifier.enqueue(frame.payload, header.checksum, (checksumOk, hashNs) => {
+          recorder.verified(header.seq, checksumOk);
+          open.verifyNs += hashNs;
+        });
+      }
+      // The last recorded image is in hand and its ack goes out now: the end of this side's span.
+      if (header.seq >= recorder.plan.warmup && recorder.recordedCount === recorder.plan.imageCount && open.measureStart !== undefined) {
+        open.measureEnd = { reading: readResources(), peakRssBytes: open.rss.stop() };
+        open.brokerEnd = this.brokerReading(recorder.plan.transport);
+      }
+    }
     if (this.log.isLevelEnabled('debug')) {
       this.log.debug({ transport: recorder.plan.transport, seq: header.seq, status, timeNs: String(frame.arrivalNs - header.sentAtNs) }, 'image received');
     }
@@ -125,24 +162,17 @@ export class RunSession {
    * if any, fails with it and keeps the count of images it got), null when the transmitter
    * finished it. Undefined when no run is in progress.
    */
-  finish(stopReason: string | null): RunReport | undefined {
+  async finish(stopReason: string | null): Promise<RunReport | undefined> {
     const info = this.info;
     if (info === undefined) return undefined;
     if (this.open !== undefined && stopReason !== null) {
       const { imageCount, warmup } = this.open.recorder.plan;
       const got = Math.max(0, this.open.recorder.receivedCount - warmup);
-      this.endSection(`${stopReason}; got ${got} of ${imageCount} images`, null);
+      await this.endSection({ failure: `${stopReason}; got ${got} of ${imageCount} images`, transmitterCost: null, rttNs: [] });
     }
     this.closeOpen();
     this.info = undefined;
-    return {
-      schemaVersion: RESULTS_SCHEMA_VERSION,
-      run: info,
-      finishedAt: new Date().toISOString(),
-      stopReason,
-      sections: this.sections,
-      transports: summarizeTransports(this.sections, info.transports),
-    };
+    return buildRunReport(info, this.sections, stopReason);
   }
 
   /** Where the run stands; undefined when none is in progress. */
@@ -161,6 +191,14 @@ export class RunSession {
         received: open.receivedCount,
       },
     };
+  }
+
+  // A broker reading that never rejects: a broker that cannot be read leaves its side unmeasured.
+  private brokerReading(transport: string): Promise<BrokerReading | undefined> | undefined {
+    return this.readBroker(transport)?.catch((err: unknown) => {
+      this.log.warn({ transport, err: errorMessage(err) }, 'broker not read: its cost is not reported');
+      return undefined;
+    });
   }
 
   private closeOpen(): void {

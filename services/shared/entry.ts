@@ -2,19 +2,18 @@ import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs'
 import os from 'node:os';
 import path from 'node:path';
 import { errorMessage } from '../core/errors.js';
-import { formatConfigIssues, parseConfig, type Config, type ConfigIssue } from '../core/config.js';
-import { transports } from '../transports/index.js';
+import { formatConfigIssues, parseConfig, type Config, type ConfigIssue, type TransportSpec } from '../core/config.js';
 
 /** Exit codes of every entry: 0 all intact, 1 a transport failed or lost images, 2 bad configuration. */
 export const ExitCode = { ok: 0, failed: 1, config: 2 } as const;
 
 /**
- * Reads the configuration from the environment, after loading `.env` from the working directory
+ * Reads the configuration for `transports` (the transport table) from the environment, after loading `.env` from the working directory
  * when there is one (variables already set win over the file). Extra checks that need I/O add
  * their issues so every bad variable is reported at once; on any issue it prints them all and
  * exits with code 2 before anything else happens.
  */
-export function configFromEnvOrExit(extraChecks: (env: NodeJS.ProcessEnv) => ConfigIssue[] = () => []): Readonly<Config> {
+export function configFromEnvOrExit(transports: readonly TransportSpec[], extraChecks: (env: NodeJS.ProcessEnv) => ConfigIssue[] = () => []): Readonly<Config> {
   if (existsSync('.env')) process.loadEnvFile('.env');
   const result = parseConfig(process.env, transports);
   const issues = [...(result.ok ? [] : result.issues), ...extraChecks(process.env)];

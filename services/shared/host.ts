@@ -1,11 +1,10 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import { version as zeromqLibraryVersion } from 'zeromq';
 import type { HostFacts } from '../core/report.js';
 import { projectPath } from './paths.js';
 
-/** The libraries under test, and the measuring ones, whose versions a report names. */
-const REPORTED_LIBRARIES = ['fastify', '@fastify/websocket', 'ws', 'bufferutil', '@grpc/grpc-js', '@grpc/proto-loader', 'zeromq', 'ioredis', '@node-rs/xxhash', 'hdr-histogram-js', 'pino'];
+/** The measuring libraries every report names besides the transports' own. */
+const MEASURING_LIBRARIES = ['@node-rs/xxhash', 'hdr-histogram-js', 'pino'];
 
 function installedVersion(name: string): string {
   try {
@@ -25,8 +24,9 @@ function readBootId(): string | null {
 
 let cached: HostFacts | undefined;
 
-/** Facts about this machine and the installed libraries (read once per process). */
-export function hostFacts(): HostFacts {
+/** Facts about this machine and the installed libraries: each transport's `libraries`, then the measuring ones (read once per process). */
+export function hostFacts(transportTable: readonly { libraries: readonly string[]; nativeLibraries?: Readonly<Record<string, string>> }[]): HostFacts {
+  const reported = [...new Set([...transportTable.flatMap((t) => t.libraries), ...MEASURING_LIBRARIES])];
   cached ??= {
     hostname: os.hostname(),
     cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown',
@@ -36,7 +36,7 @@ export function hostFacts(): HostFacts {
     kernel: os.release(),
     nodeVersion: process.version,
     bootId: readBootId(),
-    libraries: { ...Object.fromEntries(REPORTED_LIBRARIES.map((name) => [name, installedVersion(name)])), libzmq: zeromqLibraryVersion },
+    libraries: { ...Object.fromEntries(reported.map((name) => [name, installedVersion(name)])), ...Object.assign({}, ...transportTable.map((t) => t.nativeLibraries ?? {})) },
   };
   return cached;
 }

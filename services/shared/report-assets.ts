@@ -1,22 +1,25 @@
 import { existsSync, readFileSync } from 'node:fs';
+import type { HtmlReportLibraries } from '../core/html-report.js';
 import { projectPath } from './paths.js';
 
-// The browser libraries the HTML report inlines, read from node_modules so the report needs no
-// network. Kept apart from services/core/html-report.ts so the renderer stays pure.
+// What the HTML report inlines, read from files so the report needs no network: Chart.js from
+// node_modules, the page's own style and script from assets/ (which the runtime image ships).
+// Kept apart from services/core/html-report.ts so the renderer stays pure.
 
-/** Library sources the HTML report inlines, by role. */
-export interface ReportLibraries {
-  /** Chart.js 4's UMD build: defines the global `Chart`. */
-  chartJs: string;
+let cached: HtmlReportLibraries | undefined;
+
+/** The report's inlined sources, read once per process; throws naming the file when one is missing. */
+export function reportLibraries(): HtmlReportLibraries {
+  cached ??= {
+    chartJs: readSource('Chart.js', 'run "npm install"', 'node_modules', 'chart.js', 'dist', 'chart.umd.js'),
+    pageCss: readSource('its style', 'restore assets/report-page/ from the repository', 'assets', 'report-page', 'report.css'),
+    pageScript: readSource('its script', 'restore assets/report-page/ from the repository', 'assets', 'report-page', 'report.js'),
+  };
+  return cached;
 }
 
-let cached: ReportLibraries | undefined;
-
-/** The report's libraries, read once per process; throws naming the file when one is missing. */
-export function reportLibraries(): ReportLibraries {
-  if (cached !== undefined) return cached;
-  const chartJsPath = projectPath('node_modules', 'chart.js', 'dist', 'chart.umd.js');
-  if (!existsSync(chartJsPath)) throw new Error(`${chartJsPath} is missing: the HTML report inlines Chart.js from it (run "npm install")`);
-  cached = { chartJs: readFileSync(chartJsPath, 'utf8') };
-  return cached;
+function readSource(what: string, remedy: string, ...segments: string[]): string {
+  const file = projectPath(...segments);
+  if (!existsSync(file)) throw new Error(`${file} is missing: the HTML report inlines ${what} from it (${remedy})`);
+  return readFileSync(file, 'utf8');
 }

@@ -3,31 +3,22 @@ import type { Logger } from 'pino';
 import { imageChecksum } from '../core/checksum.js';
 import { estimateClockOffset, type ClockSample } from '../core/clock.js';
 import type { Config } from '../core/config.js';
-import { sideCost, type SideCost } from '../core/cost.js';
+import type { RunAnnouncement, RunOutcome } from '../core/control-protocol.js';
+import { sideCost, type ResourceReading, type SideCost } from '../core/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import { encodeFrameHeader, stampSentAt, type Ack } from '../core/frame.js';
-import { RESULTS_SCHEMA_VERSION, renderSummary, summarizeTransports, type HostFacts, type RunInfo, type RunReport } from '../core/report.js';
+import { encodeFrameHeader, type Ack } from '../core/frame.js';
+import { buildRunReport, renderSummary, type HostFacts } from '../core/report.js';
 import { acknowledgedOnlyResult, SectionRecorder, type SectionClock, type SectionPlan, type SectionResult } from '../core/section.js';
 import { hostFacts } from '../shared/host.js';
 import { readResources, RssPeakTracker } from '../shared/resources.js';
-import { withTimeout } from '../shared/waits.js';
 import type { TransmitterLink, Transport } from '../transports/contract.js';
-import { transportByName } from '../transports/index.js';
+import { transportByName, transports } from '../transports/index.js';
 import { ControlClient } from './control-client.js';
 
 /** The image a run sends, loaded before the run (never inside the timed path). */
 export interface RunImage {
   bytes: Buffer;
   description: string;
-}
-
-/** What a finished run hands back to the entry: the report, its summary tables, and the verdict. */
-export interface RunOutcome {
-  report: RunReport;
-  summary: string;
-  succeeded: boolean;
-  /** Set when the receiver went away mid-run: the report is the transmitter's own, and no output.log was written. */
-  receiverLost?: string;
 }
 
 /**
@@ -58,6 +49,8 @@ export interface RunObserver {
 export interface TransmitterApp {
   run(): Promise<RunOutcome>;
 }
+
+export type { RunOutcome };
 
 /** Round trips per clock-offset estimate (after one that opens the socket): the lowest is kept. */
 const CLOCK_SAMPLES = 8;
@@ -97,38 +90,101 @@ class AckWaiter {
   }
 }
 
+/** What one section's sends and acks produced on the transmitter's side. */
+interface TransferOutcome {
+  failure: string | null;
+  cost: SideCost | null;
+  /** Round trip of every recorded image in nanoseconds, by image; null where no ack came. */
+  rttNs: (number | null)[];
+}
+
+/**
+ * The transports of repeat `repeat` (from 1) in run order: TRANSPORTS rotated by one place per
+ * repeat (A B C, B C A, C A B, …), so no transport always follows the same neighbour.
+ */
+export function rotatedOrder(names: readonly string[], repeat: number): string[] {
+  const shift = (repeat - 1) % Math.max(1, names.length);
+  return [...names.slice(shift), ...names.slice(0, shift)];
+}
+
 /** Builds a transmitter that sends `image` per the config; nothing happens until run(). */
 export function buildTransmitter(config: Readonly<Config>, image: RunImage, log: Logger, observer?: RunObserver): TransmitterApp {
   const control = new ControlClient(config.receiverHost, config.controlPort, config.imageTimeoutMs);
   const checksum = imageChecksum(image.bytes);
-  const transmitterHost = hostFacts();
+  const transmitterHost = hostFacts(transports);
   let receiverLost: string | undefined;
 
-  // Sends seqs [from, to) keeping at most `window` unacknowledged, then waits for every ack.
-  async function sendPhase(link: TransmitterLink, plan: SectionPlan, from: number, to: number, acked: Set<number>, waiter: AckWaiter, progress?: SectionProgress): Promise<void> {
-    const ackedBefore = acked.size;
-    waiter.notify();
-    for (let seq = from; seq < to; seq++) {
-      const header = encodeFrameHeader({ sectionId: plan.sectionId, seq, sizeBytes: image.bytes.length, checksum, sentAtNs: 0n });
-      const sentSoFar = seq - from;
-      await waiter.until(() => sentSoFar - (acked.size - ackedBefore) < plan.window, config.imageTimeoutMs, () => `a free slot in the window before image seq ${seq}`);
-      stampSentAt(header, process.hrtime.bigint());
-      await withTimeout(link.send(header, image.bytes), config.imageTimeoutMs, `handing image seq ${seq} to ${plan.transport}`);
-      if (progress) progress.sent++;
+  /** One section's bookkeeping of stamps and acks, shared by its warm-up and recorded phases. */
+  class Flight {
+    /** Stamp of every seq, warm-up included (0 until stamped). */
+    readonly stampsNs: BigInt64Array;
+    readonly ackedAtNs: BigInt64Array;
+    stamped = 0;
+    acked = 0;
+    /** Readings when the last recorded ack was processed: the end of the transmitter's cost span. */
+    end: { reading: ResourceReading; peakRssBytes: number } | undefined;
+
+    constructor(
+      readonly plan: SectionPlan,
+      private readonly progress: SectionProgress,
+      private readonly waiter: AckWaiter,
+      readonly rss: RssPeakTracker,
+    ) {
+      const seqs = plan.warmup + plan.imageCount;
+      this.stampsNs = new BigInt64Array(seqs);
+      this.ackedAtNs = new BigInt64Array(seqs);
     }
-    await waiter.until(() => acked.size - ackedBefore >= to - from, config.imageTimeoutMs, () => `${to - from - (acked.size - ackedBefore)} outstanding acknowledgements`);
+
+    onAck(ack: Ack): void {
+      const processedNs = process.hrtime.bigint();
+      const { seq } = ack;
+      if (ack.sectionId !== this.plan.sectionId || seq >= this.stampsNs.length || this.ackedAtNs[seq] !== 0n || this.stampsNs[seq] === 0n) return;
+      this.ackedAtNs[seq] = processedNs;
+      this.acked++;
+      if (seq >= this.plan.warmup) {
+        this.progress.acked++;
+        if (this.progress.acked === this.plan.imageCount) this.end = { reading: readResources(), peakRssBytes: this.rss.stop() };
+      }
+      this.waiter.notify();
+    }
+
+    rttNs(): (number | null)[] {
+      const rtts: (number | null)[] = [];
+      for (let seq = this.plan.warmup; seq < this.stampsNs.length; seq++) {
+        const acked = this.ackedAtNs[seq]!;
+        rtts.push(acked === 0n ? null : Number(acked - this.stampsNs[seq]!));
+      }
+      return rtts;
+    }
   }
 
-  // Warm-up, then the recorded images with both sides' resources measured around them.
-  async function transfer(transport: Transport, plan: SectionPlan, progress: SectionProgress, acked: Set<number>): Promise<{ failure: string | null; cost: SideCost | null }> {
+  // Sends seqs [from, to). Every image the window admits (fewer than WINDOW stamped and not yet
+  // acknowledged) is stamped at once, and only then are they handed to the link, in order: a
+  // library's synchronous work on one image (a masked copy, an encode) is inside that image's time
+  // and the ones after it, never between a free slot and its stamp. Then waits for every ack.
+  async function sendPhase(link: TransmitterLink, flight: Flight, from: number, to: number, waiter: AckWaiter, progress?: SectionProgress): Promise<void> {
+    const { plan } = flight;
+    const admitted: Buffer[] = [];
+    for (let seq = from; seq < to; ) {
+      await waiter.until(() => flight.stamped - flight.acked < plan.window, config.imageTimeoutMs, () => `a free slot in the window before image seq ${seq}`);
+      for (; seq < to && flight.stamped - flight.acked < plan.window; seq++) {
+        const stampNs = process.hrtime.bigint();
+        admitted.push(encodeFrameHeader({ sectionId: plan.sectionId, seq, sizeBytes: image.bytes.length, checksum, sentAtNs: stampNs }));
+        flight.stampsNs[seq] = stampNs;
+        flight.stamped++;
+      }
+      for (const header of admitted) link.send(header, image.bytes);
+      if (progress) progress.sent += admitted.length;
+      admitted.length = 0;
+    }
+    await waiter.until(() => flight.acked >= to, config.imageTimeoutMs, () => `${to - flight.acked} outstanding acknowledgements`);
+  }
+
+  // Warm-up, then the recorded images with the transmitter's resources measured from the first
+  // recorded stamp to the last recorded ack.
+  async function transfer(transport: Transport, plan: SectionPlan, progress: SectionProgress): Promise<TransferOutcome & { flight: Flight }> {
     const waiter = new AckWaiter();
-    const onAck = (ack: Ack): void => {
-      if (ack.sectionId !== plan.sectionId || acked.has(ack.seq)) return;
-      acked.add(ack.seq);
-      if (ack.seq >= plan.warmup) progress.acked++;
-      waiter.notify();
-    };
-    const rss = new RssPeakTracker();
+    const flight = new Flight(plan, progress, waiter, new RssPeakTracker());
     let link: TransmitterLink | undefined;
     let cost: SideCost | null = null;
     try {
@@ -136,25 +192,28 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
         host: config.receiverHost,
         bindHost: config.bindHost,
         port: config.ports[transport.name] ?? 0,
-        redisUrl: config.redisUrl,
+        url: config.urls[transport.name],
         maxImageBytes: config.maxImageBytes,
         connectTimeoutMs: config.connectTimeoutMs,
         log: log.child({ transport: transport.name }),
-        onAck,
+        onAck: (ack) => flight.onAck(ack),
         onFailure: (err) => waiter.fail(err),
       });
-      await sendPhase(link, plan, 0, plan.warmup, acked, waiter);
+      waiter.notify();
+      await sendPhase(link, flight, 0, plan.warmup, waiter);
       await control.startMeasuring(plan.sectionId);
-      rss.start();
+      waiter.notify();
+      flight.rss.start();
       const start = readResources();
       progress.startedAtMs = Date.now();
-      await sendPhase(link, plan, plan.warmup, plan.warmup + plan.imageCount, acked, waiter, progress);
-      cost = sideCost(start, readResources(), rss.stop(), plan.imageCount);
-      return { failure: null, cost };
+      await sendPhase(link, flight, plan.warmup, plan.warmup + plan.imageCount, waiter, progress);
+      const end = flight.end ?? { reading: readResources(), peakRssBytes: flight.rss.stop() };
+      cost = sideCost(start, end.reading, end.peakRssBytes, plan.imageCount);
+      return { failure: null, cost, rttNs: flight.rttNs(), flight };
     } catch (err) {
-      return { failure: errorMessage(err), cost };
+      return { failure: errorMessage(err), cost, rttNs: flight.rttNs(), flight };
     } finally {
-      rss.stop();
+      flight.rss.stop();
       await link?.close().catch((err: unknown) => log.warn({ transport: transport.name, err: errorMessage(err) }, 'close failed'));
     }
   }
@@ -197,17 +256,23 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     log.info({ transport: transport.name, repeat, imageCount: plan.imageCount, imageSizeBytes: plan.imageSizeBytes, window: plan.window }, 'section start');
     observer?.sectionStarted(progress);
     let result: SectionResult;
-    const acked = new Set<number>();
+    let outcome: (TransferOutcome & { flight: Flight }) | undefined;
     try {
       plan = { ...plan, clock: await estimateClock(receiverHost) };
       await control.openSection(plan);
-      const { failure, cost } = await transfer(transport, plan, progress, acked);
-      result = await control.endSection(plan.sectionId, failure, cost);
+      outcome = await transfer(transport, plan, progress);
+      result = await control.endSection(plan.sectionId, { failure: outcome.failure, transmitterCost: outcome.cost, rttNs: outcome.rttNs });
     } catch (err) {
       // The receiver could not take part (listener down) or is gone: then only the acks tell
       // what arrived, and the run stops after this section.
       if (err instanceof ItbError && err.code === ErrorCode.receiverUnreachable) receiverLost ??= err.message;
-      result = acked.size > 0 ? acknowledgedOnlyResult(plan, acked, errorMessage(err)) : new SectionRecorder(plan).result(errorMessage(err));
+      const flight = outcome?.flight;
+      const ackedSeqs = new Set<number>();
+      if (flight) for (let seq = 0; seq < flight.ackedAtNs.length; seq++) if (flight.ackedAtNs[seq] !== 0n) ackedSeqs.add(seq);
+      result =
+        ackedSeqs.size > 0
+          ? acknowledgedOnlyResult(plan, ackedSeqs, errorMessage(err), { rttNs: outcome?.rttNs })
+          : new SectionRecorder(plan).result(errorMessage(err));
     }
     log.info({ transport: transport.name, repeat, ok: result.ok, okCount: result.okCount, lostCount: result.lostCount, corruptCount: result.corruptCount, totalMs: result.totalMs, failure: result.failure }, 'section end');
     observer?.sectionEnded(progress, result);
@@ -217,7 +282,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   return {
     async run() {
       const health = await control.waitUntilReady(config.connectTimeoutMs);
-      const info: Omit<RunInfo, 'hosts'> & { hosts: Pick<RunInfo['hosts'], 'transmitter'> } = {
+      const announcement: RunAnnouncement = {
         startedAt: new Date().toISOString(),
         imageDescription: image.description,
         imageSizeBytes: image.bytes.length,
@@ -226,29 +291,24 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
         warmup: config.warmup,
         repeat: config.repeat,
         transports: config.transports,
+        arrivalNotes: config.transports.flatMap((name) => transportByName(name).batchedArrivals ?? []),
         config,
         hosts: { transmitter: transmitterHost },
       };
-      await control.startRun(info);
-      // Interleaved (A B C, A B C, ...) so drift on a shared machine hits every transport alike.
+      await control.startRun(announcement);
+      // Interleaved, one section of every transport per repeat, in an order rotated each repeat,
+      // so drift on a shared machine and a neighbour's leftover garbage hit every transport alike.
       try {
         const sections: SectionResult[] = [];
         for (let repeat = 1; repeat <= config.repeat && receiverLost === undefined; repeat++) {
-          for (const name of config.transports) {
+          for (const name of rotatedOrder(config.transports, repeat)) {
             sections.push(await runSection(transportByName(name), repeat, health.host));
             if (receiverLost !== undefined) break;
           }
         }
         if (receiverLost === undefined) return await control.finishRun();
         // The receiver is gone with its record: report what the transmitter knows, and stop.
-        const report: RunReport = {
-          schemaVersion: RESULTS_SCHEMA_VERSION,
-          run: { ...info, hosts: { transmitter: transmitterHost, receiver: health.host } },
-          finishedAt: new Date().toISOString(),
-          stopReason: `receiver went away: ${receiverLost}`,
-          sections,
-          transports: summarizeTransports(sections, config.transports),
-        };
+        const report = buildRunReport({ ...announcement, hosts: { transmitter: transmitterHost, receiver: health.host } }, sections, `receiver went away: ${receiverLost}`);
         return { report, summary: renderSummary(report), succeeded: false, receiverLost };
       } finally {
         control.close();

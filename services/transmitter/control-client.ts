@@ -1,11 +1,9 @@
 import http from 'node:http';
 import type { ClockSample } from '../core/clock.js';
-import type { SideCost } from '../core/cost.js';
+import { CLOCK_HEADER, type HealthResponse, type RunAnnouncement, type RunOutcome, type SectionEnd } from '../core/control-protocol.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import type { RunInfo } from '../core/report.js';
 import type { SectionPlan, SectionResult } from '../core/section.js';
-import { CLOCK_HEADER, type HealthResponse } from '../receiver/protocol.js';
-import type { RunOutcome } from './app.js';
+import { bracketHost } from '../shared/net.js';
 
 /** The transmitter's side of the control protocol: every request bounded in time. */
 export class ControlClient {
@@ -17,7 +15,7 @@ export class ControlClient {
     private readonly port: number,
     private readonly requestTimeoutMs: number,
   ) {
-    this.baseUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    this.baseUrl = `http://${bracketHost(host)}:${port}`;
   }
 
   /**
@@ -48,7 +46,7 @@ export class ControlClient {
   }
 
   /** Announces a run's facts; the receiver resets its state for it and adds its own host. */
-  async startRun(info: Omit<RunInfo, 'hosts'> & { hosts: Pick<RunInfo['hosts'], 'transmitter'> }): Promise<void> {
+  async startRun(info: RunAnnouncement): Promise<void> {
     await this.post('/runs', info);
   }
 
@@ -90,9 +88,9 @@ export class ControlClient {
     await this.post('/sections', plan);
   }
 
-  /** Ends a section with the transmitter's failure reason (or null) and cost; returns the receiver's record. */
-  async endSection(sectionId: number, failure: string | null, transmitterCost: SideCost | null): Promise<SectionResult> {
-    return (await this.post(`/sections/${sectionId}/end`, { failure, transmitterCost })) as SectionResult;
+  /** Ends a section with the transmitter's side of it (failure or null, cost, round trips); returns the receiver's record. */
+  async endSection(sectionId: number, end: SectionEnd): Promise<SectionResult> {
+    return (await this.post(`/sections/${sectionId}/end`, end)) as SectionResult;
   }
 
   /** Ends the run: the receiver writes output.log and results.json and returns the report. */

@@ -1,16 +1,16 @@
 import { readFile } from 'node:fs/promises';
 import { ErrorCode, ItbError, errorMessage } from '../core/errors.js';
-import { describePng, generatePng } from '../core/png.js';
+import { describePng, generatePng, SAMPLE_ASSET_BYTES, SAMPLE_ASSET_PATH } from '../core/png.js';
 import { projectPath } from '../shared/paths.js';
 
 /** Where the bundled sample picture lives (made by `npm run make-asset`). */
-export const ASSET_PATH: string = projectPath('assets', 'sample.png');
+export const ASSET_PATH: string = projectPath(SAMPLE_ASSET_PATH);
 /** Exact size of assets/sample.png: 533.0 KiB. */
-export const ASSET_SIZE_BYTES = 545_792;
+export const ASSET_SIZE_BYTES = SAMPLE_ASSET_BYTES;
 /** Seed of generated images, fixed so every run and every transport sends the same bytes. */
 export const GENERATED_IMAGE_SEED = 1;
 
-const ASSET_DISPLAY_PATH = 'assets/sample.png';
+const ASSET_DISPLAY_PATH = SAMPLE_ASSET_PATH;
 
 /** Where the image comes from: IMAGE_PATH wins, else a size (undefined means the sample's). */
 export interface ImageSource {

@@ -1,5 +1,6 @@
 import { errorMessage } from '../core/errors.js';
 import { configFromEnvOrExit, effectiveLogLevel, ExitCode, imagePathIssues, onShutdownSignal } from '../shared/entry.js';
+import { transports } from '../transports/index.js';
 import { createLogger } from '../shared/logger.js';
 import { buildTransmitter } from './app.js';
 import { loadImage } from './images.js';
@@ -8,7 +9,7 @@ import { createProgressDisplay } from './progress.js';
 // Transmitter entry: validates the environment, loads the image, runs every transport's section
 // against the receiver and prints the summary. Exit 0: every image of every transport arrived
 // intact; 1: anything else; 2: bad configuration.
-const config = configFromEnvOrExit(imagePathIssues);
+const config = configFromEnvOrExit(transports, imagePathIssues);
 const log = createLogger('transmitter', effectiveLogLevel(config));
 // On stderr, so stdout carries only the final summary.
 const progress = createProgressDisplay({ stream: process.stderr, tty: Boolean(process.stderr.isTTY) });

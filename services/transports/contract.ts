@@ -1,21 +1,28 @@
 import type { Logger } from 'pino';
+import type { TransportSetting } from '../core/config.js';
+import type { BrokerReading } from '../core/cost.js';
 import type { Ack, FrameHeader } from '../core/frame.js';
 
-// The two-sided contract every transport implements. A transport moves opaque frames
-// (a 40-byte encoded header plus the image bytes) one way and 12-byte acks the other way;
-// timing, windowing, verification and bookkeeping live outside it, so every transport is
-// measured by the same code.
+// The two-sided contract every transport implements. A transport moves opaque frames (a 40-byte
+// encoded header plus the image bytes) one way and 12-byte acks the other way. The rules that
+// make transports comparable are not the transport's to choose, so they live outside it or in
+// the shared kit (./kit/) every transport uses:
+// - the transmitter stamps an image when the window admits it and hands it over at once: any
+//   wait for library or kernel backpressure happens inside the link, inside that image's time;
+// - the receiver stamps an image's arrival when the frame gate takes it (the moment the last byte
+//   is in hand), acknowledges it at once and verifies it later, off the critical path;
+// - what a receiver does with bad input and with a delivery that throws is the gate's one policy.
 
-/** Where a transport finds its peer; a transport uses the fields it needs. */
+/** Where a transport finds its peer; a transport uses the fields its setting gives it. */
 export interface TransportEndpoint {
   /** Host the transmitter dials (ignored by the receiver side). */
   host: string;
   /** Address the receiver side binds (ignored by the transmitter side). */
   bindHost: string;
-  /** TCP port, for transports that have one (0 on the receiver side: pick a free one). */
+  /** The transport's port, when its setting is a port (0 on the receiver side: pick a free one); 0 otherwise. */
   port: number;
-  /** Redis connection URL, for transports that go through Redis; undefined when there is none. */
-  redisUrl: string | undefined;
+  /** The transport's URL (the broker it goes through), when its setting is a URL; undefined otherwise. */
+  url: string | undefined;
   /** Largest image either side accepts, in bytes: limits are raised to fit exactly this. */
   maxImageBytes: number;
 }
@@ -25,31 +32,37 @@ export interface ReceivedFrame {
   header: FrameHeader;
   /** The image bytes, whole or in the parts the library delivered (not concatenated on purpose). */
   payload: Buffer | readonly Buffer[];
-  /** Receiver's `process.hrtime.bigint()` when the last byte of the image was in hand. */
+  /** Receiver's `process.hrtime.bigint()` when the frame gate took the whole image. */
   arrivalNs: bigint;
 }
 
 /** Options the transmitter side connects with. */
 export interface TransmitterOptions extends TransportEndpoint {
   log: Logger;
-  /** Called for every ack the receiver sends back, in the order they arrive. */
+  /** Called for every ack the receiver sends back, as soon as the library hands it over. */
   onAck(ack: Ack): void;
-  /** Called at most once when the link breaks after connect(); the run fails the section. */
+  /** Called at most once, when the link breaks after connect() and before close(); the run fails the section. */
   onFailure(err: Error): void;
-  /** Bound on connect(): it rejects with ITB_ERR_TIMEOUT rather than waiting longer. */
+  /**
+   * Bound on connect(): refused or unanswered attempts are retried until it is over, then
+   * connect() rejects with ITB_ERR_TIMEOUT naming the last problem.
+   */
   connectTimeoutMs: number;
 }
 
 /** A connected transmitter side. */
 export interface TransmitterLink {
   /**
-   * Hands one frame to the library. Resolves when the library has accepted it (queued, not
-   * delivered: delivery is known only from the ack), and only then may the next send start:
-   * the caller never has two sends pending. `header` and `payload` are not modified afterwards,
-   * so they may be sent without copying.
+   * Hands over one frame whose header is already stamped, and returns at once. Frames leave in
+   * the order given. When the library pushes back (a socket over its high-water mark, one pending
+   * send at a time), the link holds the frame, uncopied, and passes it on as soon as the library
+   * takes it: the wait is inside this frame's time and never delays the caller's next stamp. The
+   * caller keeps at most WINDOW frames unacknowledged, which bounds what the link holds. Problems
+   * are reported through onFailure. `header` and `payload` are never modified afterwards, so the
+   * link may send them without copying.
    */
-  send(header: Buffer, payload: Buffer): Promise<void>;
-  /** Closes the link and releases every handle; safe to call twice. */
+  send(header: Buffer, payload: Buffer): void;
+  /** Closes the link, drops what it still holds and releases every handle; safe to call twice. */
   close(): Promise<void>;
 }
 
@@ -57,11 +70,12 @@ export interface TransmitterLink {
 export interface ReceiverOptions extends TransportEndpoint {
   log: Logger;
   /**
-   * Called once per complete frame whose header decoded; returns the ack to send back. Frames
-   * that fail to decode are dropped by the transport and reported through onReject.
+   * Takes one complete frame whose header decoded and whose length matched, and returns the ack to
+   * send back at once. Called only through the frame gate (./kit/gate.ts); must not block: the
+   * receiver verifies the image later, after the ack is on its way.
    */
   deliver(frame: ReceivedFrame): Ack;
-  /** Called for input the transport dropped (bad header, oversize frame, protocol error). */
+  /** Called for input the transport dropped (bad header, wrong length, oversize, protocol error, a delivery that threw). */
   onReject(reason: string): void;
   /**
    * Called at most once when the listener can no longer receive anything (the broker it reads
@@ -75,20 +89,47 @@ export interface ReceiverOptions extends TransportEndpoint {
 export interface ReceiverListener {
   /** Port actually bound (the configured one, or the one the OS picked for port 0); 0 if none. */
   port: number;
+  /** For a transport that goes through a broker: the broker's totals now, so its cost can be reported as a third side. */
+  readBroker?(): Promise<BrokerReading>;
   /** Stops listening, drops connections and releases every handle; safe to call twice. */
   close(): Promise<void>;
 }
 
-/** One transport: both sides plus what the config and the report need to know about it. */
+/** A server a transport goes through, started on this machine for a run or a test. */
+export interface LocalServer {
+  /** Value for the transport's URL setting. */
+  url: string;
+  /** Stops the server and waits until it is gone. */
+  close(): Promise<void>;
+}
+
+/** One transport: both sides plus what config, runner, reports, compose, bench and tests need to know. */
 export interface Transport {
   /** Name used in TRANSPORTS and results.json. */
   name: string;
   /** Name shown in output.log. */
   label: string;
-  /** Env var for its port and its default, or undefined when it needs no port (Redis). */
-  port: { envVar: string; defaultPort: number } | undefined;
   /** Marked "baseline" in the output: the floor the others are compared against. */
   baseline: boolean;
+  setting: TransportSetting;
+  /**
+   * For a transport whose setting is a URL: how `npm start` and the tests get a server of their own
+   * when the URL is not set (started on a free loopback port, stopped afterwards).
+   */
+  localServer?: { command: string; start(): Promise<LocalServer> };
+  /** npm packages the transport is built on: every report names them with their versions. */
+  libraries: readonly string[];
+  /** Versions of native libraries underneath, as the package reports them (libzmq), named in every report too. */
+  nativeLibraries?: Readonly<Record<string, string>>;
+  /** The service in docker-compose.yml this transport goes through (its broker), when it has one. */
+  composeService?: string;
+  /**
+   * How arrivals are stamped when the library can only hand over several frames at once (one
+   * stamp per hand-over); undefined when it hands over one frame at a time. output.log prints it.
+   */
+  batchedArrivals?: string;
+  /** The mode of ../shared/refbench that measures the same library with its thinnest client. */
+  refbenchMode: string;
   connect(options: TransmitterOptions): Promise<TransmitterLink>;
   listen(options: ReceiverOptions): Promise<ReceiverListener>;
 }

@@ -1,10 +1,16 @@
 import * as grpc from '@grpc/grpc-js';
 import { loadSync, type MethodDefinition, type ServiceDefinition } from '@grpc/proto-loader';
 import { ErrorCode, ItbError, errorMessage } from '../core/errors.js';
-import { decodeFrameHeader, FRAME_HEADER_BYTES, type Ack, type AckStatus } from '../core/frame.js';
+import { ACK_STATUS_CODES, FRAME_HEADER_BYTES } from '../core/frame.js';
+import { hostPort } from '../shared/net.js';
+import { once } from '../shared/once.js';
 import { projectPath } from '../shared/paths.js';
 import { settlesWithin } from '../shared/waits.js';
 import type { ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import { connectWithin } from './kit/connect.js';
+import { frameGate } from './kit/gate.js';
+import { LinkGuard } from './kit/link-guard.js';
+import { SendQueue } from './kit/send-queue.js';
 
 // gRPC: one bidirectional `Transfer` stream per link (proto/transfer.proto), one Frame message per
 // image and one Ack message back. Images are not chunked: refbench measured no gain from it, since
@@ -18,14 +24,13 @@ interface FrameMessage {
   payload?: Buffer;
 }
 
-/** Wire shape of an Ack; `status` is the index of the AckStatus (0 ok, 1 corrupt, 2 rejected). */
+/** Wire shape of an Ack; `status` is the AckStatus's wire code (ACK_STATUS_CODES). */
 interface AckMessage {
   sectionId?: number;
   seq?: number;
   status?: number;
 }
 
-const ACK_STATUS_CODES: readonly AckStatus[] = ['ok', 'corrupt', 'rejected'];
 const SERVICE_NAME = 'itb.ImageTransfer';
 /** Protobuf framing of a Frame around header and payload: 2 field tags and 2 length varints. */
 const PROTOBUF_OVERHEAD_BYTES = 16;
@@ -71,36 +76,36 @@ function sharedChannelOptions(maxImageBytes: number): grpc.ChannelOptions {
   };
 }
 
-/** `host:port`, with an IPv6 literal bracketed as gRPC target syntax requires. */
-function hostPort(host: string, port: number): string {
-  return host.includes(':') && !host.startsWith('[') ? `[${host}]:${port}` : `${host}:${port}`;
-}
-
 /** Connects the transmitter side: one channel, one bidi stream. */
 async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   const { method } = loadTransferDefinition();
   const target = hostPort(options.host, options.port);
   const log = options.log.child({ transport: 'grpc', target });
-  const client = new grpc.Client(target, grpc.credentials.createInsecure(), {
-    ...sharedChannelOptions(options.maxImageBytes),
-    // A transparent retry would resend an image and distort its time; also skips the retry buffer.
-    'grpc.enable_retries': 0,
-    // Each link gets its own HTTP/2 connection rather than sharing a pooled one with another channel.
-    'grpc.use_local_subchannel_pool': 1,
-  });
+  // waitForReady keeps trying a refused or lost connection itself, so one attempt spans the budget.
+  const client = await connectWithin(
+    `gRPC receiver at ${target}`,
+    options.connectTimeoutMs,
+    async (remainingMs) => {
+      const candidate = new grpc.Client(target, grpc.credentials.createInsecure(), {
+        ...sharedChannelOptions(options.maxImageBytes),
+        // A transparent retry would resend an image and distort its time; also skips the retry buffer.
+        'grpc.enable_retries': 0,
+        // Each link gets its own HTTP/2 connection rather than sharing a pooled one with another channel.
+        'grpc.use_local_subchannel_pool': 1,
+      });
+      try {
+        await new Promise<void>((resolve, reject) => candidate.waitForReady(Date.now() + remainingMs, (err) => (err ? reject(err) : resolve())));
+        return candidate;
+      } catch (err) {
+        candidate.close();
+        throw err;
+      }
+    },
+    (late) => late.close(),
+  );
 
-  try {
-    await new Promise<void>((resolve, reject) => {
-      client.waitForReady(Date.now() + options.connectTimeoutMs, (err) => (err ? reject(err) : resolve()));
-    });
-  } catch (err) {
-    client.close();
-    throw new ItbError(ErrorCode.timeout, `gRPC receiver at ${target} not ready within ${options.connectTimeoutMs} ms: ${errorMessage(err)}`, { cause: err });
-  }
-
+  const guard = new LinkGuard(options.onFailure, `gRPC stream to ${target}`);
   const call = client.makeBidiStreamRequest<FrameMessage, AckMessage>(method.path, method.requestSerialize, method.responseDeserialize);
-  let closing: Promise<void> | undefined;
-  let failure: Error | undefined;
   let streamFinished = false;
   const finished = new Promise<void>((resolve) => {
     call.once('status', () => {
@@ -108,101 +113,62 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
       resolve();
     });
   });
-  // The one pending send waiting for 'drain', so close() or a failure can settle it.
-  let pendingDrain: { onDrain: () => void; reject: (err: Error) => void } | undefined;
-  const settlePendingDrain = (err: Error): void => {
-    if (!pendingDrain) return;
-    call.removeListener('drain', pendingDrain.onDrain);
-    pendingDrain.reject(err);
-    pendingDrain = undefined;
-  };
-  const fail = (err: Error): void => {
-    if (closing || failure) return;
-    failure = err;
-    log.warn({ err }, 'gRPC link failed');
-    settlePendingDrain(err);
-    options.onFailure(err);
-  };
+  const gone = new Promise<void>((resolve) => {
+    call.once('status', () => resolve());
+    call.once('error', () => resolve());
+  });
 
   call.on('data', (message: AckMessage) => {
     const status = ACK_STATUS_CODES[message.status ?? 0];
     if (status === undefined) {
-      fail(new ItbError(ErrorCode.frame, `gRPC receiver at ${target} sent an ack with unknown status ${message.status}`));
+      guard.failWith(`the receiver sent an ack with unknown status ${message.status}`);
       return;
     }
-    const ack: Ack = { sectionId: message.sectionId ?? 0, seq: message.seq ?? 0, status };
-    options.onAck(ack);
+    guard.ack(options.onAck, { sectionId: message.sectionId ?? 0, seq: message.seq ?? 0, status });
   });
   // The listener stays for the stream's whole life: grpc-js emits 'error' (CANCELLED) even after close().
-  call.on('error', (err) => {
-    fail(new ItbError(ErrorCode.transport, `gRPC stream to ${target} failed: ${err.message}`, { cause: err }));
-  });
-  call.on('end', () => {
-    fail(new ItbError(ErrorCode.transport, `gRPC receiver at ${target} ended the stream`));
-  });
+  call.on('error', (err) => guard.failWith(`failed: ${err.message}`, err));
+  call.on('end', () => guard.failWith('the receiver ended the stream'));
 
-  return {
-    send(header: Buffer, payload: Buffer): Promise<void> {
-      if (closing) return Promise.reject(new ItbError(ErrorCode.transport, `gRPC link to ${target} is closed`));
-      if (failure) return Promise.reject(failure);
-      const message: FrameMessage = { header, payload };
-      if (call.write(message)) return Promise.resolve();
-      return new Promise<void>((resolve, reject) => {
-        const onDrain = (): void => {
-          pendingDrain = undefined;
-          resolve();
-        };
-        pendingDrain = { onDrain, reject };
-        call.once('drain', onDrain);
-      });
+  const queue = new SendQueue(
+    (header, payload) => {
+      if (call.write({ header, payload } satisfies FrameMessage)) return undefined;
+      // grpc-js took the message but is over its buffer mark: the next waits for 'drain' (or the stream's end).
+      return Promise.race([new Promise<void>((resolve) => call.once('drain', () => resolve())), gone]);
     },
-    close(): Promise<void> {
-      closing ??= (async () => {
-        settlePendingDrain(new ItbError(ErrorCode.transport, `gRPC link to ${target} closed before the frame was accepted`));
-        if (!streamFinished) {
-          // Half-close and let the receiver answer with OK; a stuck peer is cancelled instead.
-          call.end();
-          if (!(await settlesWithin(finished, STREAM_CLOSE_GRACE_MS))) call.cancel();
-        }
-        client.close();
-        log.debug('gRPC link closed');
-      })();
-      return closing;
-    },
-  };
+    (err) => guard.failWith(`send failed: ${err.message}`, err),
+  );
+
+  return guard.link(queue, async () => {
+    if (!streamFinished) {
+      // Half-close and let the receiver answer with OK; a stuck peer is cancelled instead.
+      call.end();
+      if (!(await settlesWithin(finished, STREAM_CLOSE_GRACE_MS))) call.cancel();
+    }
+    client.close();
+    log.debug('gRPC link closed');
+  });
 }
 
-/** Starts the receiver side: a gRPC server whose Transfer handler delivers and acks each frame. */
+/** Starts the receiver side: a gRPC server whose Transfer handler passes each frame through the gate and acks it. */
 async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   const { service } = loadTransferDefinition();
   const log = options.log.child({ transport: 'grpc' });
   const server = new grpc.Server(sharedChannelOptions(options.maxImageBytes));
-  let closing: Promise<void> | undefined;
+  let closing = false;
 
   const transfer: grpc.handleBidiStreamingCall<FrameMessage, AckMessage> = (call) => {
     const peer = call.getPeer();
+    const gate = frameGate(options, `grpc from ${peer}`);
     log.debug({ peer }, 'gRPC stream opened');
     call.on('data', (message: FrameMessage) => {
-      const arrivalNs = process.hrtime.bigint();
       const { header: headerBytes, payload } = message;
       if (!Buffer.isBuffer(headerBytes) || !Buffer.isBuffer(payload)) {
-        options.onReject(`gRPC frame from ${peer} lacks its header or payload`);
+        gate.reject('frame lacks its header or payload');
         return;
       }
-      let header;
-      try {
-        header = decodeFrameHeader(headerBytes, options.maxImageBytes);
-      } catch (err) {
-        options.onReject(`gRPC frame from ${peer}: ${errorMessage(err)}`);
-        return;
-      }
-      if (payload.length !== header.sizeBytes) {
-        options.onReject(`gRPC frame from ${peer} carries ${payload.length} bytes, its header announces ${header.sizeBytes}`);
-        return;
-      }
-      const ack = options.deliver({ header, payload, arrivalNs });
-      const reply: AckMessage = { sectionId: ack.sectionId, seq: ack.seq, status: ACK_STATUS_CODES.indexOf(ack.status) };
-      call.write(reply);
+      const ack = gate.frame(headerBytes, payload);
+      if (ack !== undefined) call.write({ sectionId: ack.sectionId, seq: ack.seq, status: ACK_STATUS_CODES.indexOf(ack.status) } satisfies AckMessage);
     });
     let halfClosed = false;
     // The transmitter half-closed: finish with OK so its close() completes at once.
@@ -215,13 +181,13 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     // and tells the handler nothing more) or the transmitter vanished; either way frames are lost.
     call.on('cancelled', () => {
       if (halfClosed || closing) return;
-      options.onReject(
-        `gRPC stream from ${peer} ended before the transmitter closed it: grpc-js refused a message ` +
+      gate.reject(
+        `stream ended before the transmitter closed it: grpc-js refused a message ` +
           `(over the ${maxMessageBytes(options.maxImageBytes)}-byte limit, or undecodable) or the transmitter went away`,
       );
     });
     call.on('error', (err: Error) => {
-      if (!closing) options.onReject(`gRPC stream from ${peer} failed: ${err.message}`);
+      if (!closing) gate.reject(`stream failed: ${err.message}`);
     });
   };
   server.addService(service, { Transfer: transfer });
@@ -240,14 +206,12 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 
   return {
     port,
-    close(): Promise<void> {
-      closing ??= (async () => {
-        const shutDown = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
-        if (!(await settlesWithin(shutDown, SERVER_SHUTDOWN_GRACE_MS))) server.forceShutdown();
-        log.debug('gRPC receiver closed');
-      })();
-      return closing;
-    },
+    close: once(async () => {
+      closing = true;
+      const shutDown = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+      if (!(await settlesWithin(shutDown, SERVER_SHUTDOWN_GRACE_MS))) server.forceShutdown();
+      log.debug('gRPC receiver closed');
+    }),
   };
 }
 
@@ -255,8 +219,10 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const grpcTransport: Transport = {
   name: 'grpc',
   label: 'gRPC',
-  port: { envVar: 'GRPC_PORT', defaultPort: 50051 },
   baseline: false,
+  setting: { kind: 'port', envVar: 'GRPC_PORT', defaultPort: 50051 },
+  libraries: ['@grpc/grpc-js', '@grpc/proto-loader'],
+  refbenchMode: 'grpc',
   connect,
   listen,
 };

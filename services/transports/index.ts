@@ -6,7 +6,11 @@ import { tcpTransport } from './tcp.js';
 import { websocketTransport } from './websocket.js';
 import { zeromqTransport } from './zeromq.js';
 
-/** Every transport, in the default run order: the TCP baseline last. */
+/**
+ * Every transport, in the default run order (the TCP baseline last). This is the one list: config,
+ * `.env.example`'s check, `npm start`'s local servers, reports, bench and tests all take theirs
+ * from it. Adding a transport: its file, and a row here.
+ */
 export const transports: readonly Transport[] = [websocketTransport, grpcTransport, zeromqTransport, redisTransport, tcpTransport];
 
 /** Looks a transport up by name; an unknown name is an error that lists the valid ones. */

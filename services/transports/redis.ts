@@ -1,17 +1,26 @@
 import { Redis } from 'ioredis';
-import type { Logger } from 'pino';
-import { errorMessage, ErrorCode, ItbError, type ErrorCodeValue } from '../core/errors.js';
-import { decodeAck, decodeFrameHeader, encodeAck, type Ack } from '../core/frame.js';
+import net from 'node:net';
+import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
+import { decodeAck, encodeAck, type Ack } from '../core/frame.js';
+import { startLocalProcess } from '../shared/local-server.js';
+import { once } from '../shared/once.js';
 import { drainOrClose, settlesWithin, sleep } from '../shared/waits.js';
-import type { ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import type { BrokerReading } from '../core/cost.js';
+import type { LocalServer, ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import { connectWithin } from './kit/connect.js';
+import { frameGate } from './kit/gate.js';
+import { LinkGuard } from './kit/link-guard.js';
+import { SendQueue } from './kit/send-queue.js';
 
 // Images go through a Redis Stream: the transmitter XADDs one entry per image (field h = the
 // 40-byte header, p = the image bytes, both as Buffers), the receiver reads them with a consumer
 // group and the *Buffer command variants, so bytes never become strings and nothing is dropped
 // the way pub/sub drops a slow subscriber. Acks come back as 12-byte list items: the receiver
 // LPUSHes, the transmitter pops with BLMPOP (a list pops and frees acks in one step, where an
-// ack stream would need its own trim). Every processed entry is XACKed and XDELed in the same
-// pipeline as its ack, so the stream holds at most a window of images and memory stays flat.
+// ack stream would need its own trim). Every entry of a reply is acked as soon as the reply is in
+// hand, XACKed and XDELed in the same pipeline, so the stream holds at most a window of images
+// and memory stays flat. ioredis hands an XREADGROUP reply over whole: the entries of one reply
+// are in hand together, and the gate stamps each as it takes it, one after the other.
 // Limits: an image is one bulk string, bounded by the server's proto-max-bulk-len (512 MB by
 // default, above MAX_IMAGE_SIZE's 256 MiB ceiling); the receiver's replies are not limited
 // (client-output-buffer-limit "normal" is 0 0 0 by default).
@@ -32,44 +41,57 @@ const ACK_BLOCK_SECONDS = 1;
 const ACK_POP_COUNT = 1024;
 /** The receiver has no configured bound, so it gets this one for reaching Redis. */
 const RECEIVER_CONNECT_TIMEOUT_MS = 5000;
-const RETRY_DELAY_MS = 200;
 const CLOSE_TIMEOUT_MS = 2000;
+/** Bound on one INFO round trip for the broker's readings. */
+const INFO_TIMEOUT_MS = 2000;
+
+/**
+ * Redis settings that let one image of the largest MAX_IMAGE_SIZE through: an XADD carries the
+ * image as one bulk string (proto-max-bulk-len, 512 MB by default) inside one command
+ * (client-query-buffer-limit, 1 GB by default). docker-compose.yml passes the same arguments.
+ */
+export const REDIS_IMAGE_LIMIT_ARGS: readonly string[] = ['--proto-max-bulk-len', '2gb', '--client-query-buffer-limit', '4gb'];
 const RECEIVER_ERROR_PAUSE_MS = 100;
 
 /**
- * Opens one ready connection to Redis, retrying refused or failed attempts until `timeoutMs`,
- * then rejecting with `timeoutCode` and the URL and the last error. The client never reconnects
- * by itself afterwards: a link that drops mid-run is a failure, not something to paper over.
+ * Opens one ready connection to Redis within `timeoutMs`, retrying refused or failed attempts. The
+ * client never reconnects by itself afterwards: a link that drops mid-run is a failure, not
+ * something to paper over.
  */
-async function openClient(url: string, timeoutMs: number, timeoutCode: ErrorCodeValue, log: Logger): Promise<Redis> {
-  const deadline = Date.now() + timeoutMs;
-  let lastError = 'no attempt finished';
-  for (;;) {
-    const remainingMs = deadline - Date.now();
-    if (remainingMs <= 0) {
-      throw new ItbError(timeoutCode, `no connection to Redis at ${url} within ${timeoutMs} ms: ${lastError}`);
-    }
-    const client = new Redis(url, {
-      lazyConnect: true,
-      // RESP2 replies have the nested-array shapes the stream parsing below checks, and skip HELLO.
-      protocol: 2,
-      connectTimeout: remainingMs,
-      retryStrategy: () => null,
-      maxRetriesPerRequest: 0,
-      enableOfflineQueue: false,
-      autoResendUnfulfilledCommands: false,
-    });
-    try {
-      await attemptReady(client, remainingMs);
-      return client;
-    } catch (err) {
-      lastError = errorMessage(err);
-      log.debug({ url, err: lastError }, 'redis: connection attempt failed');
-      await closeClient(client);
-    }
-    const pauseMs = Math.min(RETRY_DELAY_MS, deadline - Date.now());
-    if (pauseMs > 0) await sleep(pauseMs);
-  }
+function openClient(url: string, timeoutMs: number): Promise<Redis> {
+  return connectWithin(
+    `Redis at ${url}`,
+    timeoutMs,
+    async (remainingMs) => {
+      const client = new Redis(url, {
+        lazyConnect: true,
+        // RESP2 replies have the nested-array shapes the stream parsing below checks, and skip HELLO.
+        protocol: 2,
+        connectTimeout: remainingMs,
+        retryStrategy: () => null,
+        maxRetriesPerRequest: 0,
+        enableOfflineQueue: false,
+        autoResendUnfulfilledCommands: false,
+      });
+      try {
+        await attemptReady(client, remainingMs);
+        return client;
+      } catch (err) {
+        await closeClient(client);
+        throw err;
+      }
+    },
+    (late) => void closeClient(late),
+  );
+}
+
+/** Opens the two connections a side needs (one blocks in reads, one writes); closes both if either fails. */
+async function openPair(url: string, timeoutMs: number): Promise<[Redis, Redis]> {
+  const opened = await Promise.allSettled([openClient(url, timeoutMs), openClient(url, timeoutMs)]);
+  const [first, second] = opened;
+  if (first?.status === 'fulfilled' && second?.status === 'fulfilled') return [first.value, second.value];
+  await Promise.all(opened.map((r) => (r.status === 'fulfilled' ? closeClient(r.value) : undefined)));
+  throw opened.find((r): r is PromiseRejectedResult => r.status === 'rejected')!.reason;
 }
 
 // One connect attempt: resolves on 'ready'; rejects with the socket's own error (ECONNREFUSED...)
@@ -114,32 +136,15 @@ async function closeClient(client: Redis): Promise<void> {
 }
 
 async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
-  const url = requireRedisUrl(options.redisUrl);
-  const opened = await Promise.allSettled([
-    openClient(url, options.connectTimeoutMs, ErrorCode.timeout, options.log),
-    openClient(url, options.connectTimeoutMs, ErrorCode.timeout, options.log),
-  ]);
-  const [writerResult, ackReaderResult] = opened;
-  if (writerResult?.status !== 'fulfilled' || ackReaderResult?.status !== 'fulfilled') {
-    await Promise.all(opened.map((r) => (r.status === 'fulfilled' ? closeClient(r.value) : undefined)));
-    const failed = opened.find((r) => r.status === 'rejected');
-    throw failed?.status === 'rejected' ? failed.reason : new ItbError(ErrorCode.transport, `no connection to Redis at ${url}`);
-  }
-  const writer = writerResult.value;
-  const ackReader = ackReaderResult.value;
-  let closing: Promise<void> | undefined;
-  let failed = false;
-  const fail = (err: Error): void => {
-    if (closing !== undefined || failed) return;
-    failed = true;
-    options.onFailure(err);
-  };
+  const url = requireUrl(options.url);
+  const [writer, ackReader] = await openPair(url, options.connectTimeoutMs);
+  const guard = new LinkGuard(options.onFailure, `Redis link through ${url}`);
   for (const [client, role] of [[writer, 'writer'], [ackReader, 'ack reader']] as const) {
     let lastError = '';
     client.on('error', (err: Error) => {
       lastError = `: ${err.message}`;
     });
-    client.on('close', () => fail(new ItbError(ErrorCode.transport, `Redis ${role} connection to ${url} closed${lastError}`)));
+    client.on('close', () => guard.failWith(`${role} connection closed${lastError}`));
   }
 
   // BLMPOP hands back every ack waiting in one round trip (Redis >= 7.0); one BRPOP per ack
@@ -160,15 +165,15 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
     return reply === null ? [] : [reply[1]];
   };
   const ackLoop = (async () => {
-    while (closing === undefined && !failed) {
+    while (!guard.ended) {
       let items: Buffer[];
       try {
         items = await popAcks();
       } catch (err) {
-        fail(new ItbError(ErrorCode.transport, `reading acks from Redis at ${url} failed: ${errorMessage(err)}`, { cause: err }));
+        guard.failWith(`reading acks failed: ${errorMessage(err)}`, err);
         return;
       }
-      if (closing !== undefined) return;
+      if (guard.closed) return;
       for (const item of items) {
         let ack: Ack;
         try {
@@ -177,55 +182,49 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
           options.log.warn({ err: errorMessage(err) }, 'redis: ignoring a malformed ack');
           continue;
         }
-        options.onAck(ack);
+        guard.ack(options.onAck, ack);
       }
     }
   })();
 
   const onXaddReply = (id: string | null): void => {
     // NOMKSTREAM: no stream means no receiver ever created its group on this Redis.
-    if (id === null) fail(new ItbError(ErrorCode.receiverUnreachable, `no receiver is listening on Redis at ${url} (stream ${STREAM_KEY} does not exist)`));
+    if (id === null && !guard.ended) guard.fail(new ItbError(ErrorCode.receiverUnreachable, `no receiver is listening on Redis at ${url} (stream ${STREAM_KEY} does not exist)`));
   };
-  const onXaddError = (err: unknown): void => {
-    fail(new ItbError(ErrorCode.transport, `XADD to Redis at ${url} failed: ${errorMessage(err)}`, { cause: err }));
-  };
-
-  return {
-    async send(header, payload) {
-      if (closing !== undefined || failed) throw new ItbError(ErrorCode.transport, `Redis link to ${url} is closed`);
-      // ioredis copies the arguments and writes the command at once; its reply is checked on the
-      // side. Like the TCP baseline, the next send waits only while the socket is over its
-      // high-water mark. Measured (545792 B, window 16; 1 KB, window 256): ~350 MB/s and ~15k
-      // images/s, against ~210 MB/s and ~2.6k/s awaiting each XADD reply (a round trip per
-      // image) and ~250 MB/s and ~11k/s ignoring backpressure (every image piles up in Node).
+  const onXaddError = (err: unknown): void => guard.failWith(`XADD failed: ${errorMessage(err)}`, err);
+  // ioredis copies the arguments and writes the command at once; its reply is checked on the side.
+  // The next frame waits only while the socket is over its high-water mark. Measured (545792 B,
+  // window 16; 1 KB, window 256): ~350 MB/s and ~15k images/s, against ~210 MB/s and ~2.6k/s
+  // awaiting each XADD reply (a round trip per image).
+  const queue = new SendQueue(
+    (header, payload) => {
       writer.xadd(STREAM_KEY, 'NOMKSTREAM', '*', HEADER_FIELD, header, PAYLOAD_FIELD, payload).then(onXaddReply, onXaddError);
-      if (writer.stream.writableNeedDrain && !writer.stream.destroyed) await drainOrClose(writer.stream);
+      return writer.stream.writableNeedDrain && !writer.stream.destroyed ? drainOrClose(writer.stream) : undefined;
     },
-    close() {
-      closing ??= (async () => {
-        await Promise.all([closeClient(writer), closeClient(ackReader)]);
-        await ackLoop;
-      })();
-      return closing;
-    },
+    (err) => guard.failWith(`send failed: ${err.message}`, err),
+  );
+
+  return guard.link(queue, async () => {
+    await Promise.all([closeClient(writer), closeClient(ackReader)]);
+    await ackLoop;
+  });
+}
+
+/** The server's CPU totals and resident memory, from one INFO round trip. */
+async function readInfo(client: Redis): Promise<BrokerReading> {
+  const text = await client.info('cpu', 'memory');
+  const field = (name: string): number => {
+    const value = Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(text)?.[1]);
+    if (!Number.isFinite(value)) throw new ItbError(ErrorCode.transport, `Redis INFO has no ${name}`);
+    return value;
   };
+  return { cpuUserMicros: Math.round(field('used_cpu_user') * 1e6), cpuSystemMicros: Math.round(field('used_cpu_sys') * 1e6), rssBytes: field('used_memory_rss') };
 }
 
 async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
-  const url = requireRedisUrl(options.redisUrl);
+  const url = requireUrl(options.url);
   const log = options.log;
-  const opened = await Promise.allSettled([
-    openClient(url, RECEIVER_CONNECT_TIMEOUT_MS, ErrorCode.transport, log),
-    openClient(url, RECEIVER_CONNECT_TIMEOUT_MS, ErrorCode.transport, log),
-  ]);
-  const [readerResult, writerResult] = opened;
-  if (readerResult?.status !== 'fulfilled' || writerResult?.status !== 'fulfilled') {
-    await Promise.all(opened.map((r) => (r.status === 'fulfilled' ? closeClient(r.value) : undefined)));
-    const failed = opened.find((r) => r.status === 'rejected');
-    throw failed?.status === 'rejected' ? failed.reason : new ItbError(ErrorCode.transport, `no connection to Redis at ${url}`);
-  }
-  const reader = readerResult.value;
-  const writer = writerResult.value;
+  const [reader, writer] = await openPair(url, RECEIVER_CONNECT_TIMEOUT_MS);
   const consumer = `receiver-${process.pid}`;
   try {
     // Start clean: leftovers of an earlier run must not be delivered or acked into this one.
@@ -235,51 +234,46 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     await Promise.all([closeClient(reader), closeClient(writer)]);
     throw new ItbError(ErrorCode.transport, `cannot set up stream ${STREAM_KEY} on Redis at ${url}: ${errorMessage(err)}`, { cause: err });
   }
-  let closing: Promise<void> | undefined;
+  let closing = false;
   let failed = false;
   for (const client of [reader, writer]) {
     client.on('close', () => {
-      if (closing !== undefined || failed) return;
+      if (closing || failed) return;
       failed = true;
       log.error({ url }, 'redis: receiver lost its connection to Redis; no more images will arrive');
       options.onFailure?.(`lost its connection to Redis at ${url}`);
     });
   }
 
-  // Acks of one reply go back together with the XACK and XDEL of its entries, in one round trip
-  // that nobody waits on, so the next read is not held up by it. Per-entry pipelines halved the
-  // small-image rate.
-  let doneIds: Buffer[] = [];
-  let doneAcks: Buffer[] = [];
-  const finish = (id: Buffer, ack: Buffer | undefined): void => {
-    doneIds.push(id);
-    if (ack !== undefined) doneAcks.push(ack);
-  };
-  const flushFinished = (): void => {
-    if (doneIds.length === 0) return;
+  const gate = frameGate(options, 'redis');
+  // The acks of one reply go back together with the XACK and XDEL of its entries, in one round
+  // trip that nobody waits on, as soon as every entry of the reply went through the gate: they
+  // were in hand together. Per-entry pipelines halved the small-image rate.
+  const finishReply = (ids: Buffer[], acks: Buffer[]): void => {
+    if (ids.length === 0) return;
     const pipeline = writer.pipeline();
     // LPUSH of a1 a2 ... leaves a1 at the tail, so the transmitter's right pops keep the order.
-    if (doneAcks.length > 0) pipeline.lpush(ACK_KEY, ...doneAcks);
-    pipeline.xack(STREAM_KEY, GROUP, ...doneIds).xdel(STREAM_KEY, ...doneIds);
-    doneIds = [];
-    doneAcks = [];
+    if (acks.length > 0) pipeline.lpush(ACK_KEY, ...acks);
+    pipeline.xack(STREAM_KEY, GROUP, ...ids).xdel(STREAM_KEY, ...ids);
     pipeline.exec().then(
       (results) => {
         const failure = results?.find(([err]) => err !== null)?.[0];
         if (failure) log.error({ err: failure.message }, 'redis: ack or trim failed');
       },
       (err: unknown) => {
-        if (closing === undefined) log.error({ err: errorMessage(err) }, 'redis: ack or trim failed');
+        if (!closing) log.error({ err: errorMessage(err) }, 'redis: ack or trim failed');
       },
     );
   };
 
-  const handleEntry = (entry: unknown, arrivalNs: bigint): void => {
+  /** Passes one entry through the gate; returns its id (to trim) and its ack, if any. */
+  const takeEntry = (entry: unknown, ids: Buffer[], acks: Buffer[]): void => {
     if (!Array.isArray(entry) || !Buffer.isBuffer(entry[0])) {
-      options.onReject('redis: stream entry without an id');
+      gate.reject('stream entry without an id');
       return;
     }
     const id: Buffer = entry[0];
+    ids.push(id);
     const fields: unknown = entry[1];
     let header: Buffer | undefined;
     let payload: Buffer | undefined;
@@ -293,32 +287,20 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       }
     }
     if (header === undefined || payload === undefined) {
-      options.onReject(`redis: entry ${id.toString()} lacks the ${HEADER_FIELD} or ${PAYLOAD_FIELD} field`);
-      finish(id, undefined);
+      gate.reject(`entry ${id.toString()} lacks the ${HEADER_FIELD} or ${PAYLOAD_FIELD} field`);
       return;
     }
-    let ack: Ack;
-    try {
-      const decoded = decodeFrameHeader(header, options.maxImageBytes);
-      if (payload.length !== decoded.sizeBytes) {
-        throw new ItbError(ErrorCode.frame, `payload is ${payload.length} bytes, header announces ${decoded.sizeBytes}`);
-      }
-      ack = options.deliver({ header: decoded, payload, arrivalNs });
-    } catch (err) {
-      options.onReject(`redis: ${errorMessage(err)}`);
-      finish(id, undefined);
-      return;
-    }
-    finish(id, encodeAck(ack));
+    const ack = gate.frame(header, payload);
+    if (ack !== undefined) acks.push(encodeAck(ack));
   };
 
   const readLoop = (async () => {
-    while (closing === undefined) {
+    while (!closing) {
       let reply: unknown;
       try {
         reply = await reader.xreadgroupBuffer('GROUP', GROUP, consumer, 'COUNT', READ_COUNT, 'BLOCK', READ_BLOCK_MS, 'STREAMS', STREAM_KEY, '>');
       } catch (err) {
-        if (closing !== undefined || reader.status === 'end') return;
+        if (closing || reader.status === 'end') return;
         log.warn({ err: errorMessage(err) }, 'redis: XREADGROUP failed');
         if (errorMessage(err).includes('NOGROUP')) {
           // Someone deleted the stream (another receiver starting clean): take it back.
@@ -327,59 +309,101 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
         await sleep(RECEIVER_ERROR_PAUSE_MS);
         continue;
       }
-      // The whole reply has been read off the socket: every image in it is complete now.
-      const arrivalNs = process.hrtime.bigint();
-      if (reply === null || closing !== undefined) continue;
+      if (reply === null || closing) continue;
       if (!Array.isArray(reply)) {
-        options.onReject('redis: XREADGROUP reply is not an array');
+        gate.reject('XREADGROUP reply is not an array');
         continue;
       }
+      const ids: Buffer[] = [];
+      const acks: Buffer[] = [];
       for (const stream of reply) {
         const entries: unknown = Array.isArray(stream) ? stream[1] : undefined;
         if (!Array.isArray(entries)) {
-          options.onReject('redis: XREADGROUP reply has no entry list');
+          gate.reject('XREADGROUP reply has no entry list');
           continue;
         }
-        for (const entry of entries) handleEntry(entry, arrivalNs);
+        for (const entry of entries) takeEntry(entry, ids, acks);
       }
-      flushFinished();
+      finishReply(ids, acks);
     }
   })();
 
   return {
     port: 0,
-    close() {
-      closing ??= (async () => {
-        // The reader is blocked in XREADGROUP: dropping its connection ends the loop at once.
-        await closeClient(reader);
-        await readLoop;
-        // Leave nothing behind in Redis; bounded, as Redis may be the reason we are closing.
-        if (writer.status === 'ready') {
-          await settlesWithin(writer.del(STREAM_KEY, ACK_KEY), 500);
-        }
-        await closeClient(writer);
-      })();
-      return closing;
-    },
+    readBroker: () => withInfoTimeout(readInfo(writer)),
+    close: once(async () => {
+      closing = true;
+      // The reader is blocked in XREADGROUP: dropping its connection ends the loop at once.
+      await closeClient(reader);
+      await readLoop;
+      // Leave nothing behind in Redis; bounded, as Redis may be the reason we are closing.
+      if (writer.status === 'ready') {
+        await settlesWithin(writer.del(STREAM_KEY, ACK_KEY), 500);
+      }
+      await closeClient(writer);
+    }),
   };
 }
 
 const HEADER_BUFFER = Buffer.from(HEADER_FIELD);
 const PAYLOAD_BUFFER = Buffer.from(PAYLOAD_FIELD);
 
-function requireRedisUrl(redisUrl: string | undefined): string {
-  if (redisUrl === undefined || redisUrl === '') {
+function requireUrl(url: string | undefined): string {
+  if (url === undefined || url === '') {
     throw new ItbError(ErrorCode.transport, 'REDIS_URL is not set: the redis transport needs a Redis server to go through (e.g. REDIS_URL=redis://127.0.0.1:6379)');
   }
-  return redisUrl;
+  return url;
+}
+
+async function withInfoTimeout(reading: Promise<BrokerReading>): Promise<BrokerReading> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ItbError(ErrorCode.timeout, `Redis INFO unanswered within ${INFO_TIMEOUT_MS} ms`)), INFO_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([reading, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** True when a Redis server answers PING on 127.0.0.1:`port`. */
+function answersPing(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.on('error', () => done(false));
+    socket.on('connect', () => socket.write('PING\r\n'));
+    socket.on('data', (data) => done(data.toString().startsWith('+PONG')));
+  });
+}
+
+/** A private redis-server on a free loopback port: no persistence, the image limits above. */
+async function startPrivateRedis(): Promise<LocalServer> {
+  const server = await startLocalProcess({
+    command: 'redis-server',
+    args: (port) => ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...REDIS_IMAGE_LIMIT_ARGS, '--loglevel', 'warning', '--logfile', ''],
+    ready: answersPing,
+  });
+  return { url: `redis://127.0.0.1:${server.port}`, close: server.close };
 }
 
 /** Redis Streams through a Redis server (REDIS_URL): XADD / XREADGROUP, acks on a list. */
 export const redisTransport: Transport = {
   name: 'redis',
   label: 'Redis',
-  port: undefined,
   baseline: false,
+  setting: { kind: 'url', envVar: 'REDIS_URL', schemes: ['redis', 'rediss'], example: 'redis://127.0.0.1:6379' },
+  localServer: { command: 'redis-server', start: startPrivateRedis },
+  libraries: ['ioredis'],
+  composeService: 'redis',
+  batchedArrivals:
+    'Redis: ioredis hands over an XREADGROUP reply whole, so the images of one reply are in hand together and their arrival stamps are taken one after the other as the reply is read',
+  refbenchMode: 'redis-stream',
   connect,
   listen,
 };

@@ -1,55 +1,74 @@
 import fastifyWebsocket from '@fastify/websocket';
 import Fastify from 'fastify';
 import WebSocket from 'ws';
-import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import { decodeAck, decodeFrameHeader, encodeAck, FRAME_HEADER_BYTES, type FrameHeader } from '../core/frame.js';
+import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type FrameHeader } from '../core/frame.js';
+import { boundPort, hostPort } from '../shared/net.js';
+import { once } from '../shared/once.js';
 import type { ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import { connectWithin } from './kit/connect.js';
+import { frameGate } from './kit/gate.js';
+import { LinkGuard } from './kit/link-guard.js';
+import { SendQueue } from './kit/send-queue.js';
 
 // Each image is two binary messages: the 40-byte header, then the image bytes as a message of its
 // own, so neither side concatenates them. permessage-deflate is off (images do not compress and
-// deflate would dominate the time). The client must mask what it sends (RFC 6455); ws does that
-// with the native `bufferutil` addon when it is installed, which it is (a dependency).
+// deflate would dominate the time). The client must mask what it sends (RFC 6455), which copies
+// every payload; ws does it with the native `bufferutil` addon, a dependency here.
 
 const PATH = '/images';
 // A close code from RFC 6455: the peer sent something this endpoint does not accept.
 const POLICY_VIOLATION = 1008;
+/**
+ * Bytes ws may hold unsent (its masked copies plus the socket's buffer) before the link holds
+ * frames back: enough to keep the kernel's buffer fed, bounded so a wide window of large images
+ * is not copied into memory all at once.
+ */
+const BUFFERED_HIGH_WATER_BYTES = 1024 * 1024;
+/** How long close() waits for the peer's close handshake before dropping the connection. */
+const CLOSE_HANDSHAKE_MS = 1000;
+
+/** One connect attempt: the WebSocket handshake, bounded by `timeoutMs`. */
+function openSocket(url: string, timeoutMs: number): Promise<WebSocket> {
+  const ws = new WebSocket(url, { perMessageDeflate: false, handshakeTimeout: timeoutMs, maxPayload: 1024 * 1024 });
+  return new Promise((resolve, reject) => {
+    ws.once('open', () => {
+      ws.removeAllListeners('error');
+      resolve(ws);
+    });
+    ws.once('error', (err) => {
+      ws.terminate();
+      reject(err);
+    });
+  });
+}
 
 async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
-  const url = `ws://${options.host}:${options.port}${PATH}`;
-  const ws = new WebSocket(url, { perMessageDeflate: false, handshakeTimeout: options.connectTimeoutMs, maxPayload: 1024 * 1024 });
-  try {
-    await new Promise<void>((resolve, reject) => {
-      ws.once('open', resolve);
-      ws.once('error', reject);
-    });
-  } catch (err) {
-    ws.terminate();
-    const timedOut = /timed out/i.test(errorMessage(err));
-    throw new ItbError(timedOut ? ErrorCode.timeout : ErrorCode.transport, `cannot open WebSocket ${url}: ${errorMessage(err)}`, { cause: err });
-  }
-  let closed = false;
-  ws.on('message', (data: Buffer) => options.onAck(decodeAck(data)));
-  ws.on('error', (err) => options.log.debug({ err }, 'websocket client error'));
-  ws.on('close', (code, reason) => {
-    if (!closed) options.onFailure(new ItbError(ErrorCode.transport, `WebSocket ${url} closed by the receiver (code ${code}${reason.length ? `: ${reason.toString()}` : ''})`));
-  });
-  return {
-    async send(header, payload) {
+  const url = `ws://${hostPort(options.host, options.port)}${PATH}`;
+  const ws = await connectWithin(`WebSocket ${url}`, options.connectTimeoutMs, (remainingMs) => openSocket(url, remainingMs), (late) => late.terminate());
+  const guard = new LinkGuard(options.onFailure, `WebSocket ${url}`);
+  ws.on('message', (data: Buffer) => guard.ack(options.onAck, decodeAck(data)));
+  ws.on('error', (err) => options.log.debug({ err }, 'websocket client error')); // reported through 'close'
+  ws.on('close', (code, reason) => guard.failWith(`closed by the receiver (code ${code}${reason.length ? `: ${reason.toString()}` : ''})`));
+  const queue = new SendQueue(
+    (header, payload) => {
       ws.send(header, { binary: true });
-      ws.send(payload, { binary: true });
+      if (ws.bufferedAmount + payload.length <= BUFFERED_HIGH_WATER_BYTES) {
+        ws.send(payload, { binary: true });
+        return undefined;
+      }
+      // Settles once this image is written to the socket (or the socket is gone: 'close' reports that).
+      return new Promise<void>((resolve) => ws.send(payload, { binary: true }, () => resolve()));
     },
-    async close() {
-      if (closed) return;
-      closed = true;
-      if (ws.readyState === WebSocket.CLOSED) return;
-      const done = new Promise<void>((resolve) => ws.once('close', () => resolve()));
-      ws.close();
-      // A peer that never answers the close handshake must not hold us up.
-      const timer = setTimeout(() => ws.terminate(), 1000);
-      await done;
-      clearTimeout(timer);
-    },
-  };
+    (err) => guard.failWith(`send failed: ${err.message}`, err),
+  );
+  return guard.link(queue, async () => {
+    if (ws.readyState === WebSocket.CLOSED) return;
+    const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
+    ws.close();
+    const timer = setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS);
+    await closed;
+    clearTimeout(timer);
+  });
 }
 
 async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
@@ -57,43 +76,35 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   await app.register(fastifyWebsocket, {
     options: { perMessageDeflate: false, maxPayload: Math.max(options.maxImageBytes, FRAME_HEADER_BYTES) },
   });
-  app.get(PATH, { websocket: true }, (socket) => {
+  app.get(PATH, { websocket: true }, (socket, request) => {
+    const gate = frameGate(options, `websocket from ${hostPort(request.ip, request.socket.remotePort ?? 0)}`);
     let header: FrameHeader | undefined;
+    // After a text message or a bad header, header and image messages can no longer be paired.
+    const refuse = (): void => socket.close(POLICY_VIOLATION, 'bad frame');
     socket.on('message', (data: Buffer, isBinary: boolean) => {
-      const arrivalNs = process.hrtime.bigint();
-      try {
-        if (!isBinary) throw new ItbError(ErrorCode.frame, 'text message where a binary frame was expected');
-        if (header === undefined) {
-          header = decodeFrameHeader(data, options.maxImageBytes);
-          return;
-        }
-        if (data.length !== header.sizeBytes) {
-          throw new ItbError(ErrorCode.frame, `image of ${data.length} bytes, header announced ${header.sizeBytes}`);
-        }
-      } catch (err) {
-        options.onReject(`websocket: ${errorMessage(err)}`);
-        socket.close(POLICY_VIOLATION, 'bad frame');
+      if (!isBinary) {
+        gate.reject('text message where a binary frame was expected');
+        refuse();
         return;
       }
-      const ack = options.deliver({ header, payload: data, arrivalNs });
+      if (header === undefined) {
+        header = gate.header(data);
+        if (header === undefined) refuse();
+        return;
+      }
+      // A dropped image leaves the message pairing intact: the connection goes on.
+      const ack = gate.take(header, data);
       header = undefined;
-      socket.send(encodeAck(ack));
+      if (ack !== undefined) socket.send(encodeAck(ack));
     });
-    socket.on('error', (err) => {
-      // ws reports oversize messages (over maxPayload) and protocol errors here, then closes.
-      options.onReject(`websocket: ${errorMessage(err)}`);
-    });
+    // ws reports oversize messages (over maxPayload) and protocol errors here, then closes.
+    socket.on('error', (err) => gate.reject(err.message));
   });
   await app.listen({ port: options.port, host: options.bindHost });
-  const address = app.server.address();
-  let closing: Promise<void> | undefined;
   return {
-    port: typeof address === 'object' && address !== null ? address.port : options.port,
-    close() {
-      // fastify's close ends the WebSocket server, which terminates open client connections.
-      closing ??= app.close().then(() => undefined);
-      return closing;
-    },
+    port: boundPort(app.server.address()),
+    // fastify's close ends the WebSocket server, which terminates open client connections.
+    close: once(() => app.close().then(() => undefined)),
   };
 }
 
@@ -101,8 +112,10 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const websocketTransport: Transport = {
   name: 'websocket',
   label: 'WebSocket',
-  port: { envVar: 'WEBSOCKET_PORT', defaultPort: 8081 },
   baseline: false,
+  setting: { kind: 'port', envVar: 'WEBSOCKET_PORT', defaultPort: 8081 },
+  libraries: ['fastify', '@fastify/websocket', 'ws', 'bufferutil'],
+  refbenchMode: 'ws',
   connect,
   listen,
 };

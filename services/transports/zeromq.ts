@@ -1,8 +1,14 @@
-import { Dealer, Router } from 'zeromq';
+import { Dealer, Router, version as libzmqVersion } from 'zeromq';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import { decodeAck, decodeFrameHeader, encodeAck, type Ack, type FrameHeader } from '../core/frame.js';
+import { ACK_BYTES, decodeAck, encodeAck } from '../core/frame.js';
+import { hostPort } from '../shared/net.js';
+import { once } from '../shared/once.js';
 import { settlesWithin } from '../shared/waits.js';
 import type { ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import { connectWithin } from './kit/connect.js';
+import { frameGate } from './kit/gate.js';
+import { LinkGuard } from './kit/link-guard.js';
+import { SendQueue } from './kit/send-queue.js';
 
 // The transmitter's Dealer connects to the receiver's Router on one port. Each image is one
 // two-part message [header, image]; the Router sees [peer id, header, image] and answers
@@ -35,7 +41,7 @@ const CLOSE_SETTLE_MS = 2000;
 
 /** `tcp://host:port` for libzmq, with brackets around an IPv6 literal. */
 function tcpAddress(host: string, port: number | '*'): string {
-  return `tcp://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  return `tcp://${hostPort(host, port)}`;
 }
 
 /** Creates the transmitter's socket with the options connect() uses; exported for tests. */
@@ -72,119 +78,70 @@ export function createRouter(bindHost: string, maxImageBytes: number): Router {
   });
 }
 
-/** Waits for the ZMTP handshake (a TCP connect alone would accept any listener). */
-async function awaitHandshake(handshake: Promise<void>, where: string, timeoutMs: number, lastProblem: () => string): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(new ItbError(ErrorCode.timeout, `no ZeroMQ connection to ${where} within ${timeoutMs} ms (${lastProblem()})`)),
-      timeoutMs,
-    );
+/** One connect attempt: a Dealer dialling `address`, resolved once the ZMTP handshake is done (a TCP connect alone would accept any listener). */
+function openDealer(host: string, address: string, timeoutMs: number, log: TransmitterOptions['log']): Promise<Dealer> {
+  const dealer = createDealer(host);
+  let lastProblem = 'nothing answered yet';
+  return new Promise<Dealer>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      dealer.close();
+      reject(new Error(lastProblem));
+    }, timeoutMs);
+    // The observer must exist before connect() or the first events are missed; it stops at the
+    // handshake (connect() takes the events over then) and ends by itself when the socket closes.
+    void (async () => {
+      for await (const event of dealer.events) {
+        if (event.type === 'handshake') {
+          clearTimeout(timer);
+          resolve(dealer);
+          return;
+        }
+        if (event.type === 'connect:retry') lastProblem = 'connection refused or lost, retrying';
+        else if (event.type === 'disconnect') lastProblem = 'peer closed the connection during the handshake';
+        else if (event.type.startsWith('handshake:error')) lastProblem = `ZMTP handshake failed: ${(event as { error?: Error }).error?.message ?? event.type}`;
+      }
+    })().catch((err: unknown) => log.debug({ err }, 'zeromq transmitter handshake observer ended'));
+    dealer.connect(address);
   });
-  try {
-    await Promise.race([handshake, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   const address = tcpAddress(options.host, options.port);
   const where = address.slice('tcp://'.length);
-  const dealer = createDealer(options.host);
-  let connected = false;
-  let closing = false;
-  let failure: Error | undefined;
-  const fail = (err: Error): void => {
-    if (closing || failure) return;
-    failure = err;
-    options.onFailure(err);
-  };
+  // libzmq retries a refused connection itself, so one attempt spans the budget.
+  const dealer = await connectWithin(`ZeroMQ ${where}`, options.connectTimeoutMs, (remainingMs) => openDealer(options.host, address, remainingMs, options.log), (late) => late.close());
+  const guard = new LinkGuard(options.onFailure, `ZeroMQ link to ${where}`);
+  options.log.debug({ address }, 'zeromq transmitter connected');
 
-  let lastProblem = 'nothing answered yet';
-  let handshaken!: () => void;
-  const handshake = new Promise<void>((resolve) => {
-    handshaken = resolve;
-  });
-  // The observer must exist before connect() or the first events are missed; its iterator
-  // ends by itself when the socket is closed.
   const eventsDone = (async () => {
     for await (const event of dealer.events) {
-      switch (event.type) {
-        case 'handshake':
-          handshaken();
-          break;
-        case 'connect:retry':
-          lastProblem = 'connection refused or lost, retrying';
-          break;
-        case 'handshake:error:protocol':
-        case 'handshake:error:auth':
-        case 'handshake:error:other':
-          lastProblem = `ZMTP handshake failed: ${event.error.message}`;
-          break;
-        case 'disconnect':
-          // libzmq would reconnect quietly, but images in flight on the old connection are
-          // gone with it (the receiver also drops a peer that sent a part over its limit).
-          if (connected) fail(new ItbError(ErrorCode.transport, `ZeroMQ connection to ${where} lost`));
-          else lastProblem = 'peer closed the connection during the handshake';
-          break;
-        default:
-          break;
-      }
+      // libzmq would reconnect quietly, but images in flight on the old connection are gone with
+      // it (the receiver also drops a peer that sent a part over its limit).
+      if (event.type === 'disconnect') guard.failWith('connection lost');
     }
   })().catch((err: unknown) => options.log.debug({ err }, 'zeromq transmitter event observer ended'));
-
-  dealer.connect(address);
-  try {
-    await awaitHandshake(handshake, where, options.connectTimeoutMs, () => lastProblem);
-  } catch (err) {
-    closing = true;
-    dealer.close();
-    await settlesWithin(eventsDone, CLOSE_SETTLE_MS);
-    throw err;
-  }
-  connected = true;
-  options.log.debug({ address }, 'zeromq transmitter connected');
 
   const acksDone = (async () => {
     for await (const parts of dealer) {
       const [part] = parts;
-      let ack: Ack;
-      try {
-        if (parts.length !== 1 || part === undefined) throw new Error(`ack message has ${parts.length} parts, expected 1`);
-        ack = decodeAck(part);
-      } catch (err) {
-        fail(new ItbError(ErrorCode.transport, `malformed ack from ${where}: ${errorMessage(err)}`, { cause: err }));
+      if (parts.length !== 1 || part === undefined || part.length !== ACK_BYTES) {
+        guard.failWith(`malformed ack (${parts.length} parts, first of ${part?.length ?? 0} bytes)`);
         continue;
       }
-      options.onAck(ack);
+      guard.ack(options.onAck, decodeAck(part));
     }
-  })().catch((err: unknown) => {
-    fail(new ItbError(ErrorCode.transport, `ZeroMQ ack loop from ${where} ended: ${errorMessage(err)}`, { cause: err }));
-  });
+  })().catch((err: unknown) => guard.failWith(`ack loop ended: ${errorMessage(err)}`, err));
 
-  let closed: Promise<void> | undefined;
-  return {
-    async send(header, payload) {
-      if (failure) throw failure;
-      if (closing) throw new ItbError(ErrorCode.transport, `ZeroMQ link to ${where} is closed`);
-      try {
-        // The caller never has two sends pending, which is exactly what zeromq v6 allows per
-        // socket; parts over 128 bytes go zero-copy, which the contract permits.
-        await dealer.send([header, payload]);
-      } catch (err) {
-        throw new ItbError(ErrorCode.transport, `ZeroMQ send to ${where} failed: ${errorMessage(err)}`, { cause: err });
-      }
-    },
-    close() {
-      closed ??= (async () => {
-        closing = true;
-        dealer.close();
-        await settlesWithin(Promise.all([acksDone, eventsDone]), CLOSE_SETTLE_MS);
-      })();
-      return closed;
-    },
-  };
+  // zeromq v6 allows one pending send per socket: the queue hands over the next frame only once
+  // the previous send resolved. Parts over 128 bytes go zero-copy, which the contract permits.
+  const queue = new SendQueue(
+    (header, payload) => dealer.send([header, payload]),
+    (err) => guard.failWith(`send failed: ${err.message}`, err),
+  );
+  return guard.link(queue, async () => {
+    dealer.close();
+    await settlesWithin(Promise.all([acksDone, eventsDone]), CLOSE_SETTLE_MS);
+  });
 }
 
 /** Port libzmq actually bound, read from `tcp://host:port`. */
@@ -193,24 +150,6 @@ function boundPort(router: Router, address: string): number {
   const port = endpoint === null ? NaN : Number(endpoint.slice(endpoint.lastIndexOf(':') + 1));
   if (!Number.isInteger(port) || port <= 0) throw new ItbError(ErrorCode.transport, `cannot tell the port ZeroMQ bound for ${address} (endpoint ${endpoint})`);
   return port;
-}
-
-/** Checks one [peer id, header, image] message; returns what to deliver, or the reason to drop it. */
-function parseFrame(parts: Buffer[], maxImageBytes: number): { header: FrameHeader; payload: Buffer } | string {
-  const [, headerBytes, payload] = parts;
-  if (parts.length !== 3 || headerBytes === undefined || payload === undefined) {
-    return `zeromq: message has ${parts.length - 1} parts, expected 2 (header, image)`;
-  }
-  let header: FrameHeader;
-  try {
-    header = decodeFrameHeader(headerBytes, maxImageBytes);
-  } catch (err) {
-    return `zeromq: ${errorMessage(err)}`;
-  }
-  if (payload.length !== header.sizeBytes) {
-    return `zeromq: image of ${payload.length} bytes, header announced ${header.sizeBytes}`;
-  }
-  return { header, payload };
 }
 
 async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
@@ -239,49 +178,40 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   const port = boundPort(router, address);
   options.log.debug({ endpoint: router.lastEndpoint }, 'zeromq receiver listening');
 
-  const sendAck = async (peer: Buffer, ack: Ack): Promise<void> => {
-    try {
-      // Awaited inside the receive loop, so at most one ack send is ever pending on the socket.
-      await router.send([peer, encodeAck(ack)]);
-    } catch (err) {
-      if (!closing) options.log.warn({ err, seq: ack.seq }, 'zeromq ack not sent (peer gone, or not reading acks)');
-    }
-  };
+  const gate = frameGate(options, 'zeromq');
+  // Acks go out through a queue of their own: the receive loop never waits on an ack send (one
+  // pending send per socket), and acks keep their order.
+  const acks = new SendQueue(
+    (peer, ack) => router.send([peer, ack]),
+    (err) => {
+      if (!closing) options.log.warn({ err }, 'zeromq ack not sent (peer gone, or not reading acks)');
+    },
+  );
 
   const receiveDone = (async () => {
     for await (const parts of router) {
-      const arrivalNs = process.hrtime.bigint();
-      const frame = parseFrame(parts, options.maxImageBytes);
-      if (typeof frame === 'string') {
-        options.onReject(frame);
+      const [peer, headerBytes, payload] = parts;
+      if (parts.length !== 3 || peer === undefined || headerBytes === undefined || payload === undefined) {
+        gate.reject(`message has ${parts.length - 1} parts, expected 2 (header, image)`);
         continue;
       }
-      let ack: Ack;
-      try {
-        ack = options.deliver({ header: frame.header, payload: frame.payload, arrivalNs });
-      } catch (err) {
-        options.log.error({ err, seq: frame.header.seq }, 'zeromq receiver: deliver threw; frame not acknowledged');
-        continue;
-      }
-      await sendAck(parts[0]!, ack);
+      const ack = gate.frame(headerBytes, payload);
+      if (ack !== undefined) acks.push(peer, encodeAck(ack));
     }
   })().catch((err: unknown) => {
     if (!closing) options.log.error({ err }, 'zeromq receive loop ended');
   });
 
-  let closed: Promise<void> | undefined;
   return {
     port,
-    close() {
-      closed ??= (async () => {
-        closing = true;
-        // Acks already queued keep flushing for ACK_LINGER_MS in libzmq's I/O thread; the
-        // receive loop and the observer end as soon as the socket is closed.
-        router.close();
-        await settlesWithin(Promise.all([receiveDone, eventsDone]), CLOSE_SETTLE_MS);
-      })();
-      return closed;
-    },
+    close: once(async () => {
+      closing = true;
+      acks.stop();
+      // Acks already queued keep flushing for ACK_LINGER_MS in libzmq's I/O thread; the
+      // receive loop and the observer end as soon as the socket is closed.
+      router.close();
+      await settlesWithin(Promise.all([receiveDone, eventsDone]), CLOSE_SETTLE_MS);
+    }),
   };
 }
 
@@ -289,8 +219,11 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const zeromqTransport: Transport = {
   name: 'zeromq',
   label: 'ZeroMQ',
-  port: { envVar: 'ZEROMQ_PORT', defaultPort: 5555 },
   baseline: false,
+  setting: { kind: 'port', envVar: 'ZEROMQ_PORT', defaultPort: 5555 },
+  libraries: ['zeromq'],
+  nativeLibraries: { libzmq: libzmqVersion },
+  refbenchMode: 'zmq',
   connect,
   listen,
 };

@@ -48,9 +48,12 @@ function section(transport: string, label: string, repeat: number, p50Ms: number
     strayCount: 0,
     totalMs: 10 + repeat,
     latency: { count: 10, p50Ms, p90Ms: p50Ms * 2, p99Ms: p50Ms * 2, p999Ms: p50Ms * 2, minMs: p50Ms, maxMs: p50Ms * 2, meanMs: p50Ms, stdDevMs: 0 },
+    rtt: null,
+    littleRatio: null,
+    verifyMs: null,
     throughputMBps: mbps,
     imagesPerSecond: 1000,
-    cost: { transmitter: null, receiver: null },
+    cost: { transmitter: null, receiver: null, broker: null },
   };
 }
 
@@ -61,7 +64,7 @@ function report(startedAt: string, transport: string, label: string, repeats: [n
   return {
     schemaVersion: RESULTS_SCHEMA_VERSION,
     stopReason: null,
-    run: { startedAt, imageDescription: 'assets/sample.png', imageSizeBytes: 545_792, imageCount: 10, window: 1, warmup: 0, repeat: repeats.length, transports: [transport], config, hosts: { transmitter: host, receiver: host } },
+    run: { startedAt, imageDescription: 'assets/sample.png', imageSizeBytes: 545_792, imageCount: 10, window: 1, warmup: 0, repeat: repeats.length, transports: [transport], arrivalNotes: [], config, hosts: { transmitter: host, receiver: host } },
     finishedAt: startedAt,
     sections,
     transports: summarizeTransports(sections, [transport]),

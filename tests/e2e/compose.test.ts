@@ -9,9 +9,10 @@ import { parse as parseYaml } from 'yaml';
 import { configVariables, parseConfig, type Config } from '../../services/core/config.js';
 import { stopChild } from '../../services/shared/child-process.js';
 import { projectPath, projectRoot } from '../../services/shared/paths.js';
-import { freePortsEnv } from '../../services/shared/ports.js';
-import { freePort, REDIS_IMAGE_LIMIT_ARGS } from '../../services/shared/redis-server.js';
+import { freePortsEnv } from '../../scripts/lib/ports.js';
+import { freePort } from '../../services/shared/net.js';
 import { transports } from '../../services/transports/index.js';
+import { REDIS_IMAGE_LIMIT_ARGS } from '../../services/transports/redis.js';
 
 // No Docker engine runs here, so docker-compose.yml is checked two ways: resolved by a real
 // Compose implementation (Debian's docker-compose, which needs no engine for `config`), and its
@@ -72,7 +73,7 @@ function configOf(environment: Record<string, string> | undefined): Config {
 
 /** A config without what the compose file fixes for its own network instead of taking from .env. */
 function withoutNetworkVariables(config: Config): Partial<Config> {
-  const { receiverHost: _r, redisUrl: _u, bindHost: _b, outputDir: _o, ...rest } = config;
+  const { receiverHost: _r, urls: _u, bindHost: _b, outputDir: _o, ...rest } = config;
   return rest;
 }
 
@@ -100,9 +101,10 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     }
   }, 30_000);
 
-  it('has the three services, wired as designed, with the code defaults', async () => {
+  it('has the two services and every transport\'s broker service, wired as designed, with the code defaults', async () => {
     const compose = await resolveCompose({});
-    expect(Object.keys(compose.services).sort()).toEqual(['receiver', 'redis', 'transmitter']);
+    const brokers = transports.flatMap((t) => (t.composeService ? [t] : []));
+    expect(Object.keys(compose.services).sort()).toEqual(['receiver', 'transmitter', ...brokers.map((t) => t.composeService!)].sort());
     const known = configVariables(transports);
     const defaults = withoutNetworkVariables(configOf({}));
 
@@ -125,15 +127,20 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     // Only the control endpoint is published, and only on the host's loopback.
     expect(receiver.ports).toEqual([`127.0.0.1:${receiverConfig.controlPort}:${receiverConfig.controlPort}/tcp`]);
     expect(receiver.volumes).toContain(`${path.join(projectDir, 'output')}:${receiverConfig.outputDir}:rw`);
-    expect(receiver.depends_on).toEqual({ redis: { condition: 'service_healthy' } });
+    const brokerHealthy = Object.fromEntries(brokers.map((t) => [t.composeService!, { condition: 'service_healthy' }]));
+    expect(receiver.depends_on).toEqual(brokerHealthy);
     expect(receiver.restart).toBe('on-failure');
 
     const transmitter = service(compose, 'transmitter');
     const transmitterConfig = configOf(transmitter.environment);
     expect(transmitterConfig.receiverHost).toBe('receiver');
-    expect(transmitterConfig.redisUrl).toBe('redis://redis:6379');
+    // Both services reach each broker by its compose service name, with the transport's own scheme.
+    for (const t of brokers) {
+      const scheme = t.setting.kind === 'url' ? t.setting.schemes[0] : 'none';
+      for (const config of [transmitterConfig, receiverConfig]) expect(config.urls[t.name], t.name).toMatch(new RegExp(`^${scheme}://${t.composeService}:\\d+$`));
+    }
     expect(transmitter.ports ?? []).toEqual([]);
-    expect(transmitter.depends_on).toEqual({ receiver: { condition: 'service_healthy' }, redis: { condition: 'service_healthy' } });
+    expect(transmitter.depends_on).toEqual({ receiver: { condition: 'service_healthy' }, ...brokerHealthy });
   }, 30_000);
 });
 

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stopChild } from '../../services/shared/child-process.js';
-import { freePort } from '../../services/shared/redis-server.js';
+import { freePort } from '../../services/shared/net.js';
 import { exitWithin, freePortsEnv, startService, type ServiceProcess } from '../helpers/processes.js';
 
 // Faults over real processes and sockets: nothing hangs, nothing is lost silently, and every

@@ -8,7 +8,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SideCost } from '../../services/core/cost.js';
 import { CHART_NAMES, renderHtmlReport } from '../../services/core/html-report.js';
-import { renderResultsJson, type RunReport } from '../../services/core/report.js';
+import { RESULTS_SCHEMA_VERSION, renderResultsJson, type RunReport } from '../../services/core/report.js';
 import { SectionRecorder, type SectionPlan, type SectionResult } from '../../services/core/section.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';
@@ -57,7 +57,7 @@ function times(seed: number, typicalMs: number, jitterMs: number, lost: readonly
   });
 }
 
-function sideCost(cpuMsPerImage: number, peakRssMiB: number, eventLoopUtilization: number): SideCost {
+function sideCost(cpuMsPerImage: number, peakRssMiB: number, eventLoopUtilization: number | null): SideCost {
   const cpuMs = cpuMsPerImage * IMAGE_COUNT;
   return { cpuUserMs: cpuMs * 0.8, cpuSystemMs: cpuMs * 0.2, cpuMs, cpuMsPerImage, peakRssBytes: Math.round(peakRssMiB * 1024 * 1024), eventLoopUtilization };
 }
@@ -68,10 +68,13 @@ function sequentialSection(plan: SectionPlan, timesMs: readonly (number | null)[
   let sentAtNs = 1_000_000_000n;
   timesMs.forEach((timeMs, seq) => {
     const flightNs = BigInt(Math.round((timeMs ?? 1) * 1e6));
-    if (timeMs !== null) recorder.record({ sectionId: plan.sectionId, seq, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs }, sentAtNs + flightNs, true);
+    if (timeMs !== null) {
+      recorder.record({ sectionId: plan.sectionId, seq, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs }, sentAtNs + flightNs);
+      recorder.verified(seq, true);
+    }
     sentAtNs += flightNs + 40_000n;
   });
-  return recorder.result(failure, cost);
+  return recorder.result(failure, { cost, rttNs: timesMs.map((timeMs) => (timeMs === null ? null : Math.round(timeMs * 1e6) + 80_000)) });
 }
 
 interface TransportFixture {
@@ -82,33 +85,42 @@ interface TransportFixture {
   jitterMs: number;
   tx: [number, number, number];
   rx: [number, number, number];
+  /** The broker's CPU ms per image and RSS MiB, for a transport that goes through one. */
+  broker?: [number, number];
 }
 
 const TRANSPORTS: readonly TransportFixture[] = [
   { transport: 'websocket', label: 'WebSocket', typicalMs: 2.5, jitterMs: 0.25, tx: [4.2, 124.2, 0.54], rx: [2.4, 126.5, 0.87] },
   { transport: 'grpc', label: 'gRPC', typicalMs: 5.1, jitterMs: 0.4, tx: [3.5, 131.7, 0.56], rx: [3.6, 139.8, 0.6] },
   { transport: 'zeromq', label: 'ZeroMQ', typicalMs: 0.8, jitterMs: 0.12, tx: [0.47, 114.4, 0.41], rx: [0.92, 146.3, 0.41] },
-  { transport: 'redis', label: 'Redis', typicalMs: 2.3, jitterMs: 0.3, tx: [1.7, 120.3, 0.59], rx: [2.8, 150.1, 0.53] },
+  { transport: 'redis', label: 'Redis', typicalMs: 2.3, jitterMs: 0.3, tx: [1.7, 120.3, 0.59], rx: [2.8, 150.1, 0.53], broker: [1.1, 9.6] },
   { transport: 'tcp', label: 'TCP', baseline: true, typicalMs: 0.6, jitterMs: 0.2, tx: [0.45, 120.3, 0.37], rx: [1.25, 149.4, 0.74] },
 ];
 
-const REDIS_FAILURE = 'connect ECONNREFUSED 127.0.0.1:6399 (no Redis server listening)';
+const GRPC_FAILURE = '14 UNAVAILABLE: No connection established. Last error: connect ECONNREFUSED 127.0.0.1:50051';
+const REDIS_NOTE = 'Redis: ioredis hands over an XREADGROUP reply whole';
 
 /**
- * A run over every transport. The "after" run has Redis failing before any image (no data);
- * the "before" run has every transport working but ZeroMQ losing images 17 and 18 (a gap).
+ * A run over every transport, Redis with its broker's cost. The "after" run has gRPC failing
+ * before any image (no data) and ZeroMQ losing images 17 and 18 (no completed repeat: its failed
+ * one is drawn, with a gap); in the "before" run every transport delivers every image.
  */
 function run(role: 'before' | 'after'): RunReport {
   const speed = role === 'before' ? 1.15 : 1;
   const sections = TRANSPORTS.map((t, index) => {
     const plan = fixturePlan({ transport: t.transport, label: t.label, baseline: t.baseline ?? false, sectionId: index + 1 });
     const seed = index * 7 + (role === 'before' ? 100 : 1);
-    if (role === 'after' && t.transport === 'redis') return sequentialSection(plan, Array(IMAGE_COUNT).fill(null), REDIS_FAILURE, { transmitter: null, receiver: null });
-    const lost = role === 'before' && t.transport === 'zeromq' ? [17, 18] : [];
-    const cost = { transmitter: sideCost(t.tx[0] * speed, t.tx[1], t.tx[2]), receiver: sideCost(t.rx[0] * speed, t.rx[1] * speed, t.rx[2]) };
+    if (role === 'after' && t.transport === 'grpc') return sequentialSection(plan, Array(IMAGE_COUNT).fill(null), GRPC_FAILURE, { transmitter: null, receiver: null, broker: null });
+    const lost = role === 'after' && t.transport === 'zeromq' ? [17, 18] : [];
+    const cost = {
+      transmitter: sideCost(t.tx[0] * speed, t.tx[1], t.tx[2]),
+      receiver: sideCost(t.rx[0] * speed, t.rx[1] * speed, t.rx[2]),
+      broker: t.broker === undefined ? null : sideCost(t.broker[0] * speed, t.broker[1], null),
+    };
     return sequentialSection(plan, times(seed, t.typicalMs * speed, t.jitterMs, lost), null, cost);
   });
-  return fixtureReport(sections, { startedAt: role === 'before' ? '2026-11-22T09:30:00.000Z' : '2026-11-23T08:00:00.000Z' });
+  const report = fixtureReport(sections, { startedAt: role === 'before' ? '2026-11-22T09:30:00.000Z' : '2026-11-23T08:00:00.000Z' });
+  return { ...report, run: { ...report.run, arrivalNotes: [REDIS_NOTE] } };
 }
 
 interface Opened {
@@ -143,6 +155,8 @@ interface DrawnDataset {
   label: string;
   transport: string | null;
   run: string;
+  /** Bar charts: the side the bars are of, null for a one-figure chart. */
+  side: string | null;
   /** Bar charts: transport key per bar. */
   transports: string[] | null;
   /** Elements with finite coordinates: points of a line, or indexes of drawn bars. */
@@ -164,7 +178,7 @@ interface DrawnChart {
 async function drawnCharts(page: Page): Promise<DrawnChart[]> {
   return page.evaluate(() => {
     type El = { x: number; y: number };
-    type Ds = { label: string; transport?: string; run: string; transports?: string[]; legendLabel?: string; data: unknown[] };
+    type Ds = { label: string; transport?: string; run: string; side?: string | null; transports?: string[]; legendLabel?: string; data: unknown[] };
     type ChartLike = {
       config: { type: string };
       canvas: HTMLCanvasElement;
@@ -189,6 +203,7 @@ async function drawnCharts(page: Page): Promise<DrawnChart[]> {
             label: ds.label,
             transport: ds.transport ?? null,
             run: ds.run,
+            side: ds.side ?? null,
             transports: ds.transports ?? null,
             legendLabel: ds.legendLabel ?? null,
             drawnPoints: elements.filter((el, j) => finite(el) && (ds.data[j] as { y?: unknown } | null)?.y !== null).length,
@@ -200,12 +215,25 @@ async function drawnCharts(page: Page): Promise<DrawnChart[]> {
   });
 }
 
-/** Transports with figures in a run's median sections. */
-function transportsWithData(report: RunReport): string[] {
+/** Transports whose median (completed) repeat has arrivals: the ones with bars and figures. */
+function transportsWithFigures(report: RunReport): string[] {
   return report.transports.filter((t) => t.medianSection !== null && report.sections[t.medianSection]!.images.some((i) => i.timeMs !== null)).map((t) => t.transport);
 }
 
-/** Every chart drew every transport that has data, in every run given. */
+/** Transports with any section that has arrivals: the lines drawn, from a failed repeat when none completed. */
+function transportsWithArrivals(report: RunReport): string[] {
+  return report.transports.filter((t) => report.sections.some((s) => s.transport === t.transport && s.images.some((i) => i.timeMs !== null))).map((t) => t.transport);
+}
+
+/** Transports whose median repeat has a broker cost. */
+function transportsWithBroker(report: RunReport): string[] {
+  return report.transports.filter((t) => t.medianSection !== null && report.sections[t.medianSection]!.cost.broker !== null).map((t) => t.transport);
+}
+
+/**
+ * Every line chart drew every transport with arrivals, and every bar chart a bar for exactly the
+ * transports with figures (the broker's bars: those with a broker), in every run given.
+ */
 function expectEveryTransportDrawn(charts: readonly DrawnChart[], runs: Record<string, RunReport>): void {
   expect(charts.map((c) => c.name)).toEqual([...CHART_NAMES]);
   for (const chart of charts) {
@@ -214,12 +242,15 @@ function expectEveryTransportDrawn(charts: readonly DrawnChart[], runs: Record<s
     for (const [role, report] of Object.entries(runs)) {
       const own = chart.datasets.filter((d) => d.run === role);
       expect(own.length, `${chart.name} has no ${role} dataset`).toBeGreaterThan(0);
-      for (const transport of transportsWithData(report)) {
-        if (chart.type === 'line') {
+      if (chart.type === 'line') {
+        for (const transport of transportsWithArrivals(report)) {
           const line = own.find((d) => d.transport === transport);
           expect(line?.drawnPoints, `${chart.name}: ${transport} (${role}) drew no points`).toBeGreaterThan(0);
-        } else {
-          for (const bars of own) expect(bars.drawnBars, `${chart.name}: ${bars.label} has no bar for ${transport}`).toContain(bars.transports!.indexOf(transport));
+        }
+      } else {
+        for (const bars of own) {
+          const expected = bars.side === 'broker' ? transportsWithBroker(report) : transportsWithFigures(report);
+          expect(bars.drawnBars.map((i) => bars.transports![i]).sort(), `${chart.name}: ${bars.label}`).toEqual([...expected].sort());
         }
       }
     }
@@ -230,7 +261,7 @@ describe('report.html in Chromium', () => {
   const after = run('after');
   const before = run('before');
 
-  it('draws every chart, shows the failed transport and sorts the table, offline and without errors', async () => {
+  it('draws every chart, shows the failed transports and the broker, and sorts the table, offline and without errors', async () => {
     const file = path.join(dir, 'report.html');
     await writeFile(file, renderHtmlReport([after], reportLibraries()));
     const opened = await open(file);
@@ -238,17 +269,36 @@ describe('report.html in Chromium', () => {
     try {
       const charts = await drawnCharts(page);
       expectEveryTransportDrawn(charts, { only: after });
-      // Redis failed before any image: no points anywhere, and its legend says so.
+      // gRPC failed before any image: no points anywhere, and its legend says so. ZeroMQ lost two
+      // images: no completed repeat, so no bars, but its failed repeat's line, gap and tag.
       for (const chart of charts) {
         if (chart.type === 'line') {
-          const redis = chart.datasets.find((d) => d.transport === 'redis')!;
-          expect(redis.drawnPoints).toBe(0);
-          expect(redis.legendLabel).toBe('Redis (no data)');
+          const grpc = chart.datasets.find((d) => d.transport === 'grpc')!;
+          expect(grpc.drawnPoints).toBe(0);
+          expect(grpc.legendLabel).toBe('gRPC (no data)');
+          const zeromq = chart.datasets.find((d) => d.transport === 'zeromq')!;
+          expect(zeromq.drawnPoints).toBe(IMAGE_COUNT - 2);
+          expect(zeromq.legendLabel).toBe('ZeroMQ (FAILED repeat shown)');
         } else {
-          expect(chart.labels[3]).toEqual(['Redis', '(no data)']);
+          expect(chart.labels[1]).toEqual(['gRPC', '(no data)']);
+          expect(chart.labels[2]).toEqual(['ZeroMQ', '(no data)']);
         }
       }
       await expect(page.locator('figure.chart-card .no-data').count()).resolves.toBe(5);
+      await expect(page.locator('figure.chart-per-image .no-data').innerText()).resolves.toBe('no data gRPC FAILED repeat shown ZeroMQ');
+      await expect(page.locator('figure.chart-throughput .no-data').innerText()).resolves.toBe('no data gRPC, ZeroMQ');
+
+      // The broker is the CPU chart's third side, in its own colour, with a bar for Redis only.
+      const cpu = charts.find((c) => c.name === 'cpu-per-image')!;
+      expect(cpu.datasets.map((d) => d.side)).toEqual(['transmitter', 'receiver', 'broker']);
+      const colours = await page.evaluate(() =>
+        (window as unknown as { __charts: Record<string, { data: { datasets: { backgroundColor: unknown }[] } }> }).__charts['cpu-per-image']!.data.datasets.map((d) => d.backgroundColor),
+      );
+      expect(new Set(colours).size).toBe(3);
+      const brokerLegend = await page.evaluate(() =>
+        (window as unknown as { __charts: Record<string, { legend: { legendItems: { text: string }[] } }> }).__charts['cpu-per-image']!.legend.legendItems.map((i) => i.text),
+      );
+      expect(brokerLegend).toEqual(['Transmitter', 'Receiver', 'Broker']);
       // The page as it opens, before any click.
       const screenshot = path.join(dir, 'report.png');
       await page.screenshot({ path: screenshot, fullPage: true });
@@ -258,28 +308,41 @@ describe('report.html in Chromium', () => {
       await expect(rows.count()).resolves.toBe(TRANSPORTS.length);
       const rowTransports = (): Promise<string[]> => rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-transport')!));
       await expect(rowTransports()).resolves.toEqual(TRANSPORTS.map((t) => t.transport));
-      const redisRow = page.locator('tr[data-transport="redis"]');
-      await expect(redisRow.getAttribute('class')).resolves.toBe('failed');
-      const redisResult = await redisRow.locator('td.result').innerText();
-      expect(redisResult).toContain('FAILED');
-      expect(redisResult).toContain(REDIS_FAILURE);
-      for (const t of TRANSPORTS.filter((x) => x.transport !== 'redis')) {
+      const grpcRow = page.locator('tr[data-transport="grpc"]');
+      await expect(grpcRow.getAttribute('class')).resolves.toBe('failed');
+      const grpcResult = await grpcRow.locator('td.result').innerText();
+      expect(grpcResult).toContain('FAILED');
+      expect(grpcResult).toContain(GRPC_FAILURE);
+      await expect(page.locator('tr[data-transport="zeromq"] td.result').innerText()).resolves.toBe('FAILED 2 lost');
+      for (const t of TRANSPORTS.filter((x) => x.transport !== 'grpc' && x.transport !== 'zeromq')) {
         await expect(page.locator(`tr[data-transport="${t.transport}"] td.result`).innerText()).resolves.toBe('ok');
       }
+      await expect(page.locator('.verdict.failed').innerText()).resolves.toContain('ZeroMQ: 2 lost');
 
-      // Clicking "p50 ms" sorts fastest first, again slowest first; Redis (no value) stays last.
-      const p50 = (transport: string): number => {
+      // The round-trip and broker columns, by header: figures of completed repeats only.
+      const median = (transport: string) => {
         const t = after.transports.find((x) => x.transport === transport)!;
-        return after.sections[t.medianSection!]!.latency!.p50Ms;
+        return t.medianSection === null ? undefined : after.sections[t.medianSection];
       };
-      const measured = TRANSPORTS.map((t) => t.transport).filter((t) => t !== 'redis');
-      const header = page.locator('table.summary-table thead th', { hasText: 'p50 ms' });
+      const headerTexts = await page.locator('table.summary-table thead th').allInnerTexts();
+      const cell = (transport: string, header: string): Promise<string> => page.locator(`tr[data-transport="${transport}"] td`).nth(headerTexts.findIndex((h) => h.replace(/[↕▲▼]/g, '').trim() === header)).innerText();
+      await expect(cell('websocket', 'RTT p50 ms')).resolves.toBe(median('websocket')!.rtt!.p50Ms.toFixed(3));
+      await expect(cell('tcp', 'RTT p99 ms')).resolves.toBe(median('tcp')!.rtt!.p99Ms.toFixed(3));
+      await expect(cell('redis', 'Broker CPU ms/img')).resolves.toBe(median('redis')!.cost.broker!.cpuMsPerImage.toFixed(3));
+      await expect(cell('websocket', 'Broker CPU ms/img')).resolves.toBe('–');
+      for (const header of ['p50 ms', 'RTT p50 ms', 'MB/s']) await expect(cell('zeromq', header)).resolves.toBe('–');
+      await expect(page.locator('.facts').innerText()).resolves.toContain(REDIS_NOTE);
+
+      // Clicking "p50 ms" sorts fastest first, again slowest first; gRPC and ZeroMQ (no value) stay last.
+      const p50 = (transport: string): number => median(transport)!.latency!.p50Ms;
+      const measured = TRANSPORTS.map((t) => t.transport).filter((t) => t !== 'grpc' && t !== 'zeromq');
+      const header = page.locator('table.summary-table thead th', { hasText: /^p50 ms/ });
       await header.locator('button').click();
       await expect(header.getAttribute('aria-sort')).resolves.toBe('ascending');
-      await expect(rowTransports()).resolves.toEqual([...[...measured].sort((a, b) => p50(a) - p50(b)), 'redis']);
+      await expect(rowTransports()).resolves.toEqual([...[...measured].sort((a, b) => p50(a) - p50(b)), 'grpc', 'zeromq']);
       await header.locator('button').click();
       await expect(header.getAttribute('aria-sort')).resolves.toBe('descending');
-      await expect(rowTransports()).resolves.toEqual([...[...measured].sort((a, b) => p50(b) - p50(a)), 'redis']);
+      await expect(rowTransports()).resolves.toEqual([...[...measured].sort((a, b) => p50(b) - p50(a)), 'grpc', 'zeromq']);
       // Text columns sort too.
       await page.locator('table.summary-table thead th', { hasText: 'Transport' }).locator('button').click();
       await expect(rowTransports()).resolves.toEqual(['grpc', 'redis', 'tcp', 'websocket', 'zeromq']);
@@ -311,14 +374,23 @@ describe('report.html in Chromium', () => {
     try {
       const charts = await drawnCharts(page);
       expectEveryTransportDrawn(charts, { before, after });
-      // ZeroMQ lost two images before: its before line has a gap, two points fewer.
+      // ZeroMQ lost two images after: its after line (a failed repeat) has a gap, two points fewer.
       const perImage = charts.find((c) => c.name === 'per-image')!;
-      expect(perImage.datasets.find((d) => d.transport === 'zeromq' && d.run === 'before')!.drawnPoints).toBe(IMAGE_COUNT - 2);
-      expect(perImage.datasets.find((d) => d.transport === 'zeromq' && d.run === 'after')!.drawnPoints).toBe(IMAGE_COUNT);
-      expect(perImage.datasets.find((d) => d.transport === 'redis')!.legendLabel).toBe('Redis (no data after)');
+      expect(perImage.datasets.find((d) => d.transport === 'zeromq' && d.run === 'after')!.drawnPoints).toBe(IMAGE_COUNT - 2);
+      expect(perImage.datasets.find((d) => d.transport === 'zeromq' && d.run === 'before')!.drawnPoints).toBe(IMAGE_COUNT);
+      expect(perImage.datasets.find((d) => d.transport === 'zeromq')!.legendLabel).toBe('ZeroMQ (FAILED repeat shown after)');
+      expect(perImage.datasets.find((d) => d.transport === 'grpc')!.legendLabel).toBe('gRPC (no data after)');
+      // The broker's bars in both runs.
+      const cpu = charts.find((c) => c.name === 'cpu-per-image')!;
+      expect(cpu.datasets.filter((d) => d.side === 'broker').map((d) => [d.label, d.drawnBars])).toEqual([
+        ['Broker · before', [3]],
+        ['Broker · after', [3]],
+      ]);
       await expect(page.locator('table.summary-table tbody tr').count()).resolves.toBe(TRANSPORTS.length);
-      await expect(page.locator('tr[data-transport="zeromq"] td.result').innerText()).resolves.toMatch(/^ok\s+before: FAILED 2 lost$/);
+      await expect(page.locator('tr[data-transport="zeromq"] td.result').innerText()).resolves.toMatch(/^FAILED 2 lost\s+before: ok$/);
       await expect(page.locator('tr[data-transport="websocket"] td .change').count()).resolves.toBeGreaterThan(5);
+      // Redis's broker used less CPU after (the before run is 15 % slower): green.
+      await expect(page.locator('tr[data-transport="redis"] td .change.better').count()).resolves.toBeGreaterThan(0);
       const screenshot = path.join(dir, 'overlay.png');
       await page.screenshot({ path: screenshot, fullPage: true });
       console.log(`overlay screenshot: ${screenshot}`);
@@ -354,7 +426,7 @@ describe('npm run report', () => {
     const old = path.join(dir, 'old.json');
     await writeFile(old, JSON.stringify({ ...run('after'), schemaVersion: 1 }));
     const broken = path.join(dir, 'broken.json');
-    await writeFile(broken, '{ "schemaVersion": 2,');
+    await writeFile(broken, `{ "schemaVersion": ${RESULTS_SCHEMA_VERSION},`);
     const missing = path.join(dir, 'missing.json');
 
     const cases: [string[], RegExp][] = [
@@ -364,7 +436,7 @@ describe('npm run report', () => {
       [[good, '--colour'], /unknown option --colour/],
       [[missing], new RegExp(`${missing.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: cannot read it \\(ENOENT`)],
       [[good, broken], new RegExp(`${broken.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: not valid JSON`)],
-      [[old], new RegExp(`${old.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: schemaVersion 1, this tool reads schemaVersion 2 only`)],
+      [[old], new RegExp(`${old.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: schemaVersion 1, this tool reads schemaVersion ${RESULTS_SCHEMA_VERSION} only`)],
     ];
     for (const [args, message] of cases) {
       const result = runReport(...args);

@@ -4,13 +4,14 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePortsEnv } from '../../services/shared/ports.js';
+import { freePortsEnv } from '../../scripts/lib/ports.js';
 import { projectPath } from '../../services/shared/paths.js';
+import { transports } from '../../services/transports/index.js';
 
 // `npm start`'s entry as a user runs it: real processes, a private redis-server from PATH.
 // `npm test` builds dist/ first (its pretest step).
 
-const entry = projectPath('dist', 'services', 'start', 'main.js');
+const entry = projectPath('dist', 'scripts', 'start.js');
 let outputDir: string;
 
 beforeAll(async () => {
@@ -45,13 +46,14 @@ describe('npm start entry', () => {
     const result = await runStart({ IMAGE_COUNT: '3', ...(await freePortsEnv()) });
     expect(result.stderr).not.toMatch(/"level":(50|60)/);
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/^Transport\s+OK\s+Lost\s+Corrupt\s+p50 ms\s+p90 ms\s+p99 ms\s+p99\.9 ms\s+max ms\s+mean ± sd ms\s+Total ms\s+MB\/s\s+images\/s\s+Result$/m);
+    expect(result.stdout).toMatch(/^Transport\s+OK\s+Lost\s+Corrupt\s+p50 ms\s+p90 ms\s+p99 ms\s+p99\.9 ms\s+max ms\s+mean ± sd ms\s+RTT p50\s+RTT p99\s+Total ms\s+MB\/s\s+images\/s\s+Result$/m);
     expect(result.stdout).toMatch(/^Transport\s+TX CPU ms\/img\s+RX CPU ms\/img/m);
-    for (const title of ['WebSocket', 'gRPC', 'ZeroMQ', 'Redis', 'TCP \\(baseline\\)']) {
+    for (const t of transports) {
+      const title = `${t.label}${t.baseline ? ' (baseline)' : ''}`.replace(/[()]/g, '\\$&');
       expect(result.stdout).toMatch(new RegExp(`^${title}\\s+3\\s+0\\s+0\\s.*\\sok$`, 'm'));
     }
     const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
-    expect(log.match(/^=== .* performance test: 3 images transfer \(533\.0 KiB each, window 1\) ===$/gm)).toHaveLength(5);
+    expect(log.match(/^=== .* performance test: 3 images transfer \(533\.0 KiB each, window 1\) ===$/gm)).toHaveLength(transports.length);
     expect(log).toContain('Result: every transport delivered every image intact.');
     expect(existsSync(path.join(outputDir, 'results.json'))).toBe(true);
   }, 120_000);

@@ -22,14 +22,17 @@ export function fixturePlan(overrides: Partial<SectionPlan> & Pick<SectionPlan, 
 }
 
 /** A section whose images took the given times (ms; null = lost), sent 1 ms apart. */
-export function fixtureSection(plan: SectionPlan, timesMs: readonly (number | null)[], failure: string | null = null, cost: SectionResult['cost'] = { transmitter: null, receiver: null }): SectionResult {
+export function fixtureSection(plan: SectionPlan, timesMs: readonly (number | null)[], failure: string | null = null, cost: SectionResult['cost'] = { transmitter: null, receiver: null, broker: null }): SectionResult {
   const recorder = new SectionRecorder({ ...plan, imageCount: timesMs.length });
   timesMs.forEach((timeMs, seq) => {
     if (timeMs === null) return;
     const sentAtNs = BigInt(seq) * 1_000_000n;
-    recorder.record({ sectionId: plan.sectionId, seq, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs }, sentAtNs + BigInt(Math.round(timeMs * 1e6)), true);
+    recorder.record({ sectionId: plan.sectionId, seq, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs }, sentAtNs + BigInt(Math.round(timeMs * 1e6)));
+    recorder.verified(seq, true);
   });
-  return recorder.result(failure, cost);
+  // Round trips: the one-way time and 0.1 ms back, for every image that arrived.
+  const rttNs = timesMs.map((timeMs) => (timeMs === null ? null : Math.round(timeMs * 1e6) + 100_000));
+  return recorder.result(failure, { cost, rttNs });
 }
 
 /** A whole report around the given sections, as the receiver would build it. */
@@ -48,6 +51,7 @@ export function fixtureReport(sections: SectionResult[], options: { repeat?: num
       warmup: 0,
       repeat: options.repeat ?? 1,
       transports: order,
+      arrivalNotes: [],
       config: parsed.config,
       hosts: { transmitter: fixtureHost('tx'), receiver: fixtureHost('rx') },
     },

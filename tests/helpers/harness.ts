@@ -1,10 +1,120 @@
 import { pino } from 'pino';
 import { imageChecksum } from '../../services/core/checksum.js';
-import { encodeFrameHeader, stampSentAt, type Ack } from '../../services/core/frame.js';
-import type { ReceivedFrame, Transport } from '../../services/transports/contract.js';
+import { encodeFrameHeader, type Ack } from '../../services/core/frame.js';
+import type { LocalServer, ReceivedFrame, ReceiverListener, TransmitterLink, Transport } from '../../services/transports/contract.js';
 
 /** A logger that prints only when a test run asks for it (ITB_TEST_LOG=debug). */
 export const testLog = pino({ level: process.env.ITB_TEST_LOG ?? 'silent' });
+
+/**
+ * The servers transports go through (Redis), one per transport that needs one, started from the
+ * transport table's own `localServer` so tests run them exactly as `npm start` does.
+ */
+export class LocalServers {
+  private readonly servers = new Map<string, LocalServer>();
+
+  /** Starts a server for every transport in `table` that has a local one. */
+  async startFor(table: readonly Transport[]): Promise<void> {
+    for (const transport of table) {
+      if (transport.localServer && !this.servers.has(transport.name)) this.servers.set(transport.name, await transport.localServer.start());
+    }
+  }
+
+  /** The URL setting for `transport`: its server's, or undefined when it has none. */
+  urlFor(transport: Transport): string | undefined {
+    return this.servers.get(transport.name)?.url;
+  }
+
+  /** The env variables that point every started transport at its server (REDIS_URL=...). */
+  env(table: readonly Transport[]): Record<string, string> {
+    return Object.fromEntries(table.flatMap((t) => (t.setting.kind === 'url' && this.servers.has(t.name) ? [[t.setting.envVar, this.servers.get(t.name)!.url]] : [])));
+  }
+
+  async closeAll(): Promise<void> {
+    await Promise.all([...this.servers.values()].map((s) => s.close()));
+    this.servers.clear();
+  }
+}
+
+/** A frame header as the transmitter builds it, stamped now. */
+export function stampedHeader(image: Buffer, seq: number, overrides: { sectionId?: number; sizeBytes?: number } = {}): Buffer {
+  return encodeFrameHeader({ sectionId: overrides.sectionId ?? 7, seq, sizeBytes: overrides.sizeBytes ?? image.length, checksum: imageChecksum(image), sentAtNs: process.hrtime.bigint() });
+}
+
+/** What each side of a hand-opened pair saw. */
+export interface PairSeen {
+  delivered: ReceivedFrame[];
+  rejects: string[];
+  acks: Ack[];
+  failures: Error[];
+}
+
+/** A listener and a link opened by hand, recording what each side saw; `close()` closes both. */
+export interface Pair {
+  seen: PairSeen;
+  link: TransmitterLink;
+  listener: ReceiverListener;
+  close(): Promise<void>;
+}
+
+/** Options of {@link openPair}; limits may differ per side to test one side's bound. */
+export interface PairOptions {
+  url?: string;
+  receiverMaxImageBytes?: number;
+  transmitterMaxImageBytes?: number;
+  /** Makes the receiver's deliver throw for these seqs. */
+  throwOnSeqs?: readonly number[];
+}
+
+/** Opens a listener on a free port and a link to it, both through `transport`'s real library. */
+export async function openPair(transport: Transport, options: PairOptions = {}): Promise<Pair> {
+  const seen: PairSeen = { delivered: [], rejects: [], acks: [], failures: [] };
+  const listener = await transport.listen({
+    host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: options.url, maxImageBytes: options.receiverMaxImageBytes ?? 64 * 1024 * 1024, log: testLog,
+    deliver(frame) {
+      if (options.throwOnSeqs?.includes(frame.header.seq)) throw new Error(`delivery of seq ${frame.header.seq} failed on purpose`);
+      seen.delivered.push(frame);
+      return { sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' };
+    },
+    onReject(reason) {
+      seen.rejects.push(reason);
+    },
+  });
+  let link: TransmitterLink;
+  try {
+    link = await transport.connect({
+      host: '127.0.0.1', bindHost: '127.0.0.1', port: listener.port, url: options.url, maxImageBytes: options.transmitterMaxImageBytes ?? 64 * 1024 * 1024, log: testLog,
+      connectTimeoutMs: 5000,
+      onAck(ack) {
+        seen.acks.push(ack);
+      },
+      onFailure(err) {
+        seen.failures.push(err);
+      },
+    });
+  } catch (err) {
+    await listener.close();
+    throw err;
+  }
+  return {
+    seen,
+    link,
+    listener,
+    async close() {
+      await link.close();
+      await listener.close();
+    },
+  };
+}
+
+/** Polls until `condition` holds; fails the test after `timeoutMs` rather than hanging. */
+export async function eventually(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
 
 /** What one pass of images through a transport produced, on both sides. */
 export interface TransferOutcome {
@@ -14,24 +124,24 @@ export interface TransferOutcome {
 }
 
 /**
- * Sends `images` through one transport with at most `window` unacknowledged, with the same
- * rules the transmitter follows (one pending send, stamp just before sending), and returns what
- * the receiver side delivered and what came back. Everything is closed before it returns.
+ * Sends `images` through one transport with the transmitter's rules: every image the window
+ * admits is stamped at once, then handed over; returns what the receiver side delivered and what
+ * came back. Everything is closed before it returns.
  */
 export async function transferThrough(
   transport: Transport,
   images: readonly Buffer[],
-  options: { window: number; redisUrl?: string; maxImageBytes?: number; sectionId?: number; timeoutMs?: number; closeTwice?: boolean },
+  options: { window: number; url?: string; maxImageBytes?: number; sectionId?: number; timeoutMs?: number; closeTwice?: boolean },
 ): Promise<TransferOutcome> {
   const sectionId = options.sectionId ?? 7;
   const maxImageBytes = options.maxImageBytes ?? 64 * 1024 * 1024;
   const outcome: TransferOutcome = { received: [], acks: [], rejects: [] };
   const listener = await transport.listen({
-    host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, redisUrl: options.redisUrl, maxImageBytes, log: testLog,
+    host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: options.url, maxImageBytes, log: testLog,
     deliver(frame: ReceivedFrame): Ack {
       const bytes = Buffer.isBuffer(frame.payload) ? Buffer.from(frame.payload) : Buffer.concat(frame.payload);
       outcome.received.push({ seq: frame.header.seq, sectionId: frame.header.sectionId, bytes, sentAtNs: frame.header.sentAtNs, arrivalNs: frame.arrivalNs });
-      return { sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'ok' };
+      return { sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' };
     },
     onReject(reason) {
       outcome.rejects.push(reason);
@@ -39,18 +149,7 @@ export async function transferThrough(
   });
   let wake: (() => void) | undefined;
   let failure: Error | undefined;
-  const link = await transport.connect({
-    host: '127.0.0.1', bindHost: '127.0.0.1', port: listener.port, redisUrl: options.redisUrl, maxImageBytes, log: testLog,
-    connectTimeoutMs: 5000,
-    onAck(ack) {
-      outcome.acks.push(ack);
-      wake?.();
-    },
-    onFailure(err) {
-      failure = err;
-      wake?.();
-    },
-  });
+  let link: TransmitterLink | undefined;
   const waitFor = async (condition: () => boolean): Promise<void> => {
     const deadline = Date.now() + (options.timeoutMs ?? 20_000);
     while (!condition()) {
@@ -67,18 +166,30 @@ export async function transferThrough(
     }
   };
   try {
-    for (const [seq, image] of images.entries()) {
-      const header = encodeFrameHeader({ sectionId, seq, sizeBytes: image.length, checksum: imageChecksum(image), sentAtNs: 0n });
+    link = await transport.connect({
+      host: '127.0.0.1', bindHost: '127.0.0.1', port: listener.port, url: options.url, maxImageBytes, log: testLog,
+      connectTimeoutMs: 5000,
+      onAck(ack) {
+        outcome.acks.push(ack);
+        wake?.();
+      },
+      onFailure(err) {
+        failure = err;
+        wake?.();
+      },
+    });
+    for (let seq = 0; seq < images.length; ) {
       await waitFor(() => seq - outcome.acks.length < options.window);
-      stampSentAt(header, process.hrtime.bigint());
-      await link.send(header, image);
+      const admitted: [Buffer, Buffer][] = [];
+      for (; seq < images.length && seq - outcome.acks.length < options.window; seq++) admitted.push([stampedHeader(images[seq]!, seq, { sectionId }), images[seq]!]);
+      for (const [header, image] of admitted) link.send(header, image);
     }
     await waitFor(() => outcome.acks.length >= images.length);
   } finally {
-    await link.close();
+    await link?.close();
     await listener.close();
     if (options.closeTwice) {
-      await link.close();
+      await link?.close();
       await listener.close();
     }
   }

@@ -17,7 +17,8 @@ export async function startReceiver(outputDir: string, env: Record<string, strin
   const receiverConfig = configFor(outputDir, env);
   const receiver = buildReceiver(receiverConfig, testLog);
   const started = await receiver.start();
-  const ports = Object.fromEntries(Object.entries(started.listeners).map(([name, s]) => [name, s.port]));
+  // The ports the listeners bound, for the transports whose setting is a port.
+  const ports = Object.fromEntries(Object.entries(started.listeners).flatMap(([name, s]) => (name in receiverConfig.ports ? [[name, s.port]] : [])));
   return { receiver, transmitterConfig: { ...receiverConfig, controlPort: started.controlPort, ports } };
 }
 

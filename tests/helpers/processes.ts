@@ -14,9 +14,9 @@ export interface ServiceProcess {
   waitForLog(pattern: RegExp, timeoutMs?: number): Promise<void>;
 }
 
-/** Starts `node dist/services/<name>/main.js` with `env` over a clean environment. */
+/** Starts `node dist/services/<name>/main.js` (or `npm start`'s `dist/scripts/start.js`) with `env` over a clean environment. */
 export function startService(name: 'receiver' | 'transmitter' | 'start', env: Record<string, string>): ServiceProcess {
-  const entry = projectPath('dist', 'services', name, 'main.js');
+  const entry = name === 'start' ? projectPath('dist', 'scripts', 'start.js') : projectPath('dist', 'services', name, 'main.js');
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run "npm run build" first (npm test does)`);
   const child = spawn(process.execPath, [entry], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -40,7 +40,7 @@ export function startService(name: 'receiver' | 'transmitter' | 'start', env: Re
   };
 }
 
-export { freePortsEnv } from '../../services/shared/ports.js';
+export { freePortsEnv } from '../../scripts/lib/ports.js';
 
 /** Resolves with the exit code, or rejects when the process takes longer than `timeoutMs` (then killed). */
 export async function exitWithin(service: ServiceProcess, timeoutMs: number): Promise<number | null> {

@@ -42,7 +42,7 @@ describe('control endpoint', () => {
     expect((await fetch(url('/../../etc/passwd'))).status).toBe(404);
     expect((await fetch(url('/output.log'))).status).toBe(404);
     expect((await fetch(url('/results.json'))).status).toBe(404);
-    expect((await post('/sections/%2e%2e%2fetc/end', JSON.stringify({ failure: null, transmitterCost: null }))).status).toBe(409);
+    expect((await post('/sections/%2e%2e%2fetc/end', JSON.stringify({ failure: null, transmitterCost: null, rttNs: [] }))).status).toBe(409);
     const page = await fetch(url('/'));
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('No run has finished yet');

@@ -10,8 +10,9 @@ import WebSocket from 'ws';
 import type { Config } from '../../services/core/config.js';
 import { decodeAck, encodeFrameHeader } from '../../services/core/frame.js';
 import type { ReceiverApp } from '../../services/receiver/app.js';
-import type { HealthResponse } from '../../services/receiver/protocol.js';
-import { startPrivateRedis, type PrivateRedis } from '../../services/shared/redis-server.js';
+import type { HealthResponse } from '../../services/core/control-protocol.js';
+import { transports } from '../../services/transports/index.js';
+import { LocalServers } from '../helpers/harness.js';
 import { runTransmitter, startReceiver } from '../helpers/in-process.js';
 
 // Hostile input to every listening port: random bytes, truncated frames, a header announcing
@@ -19,19 +20,21 @@ import { runTransmitter, startReceiver } from '../helpers/in-process.js';
 // count them, stay within its memory bound, and then serve a real run correctly.
 
 const TEN_GB = 10 * 1024 ** 3;
-let redis: PrivateRedis;
+const servers = new LocalServers();
+let redisUrl: string;
 let outputDir: string;
 let receiver: ReceiverApp;
 let config: Config;
 
 beforeAll(async () => {
-  redis = await startPrivateRedis();
+  await servers.startFor(transports);
+  redisUrl = servers.env(transports).REDIS_URL!;
   outputDir = await mkdtemp(path.join(os.tmpdir(), 'itb-hostile-'));
-  ({ receiver, transmitterConfig: config } = await startReceiver(outputDir, { REDIS_URL: redis.url, MAX_IMAGE_SIZE: '16MiB', IMAGE_COUNT: '5' }));
+  ({ receiver, transmitterConfig: config } = await startReceiver(outputDir, { ...servers.env(transports), MAX_IMAGE_SIZE: '16MiB', IMAGE_COUNT: '5' }));
 });
 afterAll(async () => {
   await receiver?.close();
-  await redis?.close();
+  await servers.closeAll();
   await rm(outputDir, { recursive: true, force: true });
 });
 
@@ -54,7 +57,8 @@ async function sendRaw(port: number, bytes: Buffer, waitMs = 300): Promise<{ clo
 }
 
 const header = (sizeBytes: number, checksum = 1n) => encodeFrameHeader({ sectionId: 42, seq: 0, sizeBytes, checksum, sentAtNs: 1n });
-const dataPorts = (): Record<string, number> => ({ tcp: config.ports.tcp!, websocket: config.ports.websocket!, grpc: config.ports.grpc!, zeromq: config.ports.zeromq!, control: config.controlPort });
+/** Every listening port: each transport's with a port setting (from the table), and the control endpoint. */
+const dataPorts = (): Record<string, number> => ({ ...config.ports, control: config.controlPort });
 
 describe('hostile input', () => {
   it('random bytes and connection floods on every port are dropped', async () => {
@@ -103,7 +107,7 @@ describe('hostile input', () => {
 
   it('Redis: malformed stream entries are refused and trimmed', async () => {
     const before = (await health()).counters.rejectedInputs;
-    const client = new Redis(redis.url);
+    const client = new Redis(redisUrl);
     try {
       await client.xadd('itb:frames', '*', 'h', randomBytes(40), 'p', randomBytes(10));
       await client.xadd('itb:frames', '*', 'x', 'y');

@@ -2,33 +2,34 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPrivateRedis, type PrivateRedis } from '../../services/shared/redis-server.js';
+import { transports } from '../../services/transports/index.js';
+import { LocalServers } from '../helpers/harness.js';
 import { runBoth } from '../helpers/in-process.js';
 
 // Every transport at the edges of its defaults: images far over gRPC's 4 MB and Redis's usual
 // sizes with several in flight, and many tiny images with a wide window. Each must arrive intact,
 // or the failure must be reported with its cause; nothing may be dropped silently.
 
-let redis: PrivateRedis;
+const servers = new LocalServers();
 let outputDir: string;
 beforeAll(async () => {
-  redis = await startPrivateRedis();
+  await servers.startFor(transports);
   outputDir = await mkdtemp(path.join(os.tmpdir(), 'itb-limits-'));
 });
 afterAll(async () => {
-  await redis?.close();
+  await servers.closeAll();
   await rm(outputDir, { recursive: true, force: true });
 });
 
 describe('every transport at its limits', () => {
   it('moves 64 MB images with WINDOW=4, all intact', async () => {
-    const outcome = await runBoth(outputDir, { IMAGE_SIZE: '64MB', WINDOW: '4', IMAGE_COUNT: '4', WARMUP: '1', REDIS_URL: redis.url, IMAGE_TIMEOUT_MS: '30000' });
+    const outcome = await runBoth(outputDir, { IMAGE_SIZE: '64MB', WINDOW: '4', IMAGE_COUNT: '4', WARMUP: '1', ...servers.env(transports), IMAGE_TIMEOUT_MS: '30000' });
     expect(outcome.succeeded, outcome.summary).toBe(true);
     for (const t of outcome.report.transports) expect([t.transport, t.okCount, t.lostCount, t.corruptCount]).toEqual([t.transport, 4, 0, 0]);
   }, 180_000);
 
   it('moves 1,000 images of 1 KB with WINDOW=64, all intact', async () => {
-    const outcome = await runBoth(outputDir, { IMAGE_SIZE: '1KB', WINDOW: '64', IMAGE_COUNT: '1000', REDIS_URL: redis.url });
+    const outcome = await runBoth(outputDir, { IMAGE_SIZE: '1KB', WINDOW: '64', IMAGE_COUNT: '1000', ...servers.env(transports) });
     expect(outcome.succeeded, outcome.summary).toBe(true);
     for (const t of outcome.report.transports) expect([t.transport, t.okCount, t.lostCount, t.corruptCount]).toEqual([t.transport, 1000, 0, 0]);
   }, 120_000);

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPrivateRedis } from '../../services/shared/redis-server.js';
+import { redisTransport } from '../../services/transports/redis.js';
 import type { RunObserver } from '../../services/transmitter/app.js';
 import { runBoth } from '../helpers/in-process.js';
 
@@ -19,7 +19,7 @@ afterAll(async () => {
 
 describe('Redis going down mid-run', () => {
   it('fails the redis section with its reason and keeps the others', async () => {
-    const redis = await startPrivateRedis();
+    const redis = await redisTransport.localServer!.start();
     let stopped: Promise<void> | undefined;
     // Stops Redis once the redis section has had some images acknowledged.
     const observer: RunObserver = {

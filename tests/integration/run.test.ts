@@ -3,46 +3,57 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunReport } from '../../services/core/report.js';
-import { freePort, startPrivateRedis, type PrivateRedis } from '../../services/shared/redis-server.js';
+import { freePort } from '../../services/shared/net.js';
+import { transports } from '../../services/transports/index.js';
+import { LocalServers } from '../helpers/harness.js';
 import { runBoth as runBothInProcess, runTransmitter, startReceiver } from '../helpers/in-process.js';
 import { resultsSchemaErrors } from '../helpers/schema.js';
 
 // Both apps in this process, every transport over real loopback sockets and a real redis-server.
 
-let redis: PrivateRedis;
+const servers = new LocalServers();
 let outputDir: string;
 beforeAll(async () => {
-  redis = await startPrivateRedis();
+  await servers.startFor(transports);
   outputDir = await mkdtemp(path.join(os.tmpdir(), 'itb-run-'));
 });
 afterAll(async () => {
-  await redis?.close();
+  await servers.closeAll();
   await rm(outputDir, { recursive: true, force: true });
 });
 
-const runBoth = (env: Record<string, string>) => runBothInProcess(outputDir, env);
+const runBoth = (env: Record<string, string>) => runBothInProcess(outputDir, { ...servers.env(transports), ...env });
 
 describe('a whole run in-process', () => {
-  it('moves the asset over every transport, twice interleaved, and writes output.log and a valid results.json', async () => {
-    const outcome = await runBoth({ IMAGE_COUNT: '3', WARMUP: '1', REPEAT: '2', REDIS_URL: redis.url });
+  it('moves the asset over every transport, three repeats interleaved in rotated order, and writes output.log and a valid results.json', async () => {
+    const outcome = await runBoth({ IMAGE_COUNT: '3', WARMUP: '1', REPEAT: '3' });
     expect(outcome.succeeded, outcome.summary).toBe(true);
     const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
-    for (const title of ['WebSocket', 'gRPC', 'ZeroMQ', 'Redis', 'TCP (baseline)']) {
-      for (const repeat of [1, 2]) expect(log).toContain(`=== ${title} performance test: 3 images transfer (533.0 KiB each, window 1, repeat ${repeat}/2) ===`);
+    const n = transports.length;
+    for (const t of transports) {
+      const title = `${t.label}${t.baseline ? ' (baseline)' : ''}`;
+      for (const repeat of [1, 2, 3]) expect(log).toContain(`=== ${title} performance test: 3 images transfer (533.0 KiB each, window 1, repeat ${repeat}/3) ===`);
     }
-    expect(log.match(/^Image \d transmission time: \d+\.\d{3} ms$/gm)).toHaveLength(30);
-    expect(log.match(/^Total transfer time: \d+\.\d{3} ms$/gm)).toHaveLength(10);
-    expect(log).toContain('Spread across repeats (min–max):');
+    expect(log.match(/^Image \d transmission time: \d+\.\d{3} ms$/gm)).toHaveLength(3 * 3 * n);
+    expect(log.match(/^Total transfer time: \d+\.\d{3} ms$/gm)).toHaveLength(3 * n);
+    expect(log.match(/^Round trip: p50 \d+\.\d{3}, /gm)).toHaveLength(3 * n);
+    expect(log).toContain('Spread across completed repeats (min–max):');
 
     const results = JSON.parse(await readFile(path.join(outputDir, 'results.json'), 'utf8')) as RunReport;
     expect(resultsSchemaErrors(results)).toEqual([]);
-    // Interleaved: every transport once per repeat, in TRANSPORTS order.
-    const order = ['websocket', 'grpc', 'zeromq', 'redis', 'tcp'];
-    expect(results.sections.map((s) => `${s.transport}/${s.repeat}`)).toEqual([...order.map((t) => `${t}/1`), ...order.map((t) => `${t}/2`)]);
-    expect(results.transports.map((t) => [t.transport, t.repeats, t.okCount])).toEqual(order.map((t) => [t, 2, 6]));
+    // Interleaved, one section of every transport per repeat, the order rotated each repeat so no
+    // transport always follows the same neighbour: A B C, B C A, C A B.
+    const order = transports.map((t) => t.name);
+    const rotated = (shift: number): string[] => [...order.slice(shift), ...order.slice(0, shift)];
+    expect(results.sections.map((s) => `${s.transport}/${s.repeat}`)).toEqual([1, 2, 3].flatMap((repeat) => rotated(repeat - 1).map((t) => `${t}/${repeat}`)));
+    expect(results.transports.map((t) => [t.transport, t.repeats, t.completedRepeats, t.okCount])).toEqual(order.map((t) => [t, 3, 3, 9]));
     for (const section of results.sections) {
       expect(section.okCount).toBe(3);
       expect(section.images.every((i) => i.timeMs !== null && i.timeMs > 0)).toBe(true);
+      // Every image's round trip (stamp → ack processed on the transmitter) covers its one-way time.
+      for (const image of section.images) expect(image.rttMs).toBeGreaterThan(image.timeMs!);
+      expect(section.rtt?.count).toBe(3);
+      expect(section.verifyMs).toBeGreaterThan(0);
       // The total spans from the first send to the last arrival, so it covers every image.
       expect(section.totalMs).toBeGreaterThanOrEqual(Math.max(...section.images.map((i) => i.timeMs!)));
       expect(section.latency?.p50Ms).toBeGreaterThan(0);
@@ -53,6 +64,15 @@ describe('a whole run in-process', () => {
         expect(side?.peakRssBytes).toBeGreaterThan(10 * 1024 * 1024);
         expect(side?.eventLoopUtilization).toBeGreaterThan(0);
       }
+      // A transport that goes through a broker reports the broker as a third side, from its own counters.
+      const throughBroker = transports.find((t) => t.name === section.transport)?.localServer !== undefined;
+      if (throughBroker) {
+        expect(section.cost.broker?.cpuMs).toBeGreaterThan(0);
+        expect(section.cost.broker?.peakRssBytes).toBeGreaterThan(1024 * 1024);
+        expect(section.cost.broker?.eventLoopUtilization).toBeNull();
+      } else {
+        expect(section.cost.broker).toBeNull();
+      }
       // One host, one kernel: the estimate is near zero and not applied.
       expect(section.clock?.applied).toBe(false);
       expect(Math.abs(section.clock!.offsetNs)).toBeLessThan(200_000);
@@ -61,8 +81,24 @@ describe('a whole run in-process', () => {
     expect(outcome.summary).toContain('TCP (baseline)');
   }, 90_000);
 
+  it("keeps WINDOW meaning the same on every transport: Little's law holds at WINDOW=16 with 300 images", async () => {
+    const outcome = await runBoth({ IMAGE_COUNT: '300', IMAGE_SIZE: '64KB', WINDOW: '16', WARMUP: '16' });
+    expect(outcome.succeeded, outcome.summary).toBe(true);
+    expect(outcome.report.sections.map((s) => s.transport)).toEqual(transports.map((t) => t.name));
+    for (const section of outcome.report.sections) {
+      // Images stamped and not yet acknowledged: WINDOW of them the whole section, so the mean
+      // round trip is WINDOW × total ÷ images (Little's law), whatever the transport.
+      const rtts = section.images.map((i) => i.rttMs!);
+      const meanRttMs = rtts.reduce((a, b) => a + b, 0) / rtts.length;
+      const ratio = meanRttMs / ((16 * section.totalMs!) / 300);
+      expect(ratio, `${section.transport}: mean RTT ${meanRttMs.toFixed(3)} ms, total ${section.totalMs!.toFixed(1)} ms`).toBeGreaterThan(0.9);
+      expect(ratio, section.transport).toBeLessThan(1.1);
+      expect(section.littleRatio).toBeCloseTo(ratio, 9);
+    }
+  }, 120_000);
+
   it('keeps a window of images in flight with a generated size, and says when verification is off', async () => {
-    const outcome = await runBoth({ IMAGE_COUNT: '20', IMAGE_SIZE: '64KB', WINDOW: '8', TRANSPORTS: 'tcp,zeromq', REDIS_URL: redis.url, VERIFY: 'false' });
+    const outcome = await runBoth({ IMAGE_COUNT: '20', IMAGE_SIZE: '64KB', WINDOW: '8', TRANSPORTS: 'tcp,zeromq', VERIFY: 'false' });
     expect(outcome.succeeded, outcome.summary).toBe(true);
     // Verification off (to measure its cost) is said in the record, never silently.
     expect(await readFile(path.join(outputDir, 'output.log'), 'utf8')).toContain('Integrity: NOT VERIFIED (VERIFY=false');
@@ -83,7 +119,7 @@ describe('a whole run in-process', () => {
     expect(tcpSection?.ok).toBe(true);
     const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
     expect(log).toContain(`FAILED: receiver's redis listener is not available: no connection to Redis at redis://127.0.0.1:${deadPort}`);
-    expect(log).toMatch(/^Redis\s+0\s+2\s+0(\s+-){9}\s+FAILED/m);
+    expect(log).toMatch(/^Redis\s+0\s+2\s+0(\s+-){11}\s+FAILED/m);
   }, 60_000);
 
   it('serves progress at / during a run, then the run\'s report.html and results.json', async () => {

@@ -1,49 +1,185 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startPrivateRedis, type PrivateRedis } from '../../services/shared/redis-server.js';
+import { ErrorCode } from '../../services/core/errors.js';
+import { freePort } from '../../services/shared/net.js';
+import type { LocalServer, Transport } from '../../services/transports/contract.js';
 import { transports } from '../../services/transports/index.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
-import { transferThrough } from '../helpers/harness.js';
+import { eventually, LocalServers, openPair, stampedHeader, testLog, transferThrough } from '../helpers/harness.js';
 
-// One suite, every transport, real sockets on loopback and a real redis-server: the same
-// assertions must hold whatever carries the bytes.
+// One suite, every transport in the table, real sockets on loopback and real servers: the same
+// contract must hold whatever carries the bytes. A transport added to the table is tested here
+// with no change to this file.
 
-let redis: PrivateRedis;
+const MIB = 1024 * 1024;
+const servers = new LocalServers();
 beforeAll(async () => {
-  redis = await startPrivateRedis();
+  await servers.startFor(transports);
 });
 afterAll(async () => {
-  await redis?.close();
+  await servers.closeAll();
 });
+
+/** An endpoint where nothing answers: a closed loopback port, as a port or as a URL of the transport's scheme. */
+async function deadEndpoint(transport: Transport): Promise<{ port: number; url: string | undefined; where: string }> {
+  const port = await freePort();
+  const url = transport.setting.kind === 'url' ? `${transport.setting.schemes[0]}://127.0.0.1:${port}` : undefined;
+  return { port: transport.setting.kind === 'port' ? port : 0, url, where: `127.0.0.1:${port}` };
+}
 
 const cases = [
   { name: '1-byte images', sizeBytes: 1, count: 5, window: 1 },
   { name: '1 KB images, window 8', sizeBytes: 1000, count: 40, window: 8 },
   { name: '533 KB images, window 4', sizeBytes: 545_792, count: 12, window: 4 },
-  { name: '12 MB images (over gRPC\'s 4 MB default)', sizeBytes: 12_000_000, count: 3, window: 2 },
+  { name: "12 MB images (over gRPC's 4 MB default)", sizeBytes: 12_000_000, count: 3, window: 2 },
 ];
 
 for (const transport of transports) {
   describe(transport.name, () => {
+    const url = (): string | undefined => servers.urlFor(transport);
+
     for (const c of cases) {
       it(`delivers ${c.name} intact, in order, with positive times`, async () => {
         const images = Array.from({ length: c.count }, () => randomBytes(c.sizeBytes));
-        const outcome = await transferThrough(transport, images, { window: c.window, redisUrl: redis.url });
+        const outcome = await transferThrough(transport, images, { window: c.window, url: url() });
         expect(outcome.rejects).toEqual([]);
         expect(outcome.received.map((r) => r.seq)).toEqual(images.map((_, i) => i));
         for (const r of outcome.received) {
           expect(r.bytes.equals(images[r.seq]!)).toBe(true);
           expect(r.arrivalNs).toBeGreaterThan(r.sentAtNs);
         }
-        expect(outcome.acks.map((a) => [a.seq, a.status])).toEqual(images.map((_, i) => [i, 'ok']));
+        expect(outcome.acks.map((a) => [a.seq, a.status])).toEqual(images.map((_, i) => [i, 'accepted']));
       }, 60_000);
     }
 
     it('leaves no open handle after close, and close is safe twice', async () => {
       const before = activeResources();
-      const outcome = await transferThrough(transport, [randomBytes(2048)], { window: 1, redisUrl: redis.url, closeTwice: true });
+      const outcome = await transferThrough(transport, [randomBytes(2048)], { window: 1, url: url(), closeTwice: true });
       expect(outcome.acks).toHaveLength(1);
       expect(await leakedResources(before)).toEqual([]);
     }, 30_000);
+
+    it('connect() with nothing there rejects within connectTimeoutMs with ITB_ERR_TIMEOUT naming the address, leaving nothing open', async () => {
+      const dead = await deadEndpoint(transport);
+      const before = activeResources();
+      const startedMs = Date.now();
+      const outcome = await transport
+        .connect({ host: '127.0.0.1', bindHost: '127.0.0.1', port: dead.port, url: dead.url, maxImageBytes: MIB, log: testLog, connectTimeoutMs: 600, onAck() {}, onFailure() {} })
+        .then(
+          () => new Error('connect() resolved'),
+          (err: unknown) => err,
+        );
+      const elapsedMs = Date.now() - startedMs;
+      expect(outcome).toMatchObject({ code: ErrorCode.timeout, message: expect.stringContaining(dead.where) });
+      // It kept trying for the whole budget (a refusal is retried, as for a receiver still starting), and no longer.
+      expect(elapsedMs).toBeGreaterThanOrEqual(550);
+      expect(elapsedMs).toBeLessThan(2000);
+      expect(await leakedResources(before)).toEqual([]);
+    }, 10_000);
+
+    it('drops a frame with a bad magic or announcing more than MAX_IMAGE_SIZE, reports it, delivers nothing of it, and keeps listening', async () => {
+      for (const bad of ['magic', 'oversize'] as const) {
+        const pair = await openPair(transport, { url: url(), receiverMaxImageBytes: MIB });
+        try {
+          const image = randomBytes(1000);
+          const header = stampedHeader(image, 0, bad === 'oversize' ? { sizeBytes: 10_000_000_000 } : {});
+          if (bad === 'magic') header.writeUInt32BE(0xdeadbeef, 0);
+          pair.link.send(header, image);
+          await eventually(() => pair.seen.rejects.length > 0);
+          expect(pair.seen.rejects[0]).toMatch(bad === 'magic' ? /bad frame magic/ : /over MAX_IMAGE_SIZE/);
+          expect(pair.seen.delivered).toEqual([]);
+          expect(pair.seen.acks).toEqual([]);
+        } finally {
+          await pair.link.close();
+        }
+        // The listener serves the next link normally.
+        const next = await transport.connect({
+          host: '127.0.0.1', bindHost: '127.0.0.1', port: pair.listener.port, url: url(), maxImageBytes: MIB, log: testLog, connectTimeoutMs: 5000,
+          onAck: (ack) => pair.seen.acks.push(ack),
+          onFailure: (err) => pair.seen.failures.push(err),
+        });
+        try {
+          const image = randomBytes(3000);
+          next.send(stampedHeader(image, 5), image);
+          await eventually(() => pair.seen.acks.length === 1);
+          expect(pair.seen.acks).toEqual([{ sectionId: 7, seq: 5, status: 'accepted' }]);
+          expect(pair.seen.delivered.map((f) => f.header.seq)).toEqual([5]);
+        } finally {
+          await next.close();
+          await pair.listener.close();
+        }
+      }
+    }, 30_000);
+
+    it('drops a frame whose delivery throws: reported, never acked, and the next frame on the same link goes through', async () => {
+      const pair = await openPair(transport, { url: url(), throwOnSeqs: [0] });
+      try {
+        const images = [randomBytes(2000), randomBytes(2000)];
+        pair.link.send(stampedHeader(images[0]!, 0), images[0]!);
+        pair.link.send(stampedHeader(images[1]!, 1), images[1]!);
+        await eventually(() => pair.seen.acks.length === 1 && pair.seen.rejects.length === 1);
+        expect(pair.seen.rejects[0]).toMatch(/seq 0 not delivered: delivery of seq 0 failed on purpose/);
+        expect(pair.seen.acks.map((a) => a.seq)).toEqual([1]);
+        expect(pair.seen.failures).toEqual([]);
+      } finally {
+        await pair.close();
+      }
+    }, 20_000);
+
+    it('reports a peer that goes away as one failure, nothing after close(), and close() of a healthy link reports none', async () => {
+      // The peer a link depends on: the receiver's listener, or the server the transport goes through.
+      let broker: LocalServer | undefined;
+      if (transport.localServer) broker = await transport.localServer.start();
+      const pair = await openPair(transport, { url: broker?.url });
+      try {
+        if (broker) await broker.close();
+        else await pair.listener.close();
+        await eventually(() => pair.seen.failures.length > 0);
+        await new Promise((resolve) => setTimeout(resolve, 300)); // reconnect attempts must not report again
+        await pair.link.close();
+        const image = randomBytes(10);
+        pair.link.send(stampedHeader(image, 0), image); // after close: ignored, never reported
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(pair.seen.failures).toHaveLength(1);
+        expect(pair.seen.failures[0]).toMatchObject({ code: ErrorCode.transport });
+      } finally {
+        await pair.close();
+        await broker?.close();
+      }
+      const healthy = await openPair(transport, { url: url() });
+      await healthy.close();
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(healthy.seen.failures).toEqual([]);
+      expect(healthy.seen.rejects).toEqual([]);
+    }, 30_000);
+
+    if (transport.setting.kind === 'port') {
+      it('connects to a receiver that starts listening after connect() began', async () => {
+        const port = await freePort();
+        const acks: number[] = [];
+        const linking = transport.connect({
+          host: '127.0.0.1', bindHost: '127.0.0.1', port, url: undefined, maxImageBytes: MIB, log: testLog, connectTimeoutMs: 5000,
+          onAck: (ack) => acks.push(ack.seq),
+          onFailure() {},
+        });
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const listener = await transport.listen({
+          host: '127.0.0.1', bindHost: '127.0.0.1', port, url: undefined, maxImageBytes: MIB, log: testLog,
+          deliver: (frame) => ({ sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' }),
+          onReject() {},
+        });
+        const link = await linking;
+        try {
+          expect(listener.port).toBe(port);
+          const image = randomBytes(100);
+          link.send(stampedHeader(image, 3), image);
+          await eventually(() => acks.length === 1);
+          expect(acks).toEqual([3]);
+        } finally {
+          await link.close();
+          await listener.close();
+        }
+      }, 20_000);
+    }
   });
 }

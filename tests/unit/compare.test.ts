@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compareRuns, renderComparison, type ComparisonRow } from '../../services/core/compare.js';
+import { compareRuns, renderComparison, settingDifferences, type ComparisonRow } from '../../services/core/compare.js';
 import type { Config } from '../../services/core/config.js';
 import { RESULTS_SCHEMA_VERSION, summarizeTransports, type HostFacts, type RunReport } from '../../services/core/report.js';
 import { SectionRecorder, type SectionResult } from '../../services/core/section.js';
@@ -45,9 +45,12 @@ function section(transport: string, repeat: number, r: Repeat): SectionResult {
     strayCount: 0,
     totalMs: r.totalMs,
     latency: timed ? { count: 10, p50Ms: p50, p90Ms: p99, p99Ms: p99, p999Ms: p99, minMs: p50, maxMs: p99, meanMs: p50, stdDevMs: 0 } : null,
+    rtt: null,
+    littleRatio: null,
+    verifyMs: null,
     throughputMBps: timed ? (r.mbps ?? 100) : null,
     imagesPerSecond: timed ? 1000 : null,
-    cost: { transmitter: null, receiver: null },
+    cost: { transmitter: null, receiver: null, broker: null },
   };
 }
 
@@ -65,11 +68,11 @@ function runReport(startedAt: string, repeatsByTransport: Record<string, Repeat[
       if (r) sections.push(section(transport, i + 1, r));
     }
   }
-  const config = { imageCount: 10, window: 1, warmup: 0, repeat, transports: order } as unknown as Config;
+  const config = { imageCount: 10, window: 1, warmup: 0, repeat, transports: order, verify: true, maxImageBytes: 2 ** 28 } as unknown as Config;
   return {
     schemaVersion: RESULTS_SCHEMA_VERSION,
     stopReason: null,
-    run: { startedAt, imageDescription: 'generated PNG', imageSizeBytes: IMAGE_SIZE_BYTES, imageCount: 10, window: 1, warmup: 0, repeat, transports: order, config, hosts: { transmitter: host, receiver: host } },
+    run: { startedAt, imageDescription: 'generated PNG', imageSizeBytes: IMAGE_SIZE_BYTES, imageCount: 10, window: 1, warmup: 0, repeat, transports: order, arrivalNotes: [], config, hosts: { transmitter: host, receiver: host } },
     finishedAt: startedAt,
     sections,
     transports: summarizeTransports(sections, order),
@@ -179,7 +182,8 @@ describe('compareRuns', () => {
   it('reads figures of sections recorded by SectionRecorder', () => {
     const recorded = (arrivalNs: bigint): SectionResult => {
       const recorder = new SectionRecorder({ sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 1, warmup: 0, imageSizeBytes: 1_000_000, window: 1, clock: null });
-      recorder.record({ sectionId: 1, seq: 0, sizeBytes: 1_000_000, checksum: 0n, sentAtNs: 0n }, arrivalNs, true);
+      recorder.record({ sectionId: 1, seq: 0, sizeBytes: 1_000_000, checksum: 0n, sentAtNs: 0n }, arrivalNs);
+      recorder.verified(0, true);
       return recorder.result(null);
     };
     const report = (s: SectionResult): RunReport => ({ ...runReport('x', { tcp: [{ totalMs: 1 }] }), sections: [s], transports: summarizeTransports([s], ['tcp']) });
@@ -194,14 +198,14 @@ describe('renderComparison', () => {
   it('prints both runs, one row per transport with marks, and the legend', () => {
     expect(renderComparison(compareRuns(before3, after3), before3, after3)).toBe(`Comparing before: 2026-01-01T00:00:00.000Z, 10 images of 976.6 KiB, window 1, warm-up 0, repeat 3
      with after:  2026-01-02T00:00:00.000Z, 10 images of 976.6 KiB, window 1, warm-up 0, repeat 3
-Figures are the median repeat (by total transfer time) of each run; change = after − before.
+Figures are the median completed repeat (every image intact; by total transfer time) of each run; change = after − before.
 
 Transport  p50 ms before → after             p50 ms change  p99 ms before → after            p99 ms change  MB/s before → after              MB/s change  Note
 ---------  ---------------------  ------------------------  ---------------------  -----------------------  -------------------  -----------------------  ----
 WebSocket          2.000 → 1.500  −0.500 (−25.0%) faster *          4.500 → 4.750  +0.250 (+5.6%) slower          100.0 → 120.0  +20.0 (+20.0%) faster
 
 Sign as measured; faster/slower: for p50 and p99 lower is faster, for MB/s higher is faster.
-Marks: *  beyond the repeat spread (the change is larger than the wider of the two runs' max − min across repeats)
+Marks: *  beyond the repeat spread (the change is larger than the wider of the two runs' max − min across completed repeats)
        ?  spread unknown (REPEAT=1): rerun with REPEAT=3 for a verdict
        no mark: within the repeat spread, not told apart from noise
 `);
@@ -213,11 +217,47 @@ Marks: *  beyond the repeat spread (the change is larger than the wider of the t
     after.run.window = 8;
     const text = renderComparison(compareRuns(before, after), before, after);
     const lines = text.split('\n');
-    expect(lines[2]).toBe('Warning: the runs differ in window; a change may come from that rather than from the code.');
+    expect(lines.slice(2, 4)).toEqual(['Warning: the runs differ in these settings; a change may come from them rather than from the code:', '  WINDOW: 1 → 8']);
     expect(lines.find((l) => l.startsWith('WebSocket '))).toMatch(/1\.000 → 1\.200\s+\+0\.200 \(\+20\.0%\) slower \?/);
     expect(lines.find((l) => l.startsWith('TCP (baseline) '))).toMatch(/^TCP \(baseline\)\s+- → 1\.000\s+-\s.*not in before run$/);
     expect(lines.find((l) => l.startsWith('gRPC '))).toMatch(/after: no repeat completed: boom$/);
     expect(lines.find((l) => l.startsWith('Redis '))).toMatch(/100\.0 → -\s+-\s+not in after run$/);
     expect(text).toContain('?  spread unknown (REPEAT=1): rerun with REPEAT=3 for a verdict');
+  });
+});
+
+describe('settingDifferences', () => {
+  it('names every differing setting with both values: knobs, image, hosts and library versions', () => {
+    const before = runReport('b', { tcp: [{ totalMs: 1 }] });
+    const after = runReport('a', { tcp: [{ totalMs: 1 }] });
+    expect(settingDifferences(before, after)).toEqual([]);
+    after.run.config = { ...after.run.config, verify: false };
+    after.run.imageSizeBytes = 4 * 1024 * 1024;
+    after.run.warmup = 100;
+    after.run.hosts = {
+      transmitter: { ...host, nodeVersion: 'v22.1.0', libraries: { ws: '8.24.0', zeromq: '6.8.0' } },
+      receiver: { ...host, libraries: { ws: '8.24.0', zeromq: '6.8.0' } },
+    };
+    before.run.hosts = { transmitter: { ...host, libraries: { ws: '8.23.0' } }, receiver: { ...host, libraries: { ws: '8.23.0' } } };
+    expect(settingDifferences(before, after)).toEqual([
+      'VERIFY: true → false',
+      'image size: 976.6 KiB → 4.0 MiB',
+      'WARMUP: 0 → 100',
+      'transmitter host: bench, cpu, 2 cores, 8.0 GiB, linux 6.1, Node v20.20.2 → bench, cpu, 2 cores, 8.0 GiB, linux 6.1, Node v22.1.0',
+      'ws: 8.23.0 → 8.24.0',
+      'zeromq: unset → 6.8.0',
+    ]);
+  });
+});
+
+describe('median and spread over completed repeats only', () => {
+  it('leaves a failed repeat out of the median and the spread, however fast it looked', () => {
+    // The failed repeat has the lowest total (it stopped early) and a wild MB/s: neither may count.
+    const report = runReport('x', { grpc: [{ totalMs: 30, mbps: 90 }, { totalMs: 2, mbps: 999, failure: 'stream reset' }, { totalMs: 20, mbps: 110 }] });
+    const summary = report.transports[0]!;
+    expect(summary).toMatchObject({ repeats: 3, completedRepeats: 2, ok: false, failure: 'stream reset' });
+    expect(report.sections[summary.medianSection!]!.totalMs).toBe(20);
+    expect(summary.spread.throughputMBps).toEqual({ min: 90, max: 110 });
+    expect(summary.spread.totalMs).toEqual({ min: 20, max: 30 });
   });
 });

@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { configVariables, formatConfigIssues, parseConfig, type TransportSpec } from '../../services/core/config.js';
 
 const specs: TransportSpec[] = [
-  { name: 'websocket', port: { envVar: 'WEBSOCKET_PORT', defaultPort: 8081 } },
-  { name: 'redis', port: undefined },
-  { name: 'tcp', port: { envVar: 'TCP_PORT', defaultPort: 9000 } },
+  { name: 'websocket', setting: { kind: 'port', envVar: 'WEBSOCKET_PORT', defaultPort: 8081 } },
+  { name: 'redis', setting: { kind: 'url', envVar: 'REDIS_URL', schemes: ['redis', 'rediss'], example: 'redis://127.0.0.1:6379' } },
+  { name: 'tcp', setting: { kind: 'port', envVar: 'TCP_PORT', defaultPort: 9000 } },
 ];
 
 describe('parseConfig', () => {
@@ -25,7 +25,7 @@ describe('parseConfig', () => {
         bindHost: '127.0.0.1',
         controlPort: 8080,
         ports: { websocket: 8081, tcp: 9000 },
-        redisUrl: undefined,
+        urls: { redis: undefined },
         outputDir: './output',
         logLevel: 'info',
         maxImageBytes: 256 * 1024 * 1024,
@@ -49,7 +49,7 @@ describe('parseConfig', () => {
     if (!result.ok) return;
     expect(result.config).toMatchObject({
       imageCount: 50, imageSizeBytes: 4_000_000, transports: ['tcp', 'websocket'], window: 8, warmup: 0, repeat: 3, receiverHost: 'receiver', bindHost: '0.0.0.0',
-      controlPort: 18080, ports: { websocket: 18081, tcp: 19000 }, redisUrl: 'redis://redis:6379', outputDir: '/out', logLevel: 'debug',
+      controlPort: 18080, ports: { websocket: 18081, tcp: 19000 }, urls: { redis: 'redis://redis:6379' }, outputDir: '/out', logLevel: 'debug',
       maxImageBytes: 64 * 1024 * 1024, imageTimeoutMs: 500, connectTimeoutMs: 1000,
     });
   });

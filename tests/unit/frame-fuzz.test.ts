@@ -53,7 +53,7 @@ describe('frame decoder under fuzzing', () => {
   });
 
   it('decodes acks round-trip and rejects malformed ones with ITB_ERR_FRAME', () => {
-    const status = fc.constantFrom('ok' as const, 'corrupt' as const, 'rejected' as const);
+    const status = fc.constantFrom('accepted' as const, 'rejected' as const);
     fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 32 - 1 }), fc.integer({ min: 0, max: 2 ** 32 - 1 }), status, (sectionId, seq, s) => {
       expect(decodeAck(encodeAck({ sectionId, seq, status: s }))).toEqual({ sectionId, seq, status: s });
     }));

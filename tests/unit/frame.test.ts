@@ -48,7 +48,7 @@ describe('frame header', () => {
 });
 
 describe('ack', () => {
-  it.each(['ok', 'corrupt', 'rejected'] as const)('round-trips status %s in 12 bytes', (status) => {
+  it.each(['accepted', 'rejected'] as const)('round-trips status %s in 12 bytes', (status) => {
     const buf = encodeAck({ sectionId: 9, seq: 3, status });
     expect(buf.length).toBe(ACK_BYTES);
     expect(decodeAck(buf)).toEqual({ sectionId: 9, seq: 3, status });
@@ -56,7 +56,7 @@ describe('ack', () => {
 
   it('rejects a malformed ack', () => {
     expect(() => decodeAck(Buffer.alloc(11))).toThrow(/malformed ack of 11 bytes/);
-    const unknownStatus = encodeAck({ sectionId: 1, seq: 1, status: 'ok' });
+    const unknownStatus = encodeAck({ sectionId: 1, seq: 1, status: 'accepted' });
     unknownStatus.writeUInt8(7, 8);
     expect(() => decodeAck(unknownStatus)).toThrow(/malformed/);
   });

@@ -1,16 +1,20 @@
 import { describe, expect, it } from 'vitest';
-import { HTML_REPORT_CSP, jsonForScript, renderHtmlReport, scriptForInline } from '../../services/core/html-report.js';
-import type { RunReport } from '../../services/core/report.js';
+import { HTML_REPORT_CSP, jsonForScript, renderHtmlReport, scriptForInline, styleForInline, type HtmlReportLibraries } from '../../services/core/html-report.js';
+import { TIMING_DEFINITIONS, type RunReport } from '../../services/core/report.js';
+import { reportLibraries } from '../../services/shared/report-assets.js';
 import { fixturePlan, fixtureReport, fixtureSection } from '../helpers/fixtures.js';
 
 // The page as text: what it inlines, what it carries, what it must never contain. The browser
 // test (tests/e2e/report-browser.test.ts) draws it.
 
 const FAKE_CHART_JS = '/* fake Chart.js, see https://www.chartjs.org */ var Chart = function () {}; var tag = "</script><b>"; var TAG = "</SCRIPT >"; var comment = "<!--";';
+// The real page style and script, so the checks on the whole page cover them too.
+const LIBRARIES: HtmlReportLibraries = { ...reportLibraries(), chartJs: FAKE_CHART_JS };
 
 const cost = {
   transmitter: { cpuUserMs: 3, cpuSystemMs: 1, cpuMs: 4, cpuMsPerImage: 2, peakRssBytes: 100 * 1024 * 1024, eventLoopUtilization: 0.5 },
   receiver: { cpuUserMs: 2, cpuSystemMs: 1, cpuMs: 3, cpuMsPerImage: 1.5, peakRssBytes: 80 * 1024 * 1024, eventLoopUtilization: 0.25 },
+  broker: null,
 };
 
 function sampleReport(startedAt = '2026-11-23T08:00:00.000Z'): RunReport {
@@ -31,6 +35,29 @@ function scriptBlock(html: string, id: string): string {
   return matches[0]![1]!;
 }
 
+/** The chart specifications the page carries. */
+interface Spec {
+  name: string;
+  datasets: { transport?: string; run: string; side?: string | null; label: string; legendLabel?: string; failedRepeat?: boolean; hasData?: boolean; backgroundColor?: unknown; data: unknown[] }[];
+  labels?: unknown[];
+}
+function specsOf(html: string): Spec[] {
+  return JSON.parse(scriptBlock(html, 'itb-chart-specs')) as Spec[];
+}
+
+/** The summary table's row of a transport. */
+function rowOf(html: string, transport: string): string {
+  return new RegExp(`<tr data-transport="${transport}"[\\s\\S]*?</tr>`).exec(html)![0];
+}
+
+/** The texts of a summary row's cells under the given column headers. */
+function cellsOf(html: string, transport: string): Record<string, string> {
+  const headers = [...html.matchAll(/<th scope="col"[^>]*><button type="button">([^<]*)<\/button><\/th>/g)].map((m) => m[1]!);
+  const cells = [...rowOf(html, transport).matchAll(/<td class="[^"]*"[^>]*>([\s\S]*?)<\/td>/g)].map((m) => m[1]!.replace(/<[^>]+>/g, ''));
+  expect(cells).toHaveLength(headers.length);
+  return Object.fromEntries(headers.map((h, i) => [h, cells[i]!]));
+}
+
 /** The document's <script> elements as the HTML parser ends them: at the first "</script". */
 function scriptElements(html: string): string[] {
   return [...html.matchAll(/<script\b[^>]*>([\s\S]*?)<\/script/gi)].map((m) => m[1]!);
@@ -38,7 +65,7 @@ function scriptElements(html: string): string[] {
 
 describe('renderHtmlReport', () => {
   const report = sampleReport();
-  const html = renderHtmlReport([report], { chartJs: FAKE_CHART_JS });
+  const html = renderHtmlReport([report], LIBRARIES);
 
   it('is one HTML document with its CSP, nothing loaded from elsewhere', () => {
     expect(html.startsWith('<!DOCTYPE html>\n<html lang="en">')).toBe(true);
@@ -60,6 +87,18 @@ describe('renderHtmlReport', () => {
     expect(scriptElements(html)).toContain(inlined);
   });
 
+  it('inlines the page style and script it is given, neither able to end its element early', () => {
+    expect(html).toContain(`<style>${LIBRARIES.pageCss}</style>`);
+    expect(html).toContain(`<script>${LIBRARIES.pageScript}</script>`);
+    const pageCss = '.a::after { content: "</style><b>"; } /* </STYLE > */';
+    const pageScript = 'var tag = "</script><b>";';
+    const page = renderHtmlReport([report], { chartJs: '', pageCss, pageScript });
+    expect(styleForInline(pageCss)).toBe('.a::after { content: "<\\/style><b>"; } /* <\\/STYLE > */');
+    // As the HTML parser ends them: at the first "</style" and "</script".
+    expect([...page.matchAll(/<style\b[^>]*>([\s\S]*?)<\/style/gi)].map((m) => m[1])).toEqual([styleForInline(pageCss)]);
+    expect(scriptElements(page)).toContain(scriptForInline(pageScript));
+  });
+
   it('carries the runs as a JSON block that round-trips to the input', () => {
     const block = scriptBlock(html, 'itb-results');
     expect(block).not.toContain('<');
@@ -79,7 +118,8 @@ describe('renderHtmlReport', () => {
     const specs = JSON.parse(scriptBlock(html, 'itb-chart-specs')) as { name: string; datasets: { transport?: string; data: unknown[] }[] }[];
     expect(specs.map((s) => s.name)).toEqual(names);
     const perImage = specs[0]!;
-    // One line per transport; a lost image is a gap (null), a failed transport has no points.
+    // One line per transport; a lost image is a gap (null), a transport with no arrival has no points.
+    // WebSocket lost an image, so it has no completed repeat: its failed one is drawn for diagnosis.
     expect(perImage.datasets.map((d) => d.transport)).toEqual(['websocket', 'grpc', 'tcp']);
     expect(perImage.datasets[0]!.data).toEqual([
       { x: 1, y: 2.413 },
@@ -107,6 +147,7 @@ describe('renderHtmlReport', () => {
     expect(rows[1]![0]).toContain('<span class="badge ok">ok</span>');
     expect(rows[1]![0]).toContain('gRPC &lt;&amp;&gt; &quot;quoted&quot;');
     expect(html).toContain('2 of 3 transports FAILED');
+    expect(html).toContain('<span class="details">WebSocket: 1 lost · TCP (baseline): connect ECONNREFUSED 127.0.0.1:7001 &lt;/script&gt;&lt;img src=x&gt;</span>');
     // Chart notes name the transport without data.
     expect(html).toMatch(/<span class="tag failed">no data<\/span> TCP \(baseline\)/);
   });
@@ -114,7 +155,7 @@ describe('renderHtmlReport', () => {
   it('overlays two runs: both runs in every chart, both values and the change in the table', () => {
     const before = sampleReport('2026-11-22T08:00:00.000Z');
     const after = sampleReport();
-    const two = renderHtmlReport([before, after], { chartJs: FAKE_CHART_JS });
+    const two = renderHtmlReport([before, after], LIBRARIES);
     expect(JSON.parse(scriptBlock(two, 'itb-results'))).toEqual([before, after]);
     const specs = JSON.parse(scriptBlock(two, 'itb-chart-specs')) as { name: string; datasets: { run: string }[] }[];
     for (const spec of specs) expect(new Set(spec.datasets.map((d) => d.run))).toEqual(new Set(['before', 'after']));
@@ -127,14 +168,14 @@ describe('renderHtmlReport', () => {
   it('marks a better and a worse change by what is better for the figure', () => {
     const faster = fixtureReport([fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [1, 1], null, cost)]);
     const slower = fixtureReport([fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [2, 2], null, cost)]);
-    const html = renderHtmlReport([slower, faster], { chartJs: '' });
+    const html = renderHtmlReport([slower, faster], LIBRARIES);
     // p50 halved: better; throughput doubled (higher is better): better too.
     expect(html).toMatch(/<span class="now">1\.000<\/span><span class="was">2\.000<\/span><span class="change better">−50\.0%<\/span>/);
     expect(html).toMatch(/<span class="change better">\+\d+\.\d%<\/span>/);
-    expect(renderHtmlReport([faster, slower], { chartJs: '' })).toMatch(/<span class="change worse">\+100\.0%<\/span>/);
+    expect(renderHtmlReport([faster, slower], LIBRARIES)).toMatch(/<span class="change worse">\+100\.0%<\/span>/);
     // Counts change by whole images, and not at all when equal.
     const lossy = fixtureReport([fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [1, null], null, cost)]);
-    const lossyRow = /<tr data-transport="websocket"[\s\S]*?<\/tr>/.exec(renderHtmlReport([lossy, faster], { chartJs: '' }))![0];
+    const lossyRow = /<tr data-transport="websocket"[\s\S]*?<\/tr>/.exec(renderHtmlReport([lossy, faster], LIBRARIES))![0];
     expect(lossyRow).toContain('<span class="now">2</span><span class="was">1</span><span class="change better">+1</span>');
     expect(lossyRow).toContain('<span class="now">0</span><span class="was">1</span><span class="change better">−1</span>');
     expect(lossyRow).toContain('<span class="now">0</span><span class="was">0</span></td>');
@@ -142,7 +183,199 @@ describe('renderHtmlReport', () => {
   });
 
   it('accepts one or two runs only', () => {
-    expect(() => renderHtmlReport([], { chartJs: '' })).toThrow(RangeError);
-    expect(() => renderHtmlReport([report, report, report], { chartJs: '' })).toThrow(RangeError);
+    expect(() => renderHtmlReport([], LIBRARIES)).toThrow(RangeError);
+    expect(() => renderHtmlReport([report, report, report], LIBRARIES)).toThrow(RangeError);
+  });
+});
+
+describe('renderHtmlReport: round trip and broker figures', () => {
+  const broker = { cpuUserMs: 2, cpuSystemMs: 1, cpuMs: 3, cpuMsPerImage: 0.75, peakRssBytes: 12 * 1024 * 1024, eventLoopUtilization: null };
+  const withBroker = (brokerMsPerImage = 0.75, startedAt?: string): RunReport =>
+    fixtureReport(
+      [
+        fixtureSection(fixturePlan({ transport: 'grpc', label: 'gRPC', sectionId: 1 }), [3.1, 2.9, 3.3, 3.0], null, cost),
+        fixtureSection(fixturePlan({ transport: 'redis', label: 'Redis', sectionId: 2 }), [2.0, 2.2, 2.1, 2.4], null, { ...cost, broker: { ...broker, cpuMsPerImage: brokerMsPerImage } }),
+      ],
+      startedAt === undefined ? {} : { startedAt },
+    );
+
+  it('shows the median section’s RTT p50 and p99, defined as output.log defines the round trip', () => {
+    const report = sampleReport();
+    const html = renderHtmlReport([report], LIBRARIES);
+    const grpc = report.sections[report.transports[1]!.medianSection!]!;
+    expect(grpc.rtt).not.toBeNull();
+    const cells = cellsOf(html, 'grpc');
+    expect(cells['RTT p50 ms']).toBe(grpc.rtt!.p50Ms.toFixed(3));
+    expect(cells['RTT p99 ms']).toBe(grpc.rtt!.p99Ms.toFixed(3));
+    const roundTrip = TIMING_DEFINITIONS.find((d) => d.startsWith('Round trip'))!;
+    expect(html).toMatch(new RegExp(`<th scope="col" data-type="number" title="median round trip\\. ${roundTrip.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"><button type="button">RTT p50 ms</button>`));
+    // No transport went through a broker: no broker column.
+    expect(html).not.toContain('Broker CPU ms/img');
+  });
+
+  it('shows the spread of RTT p50 across completed repeats on hover', () => {
+    const plan = (repeat: number) => fixturePlan({ transport: 'grpc', label: 'gRPC', repeat, sectionId: repeat });
+    const report = fixtureReport([fixtureSection(plan(1), [1, 1], null, cost), fixtureSection(plan(2), [2, 2], null, cost), fixtureSection(plan(3), [4, 4], null, cost)], { repeat: 3 });
+    const spread = report.transports[0]!.spread.rttP50Ms!;
+    const median = report.sections[report.transports[0]!.medianSection!]!.rtt!.p50Ms;
+    expect(rowOf(renderHtmlReport([report], LIBRARIES), 'grpc')).toContain(`title="completed repeats: ${spread.min.toFixed(3)}–${spread.max.toFixed(3)}"><span class="now">${median.toFixed(3)}</span>`);
+  });
+
+  it('adds a Broker CPU ms/img column when a transport has a broker cost, "–" for the others', () => {
+    const html = renderHtmlReport([withBroker()], LIBRARIES);
+    expect(cellsOf(html, 'redis')['Broker CPU ms/img']).toBe('0.750');
+    expect(cellsOf(html, 'grpc')['Broker CPU ms/img']).toBe('–');
+  });
+
+  it('colours a broker CPU change as lower is better', () => {
+    const two = renderHtmlReport([withBroker(1, '2026-11-22T08:00:00.000Z'), withBroker(0.5)], LIBRARIES);
+    expect(rowOf(two, 'redis')).toContain('<span class="now">0.500</span><span class="was">1.000</span><span class="change better">−50.0%</span>');
+    expect(rowOf(renderHtmlReport([withBroker(0.5, '2026-11-22T08:00:00.000Z'), withBroker(1)], LIBRARIES), 'redis')).toContain(
+      '<span class="now">1.000</span><span class="was">0.500</span><span class="change worse">+100.0%</span>',
+    );
+  });
+
+  it('draws the broker as a third side of the CPU chart, in its own colour, only when there is one', () => {
+    const specs = specsOf(renderHtmlReport([withBroker()], LIBRARIES));
+    const cpu = specs.find((s) => s.name === 'cpu-per-image')!;
+    expect(cpu.datasets.map((d) => [d.side, d.label])).toEqual([
+      ['transmitter', 'Transmitter'],
+      ['receiver', 'Receiver'],
+      ['broker', 'Broker'],
+    ]);
+    expect(cpu.datasets[2]!.data).toEqual([null, 0.75]);
+    expect(new Set(cpu.datasets.map((d) => d.backgroundColor)).size).toBe(3);
+    // The transmitter and receiver keep their colours.
+    const without = specsOf(renderHtmlReport([sampleReport()], LIBRARIES)).find((s) => s.name === 'cpu-per-image')!;
+    expect(without.datasets.map((d) => d.side)).toEqual(['transmitter', 'receiver']);
+    expect(without.datasets.map((d) => d.backgroundColor)).toEqual(cpu.datasets.slice(0, 2).map((d) => d.backgroundColor));
+    // Peak memory stays two-sided: a broker's RSS is two readings of a whole server, not a sampled peak.
+    expect(specs.find((s) => s.name === 'peak-rss')!.datasets.map((d) => d.side)).toEqual(['transmitter', 'receiver']);
+
+    const two = specsOf(renderHtmlReport([withBroker(1, '2026-11-22T08:00:00.000Z'), withBroker(0.5)], LIBRARIES)).find((s) => s.name === 'cpu-per-image')!;
+    expect(two.datasets.filter((d) => d.side === 'broker').map((d) => [d.label, d.data])).toEqual([
+      ['Broker · before', [null, 1]],
+      ['Broker · after', [null, 0.5]],
+    ]);
+  });
+});
+
+describe('renderHtmlReport: a transport with no completed repeat', () => {
+  const report = sampleReport();
+  const page = renderHtmlReport([report], LIBRARIES);
+  const specs = specsOf(page);
+  const figure = (name: string): string => new RegExp(`<figure class="card chart-card chart-${name}">[\\s\\S]*?</figure>`).exec(page)![0];
+
+  it('still draws its last repeat with arrivals on the per-image and percentile charts, tagged', () => {
+    for (const name of ['per-image', 'latency-percentiles']) {
+      const websocket = specs.find((s) => s.name === name)!.datasets.find((d) => d.transport === 'websocket')!;
+      expect(websocket.hasData).toBe(true);
+      expect(websocket.failedRepeat).toBe(true);
+      expect(websocket.legendLabel).toBe('WebSocket (FAILED repeat shown)');
+      expect(websocket.label).toBe('WebSocket (FAILED)');
+      // Its tag sits next to its name under the chart; TCP had no arrival at all and stays "no data".
+      expect(figure(name)).toContain('<span class="tag failed">FAILED repeat shown</span> WebSocket');
+      expect(figure(name)).toContain('<span class="tag failed">no data</span> TCP (baseline)');
+      const tcp = specs.find((s) => s.name === name)!.datasets.find((d) => d.transport === 'tcp')!;
+      expect([tcp.hasData, tcp.failedRepeat, tcp.legendLabel]).toEqual([false, false, 'TCP (baseline) (no data)']);
+    }
+    expect(page).toContain('<p class="note">Bars come from each transport’s completed repeat (every image intact) only: none for a transport without one. Lines of a transport with no completed repeat show its last repeat with any arrival, tagged “FAILED repeat shown”: for diagnosis, not a result.</p>');
+    // A completed transport is not tagged.
+    const grpc = specs[0]!.datasets.find((d) => d.transport === 'grpc')!;
+    expect([grpc.failedRepeat, grpc.legendLabel]).toEqual([false, 'gRPC <&> "quoted"']);
+  });
+
+  it('has no bar and no figure in the table: those come from completed repeats only', () => {
+    for (const name of ['throughput', 'cpu-per-image', 'peak-rss']) {
+      const spec = specs.find((s) => s.name === name)!;
+      for (const d of spec.datasets) expect(d.data[0]).toBeNull();
+      expect(spec.labels![0]).toEqual(['WebSocket', '(no data)']);
+      expect(figure(name)).toContain('<span class="tag failed">no data</span> WebSocket, TCP (baseline)');
+      expect(figure(name)).not.toContain('FAILED repeat shown');
+    }
+    const cells = cellsOf(page, 'websocket');
+    for (const header of ['p50 ms', 'p99 ms', 'RTT p50 ms', 'RTT p99 ms', 'Total ms', 'MB/s', 'TX CPU ms/img']) expect(cells[header], header).toBe('–');
+    // The counts still count every repeat.
+    expect([cells['OK'], cells['Lost'], cells['Corrupt']]).toEqual(['3', '1', '0']);
+    expect(page).toContain('A transport with no completed repeat has no figures (–)');
+  });
+
+  it('draws the LAST repeat that has any arrival, named in the tooltip label', () => {
+    const plan = (transport: string, label: string, repeat: number) => fixturePlan({ transport, label, repeat, sectionId: repeat });
+    const repeated = fixtureReport(
+      [
+        fixtureSection(plan('websocket', 'WebSocket', 1), [1.5, null], null, cost),
+        fixtureSection(plan('grpc', 'gRPC', 1), [1, 1], null, cost),
+        fixtureSection(plan('websocket', 'WebSocket', 2), [null, 2.5], null, cost),
+        fixtureSection(plan('grpc', 'gRPC', 2), [2, null], null, cost),
+        fixtureSection(plan('websocket', 'WebSocket', 3), [null, null], 'connection reset', cost),
+        fixtureSection(plan('grpc', 'gRPC', 3), [3, null], null, cost),
+      ],
+      { repeat: 3 },
+    );
+    const two = renderHtmlReport([repeated], LIBRARIES);
+    const perImage = specsOf(two)[0]!;
+    const websocket = perImage.datasets.find((d) => d.transport === 'websocket')!;
+    // Repeat 3 had no arrival: repeat 2 is the last that shows anything.
+    expect(websocket.label).toBe('WebSocket (FAILED repeat 2)');
+    expect(websocket.data).toEqual([
+      { x: 1, y: null },
+      { x: 2, y: 2.5 },
+    ]);
+    // gRPC completed one of its repeats: that one is its median, drawn and tabled without a tag.
+    const grpc = perImage.datasets.find((d) => d.transport === 'grpc')!;
+    expect([grpc.failedRepeat, grpc.label]).toEqual([false, 'gRPC']);
+    expect(grpc.data).toEqual([
+      { x: 1, y: 1 },
+      { x: 2, y: 1 },
+    ]);
+    expect(cellsOf(two, 'grpc')['p50 ms']).toBe('1.000');
+    expect(rowOf(two, 'grpc')).toContain('<span class="badge failed">FAILED</span> <span class="reason">2 lost</span> <span class="completed">1 of 3 repeats completed</span>');
+    expect(two).toContain('<span class="details">WebSocket: connection reset · gRPC: 2 lost</span>');
+  });
+
+  it('says which run a failed repeat is drawn from when only one of two is', () => {
+    const completed = fixtureReport([fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [1, 1], null, cost)], { startedAt: '2026-11-24T08:00:00.000Z' });
+    const two = renderHtmlReport([report, completed], LIBRARIES);
+    const websocket = specsOf(two)[0]!.datasets.filter((d) => d.transport === 'websocket');
+    expect(websocket.map((d) => [d.run, d.failedRepeat, d.label])).toEqual([
+      ['after', false, 'WebSocket · after'],
+      ['before', true, 'WebSocket · before (FAILED)'],
+    ]);
+    expect(websocket[0]!.legendLabel).toBe('WebSocket (FAILED repeat shown before)');
+    expect(two).toContain('<span class="tag failed">FAILED repeat shown before</span> WebSocket');
+  });
+});
+
+describe('renderHtmlReport: header facts and footnotes', () => {
+  it('says repeats are interleaved, the order rotated, and the median COMPLETED repeat shown', () => {
+    const plan = (repeat: number) => fixturePlan({ transport: 'grpc', label: 'gRPC', repeat, sectionId: repeat });
+    const html = renderHtmlReport([fixtureReport([fixtureSection(plan(1), [1, 1], null, cost), fixtureSection(plan(2), [2, 2], null, cost)], { repeat: 2 })], LIBRARIES);
+    expect(html).toContain('<tr><th scope="row">Repeat</th><td>2, interleaved: the transport order rotated each repeat (A B C, B C A, C A B, …); figures from each transport’s median COMPLETED repeat</td></tr>');
+    expect(html).toContain('come from the median completed repeat');
+  });
+
+  it('lists the arrival notes when there are any', () => {
+    const plain = sampleReport();
+    expect(renderHtmlReport([plain], LIBRARIES)).not.toContain('Batched arrivals');
+    const noted: RunReport = { ...plain, run: { ...plain.run, arrivalNotes: ['Redis: ioredis hands over <a reply> whole', 'Other: in pairs'] } };
+    expect(renderHtmlReport([noted], LIBRARIES)).toContain('<tr><th scope="row">Batched arrivals</th><td>Redis: ioredis hands over &lt;a reply&gt; whole · Other: in pairs</td></tr>');
+    // Two runs keep their rows paired: the run without notes says so.
+    expect(renderHtmlReport([plain, noted], LIBRARIES)).toMatch(/<tr class="differs"><th scope="row">Batched arrivals <span class="tag">differs<\/span><\/th><td>none<\/td><td>Redis: ioredis/);
+  });
+
+  it('says verification happens after the ack, and when it did not happen at all', () => {
+    const report = sampleReport();
+    expect(renderHtmlReport([report], LIBRARIES)).toContain('checked by the receiver after its ack');
+    const unverified: RunReport = { ...report, run: { ...report.run, config: { ...report.run.config, verify: false } } };
+    expect(renderHtmlReport([unverified], LIBRARIES)).toContain('NOT VERIFIED (VERIFY=false)');
+  });
+
+  it('defines every time as output.log does, and says the sd is the sample sd', () => {
+    const footer = /<footer class="footnotes">[\s\S]*?<\/footer>/.exec(renderHtmlReport([sampleReport()], LIBRARIES))![0];
+    for (const definition of TIMING_DEFINITIONS) expect(footer).toContain(definition.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;'));
+    expect(footer).toContain('Round trip of image i');
+    expect(footer).toContain('verifies it afterwards');
+    expect(footer).toContain('the sample one (n − 1)');
   });
 });

@@ -25,9 +25,11 @@ describe('percentile (nearest rank)', () => {
 });
 
 describe('summarizeLatency', () => {
-  it('gives exact min, max, mean and sd, and histogram percentiles of unsorted times', () => {
+  it('gives exact min, max, mean and sample sd, and histogram percentiles of unsorted times', () => {
     const summary = summarizeLatency([0.4, 0.1, 0.3, 0.2])!;
-    expect(summary).toMatchObject({ count: 4, minMs: 0.1, maxMs: 0.4, meanMs: 0.25, stdDevMs: Math.sqrt(0.0125) });
+    // Squared deviations sum to 0.05; the sample sd divides by n − 1 = 3.
+    expect(summary).toMatchObject({ count: 4, minMs: 0.1, maxMs: 0.4, meanMs: 0.25 });
+    expect(summary.stdDevMs).toBeCloseTo(Math.sqrt(0.05 / 3), 15);
     // 0.2 ms lands in a histogram bucket 128 ns wide: reported as its highest equivalent value.
     expect(summary.p50Ms).toBe(0.200063);
     expect([summary.p90Ms, summary.p99Ms, summary.p999Ms]).toEqual([0.4, 0.4, 0.4]);

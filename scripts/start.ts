@@ -1,21 +1,23 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { errorMessage } from '../core/errors.js';
-import { stopChild } from '../shared/child-process.js';
-import { configFromEnvOrExit, effectiveLogLevel, ExitCode, imagePathIssues, outputDirIssues } from '../shared/entry.js';
-import { createLogger } from '../shared/logger.js';
-import { projectPath } from '../shared/paths.js';
-import { startPrivateRedis, type PrivateRedis } from '../shared/redis-server.js';
+import { errorMessage } from '../services/core/errors.js';
+import { stopChild } from '../services/shared/child-process.js';
+import { configFromEnvOrExit, effectiveLogLevel, ExitCode, imagePathIssues, outputDirIssues } from '../services/shared/entry.js';
+import { createLogger } from '../services/shared/logger.js';
+import { projectPath } from '../services/shared/paths.js';
+import type { LocalServer } from '../services/transports/contract.js';
+import { transportByName, transports } from '../services/transports/index.js';
 
 // `npm start`: the whole suite on this machine. Starts the receiver and the transmitter as two
-// processes (as docker compose does), plus a private redis-server when REDIS_URL is not given,
-// and exits with the transmitter's code once the receiver has shut down.
+// processes (as docker compose does), plus, for every transport in the run that goes through a
+// server of its own (Redis) whose URL is not given, a private one from PATH; exits with the
+// transmitter's code once the receiver has shut down.
 
 // The services' own checks, here too, so bad input stops everything before any process starts.
-const config = configFromEnvOrExit((env) => [...imagePathIssues(env), ...outputDirIssues(env)]);
+const config = configFromEnvOrExit(transports, (env) => [...imagePathIssues(env), ...outputDirIssues(env)]);
 const log = createLogger('start', effectiveLogLevel(config));
 const env: NodeJS.ProcessEnv = { ...process.env };
-let redis: PrivateRedis | undefined;
+const servers: LocalServer[] = [];
 const children = new Set<ChildProcess>();
 
 function startService(name: 'receiver' | 'transmitter'): ChildProcess {
@@ -27,7 +29,7 @@ function startService(name: 'receiver' | 'transmitter'): ChildProcess {
 
 async function cleanUp(): Promise<void> {
   await Promise.all([...children].map((child) => stopChild(child, 5000)));
-  await redis?.close();
+  await Promise.all(servers.map((server) => server.close()));
 }
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -37,14 +39,17 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-if (config.transports.includes('redis') && config.redisUrl === undefined) {
+for (const name of config.transports) {
+  const { setting, localServer } = transportByName(name);
+  if (setting.kind !== 'url' || localServer === undefined || config.urls[name] !== undefined) continue;
   try {
-    redis = await startPrivateRedis();
-    env.REDIS_URL = redis.url;
-    log.info({ url: redis.url }, 'private redis-server started for this run');
+    const server = await localServer.start();
+    servers.push(server);
+    env[setting.envVar] = server.url;
+    log.info({ transport: name, url: server.url }, `private ${localServer.command} started for this run`);
   } catch (err) {
-    log.warn({ err: errorMessage(err) }, 'no private redis-server: the redis section will be reported as failed');
-    process.stderr.write(`npm start: REDIS_URL is not set and no redis-server could be started (${errorMessage(err)}); the redis section will fail, the others run.\n`);
+    log.warn({ transport: name, err: errorMessage(err) }, `no private ${localServer.command}: the ${name} section will be reported as failed`);
+    process.stderr.write(`npm start: ${setting.envVar} is not set and no ${localServer.command} could be started (${errorMessage(err)}); the ${name} section will fail, the others run.\n`);
   }
 }
 

@@ -1,11 +1,41 @@
-// The control protocol between transmitter and receiver: JSON over HTTP on CONTROL_PORT.
-// Bodies are checked against these schemas (fastify validates them, without type coercion), and
-// kept small.
+// The control protocol between transmitter and receiver: JSON over HTTP on CONTROL_PORT. Both
+// services use these types and schemas and meet only over the wire. Bodies are checked against
+// the schemas (fastify validates them, without type coercion), and kept small.
 
-import type { HostFacts } from '../core/report.js';
+import type { SideCost } from './cost.js';
+import type { HostFacts, RunInfo, RunReport } from './report.js';
 
 /** Largest control request body, in bytes: the protocol's messages are a few kilobytes. */
 export const CONTROL_BODY_LIMIT_BYTES = 64 * 1024;
+
+/** Most images a section can have (IMAGE_COUNT's limit): bounds the one body that lists a figure per image. */
+export const MAX_SECTION_IMAGES = 1_000_000;
+
+/**
+ * Largest body of POST /sections/:id/end, which carries every recorded image's round trip: each
+ * a whole number of nanoseconds (at most 16 digits and a comma) or null.
+ */
+export const SECTION_END_BODY_LIMIT_BYTES = CONTROL_BODY_LIMIT_BYTES + MAX_SECTION_IMAGES * 17;
+
+/** POST /runs: what the transmitter announces at the start of a run (the receiver adds its own host). */
+export type RunAnnouncement = Omit<RunInfo, 'hosts'> & { hosts: Pick<RunInfo['hosts'], 'transmitter'> };
+
+/** POST /sections/:id/end: how the section ended on the transmitter's side. */
+export interface SectionEnd {
+  failure: string | null;
+  transmitterCost: SideCost | null;
+  /** Round trip of every recorded image in whole nanoseconds, by image; null where no ack came. */
+  rttNs: (number | null)[];
+}
+
+/** POST /runs/finish's answer, and what a transmitter's run ends with. */
+export interface RunOutcome {
+  report: RunReport;
+  summary: string;
+  succeeded: boolean;
+  /** Set when the receiver went away mid-run: the report is the transmitter's own, and no output.log was written. */
+  receiverLost?: string;
+}
 
 /** State of one transport's listener, as GET /health reports it. */
 export interface ListenerStatus {
@@ -34,7 +64,7 @@ const anyObject = { type: 'object' } as const;
 export const runInfoSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['startedAt', 'imageDescription', 'imageSizeBytes', 'imageCount', 'window', 'warmup', 'repeat', 'transports', 'config', 'hosts'],
+  required: ['startedAt', 'imageDescription', 'imageSizeBytes', 'imageCount', 'window', 'warmup', 'repeat', 'transports', 'arrivalNotes', 'config', 'hosts'],
   properties: {
     startedAt: shortText,
     imageDescription: shortText,
@@ -44,6 +74,7 @@ export const runInfoSchema = {
     warmup: wholeNumber,
     repeat: wholeNumber,
     transports: { type: 'array', maxItems: 64, items: { type: 'string', maxLength: 64 } },
+    arrivalNotes: { type: 'array', maxItems: 64, items: shortText },
     config: anyObject,
     hosts: { type: 'object', additionalProperties: false, required: ['transmitter'], properties: { transmitter: anyObject } },
   },
@@ -93,7 +124,7 @@ const sideCostSchema = {
         cpuMs: { type: 'number' },
         cpuMsPerImage: { type: 'number' },
         peakRssBytes: { type: 'number' },
-        eventLoopUtilization: { type: 'number' },
+        eventLoopUtilization: { type: ['number', 'null'] },
       },
     },
   ],
@@ -103,6 +134,10 @@ const sideCostSchema = {
 export const sectionEndSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['failure', 'transmitterCost'],
-  properties: { failure: { type: ['string', 'null'], maxLength: 4096 }, transmitterCost: sideCostSchema },
+  required: ['failure', 'transmitterCost', 'rttNs'],
+  properties: {
+    failure: { type: ['string', 'null'], maxLength: 4096 },
+    transmitterCost: sideCostSchema,
+    rttNs: { type: 'array', maxItems: MAX_SECTION_IMAGES, items: { type: ['integer', 'null'], minimum: 0, maximum: 2 ** 53 - 1 } },
+  },
 } as const;

@@ -1,0 +1,63 @@
+import { errorMessage } from '../../core/errors.js';
+import { decodeFrameHeader, type Ack, type FrameHeader } from '../../core/frame.js';
+import type { ReceiverOptions } from '../contract.js';
+
+// The one receive path. Every transport hands what it got to a gate, which decodes and checks the
+// header, checks the payload's length, stamps the arrival and delivers, and words every rejection
+// the same way. Its policies hold for every transport alike:
+// - the arrival is stamped when the gate takes the whole image, before anything else is done
+//   with it, so no transport's own bookkeeping moves a stamp;
+// - a header is checked as soon as its bytes are in hand, before any payload memory is set aside;
+// - input that fails a check, and a frame whose delivery throws, is dropped unacknowledged and
+//   reported through onReject; whether the connection survives is the transport's to say (a byte
+//   stream cannot resynchronise, a message stream can).
+
+/** A transport's receive path; see the policies above. */
+export interface FrameGate {
+  /** Decodes a header whose bytes are in hand; undefined when it was rejected (and reported). */
+  header(headerBytes: Buffer): FrameHeader | undefined;
+  /** Takes a whole image under a decoded header; returns the ack to send back at once, or undefined when it was dropped (and reported). */
+  take(header: FrameHeader, payload: Buffer | readonly Buffer[]): Ack | undefined;
+  /** Header bytes and image in one call, for transports that get both at once. */
+  frame(headerBytes: Buffer, payload: Buffer): Ack | undefined;
+  /** Reports input dropped for a reason of the transport's own (a text message, a wrong part count). */
+  reject(reason: string): void;
+}
+
+/** The gate of one transport's listener; `source` starts every rejection ("tcp", "grpc from 127.0.0.1:5000"). */
+export function frameGate(options: Pick<ReceiverOptions, 'deliver' | 'onReject' | 'maxImageBytes'>, source: string): FrameGate {
+  const reject = (reason: string): void => options.onReject(`${source}: ${reason}`);
+  const header = (headerBytes: Buffer): FrameHeader | undefined => {
+    try {
+      return decodeFrameHeader(headerBytes, options.maxImageBytes);
+    } catch (err) {
+      reject(errorMessage(err));
+      return undefined;
+    }
+  };
+  const deliver = (decoded: FrameHeader, payload: Buffer | readonly Buffer[], arrivalNs: bigint): Ack | undefined => {
+    const payloadBytes = Buffer.isBuffer(payload) ? payload.length : payload.reduce((sum, part) => sum + part.length, 0);
+    if (payloadBytes !== decoded.sizeBytes) {
+      reject(`image of ${payloadBytes} bytes, its header announces ${decoded.sizeBytes}`);
+      return undefined;
+    }
+    try {
+      return options.deliver({ header: decoded, payload, arrivalNs });
+    } catch (err) {
+      reject(`image seq ${decoded.seq} not delivered: ${errorMessage(err)}`);
+      return undefined;
+    }
+  };
+  return {
+    header,
+    take(decoded, payload) {
+      return deliver(decoded, payload, process.hrtime.bigint());
+    },
+    frame(headerBytes, payload) {
+      const arrivalNs = process.hrtime.bigint();
+      const decoded = header(headerBytes);
+      return decoded === undefined ? undefined : deliver(decoded, payload, arrivalNs);
+    },
+    reject,
+  };
+}

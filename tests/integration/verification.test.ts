@@ -1,0 +1,101 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { imageChecksum } from '../../services/core/checksum.js';
+import type { Ack } from '../../services/core/frame.js';
+import { encodeFrameHeader } from '../../services/core/frame.js';
+import type { SectionPlan } from '../../services/core/section.js';
+import type { ReceiverApp } from '../../services/receiver/app.js';
+import { Verifier } from '../../services/receiver/verifier.js';
+import { hostFacts } from '../../services/shared/host.js';
+import { ControlClient } from '../../services/transmitter/control-client.js';
+import { transports } from '../../services/transports/index.js';
+import { eventually, LocalServers, testLog } from '../helpers/harness.js';
+import { startReceiver } from '../helpers/in-process.js';
+import type { Config } from '../../services/core/config.js';
+
+// Verification is off the critical path: the receiver acknowledges an image as soon as it is in
+// hand and hashes it afterwards. A mismatch must still be counted, shown per image and in the
+// section's result, and the section must not be ok, on every transport.
+
+describe('Verifier', () => {
+  it('hashes after the current turn of the event loop, never inside enqueue, and flush() hashes at once', async () => {
+    const verifier = new Verifier();
+    const image = randomBytes(100_000);
+    const verdicts: boolean[] = [];
+    verifier.enqueue(image, imageChecksum(image), (ok) => verdicts.push(ok));
+    verifier.enqueue([image.subarray(0, 10), image.subarray(10)], imageChecksum(image) + 1n, (ok) => verdicts.push(ok));
+    // The caller (the transport, about to send the ack) gets control back before any hashing.
+    expect(verdicts).toEqual([]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(verdicts).toEqual([true, false]);
+    verifier.enqueue(image, imageChecksum(image), (ok) => verdicts.push(ok));
+    verifier.flush();
+    expect(verdicts).toEqual([true, false, true]);
+  });
+});
+
+const servers = new LocalServers();
+let outputDir: string;
+let receiver: ReceiverApp;
+let config: Config;
+beforeAll(async () => {
+  await servers.startFor(transports);
+  outputDir = await mkdtemp(path.join(os.tmpdir(), 'itb-verify-'));
+  ({ receiver, transmitterConfig: config } = await startReceiver(outputDir, servers.env(transports)));
+});
+afterAll(async () => {
+  await receiver?.close();
+  await servers.closeAll();
+  await rm(outputDir, { recursive: true, force: true });
+});
+
+describe('a corrupt image, acknowledged before it is verified', () => {
+  for (const [index, transport] of transports.entries()) {
+    it(`${transport.name}: is acked as received, then counted corrupt in its image and its section, which is not ok`, async () => {
+      const control = new ControlClient('127.0.0.1', config.controlPort, 5000);
+      try {
+        await control.startRun({
+          startedAt: new Date().toISOString(), imageDescription: 'random bytes', imageSizeBytes: 4096, imageCount: 3, window: 3, warmup: 0, repeat: 1,
+          transports: [transport.name], arrivalNotes: [], config, hosts: { transmitter: hostFacts(transports) },
+        });
+        const plan: SectionPlan = { sectionId: 900 + index, transport: transport.name, label: transport.label, baseline: transport.baseline, repeat: 1, imageCount: 3, warmup: 0, imageSizeBytes: 4096, window: 3, clock: null };
+        await control.openSection(plan);
+        await control.startMeasuring(plan.sectionId);
+        const acks: Ack[] = [];
+        const link = await transport.connect({
+          host: '127.0.0.1', bindHost: '127.0.0.1', port: config.ports[transport.name] ?? 0, url: config.urls[transport.name], maxImageBytes: config.maxImageBytes, log: testLog, connectTimeoutMs: 5000,
+          onAck: (ack) => acks.push(ack),
+          onFailure() {},
+        });
+        try {
+          const image = randomBytes(4096);
+          const checksum = imageChecksum(image);
+          for (const seq of [0, 1, 2]) {
+            // Image 2 (seq 1) carries a checksum that does not match its bytes.
+            link.send(encodeFrameHeader({ sectionId: plan.sectionId, seq, sizeBytes: image.length, checksum: seq === 1 ? checksum + 1n : checksum, sentAtNs: process.hrtime.bigint() }), image);
+          }
+          await eventually(() => acks.length === 3);
+        } finally {
+          await link.close();
+        }
+        expect(acks.map((a) => [a.seq, a.status])).toEqual([[0, 'accepted'], [1, 'accepted'], [2, 'accepted']]);
+        const result = await control.endSection(plan.sectionId, { failure: null, transmitterCost: null, rttNs: [1, 2, 3] });
+        expect(result.images.map((i) => i.status)).toEqual(['ok', 'corrupt', 'ok']);
+        expect([result.okCount, result.corruptCount, result.lostCount]).toEqual([2, 1, 0]);
+        expect(result.ok).toBe(false);
+        // Only intact images are in the time figures; every image keeps its time.
+        expect(result.latency?.count).toBe(2);
+        expect(result.images.every((i) => i.timeMs !== null && i.timeMs > 0)).toBe(true);
+        expect(result.verifyMs).toBeGreaterThan(0);
+        const finished = await control.finishRun();
+        expect(finished.succeeded).toBe(false);
+        expect(finished.summary).toMatch(new RegExp(`^${transport.label}\\b.*\\s2\\s+0\\s+1\\s`, 'm'));
+      } finally {
+        control.close();
+      }
+    }, 30_000);
+  }
+});
