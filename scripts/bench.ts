@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { errorMessage } from '../services/core/errors.js';
-import { renderTable, type RunReport } from '../services/core/report.js';
+import { renderTable, type HostFacts, type RunReport } from '../services/core/report.js';
 import type { SectionResult } from '../services/core/section.js';
 import { formatSize } from '../services/core/size.js';
 import { projectPath, projectRoot } from '../services/shared/paths.js';
@@ -93,9 +93,10 @@ interface CeilingPair {
   ref: RefbenchResult | { failed: string };
 }
 
-async function ceiling(): Promise<{ lines: string[]; pairs: CeilingPair[] }> {
+async function ceiling(): Promise<{ lines: string[]; pairs: CeilingPair[]; host: HostFacts | undefined }> {
   const location = findRefbench(projectRoot());
   const pairs: CeilingPair[] = [];
+  let host: HostFacts | undefined;
   // refbench's redis modes need a server too: one private redis-server for all of them.
   const redisTransport = transports.find((t) => t.refbenchMode.startsWith('redis') && t.localServer);
   let redis: LocalServer | undefined;
@@ -115,6 +116,7 @@ async function ceiling(): Promise<{ lines: string[]; pairs: CeilingPair[] }> {
             redisPort: redis ? Number(new URL(redis.url).port) : undefined, timeoutMs: REFBENCH_TIMEOUT_MS,
           }).catch((err: unknown) => ({ failed: errorMessage(err) }));
         }
+        host ??= cell.report.run.hosts.receiver;
         pairs.push({ transport: transport.name, round, ours: medianSection(cell.report, transport.name), ref });
       }
     }
@@ -141,6 +143,7 @@ async function ceiling(): Promise<{ lines: string[]; pairs: CeilingPair[] }> {
   });
   return {
     pairs,
+    host,
     lines: [
       `Ceiling: ${formatSize(ASSET_BYTES)} × ${CEILING.count} after ${CEILING.warmup} untimed, WINDOW=${CEILING.window}; each run paired with refbench's run of the same library right after it; ${CEILING.rounds} rounds, order rotated. Medians of the rounds; ratio = ours ÷ refbench MB/s per pair.`,
       renderTable(['Transport', 'refbench mode', 'MB/s', 'refbench MB/s', 'ratio', 'ratio range', 'RTT p50 ms', 'refbench p50 ms', "Little's law", 'Result'], rows),
@@ -278,11 +281,12 @@ async function main(parts: readonly Part[]): Promise<void> {
   const record: Record<string, unknown> = { startedAt: started.toISOString(), parts };
   // Per-image lists stay out (each run's results.json has them): the file keeps every section's figures.
   const strip = (cell: Cell) => ({ name: cell.name, env: cell.env, seconds: cell.seconds, report: { ...cell.report, sections: cell.report.sections.map(({ images: _images, ...rest }) => rest) } });
-  let host: RunReport['run']['hosts']['receiver'] | undefined;
+  let host: HostFacts | undefined;
   if (parts.includes('ceiling')) {
     const result = await ceiling();
     lines.push('', ...result.lines);
     record.ceiling = result.pairs.map((p) => ({ transport: p.transport, round: p.round, ref: p.ref, ours: p.ours && (({ images: _images, ...rest }) => rest)(p.ours) }));
+    host ??= result.host;
   }
   if (parts.includes('verify')) {
     const result = await verifyCost();

@@ -20,7 +20,7 @@ export interface FrameHeader {
   seq: number;
   sizeBytes: number;
   checksum: bigint;
-  /** Transmitter's monotonic clock just before it started sending the image. */
+  /** Transmitter's monotonic clock when the window admitted the image (its stamp). */
   sentAtNs: bigint;
 }
 
@@ -41,9 +41,10 @@ export interface Ack {
 /** Wire code of each status: its index. */
 export const ACK_STATUS_CODES: readonly AckStatus[] = ['accepted', 'rejected'];
 
-/** Encodes a header; `sentAtNs` may be 0 and stamped later with {@link stampSentAt}. */
+/** Encodes a header; the transmitter encodes it with the stamp it just took. */
 export function encodeFrameHeader(header: FrameHeader): Buffer {
-  const buf = Buffer.alloc(FRAME_HEADER_BYTES);
+  // From Node's shared pool rather than an ArrayBuffer of its own per image: every byte is written below.
+  const buf = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
   buf.writeUInt32BE(MAGIC, 0);
   buf.writeUInt16BE(VERSION, 4);
   buf.writeUInt16BE(FRAME_HEADER_BYTES, 6);
@@ -53,11 +54,6 @@ export function encodeFrameHeader(header: FrameHeader): Buffer {
   buf.writeBigUInt64BE(header.checksum, 24);
   buf.writeBigUInt64BE(header.sentAtNs, SENT_AT_OFFSET);
   return buf;
-}
-
-/** Writes the send-start time into an encoded header, the last thing done before sending. */
-export function stampSentAt(encoded: Buffer, sentAtNs: bigint): void {
-  encoded.writeBigUInt64BE(sentAtNs, SENT_AT_OFFSET);
 }
 
 /**
@@ -89,10 +85,12 @@ export function decodeFrameHeader(buf: Buffer, maxImageBytes: number): FrameHead
 
 /** Encodes an acknowledgement for transports that carry raw bytes. */
 export function encodeAck(ack: Ack): Buffer {
-  const buf = Buffer.alloc(ACK_BYTES);
+  // From the shared pool, as headers are; the three padding bytes are zeroed explicitly.
+  const buf = Buffer.allocUnsafe(ACK_BYTES);
   buf.writeUInt32BE(ack.sectionId, 0);
   buf.writeUInt32BE(ack.seq, 4);
   buf.writeUInt8(ACK_STATUS_CODES.indexOf(ack.status), 8);
+  buf.fill(0, 9);
   return buf;
 }
 

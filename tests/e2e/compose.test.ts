@@ -118,6 +118,8 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
       const s = service(compose, name);
       expect(s.build?.context, name).toBe(projectDir);
       for (const variable of Object.keys(s.environment ?? {})) expect(known, `${name} sets ${variable}`).toContain(variable);
+      // Every transport's own setting reaches both services (from .env, or fixed for the compose network).
+      for (const t of transports) expect(Object.keys(s.environment ?? {}), `${name} lacks ${t.setting.envVar}`).toContain(t.setting.envVar);
       expect(withoutNetworkVariables(configOf(s.environment)), name).toEqual(defaults);
     }
 
