@@ -1,11 +1,11 @@
-import { Redis } from 'ioredis';
 import net from 'node:net';
+import { Redis } from 'ioredis';
+import type { BrokerReading } from '../core/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { decodeAck, encodeAck, type Ack } from '../core/frame.js';
 import { startLocalProcess } from '../shared/local-server.js';
 import { once } from '../shared/once.js';
 import { drainOrClose, settlesWithin, sleep } from '../shared/waits.js';
-import type { BrokerReading } from '../core/cost.js';
 import type { LocalServer, ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
 import { connectWithin } from './kit/connect.js';
 import { frameGate } from './kit/gate.js';
@@ -42,6 +42,7 @@ const ACK_POP_COUNT = 1024;
 /** The receiver has no configured bound, so it gets this one for reaching Redis. */
 const RECEIVER_CONNECT_TIMEOUT_MS = 5000;
 const CLOSE_TIMEOUT_MS = 2000;
+const RECEIVER_ERROR_PAUSE_MS = 100;
 /** Bound on one INFO round trip for the broker's readings. */
 const INFO_TIMEOUT_MS = 2000;
 
@@ -51,7 +52,6 @@ const INFO_TIMEOUT_MS = 2000;
  * (client-query-buffer-limit, 1 GB by default). docker-compose.yml passes the same arguments.
  */
 export const REDIS_IMAGE_LIMIT_ARGS: readonly string[] = ['--proto-max-bulk-len', '2gb', '--client-query-buffer-limit', '4gb'];
-const RECEIVER_ERROR_PAUSE_MS = 100;
 
 /**
  * Opens one ready connection to Redis within `timeoutMs`, retrying refused or failed attempts. The

@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { imageChecksum } from '../../services/core/checksum.js';
-import type { Ack } from '../../services/core/frame.js';
-import { encodeFrameHeader } from '../../services/core/frame.js';
+import type { Config } from '../../services/core/config.js';
+import { encodeFrameHeader, type Ack } from '../../services/core/frame.js';
 import type { SectionPlan } from '../../services/core/section.js';
 import type { ReceiverApp } from '../../services/receiver/app.js';
 import { Verifier } from '../../services/receiver/verifier.js';
@@ -14,7 +14,6 @@ import { ControlClient } from '../../services/transmitter/control-client.js';
 import { transports } from '../../services/transports/index.js';
 import { eventually, LocalServers, testLog } from '../helpers/harness.js';
 import { startReceiver } from '../helpers/in-process.js';
-import type { Config } from '../../services/core/config.js';
 
 // Verification is off the critical path: the receiver acknowledges an image as soon as it is in
 // hand and hashes it afterwards. A mismatch must still be counted, shown per image and in the
