@@ -4,9 +4,10 @@
 // library or the kernel is inside the waiting frame's time, and no transport delays a stamp.
 
 /**
- * Hands one frame to the library: returns undefined when the library can take the next one at
- * once, or a promise that settles when it can (a drain, a pending send resolving). A rejection
- * is the link's failure.
+ * Hands one frame (header and image, or any two-part message: the zeromq receiver queues its
+ * [peer, ack] sends the same way) to the library: returns undefined when the library can take the
+ * next one at once, or a promise that settles when it can (a drain, a pending send resolving). A
+ * rejection is the link's failure.
  */
 export type WriteFrame = (header: Buffer, payload: Buffer) => Promise<void> | undefined;
 
