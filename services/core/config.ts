@@ -58,6 +58,9 @@ export interface ConfigIssue {
 /** Outcome of {@link parseConfig}: a config, or every issue found. */
 export type ConfigResult = { ok: true; config: Readonly<Config> } | { ok: false; issues: ConfigIssue[] };
 
+/** Most images IMAGE_COUNT allows in a section. */
+export const MAX_IMAGE_COUNT = 1_000_000;
+
 /** Largest MAX_IMAGE_SIZE: gRPC's message limits are signed 32-bit. */
 export const MAX_IMAGE_SIZE_LIMIT = 2 ** 31 - 1 - 1024 * 1024;
 const DEFAULT_MAX_IMAGE_BYTES = 256 * 1024 * 1024;
@@ -119,7 +122,7 @@ function schemaFor(specs: readonly TransportSpec[]) {
     specs.map(({ setting }) => [setting.envVar, setting.kind === 'port' ? wholeNumber(1, 65535, setting.defaultPort) : url(setting.schemes, setting.example)] as const),
   );
   return z.object({
-    IMAGE_COUNT: wholeNumber(1, 1_000_000, 10),
+    IMAGE_COUNT: wholeNumber(1, MAX_IMAGE_COUNT, 10),
     IMAGE_SIZE: size(undefined),
     IMAGE_PATH: text(undefined),
     TRANSPORTS: variable(

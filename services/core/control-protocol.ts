@@ -2,20 +2,18 @@
 // services use these types and schemas and meet only over the wire. Bodies are checked against
 // the schemas (fastify validates them, without type coercion), and kept small.
 
+import { MAX_IMAGE_COUNT } from './config.js';
 import type { SideCost } from './cost.js';
 import type { HostFacts, RunInfo, RunReport } from './report.js';
 
 /** Largest control request body, in bytes: the protocol's messages are a few kilobytes. */
 export const CONTROL_BODY_LIMIT_BYTES = 64 * 1024;
 
-/** Most images a section can have (IMAGE_COUNT's limit): bounds the one body that lists a figure per image. */
-export const MAX_SECTION_IMAGES = 1_000_000;
-
 /**
  * Largest body of POST /sections/:id/end, which carries every recorded image's round trip: each
  * a whole number of nanoseconds (at most 16 digits and a comma) or null.
  */
-export const SECTION_END_BODY_LIMIT_BYTES = CONTROL_BODY_LIMIT_BYTES + MAX_SECTION_IMAGES * 17;
+export const SECTION_END_BODY_LIMIT_BYTES = CONTROL_BODY_LIMIT_BYTES + MAX_IMAGE_COUNT * 17;
 
 /** POST /runs: what the transmitter announces at the start of a run (the receiver adds its own host). */
 export type RunAnnouncement = Omit<RunInfo, 'hosts'> & { hosts: Pick<RunInfo['hosts'], 'transmitter'> };
@@ -138,6 +136,6 @@ export const sectionEndSchema = {
   properties: {
     failure: { type: ['string', 'null'], maxLength: 4096 },
     transmitterCost: sideCostSchema,
-    rttNs: { type: 'array', maxItems: MAX_SECTION_IMAGES, items: { type: ['integer', 'null'], minimum: 0, maximum: 2 ** 53 - 1 } },
+    rttNs: { type: 'array', maxItems: MAX_IMAGE_COUNT, items: { type: ['integer', 'null'], minimum: 0, maximum: 2 ** 53 - 1 } },
   },
 } as const;

@@ -109,7 +109,6 @@ export class RunSession {
     this.verifier.flush();
     const { plan } = open.recorder;
     const measureEnd = open.measureEnd ?? { reading: readResources(), peakRssBytes: open.rss.stop() };
-    open.rss.stop();
     const receiverCost = open.measureStart === undefined ? null : sideCost(open.measureStart, measureEnd.reading, measureEnd.peakRssBytes, plan.imageCount);
     const [brokerStart, brokerEnd] = await Promise.all([open.brokerStart, open.brokerEnd ?? (open.brokerStart && this.brokerReading(plan.transport))]);
     const broker: SideCost | null = brokerStart && brokerEnd ? brokerCost(brokerStart, brokerEnd, plan.imageCount) : null;

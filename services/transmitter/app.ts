@@ -50,8 +50,6 @@ export interface TransmitterApp {
   run(): Promise<RunOutcome>;
 }
 
-export type { RunOutcome };
-
 /** Round trips per clock-offset estimate (after one that opens the socket): the lowest is kept. */
 const CLOCK_SAMPLES = 8;
 
@@ -102,7 +100,7 @@ interface TransferOutcome {
  * The transports of repeat `repeat` (from 1) in run order: TRANSPORTS rotated by one place per
  * repeat (A B C, B C A, C A B, …), so no transport always follows the same neighbour.
  */
-export function rotatedOrder(names: readonly string[], repeat: number): string[] {
+function rotatedOrder(names: readonly string[], repeat: number): string[] {
   const shift = (repeat - 1) % Math.max(1, names.length);
   return [...names.slice(shift), ...names.slice(0, shift)];
 }

@@ -37,7 +37,7 @@ function connectSocket(host: string, port: number, timeoutMs: number): Promise<n
 }
 
 /** Splits a byte stream into fixed-size records (acks), keeping a partial one for the next chunk. */
-export function fixedRecordReader(recordBytes: number, onRecord: (record: Buffer) => void): (chunk: Buffer) => void {
+function fixedRecordReader(recordBytes: number, onRecord: (record: Buffer) => void): (chunk: Buffer) => void {
   let pending: Buffer = Buffer.alloc(0);
   return (chunk) => {
     let data: Buffer = pending.length > 0 ? Buffer.concat([pending, chunk]) : chunk;

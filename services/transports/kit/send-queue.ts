@@ -22,11 +22,6 @@ export class SendQueue {
     private readonly onError: (err: Error) => void,
   ) {}
 
-  /** Frames held back right now. */
-  get heldCount(): number {
-    return this.held.length;
-  }
-
   /** Hands the frame to the library now, or holds it until the library takes more. */
   push(header: Buffer, payload: Buffer): void {
     if (this.stopped) return;
