@@ -21,7 +21,9 @@ RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 COPY --from=build /app/dist ./dist
 COPY proto ./proto
 COPY assets ./assets
-# The receiver writes output.log here; docker-compose.yml bind-mounts ./output over it.
-RUN mkdir -p /app/output && chown node:node /app/output
+# The receiver writes output.log here; docker-compose.yml bind-mounts ./output over it. It keeps
+# the shared secret in /app/auth when AUTH_TOKEN is unset: a new named volume mounted there takes
+# this directory's owner, so the node user can write it.
+RUN mkdir -p /app/output /app/auth && chown node:node /app/output /app/auth
 USER node
 CMD ["node", "dist/services/receiver/main.js"]

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { errorMessage } from '../services/core/errors.js';
+import { newAuthToken } from '../services/shared/auth-token.js';
 import { stopChild } from '../services/shared/child-process.js';
 import { configFromEnvOrExit, effectiveLogLevel, ExitCode, imagePathIssues, outputDirIssues } from '../services/shared/entry.js';
 import { createLogger } from '../services/shared/logger.js';
@@ -11,12 +12,14 @@ import { transportByName, transports } from '../services/transports/index.js';
 // `npm start`: the whole suite on this machine. Starts the receiver and the transmitter as two
 // processes (as docker compose does), plus, for every transport in the run that goes through a
 // server of its own (Redis) whose URL is not given, a private one from PATH; exits with the
-// transmitter's code once the receiver has shut down.
+// transmitter's code once the receiver has shut down. Both services get a fresh AUTH_TOKEN for
+// this run alone, unless one is set.
 
 // The services' own checks, here too, so bad input stops everything before any process starts.
 const config = configFromEnvOrExit(transports, (env) => [...imagePathIssues(env), ...outputDirIssues(env)]);
 const log = createLogger('start', effectiveLogLevel(config));
 const env: NodeJS.ProcessEnv = { ...process.env };
+if (!env.AUTH_TOKEN?.trim()) env.AUTH_TOKEN = newAuthToken();
 const servers: LocalServer[] = [];
 const children = new Set<ChildProcess>();
 

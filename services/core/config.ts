@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AUTH_TOKEN_PATTERN } from './auth.js';
 import { MIN_GENERATED_PNG_BYTES } from './png.js';
 import { formatSize, parseSize, SIZE_UNITS_HELP } from './size.js';
 
@@ -46,7 +47,23 @@ export interface Config {
   maxImageBytes: number;
   imageTimeoutMs: number;
   connectTimeoutMs: number;
+  /** The secret transmitter and receiver share; undefined: it is in the file at authTokenFile. Never reported. */
+  authToken: string | undefined;
+  /** Where the secret is when AUTH_TOKEN is unset: the receiver creates the file if it is missing, the transmitter reads it. */
+  authTokenFile: string;
 }
+
+/** The configuration as reports show it: everything but the secret. */
+export type PublicConfig = Omit<Config, 'authToken'>;
+
+/** `config` without its secret, for results.json and the control protocol. */
+export function publicConfig(config: Readonly<Config>): PublicConfig {
+  const { authToken: _secret, ...rest } = config;
+  return rest;
+}
+
+/** What AUTH_TOKEN (and the content of AUTH_TOKEN_FILE) may be, in words. */
+export const AUTH_TOKEN_ALLOWED = '16 to 256 characters from A-Z a-z 0-9 . _ ~ + / - (optionally ending in =), e.g. `openssl rand -base64 32`';
 
 /** One bad variable: its name, the value found, and what is allowed. */
 export interface ConfigIssue {
@@ -64,6 +81,8 @@ export const MAX_IMAGE_COUNT = 1_000_000;
 /** Largest MAX_IMAGE_SIZE: gRPC's message limits are signed 32-bit. */
 export const MAX_IMAGE_SIZE_LIMIT = 2 ** 31 - 1 - 1024 * 1024;
 const DEFAULT_MAX_IMAGE_BYTES = 256 * 1024 * 1024;
+/** Relative to the working directory, like .env: both services started from the project find it. */
+export const DEFAULT_AUTH_TOKEN_FILE = '.itb-auth-token';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -147,6 +166,8 @@ function schemaFor(specs: readonly TransportSpec[]) {
     MAX_IMAGE_SIZE: size(DEFAULT_MAX_IMAGE_BYTES),
     IMAGE_TIMEOUT_MS: wholeNumber(1, 3_600_000, 10_000),
     CONNECT_TIMEOUT_MS: wholeNumber(1, 3_600_000, 30_000),
+    AUTH_TOKEN: variable<string | undefined>(AUTH_TOKEN_ALLOWED, (raw) => (AUTH_TOKEN_PATTERN.test(raw) ? raw : undefined), undefined),
+    AUTH_TOKEN_FILE: text(DEFAULT_AUTH_TOKEN_FILE),
   });
 }
 
@@ -224,6 +245,8 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[]): ConfigRe
       maxImageBytes,
       imageTimeoutMs: v.IMAGE_TIMEOUT_MS as number,
       connectTimeoutMs: v.CONNECT_TIMEOUT_MS as number,
+      authToken: v.AUTH_TOKEN as string | undefined,
+      authTokenFile: (v.AUTH_TOKEN_FILE as string | undefined) ?? DEFAULT_AUTH_TOKEN_FILE,
     }),
   };
 }

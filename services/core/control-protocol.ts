@@ -47,8 +47,12 @@ export interface HealthResponse {
   status: 'ready';
   listeners: Record<string, ListenerStatus>;
   host: HostFacts;
-  /** Since the receiver started: input the transports dropped, and well-formed frames it refused. */
-  counters: { rejectedInputs: number; rejectedFrames: number };
+  /**
+   * Since the receiver started: input the transports dropped, well-formed frames it refused, data
+   * connections refused (no or a wrong credential, over a cap, fell silent), and control requests
+   * refused for want of AUTH_TOKEN.
+   */
+  counters: { rejectedInputs: number; rejectedFrames: number; refusedConnections: number; refusedRequests: number };
 }
 
 /** Header of GET /clock's answer: the receiver's monotonic clock, in decimal nanoseconds. */

@@ -5,6 +5,8 @@ export const ErrorCode = {
   timeout: 'ITB_ERR_TIMEOUT',
   receiverUnreachable: 'ITB_ERR_RECEIVER_UNREACHABLE',
   transport: 'ITB_ERR_TRANSPORT',
+  /** The peer refused who we are (a wrong AUTH_TOKEN, a credential for another section): retrying cannot help. */
+  refused: 'ITB_ERR_REFUSED',
   unknownTransport: 'ITB_ERR_UNKNOWN_TRANSPORT',
   image: 'ITB_ERR_IMAGE',
 } as const;

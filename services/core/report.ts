@@ -1,4 +1,4 @@
-import type { Config } from './config.js';
+import type { PublicConfig } from './config.js';
 import type { SideCost } from './cost.js';
 import type { SectionResult } from './section.js';
 import { formatSize } from './size.js';
@@ -47,7 +47,7 @@ export interface RunInfo {
   /** How some transports' libraries hand over arrivals (several at once), from the transport table. */
   arrivalNotes: readonly string[];
   /** The transmitter's validated configuration. */
-  config: Config;
+  config: PublicConfig;
   hosts: { transmitter: HostFacts; receiver: HostFacts };
 }
 

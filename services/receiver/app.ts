@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
+import { bearerToken, secretsEqual, sectionCredential } from '../core/auth.js';
 import type { Config } from '../core/config.js';
 import {
   CLOCK_HEADER,
@@ -20,10 +21,12 @@ import { errorMessage } from '../core/errors.js';
 import { renderHtmlReport } from '../core/html-report.js';
 import { renderOutputLog, renderResultsJson, renderSummary, runSucceeded } from '../core/report.js';
 import type { SectionPlan } from '../core/section.js';
+import { receiverAuthToken } from '../shared/auth-token.js';
 import { writeFileAtomic } from '../shared/files.js';
 import { hostFacts } from '../shared/host.js';
 import { reportLibraries } from '../shared/report-assets.js';
 import { transports } from '../transports/index.js';
+import { Doorkeeper } from '../transports/kit/door.js';
 import { Listeners } from './listeners.js';
 import { renderLivePage } from './live-page.js';
 import { RunSession } from './session.js';
@@ -50,9 +53,19 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
   const receiverHost = (): ReturnType<typeof hostFacts> => hostFacts(transports);
   let rejectedInputs = 0;
   let rejectedFrames = 0;
+  let refusedConnections = 0;
+  let refusedRequests = 0;
+  // Read in start(): AUTH_TOKEN, or the token file (created there when missing).
+  let authToken: string | undefined;
+  const doorkeeper = new Doorkeeper((transport, reason) => {
+    refusedConnections++;
+    log.warn({ transport, reason, refusedConnections }, 'connection refused');
+  });
+  // The transport whose section the door is open for, so its listener can release what it prepared.
+  let dataSectionTransport: string | undefined;
   // The listeners deliver into the session, and the session reads brokers through the listeners;
   // neither calls the other before start().
-  const listeners: Listeners = new Listeners(config, log, {
+  const listeners: Listeners = new Listeners(config, log, doorkeeper, {
     deliver(frame) {
       const ack = session.deliver(frame);
       if (ack.status === 'rejected') rejectedFrames++;
@@ -70,9 +83,31 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
   // The transmitter never stays silent longer than its longest wait (a connect, or an ack).
   const idleLimitMs = Math.max(config.imageTimeoutMs, config.connectTimeoutMs) + WATCHDOG_GRACE_MS;
 
+  // Shuts the door on the section's links and lets its listener release what it prepared.
+  async function closeDataSection(): Promise<void> {
+    doorkeeper.closeSection();
+    const transport = dataSectionTransport;
+    dataSectionTransport = undefined;
+    if (transport !== undefined) await listeners.closeSection(transport).catch((err: unknown) => log.warn({ transport, err: errorMessage(err) }, 'section not released'));
+  }
+
+  // Opens the door to the section's one link, after its listener prepared what it needs; returns why not when it cannot.
+  async function openDataSection(plan: SectionPlan): Promise<string | undefined> {
+    const credential = sectionCredential(authToken!, plan.sectionId);
+    try {
+      await listeners.openSection(plan.transport, { credential, window: plan.window });
+    } catch (err) {
+      return `receiver's ${plan.transport} listener could not prepare the section: ${errorMessage(err)}`;
+    }
+    dataSectionTransport = plan.transport;
+    doorkeeper.openSection(plan.transport, credential);
+    return undefined;
+  }
+
   // Ends the run in progress and writes its files: results.json first, output.log last, each
   // replaced whole, so a reader never sees half of any.
   async function endRun(stopReason: string | null): Promise<RunOutcome | undefined> {
+    await closeDataSection();
     const report = await session.finish(stopReason);
     if (report === undefined) return undefined;
     await writeFileAtomic(path.join(config.outputDir, OUTPUT_FILES.results), renderResultsJson(report));
@@ -94,17 +129,33 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
     // No type coercion and no silent dropping of unknown fields: a body that does not match the
     // protocol is refused, not reinterpreted.
     const app = Fastify({ logger: false, bodyLimit: CONTROL_BODY_LIMIT_BYTES, ajv: { customOptions: { coerceTypes: false, removeAdditional: false } } });
-    app.addHook('onRequest', async (request) => {
-      if (request.method === 'POST') session.touch();
-    });
-    app.get('/health', async (): Promise<HealthResponse> => ({ status: 'ready', listeners: listeners.status(), host: receiverHost(), counters: { rejectedInputs, rejectedFrames } }));
+    // Only the transmitter holding AUTH_TOKEN may change anything or keep a run alive; GET /,
+    // /health and /results.json only read and stay open. Checked on request, so a refused
+    // request's body is never parsed, validated or acted on.
+    const onRequest = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+      const presented = bearerToken(request.headers.authorization);
+      if (presented === undefined || !secretsEqual(presented, authToken!)) {
+        refusedRequests++;
+        log.warn({ method: request.method, url: request.url, from: request.ip, refusedRequests }, presented === undefined ? 'control request without AUTH_TOKEN refused' : 'control request with a wrong AUTH_TOKEN refused');
+        const status = presented === undefined ? 401 : 403;
+        if (status === 401) void reply.header('www-authenticate', 'Bearer realm="image-transfer-bench"');
+        await reply.code(status).send({ error: presented === undefined ? 'this request needs the AUTH_TOKEN the receiver was started with (Authorization: Bearer <token>)' : 'wrong AUTH_TOKEN' });
+        return;
+      }
+      session.touch();
+    };
+    app.get('/health', async (): Promise<HealthResponse> => ({
+      status: 'ready',
+      listeners: listeners.status(),
+      host: receiverHost(),
+      counters: { rejectedInputs, rejectedFrames, refusedConnections, refusedRequests },
+    }));
     // Read as late as the request allows before answering: the transmitter brackets this with its
     // own clock and reads it at the response headers.
-    app.get('/clock', (request, reply) => {
-      session.touch();
+    app.get('/clock', { onRequest }, (request, reply) => {
       void reply.header(CLOCK_HEADER, String(process.hrtime.bigint())).send();
     });
-    app.post('/runs', { schema: { body: runInfoSchema } }, async (request, reply) => {
+    app.post('/runs', { onRequest, schema: { body: runInfoSchema } }, async (request, reply) => {
       // A new run while one is open: the old transmitter is gone; keep what it got.
       if (session.inProgress) await endRun('a new run started before this one finished');
       const announcement = request.body as RunAnnouncement;
@@ -112,15 +163,16 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
       log.info({ imageCount: announcement.imageCount, imageSizeBytes: announcement.imageSizeBytes, window: announcement.window, repeat: announcement.repeat, transports: announcement.transports }, 'run started');
       return reply.code(204).send();
     });
-    app.post('/sections', { schema: { body: sectionPlanSchema } }, async (request, reply) => {
+    app.post('/sections', { onRequest, schema: { body: sectionPlanSchema } }, async (request, reply) => {
       const plan = request.body as SectionPlan;
       if (!session.inProgress) return reply.code(409).send({ error: 'no run started' });
+      await closeDataSection();
       const status = listeners.status()[plan.transport];
       const refusal = !status?.ready
         ? `receiver's ${plan.transport} listener is not available: ${status?.error ?? 'not in its TRANSPORTS'}`
         : plan.imageSizeBytes > config.maxImageBytes
           ? `images of ${plan.imageSizeBytes} bytes are over the receiver's MAX_IMAGE_SIZE (${config.maxImageBytes} bytes)`
-          : undefined;
+          : await openDataSection(plan);
       // A refused section stays in the report as failed, with the reason: never silently missing.
       session.openSection(plan, refusal);
       if (refusal !== undefined) {
@@ -130,19 +182,20 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
       log.info({ transport: plan.transport, repeat: plan.repeat, sectionId: plan.sectionId }, 'section started');
       return reply.code(204).send();
     });
-    app.post('/sections/:sectionId/measure', async (request, reply) => {
+    app.post('/sections/:sectionId/measure', { onRequest }, async (request, reply) => {
       if (!session.isOpen((request.params as { sectionId: string }).sectionId)) return reply.code(409).send({ error: 'that section is not open' });
       session.startMeasuring();
       return reply.code(204).send();
     });
     // The one body that lists a figure per image (every round trip): its own, larger limit.
-    app.post('/sections/:sectionId/end', { schema: { body: sectionEndSchema }, bodyLimit: SECTION_END_BODY_LIMIT_BYTES }, async (request, reply) => {
+    app.post('/sections/:sectionId/end', { onRequest, schema: { body: sectionEndSchema }, bodyLimit: SECTION_END_BODY_LIMIT_BYTES }, async (request, reply) => {
       if (!session.isOpen((request.params as { sectionId: string }).sectionId)) return reply.code(409).send({ error: 'that section is not open' });
+      await closeDataSection();
       const result = (await session.endSection(request.body as SectionEnd))!;
       log.info({ transport: result.transport, repeat: result.repeat, ok: result.ok, okCount: result.okCount, lostCount: result.lostCount, corruptCount: result.corruptCount, totalMs: result.totalMs }, 'section ended');
       return result;
     });
-    app.post('/runs/finish', async (request, reply) => {
+    app.post('/runs/finish', { onRequest }, async (request, reply) => {
       const finished = await endRun(null);
       if (finished === undefined) return reply.code(409).send({ error: 'no run started' });
       return finished;
@@ -163,6 +216,9 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
 
   return {
     async start() {
+      const resolved = receiverAuthToken(config);
+      authToken = resolved.token;
+      if (resolved.createdFile !== undefined) log.info({ authTokenFile: resolved.createdFile }, 'AUTH_TOKEN is unset: created a random one in AUTH_TOKEN_FILE (mode 0600), where a transmitter started alongside reads it');
       await listeners.startAll();
       control = buildControl();
       await control.listen({ port: config.controlPort, host: config.bindHost });

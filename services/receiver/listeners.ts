@@ -4,8 +4,9 @@ import type { ListenerStatus } from '../core/control-protocol.js';
 import type { BrokerReading } from '../core/cost.js';
 import { errorMessage } from '../core/errors.js';
 import type { Ack } from '../core/frame.js';
-import type { ReceivedFrame, ReceiverListener } from '../transports/contract.js';
+import type { ReceivedFrame, ReceiverListener, SectionOpening } from '../transports/contract.js';
 import { transportByName } from '../transports/index.js';
+import type { Doorkeeper } from '../transports/kit/door.js';
 
 /** What every listener reports back to the receiver. */
 export interface ListenerSinks {
@@ -30,6 +31,7 @@ export class Listeners {
   constructor(
     private readonly config: Readonly<Config>,
     private readonly log: Logger,
+    private readonly doorkeeper: Doorkeeper,
     private readonly sinks: ListenerSinks,
   ) {}
 
@@ -46,6 +48,16 @@ export class Listeners {
   /** The broker a transport's listener goes through, read now; undefined when it has none or is not listening. */
   readBroker(name: string): Promise<BrokerReading> | undefined {
     return this.open.get(name)?.readBroker?.();
+  }
+
+  /** Lets a transport's listener prepare for a section of its own (a listener that needs nothing is done at once). */
+  async openSection(name: string, section: SectionOpening): Promise<void> {
+    await this.open.get(name)?.openSection?.(section);
+  }
+
+  /** Lets a transport's listener release what it prepared for the section that ended. */
+  async closeSection(name: string): Promise<void> {
+    await this.open.get(name)?.closeSection?.();
   }
 
   /** Closes every listener and stops the retries. */
@@ -70,6 +82,8 @@ export class Listeners {
         port,
         url: this.config.urls[name],
         maxImageBytes: this.config.maxImageBytes,
+        door: this.doorkeeper.door(name),
+        idleTimeoutMs: this.config.imageTimeoutMs,
         log: this.log.child({ transport: name }),
         deliver: (frame) => this.sinks.deliver(frame),
         onReject: (reason) => this.sinks.onReject(name, reason),

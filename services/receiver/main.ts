@@ -1,4 +1,5 @@
 import { errorMessage } from '../core/errors.js';
+import { authTokenFileIssues } from '../shared/auth-token.js';
 import { configFromEnvOrExit, effectiveLogLevel, ExitCode, onShutdownSignal, outputDirIssues } from '../shared/entry.js';
 import { transports } from '../transports/index.js';
 import { createLogger } from '../shared/logger.js';
@@ -6,7 +7,7 @@ import { buildReceiver } from './app.js';
 
 // Receiver entry: validates the environment, starts every listener and the control endpoint, and
 // serves runs until SIGTERM/SIGINT.
-const config = configFromEnvOrExit(transports, outputDirIssues);
+const config = configFromEnvOrExit(transports, (env) => [...outputDirIssues(env), ...authTokenFileIssues(env)]);
 const log = createLogger('receiver', effectiveLogLevel(config));
 const receiver = buildReceiver(config, log);
 onShutdownSignal(async (signal) => {

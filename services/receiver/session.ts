@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { publicConfig, type Config } from '../core/config.js';
 import type { RunAnnouncement, SectionEnd } from '../core/control-protocol.js';
 import { brokerCost, sideCost, type BrokerReading, type ResourceReading, type SideCost } from '../core/cost.js';
 import { errorMessage } from '../core/errors.js';
@@ -70,7 +71,8 @@ export class RunSession {
   /** Starts a run; the caller ends any run still in progress first. */
   start(announcement: RunAnnouncement): void {
     this.closeOpen();
-    this.info = { ...announcement, hosts: { transmitter: announcement.hosts.transmitter, receiver: this.receiverHost() } };
+    // A secret in the transmitter's config never reaches a report, whatever the transmitter sent.
+    this.info = { ...announcement, config: publicConfig(announcement.config as Config), hosts: { transmitter: announcement.hosts.transmitter, receiver: this.receiverHost() } };
     this.sections = [];
     this.strayFrames = 0;
     this.touch();

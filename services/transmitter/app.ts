@@ -1,14 +1,16 @@
 import { randomInt } from 'node:crypto';
 import type { Logger } from 'pino';
+import { sectionCredential, type SectionCredential } from '../core/auth.js';
 import { imageChecksum } from '../core/checksum.js';
 import { estimateClockOffset, type ClockSample } from '../core/clock.js';
-import type { Config } from '../core/config.js';
+import { publicConfig, type Config } from '../core/config.js';
 import type { RunAnnouncement, RunOutcome } from '../core/control-protocol.js';
 import { sideCost, type ResourceReading, type SideCost } from '../core/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { encodeFrameHeader, type Ack } from '../core/frame.js';
 import { buildRunReport, renderSummary, type HostFacts } from '../core/report.js';
 import { acknowledgedOnlyResult, SectionRecorder, type SectionClock, type SectionPlan, type SectionResult } from '../core/section.js';
+import { transmitterAuthToken } from '../shared/auth-token.js';
 import { hostFacts } from '../shared/host.js';
 import { readResources, RssPeakTracker } from '../shared/resources.js';
 import type { TransmitterLink, Transport } from '../transports/contract.js';
@@ -180,7 +182,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
 
   // Warm-up, then the recorded images with the transmitter's resources measured from the first
   // recorded stamp to the last recorded ack.
-  async function transfer(transport: Transport, plan: SectionPlan, progress: SectionProgress): Promise<TransferOutcome & { flight: Flight }> {
+  async function transfer(transport: Transport, plan: SectionPlan, credential: SectionCredential, progress: SectionProgress): Promise<TransferOutcome & { flight: Flight }> {
     const waiter = new AckWaiter();
     const flight = new Flight(plan, progress, waiter, new RssPeakTracker());
     let link: TransmitterLink | undefined;
@@ -193,6 +195,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
         url: config.urls[transport.name],
         maxImageBytes: config.maxImageBytes,
         connectTimeoutMs: config.connectTimeoutMs,
+        credential,
         log: log.child({ transport: transport.name }),
         onAck: (ack) => flight.onAck(ack),
         onFailure: (err) => waiter.fail(err),
@@ -227,7 +230,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     return { ...estimate, applied: !sameKernel };
   }
 
-  async function runSection(transport: Transport, repeat: number, receiverHost: HostFacts): Promise<SectionResult> {
+  async function runSection(transport: Transport, repeat: number, receiverHost: HostFacts, authToken: string): Promise<SectionResult> {
     const progress: SectionProgress = {
       transport: transport.name,
       label: transport.label,
@@ -258,7 +261,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     try {
       plan = { ...plan, clock: await estimateClock(receiverHost) };
       await control.openSection(plan);
-      outcome = await transfer(transport, plan, progress);
+      outcome = await transfer(transport, plan, sectionCredential(authToken, plan.sectionId), progress);
       result = await control.endSection(plan.sectionId, { failure: outcome.failure, transmitterCost: outcome.cost, rttNs: outcome.rttNs });
     } catch (err) {
       // The receiver could not take part (listener down) or is gone: then only the acks tell
@@ -280,6 +283,9 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   return {
     async run() {
       const health = await control.waitUntilReady(config.connectTimeoutMs);
+      // Read once the receiver answers: without AUTH_TOKEN it is the file the receiver creates at start.
+      const authToken = transmitterAuthToken(config);
+      control.authorize(authToken);
       const announcement: RunAnnouncement = {
         startedAt: new Date().toISOString(),
         imageDescription: image.description,
@@ -290,7 +296,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
         repeat: config.repeat,
         transports: config.transports,
         arrivalNotes: config.transports.flatMap((name) => transportByName(name).batchedArrivals ?? []),
-        config,
+        config: publicConfig(config),
         hosts: { transmitter: transmitterHost },
       };
       await control.startRun(announcement);
@@ -300,7 +306,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
         const sections: SectionResult[] = [];
         for (let repeat = 1; repeat <= config.repeat && receiverLost === undefined; repeat++) {
           for (const name of rotatedOrder(config.transports, repeat)) {
-            sections.push(await runSection(transportByName(name), repeat, health.host));
+            sections.push(await runSection(transportByName(name), repeat, health.host, authToken));
             if (receiverLost !== undefined) break;
           }
         }

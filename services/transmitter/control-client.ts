@@ -9,6 +9,8 @@ import { bracketHost } from '../shared/net.js';
 export class ControlClient {
   private readonly baseUrl: string;
   private readonly clockAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  /** `Authorization` header for every request but GET /health; set by authorize(). */
+  private authorization: Record<string, string> = {};
 
   constructor(
     private readonly host: string,
@@ -45,6 +47,11 @@ export class ControlClient {
     }
   }
 
+  /** Sends AUTH_TOKEN with every request from now on: the receiver refuses the others with 401. */
+  authorize(token: string): void {
+    this.authorization = { authorization: `Bearer ${token}` };
+  }
+
   /** Announces a run's facts; the receiver resets its state for it and adds its own host. */
   async startRun(info: RunAnnouncement): Promise<void> {
     await this.post('/runs', info);
@@ -58,7 +65,7 @@ export class ControlClient {
   clockSample(): Promise<ClockSample> {
     return new Promise((resolve, reject) => {
       const transmitterSentNs = process.hrtime.bigint();
-      const request = http.get({ host: this.host, port: this.port, path: '/clock', agent: this.clockAgent, timeout: this.requestTimeoutMs }, (response) => {
+      const request = http.get({ host: this.host, port: this.port, path: '/clock', headers: this.authorization, agent: this.clockAgent, timeout: this.requestTimeoutMs }, (response) => {
         const transmitterReceivedNs = process.hrtime.bigint();
         response.resume();
         const receiverNs = response.headers[CLOCK_HEADER];
@@ -103,7 +110,7 @@ export class ControlClient {
     try {
       response = await fetch(`${this.baseUrl}${route}`, {
         method: 'POST',
-        headers: body === undefined ? {} : { 'content-type': 'application/json' },
+        headers: body === undefined ? this.authorization : { ...this.authorization, 'content-type': 'application/json' },
         body: body === undefined ? undefined : JSON.stringify(body),
         signal: AbortSignal.timeout(this.requestTimeoutMs),
       });
@@ -118,7 +125,9 @@ export class ControlClient {
       } catch {
         // not JSON: keep the text
       }
-      throw new ItbError(ErrorCode.transport, `receiver refused POST ${route} (HTTP ${response.status}): ${reason}`);
+      // 401/403: this transmitter's AUTH_TOKEN is not the receiver's; no request of this run can succeed.
+      const code = response.status === 401 || response.status === 403 ? ErrorCode.refused : ErrorCode.transport;
+      throw new ItbError(code, `receiver refused POST ${route} (HTTP ${response.status}): ${reason}`);
     }
     return text.length > 0 ? JSON.parse(text) : undefined;
   }

@@ -1,4 +1,5 @@
-import { errorMessage } from '../core/errors.js';
+import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
+import { authTokenFileIssues } from '../shared/auth-token.js';
 import { configFromEnvOrExit, effectiveLogLevel, ExitCode, imagePathIssues, onShutdownSignal } from '../shared/entry.js';
 import { transports } from '../transports/index.js';
 import { createLogger } from '../shared/logger.js';
@@ -8,8 +9,8 @@ import { createProgressDisplay } from './progress.js';
 
 // Transmitter entry: validates the environment, loads the image, runs every transport's section
 // against the receiver and prints the summary. Exit 0: every image of every transport arrived
-// intact; 1: anything else; 2: bad configuration.
-const config = configFromEnvOrExit(transports, imagePathIssues);
+// intact; 1: anything else; 2: bad configuration (a secret that is not the receiver's included).
+const config = configFromEnvOrExit(transports, (env) => [...imagePathIssues(env), ...authTokenFileIssues(env)]);
 const log = createLogger('transmitter', effectiveLogLevel(config));
 // On stderr, so stdout carries only the final summary.
 const progress = createProgressDisplay({ stream: process.stderr, tty: Boolean(process.stderr.isTTY) });
@@ -35,5 +36,6 @@ try {
   progress.stop();
   log.error({ err: errorMessage(err) }, 'run failed');
   process.stderr.write(`transmitter: ${errorMessage(err)}\n`);
-  process.exit(ExitCode.failed);
+  const misconfigured = err instanceof ItbError && (err.code === ErrorCode.config || err.code === ErrorCode.refused);
+  process.exit(misconfigured ? ExitCode.config : ExitCode.failed);
 }

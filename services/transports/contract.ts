@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { SectionCredential } from '../core/auth.js';
 import type { TransportSetting } from '../core/config.js';
 import type { BrokerReading } from '../core/cost.js';
 import type { Ack, FrameHeader } from '../core/frame.js';
@@ -11,7 +12,10 @@ import type { Ack, FrameHeader } from '../core/frame.js';
 //   wait for library or kernel backpressure happens inside the link, inside that image's time;
 // - the receiver stamps an image's arrival when the frame gate takes it (the moment the last byte
 //   is in hand), acknowledges it at once and verifies it later, off the critical path;
-// - what a receiver does with bad input and with a delivery that throws is the gate's one policy.
+// - what a receiver does with bad input and with a delivery that throws is the gate's one policy;
+// - who gets in is the door's one policy (./kit/door.ts): a connection proves it belongs to the
+//   open section before the receiver holds any of its payload, and a listener keeps a bounded
+//   number of connections, each closed when it falls silent.
 
 /** Where a transport finds its peer; a transport uses the fields its setting gives it. */
 export interface TransportEndpoint {
@@ -48,6 +52,8 @@ export interface TransmitterOptions extends TransportEndpoint {
    * connect() rejects with ITB_ERR_TIMEOUT naming the last problem.
    */
   connectTimeoutMs: number;
+  /** The section's credential: every connection presents it before its first frame. */
+  credential: SectionCredential;
 }
 
 /** A connected transmitter side. */
@@ -83,6 +89,36 @@ export interface ReceiverOptions extends TransportEndpoint {
    * whose own server cannot fail that way never call it.
    */
   onFailure?(reason: string): void;
+  /** Decides which connections may carry frames; every listener asks it before holding any payload. */
+  door: Door;
+  /** A connection with nothing crossing it either way for this long is closed (IMAGE_TIMEOUT_MS). */
+  idleTimeoutMs: number;
+}
+
+/** A listener's doorkeeper (./kit/door.ts). */
+export interface Door {
+  /**
+   * Checks the credential a connection presented in text form (undefined: it presented none).
+   * Returns a pass when the connection belongs to the open section, on this transport, and the
+   * section has room for it; the listener releases the pass when the connection closes, and
+   * `drop` closes the connection when the section ends. Undefined when refused: the refusal is
+   * counted and reported with `from`, and the listener closes the connection.
+   */
+  admit(presented: string | undefined, from: string, drop: () => void): DoorPass | undefined;
+  /** Counts and reports a connection the listener refused on its own (over its connection cap, fell silent). */
+  refuse(from: string, reason: string): void;
+}
+
+/** An admitted connection's place in its section. */
+export interface DoorPass {
+  release(): void;
+}
+
+/** What a listener learns when a section of its transport opens. */
+export interface SectionOpening {
+  credential: SectionCredential;
+  /** The section's WINDOW: the transmitter never has more images unacknowledged. */
+  window: number;
 }
 
 /** A listening receiver side. */
@@ -91,6 +127,13 @@ export interface ReceiverListener {
   port: number;
   /** For a transport that goes through a broker: the broker's totals now, so its cost can be reported as a third side. */
   readBroker?(): Promise<BrokerReading>;
+  /**
+   * For a listener that reads from places named per section (Redis keys): prepares them before the
+   * transmitter is told to connect. Listeners whose connections prove themselves never need it.
+   */
+  openSection?(section: SectionOpening): Promise<void>;
+  /** Releases what openSection() prepared; the section is over. */
+  closeSection?(): Promise<void>;
   /** Stops listening, drops connections and releases every handle; safe to call twice. */
   close(): Promise<void>;
 }

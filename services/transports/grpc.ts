@@ -1,13 +1,17 @@
+import { once as onceEvent } from 'node:events';
+import net from 'node:net';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync, type MethodDefinition, type ServiceDefinition } from '@grpc/proto-loader';
+import { bearerToken } from '../core/auth.js';
 import { ErrorCode, ItbError, errorMessage } from '../core/errors.js';
 import { ACK_STATUS_CODES, FRAME_HEADER_BYTES } from '../core/frame.js';
-import { hostPort } from '../shared/net.js';
+import { boundPort, hostPort } from '../shared/net.js';
 import { once } from '../shared/once.js';
 import { projectPath } from '../shared/paths.js';
 import { settlesWithin } from '../shared/waits.js';
-import type { ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import type { DoorPass, ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
 import { connectWithin } from './kit/connect.js';
+import { MAX_CONNECTIONS_PER_LISTENER } from './kit/door.js';
 import { frameGate } from './kit/gate.js';
 import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue } from './kit/send-queue.js';
@@ -17,6 +21,9 @@ import { SendQueue } from './kit/send-queue.js';
 // every chunk is still protobuf-encoded and HTTP/2-framed. Per image, grpc-js copies the payload
 // twice on send (protobuf encode, then the 5-byte gRPC message prefix) and once on receive (the
 // message is assembled from HTTP/2 DATA frames); protobuf decode hands `payload` out as a view.
+// The call's metadata carries the section's credential as a bearer token; a server interceptor
+// checks it before the call reads any message, so a refused call holds at most what HTTP/2 flow
+// control lets in before anyone reads (one 64 KiB window per connection).
 
 /** Wire shape of a Frame as proto-loader (keepCase false) hands it over. */
 interface FrameMessage {
@@ -40,6 +47,8 @@ const FLOW_CONTROL_WINDOW_BYTES = 16 * 1024 * 1024;
 const STREAM_CLOSE_GRACE_MS = 1000;
 /** How long the receiver's close() waits for calls to end gracefully before forcing them. */
 const SERVER_SHUTDOWN_GRACE_MS = 1000;
+/** Calls one connection may have open at once: a transmitter opens one. */
+const MAX_STREAMS_PER_CONNECTION = 4;
 
 interface TransferDefinition {
   service: ServiceDefinition;
@@ -105,7 +114,9 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   );
 
   const guard = new LinkGuard(options.onFailure, `gRPC stream to ${target}`);
-  const call = client.makeBidiStreamRequest<FrameMessage, AckMessage>(method.path, method.requestSerialize, method.responseDeserialize);
+  const metadata = new grpc.Metadata();
+  metadata.set('authorization', `Bearer ${options.credential.text}`);
+  const call = client.makeBidiStreamRequest<FrameMessage, AckMessage>(method.path, method.requestSerialize, method.responseDeserialize, metadata);
   let streamFinished = false;
   const finished = new Promise<void>((resolve) => {
     call.once('status', () => {
@@ -150,11 +161,81 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   });
 }
 
+/**
+ * The receiver's door for gRPC: a call is admitted on its metadata before it reads any message,
+ * and a call that goes `idleTimeoutMs` without a whole message (stalled in the middle of one) is
+ * ended, which frees what grpc-js assembled of it.
+ */
+function doorInterceptor(options: ReceiverOptions): grpc.ServerInterceptor {
+  return (methodDescriptor, call) => {
+    let pass: DoorPass | undefined;
+    let silence: NodeJS.Timeout | undefined;
+    let ended = false;
+    const from = `grpc from ${call.getPeer()}`;
+    const end = (code: grpc.status, details: string): void => {
+      if (ended) return;
+      ended = true;
+      clearTimeout(silence);
+      call.sendStatus({ code, details });
+    };
+    const watchSilence = (): void => {
+      clearTimeout(silence);
+      silence = setTimeout(() => {
+        options.door.refuse(from, `no whole message for ${options.idleTimeoutMs} ms (IMAGE_TIMEOUT_MS): call ended`);
+        end(grpc.status.DEADLINE_EXCEEDED, `no whole message for ${options.idleTimeoutMs} ms`);
+      }, options.idleTimeoutMs);
+    };
+    return new grpc.ServerInterceptingCall(call, {
+      start(next) {
+        next({
+          onReceiveMetadata(metadata, nextMetadata) {
+            const [authorization] = metadata.get('authorization');
+            pass = options.door.admit(typeof authorization === 'string' ? bearerToken(authorization) : undefined, from, () =>
+              end(grpc.status.UNAVAILABLE, 'the section ended'),
+            );
+            if (pass === undefined) {
+              end(grpc.status.UNAUTHENTICATED, 'this call does not belong to the open section');
+              return;
+            }
+            watchSilence();
+            nextMetadata(metadata);
+          },
+          onReceiveMessage(message, nextMessage) {
+            watchSilence();
+            nextMessage(message);
+          },
+          onReceiveHalfClose(nextHalfClose) {
+            clearTimeout(silence);
+            nextHalfClose();
+          },
+          onCancel() {
+            ended = true;
+            clearTimeout(silence);
+            pass?.release();
+          },
+        });
+      },
+      sendStatus(status, nextStatus) {
+        ended = true;
+        clearTimeout(silence);
+        pass?.release();
+        nextStatus(status);
+      },
+    });
+  };
+}
+
 /** Starts the receiver side: a gRPC server whose Transfer handler passes each frame through the gate and acks it. */
 async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   const { service } = loadTransferDefinition();
   const log = options.log.child({ transport: 'grpc' });
-  const server = new grpc.Server(sharedChannelOptions(options.maxImageBytes));
+  const server = new grpc.Server({
+    ...sharedChannelOptions(options.maxImageBytes),
+    'grpc.max_concurrent_streams': MAX_STREAMS_PER_CONNECTION,
+    // A connection with no call open (one that never made one, or whose call was refused) is closed.
+    'grpc.max_connection_idle_ms': options.idleTimeoutMs,
+    interceptors: [doorInterceptor(options)],
+  });
   let closing = false;
 
   const transfer: grpc.handleBidiStreamingCall<FrameMessage, AckMessage> = (call) => {
@@ -192,24 +273,40 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   };
   server.addService(service, { Transfer: transfer });
 
+  // grpc-js has no connection cap: it serves connections this listener accepts itself, so the
+  // cap is net.Server's.
+  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  const sockets = new Set<net.Socket>();
+  const tcp = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    injector.injectConnection(socket);
+  });
+  tcp.maxConnections = MAX_CONNECTIONS_PER_LISTENER;
+  tcp.on('drop', (dropped) =>
+    options.door.refuse(`grpc from ${hostPort(dropped?.remoteAddress ?? '?', dropped?.remotePort ?? 0)}`, `over the listener's ${MAX_CONNECTIONS_PER_LISTENER} connections: closed on arrival`),
+  );
   const address = hostPort(options.bindHost, options.port);
-  let port: number;
   try {
-    port = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, boundPort) => (err ? reject(err) : resolve(boundPort)));
-    });
+    tcp.listen(options.port, options.bindHost);
+    await Promise.race([onceEvent(tcp, 'listening'), onceEvent(tcp, 'error').then(([err]) => Promise.reject(err))]);
   } catch (err) {
+    injector.destroy();
     server.forceShutdown();
     throw new ItbError(ErrorCode.transport, `gRPC receiver cannot listen on ${address}: ${errorMessage(err)}`, { cause: err });
   }
+  const port = boundPort(tcp.address());
   log.debug({ port }, 'gRPC receiver listening');
 
   return {
     port,
     close: once(async () => {
       closing = true;
+      tcp.close();
       const shutDown = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
       if (!(await settlesWithin(shutDown, SERVER_SHUTDOWN_GRACE_MS))) server.forceShutdown();
+      injector.destroy();
+      for (const socket of sockets) socket.destroy();
       log.debug('gRPC receiver closed');
     }),
   };

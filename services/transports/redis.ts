@@ -1,12 +1,14 @@
+import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { Redis } from 'ioredis';
+import type { SectionCredential } from '../core/auth.js';
 import type { BrokerReading } from '../core/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { decodeAck, encodeAck, type Ack } from '../core/frame.js';
 import { startLocalProcess } from '../shared/local-server.js';
 import { once } from '../shared/once.js';
 import { drainOrClose, settlesWithin, sleep } from '../shared/waits.js';
-import type { LocalServer, ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import type { LocalServer, ReceiverListener, ReceiverOptions, SectionOpening, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
 import { connectWithin } from './kit/connect.js';
 import { frameGate } from './kit/gate.js';
 import { LinkGuard } from './kit/link-guard.js';
@@ -26,14 +28,34 @@ import { SendQueue } from './kit/send-queue.js';
 // (client-output-buffer-limit "normal" is 0 0 0 by default).
 // ioredis copies each command's arguments into one write buffer: one copy per image on send,
 // which is the library's cost and part of what this transport measures.
+// Each section has keys of its own, named after its credential: the receiver reads only the open
+// section's stream, prepared before the transmitter is told to connect, and deletes both keys
+// when the section ends. A name cannot be guessed without AUTH_TOKEN, but anyone allowed to run
+// commands on the Redis server can list keys: Redis's own access control (a password in
+// REDIS_URL, or a Redis only the two services reach, as under docker compose) guards the broker.
 
-const STREAM_KEY = 'itb:frames';
-const ACK_KEY = 'itb:acks';
+/** The keys of one section: images go through `frames`, acks come back on `acks`. */
+export interface SectionKeys {
+  frames: string;
+  acks: string;
+}
+
+/** Keys named after the section's id and a digest of its key (the key itself stays off the server); exported for tests. */
+export function sectionKeys(credential: SectionCredential): SectionKeys {
+  const tag = createHash('sha256').update(credential.key).digest('base64url').slice(0, 22);
+  const prefix = `itb:${credential.sectionId}:${tag}`;
+  return { frames: `${prefix}:frames`, acks: `${prefix}:acks` };
+}
+
 const GROUP = 'itb-receivers';
 const HEADER_FIELD = 'h';
 const PAYLOAD_FIELD = 'p';
-/** Entries per XREADGROUP: more than any window, so one reply drains what is waiting. */
-const READ_COUNT = 64;
+/**
+ * Most entries per XREADGROUP. A reply is held whole before any entry is taken, so it is also
+ * capped at the section's WINDOW, which is all an honest stream ever holds: a reply keeps at most
+ * min(WINDOW, 64) images of MAX_IMAGE_SIZE in memory.
+ */
+const MAX_READ_COUNT = 64;
 /** Block times are short so the loops re-check their state; close() does not wait for them. */
 const READ_BLOCK_MS = 1000;
 const ACK_BLOCK_SECONDS = 1;
@@ -137,6 +159,7 @@ async function closeClient(client: Redis): Promise<void> {
 
 async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   const url = requireUrl(options.url);
+  const keys = sectionKeys(options.credential);
   const [writer, ackReader] = await openPair(url, options.connectTimeoutMs);
   const guard = new LinkGuard(options.onFailure, `Redis link through ${url}`);
   for (const [client, role] of [[writer, 'writer'], [ackReader, 'ack reader']] as const) {
@@ -153,7 +176,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   const popAcks = async (): Promise<Buffer[]> => {
     if (popMany) {
       try {
-        const reply = await ackReader.blmpopBuffer(ACK_BLOCK_SECONDS, 1, ACK_KEY, 'RIGHT', 'COUNT', ACK_POP_COUNT);
+        const reply = await ackReader.blmpopBuffer(ACK_BLOCK_SECONDS, 1, keys.acks, 'RIGHT', 'COUNT', ACK_POP_COUNT);
         return reply === null ? [] : reply[1];
       } catch (err) {
         if (!/unknown command/i.test(errorMessage(err))) throw err;
@@ -161,7 +184,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
         popMany = false;
       }
     }
-    const reply = await ackReader.brpopBuffer(ACK_KEY, ACK_BLOCK_SECONDS);
+    const reply = await ackReader.brpopBuffer(keys.acks, ACK_BLOCK_SECONDS);
     return reply === null ? [] : [reply[1]];
   };
   const ackLoop = (async () => {
@@ -188,8 +211,8 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   })();
 
   const onXaddReply = (id: string | null): void => {
-    // NOMKSTREAM: no stream means no receiver ever created its group on this Redis.
-    if (id === null && !guard.ended) guard.fail(new ItbError(ErrorCode.receiverUnreachable, `no receiver is listening on Redis at ${url} (stream ${STREAM_KEY} does not exist)`));
+    // NOMKSTREAM: no stream means no receiver prepared this section on this Redis.
+    if (id === null && !guard.ended) guard.fail(new ItbError(ErrorCode.receiverUnreachable, `no receiver is reading this section on Redis at ${url} (stream ${keys.frames} does not exist)`));
   };
   const onXaddError = (err: unknown): void => guard.failWith(`XADD failed: ${errorMessage(err)}`, err);
   // ioredis copies the arguments and writes the command at once; its reply is checked on the side.
@@ -198,7 +221,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   // awaiting each XADD reply (a round trip per image).
   const queue = new SendQueue(
     (header, payload) => {
-      writer.xadd(STREAM_KEY, 'NOMKSTREAM', '*', HEADER_FIELD, header, PAYLOAD_FIELD, payload).then(onXaddReply, onXaddError);
+      writer.xadd(keys.frames, 'NOMKSTREAM', '*', HEADER_FIELD, header, PAYLOAD_FIELD, payload).then(onXaddReply, onXaddError);
       return writer.stream.writableNeedDrain && !writer.stream.destroyed ? drainOrClose(writer.stream) : undefined;
     },
     (err) => guard.failWith(`send failed: ${err.message}`, err),
@@ -226,14 +249,21 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   const log = options.log;
   const [reader, writer] = await openPair(url, RECEIVER_CONNECT_TIMEOUT_MS);
   const consumer = `receiver-${process.pid}`;
+  let readerId: number;
   try {
-    // Start clean: leftovers of an earlier run must not be delivered or acked into this one.
-    await writer.del(STREAM_KEY, ACK_KEY);
-    await writer.xgroup('CREATE', STREAM_KEY, GROUP, '$', 'MKSTREAM');
+    readerId = Number(await reader.client('ID'));
   } catch (err) {
     await Promise.all([closeClient(reader), closeClient(writer)]);
-    throw new ItbError(ErrorCode.transport, `cannot set up stream ${STREAM_KEY} on Redis at ${url}: ${errorMessage(err)}`, { cause: err });
+    throw new ItbError(ErrorCode.transport, `cannot set up the receiver on Redis at ${url}: ${errorMessage(err)}`, { cause: err });
   }
+  // The open section's keys and read count; undefined between sections, when nothing is read.
+  let section: { keys: SectionKeys; readCount: number } | undefined;
+  let sectionOpened: () => void = () => {};
+  // Wakes a reader blocked on the previous section's stream (or waiting for one).
+  const switchSection = async (): Promise<void> => {
+    sectionOpened();
+    await writer.client('UNBLOCK', readerId);
+  };
   let closing = false;
   let failed = false;
   for (const client of [reader, writer]) {
@@ -249,12 +279,12 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   // The acks of one reply go back together with the XACK and XDEL of its entries, in one round
   // trip that nobody waits on, as soon as every entry of the reply went through the gate: they
   // were in hand together. Per-entry pipelines halved the small-image rate.
-  const finishReply = (ids: Buffer[], acks: Buffer[]): void => {
+  const finishReply = (keys: SectionKeys, ids: Buffer[], acks: Buffer[]): void => {
     if (ids.length === 0) return;
     const pipeline = writer.pipeline();
     // LPUSH of a1 a2 ... leaves a1 at the tail, so the transmitter's right pops keep the order.
-    if (acks.length > 0) pipeline.lpush(ACK_KEY, ...acks);
-    pipeline.xack(STREAM_KEY, GROUP, ...ids).xdel(STREAM_KEY, ...ids);
+    if (acks.length > 0) pipeline.lpush(keys.acks, ...acks);
+    pipeline.xack(keys.frames, GROUP, ...ids).xdel(keys.frames, ...ids);
     pipeline.exec().then(
       (results) => {
         const failure = results?.find(([err]) => err !== null)?.[0];
@@ -296,15 +326,24 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 
   const readLoop = (async () => {
     while (!closing) {
+      const reading = section;
+      if (reading === undefined) {
+        await new Promise<void>((resolve) => {
+          sectionOpened = resolve;
+          setTimeout(resolve, READ_BLOCK_MS);
+        });
+        continue;
+      }
       let reply: unknown;
       try {
-        reply = await reader.xreadgroupBuffer('GROUP', GROUP, consumer, 'COUNT', READ_COUNT, 'BLOCK', READ_BLOCK_MS, 'STREAMS', STREAM_KEY, '>');
+        reply = await reader.xreadgroupBuffer('GROUP', GROUP, consumer, 'COUNT', reading.readCount, 'BLOCK', READ_BLOCK_MS, 'STREAMS', reading.keys.frames, '>');
       } catch (err) {
         if (closing || reader.status === 'end') return;
+        if (section !== reading) continue;
         log.warn({ err: errorMessage(err) }, 'redis: XREADGROUP failed');
         if (errorMessage(err).includes('NOGROUP')) {
-          // Someone deleted the stream (another receiver starting clean): take it back.
-          await writer.xgroup('CREATE', STREAM_KEY, GROUP, '$', 'MKSTREAM').catch(() => {});
+          // Someone deleted the section's stream: take it back.
+          await writer.xgroup('CREATE', reading.keys.frames, GROUP, '$', 'MKSTREAM').catch(() => {});
         }
         await sleep(RECEIVER_ERROR_PAUSE_MS);
         continue;
@@ -324,22 +363,42 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
         }
         for (const entry of entries) takeEntry(entry, ids, acks);
       }
-      finishReply(ids, acks);
+      finishReply(reading.keys, ids, acks);
     }
   })();
+
+  // Deletes a section's keys; bounded, as Redis may be why the section or the listener is closing.
+  const dropKeys = async (keys: SectionKeys): Promise<void> => {
+    if (writer.status === 'ready') await settlesWithin(writer.del(keys.frames, keys.acks), 500);
+  };
 
   return {
     port: 0,
     readBroker: () => withInfoTimeout(readInfo(writer)),
+    async openSection(opening: SectionOpening) {
+      const keys = sectionKeys(opening.credential);
+      // '$': only what the transmitter adds from now on; MKSTREAM lets its NOMKSTREAM XADDs in.
+      await writer.xgroup('CREATE', keys.frames, GROUP, '$', 'MKSTREAM');
+      section = { keys, readCount: Math.min(MAX_READ_COUNT, opening.window) };
+      await switchSection();
+    },
+    async closeSection() {
+      const ended = section;
+      section = undefined;
+      if (ended === undefined) return;
+      await switchSection();
+      await dropKeys(ended.keys);
+    },
     close: once(async () => {
       closing = true;
+      const ended = section;
+      section = undefined;
+      sectionOpened();
       // The reader is blocked in XREADGROUP: dropping its connection ends the loop at once.
       await closeClient(reader);
       await readLoop;
-      // Leave nothing behind in Redis; bounded, as Redis may be the reason we are closing.
-      if (writer.status === 'ready') {
-        await settlesWithin(writer.del(STREAM_KEY, ACK_KEY), 500);
-      }
+      // Leave nothing behind in Redis.
+      if (ended !== undefined) await dropKeys(ended.keys);
       await closeClient(writer);
     }),
   };

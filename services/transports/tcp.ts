@@ -1,21 +1,21 @@
 import { once as onceEvent } from 'node:events';
 import net from 'node:net';
+import { encodeHello, HELLO_BYTES, helloCredentialText } from '../core/auth.js';
 import { ACK_BYTES, decodeAck, encodeAck, FRAME_HEADER_BYTES, type FrameHeader } from '../core/frame.js';
 import { boundPort, hostPort } from '../shared/net.js';
 import { once } from '../shared/once.js';
 import { drainOrClose } from '../shared/waits.js';
-import type { ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import type { DoorPass, ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
 import { connectWithin } from './kit/connect.js';
+import { closeWhenSilent, MAX_CONNECTIONS_PER_LISTENER } from './kit/door.js';
 import { frameGate, type FrameGate } from './kit/gate.js';
 import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue } from './kit/send-queue.js';
 
 // The floor: each frame is the 40-byte header (which carries the length) then the image bytes on
 // one plain socket. The receiver keeps the socket's own chunks as the image's parts, so assembly
-// is linear with no copy at all.
-
-/** Connections the receiver accepts at once; more are closed on arrival. */
-const MAX_CONNECTIONS = 8;
+// is linear with no copy at all. A link opens with a 40-byte hello carrying its section's
+// credential; the receiver reads nothing else until the door admitted it.
 
 /** One connect attempt, bounded by `timeoutMs`; rejects with the socket's own error. */
 function connectSocket(host: string, port: number, timeoutMs: number): Promise<net.Socket> {
@@ -53,9 +53,10 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   const where = hostPort(options.host, options.port);
   const socket = await connectWithin(`TCP ${where}`, options.connectTimeoutMs, (remainingMs) => connectSocket(options.host, options.port, remainingMs), (late) => late.destroy());
   const guard = new LinkGuard(options.onFailure, `TCP link to ${where}`);
+  socket.write(encodeHello(options.credential));
   socket.on('data', fixedRecordReader(ACK_BYTES, (record) => guard.ack(options.onAck, decodeAck(record))));
   socket.on('error', (err) => options.log.debug({ err }, 'tcp transmitter socket error')); // reported through 'close'
-  socket.on('close', () => guard.failWith('connection closed by the receiver'));
+  socket.on('close', () => guard.failWith('connection closed by the receiver (it closes a refused hello at once: its log says why)'));
   const queue = new SendQueue(
     (header, payload) => {
       socket.cork();
@@ -73,9 +74,11 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   });
 }
 
-// Per-connection frame parser: header bytes first (copied, 40 of them), checked at once; then the
-// payload as views of the socket's chunks.
-function frameParser(socket: net.Socket, gate: FrameGate): (chunk: Buffer) => void {
+// Per-connection parser: the hello first (HELLO_BYTES, checked by `admit` before anything else is
+// read); then, per frame, header bytes (copied, 40 of them), checked at once, and the payload as
+// views of the socket's chunks.
+function frameParser(socket: net.Socket, gate: FrameGate, admit: (hello: Buffer) => boolean): (chunk: Buffer) => void {
+  let admitted = false;
   let headerParts: Buffer[] = [];
   let headerHave = 0;
   let header: FrameHeader | undefined;
@@ -85,19 +88,29 @@ function frameParser(socket: net.Socket, gate: FrameGate): (chunk: Buffer) => vo
     let data: Buffer = chunk;
     while (data.length > 0) {
       if (header === undefined) {
-        const take = Math.min(FRAME_HEADER_BYTES - headerHave, data.length);
+        const wanted = admitted ? FRAME_HEADER_BYTES : HELLO_BYTES;
+        const take = Math.min(wanted - headerHave, data.length);
         headerParts.push(data.subarray(0, take));
         headerHave += take;
         data = data.subarray(take);
-        if (headerHave < FRAME_HEADER_BYTES) return;
-        header = gate.header(headerParts.length === 1 ? headerParts[0]! : Buffer.concat(headerParts, FRAME_HEADER_BYTES));
+        if (headerHave < wanted) return;
+        const record = headerParts.length === 1 ? headerParts[0]! : Buffer.concat(headerParts, wanted);
+        headerParts = [];
+        headerHave = 0;
+        if (!admitted) {
+          admitted = admit(record);
+          if (!admitted) {
+            socket.destroy();
+            return;
+          }
+          continue;
+        }
+        header = gate.header(record);
         // A byte stream cannot resynchronise after a bad header: drop the connection.
         if (header === undefined) {
           socket.destroy();
           return;
         }
-        headerParts = [];
-        headerHave = 0;
       }
       const take = Math.min(header.sizeBytes - payloadHave, data.length);
       if (take > 0) payloadParts.push(data.subarray(0, take));
@@ -117,14 +130,25 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   const sockets = new Set<net.Socket>();
   const gate = frameGate(options, 'tcp');
   const server = net.createServer({ noDelay: true }, (socket) => {
+    const from = `tcp from ${hostPort(socket.remoteAddress ?? '?', socket.remotePort ?? 0)}`;
     sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
+    let pass: DoorPass | undefined;
+    socket.on('close', () => {
+      sockets.delete(socket);
+      pass?.release();
+    });
     socket.on('error', (err) => options.log.debug({ err }, 'tcp connection error'));
-    socket.on('data', frameParser(socket, gate));
+    closeWhenSilent(socket, options.idleTimeoutMs, (reason) => options.door.refuse(from, reason));
+    const admit = (hello: Buffer): boolean => {
+      pass = options.door.admit(helloCredentialText(hello), from, () => socket.destroy());
+      return pass !== undefined;
+    };
+    socket.on('data', frameParser(socket, gate, admit));
   });
-  // Each connection may hold one partial image of up to MAX_IMAGE_SIZE: cap them, so a flood of
-  // connections cannot make the receiver hold more than MAX_CONNECTIONS images (a transmitter uses one).
-  server.maxConnections = MAX_CONNECTIONS;
+  // Until a connection is admitted it holds at most a hello's 40 bytes; once admitted, one
+  // partial image. The cap bounds how many connections wait to prove themselves.
+  server.maxConnections = MAX_CONNECTIONS_PER_LISTENER;
+  server.on('drop', (dropped) => options.door.refuse(`tcp from ${hostPort(dropped?.remoteAddress ?? '?', dropped?.remotePort ?? 0)}`, `over the listener's ${MAX_CONNECTIONS_PER_LISTENER} connections: closed on arrival`));
   server.listen(options.port, options.bindHost);
   await Promise.race([onceEvent(server, 'listening'), onceEvent(server, 'error').then(([err]) => Promise.reject(err))]);
   return {

@@ -1,11 +1,14 @@
 import fastifyWebsocket from '@fastify/websocket';
-import Fastify from 'fastify';
+import Fastify, { type FastifyReply, type FastifyRequest } from 'fastify';
 import WebSocket from 'ws';
+import { bearerToken } from '../core/auth.js';
+import { ErrorCode, ItbError } from '../core/errors.js';
 import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type FrameHeader } from '../core/frame.js';
 import { boundPort, hostPort } from '../shared/net.js';
 import { once } from '../shared/once.js';
 import type { ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
 import { connectWithin } from './kit/connect.js';
+import { closeWhenSilent, MAX_CONNECTIONS_PER_LISTENER } from './kit/door.js';
 import { frameGate } from './kit/gate.js';
 import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue } from './kit/send-queue.js';
@@ -13,7 +16,9 @@ import { SendQueue } from './kit/send-queue.js';
 // Each image is two binary messages: the 40-byte header, then the image bytes as a message of its
 // own, so neither side concatenates them. permessage-deflate is off (images do not compress and
 // deflate would dominate the time). The client must mask what it sends (RFC 6455), which copies
-// every payload; ws does it with the native `bufferutil` addon, a dependency here.
+// every payload; ws does it with the native `bufferutil` addon, a dependency here. The upgrade
+// request carries the section's credential as a bearer token: a refused one is answered 401 and
+// never upgraded, so nothing of its payload is read.
 
 const PATH = '/images';
 // A close code from RFC 6455: the peer sent something this endpoint does not accept.
@@ -27,9 +32,12 @@ const BUFFERED_HIGH_WATER_BYTES = 1024 * 1024;
 /** How long close() waits for the peer's close handshake before dropping the connection. */
 const CLOSE_HANDSHAKE_MS = 1000;
 
+/** Statuses the receiver answers an upgrade with when it will not take this link: retrying cannot help. */
+const REFUSED_STATUSES = new Set([401, 403]);
+
 /** One connect attempt: the WebSocket handshake, bounded by `timeoutMs`. */
-function openSocket(url: string, timeoutMs: number): Promise<WebSocket> {
-  const ws = new WebSocket(url, { perMessageDeflate: false, handshakeTimeout: timeoutMs, maxPayload: 1024 * 1024 });
+function openSocket(url: string, credentialText: string, timeoutMs: number): Promise<WebSocket> {
+  const ws = new WebSocket(url, { perMessageDeflate: false, handshakeTimeout: timeoutMs, maxPayload: 1024 * 1024, headers: { authorization: `Bearer ${credentialText}` } });
   return new Promise((resolve, reject) => {
     ws.once('open', () => {
       ws.removeAllListeners('error');
@@ -39,12 +47,22 @@ function openSocket(url: string, timeoutMs: number): Promise<WebSocket> {
       ws.terminate();
       reject(err);
     });
+    // With this listener ws leaves a non-101 answer to us (and emits no error for it).
+    ws.once('unexpected-response', (request, response) => {
+      const status = response.statusCode ?? 0;
+      response.resume();
+      const problem = `upgrade answered with HTTP ${status}`;
+      reject(REFUSED_STATUSES.has(status) ? new ItbError(ErrorCode.refused, `${problem}: the receiver did not take this section's credential (its log says why)`) : new Error(problem));
+      ws.removeAllListeners('error');
+      ws.on('error', () => {});
+      ws.terminate();
+    });
   });
 }
 
 async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   const url = `ws://${hostPort(options.host, options.port)}${PATH}`;
-  const ws = await connectWithin(`WebSocket ${url}`, options.connectTimeoutMs, (remainingMs) => openSocket(url, remainingMs), (late) => late.terminate());
+  const ws = await connectWithin(`WebSocket ${url}`, options.connectTimeoutMs, (remainingMs) => openSocket(url, options.credential.text, remainingMs), (late) => late.terminate());
   const guard = new LinkGuard(options.onFailure, `WebSocket ${url}`);
   ws.on('message', (data: Buffer) => guard.ack(options.onAck, decodeAck(data)));
   ws.on('error', (err) => options.log.debug({ err }, 'websocket client error')); // reported through 'close'
@@ -72,12 +90,27 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
 }
 
 async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
-  const app = Fastify({ logger: false });
+  // connectionTimeout closes a socket that is silent before its upgrade; after it, ws clears it
+  // and the handler sets the same bound again.
+  const app = Fastify({ logger: false, connectionTimeout: options.idleTimeoutMs });
   await app.register(fastifyWebsocket, {
     options: { perMessageDeflate: false, maxPayload: Math.max(options.maxImageBytes, FRAME_HEADER_BYTES) },
   });
-  app.get(PATH, { websocket: true }, (socket, request) => {
-    const gate = frameGate(options, `websocket from ${hostPort(request.ip, request.socket.remotePort ?? 0)}`);
+  const where = (request: FastifyRequest): string => `websocket from ${hostPort(request.ip, request.socket.remotePort ?? 0)}`;
+  // The door decides before the upgrade: a refused request is answered 401 and its socket closed.
+  const preValidation = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const socket = request.raw.socket;
+    const pass = options.door.admit(bearerToken(request.headers.authorization), where(request), () => socket.destroy());
+    if (pass !== undefined) {
+      socket.once('close', () => pass.release());
+      return;
+    }
+    reply.raw.once('finish', () => socket.destroy());
+    await reply.code(401).header('connection', 'close').send({ error: 'this connection does not belong to the open section' });
+  };
+  app.get(PATH, { websocket: true, preValidation }, (socket, request) => {
+    const gate = frameGate(options, where(request));
+    closeWhenSilent(request.socket, options.idleTimeoutMs, (reason) => options.door.refuse(where(request), reason));
     let header: FrameHeader | undefined;
     // After a text message or a bad header, header and image messages can no longer be paired.
     const refuse = (): void => socket.close(POLICY_VIOLATION, 'bad frame');
@@ -100,6 +133,10 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     // ws reports oversize messages (over maxPayload) and protocol errors here, then closes.
     socket.on('error', (err) => gate.reject(err.message));
   });
+  app.server.maxConnections = MAX_CONNECTIONS_PER_LISTENER;
+  app.server.on('drop', (dropped) =>
+    options.door.refuse(`websocket from ${hostPort(dropped?.remoteAddress ?? '?', dropped?.remotePort ?? 0)}`, `over the listener's ${MAX_CONNECTIONS_PER_LISTENER} connections: closed on arrival`),
+  );
   await app.listen({ port: options.port, host: options.bindHost });
   return {
     port: boundPort(app.server.address()),

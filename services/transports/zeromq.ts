@@ -1,4 +1,4 @@
-import { Dealer, Router, version as libzmqVersion } from 'zeromq';
+import { Context, Dealer, Reply, Router, version as libzmqVersion } from 'zeromq';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { ACK_BYTES, decodeAck, encodeAck } from '../core/frame.js';
 import { hostPort } from '../shared/net.js';
@@ -14,6 +14,12 @@ import { SendQueue } from './kit/send-queue.js';
 // two-part message [header, image]; the Router sees [peer id, header, image] and answers
 // [peer id, ack]. One socket pair carries both directions, so there is one port and one
 // connection to watch, and the Router knows where each ack goes without any bookkeeping.
+// Who gets in is ZAP's to say (RFC 27): the Dealer presents its section's credential as a PLAIN
+// password, and the listener's ZAP handler asks the door during the handshake, before libzmq
+// takes any message from the peer. PLAIN, not CURVE: CURVE would encrypt every image, a cost
+// that belongs to no transport's figures here. libzmq has no connection cap: a connection that
+// does not finish its handshake within IMAGE_TIMEOUT_MS is dropped (holding only its handshake
+// until then), and heartbeats drop a peer that falls silent, in the middle of a message included.
 
 /**
  * High-water mark, in messages, on every queue in both directions. ZeroMQ counts messages, not
@@ -38,6 +44,12 @@ const ACK_LINGER_MS = 1000;
 const ACK_SEND_TIMEOUT_MS = 5000;
 /** Bound on waiting for a closed socket's loops to end. */
 const CLOSE_SETTLE_MS = 2000;
+/** Where libzmq asks for a verdict on every handshake of a socket in the same context (RFC 27). */
+const ZAP_ENDPOINT = 'inproc://zeromq.zap.01';
+/** The ZAP domain the receiver's Router asks in. */
+const ZAP_DOMAIN = 'itb';
+/** PLAIN user name a transmitter presents; the credential is the password. */
+const PLAIN_USERNAME = 'itb';
 
 /** `tcp://host:port` for libzmq, with brackets around an IPv6 literal. */
 function tcpAddress(host: string, port: number | '*'): string {
@@ -45,8 +57,10 @@ function tcpAddress(host: string, port: number | '*'): string {
 }
 
 /** Creates the transmitter's socket with the options connect() uses; exported for tests. */
-export function createDealer(host: string): Dealer {
+export function createDealer(host: string, credentialText: string): Dealer {
   return new Dealer({
+    plainUsername: PLAIN_USERNAME,
+    plainPassword: credentialText,
     sendHighWaterMark: HIGH_WATER_MARK_MESSAGES,
     receiveHighWaterMark: HIGH_WATER_MARK_MESSAGES,
     // Queue only to a connection whose handshake is done: after a disconnect, send() waits
@@ -62,8 +76,16 @@ export function createDealer(host: string): Dealer {
 }
 
 /** Creates the receiver's socket with the options listen() uses; exported for tests. */
-export function createRouter(bindHost: string, maxImageBytes: number): Router {
+export function createRouter(bindHost: string, maxImageBytes: number, idleTimeoutMs = 10_000, context?: Context): Router {
   return new Router({
+    ...(context === undefined ? {} : { context }),
+    // Every handshake goes through the ZAP handler of the Router's context.
+    plainServer: true,
+    zapDomain: ZAP_DOMAIN,
+    handshakeInterval: idleTimeoutMs,
+    // A PING every half of the bound, and a peer that sends nothing in the next half is dropped.
+    heartbeatInterval: Math.ceil(idleTimeoutMs / 2),
+    heartbeatTimeout: Math.ceil(idleTimeoutMs / 2),
     sendHighWaterMark: HIGH_WATER_MARK_MESSAGES,
     receiveHighWaterMark: HIGH_WATER_MARK_MESSAGES,
     // libzmq checks each part's announced length before allocating it and drops the peer
@@ -79,8 +101,8 @@ export function createRouter(bindHost: string, maxImageBytes: number): Router {
 }
 
 /** One connect attempt: a Dealer dialling `address`, resolved once the ZMTP handshake is done (a TCP connect alone would accept any listener). */
-function openDealer(host: string, address: string, timeoutMs: number, log: TransmitterOptions['log']): Promise<Dealer> {
-  const dealer = createDealer(host);
+function openDealer(host: string, address: string, credentialText: string, timeoutMs: number, log: TransmitterOptions['log']): Promise<Dealer> {
+  const dealer = createDealer(host, credentialText);
   let lastProblem = 'nothing answered yet';
   return new Promise<Dealer>((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -96,6 +118,13 @@ function openDealer(host: string, address: string, timeoutMs: number, log: Trans
           resolve(dealer);
           return;
         }
+        if (event.type === 'handshake:error:auth') {
+          // The receiver's ZAP handler refused the credential: another attempt would be refused too.
+          clearTimeout(timer);
+          dealer.close();
+          reject(new ItbError(ErrorCode.refused, `the receiver refused this section's credential (ZAP ${(event as { error?: { status?: number } }).error?.status ?? 'error'}; its log says why)`));
+          return;
+        }
         if (event.type === 'connect:retry') lastProblem = 'connection refused or lost, retrying';
         else if (event.type === 'disconnect') lastProblem = 'peer closed the connection during the handshake';
         else if (event.type.startsWith('handshake:error')) lastProblem = `ZMTP handshake failed: ${(event as { error?: Error }).error?.message ?? event.type}`;
@@ -109,7 +138,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   const address = tcpAddress(options.host, options.port);
   const where = address.slice('tcp://'.length);
   // libzmq retries a refused connection itself, so one attempt spans the budget.
-  const dealer = await connectWithin(`ZeroMQ ${where}`, options.connectTimeoutMs, (remainingMs) => openDealer(options.host, address, remainingMs, options.log), (late) => late.close());
+  const dealer = await connectWithin(`ZeroMQ ${where}`, options.connectTimeoutMs, (remainingMs) => openDealer(options.host, address, options.credential.text, remainingMs, options.log), (late) => late.close());
   const guard = new LinkGuard(options.onFailure, `ZeroMQ link to ${where}`);
   options.log.debug({ address }, 'zeromq transmitter connected');
 
@@ -152,16 +181,43 @@ function boundPort(router: Router, address: string): number {
   return port;
 }
 
+/**
+ * Answers libzmq's ZAP requests for every socket of `context`: PLAIN with the open section's
+ * credential gets 200, anything else 400 (libzmq then closes the connection). The pass is kept
+ * until the section ends: libzmq does not say which connection a later disconnect is.
+ */
+async function serveZap(zap: Reply, options: ReceiverOptions): Promise<void> {
+  for await (const request of zap) {
+    const [version, requestId, domain, peerAddress, , mechanism, username, password] = request.map((part) => part.toString());
+    const from = `zeromq from ${peerAddress ?? '?'}`;
+    const presented = mechanism === 'PLAIN' && domain === ZAP_DOMAIN && username === PLAIN_USERNAME ? password : undefined;
+    const admitted = options.door.admit(presented, from, () => {}) !== undefined;
+    await zap.send([version ?? '1.0', requestId ?? '', admitted ? '200' : '400', admitted ? 'OK' : 'not the open section', admitted ? PLAIN_USERNAME : '', '']);
+  }
+}
+
 async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   const address = tcpAddress(options.bindHost, options.port === 0 ? '*' : options.port);
-  const router = createRouter(options.bindHost, options.maxImageBytes);
+  // A context of its own: the ZAP endpoint is one per context, and another listener (a test's
+  // second receiver) must keep its own.
+  const context = new Context();
   let closing = false;
+  const zap = new Reply({ context, linger: 0 });
+  await zap.bind(ZAP_ENDPOINT);
+  const zapDone = serveZap(zap, options).catch((err: unknown) => {
+    if (!closing) options.log.error({ err: errorMessage(err) }, 'zeromq ZAP handler ended');
+  });
+  const router = createRouter(options.bindHost, options.maxImageBytes, options.idleTimeoutMs, context);
 
   // The Router cannot tell a peer that closed from one libzmq dropped for a part over
   // maxMessageSize (both are a bare 'disconnect'); the transmitter sees the latter as a failure.
   const eventsDone = (async () => {
     for await (const event of router.events) {
       if (event.type === 'accept') options.log.debug({ address: event.address }, 'zeromq receiver accepted a peer');
+      // A peer that does not even offer PLAIN never reaches the ZAP handler: count it here.
+      else if (event.type === 'handshake:error:protocol' || event.type === 'handshake:error:other') {
+        options.door.refuse(`zeromq from a peer of ${event.address}`, `handshake failed (${errorMessage(event.error)}): connection refused`);
+      }
       else if (event.type === 'disconnect') {
         options.log.info({ address: event.address }, 'zeromq peer disconnected (closed, or dropped for a message part over MAX_IMAGE_SIZE)');
       }
@@ -171,8 +227,10 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   try {
     await router.bind(address);
   } catch (err) {
+    closing = true;
     router.close();
-    await settlesWithin(eventsDone, CLOSE_SETTLE_MS);
+    zap.close();
+    await settlesWithin(Promise.all([eventsDone, zapDone]), CLOSE_SETTLE_MS);
     throw new ItbError(ErrorCode.transport, `cannot bind ZeroMQ receiver to ${address}: ${errorMessage(err)}`, { cause: err });
   }
   const port = boundPort(router, address);
@@ -210,7 +268,8 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       // Acks already queued keep flushing for ACK_LINGER_MS in libzmq's I/O thread; the
       // receive loop and the observer end as soon as the socket is closed.
       router.close();
-      await settlesWithin(Promise.all([receiveDone, eventsDone]), CLOSE_SETTLE_MS);
+      zap.close();
+      await settlesWithin(Promise.all([receiveDone, eventsDone, zapDone]), CLOSE_SETTLE_MS);
     }),
   };
 }

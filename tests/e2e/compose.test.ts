@@ -1,6 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -35,6 +35,7 @@ interface ComposeService {
 }
 interface ComposeFile {
   services: Record<string, ComposeService>;
+  volumes?: Record<string, unknown>;
 }
 
 /** Paths in the container are under the Dockerfile's WORKDIR; locally they are under the repo. */
@@ -71,9 +72,9 @@ function configOf(environment: Record<string, string> | undefined): Config {
   return result.config;
 }
 
-/** A config without what the compose file fixes for its own network instead of taking from .env. */
+/** A config without what the compose file fixes for its own network and volumes instead of taking from .env. */
 function withoutNetworkVariables(config: Config): Partial<Config> {
-  const { receiverHost: _r, urls: _u, bindHost: _b, outputDir: _o, ...rest } = config;
+  const { receiverHost: _r, urls: _u, bindHost: _b, outputDir: _o, authTokenFile: _a, ...rest } = config;
   return rest;
 }
 
@@ -143,6 +144,15 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     }
     expect(transmitter.ports ?? []).toEqual([]);
     expect(transmitter.depends_on).toEqual({ receiver: { condition: 'service_healthy' }, ...brokerHealthy });
+    // Without AUTH_TOKEN, the secret the receiver creates reaches the transmitter through a named
+    // volume only the two services mount: the receiver writes it, the transmitter only reads.
+    expect(receiverConfig.authToken).toBeUndefined();
+    expect(transmitterConfig.authTokenFile).toBe(receiverConfig.authTokenFile);
+    const secretDir = path.posix.dirname(receiverConfig.authTokenFile);
+    expect(receiver.volumes).toContain(`auth:${secretDir}:rw`);
+    expect(transmitter.volumes).toContain(`auth:${secretDir}:ro`);
+    expect(Object.keys(compose.volumes ?? {})).toEqual(['auth']);
+    expect(service(compose, 'redis').volumes ?? []).toEqual([]);
   }, 30_000);
 });
 
@@ -186,12 +196,19 @@ describe('the compose services, run as local processes', () => {
     const redisPort = await freePort();
     // Compose host names and container paths, as seen from this host.
     const receiver = service(compose, 'receiver');
-    const outputVolume = (receiver.volumes ?? []).map((v) => (typeof v === 'string' ? v.split(':') : [v.source, v.target]));
+    // Each container path under a mount, as a host path: a bind mount's own, a named volume's a folder of its own.
+    const mounts = (receiver.volumes ?? []).map((v) => (typeof v === 'string' ? v.split(':') : [v.source, v.target])).map(([source = '', target = '']) => ({
+      hostPath: path.isAbsolute(source) ? source : path.join(projectDir, 'volumes', source),
+      target,
+    }));
+    for (const mount of mounts) await mkdir(mount.hostPath, { recursive: true });
     const localEnv = (environment: Record<string, string> | undefined): Record<string, string> =>
       Object.fromEntries(
         Object.entries(environment ?? {}).map(([name, value]) => {
-          const hostPath = outputVolume.find(([, target]) => target === value)?.[0];
-          const mapped = hostPath ?? value.replace('redis://redis:6379', `redis://127.0.0.1:${redisPort}`).replace(/^(receiver|0\.0\.0\.0)$/, '127.0.0.1');
+          const mount = mounts.find(({ target }) => value === target || value.startsWith(`${target}/`));
+          const mapped = mount
+            ? `${mount.hostPath}${value.slice(mount.target.length)}`
+            : value.replace('redis://redis:6379', `redis://127.0.0.1:${redisPort}`).replace(/^(receiver|0\.0\.0\.0)$/, '127.0.0.1');
           return [name, mapped];
         }),
       );
@@ -218,6 +235,13 @@ describe('the compose services, run as local processes', () => {
     expect(exitCode).toBe(0);
 
     const log = await readFile(path.join(projectDir, 'output', 'output.log'), 'utf8');
+    // The secret the receiver made for itself, readable by its owner only, and never in a report.
+    const secretFile = localEnv(receiver.environment).AUTH_TOKEN_FILE!;
+    expect((await stat(secretFile)).mode & 0o777).toBe(0o600);
+    const secret = (await readFile(secretFile, 'utf8')).trim();
+    expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(await readFile(path.join(projectDir, 'output', 'results.json'), 'utf8')).not.toContain(secret);
+    expect(log).not.toContain(secret);
     expect(log.match(/^=== .* performance test: 3 images transfer/gm)).toHaveLength(5);
     expect(log).toContain('Result: every transport delivered every image intact.');
 

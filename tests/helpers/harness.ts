@@ -1,7 +1,9 @@
 import { pino } from 'pino';
+import { sectionCredential, type SectionCredential } from '../../services/core/auth.js';
 import { imageChecksum } from '../../services/core/checksum.js';
 import { encodeFrameHeader, type Ack } from '../../services/core/frame.js';
-import type { LocalServer, ReceivedFrame, ReceiverListener, TransmitterLink, Transport } from '../../services/transports/contract.js';
+import type { Door, LocalServer, ReceivedFrame, ReceiverListener, TransmitterLink, Transport } from '../../services/transports/contract.js';
+import { Doorkeeper } from '../../services/transports/kit/door.js';
 
 /** A logger that prints only when a test run asks for it (ITB_TEST_LOG=debug). */
 export const testLog = pino({ level: process.env.ITB_TEST_LOG ?? 'silent' });
@@ -36,6 +38,48 @@ export class LocalServers {
   }
 }
 
+/** The AUTH_TOKEN every test's services share. */
+export const TEST_AUTH_TOKEN = 'test-secret-0123456789abcdef';
+
+/** A door as the receiver app gives a transport's listener, already open for one section, and that section's credential. */
+export interface TestDoor {
+  doorkeeper: Doorkeeper;
+  door: Door;
+  credential: SectionCredential;
+  /** Every refusal the door reported, worded as the receiver logs them. */
+  refusals: string[];
+  idleTimeoutMs: number;
+  /** Lets the listener prepare the section, as the receiver app does before the transmitter connects. */
+  prepare(listener: ReceiverListener, window?: number): Promise<void>;
+  /** Ends the section and opens section `sectionId` in its place, prepared on `listener`; `credential` is then the new one's. */
+  reopen(listener: ReceiverListener, sectionId: number): Promise<void>;
+}
+
+/** A door open for section `sectionId` of `transportName`, with the test token. */
+export function testDoor(transportName: string, sectionId = 7, idleTimeoutMs = 10_000): TestDoor {
+  const refusals: string[] = [];
+  const doorkeeper = new Doorkeeper((_transport, reason) => refusals.push(reason));
+  const testDoor: TestDoor = {
+    doorkeeper,
+    door: doorkeeper.door(transportName),
+    credential: sectionCredential(TEST_AUTH_TOKEN, sectionId),
+    refusals,
+    idleTimeoutMs,
+    async prepare(listener, window = 64) {
+      await listener.openSection?.({ credential: testDoor.credential, window });
+    },
+    async reopen(listener, nextSectionId) {
+      doorkeeper.closeSection();
+      await listener.closeSection?.();
+      testDoor.credential = sectionCredential(TEST_AUTH_TOKEN, nextSectionId);
+      doorkeeper.openSection(transportName, testDoor.credential);
+      await testDoor.prepare(listener);
+    },
+  };
+  doorkeeper.openSection(transportName, testDoor.credential);
+  return testDoor;
+}
+
 /** A frame header as the transmitter builds it, stamped now. */
 export function stampedHeader(image: Buffer, seq: number, overrides: { sectionId?: number; sizeBytes?: number } = {}): Buffer {
   return encodeFrameHeader({ sectionId: overrides.sectionId ?? 7, seq, sizeBytes: overrides.sizeBytes ?? image.length, checksum: imageChecksum(image), sentAtNs: process.hrtime.bigint() });
@@ -52,6 +96,8 @@ export interface PairSeen {
 /** A listener and a link opened by hand, recording what each side saw; `close()` closes both. */
 export interface Pair {
   seen: PairSeen;
+  /** The door the listener was given, open for the link's section. */
+  section: TestDoor;
   link: TransmitterLink;
   listener: ReceiverListener;
   close(): Promise<void>;
@@ -69,8 +115,11 @@ export interface PairOptions {
 /** Opens a listener on a free port and a link to it, both through `transport`'s real library. */
 export async function openPair(transport: Transport, options: PairOptions = {}): Promise<Pair> {
   const seen: PairSeen = { delivered: [], rejects: [], acks: [], failures: [] };
+  const section = testDoor(transport.name);
   const listener = await transport.listen({
     host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: options.url, maxImageBytes: options.receiverMaxImageBytes ?? 64 * 1024 * 1024, log: testLog,
+    door: section.door,
+    idleTimeoutMs: section.idleTimeoutMs,
     deliver(frame) {
       if (options.throwOnSeqs?.includes(frame.header.seq)) throw new Error(`delivery of seq ${frame.header.seq} failed on purpose`);
       seen.delivered.push(frame);
@@ -82,9 +131,11 @@ export async function openPair(transport: Transport, options: PairOptions = {}):
   });
   let link: TransmitterLink;
   try {
+    await section.prepare(listener);
     link = await transport.connect({
       host: '127.0.0.1', bindHost: '127.0.0.1', port: listener.port, url: options.url, maxImageBytes: options.transmitterMaxImageBytes ?? 64 * 1024 * 1024, log: testLog,
       connectTimeoutMs: 5000,
+      credential: section.credential,
       onAck(ack) {
         seen.acks.push(ack);
       },
@@ -98,6 +149,7 @@ export async function openPair(transport: Transport, options: PairOptions = {}):
   }
   return {
     seen,
+    section,
     link,
     listener,
     async close() {
@@ -136,8 +188,11 @@ export async function transferThrough(
   const sectionId = options.sectionId ?? 7;
   const maxImageBytes = options.maxImageBytes ?? 64 * 1024 * 1024;
   const outcome: TransferOutcome = { received: [], acks: [], rejects: [] };
+  const section = testDoor(transport.name, sectionId);
   const listener = await transport.listen({
     host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: options.url, maxImageBytes, log: testLog,
+    door: section.door,
+    idleTimeoutMs: section.idleTimeoutMs,
     deliver(frame: ReceivedFrame): Ack {
       const bytes = Buffer.isBuffer(frame.payload) ? Buffer.from(frame.payload) : Buffer.concat(frame.payload);
       outcome.received.push({ seq: frame.header.seq, sectionId: frame.header.sectionId, bytes, sentAtNs: frame.header.sentAtNs, arrivalNs: frame.arrivalNs });
@@ -166,9 +221,11 @@ export async function transferThrough(
     }
   };
   try {
+    await section.prepare(listener, options.window);
     link = await transport.connect({
       host: '127.0.0.1', bindHost: '127.0.0.1', port: listener.port, url: options.url, maxImageBytes, log: testLog,
       connectTimeoutMs: 5000,
+      credential: section.credential,
       onAck(ack) {
         outcome.acks.push(ack);
         wake?.();

@@ -4,11 +4,11 @@ import type { RunOutcome } from '../../services/core/control-protocol.js';
 import { buildTransmitter, type RunObserver } from '../../services/transmitter/app.js';
 import { loadImage } from '../../services/transmitter/images.js';
 import { transports } from '../../services/transports/index.js';
-import { testLog } from './harness.js';
+import { TEST_AUTH_TOKEN, testLog } from './harness.js';
 
-/** A config from env values (short timeouts by default), with every port 0: the OS picks. */
+/** A config from env values (short timeouts and the test AUTH_TOKEN by default), with every port 0: the OS picks. */
 export function configFor(outputDir: string, env: Record<string, string>): Config {
-  const result = parseConfig({ OUTPUT_DIR: outputDir, IMAGE_TIMEOUT_MS: '5000', CONNECT_TIMEOUT_MS: '5000', ...env }, transports);
+  const result = parseConfig({ OUTPUT_DIR: outputDir, IMAGE_TIMEOUT_MS: '5000', CONNECT_TIMEOUT_MS: '5000', AUTH_TOKEN: TEST_AUTH_TOKEN, ...env }, transports);
   if (!result.ok) throw new Error(JSON.stringify(result.issues));
   return { ...result.config, controlPort: 0, ports: Object.fromEntries(Object.keys(result.config.ports).map((name) => [name, 0])) };
 }

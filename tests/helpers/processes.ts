@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { stopChild } from '../../services/shared/child-process.js';
 import { projectPath } from '../../services/shared/paths.js';
 
@@ -14,11 +16,18 @@ export interface ServiceProcess {
   waitForLog(pattern: RegExp, timeoutMs?: number): Promise<void>;
 }
 
+/**
+ * Where services started by the tests keep the shared secret when a test gives no AUTH_TOKEN: one
+ * file for this test process, outside the repository, so a receiver and a transmitter started
+ * separately find the same secret as they would side by side in a project folder.
+ */
+export const TEST_AUTH_TOKEN_FILE = path.join(os.tmpdir(), `itb-test-auth-token-${process.pid}`);
+
 /** Starts `node dist/services/<name>/main.js` (or `npm start`'s `dist/scripts/start.js`) with `env` over a clean environment. */
 export function startService(name: 'receiver' | 'transmitter' | 'start', env: Record<string, string>): ServiceProcess {
   const entry = name === 'start' ? projectPath('dist', 'scripts', 'start.js') : projectPath('dist', 'services', name, 'main.js');
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run "npm run build" first (npm test does)`);
-  const child = spawn(process.execPath, [entry], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [entry], { env: { PATH: process.env.PATH ?? '', AUTH_TOKEN_FILE: TEST_AUTH_TOKEN_FILE, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));

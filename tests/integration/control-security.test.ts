@@ -1,19 +1,24 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../services/core/config.js';
 import type { ReceiverApp } from '../../services/receiver/app.js';
+import type { HealthResponse } from '../../services/core/control-protocol.js';
+import { TEST_AUTH_TOKEN } from '../helpers/harness.js';
 import { startReceiver } from '../helpers/in-process.js';
 
-// The control endpoint accepts only what the protocol defines, in small bodies, and serves only
-// its own fixed files: nothing from the network names a path.
+// The control endpoint accepts only what the protocol defines, in small bodies, from the holder of
+// AUTH_TOKEN only, and serves only its own fixed files: nothing from the network names a path.
 
 let outputDir: string;
 let receiver: ReceiverApp;
 let config: Config;
 const url = (route: string): string => `http://127.0.0.1:${config.controlPort}${route}`;
-const post = (route: string, body: string): Promise<Response> => fetch(url(route), { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+/** A POST with the test token, another token, or (null) none. */
+const post = (route: string, body: string, token: string | null = TEST_AUTH_TOKEN): Promise<Response> =>
+  fetch(url(route), { method: 'POST', headers: { 'content-type': 'application/json', ...(token === null ? {} : { authorization: `Bearer ${token}` }) }, body });
+const health = async (): Promise<HealthResponse> => (await (await fetch(url('/health'))).json()) as HealthResponse;
 
 beforeAll(async () => {
   outputDir = await mkdtemp(path.join(os.tmpdir(), 'itb-control-'));
@@ -25,6 +30,38 @@ afterAll(async () => {
 });
 
 describe('control endpoint', () => {
+  it('refuses every request that changes state without AUTH_TOKEN (401) or with a wrong one (403), and changes nothing', async () => {
+    const plan = { sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 5, warmup: 0, imageSizeBytes: 10, window: 1, clock: null };
+    const requests: [string, string][] = [
+      ['/runs', JSON.stringify({ hello: 'world' })],
+      ['/sections', JSON.stringify(plan)],
+      ['/sections/1/measure', ''],
+      ['/sections/1/end', JSON.stringify({ failure: null, transmitterCost: null, rttNs: [] })],
+      ['/runs/finish', ''],
+    ];
+    const before = (await health()).counters;
+    for (const [route, body] of requests) {
+      const missing = await post(route, body, null);
+      expect(missing.status, route).toBe(401);
+      expect(missing.headers.get('www-authenticate'), route).toMatch(/^Bearer/);
+      expect((await post(route, body, 'not-the-token-0123456789')).status, route).toBe(403);
+    }
+    // The clock is the transmitter's too: answering it keeps a run alive.
+    expect((await fetch(url('/clock'))).status).toBe(401);
+    const after = await health();
+    expect(after.counters.refusedRequests).toBe(before.refusedRequests + 2 * requests.length + 1);
+    // Nothing started: no run is in progress and no file was written.
+    expect((await fetch(url('/results.json'))).status).toBe(404);
+    expect(await readdir(outputDir)).toEqual([]);
+    expect(await (await fetch(url('/'))).text()).toContain('No run has finished yet');
+  });
+
+  it('keeps GET /, /health and /results.json open to anyone', async () => {
+    expect((await fetch(url('/health'))).status).toBe(200);
+    expect((await fetch(url('/'))).status).toBe(200);
+    expect((await fetch(url('/results.json'))).status).toBe(404); // open, but no run has finished
+  });
+
   it('refuses a body over its 64 KiB limit with 413', async () => {
     expect((await post('/runs', JSON.stringify({ padding: 'x'.repeat(1024 * 1024) }))).status).toBe(413);
   });

@@ -65,10 +65,12 @@ describe('grpc transport', () => {
     } finally {
       await pair.link.close();
     }
-    // The refusal ended that one stream, not the server: a new link is served normally.
+    // The refusal ended that one stream, not the server: the next section's link is served normally.
+    await pair.section.reopen(pair.listener, 8);
     const acks: number[] = [];
     const next = await grpcTransport.connect({
       host: '127.0.0.1', bindHost: '127.0.0.1', port: pair.listener.port, url: undefined, maxImageBytes: MIB, log: testLog, connectTimeoutMs: 5000,
+      credential: pair.section.credential,
       onAck: (ack) => acks.push(ack.seq),
       onFailure: (err) => pair.seen.failures.push(err),
     });

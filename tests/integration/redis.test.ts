@@ -5,9 +5,10 @@ import { ErrorCode } from '../../services/core/errors.js';
 import { encodeFrameHeader, type Ack } from '../../services/core/frame.js';
 import { freePort } from '../../services/shared/net.js';
 import type { LocalServer, ReceiverOptions } from '../../services/transports/contract.js';
-import { redisTransport } from '../../services/transports/redis.js';
+import { redisTransport, sectionKeys, type SectionKeys } from '../../services/transports/redis.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
-import { eventually, openPair, stampedHeader, testLog, transferThrough, type Pair } from '../helpers/harness.js';
+import { sectionCredential } from '../../services/core/auth.js';
+import { eventually, openPair, stampedHeader, testDoor, testLog, transferThrough, type Pair } from '../helpers/harness.js';
 
 // Only what is PARTICULAR to Redis. The contract every transport shares (delivery of every size,
 // handles after close, connect() timeout, bad magic and oversize headers, a delivery that throws,
@@ -17,8 +18,6 @@ import { eventually, openPair, stampedHeader, testLog, transferThrough, type Pai
 // missing Redis or REDIS_URL fails fast naming it, Redis going away mid-run fails the listener as
 // well as the link, and the broker's own CPU and memory are read for the cost report.
 
-const STREAM_KEY = 'itb:frames';
-const ACK_KEY = 'itb:acks';
 const GROUP = 'itb-receivers';
 const MAX_IMAGE_BYTES = 64 * 1024 * 1024;
 
@@ -56,9 +55,9 @@ async function redisEventually(condition: () => Promise<boolean>, timeoutMs = 20
   }
 }
 
-/** True when the stream, its pending list and the ack list are all empty. */
-async function streamTrimmed(): Promise<boolean> {
-  return (await inspector.xlen(STREAM_KEY)) === 0 && (await inspector.llen(ACK_KEY)) === 0 && Number((await inspector.xpending(STREAM_KEY, GROUP))[0]) === 0;
+/** True when the section's stream, its pending list and its ack list are all empty. */
+async function streamTrimmed(keys: SectionKeys): Promise<boolean> {
+  return (await inspector.xlen(keys.frames)) === 0 && (await inspector.llen(keys.acks)) === 0 && Number((await inspector.xpending(keys.frames, GROUP))[0]) === 0;
 }
 
 async function usedMemoryBytes(): Promise<number> {
@@ -71,13 +70,14 @@ async function usedMemoryBytes(): Promise<number> {
 describe('redis transport: Redis specifics', () => {
   it('trims the stream as it goes: nothing pending, nothing left, memory flat over image count', async () => {
     const pair = await openPair(redisTransport, { url: redis.url });
+    const keys = sectionKeys(pair.section.credential);
     const image = randomBytes(545_792);
     try {
       await pump(pair, image, 0, 20, 16);
-      expect(await redisEventually(streamTrimmed)).toBe(true);
+      expect(await redisEventually(() => streamTrimmed(keys))).toBe(true);
       const memoryAfter20 = await usedMemoryBytes();
       await pump(pair, image, 20, 100, 16);
-      expect(await redisEventually(streamTrimmed)).toBe(true);
+      expect(await redisEventually(() => streamTrimmed(keys))).toBe(true);
       const memoryAfter120 = await usedMemoryBytes();
       // Untrimmed, 100 more images would be 54 MB more; allow a couple of images of buffers.
       expect(memoryAfter120 - memoryAfter20).toBeLessThan(2 * image.length);
@@ -89,7 +89,7 @@ describe('redis transport: Redis specifics', () => {
       await pair.close();
     }
     // The receiver leaves no keys behind when it closes.
-    expect(await inspector.exists(STREAM_KEY, ACK_KEY)).toBe(0);
+    expect(await inspector.exists(keys.frames, keys.acks)).toBe(0);
   }, 60_000);
 
   it('carries images as identical bytes, including invalid UTF-8 and RESP-looking bytes', async () => {
@@ -112,6 +112,8 @@ describe('redis transport: Redis specifics', () => {
 
   it('rejects entries not written by a transmitter, trims them too, and still delivers the good ones', async () => {
     const pair = await openPair(redisTransport, { url: redis.url, receiverMaxImageBytes: MAX_IMAGE_BYTES });
+    const keys = sectionKeys(pair.section.credential);
+    const STREAM_KEY = keys.frames;
     try {
       const good = encodeFrameHeader({ sectionId: 1, seq: 0, sizeBytes: 4, checksum: 0n, sentAtNs: 1n });
       const oversize = encodeFrameHeader({ sectionId: 1, seq: 0, sizeBytes: MAX_IMAGE_BYTES + 1, checksum: 0n, sentAtNs: 1n });
@@ -132,15 +134,40 @@ describe('redis transport: Redis specifics', () => {
       expect(pair.seen.delivered.map((f) => f.header.seq)).toEqual([5]);
       expect(pair.seen.acks).toEqual([{ sectionId: 7, seq: 5, status: 'accepted' }]);
       expect(pair.seen.failures).toEqual([]);
-      expect(await redisEventually(streamTrimmed)).toBe(true);
+      expect(await redisEventually(() => streamTrimmed(keys))).toBe(true);
     } finally {
       await pair.close();
     }
   }, 30_000);
 
+  it("reads only the open section's keys, and deletes them when the section ends", async () => {
+    const pair = await openPair(redisTransport, { url: redis.url });
+    const keys = sectionKeys(pair.section.credential);
+    const stranger = sectionKeys(sectionCredential('not-the-test-secret-0123', pair.section.credential.sectionId));
+    try {
+      // Entries in keys a stranger can name (the old fixed key, another token's section) are never read.
+      const image = Buffer.from([1, 2, 3, 4]);
+      for (const key of ['itb:frames', stranger.frames]) await inspector.xadd(key, '*', 'h', stampedHeader(image, 0), 'p', image);
+      pair.link.send(stampedHeader(image, 1), image);
+      await eventually(() => pair.seen.acks.length === 1);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(pair.seen.delivered.map((f) => f.header.seq)).toEqual([1]);
+      expect(pair.seen.rejects).toEqual([]);
+      expect(await inspector.xlen('itb:frames')).toBe(1);
+      // The next section has keys of its own; the ended one's are gone.
+      await pair.section.reopen(pair.listener, 8);
+      expect(await inspector.exists(keys.frames, keys.acks)).toBe(0);
+      expect(await inspector.exists(sectionKeys(pair.section.credential).frames)).toBe(1);
+    } finally {
+      await pair.close();
+      await inspector.del('itb:frames', stranger.frames);
+    }
+  }, 30_000);
+
   it('listen() and connect() reject within seconds, naming the URL, when no Redis runs there', async () => {
     const url = `redis://127.0.0.1:${await freePort()}`;
-    const endpoint = { host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url, maxImageBytes: MAX_IMAGE_BYTES, log: testLog };
+    const section = testDoor('redis');
+    const endpoint = { host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url, maxImageBytes: MAX_IMAGE_BYTES, log: testLog, door: section.door, idleTimeoutMs: 5000, credential: section.credential };
     const before = activeResources();
 
     // The receiver has no configured bound: it keeps retrying for its own 5 s, then gives up.
@@ -171,8 +198,9 @@ describe('redis transport: Redis specifics', () => {
   }, 30_000);
 
   it('listen() and connect() reject clearly when REDIS_URL is not set', async () => {
+    const section = testDoor('redis');
     for (const url of [undefined, '']) {
-      const endpoint = { host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url, maxImageBytes: MAX_IMAGE_BYTES, log: testLog };
+      const endpoint = { host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url, maxImageBytes: MAX_IMAGE_BYTES, log: testLog, door: section.door, idleTimeoutMs: 5000, credential: section.credential };
       const listening = redisTransport.listen({ ...endpoint, deliver: () => ({ sectionId: 0, seq: 0, status: 'accepted' }), onReject: () => {} });
       await expect(listening).rejects.toMatchObject({ code: ErrorCode.transport, message: expect.stringMatching(/REDIS_URL is not set/) });
       const connecting = redisTransport.connect({ ...endpoint, connectTimeoutMs: 1000, onAck: () => {}, onFailure: () => {} });
@@ -182,12 +210,14 @@ describe('redis transport: Redis specifics', () => {
 
   it('reports a Redis that goes away mid-run on both sides, once each, naming the URL, and still closes cleanly', async () => {
     const doomed = await redisTransport.localServer!.start();
-    const endpoint = { host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: doomed.url, maxImageBytes: MAX_IMAGE_BYTES, log: testLog };
+    const section = testDoor('redis');
+    const endpoint = { host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: doomed.url, maxImageBytes: MAX_IMAGE_BYTES, log: testLog, door: section.door, idleTimeoutMs: 5000, credential: section.credential };
     const listenerFailures: string[] = [];
     const acks: Ack[] = [];
     const linkFailures: Error[] = [];
     const deliver: ReceiverOptions['deliver'] = (frame) => ({ sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' });
     const listener = await redisTransport.listen({ ...endpoint, deliver, onReject: () => {}, onFailure: (reason) => listenerFailures.push(reason) });
+    await section.prepare(listener);
     const link = await redisTransport.connect({ ...endpoint, connectTimeoutMs: 5000, onAck: (ack) => acks.push(ack), onFailure: (err) => linkFailures.push(err) });
     try {
       const image = randomBytes(1000);

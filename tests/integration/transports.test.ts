@@ -5,7 +5,7 @@ import { freePort } from '../../services/shared/net.js';
 import type { LocalServer, Transport } from '../../services/transports/contract.js';
 import { transports } from '../../services/transports/index.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
-import { eventually, LocalServers, openPair, stampedHeader, testLog, transferThrough } from '../helpers/harness.js';
+import { eventually, LocalServers, openPair, stampedHeader, testDoor, testLog, transferThrough } from '../helpers/harness.js';
 
 // One suite, every transport in the table, real sockets on loopback and real servers: the same
 // contract must hold whatever carries the bytes. A transport added to the table is tested here
@@ -64,7 +64,7 @@ for (const transport of transports) {
       const before = activeResources();
       const startedMs = Date.now();
       const outcome = await transport
-        .connect({ host: '127.0.0.1', bindHost: '127.0.0.1', port: dead.port, url: dead.url, maxImageBytes: MIB, log: testLog, connectTimeoutMs: 600, onAck() {}, onFailure() {} })
+        .connect({ host: '127.0.0.1', bindHost: '127.0.0.1', port: dead.port, url: dead.url, maxImageBytes: MIB, log: testLog, connectTimeoutMs: 600, credential: testDoor(transport.name).credential, onAck() {}, onFailure() {} })
         .then(
           () => new Error('connect() resolved'),
           (err: unknown) => err,
@@ -92,9 +92,11 @@ for (const transport of transports) {
         } finally {
           await pair.link.close();
         }
-        // The listener serves the next link normally.
+        // The listener serves the next section's link normally.
+        await pair.section.reopen(pair.listener, 8);
         const next = await transport.connect({
           host: '127.0.0.1', bindHost: '127.0.0.1', port: pair.listener.port, url: url(), maxImageBytes: MIB, log: testLog, connectTimeoutMs: 5000,
+          credential: pair.section.credential,
           onAck: (ack) => pair.seen.acks.push(ack),
           onFailure: (err) => pair.seen.failures.push(err),
         });
@@ -157,14 +159,18 @@ for (const transport of transports) {
       it('connects to a receiver that starts listening after connect() began', async () => {
         const port = await freePort();
         const acks: number[] = [];
+        const section = testDoor(transport.name);
         const linking = transport.connect({
           host: '127.0.0.1', bindHost: '127.0.0.1', port, url: undefined, maxImageBytes: MIB, log: testLog, connectTimeoutMs: 5000,
+          credential: section.credential,
           onAck: (ack) => acks.push(ack.seq),
           onFailure() {},
         });
         await new Promise((resolve) => setTimeout(resolve, 300));
         const listener = await transport.listen({
           host: '127.0.0.1', bindHost: '127.0.0.1', port, url: undefined, maxImageBytes: MIB, log: testLog,
+          door: section.door,
+          idleTimeoutMs: section.idleTimeoutMs,
           deliver: (frame) => ({ sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' }),
           onReject() {},
         });

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sectionCredential } from '../../services/core/auth.js';
 import { imageChecksum } from '../../services/core/checksum.js';
 import type { Config } from '../../services/core/config.js';
 import { encodeFrameHeader, type Ack } from '../../services/core/frame.js';
@@ -12,7 +13,7 @@ import { Verifier } from '../../services/receiver/verifier.js';
 import { hostFacts } from '../../services/shared/host.js';
 import { ControlClient } from '../../services/transmitter/control-client.js';
 import { transports } from '../../services/transports/index.js';
-import { eventually, LocalServers, testLog } from '../helpers/harness.js';
+import { eventually, LocalServers, TEST_AUTH_TOKEN, testLog } from '../helpers/harness.js';
 import { startReceiver } from '../helpers/in-process.js';
 
 // Verification is off the critical path: the receiver acknowledges an image as soon as it is in
@@ -55,6 +56,7 @@ describe('a corrupt image, acknowledged before it is verified', () => {
   for (const [index, transport] of transports.entries()) {
     it(`${transport.name}: is acked as received, then counted corrupt in its image and its section, which is not ok`, async () => {
       const control = new ControlClient('127.0.0.1', config.controlPort, 5000);
+      control.authorize(TEST_AUTH_TOKEN);
       try {
         await control.startRun({
           startedAt: new Date().toISOString(), imageDescription: 'random bytes', imageSizeBytes: 4096, imageCount: 3, window: 3, warmup: 0, repeat: 1,
@@ -66,6 +68,7 @@ describe('a corrupt image, acknowledged before it is verified', () => {
         const acks: Ack[] = [];
         const link = await transport.connect({
           host: '127.0.0.1', bindHost: '127.0.0.1', port: config.ports[transport.name] ?? 0, url: config.urls[transport.name], maxImageBytes: config.maxImageBytes, log: testLog, connectTimeoutMs: 5000,
+          credential: sectionCredential(TEST_AUTH_TOKEN, plan.sectionId),
           onAck: (ack) => acks.push(ack),
           onFailure() {},
         });

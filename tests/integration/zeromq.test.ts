@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { Dealer } from 'zeromq';
 import { ErrorCode } from '../../services/core/errors.js';
 import { createDealer, createRouter, HIGH_WATER_MARK_MESSAGES, zeromqTransport } from '../../services/transports/zeromq.js';
-import { eventually, openPair, stampedHeader, testLog, transferThrough } from '../helpers/harness.js';
+import { eventually, openPair, stampedHeader, testDoor, testLog, transferThrough } from '../helpers/harness.js';
 
 // Only what is PARTICULAR to ZeroMQ. The contract every transport shares (delivery of every size,
 // handles after close, connect() timeout, bad magic and oversize headers, a delivery that throws,
@@ -15,7 +15,7 @@ import { eventually, openPair, stampedHeader, testLog, transferThrough } from '.
 
 describe('zeromq transport', () => {
   it('sets small high-water marks, a per-part size limit and mandatory routing on the sockets it creates', async () => {
-    const dealer = createDealer('127.0.0.1');
+    const dealer = createDealer('127.0.0.1', testDoor('zeromq').credential.text);
     const router = createRouter('127.0.0.1', 5_000_000);
     const tinyRouter = createRouter('127.0.0.1', 1);
     try {
@@ -73,7 +73,9 @@ describe('zeromq transport', () => {
 
   it('rejects malformed multipart messages from a raw Dealer peer, acks none of them, and keeps serving', async () => {
     const pair = await openPair(zeromqTransport, { receiverMaxImageBytes: 1024 * 1024 });
-    const raw = new Dealer({ linger: 0, receiveTimeout: 300 });
+    // The raw peer is the next section's link; the pair's own link stays connected.
+    await pair.section.reopen(pair.listener, 8);
+    const raw = new Dealer({ linger: 0, receiveTimeout: 300, plainUsername: 'itb', plainPassword: pair.section.credential.text });
     try {
       raw.connect(`tcp://127.0.0.1:${pair.listener.port}`);
       const image = randomBytes(500);
@@ -129,11 +131,13 @@ describe('zeromq transport', () => {
     } finally {
       await pair.link.close();
     }
-    // Only that peer was dropped: a new link to the same Router is served.
+    // Only that peer was dropped: the next section's link to the same Router is served.
+    await pair.section.reopen(pair.listener, 8);
     const acks: number[] = [];
     const failures: Error[] = [];
     const next = await zeromqTransport.connect({
       host: '127.0.0.1', bindHost: '127.0.0.1', port: pair.listener.port, url: undefined, maxImageBytes: 100_000, log: testLog, connectTimeoutMs: 5000,
+      credential: pair.section.credential,
       onAck: (ack) => acks.push(ack.seq),
       onFailure: (err) => failures.push(err),
     });

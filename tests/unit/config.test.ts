@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { configVariables, formatConfigIssues, parseConfig, type TransportSpec } from '../../services/core/config.js';
+import { configVariables, formatConfigIssues, parseConfig, publicConfig, type TransportSpec } from '../../services/core/config.js';
 
 const specs: TransportSpec[] = [
   { name: 'websocket', setting: { kind: 'port', envVar: 'WEBSOCKET_PORT', defaultPort: 8081 } },
@@ -31,6 +31,8 @@ describe('parseConfig', () => {
         maxImageBytes: 256 * 1024 * 1024,
         imageTimeoutMs: 10_000,
         connectTimeoutMs: 30_000,
+        authToken: undefined,
+        authTokenFile: '.itb-auth-token',
       },
     });
     expect(result.ok && Object.isFrozen(result.config)).toBe(true);
@@ -41,7 +43,7 @@ describe('parseConfig', () => {
       {
         IMAGE_COUNT: '50', IMAGE_SIZE: '4MB', TRANSPORTS: 'tcp, WebSocket', WINDOW: '8', WARMUP: '0', REPEAT: '3', RECEIVER_HOST: 'receiver', BIND_HOST: '0.0.0.0',
         CONTROL_PORT: '18080', WEBSOCKET_PORT: '18081', TCP_PORT: '19000', REDIS_URL: 'redis://redis:6379', OUTPUT_DIR: '/out', LOG_LEVEL: 'DEBUG',
-        MAX_IMAGE_SIZE: '64MiB', IMAGE_TIMEOUT_MS: '500', CONNECT_TIMEOUT_MS: '1000',
+        MAX_IMAGE_SIZE: '64MiB', IMAGE_TIMEOUT_MS: '500', CONNECT_TIMEOUT_MS: '1000', AUTH_TOKEN: 'dGhpcyBpcyBhIHNlY3JldA==', AUTH_TOKEN_FILE: '/run/secret',
       },
       specs,
     );
@@ -50,8 +52,27 @@ describe('parseConfig', () => {
     expect(result.config).toMatchObject({
       imageCount: 50, imageSizeBytes: 4_000_000, transports: ['tcp', 'websocket'], window: 8, warmup: 0, repeat: 3, receiverHost: 'receiver', bindHost: '0.0.0.0',
       controlPort: 18080, ports: { websocket: 18081, tcp: 19000 }, urls: { redis: 'redis://redis:6379' }, outputDir: '/out', logLevel: 'debug',
-      maxImageBytes: 64 * 1024 * 1024, imageTimeoutMs: 500, connectTimeoutMs: 1000,
+      maxImageBytes: 64 * 1024 * 1024, imageTimeoutMs: 500, connectTimeoutMs: 1000, authToken: 'dGhpcyBpcyBhIHNlY3JldA==', authTokenFile: '/run/secret',
     });
+  });
+
+  it('refuses an AUTH_TOKEN that is short or holds characters a header cannot carry, naming what is allowed', () => {
+    for (const token of ['short', 'has spaces in the middle', 'quote"inside-0123456789', 'x'.repeat(257)]) {
+      const result = parseConfig({ AUTH_TOKEN: token }, specs);
+      expect(result.ok, token).toBe(false);
+      if (result.ok) continue;
+      expect(result.issues).toEqual([{ variable: 'AUTH_TOKEN', value: token, allowed: expect.stringContaining('16 to 256 characters') }]);
+    }
+    expect(parseConfig({ AUTH_TOKEN: 'a'.repeat(16) }, specs).ok).toBe(true);
+  });
+
+  it('keeps the secret out of the configuration reports show', () => {
+    const result = parseConfig({ AUTH_TOKEN: 'dGhpcyBpcyBhIHNlY3JldA==' }, specs);
+    if (!result.ok) throw new Error('config refused');
+    const shown = publicConfig(result.config);
+    expect(shown).not.toHaveProperty('authToken');
+    expect(JSON.stringify(shown)).not.toContain('dGhpcyBpcyBhIHNlY3JldA');
+    expect(shown.authTokenFile).toBe('.itb-auth-token');
   });
 
   it('treats empty values as unset, as a .env file with blank lines would give', () => {
@@ -110,7 +131,7 @@ describe('parseConfig', () => {
 describe('configVariables', () => {
   it('lists every variable the config reads, ports included', () => {
     expect(configVariables(specs).sort()).toEqual(
-      ['BIND_HOST', 'CONNECT_TIMEOUT_MS', 'CONTROL_PORT', 'IMAGE_COUNT', 'IMAGE_PATH', 'IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'LOG_LEVEL', 'MAX_IMAGE_SIZE',
+      ['AUTH_TOKEN', 'AUTH_TOKEN_FILE', 'BIND_HOST', 'CONNECT_TIMEOUT_MS', 'CONTROL_PORT', 'IMAGE_COUNT', 'IMAGE_PATH', 'IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'LOG_LEVEL', 'MAX_IMAGE_SIZE',
         'OUTPUT_DIR', 'RECEIVER_HOST', 'REDIS_URL', 'REPEAT', 'TCP_PORT', 'TRANSPORTS', 'VERIFY', 'WARMUP', 'WEBSOCKET_PORT', 'WINDOW'].sort(),
     );
   });

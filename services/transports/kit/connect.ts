@@ -4,10 +4,13 @@ import { sleep } from '../../shared/waits.js';
 // The one way a transmitter side connects: try, and on a refusal or a failed handshake try again
 // until the budget is spent, then fail with ITB_ERR_TIMEOUT naming the last problem. Every
 // transport's connectTimeoutMs therefore means the same thing, including for a receiver that is
-// still starting.
+// still starting. An attempt the receiver refused for who we are (ITB_ERR_REFUSED) is not
+// retried: the same credential would be refused again.
 
 /** Pause between failed attempts. */
 const RETRY_PAUSE_MS = 100;
+/** An attempt given less time than this is not expected to finish: its failure does not replace an earlier reason. */
+const SHORT_ATTEMPT_MS = 50;
 
 /** One connect attempt: given the time left, resolves with the connection or rejects with why not. */
 export type ConnectAttempt<T> = (remainingMs: number) => Promise<T>;
@@ -30,11 +33,17 @@ export async function connectWithin<T>(what: string, timeoutMs: number, attempt:
     try {
       const outcome = await Promise.race([trying, expired]);
       if (outcome !== 'expired') return outcome;
-      lastProblem = `attempt still unanswered after ${remainingMs} ms`;
+      // The real reason of an earlier attempt (ECONNREFUSED) says more than a last, short attempt's silence.
+      if (lastProblem === 'no attempt finished') lastProblem = `attempt still unanswered after ${remainingMs} ms`;
       trying.then(discard, () => {});
       break;
     } catch (err) {
-      lastProblem = errorMessage(err);
+      if (err instanceof ItbError && err.code === ErrorCode.refused) {
+        throw new ItbError(ErrorCode.refused, `${what} refused the link: ${err.message}`, { cause: err });
+      }
+      // A last attempt squeezed into the final milliseconds fails for want of time, which says
+      // less than the failure before it.
+      if (remainingMs >= SHORT_ATTEMPT_MS || lastProblem === 'no attempt finished') lastProblem = errorMessage(err);
     } finally {
       clearTimeout(timer);
     }

@@ -1,0 +1,104 @@
+import type net from 'node:net';
+import { credentialMatches, type SectionCredential } from '../../core/auth.js';
+import type { Door, DoorPass } from '../contract.js';
+
+// Who gets in, and how much a peer can make the receiver hold, decided in one place for every
+// transport. Only the open section's transmitter gets in, on that section's transport, with one
+// link; everything else is refused before any of its payload is held. So the memory held for
+// incomplete messages is bounded by configuration: one image of MAX_IMAGE_SIZE on the one link,
+// plus a small, fixed amount for each connection still proving itself, and a listener keeps at
+// most MAX_CONNECTIONS_PER_LISTENER connections.
+
+/** Connections a listener keeps at once, admitted or still proving themselves; more are closed on arrival. */
+export const MAX_CONNECTIONS_PER_LISTENER = 16;
+
+/** Links a section admits: a transmitter opens one per section. */
+export const MAX_LINKS_PER_SECTION = 1;
+
+/**
+ * Most a connection still proving itself can make a listener hold: HTTP headers before a
+ * WebSocket upgrade (16 KiB), the HTTP/2 flow-control window before a gRPC call is admitted
+ * (64 KiB), a ZMTP handshake, a TCP hello (40 bytes).
+ */
+export const UNPROVEN_CONNECTION_BYTES = 64 * 1024;
+
+/**
+ * The bound on memory held for incomplete messages over `listenerCount` listeners whose
+ * connections prove themselves: the open section's links, each with one image of MAX_IMAGE_SIZE
+ * under way, and every listener full of connections still proving themselves.
+ */
+export function incompleteMessageBoundBytes(maxImageBytes: number, listenerCount: number): number {
+  return MAX_LINKS_PER_SECTION * maxImageBytes + listenerCount * MAX_CONNECTIONS_PER_LISTENER * UNPROVEN_CONNECTION_BYTES;
+}
+
+/** Reports a refused connection: the transport's name and why, worded with where it came from. */
+export type RefusalSink = (transport: string, reason: string) => void;
+
+interface OpenSection {
+  transport: string;
+  credential: SectionCredential;
+  passes: Set<{ drop: () => void }>;
+}
+
+/** The receiver's doorkeeper: which section is open, on which transport, and the links it admitted. */
+export class Doorkeeper {
+  private open: OpenSection | undefined;
+
+  constructor(private readonly onRefused: RefusalSink) {}
+
+  /** Admits links presenting `credential` on `transport` from now on; the previous section's links are dropped. */
+  openSection(transport: string, credential: SectionCredential): void {
+    this.closeSection();
+    this.open = { transport, credential, passes: new Set() };
+  }
+
+  /** Drops every link of the open section and admits nothing until the next one opens. */
+  closeSection(): void {
+    const open = this.open;
+    this.open = undefined;
+    for (const pass of open?.passes ?? []) pass.drop();
+  }
+
+  /** The door of `transport`'s listener. */
+  door(transport: string): Door {
+    return {
+      admit: (presented, from, drop) => this.admit(transport, presented, from, drop),
+      refuse: (from, reason) => this.onRefused(transport, `${from}: ${reason}`),
+    };
+  }
+
+  private admit(transport: string, presented: string | undefined, from: string, drop: () => void): DoorPass | undefined {
+    const open = this.open;
+    const refusal =
+      presented === undefined
+        ? 'presented no credential'
+        : open === undefined
+          ? 'no section is open'
+          : open.transport !== transport
+            ? `the open section is ${open.transport}'s, not ${transport}'s`
+            : !credentialMatches(presented, open.credential)
+              ? "credential is not the open section's"
+              : open.passes.size >= MAX_LINKS_PER_SECTION
+                ? `the section already has its ${MAX_LINKS_PER_SECTION} link${MAX_LINKS_PER_SECTION === 1 ? '' : 's'}`
+                : undefined;
+    if (refusal !== undefined || open === undefined) {
+      this.onRefused(transport, `${from}: connection refused: ${refusal}`);
+      return undefined;
+    }
+    const pass = { drop };
+    open.passes.add(pass);
+    return { release: () => open.passes.delete(pass) };
+  }
+}
+
+/**
+ * Closes `socket` when nothing has crossed it, either way, for `timeoutMs`: a peer that stalls in
+ * the middle of a message, or never proves itself. An honest transmitter is never that quiet: it
+ * fails its own link when no ack comes for as long (IMAGE_TIMEOUT_MS).
+ */
+export function closeWhenSilent(socket: net.Socket, timeoutMs: number, onSilent: (reason: string) => void): void {
+  socket.setTimeout(timeoutMs, () => {
+    onSilent(`nothing sent or received for ${timeoutMs} ms (IMAGE_TIMEOUT_MS): connection closed`);
+    socket.destroy();
+  });
+}
