@@ -172,14 +172,23 @@ function doorInterceptor(options: ReceiverOptions): grpc.ServerInterceptor {
     let silence: NodeJS.Timeout | undefined;
     let ended = false;
     const from = `grpc from ${call.getPeer()}`;
+    const stopWatching = (): void => {
+      clearTimeout(silence);
+      silence = undefined;
+    };
     const end = (code: grpc.status, details: string): void => {
       if (ended) return;
       ended = true;
-      clearTimeout(silence);
+      stopWatching();
       call.sendStatus({ code, details });
     };
+    // One timer per call, restarted on every message (refresh() re-arms it without a new allocation).
     const watchSilence = (): void => {
-      clearTimeout(silence);
+      if (ended) return;
+      if (silence !== undefined) {
+        silence.refresh();
+        return;
+      }
       silence = setTimeout(() => {
         options.door.refuse(from, `no whole message for ${options.idleTimeoutMs} ms (IMAGE_TIMEOUT_MS): call ended`);
         end(grpc.status.DEADLINE_EXCEEDED, `no whole message for ${options.idleTimeoutMs} ms`);
@@ -205,19 +214,19 @@ function doorInterceptor(options: ReceiverOptions): grpc.ServerInterceptor {
             nextMessage(message);
           },
           onReceiveHalfClose(nextHalfClose) {
-            clearTimeout(silence);
+            stopWatching();
             nextHalfClose();
           },
           onCancel() {
             ended = true;
-            clearTimeout(silence);
+            stopWatching();
             pass?.release();
           },
         });
       },
       sendStatus(status, nextStatus) {
         ended = true;
-        clearTimeout(silence);
+        stopWatching();
         pass?.release();
         nextStatus(status);
       },

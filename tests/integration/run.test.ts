@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunReport } from '../../services/core/report.js';
 import { freePort } from '../../services/shared/net.js';
 import { transports } from '../../services/transports/index.js';
-import { LocalServers } from '../helpers/harness.js';
+import { LocalServers, TEST_AUTH_TOKEN } from '../helpers/harness.js';
 import { runBoth as runBothInProcess, runTransmitter, startReceiver } from '../helpers/in-process.js';
 import { resultsSchemaErrors } from '../helpers/schema.js';
 
@@ -41,6 +41,9 @@ describe('a whole run in-process', () => {
 
     const results = JSON.parse(await readFile(path.join(outputDir, 'results.json'), 'utf8')) as RunReport;
     expect(resultsSchemaErrors(results)).toEqual([]);
+    // The shared secret is in no report, and the schema would refuse one that had it.
+    expect(JSON.stringify(results)).not.toContain(TEST_AUTH_TOKEN);
+    expect(resultsSchemaErrors({ ...results, run: { ...results.run, config: { ...results.run.config, authToken: TEST_AUTH_TOKEN } } })).not.toEqual([]);
     // Interleaved, one section of every transport per repeat, the order rotated each repeat so no
     // transport always follows the same neighbour: A B C, B C A, C A B.
     const order = transports.map((t) => t.name);
