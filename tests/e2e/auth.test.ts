@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exitWithin, freePortsEnv, startService, type ServiceProcess } from '../helpers/processes.js';
+import { exitWithin, freePortsEnv, startReadyReceiver, startService, stopService, type ServiceProcess } from '../helpers/processes.js';
 
 // The shared secret through the real entries: a receiver started on its own with no AUTH_TOKEN
 // makes one in AUTH_TOKEN_FILE, readable by its owner only; a transmitter reading that file runs;
@@ -19,12 +19,10 @@ beforeAll(async () => {
   tokenFile = path.join(dir, 'secret', 'token');
   await mkdir(path.dirname(tokenFile));
   env = { ...(await freePortsEnv()), TRANSPORTS: 'tcp', IMAGE_COUNT: '3', OUTPUT_DIR: path.join(dir, 'output'), AUTH_TOKEN_FILE: tokenFile, LOG_LEVEL: 'info', CONNECT_TIMEOUT_MS: '5000' };
-  receiver = startService('receiver', env);
-  await receiver.waitForLog(/receiver ready/);
+  receiver = await startReadyReceiver(env);
 }, 30_000);
 afterAll(async () => {
-  receiver?.child.kill('SIGTERM');
-  if (receiver) await exitWithin(receiver, 10_000).catch(() => undefined);
+  await stopService(receiver);
   await rm(dir, { recursive: true, force: true });
 });
 

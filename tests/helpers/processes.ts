@@ -66,3 +66,17 @@ export async function exitWithin(service: ServiceProcess, timeoutMs: number): Pr
     clearTimeout(timer);
   }
 }
+
+/** A receiver process started with `env`, once it logged that it is ready. */
+export async function startReadyReceiver(env: Record<string, string>): Promise<ServiceProcess> {
+  const receiver = startService('receiver', env);
+  await receiver.waitForLog(/receiver ready/);
+  return receiver;
+}
+
+/** Sends SIGTERM and waits up to 10 s for the process to go (killed after that); nothing for a service never started. */
+export async function stopService(service: ServiceProcess | undefined): Promise<void> {
+  if (service === undefined) return;
+  service.child.kill('SIGTERM');
+  await exitWithin(service, 10_000).catch(() => undefined);
+}

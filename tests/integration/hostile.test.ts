@@ -16,7 +16,7 @@ import { transports } from '../../services/transports/index.js';
 import { incompleteMessageBoundBytes } from '../../services/transports/kit/door.js';
 import { LocalServers, TEST_AUTH_TOKEN } from '../helpers/harness.js';
 import { grpcPartial, tcpPartial, websocketPartial, zeromqPartial, type HostileConnection } from '../helpers/hostile-clients.js';
-import { exitWithin, freePortsEnv, startService, type ServiceProcess } from '../helpers/processes.js';
+import { exitWithin, freePortsEnv, startReadyReceiver, startService, stopService, type ServiceProcess } from '../helpers/processes.js';
 
 // Hostile peers against a receiver running as its own process, on every data port: floods of
 // random bytes, and 20 connections at once each holding a partial message of nearly
@@ -94,12 +94,10 @@ beforeAll(async () => {
     AUTH_TOKEN: TEST_AUTH_TOKEN,
     LOG_LEVEL: 'info',
   };
-  receiver = startService('receiver', env);
-  await receiver.waitForLog(/receiver ready/);
+  receiver = await startReadyReceiver(env);
 }, 30_000);
 afterAll(async () => {
-  receiver?.child.kill('SIGTERM');
-  if (receiver) await exitWithin(receiver, 10_000).catch(() => undefined);
+  await stopService(receiver);
   await servers.closeAll();
   await rm(outputDir, { recursive: true, force: true });
 });
