@@ -11,7 +11,7 @@ import { projectPath } from '../shared/paths.js';
 import { settlesWithin } from '../shared/waits.js';
 import type { DoorPass, ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
 import { connectWithin } from './kit/connect.js';
-import { MAX_CONNECTIONS_PER_LISTENER } from './kit/door.js';
+import { capConnections } from './kit/door.js';
 import { frameGate } from './kit/gate.js';
 import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue } from './kit/send-queue.js';
@@ -291,10 +291,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     socket.once('close', () => sockets.delete(socket));
     injector.injectConnection(socket);
   });
-  tcp.maxConnections = MAX_CONNECTIONS_PER_LISTENER;
-  tcp.on('drop', (dropped) =>
-    options.door.refuse(`grpc from ${hostPort(dropped?.remoteAddress ?? '?', dropped?.remotePort ?? 0)}`, `over the listener's ${MAX_CONNECTIONS_PER_LISTENER} connections: closed on arrival`),
-  );
+  capConnections(tcp, options.door, 'grpc');
   const address = hostPort(options.bindHost, options.port);
   try {
     tcp.listen(options.port, options.bindHost);

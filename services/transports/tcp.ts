@@ -7,7 +7,7 @@ import { once } from '../shared/once.js';
 import { drainOrClose } from '../shared/waits.js';
 import type { DoorPass, ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
 import { connectWithin } from './kit/connect.js';
-import { closeWhenSilent, MAX_CONNECTIONS_PER_LISTENER } from './kit/door.js';
+import { capConnections, closeWhenSilent } from './kit/door.js';
 import { frameGate, type FrameGate } from './kit/gate.js';
 import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue } from './kit/send-queue.js';
@@ -147,8 +147,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   });
   // Until a connection is admitted it holds at most a hello's 40 bytes; once admitted, one
   // partial image. The cap bounds how many connections wait to prove themselves.
-  server.maxConnections = MAX_CONNECTIONS_PER_LISTENER;
-  server.on('drop', (dropped) => options.door.refuse(`tcp from ${hostPort(dropped?.remoteAddress ?? '?', dropped?.remotePort ?? 0)}`, `over the listener's ${MAX_CONNECTIONS_PER_LISTENER} connections: closed on arrival`));
+  capConnections(server, options.door, 'tcp');
   server.listen(options.port, options.bindHost);
   await Promise.race([onceEvent(server, 'listening'), onceEvent(server, 'error').then(([err]) => Promise.reject(err))]);
   return {

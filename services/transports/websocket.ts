@@ -8,7 +8,7 @@ import { boundPort, hostPort } from '../shared/net.js';
 import { once } from '../shared/once.js';
 import type { ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
 import { connectWithin } from './kit/connect.js';
-import { closeWhenSilent, MAX_CONNECTIONS_PER_LISTENER } from './kit/door.js';
+import { capConnections, closeWhenSilent } from './kit/door.js';
 import { frameGate } from './kit/gate.js';
 import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue } from './kit/send-queue.js';
@@ -133,10 +133,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     // ws reports oversize messages (over maxPayload) and protocol errors here, then closes.
     socket.on('error', (err) => gate.reject(err.message));
   });
-  app.server.maxConnections = MAX_CONNECTIONS_PER_LISTENER;
-  app.server.on('drop', (dropped) =>
-    options.door.refuse(`websocket from ${hostPort(dropped?.remoteAddress ?? '?', dropped?.remotePort ?? 0)}`, `over the listener's ${MAX_CONNECTIONS_PER_LISTENER} connections: closed on arrival`),
-  );
+  capConnections(app.server, options.door, 'websocket');
   await app.listen({ port: options.port, host: options.bindHost });
   return {
     port: boundPort(app.server.address()),

@@ -1,5 +1,6 @@
 import type net from 'node:net';
 import { credentialMatches, type SectionCredential } from '../../core/auth.js';
+import { hostPort } from '../../shared/net.js';
 import type { Door, DoorPass } from '../contract.js';
 
 // Who gets in, and how much a peer can make the receiver hold, decided in one place for every
@@ -101,4 +102,12 @@ export function closeWhenSilent(socket: net.Socket, timeoutMs: number, onSilent:
     onSilent(`nothing sent or received for ${timeoutMs} ms (IMAGE_TIMEOUT_MS): connection closed`);
     socket.destroy();
   });
+}
+
+/** Caps `server` at MAX_CONNECTIONS_PER_LISTENER; every connection closed on arrival is counted as refused. */
+export function capConnections(server: net.Server, door: Door, transport: string): void {
+  server.maxConnections = MAX_CONNECTIONS_PER_LISTENER;
+  server.on('drop', (dropped) =>
+    door.refuse(`${transport} from ${hostPort(dropped?.remoteAddress ?? '?', dropped?.remotePort ?? 0)}`, `over the listener's ${MAX_CONNECTIONS_PER_LISTENER} connections: closed on arrival`),
+  );
 }
