@@ -258,10 +258,10 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   }
   // The open section's keys and read count; undefined between sections, when nothing is read.
   let section: { keys: SectionKeys; readCount: number } | undefined;
-  let sectionOpened: () => void = () => {};
-  // Wakes a reader blocked on the previous section's stream (or waiting for one).
+  let wakeIdleReader: () => void = () => {};
+  // Wakes the reader, whether it waits for a section (wakeIdleReader) or blocks on the previous one's stream (UNBLOCK).
   const switchSection = async (): Promise<void> => {
-    sectionOpened();
+    wakeIdleReader();
     await writer.client('UNBLOCK', readerId);
   };
   let closing = false;
@@ -329,7 +329,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       const reading = section;
       if (reading === undefined) {
         await new Promise<void>((resolve) => {
-          sectionOpened = resolve;
+          wakeIdleReader = resolve;
           setTimeout(resolve, READ_BLOCK_MS);
         });
         continue;
@@ -393,7 +393,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       closing = true;
       const ended = section;
       section = undefined;
-      sectionOpened();
+      wakeIdleReader();
       // The reader is blocked in XREADGROUP: dropping its connection ends the loop at once.
       await closeClient(reader);
       await readLoop;
