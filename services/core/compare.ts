@@ -2,6 +2,7 @@ import { renderTable, sectionTitle, type HostFacts, type RunReport, type Transpo
 import type { SectionResult } from './section.js';
 import { formatSize } from './size.js';
 import type { Range } from './stats.js';
+import { describeWarmup } from './warmup.js';
 
 // Two runs' results side by side: per transport, how the median repeat's p50, p99 and MB/s moved,
 // and whether the move is larger than the runs' own repeat-to-repeat spread. Pure: the CLI
@@ -150,7 +151,7 @@ function changeCell(f: FigureChange, digits: number): string {
 
 function describeRun(report: RunReport): string {
   const { run } = report;
-  return `${run.startedAt}, ${run.imageCount} images of ${formatSize(run.imageSizeBytes)}, window ${run.window}, warm-up ${run.warmup}, repeat ${run.repeat}`;
+  return `${run.startedAt}, ${run.imageCount} images of ${formatSize(run.imageSizeBytes)}, window ${run.window}, warm-up ${describeWarmup(run.warmup)}, repeat ${run.repeat}`;
 }
 
 /** What a figure's value reads as in a warning; a setting an older results.json lacks is "unset". */
@@ -174,7 +175,7 @@ export function settingDifferences(before: RunReport, after: RunReport): string[
     ['image size', formatSize(b.imageSizeBytes), formatSize(a.imageSizeBytes)],
     ['image', b.imageDescription, a.imageDescription],
     ['IMAGE_COUNT', b.imageCount, a.imageCount],
-    ['WARMUP', b.warmup, a.warmup],
+    ['WARMUP', describeWarmup(b.warmup), describeWarmup(a.warmup)],
     ['REPEAT', b.repeat, a.repeat],
     ['MAX_IMAGE_SIZE', b.config?.maxImageBytes, a.config?.maxImageBytes],
     ['transmitter host', hostLine(b.hosts?.transmitter), hostLine(a.hosts?.transmitter)],

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AUTH_TOKEN_PATTERN } from './auth.js';
 import { MIN_GENERATED_PNG_BYTES } from './png.js';
 import { formatSize, parseSize, SIZE_UNITS_HELP } from './size.js';
+import { MAX_FIXED_WARMUP_IMAGES } from './warmup.js';
 
 // Configuration comes only from environment variables. One zod schema holds every variable, its
 // default and what it allows; parsing collects every bad variable at once, then cross-variable
@@ -30,7 +31,11 @@ export interface Config {
   imagePath: string | undefined;
   transports: readonly string[];
   window: number;
-  warmup: number;
+  /** 'auto': each section warms up until its round trips are steady; a number: exactly that many warm-up images. */
+  warmup: number | 'auto';
+  /** Least and most time an automatic warm-up takes. */
+  warmupMinMs: number;
+  warmupMaxMs: number;
   /** Sections per transport, interleaved across transports. */
   repeat: number;
   /** Whether the receiver hashes every image; off only to measure what verification costs. */
@@ -81,6 +86,10 @@ export const MAX_IMAGE_COUNT = 1_000_000;
 /** Largest MAX_IMAGE_SIZE: gRPC's message limits are signed 32-bit. */
 export const MAX_IMAGE_SIZE_LIMIT = 2 ** 31 - 1 - 1024 * 1024;
 const DEFAULT_MAX_IMAGE_BYTES = 256 * 1024 * 1024;
+/** Least time an automatic warm-up takes: see the README's "Warm-up" for the measurements behind it. */
+export const DEFAULT_WARMUP_MIN_MS = 500;
+/** Most time an automatic warm-up takes before the section goes on, marked not steady. */
+export const DEFAULT_WARMUP_MAX_MS = 10_000;
 /** Relative to the working directory, like .env: both services started from the project find it. */
 export const DEFAULT_AUTH_TOKEN_FILE = '.itb-auth-token';
 
@@ -154,7 +163,17 @@ function schemaFor(specs: readonly TransportSpec[]) {
       names,
     ),
     WINDOW: wholeNumber(1, 1024, 1),
-    WARMUP: wholeNumber(0, 10_000, 2),
+    WARMUP: variable<number | 'auto'>(
+      `auto, or a whole number of images from 0 to ${MAX_FIXED_WARMUP_IMAGES.toLocaleString('en-US')} (0: a cold run on purpose)`,
+      (raw) => {
+        if (raw.toLowerCase() === 'auto') return 'auto';
+        const value = /^\d+$/.test(raw) ? Number(raw) : NaN;
+        return Number.isSafeInteger(value) && value <= MAX_FIXED_WARMUP_IMAGES ? value : undefined;
+      },
+      'auto',
+    ),
+    WARMUP_MIN_MS: wholeNumber(0, 600_000, DEFAULT_WARMUP_MIN_MS),
+    WARMUP_MAX_MS: wholeNumber(1, 3_600_000, DEFAULT_WARMUP_MAX_MS),
     REPEAT: wholeNumber(1, 100, 1),
     VERIFY: variable('true or false', (raw) => ({ true: true, false: false, '1': true, '0': false, yes: true, no: false })[raw.toLowerCase()], true),
     RECEIVER_HOST: text('127.0.0.1'),
@@ -204,6 +223,9 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[]): ConfigRe
       issues.push({ variable: 'IMAGE_PATH', value: env.IMAGE_PATH, allowed: 'unset when IMAGE_SIZE is set: the image is either a file or generated at a size' });
     }
   }
+  if (parsedOk('WARMUP_MIN_MS') && parsedOk('WARMUP_MAX_MS') && (v.WARMUP_MIN_MS as number) > (v.WARMUP_MAX_MS as number)) {
+    issues.push({ variable: 'WARMUP_MIN_MS', value: env.WARMUP_MIN_MS, allowed: `at most WARMUP_MAX_MS (${v.WARMUP_MAX_MS as number})` });
+  }
   const ports: Record<string, number> = {};
   const urls: Record<string, string | undefined> = {};
   const portOwners = new Map<number, string>();
@@ -232,7 +254,9 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[]): ConfigRe
       imagePath: v.IMAGE_PATH as string | undefined,
       transports: Object.freeze([...(v.TRANSPORTS as string[])]),
       window: v.WINDOW as number,
-      warmup: v.WARMUP as number,
+      warmup: v.WARMUP as number | 'auto',
+      warmupMinMs: v.WARMUP_MIN_MS as number,
+      warmupMaxMs: v.WARMUP_MAX_MS as number,
       repeat: v.REPEAT as number,
       verify: v.VERIFY as boolean,
       receiverHost: (v.RECEIVER_HOST as string | undefined) ?? '127.0.0.1',

@@ -5,6 +5,7 @@
 import { MAX_IMAGE_COUNT } from './config.js';
 import type { SideCost } from './cost.js';
 import type { HostFacts, RunInfo, RunReport } from './report.js';
+import type { TransmitterColdStart } from './section.js';
 
 /** Largest control request body, in bytes: the protocol's messages are a few kilobytes. */
 export const CONTROL_BODY_LIMIT_BYTES = 64 * 1024;
@@ -24,6 +25,8 @@ export interface SectionEnd {
   transmitterCost: SideCost | null;
   /** Round trip of every recorded image in whole nanoseconds, by image; null where no ack came. */
   rttNs: (number | null)[];
+  /** The connection's connect time and first round trip. */
+  coldStart: TransmitterColdStart;
 }
 
 /** POST /runs/finish's answer, and what a transmitter's run ends with. */
@@ -61,6 +64,41 @@ export const CLOCK_HEADER = 'x-receiver-clock-ns';
 const wholeNumber = { type: 'integer', minimum: 0, maximum: 2 ** 53 - 1 } as const;
 const shortText = { type: 'string', maxLength: 4096 } as const;
 const anyObject = { type: 'object' } as const;
+const msOrNull = { type: ['number', 'null'], minimum: 0 } as const;
+
+/** A section's warm-up plan (WarmupPlan): in the run's facts and in every section's plan. */
+const warmupPlanSchema = {
+  anyOf: [
+    { type: 'object', additionalProperties: false, required: ['mode', 'images'], properties: { mode: { const: 'images' }, images: wholeNumber } },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['mode', 'minMs', 'minImages', 'maxMs', 'maxImages', 'blockImages', 'tolerance'],
+      properties: {
+        mode: { const: 'steady' },
+        minMs: wholeNumber,
+        minImages: wholeNumber,
+        maxMs: wholeNumber,
+        maxImages: wholeNumber,
+        blockImages: { type: 'integer', minimum: 1, maximum: 2 ** 20 },
+        tolerance: { type: 'number', minimum: 0, maximum: 1 },
+      },
+    },
+  ],
+} as const;
+
+/** POST /sections/:sectionId/measure: the warm-up is over (WarmupOutcome); the recorded images start at seq `images`. */
+export const warmupOutcomeSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['images', 'ms', 'steady', 'mediansMs'],
+  properties: {
+    images: wholeNumber,
+    ms: { type: 'number', minimum: 0 },
+    steady: { type: ['boolean', 'null'] },
+    mediansMs: { anyOf: [{ type: 'null' }, { type: 'array', minItems: 2, maxItems: 2, items: { type: 'number', minimum: 0 } }] },
+  },
+} as const;
 
 /** POST /runs: the facts of a run, sent once at its start (the receiver adds its own host). */
 export const runInfoSchema = {
@@ -73,7 +111,7 @@ export const runInfoSchema = {
     imageSizeBytes: wholeNumber,
     imageCount: wholeNumber,
     window: wholeNumber,
-    warmup: wholeNumber,
+    warmup: warmupPlanSchema,
     repeat: wholeNumber,
     transports: { type: 'array', maxItems: 64, items: { type: 'string', maxLength: 64 } },
     arrivalNotes: { type: 'array', maxItems: 64, items: shortText },
@@ -106,7 +144,7 @@ export const sectionPlanSchema = {
     baseline: { type: 'boolean' },
     repeat: wholeNumber,
     imageCount: wholeNumber,
-    warmup: wholeNumber,
+    warmup: warmupPlanSchema,
     imageSizeBytes: wholeNumber,
     window: wholeNumber,
     clock: clockSchema,
@@ -136,10 +174,16 @@ const sideCostSchema = {
 export const sectionEndSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['failure', 'transmitterCost', 'rttNs'],
+  required: ['failure', 'transmitterCost', 'rttNs', 'coldStart'],
   properties: {
     failure: { type: ['string', 'null'], maxLength: 4096 },
     transmitterCost: sideCostSchema,
     rttNs: { type: 'array', maxItems: MAX_IMAGE_COUNT, items: { type: ['integer', 'null'], minimum: 0, maximum: 2 ** 53 - 1 } },
+    coldStart: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['connectMs', 'firstImageRttMs'],
+      properties: { connectMs: msOrNull, firstImageRttMs: msOrNull },
+    },
   },
 } as const;

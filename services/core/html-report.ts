@@ -1,6 +1,7 @@
 import { TIMING_DEFINITIONS, sectionTitle, type HostFacts, type RunReport, type TransportSummary } from './report.js';
-import type { SectionResult } from './section.js';
+import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type SectionResult } from './section.js';
 import { formatSize } from './size.js';
+import { describeWarmup } from './warmup.js';
 
 // report.html: one self-contained page per run (or a before/after pair) with charts and the
 // summary table. Pure: the caller reads results.json and the inlined libraries. The page fetches
@@ -498,7 +499,7 @@ function factRows(view: RunView, transports: readonly TransportView[], withArriv
     ['Image', `${run.imageDescription}, ${formatSize(run.imageSizeBytes)} (${run.imageSizeBytes.toLocaleString('en-US')} bytes)`],
     ['Images per transport', String(run.imageCount)],
     ['Window', `${run.window} in flight`],
-    ['Warm-up', `${run.warmup} unrecorded images`],
+    ['Warm-up', describeWarmup(run.warmup)],
     [
       'Integrity',
       run.config.verify === false
@@ -654,6 +655,8 @@ interface Column {
   value: (r: TransportInRun) => number | null;
   /** Min–max across completed repeats, shown on hover. */
   spread?: (r: TransportInRun) => { min: number; max: number } | null;
+  /** True when the figure is only indicative: it is shown as "~value". */
+  indicative?: (r: TransportInRun) => boolean;
 }
 
 // The header's hint quotes the definition output.log prints, so the two never drift apart.
@@ -671,8 +674,18 @@ const COLUMNS: readonly Column[] = [
   { header: 'RTT p50 ms', hint: `median round trip. ${ROUND_TRIP_HINT}`, digits: 3, lowerIsBetter: true, value: (r) => r.median?.rtt?.p50Ms ?? null, spread: (r) => r.summary.spread.rttP50Ms },
   { header: 'RTT p99 ms', hint: `99th percentile round trip. ${ROUND_TRIP_HINT}`, digits: 3, lowerIsBetter: true, value: (r) => r.median?.rtt?.p99Ms ?? null },
   { header: 'Total ms', hint: 'arrival of the last image − send start of the first', digits: 3, lowerIsBetter: true, value: (r) => r.median?.totalMs ?? null, spread: (r) => r.summary.spread.totalMs },
-  { header: 'MB/s', hint: '10⁶ intact bytes per second of total transfer time', digits: 1, lowerIsBetter: false, value: (r) => r.median?.throughputMBps ?? null, spread: (r) => r.summary.spread.throughputMBps },
-  { header: 'images/s', hint: 'intact images per second of total transfer time', digits: 1, lowerIsBetter: false, value: (r) => r.median?.imagesPerSecond ?? null },
+  {
+    header: 'MB/s',
+    hint: `10⁶ intact bytes per second of total transfer time; ~ marks an indicative figure (under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms recorded)`,
+    digits: 1,
+    lowerIsBetter: false,
+    value: (r) => r.median?.throughputMBps ?? null,
+    spread: (r) => r.summary.spread.throughputMBps,
+    indicative: (r) => r.median?.throughputIndicative === true,
+  },
+  { header: 'images/s', hint: 'intact images per second of total transfer time', digits: 1, lowerIsBetter: false, value: (r) => r.median?.imagesPerSecond ?? null, indicative: (r) => r.median?.throughputIndicative === true },
+  { header: 'Connect ms', hint: 'cold start: time a new connection took to connect, before its warm-up (median of the repeats)', digits: 3, lowerIsBetter: true, value: (r) => r.summary.coldStart.connectMs },
+  { header: 'First image ms', hint: 'cold start: one-way time of the first image on a new connection, before its warm-up (median of the repeats)', digits: 3, lowerIsBetter: true, value: (r) => r.summary.coldStart.firstImageMs },
   { header: 'TX CPU ms/img', hint: 'transmitter CPU (user + system) per image', digits: 3, lowerIsBetter: true, value: (r) => r.median?.cost.transmitter?.cpuMsPerImage ?? null },
   { header: 'RX CPU ms/img', hint: 'receiver CPU (user + system) per image', digits: 3, lowerIsBetter: true, value: (r) => r.median?.cost.receiver?.cpuMsPerImage ?? null },
 ];
@@ -704,7 +717,10 @@ function failureReason(summary: TransportSummary, report: RunReport): string {
 
 function resultHtml(run: TransportInRun | undefined, report: RunReport): string {
   if (run === undefined) return '<span class="badge absent">not run</span>';
-  if (run.summary.ok) return '<span class="badge ok">ok</span>';
+  if (run.summary.ok) {
+    const { notSteadyRepeats, repeats } = run.summary;
+    return notSteadyRepeats > 0 ? `<span class="badge ok">ok</span> <span class="reason">warm-up NOT STEADY in ${notSteadyRepeats} of ${repeats}: figures may include warm-up</span>` : '<span class="badge ok">ok</span>';
+  }
   const { completedRepeats, repeats } = run.summary;
   // With repeats, a FAILED row may still have figures: they are its completed repeats'.
   const completed = repeats > 1 ? ` <span class="completed">${completedRepeats} of ${repeats} repeats completed</span>` : '';
@@ -744,7 +760,8 @@ function renderTableSection(views: readonly RunView[], transports: readonly Tran
       const now = values[last]!;
       const spread = latest === undefined ? null : (column.spread?.(latest) ?? null);
       const title = spread !== null && spread.min !== spread.max ? ` title="completed repeats: ${formatNumber(spread.min, column.digits)}–${formatNumber(spread.max, column.digits)}"` : '';
-      const main = `<span class="now">${formatNumber(now, column.digits)}</span>`;
+      const mark = latest !== undefined && now !== null && column.indicative?.(latest) ? '~' : '';
+      const main = `<span class="now">${mark}${formatNumber(now, column.digits)}</span>`;
       const was = twoRuns ? `<span class="was">${formatNumber(values[0]!, column.digits)}</span>${changeHtml(values[0]!, now, column)}` : '';
       return `<td class="num" data-sort="${now ?? ''}"${title}>${main}${was}</td>`;
     });
@@ -766,6 +783,10 @@ ${cells.join('')}
       ? 'Latency, round trip (RTT), total, throughput and CPU come from the median completed repeat, every image intact (hover a cell for the spread across completed repeats); OK, Lost and Corrupt count every repeat.'
       : '',
     anyIncomplete ? 'A transport with no completed repeat has no figures (–): a failed repeat’s partial figures are not a result.' : '',
+    transports.some((t) => t.perRun.some((r) => r?.median?.throughputIndicative))
+      ? `~ marks an indicative MB/s: fewer than ${MIN_STABLE_IMAGES} images or under ${MIN_STABLE_SPAN_MS} ms recorded; raise IMAGE_COUNT for a stable figure.`
+      : '',
+    'Connect and First image are the cold start of a new connection, before its warm-up, apart from the steady figures.',
     twoRuns ? 'Each cell shows the after value, then the before value and the change: green is better, red is worse.' : '',
     'Click a column header to sort.',
   ].filter(Boolean);

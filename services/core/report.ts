@@ -1,14 +1,15 @@
 import type { PublicConfig } from './config.js';
 import type { SideCost } from './cost.js';
-import type { SectionResult } from './section.js';
+import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type ColdStart, type SectionResult } from './section.js';
 import { formatSize } from './size.js';
-import { rangeOf, type LatencySummary, type Range } from './stats.js';
+import { medianOf, rangeOf, type LatencySummary, type Range } from './stats.js';
+import { describeWarmup, describeWarmupOutcome, type WarmupPlan } from './warmup.js';
 
 // One report object per run, rendered several ways: output.log text, the summary tables printed
 // at the end, and results.json. Renderers are pure functions of the report.
 
 /** Version of results.json's shape (services/core/results.schema.json); bump it when a field changes meaning or goes away. */
-export const RESULTS_SCHEMA_VERSION = 3;
+export const RESULTS_SCHEMA_VERSION = 4;
 
 /** The timing definitions, printed in output.log's header exactly as measured. */
 export const TIMING_DEFINITIONS = [
@@ -17,6 +18,8 @@ export const TIMING_DEFINITIONS = [
   'Round trip of image i = transmitter monotonic clock when the ack of image i is processed − when image i was stamped.',
   'Total transfer time of a transport = arrival of its last image − stamp of its first (warm-up images excluded).',
   'The receiver acknowledges an image as soon as it is in hand and verifies it afterwards: no time, total or MB/s includes hashing.',
+  'Cold start = a new connection: the time its connect took, and the first image sent on it (one-way and round trip), before any warm-up; apart from the steady figures.',
+  `MB/s marked ~ is indicative: fewer than ${MIN_STABLE_IMAGES} recorded images or a span under ${MIN_STABLE_SPAN_MS} ms moves by more than the run-to-run spread.`,
 ] as const;
 
 /** Facts about one side's machine and software. */
@@ -41,7 +44,7 @@ export interface RunInfo {
   imageSizeBytes: number;
   imageCount: number;
   window: number;
-  warmup: number;
+  warmup: WarmupPlan;
   repeat: number;
   transports: readonly string[];
   /** How some transports' libraries hand over arrivals (several at once), from the transport table. */
@@ -70,6 +73,10 @@ export interface TransportSummary {
   corruptCount: number;
   /** Min and max across completed repeats; null when none produced the figure. */
   spread: { totalMs: Range | null; throughputMBps: Range | null; p50Ms: Range | null; p99Ms: Range | null; rttP50Ms: Range | null };
+  /** Median of each cold-start figure across every repeat that produced it. */
+  coldStart: ColdStart;
+  /** Repeats whose warm-up reached its cap before the round trips were steady. */
+  notSteadyRepeats: number;
 }
 
 /** A whole run: its facts, every section in run order, and one summary per transport. */
@@ -122,6 +129,12 @@ export function summarizeTransports(sections: readonly SectionResult[], order: r
           p99Ms: pick((s) => s.latency?.p99Ms),
           rttP50Ms: pick((s) => s.rtt?.p50Ms),
         },
+        coldStart: {
+          connectMs: medianOf(own.flatMap((s) => s.coldStart.connectMs ?? [])) ?? null,
+          firstImageMs: medianOf(own.flatMap((s) => s.coldStart.firstImageMs ?? [])) ?? null,
+          firstImageRttMs: medianOf(own.flatMap((s) => s.coldStart.firstImageRttMs ?? [])) ?? null,
+        },
+        notSteadyRepeats: own.filter((s) => s.warmedUp?.steady === false).length,
       },
     ];
   });
@@ -184,6 +197,17 @@ function distributionLine(l: LatencySummary): string {
   return `p50 ${ms(l.p50Ms)}, p90 ${ms(l.p90Ms)}, p99 ${ms(l.p99Ms)}, p99.9 ${ms(l.p999Ms)}, max ${ms(l.maxMs)}, mean ${ms(l.meanMs)} ± ${ms(l.stdDevMs)} ms (sample sd)`;
 }
 
+/** "12.3 MB/s, 45.6 images/s", marked indicative (~) when the recorded span is too short for a stable figure. */
+function throughputText(section: SectionResult): string {
+  const figures = `${fixed(section.throughputMBps, 1)} MB/s, ${fixed(section.imagesPerSecond, 1)} images/s`;
+  if (!section.throughputIndicative) return figures;
+  return `~${figures} (indicative: ${section.okCount} image${section.okCount === 1 ? '' : 's'} over ${ms(section.totalMs)} ms; a stable figure needs at least ${MIN_STABLE_IMAGES} images and ${MIN_STABLE_SPAN_MS} ms: raise IMAGE_COUNT)`;
+}
+
+function coldStartText(cold: ColdStart): string {
+  return `connect ${ms(cold.connectMs)} ms, first image ${ms(cold.firstImageMs)} ms one-way, ${ms(cold.firstImageRttMs)} ms round trip`;
+}
+
 function renderSection(section: SectionResult, repeats: number): string {
   const repeatNote = repeats > 1 ? `, repeat ${section.repeat}/${repeats}` : '';
   const lines = [
@@ -198,12 +222,14 @@ function renderSection(section: SectionResult, repeats: number): string {
   lines.push(section.totalMs === null ? 'Total transfer time: - (no image arrived)' : `Total transfer time: ${ms(section.totalMs)} ms`);
   if (section.latency !== null) {
     lines.push(`Latency: ${distributionLine(section.latency)}`);
-    lines.push(`Throughput: ${fixed(section.throughputMBps, 1)} MB/s, ${fixed(section.imagesPerSecond, 1)} images/s`);
+    lines.push(`Throughput: ${throughputText(section)}`);
   }
   if (section.rtt !== null) {
     lines.push(`Round trip: ${distributionLine(section.rtt)}`);
     if (section.littleRatio !== null) lines.push(`Little's law: mean round trip = ${section.littleRatio.toFixed(3)} × WINDOW × total ÷ images (1 when the window stays full)`);
   }
+  lines.push(`Warm-up: ${describeWarmupOutcome(section.warmedUp)}`);
+  lines.push(`Cold start (new connection, before the warm-up): ${coldStartText(section.coldStart)}`);
   lines.push(`Cost, ${costLine('transmitter', section.cost.transmitter)}`);
   lines.push(`Cost, ${costLine('receiver', section.cost.receiver)}`);
   if (section.cost.broker !== null) lines.push(`Cost, ${costLine('broker', section.cost.broker)}`);
@@ -238,11 +264,13 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
       ms(s?.rtt?.p50Ms),
       ms(s?.rtt?.p99Ms),
       ms(s?.totalMs),
-      fixed(s?.throughputMBps, 1),
+      `${s?.throughputIndicative ? '~' : ''}${fixed(s?.throughputMBps, 1)}`,
       fixed(s?.imagesPerSecond, 1),
-      t.ok ? 'ok' : `FAILED${t.failure ? `: ${t.failure}` : ''}`,
+      t.ok ? (t.notSteadyRepeats > 0 ? `ok, warm-up NOT STEADY in ${t.notSteadyRepeats} of ${t.repeats}` : 'ok') : `FAILED${t.failure ? `: ${t.failure}` : ''}`,
     ];
   });
+  const coldRows = report.transports.map((t) => [sectionTitle(t), ms(t.coldStart.connectMs), ms(t.coldStart.firstImageMs), ms(t.coldStart.firstImageRttMs)]);
+  const indicative = report.transports.some((t) => median(t)?.throughputIndicative);
   const withBroker = report.transports.some((t) => median(t)?.cost.broker);
   const costRows = report.transports.map((t) => {
     const c = median(t)?.cost;
@@ -267,7 +295,8 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
     `Times in ms; one-way: p50 … mean ± sample sd; RTT: round trip, stamp → ack processed:\n${renderTable(
       ['Transport', 'OK', 'Lost', 'Corrupt', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'mean ± sd ms', 'RTT p50', 'RTT p99', 'Total ms', 'MB/s', 'images/s', 'Result'],
       latencyRows,
-    )}`,
+    )}${indicative ? `\n~ indicative: fewer than ${MIN_STABLE_IMAGES} images or under ${MIN_STABLE_SPAN_MS} ms recorded; raise IMAGE_COUNT for a stable MB/s.` : ''}`,
+    `Cold start, a new connection before its warm-up (median of the repeats; not part of the figures above):\n${renderTable(['Transport', 'connect ms', 'first image ms', 'first image RTT ms'], coldRows, false)}`,
     `Cost per side (TX transmitter, RX receiver${withBroker ? ', broker: the server the transport goes through, from its own counters' : ''}; CPU = user + system from the first recorded image to the last ack):\n${renderTable(
       ['Transport', 'TX CPU ms/img', 'RX CPU ms/img', ...(withBroker ? ['Broker CPU ms/img'] : []), 'TX CPU ms', 'RX CPU ms', 'TX peak RSS MiB', 'RX peak RSS MiB', 'TX loop busy', 'RX loop busy'],
       costRows,
@@ -312,7 +341,8 @@ export function renderOutputLog(report: RunReport): string {
     hostLine('Receiver', run.hosts.receiver),
     `Libraries: ${libraries}`,
     `Image: ${run.imageDescription}`,
-    `Images per transport: ${run.imageCount} (${formatSize(run.imageSizeBytes)} each) after ${run.warmup} unrecorded warm-up images; window ${run.window}; repeat ${run.repeat}`,
+    `Images per transport: ${run.imageCount} (${formatSize(run.imageSizeBytes)} each); window ${run.window}; repeat ${run.repeat}`,
+    `Warm-up of each section, on its connection before the recorded images: ${describeWarmup(run.warmup)}`,
     `Transports: ${run.transports.join(', ')}${run.repeat > 1 ? ' (interleaved, the order rotated each repeat: A B C, B C A, C A B, …)' : ''}`,
     'Definitions:',
     ...TIMING_DEFINITIONS.map((d) => `  ${d}`),

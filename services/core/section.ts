@@ -2,6 +2,7 @@ import type { ClockOffset } from './clock.js';
 import type { SideCost } from './cost.js';
 import type { AckStatus, FrameHeader } from './frame.js';
 import { imagesPerSecond, nsToMs, summarizeLatency, throughputMBps, type LatencySummary } from './stats.js';
+import { warmupImageLimit, type WarmupOutcome, type WarmupPlan } from './warmup.js';
 
 // The receiver's record of one transport's section: which images came, when, and whether intact.
 // An image is recorded when it arrives (and acknowledged at once); its checksum verdict comes
@@ -28,11 +29,32 @@ export interface SectionPlan {
   /** Which repeat of this transport's section this is, from 1. */
   repeat: number;
   imageCount: number;
-  warmup: number;
+  warmup: WarmupPlan;
   imageSizeBytes: number;
   window: number;
   clock: SectionClock | null;
 }
+
+/**
+ * A recorded span shorter than this, or fewer images than {@link MIN_STABLE_IMAGES}, gives a
+ * throughput that moves by more than the run-to-run spread: it is reported as indicative.
+ */
+export const MIN_STABLE_SPAN_MS = 200;
+/** Fewest recorded images for a throughput that is more than indicative. */
+export const MIN_STABLE_IMAGES = 30;
+
+/**
+ * A new connection's first steps, apart from the steady figures: the time `connect` took (until
+ * the transport could send) and the first image sent on it (warm-up or not): one-way and round trip.
+ */
+export interface ColdStart {
+  connectMs: number | null;
+  firstImageMs: number | null;
+  firstImageRttMs: number | null;
+}
+
+/** The transmitter's part of the cold start: the receiver adds the first image's one-way time. */
+export type TransmitterColdStart = Omit<ColdStart, 'firstImageMs'>;
 
 /**
  * One recorded image's fate: `timeMs` is its one-way transmission time (null when it never
@@ -60,6 +82,8 @@ export interface SectionExtras {
   rttNs?: readonly (number | null)[];
   /** Receiver's time spent hashing this section's images, after their acks; null when VERIFY=false. */
   verifyMs?: number | null;
+  /** The transmitter's connect time and first round trip. */
+  coldStart?: TransmitterColdStart;
 }
 
 /** Everything known about one section once it is over. */
@@ -93,6 +117,11 @@ export interface SectionResult extends SectionPlan {
   throughputMBps: number | null;
   /** Intact images delivered per second over totalMs. */
   imagesPerSecond: number | null;
+  /** True when the recorded span is too short for a stable throughput (see {@link MIN_STABLE_SPAN_MS}): MB/s and images/s are indicative. */
+  throughputIndicative: boolean;
+  /** How the warm-up went; null when the section failed before its warm-up ended. */
+  warmedUp: WarmupOutcome | null;
+  coldStart: ColdStart;
   cost: SectionCost;
 }
 
@@ -113,6 +142,7 @@ export class SectionRecorder {
   private strayCount = 0;
   private highestSeq = -1;
   private recordedArrivals = 0;
+  private warmedUp: WarmupOutcome | undefined;
 
   constructor(readonly plan: SectionPlan) {
     this.offsetNs = plan.clock?.applied ? BigInt(Math.round(plan.clock.offsetNs)) : 0n;
@@ -128,6 +158,19 @@ export class SectionRecorder {
     return this.recordedArrivals;
   }
 
+  /** Seq of the first recorded image; undefined while the section warms up. */
+  get firstRecordedSeq(): number | undefined {
+    return this.warmedUp?.images;
+  }
+
+  /**
+   * The warm-up is over (every warm-up image acknowledged): seqs from `outcome.images` on are
+   * the recorded ones. The transmitter sends none of them before this.
+   */
+  beginRecording(outcome: WarmupOutcome): void {
+    this.warmedUp ??= outcome;
+  }
+
   /**
    * Records one frame of this section as it arrives and returns the ack status to send back at
    * once: accepted (its checksum verdict comes later through {@link verified}) or rejected (a
@@ -135,7 +178,8 @@ export class SectionRecorder {
    */
   record(header: FrameHeader, arrivalNs: bigint): AckStatus {
     const { seq } = header;
-    if (seq >= this.plan.warmup + this.plan.imageCount) {
+    const first = this.firstRecordedSeq;
+    if (seq >= (first === undefined ? warmupImageLimit(this.plan.warmup) : first + this.plan.imageCount)) {
       this.strayCount++;
       return 'rejected';
     }
@@ -145,7 +189,7 @@ export class SectionRecorder {
     }
     if (seq < this.highestSeq) this.outOfOrderCount++;
     this.highestSeq = Math.max(this.highestSeq, seq);
-    if (seq >= this.plan.warmup) this.recordedArrivals++;
+    if (first !== undefined && seq >= first) this.recordedArrivals++;
     // The send time moves onto the receiver's clock when the two clocks differ.
     this.arrivals.set(seq, { sentAtNs: header.sentAtNs + this.offsetNs, arrivalNs, sizeOk: header.sizeBytes === this.plan.imageSizeBytes, checksumOk: undefined });
     return 'accepted';
@@ -167,11 +211,12 @@ export class SectionRecorder {
     const rttsMs: number[] = [];
     let firstSentAtNs: bigint | undefined;
     let lastArrivalNs: bigint | undefined;
+    const first = this.firstRecordedSeq;
     for (let image = 1; image <= this.plan.imageCount; image++) {
       const rttNs = extras.rttNs?.[image - 1] ?? null;
       const rttMs = rttNs === null ? null : rttNs / 1e6;
       if (rttMs !== null) rttsMs.push(rttMs);
-      const arrival = this.arrivals.get(this.plan.warmup + image - 1);
+      const arrival = first === undefined ? undefined : this.arrivals.get(first + image - 1);
       if (!arrival) {
         images.push({ image, timeMs: null, rttMs, status: 'lost' });
         continue;
@@ -188,6 +233,7 @@ export class SectionRecorder {
     const lostCount = images.filter((i) => i.status === 'lost').length;
     const totalMs = firstSentAtNs !== undefined && lastArrivalNs !== undefined ? nsToMs(lastArrivalNs - firstSentAtNs) : null;
     const rtt = summarizeLatency(rttsMs) ?? null;
+    const firstArrival = this.arrivals.get(0);
     return {
       ...this.plan,
       ok: failure === null && okCount === this.plan.imageCount && this.duplicateCount === 0 && this.strayCount === 0,
@@ -206,6 +252,13 @@ export class SectionRecorder {
       verifyMs: extras.verifyMs ?? null,
       throughputMBps: totalMs === null ? null : throughputMBps(okCount * this.plan.imageSizeBytes, totalMs),
       imagesPerSecond: totalMs === null ? null : imagesPerSecond(okCount, totalMs),
+      throughputIndicative: totalMs === null || totalMs < MIN_STABLE_SPAN_MS || okCount < MIN_STABLE_IMAGES,
+      warmedUp: this.warmedUp ?? null,
+      coldStart: {
+        connectMs: extras.coldStart?.connectMs ?? null,
+        firstImageMs: firstArrival === undefined ? null : nsToMs(firstArrival.arrivalNs - firstArrival.sentAtNs),
+        firstImageRttMs: extras.coldStart?.firstImageRttMs ?? null,
+      },
       cost: extras.cost ?? { transmitter: null, receiver: null, broker: null },
     };
   }
@@ -216,9 +269,18 @@ export class SectionRecorder {
  * receiver died): acknowledged images count as delivered intact but without a time, the rest as
  * lost, and nothing is timed.
  */
-export function acknowledgedOnlyResult(plan: SectionPlan, acknowledgedSeqs: ReadonlySet<number>, failure: string, extras: SectionExtras = {}): SectionResult {
-  const result = new SectionRecorder(plan).result(failure, extras);
-  const images = result.images.map((record): ImageRecord => (acknowledgedSeqs.has(plan.warmup + record.image - 1) ? { ...record, status: 'ok' } : record));
+export function acknowledgedOnlyResult(
+  plan: SectionPlan,
+  acknowledgedSeqs: ReadonlySet<number>,
+  failure: string,
+  warmedUp: WarmupOutcome | undefined,
+  extras: SectionExtras = {},
+): SectionResult {
+  const recorder = new SectionRecorder(plan);
+  if (warmedUp !== undefined) recorder.beginRecording(warmedUp);
+  const result = recorder.result(failure, extras);
+  const first = warmedUp?.images;
+  const images = result.images.map((record): ImageRecord => (first !== undefined && acknowledgedSeqs.has(first + record.image - 1) ? { ...record, status: 'ok' } : record));
   const okCount = images.filter((i) => i.status === 'ok').length;
   return { ...result, images, okCount, lostCount: images.length - okCount };
 }

@@ -89,3 +89,11 @@ export function throughputMBps(bytes: number, ms: number): number {
 export function imagesPerSecond(count: number, ms: number): number {
   return ms > 0 ? (count * 1e3) / ms : 0;
 }
+
+/** Median of values (the mean of the middle two for an even count); undefined when there are none. */
+export function medianOf(values: readonly number[]): number | undefined {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}

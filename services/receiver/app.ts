@@ -11,6 +11,7 @@ import {
   SECTION_END_BODY_LIMIT_BYTES,
   sectionEndSchema,
   sectionPlanSchema,
+  warmupOutcomeSchema,
   type HealthResponse,
   type ListenerStatus,
   type RunAnnouncement,
@@ -21,6 +22,7 @@ import { errorMessage } from '../core/errors.js';
 import { renderHtmlReport } from '../core/html-report.js';
 import { renderOutputLog, renderResultsJson, renderSummary, runSucceeded } from '../core/report.js';
 import type { SectionPlan } from '../core/section.js';
+import type { WarmupOutcome } from '../core/warmup.js';
 import { receiverAuthToken } from '../shared/auth-token.js';
 import { writeFileAtomic } from '../shared/files.js';
 import { hostFacts } from '../shared/host.js';
@@ -182,9 +184,10 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
       log.info({ transport: plan.transport, repeat: plan.repeat, sectionId: plan.sectionId }, 'section started');
       return reply.code(204).send();
     });
-    app.post('/sections/:sectionId/measure', { onRequest }, async (request, reply) => {
+    app.post('/sections/:sectionId/measure', { onRequest, schema: { body: warmupOutcomeSchema } }, async (request, reply) => {
       if (!session.isOpen((request.params as { sectionId: string }).sectionId)) return reply.code(409).send({ error: 'that section is not open' });
-      session.startMeasuring();
+      const refusal = session.startMeasuring(request.body as WarmupOutcome);
+      if (refusal !== undefined) return reply.code(409).send({ error: refusal });
       return reply.code(204).send();
     });
     // The one body that lists a figure per image (every round trip): its own, larger limit.

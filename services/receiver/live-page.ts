@@ -30,8 +30,7 @@ export function renderLivePage(progress: RunProgress | undefined): string {
       if (done) {
         state = done.ok ? `<span class="ok">done: ${done.okCount}/${done.imageCount} intact</span>` : `<span class="failed">FAILED: ${escapeHtml(done.failure ?? `${done.okCount}/${done.imageCount} intact`)}</span>`;
       } else if (open) {
-        const received = Math.max(0, open.received - open.warmup);
-        state = `<span class="running">${open.received < open.warmup ? 'warming up' : `${received}/${open.imageCount} images received`}</span>`;
+        state = `<span class="running">${open.warmingUp ? `warming up: ${open.warmupImages} images` : `${open.recorded}/${open.imageCount} images received`}</span>`;
       } else {
         state = 'waiting';
       }

@@ -6,7 +6,9 @@ import { errorMessage } from '../core/errors.js';
 import type { Ack } from '../core/frame.js';
 import { buildRunReport, type HostFacts, type RunInfo, type RunReport } from '../core/report.js';
 import { SectionRecorder, type SectionPlan, type SectionResult } from '../core/section.js';
+import { exerciseSharedPaths } from '../core/prewarm.js';
 import { nsToMs } from '../core/stats.js';
+import { warmupImagesAllowed, type WarmupOutcome } from '../core/warmup.js';
 import { readResources, RssPeakTracker } from '../shared/resources.js';
 import type { ReceivedFrame } from '../transports/contract.js';
 import { Verifier } from './verifier.js';
@@ -19,8 +21,11 @@ import { Verifier } from './verifier.js';
 export interface RunProgress {
   info: RunInfo;
   sections: SectionResult[];
-  open: { transport: string; label: string; repeat: number; imageCount: number; warmup: number; received: number } | undefined;
+  open: { transport: string; label: string; repeat: number; imageCount: number; warmingUp: boolean; warmupImages: number; recorded: number } | undefined;
 }
+
+/** Largest stand-in image the receiver warms its shared paths with: hashing speed does not depend on size beyond this. */
+const SHARED_PATH_IMAGE_BYTES_LIMIT = 16 * 1024 * 1024;
 
 /** Reads the broker a transport goes through, or undefined for a transport without one. */
 export type BrokerReader = (transport: string) => Promise<BrokerReading> | undefined;
@@ -75,6 +80,9 @@ export class RunSession {
     this.info = { ...announcement, config: publicConfig(announcement.config as Config), hosts: { transmitter: announcement.hosts.transmitter, receiver: this.receiverHost() } };
     this.sections = [];
     this.strayFrames = 0;
+    // Before the first section, as the transmitter does; WARMUP=0 is a cold run on purpose.
+    const { warmup, imageSizeBytes } = announcement;
+    if (warmup.mode === 'steady' || warmup.images > 0) exerciseSharedPaths(Buffer.alloc(Math.min(imageSizeBytes, SHARED_PATH_IMAGE_BYTES_LIMIT), 1));
     this.touch();
   }
 
@@ -93,13 +101,21 @@ export class RunSession {
     return this.open !== undefined && String(this.open.recorder.plan.sectionId) === sectionIdText;
   }
 
-  /** Warm-up is over: the receiver's (and the broker's) cost is measured from here. */
-  startMeasuring(): void {
+  /**
+   * Warm-up is over (`warmedUp` says how it went): the recorded images, and the receiver's (and
+   * the broker's) cost, start here. Returns why it is refused: a warm-up count the plan does not
+   * allow (it would stretch the record), or a second call.
+   */
+  startMeasuring(warmedUp: WarmupOutcome): string | undefined {
     const open = this.open;
-    if (open === undefined) return;
+    if (open === undefined) return 'no section is open';
+    if (open.recorder.firstRecordedSeq !== undefined) return 'this section is already measuring';
+    if (!warmupImagesAllowed(open.recorder.plan.warmup, warmedUp.images)) return `a warm-up of ${warmedUp.images} images is not what the section's plan allows`;
+    open.recorder.beginRecording(warmedUp);
     open.rss.start();
     open.measureStart = readResources();
     open.brokerStart = this.brokerReading(open.recorder.plan.transport);
+    return undefined;
   }
 
   /** Ends the open section with the transmitter's side of it; returns its result. */
@@ -117,6 +133,7 @@ export class RunSession {
     const result = open.recorder.result(end.failure, {
       cost: { transmitter: end.transmitterCost, receiver: receiverCost, broker },
       rttNs: end.rttNs,
+      coldStart: end.coldStart,
       verifyMs: this.verify ? nsToMs(open.verifyNs) : null,
     });
     this.sections.push(result);
@@ -147,7 +164,7 @@ export class RunSession {
         });
       }
       // The last recorded image is in hand and its ack goes out now: the end of this side's span.
-      if (header.seq >= recorder.plan.warmup && recorder.recordedCount === recorder.plan.imageCount && open.measureStart !== undefined) {
+      if (recorder.recordedCount === recorder.plan.imageCount && open.measureStart !== undefined && open.measureEnd === undefined) {
         open.measureEnd = { reading: readResources(), peakRssBytes: open.rss.stop() };
         open.brokerEnd = this.brokerReading(recorder.plan.transport);
       }
@@ -167,9 +184,8 @@ export class RunSession {
     const info = this.info;
     if (info === undefined) return undefined;
     if (this.open !== undefined && stopReason !== null) {
-      const { imageCount, warmup } = this.open.recorder.plan;
-      const got = Math.max(0, this.open.recorder.receivedCount - warmup);
-      await this.endSection({ failure: `${stopReason}; got ${got} of ${imageCount} images`, transmitterCost: null, rttNs: [] });
+      const { recorder } = this.open;
+      await this.endSection({ failure: `${stopReason}; got ${recorder.recordedCount} of ${recorder.plan.imageCount} images`, transmitterCost: null, rttNs: [], coldStart: { connectMs: null, firstImageRttMs: null } });
     }
     this.closeOpen();
     this.info = undefined;
@@ -188,8 +204,9 @@ export class RunSession {
         label: open.plan.label,
         repeat: open.plan.repeat,
         imageCount: open.plan.imageCount,
-        warmup: open.plan.warmup,
-        received: open.receivedCount,
+        warmingUp: open.firstRecordedSeq === undefined,
+        warmupImages: open.firstRecordedSeq ?? open.receivedCount,
+        recorded: open.recordedCount,
       },
     };
   }

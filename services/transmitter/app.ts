@@ -9,7 +9,10 @@ import { sideCost, type ResourceReading, type SideCost } from '../core/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { encodeFrameHeader, type Ack } from '../core/frame.js';
 import { buildRunReport, renderSummary, type HostFacts } from '../core/report.js';
-import { acknowledgedOnlyResult, SectionRecorder, type SectionClock, type SectionPlan, type SectionResult } from '../core/section.js';
+import { acknowledgedOnlyResult, SectionRecorder, type SectionClock, type SectionPlan, type SectionResult, type TransmitterColdStart } from '../core/section.js';
+import { exerciseSharedPaths } from '../core/prewarm.js';
+import { nsToMs } from '../core/stats.js';
+import { SteadinessCheck, warmupDecision, warmupImageLimit, warmupPlan, type SteadinessReading, type WarmupDecision, type WarmupOutcome } from '../core/warmup.js';
 import { transmitterAuthToken } from '../shared/auth-token.js';
 import { hostFacts } from '../shared/host.js';
 import { readResources, RssPeakTracker } from '../shared/resources.js';
@@ -51,6 +54,8 @@ export interface RunObserver {
 export interface TransmitterApp {
   run(): Promise<RunOutcome>;
 }
+
+const nullableMs = (ns: number | null): number | null => (ns === null ? null : ns / 1e6);
 
 /** Round trips per clock-offset estimate (after one that opens the socket): the lowest is kept. */
 const CLOCK_SAMPLES = 8;
@@ -96,6 +101,7 @@ interface TransferOutcome {
   cost: SideCost | null;
   /** Round trip of every recorded image in nanoseconds, by image; null where no ack came. */
   rttNs: (number | null)[];
+  coldStart: TransmitterColdStart;
 }
 
 /**
@@ -121,6 +127,10 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     readonly ackedAtNs: BigInt64Array;
     stamped = 0;
     acked = 0;
+    /** Seq of the first recorded image, once the warm-up is over. */
+    recordedFrom: number | undefined;
+    /** Round trips of the warm-up images, for a warm-up that lasts until they are steady. */
+    readonly steadiness: SteadinessCheck | undefined;
     /** Readings when the last recorded ack was processed: the end of the transmitter's cost span. */
     end: { reading: ResourceReading; peakRssBytes: number } | undefined;
 
@@ -130,9 +140,10 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       private readonly waiter: AckWaiter,
       readonly rss: RssPeakTracker,
     ) {
-      const seqs = plan.warmup + plan.imageCount;
+      const seqs = warmupImageLimit(plan.warmup) + plan.imageCount;
       this.stampsNs = new BigInt64Array(seqs);
       this.ackedAtNs = new BigInt64Array(seqs);
+      if (plan.warmup.mode === 'steady') this.steadiness = new SteadinessCheck(plan.warmup.blockImages, plan.warmup.tolerance);
     }
 
     onAck(ack: Ack): void {
@@ -141,33 +152,39 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       if (ack.sectionId !== this.plan.sectionId || seq >= this.stampsNs.length || this.ackedAtNs[seq] !== 0n || this.stampsNs[seq] === 0n) return;
       this.ackedAtNs[seq] = processedNs;
       this.acked++;
-      if (seq >= this.plan.warmup) {
+      if (this.recordedFrom !== undefined && seq >= this.recordedFrom) {
         this.progress.acked++;
         if (this.progress.acked === this.plan.imageCount) this.end = { reading: readResources(), peakRssBytes: this.rss.stop() };
+      } else {
+        this.steadiness?.add(Number(processedNs - this.stampsNs[seq]!));
       }
       this.waiter.notify();
     }
 
+    /** Round trip of seq in nanoseconds; null until it is acknowledged. */
+    rttOf(seq: number): number | null {
+      const acked = this.ackedAtNs[seq] ?? 0n;
+      return acked === 0n ? null : Number(acked - this.stampsNs[seq]!);
+    }
+
     rttNs(): (number | null)[] {
-      const rtts: (number | null)[] = [];
-      for (let seq = this.plan.warmup; seq < this.stampsNs.length; seq++) {
-        const acked = this.ackedAtNs[seq]!;
-        rtts.push(acked === 0n ? null : Number(acked - this.stampsNs[seq]!));
-      }
-      return rtts;
+      const from = this.recordedFrom;
+      return Array.from({ length: this.plan.imageCount }, (_, image) => (from === undefined ? null : this.rttOf(from + image)));
     }
   }
 
-  // Sends seqs [from, to). Every image the window admits (fewer than WINDOW stamped and not yet
-  // acknowledged) is stamped at once, and only then are they handed to the link, in order: a
-  // library's synchronous work on one image (a masked copy, an encode) is inside that image's time
-  // and the ones after it, never between a free slot and its stamp. Then waits for every ack.
-  async function sendPhase(link: TransmitterLink, flight: Flight, from: number, to: number, waiter: AckWaiter, progress?: SectionProgress): Promise<void> {
+  // Sends seqs from `from` on while `more(seq)` holds, and returns the seq after the last one sent.
+  // Every image the window admits (fewer than WINDOW stamped and not yet acknowledged) is stamped
+  // at once, and only then are they handed to the link, in order: a library's synchronous work on
+  // one image (a masked copy, an encode) is inside that image's time and the ones after it, never
+  // between a free slot and its stamp. Then waits for every ack.
+  async function sendPhase(link: TransmitterLink, flight: Flight, from: number, more: (seq: number) => boolean, waiter: AckWaiter, progress?: SectionProgress): Promise<number> {
     const { plan } = flight;
     const admitted: Buffer[] = [];
-    for (let seq = from; seq < to; ) {
+    let seq = from;
+    while (more(seq)) {
       await waiter.until(() => flight.stamped - flight.acked < plan.window, config.imageTimeoutMs, () => `a free slot in the window before image seq ${seq}`);
-      for (; seq < to && flight.stamped - flight.acked < plan.window; seq++) {
+      for (; flight.stamped - flight.acked < plan.window && more(seq); seq++) {
         const stampNs = process.hrtime.bigint();
         admitted.push(encodeFrameHeader({ sectionId: plan.sectionId, seq, sizeBytes: image.bytes.length, checksum, sentAtNs: stampNs }));
         flight.stampsNs[seq] = stampNs;
@@ -177,17 +194,43 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       if (progress) progress.sent += admitted.length;
       admitted.length = 0;
     }
-    await waiter.until(() => flight.acked >= to, config.imageTimeoutMs, () => `${to - flight.acked} outstanding acknowledgements`);
+    const sent = seq;
+    await waiter.until(() => flight.acked >= sent, config.imageTimeoutMs, () => `${sent - flight.acked} outstanding acknowledgements`);
+    return sent;
+  }
+
+  // The warm-up images: a fixed number, or until their round trips are steady (or a cap).
+  async function warmUp(link: TransmitterLink, flight: Flight, waiter: AckWaiter): Promise<WarmupOutcome> {
+    const startNs = process.hrtime.bigint();
+    let decision = 'more' as WarmupDecision;
+    // The medians as judged when the warm-up stopped, before the window's last acks came in.
+    let reading: SteadinessReading | undefined;
+    const more = (seq: number): boolean => {
+      decision = warmupDecision(flight.plan.warmup, { elapsedMs: nsToMs(process.hrtime.bigint() - startNs), stampedImages: seq, ackedImages: flight.acked }, flight.steadiness);
+      if (decision !== 'more') reading = flight.steadiness?.reading();
+      return decision === 'more';
+    };
+    const images = await sendPhase(link, flight, 0, more, waiter);
+    return {
+      images,
+      ms: images === 0 ? 0 : nsToMs(process.hrtime.bigint() - startNs),
+      steady: decision === 'steady' ? true : decision === 'not steady' ? false : null,
+      mediansMs: reading === undefined ? null : [reading.previousMedianNs / 1e6, reading.lastMedianNs / 1e6],
+    };
   }
 
   // Warm-up, then the recorded images with the transmitter's resources measured from the first
   // recorded stamp to the last recorded ack.
-  async function transfer(transport: Transport, plan: SectionPlan, credential: SectionCredential, progress: SectionProgress): Promise<TransferOutcome & { flight: Flight }> {
+  async function transfer(transport: Transport, plan: SectionPlan, credential: SectionCredential, progress: SectionProgress): Promise<TransferOutcome & { flight: Flight; warmedUp: WarmupOutcome | undefined }> {
     const waiter = new AckWaiter();
     const flight = new Flight(plan, progress, waiter, new RssPeakTracker());
     let link: TransmitterLink | undefined;
     let cost: SideCost | null = null;
+    let connectMs: number | null = null;
+    let warmedUp: WarmupOutcome | undefined;
+    const coldStart = (): TransmitterColdStart => ({ connectMs, firstImageRttMs: flight.stamped > 0 ? nullableMs(flight.rttOf(0)) : null });
     try {
+      const connectStartNs = process.hrtime.bigint();
       link = await transport.connect({
         host: config.receiverHost,
         bindHost: config.bindHost,
@@ -200,19 +243,23 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
         onAck: (ack) => flight.onAck(ack),
         onFailure: (err) => waiter.fail(err),
       });
+      connectMs = nsToMs(process.hrtime.bigint() - connectStartNs);
       waiter.notify();
-      await sendPhase(link, flight, 0, plan.warmup, waiter);
-      await control.startMeasuring(plan.sectionId);
+      warmedUp = await warmUp(link, flight, waiter);
+      if (warmedUp.steady === false) log.warn({ transport: transport.name, warmupMs: Math.round(warmedUp.ms), warmupImages: warmedUp.images, mediansMs: warmedUp.mediansMs }, 'round trips not steady when the warm-up reached its cap (WARMUP_MAX_MS): the section is marked not steady');
+      await control.startMeasuring(plan.sectionId, warmedUp);
+      const from = warmedUp.images;
+      flight.recordedFrom = from;
       waiter.notify();
       flight.rss.start();
       const start = readResources();
       progress.startedAtMs = Date.now();
-      await sendPhase(link, flight, plan.warmup, plan.warmup + plan.imageCount, waiter, progress);
+      await sendPhase(link, flight, from, (seq) => seq < from + plan.imageCount, waiter, progress);
       const end = flight.end ?? { reading: readResources(), peakRssBytes: flight.rss.stop() };
       cost = sideCost(start, end.reading, end.peakRssBytes, plan.imageCount);
-      return { failure: null, cost, rttNs: flight.rttNs(), flight };
+      return { failure: null, cost, rttNs: flight.rttNs(), coldStart: coldStart(), flight, warmedUp };
     } catch (err) {
-      return { failure: errorMessage(err), cost, rttNs: flight.rttNs(), flight };
+      return { failure: errorMessage(err), cost, rttNs: flight.rttNs(), coldStart: coldStart(), flight, warmedUp };
     } finally {
       flight.rss.stop();
       await link?.close().catch((err: unknown) => log.warn({ transport: transport.name, err: errorMessage(err) }, 'close failed'));
@@ -249,7 +296,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       baseline: transport.baseline,
       repeat,
       imageCount: config.imageCount,
-      warmup: config.warmup,
+      warmup: warmupPlan(config),
       imageSizeBytes: image.bytes.length,
       window: config.window,
       clock: null,
@@ -257,12 +304,12 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     log.info({ transport: transport.name, repeat, imageCount: plan.imageCount, imageSizeBytes: plan.imageSizeBytes, window: plan.window }, 'section start');
     observer?.sectionStarted(progress);
     let result: SectionResult;
-    let outcome: (TransferOutcome & { flight: Flight }) | undefined;
+    let outcome: Awaited<ReturnType<typeof transfer>> | undefined;
     try {
       plan = { ...plan, clock: await estimateClock(receiverHost) };
       await control.openSection(plan);
       outcome = await transfer(transport, plan, sectionCredential(authToken, plan.sectionId), progress);
-      result = await control.endSection(plan.sectionId, { failure: outcome.failure, transmitterCost: outcome.cost, rttNs: outcome.rttNs });
+      result = await control.endSection(plan.sectionId, { failure: outcome.failure, transmitterCost: outcome.cost, rttNs: outcome.rttNs, coldStart: outcome.coldStart });
     } catch (err) {
       // The receiver could not take part (listener down) or is gone: then only the acks tell
       // what arrived, and the run stops after this section.
@@ -272,8 +319,8 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       if (flight) for (let seq = 0; seq < flight.ackedAtNs.length; seq++) if (flight.ackedAtNs[seq] !== 0n) ackedSeqs.add(seq);
       result =
         ackedSeqs.size > 0
-          ? acknowledgedOnlyResult(plan, ackedSeqs, errorMessage(err), { rttNs: outcome?.rttNs })
-          : new SectionRecorder(plan).result(errorMessage(err));
+          ? acknowledgedOnlyResult(plan, ackedSeqs, errorMessage(err), outcome?.warmedUp, { rttNs: outcome?.rttNs, coldStart: outcome?.coldStart })
+          : new SectionRecorder(plan).result(errorMessage(err), { coldStart: outcome?.coldStart });
     }
     log.info({ transport: transport.name, repeat, ok: result.ok, okCount: result.okCount, lostCount: result.lostCount, corruptCount: result.corruptCount, totalMs: result.totalMs, failure: result.failure }, 'section end');
     observer?.sectionEnded(progress, result);
@@ -292,7 +339,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
         imageSizeBytes: image.bytes.length,
         imageCount: config.imageCount,
         window: config.window,
-        warmup: config.warmup,
+        warmup: warmupPlan(config),
         repeat: config.repeat,
         transports: config.transports,
         arrivalNotes: config.transports.flatMap((name) => transportByName(name).batchedArrivals ?? []),
@@ -300,6 +347,8 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
         hosts: { transmitter: transmitterHost },
       };
       await control.startRun(announcement);
+      // WARMUP=0 is a cold run on purpose: nothing is warmed, not even the shared paths.
+      if (config.warmup !== 0) exerciseSharedPaths(image.bytes);
       // Interleaved, one section of every transport per repeat, in an order rotated each repeat,
       // so drift on a shared machine and a neighbour's leftover garbage hit every transport alike.
       try {

@@ -3,6 +3,7 @@ import type { ClockSample } from '../core/clock.js';
 import { CLOCK_HEADER, type HealthResponse, type RunAnnouncement, type RunOutcome, type SectionEnd } from '../core/control-protocol.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import type { SectionPlan, SectionResult } from '../core/section.js';
+import type { WarmupOutcome } from '../core/warmup.js';
 import { bracketHost } from '../shared/net.js';
 
 /** The transmitter's side of the control protocol: every request bounded in time. */
@@ -85,9 +86,9 @@ export class ControlClient {
     this.clockAgent.destroy();
   }
 
-  /** Tells the receiver the recorded images start now: it takes its resource readings from here. */
-  async startMeasuring(sectionId: number): Promise<void> {
-    await this.post(`/sections/${sectionId}/measure`, undefined);
+  /** Tells the receiver the warm-up is over and how it went: the recorded images, and its resource readings, start now. */
+  async startMeasuring(sectionId: number, warmedUp: WarmupOutcome): Promise<void> {
+    await this.post(`/sections/${sectionId}/measure`, warmedUp);
   }
 
   /** Announces a section; rejects with the receiver's reason when it cannot take it. */

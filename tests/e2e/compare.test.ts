@@ -33,7 +33,7 @@ function section(transport: string, label: string, repeat: number, p50Ms: number
     baseline: false,
     repeat,
     imageCount: 10,
-    warmup: 0,
+    warmup: { mode: 'images', images: 0 },
     imageSizeBytes: 545_792,
     window: 1,
     clock: null,
@@ -53,6 +53,9 @@ function section(transport: string, label: string, repeat: number, p50Ms: number
     verifyMs: null,
     throughputMBps: mbps,
     imagesPerSecond: 1000,
+    throughputIndicative: true,
+    warmedUp: { images: 0, ms: 0, steady: null, mediansMs: null },
+    coldStart: { connectMs: null, firstImageMs: null, firstImageRttMs: null },
     cost: { transmitter: null, receiver: null, broker: null },
   };
 }
@@ -64,7 +67,7 @@ function report(startedAt: string, transport: string, label: string, repeats: [n
   return {
     schemaVersion: RESULTS_SCHEMA_VERSION,
     stopReason: null,
-    run: { startedAt, imageDescription: 'assets/sample.png', imageSizeBytes: 545_792, imageCount: 10, window: 1, warmup: 0, repeat: repeats.length, transports: [transport], arrivalNotes: [], config, hosts: { transmitter: host, receiver: host } },
+    run: { startedAt, imageDescription: 'assets/sample.png', imageSizeBytes: 545_792, imageCount: 10, window: 1, warmup: { mode: 'images', images: 0 }, repeat: repeats.length, transports: [transport], arrivalNotes: [], config, hosts: { transmitter: host, receiver: host } },
     finishedAt: startedAt,
     sections,
     transports: summarizeTransports(sections, [transport]),
@@ -92,8 +95,8 @@ describe('compare entry', () => {
     const result = runCompare(before, afterWs);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/^Comparing before: 2026-01-01T00:00:00\.000Z, 10 images of 533\.0 KiB, window 1, warm-up 0, repeat 3$/m);
-    expect(result.stdout).toMatch(/^ +with after: +2026-01-02T00:00:00\.000Z, 10 images of 533\.0 KiB, window 1, warm-up 0, repeat 3$/m);
+    expect(result.stdout).toMatch(/^Comparing before: 2026-01-01T00:00:00\.000Z, 10 images of 533\.0 KiB, window 1, warm-up none \(WARMUP=0: a cold run\), repeat 3$/m);
+    expect(result.stdout).toMatch(/^ +with after: +2026-01-02T00:00:00\.000Z, 10 images of 533\.0 KiB, window 1, warm-up none \(WARMUP=0: a cold run\), repeat 3$/m);
     expect(result.stdout).toMatch(/^WebSocket +2\.000 → 1\.100 +−0\.900 \(−45\.0%\) faster \* +4\.000 → 2\.200 +−1\.800 \(−45\.0%\) faster \* +101\.0 → 151\.0 +\+50\.0 \(\+49\.5%\) faster \*$/m);
     expect(result.stdout).toContain('?  spread unknown (REPEAT=1): rerun with REPEAT=3 for a verdict');
 

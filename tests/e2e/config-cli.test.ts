@@ -33,7 +33,9 @@ const badValues: [variable: string, value: string, expected: string][] = [
   ['IMAGE_SIZE', '300MiB', 'IMAGE_SIZE="300MiB": expected at most MAX_IMAGE_SIZE'],
   ['TRANSPORTS', 'websocket,pigeon', `TRANSPORTS="websocket,pigeon": expected a comma-separated list of distinct transports from: ${transports.map((t) => t.name).join(', ')}`],
   ['WINDOW', '0', 'WINDOW="0": expected a whole number from 1 to 1,024'],
-  ['WARMUP', 'some', 'WARMUP="some": expected a whole number from 0 to 10,000'],
+  ['WARMUP', 'some', 'WARMUP="some": expected auto, or a whole number of images from 0 to 100,000 (0: a cold run on purpose)'],
+  ['WARMUP_MIN_MS', '-1', 'WARMUP_MIN_MS="-1": expected a whole number from 0 to 600,000'],
+  ['WARMUP_MAX_MS', '0', 'WARMUP_MAX_MS="0": expected a whole number from 1 to 3,600,000'],
   ['REPEAT', '0', 'REPEAT="0": expected a whole number from 1 to 100'],
   ['VERIFY', 'maybe', 'VERIFY="maybe": expected true or false'],
   ['CONTROL_PORT', '70000', 'CONTROL_PORT="70000": expected a whole number from 1 to 65,535'],
@@ -48,7 +50,8 @@ const badValues: [variable: string, value: string, expected: string][] = [
     const value = ['0', 'x', '-1', '65536'][i % 4]!;
     return [setting.envVar, value, `${setting.envVar}="${value}": expected a whole number from 1 to 65,535`];
   }),
-  // The cross-variable rule: two ports alike.
+  // The cross-variable rules: a warm-up whose minimum is above its maximum (10,000 ms by default), two ports alike.
+  ['WARMUP_MIN_MS', '10001', 'WARMUP_MIN_MS="10001": expected at most WARMUP_MAX_MS (10000)'],
   [firstPortVariable, '8080', `${firstPortVariable}="8080": expected a port no other variable uses (CONTROL_PORT is 8080 too)`],
 ];
 

@@ -12,7 +12,7 @@ import { RESULTS_SCHEMA_VERSION, renderResultsJson, type RunReport } from '../..
 import { SectionRecorder, type SectionPlan, type SectionResult } from '../../services/core/section.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';
-import { fixturePlan, fixtureReport } from '../helpers/fixtures.js';
+import { fixturePlan, fixtureReport, NO_WARMUP } from '../helpers/fixtures.js';
 
 // report.html as a reader sees it: rendered with the real Chart.js, opened from file:// in a real
 // Chromium (Debian's /usr/bin/chromium, driven by playwright-core), offline and under its CSP.
@@ -65,6 +65,8 @@ function sideCost(cpuMsPerImage: number, peakRssMiB: number, eventLoopUtilizatio
 /** A window-1 section: each image is sent as soon as the previous one arrived, as the transmitter does. */
 function sequentialSection(plan: SectionPlan, timesMs: readonly (number | null)[], failure: string | null, cost: SectionResult['cost']): SectionResult {
   const recorder = new SectionRecorder({ ...plan, imageCount: timesMs.length });
+  // No warm-up (the plan's WARMUP=0): the recorded images start at seq 0.
+  recorder.beginRecording(NO_WARMUP);
   let sentAtNs = 1_000_000_000n;
   timesMs.forEach((timeMs, seq) => {
     const flightNs = BigInt(Math.round((timeMs ?? 1) * 1e6));

@@ -1,7 +1,11 @@
 import { parseConfig } from '../../services/core/config.js';
 import { RESULTS_SCHEMA_VERSION, summarizeTransports, type HostFacts, type RunReport } from '../../services/core/report.js';
 import { SectionRecorder, type SectionPlan, type SectionResult } from '../../services/core/section.js';
+import type { WarmupOutcome } from '../../services/core/warmup.js';
 import { transports } from '../../services/transports/index.js';
+
+/** The outcome of a warm-up of no images (WARMUP=0): the recorded images start at seq 0. */
+export const NO_WARMUP: WarmupOutcome = { images: 0, ms: 0, steady: null, mediansMs: null };
 
 /** A host as a report names it. */
 export const fixtureHost = (hostname: string): HostFacts => ({
@@ -18,12 +22,14 @@ export const fixtureHost = (hostname: string): HostFacts => ({
 
 /** A section plan for a 545,792-byte image, with overrides. */
 export function fixturePlan(overrides: Partial<SectionPlan> & Pick<SectionPlan, 'transport' | 'label'>): SectionPlan {
-  return { sectionId: 1, baseline: false, repeat: 1, imageCount: 2, warmup: 0, imageSizeBytes: 545_792, window: 1, clock: null, ...overrides };
+  return { sectionId: 1, baseline: false, repeat: 1, imageCount: 2, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 545_792, window: 1, clock: null, ...overrides };
 }
 
 /** A section whose images took the given times (ms; null = lost), sent 1 ms apart. */
 export function fixtureSection(plan: SectionPlan, timesMs: readonly (number | null)[], failure: string | null = null, cost: SectionResult['cost'] = { transmitter: null, receiver: null, broker: null }): SectionResult {
   const recorder = new SectionRecorder({ ...plan, imageCount: timesMs.length });
+  // No warm-up images: the transmitter announces the end of the (empty) warm-up before the first recorded one.
+  recorder.beginRecording(NO_WARMUP);
   timesMs.forEach((timeMs, seq) => {
     if (timeMs === null) return;
     const sentAtNs = BigInt(seq) * 1_000_000n;
@@ -48,7 +54,7 @@ export function fixtureReport(sections: SectionResult[], options: { repeat?: num
       imageSizeBytes: 545_792,
       imageCount: sections[0]?.imageCount ?? 0,
       window: 1,
-      warmup: 0,
+      warmup: { mode: 'images', images: 0 },
       repeat: options.repeat ?? 1,
       transports: order,
       arrivalNotes: [],

@@ -31,12 +31,12 @@ afterAll(async () => {
 
 describe('control endpoint', () => {
   it('refuses every request that changes state without AUTH_TOKEN (401) or with a wrong one (403), and changes nothing', async () => {
-    const plan = { sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 5, warmup: 0, imageSizeBytes: 10, window: 1, clock: null };
+    const plan = { sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 5, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 10, window: 1, clock: null };
     const requests: [string, string][] = [
       ['/runs', JSON.stringify({ hello: 'world' })],
       ['/sections', JSON.stringify(plan)],
-      ['/sections/1/measure', ''],
-      ['/sections/1/end', JSON.stringify({ failure: null, transmitterCost: null, rttNs: [] })],
+      ['/sections/1/measure', JSON.stringify({ images: 0, ms: 0, steady: null, mediansMs: null })],
+      ['/sections/1/end', JSON.stringify({ failure: null, transmitterCost: null, rttNs: [], coldStart: { connectMs: null, firstImageRttMs: null } })],
       ['/runs/finish', ''],
     ];
     const before = (await health()).counters;
@@ -68,18 +68,40 @@ describe('control endpoint', () => {
 
   it('refuses bodies outside the protocol with 400: unknown fields, wrong types, no coercion', async () => {
     expect((await post('/runs', JSON.stringify({ hello: 'world' }))).status).toBe(400);
-    const plan = { sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: '5', warmup: 0, imageSizeBytes: 10, window: 1, clock: null };
+    const plan = { sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: '5', warmup: { mode: 'images', images: 0 }, imageSizeBytes: 10, window: 1, clock: null };
     expect((await post('/sections', JSON.stringify(plan))).status).toBe(400);
     expect((await post('/sections', JSON.stringify({ ...plan, imageCount: 5, extra: true }))).status).toBe(400);
     expect((await post('/sections/1/end', JSON.stringify({ failure: 7, transmitterCost: null }))).status).toBe(400);
     expect((await post('/runs', 'not json')).status).toBe(400);
   });
 
+  it('takes POST /sections/:id/measure only with a warm-up outcome as its body', async () => {
+    const outcome = { images: 0, ms: 0, steady: null, mediansMs: null };
+    for (const body of [
+      '',
+      '{}',
+      JSON.stringify({ images: 0, ms: 0, steady: null }),
+      JSON.stringify({ ...outcome, images: -1 }),
+      JSON.stringify({ ...outcome, images: 1.5 }),
+      JSON.stringify({ ...outcome, ms: -1 }),
+      JSON.stringify({ ...outcome, steady: 'yes' }),
+      JSON.stringify({ ...outcome, mediansMs: [1] }),
+      JSON.stringify({ ...outcome, mediansMs: [1, 2, 3] }),
+      JSON.stringify({ ...outcome, mediansMs: [1, -2] }),
+      JSON.stringify({ ...outcome, extra: true }),
+    ]) {
+      expect((await post('/sections/1/measure', body)).status, body).toBe(400);
+    }
+    // A well-formed outcome gets as far as the section check: none is open.
+    expect((await post('/sections/1/measure', JSON.stringify(outcome))).status).toBe(409);
+    expect((await post('/sections/1/measure', JSON.stringify({ images: 1234, ms: 812.5, steady: false, mediansMs: [0.3, 0.4] }))).status).toBe(409);
+  });
+
   it('knows only its own routes and files', async () => {
     expect((await fetch(url('/../../etc/passwd'))).status).toBe(404);
     expect((await fetch(url('/output.log'))).status).toBe(404);
     expect((await fetch(url('/results.json'))).status).toBe(404);
-    expect((await post('/sections/%2e%2e%2fetc/end', JSON.stringify({ failure: null, transmitterCost: null, rttNs: [] }))).status).toBe(409);
+    expect((await post('/sections/%2e%2e%2fetc/end', JSON.stringify({ failure: null, transmitterCost: null, rttNs: [], coldStart: { connectMs: null, firstImageRttMs: null } }))).status).toBe(409);
     const page = await fetch(url('/'));
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('No run has finished yet');

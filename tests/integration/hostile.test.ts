@@ -148,14 +148,14 @@ describe('hostile peers', () => {
     const control = new ControlClient('127.0.0.1', Number(env.CONTROL_PORT), 5000);
     control.authorize(TEST_AUTH_TOKEN);
     const announcement: RunAnnouncement = {
-      startedAt: new Date().toISOString(), imageDescription: 'hostile', imageSizeBytes: NEAR_MAX_BYTES, imageCount: 1, window: 1, warmup: 0, repeat: 1,
+      startedAt: new Date().toISOString(), imageDescription: 'hostile', imageSizeBytes: NEAR_MAX_BYTES, imageCount: 1, window: 1, warmup: { mode: 'images', images: 0 }, repeat: 1,
       transports: portTransports.map((t) => t.name), arrivalNotes: [], config: {} as RunAnnouncement['config'], hosts: { transmitter: hostFacts(transports) },
     };
     await control.startRun(announcement);
     try {
       for (const [index, transport] of portTransports.entries()) {
         const plan: SectionPlan = {
-          sectionId: 500 + index, transport: transport.name, label: transport.label, baseline: transport.baseline, repeat: 1, imageCount: 1, warmup: 0,
+          sectionId: 500 + index, transport: transport.name, label: transport.label, baseline: transport.baseline, repeat: 1, imageCount: 1, warmup: { mode: 'images', images: 0 },
           imageSizeBytes: NEAR_MAX_BYTES, window: 1, clock: null,
         };
         await control.openSection(plan);
@@ -177,7 +177,7 @@ describe('hostile peers', () => {
         } finally {
           for (const connection of connections) connection.close();
         }
-        await control.endSection(plan.sectionId, { failure: 'hostile test', transmitterCost: null, rttNs: [] });
+        await control.endSection(plan.sectionId, { failure: 'hostile test', transmitterCost: null, rttNs: [], coldStart: { connectMs: null, firstImageRttMs: null } });
       }
     } finally {
       await control.finishRun().catch(() => undefined);

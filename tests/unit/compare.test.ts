@@ -30,7 +30,7 @@ function section(transport: string, repeat: number, r: Repeat): SectionResult {
     baseline: transport === 'tcp',
     repeat,
     imageCount: 10,
-    warmup: 0,
+    warmup: { mode: 'images', images: 0 },
     imageSizeBytes: IMAGE_SIZE_BYTES,
     window: 1,
     clock: null,
@@ -50,6 +50,10 @@ function section(transport: string, repeat: number, r: Repeat): SectionResult {
     verifyMs: null,
     throughputMBps: timed ? (r.mbps ?? 100) : null,
     imagesPerSecond: timed ? 1000 : null,
+    // Ten images are too few for a stable throughput, as the recorder would say.
+    throughputIndicative: true,
+    warmedUp: { images: 0, ms: 0, steady: null, mediansMs: null },
+    coldStart: { connectMs: null, firstImageMs: null, firstImageRttMs: null },
     cost: { transmitter: null, receiver: null, broker: null },
   };
 }
@@ -72,7 +76,7 @@ function runReport(startedAt: string, repeatsByTransport: Record<string, Repeat[
   return {
     schemaVersion: RESULTS_SCHEMA_VERSION,
     stopReason: null,
-    run: { startedAt, imageDescription: 'generated PNG', imageSizeBytes: IMAGE_SIZE_BYTES, imageCount: 10, window: 1, warmup: 0, repeat, transports: order, arrivalNotes: [], config, hosts: { transmitter: host, receiver: host } },
+    run: { startedAt, imageDescription: 'generated PNG', imageSizeBytes: IMAGE_SIZE_BYTES, imageCount: 10, window: 1, warmup: { mode: 'images', images: 0 }, repeat, transports: order, arrivalNotes: [], config, hosts: { transmitter: host, receiver: host } },
     finishedAt: startedAt,
     sections,
     transports: summarizeTransports(sections, order),
@@ -181,7 +185,8 @@ describe('compareRuns', () => {
 
   it('reads figures of sections recorded by SectionRecorder', () => {
     const recorded = (arrivalNs: bigint): SectionResult => {
-      const recorder = new SectionRecorder({ sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 1, warmup: 0, imageSizeBytes: 1_000_000, window: 1, clock: null });
+      const recorder = new SectionRecorder({ sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 1, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 1_000_000, window: 1, clock: null });
+      recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null });
       recorder.record({ sectionId: 1, seq: 0, sizeBytes: 1_000_000, checksum: 0n, sentAtNs: 0n }, arrivalNs);
       recorder.verified(0, true);
       return recorder.result(null);
@@ -196,8 +201,8 @@ describe('compareRuns', () => {
 
 describe('renderComparison', () => {
   it('prints both runs, one row per transport with marks, and the legend', () => {
-    expect(renderComparison(compareRuns(before3, after3), before3, after3)).toBe(`Comparing before: 2026-01-01T00:00:00.000Z, 10 images of 976.6 KiB, window 1, warm-up 0, repeat 3
-     with after:  2026-01-02T00:00:00.000Z, 10 images of 976.6 KiB, window 1, warm-up 0, repeat 3
+    expect(renderComparison(compareRuns(before3, after3), before3, after3)).toBe(`Comparing before: 2026-01-01T00:00:00.000Z, 10 images of 976.6 KiB, window 1, warm-up none (WARMUP=0: a cold run), repeat 3
+     with after:  2026-01-02T00:00:00.000Z, 10 images of 976.6 KiB, window 1, warm-up none (WARMUP=0: a cold run), repeat 3
 Figures are the median completed repeat (every image intact; by total transfer time) of each run; change = after − before.
 
 Transport  p50 ms before → after             p50 ms change  p99 ms before → after            p99 ms change  MB/s before → after              MB/s change  Note
@@ -233,7 +238,7 @@ describe('settingDifferences', () => {
     expect(settingDifferences(before, after)).toEqual([]);
     after.run.config = { ...after.run.config, verify: false };
     after.run.imageSizeBytes = 4 * 1024 * 1024;
-    after.run.warmup = 100;
+    after.run.warmup = { mode: 'images', images: 100 };
     after.run.hosts = {
       transmitter: { ...host, nodeVersion: 'v22.1.0', libraries: { ws: '8.24.0', zeromq: '6.8.0' } },
       receiver: { ...host, libraries: { ws: '8.24.0', zeromq: '6.8.0' } },
@@ -242,11 +247,31 @@ describe('settingDifferences', () => {
     expect(settingDifferences(before, after)).toEqual([
       'VERIFY: true → false',
       'image size: 976.6 KiB → 4.0 MiB',
-      'WARMUP: 0 → 100',
+      'WARMUP: none (WARMUP=0: a cold run) → 100 unrecorded images (WARMUP=100)',
       'transmitter host: bench, cpu, 2 cores, 8.0 GiB, linux 6.1, Node v20.20.2 → bench, cpu, 2 cores, 8.0 GiB, linux 6.1, Node v22.1.0',
       'ws: 8.23.0 → 8.24.0',
       'zeromq: unset → 6.8.0',
     ]);
+  });
+});
+
+describe('settingDifferences of warm-up plans', () => {
+  const steady = { mode: 'steady', minMs: 500, minImages: 64, maxMs: 10_000, maxImages: 100_000, blockImages: 32, tolerance: 0.05 } as const;
+
+  it('names a change between a steady and a fixed warm-up, and between two steady ones, in words', () => {
+    const before = runReport('b', { tcp: [{ totalMs: 1 }] });
+    const after = runReport('a', { tcp: [{ totalMs: 1 }] });
+    before.run.warmup = steady;
+    after.run.warmup = { mode: 'images', images: 2 };
+    expect(settingDifferences(before, after)).toEqual([
+      'WARMUP: until steady: at least 500 ms and 64 images, then until the median round trip of the last 32 images is within 5 % of the 32 before; at most 10,000 ms (WARMUP=auto) → 2 unrecorded images (WARMUP=2)',
+    ]);
+    after.run.warmup = { ...steady, maxMs: 20_000 };
+    expect(settingDifferences(before, after)).toEqual([
+      'WARMUP: until steady: at least 500 ms and 64 images, then until the median round trip of the last 32 images is within 5 % of the 32 before; at most 10,000 ms (WARMUP=auto) → until steady: at least 500 ms and 64 images, then until the median round trip of the last 32 images is within 5 % of the 32 before; at most 20,000 ms (WARMUP=auto)',
+    ]);
+    after.run.warmup = { ...steady };
+    expect(settingDifferences(before, after)).toEqual([]);
   });
 });
 

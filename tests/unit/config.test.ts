@@ -18,7 +18,9 @@ describe('parseConfig', () => {
         imagePath: undefined,
         transports: ['websocket', 'redis', 'tcp'],
         window: 1,
-        warmup: 2,
+        warmup: 'auto',
+        warmupMinMs: 500,
+        warmupMaxMs: 10_000,
         repeat: 1,
         verify: true,
         receiverHost: '127.0.0.1',
@@ -41,7 +43,7 @@ describe('parseConfig', () => {
   it('reads every variable', () => {
     const result = parseConfig(
       {
-        IMAGE_COUNT: '50', IMAGE_SIZE: '4MB', TRANSPORTS: 'tcp, WebSocket', WINDOW: '8', WARMUP: '0', REPEAT: '3', RECEIVER_HOST: 'receiver', BIND_HOST: '0.0.0.0',
+        IMAGE_COUNT: '50', IMAGE_SIZE: '4MB', TRANSPORTS: 'tcp, WebSocket', WINDOW: '8', WARMUP: '0', WARMUP_MIN_MS: '250', WARMUP_MAX_MS: '4000', REPEAT: '3', RECEIVER_HOST: 'receiver', BIND_HOST: '0.0.0.0',
         CONTROL_PORT: '18080', WEBSOCKET_PORT: '18081', TCP_PORT: '19000', REDIS_URL: 'redis://redis:6379', OUTPUT_DIR: '/out', LOG_LEVEL: 'DEBUG',
         MAX_IMAGE_SIZE: '64MiB', IMAGE_TIMEOUT_MS: '500', CONNECT_TIMEOUT_MS: '1000', AUTH_TOKEN: 'dGhpcyBpcyBhIHNlY3JldA==', AUTH_TOKEN_FILE: '/run/secret',
       },
@@ -50,7 +52,7 @@ describe('parseConfig', () => {
     expect(result.ok).toBe(true);
     if (!result.ok) return;
     expect(result.config).toMatchObject({
-      imageCount: 50, imageSizeBytes: 4_000_000, transports: ['tcp', 'websocket'], window: 8, warmup: 0, repeat: 3, receiverHost: 'receiver', bindHost: '0.0.0.0',
+      imageCount: 50, imageSizeBytes: 4_000_000, transports: ['tcp', 'websocket'], window: 8, warmup: 0, warmupMinMs: 250, warmupMaxMs: 4000, repeat: 3, receiverHost: 'receiver', bindHost: '0.0.0.0',
       controlPort: 18080, ports: { websocket: 18081, tcp: 19000 }, urls: { redis: 'redis://redis:6379' }, outputDir: '/out', logLevel: 'debug',
       maxImageBytes: 64 * 1024 * 1024, imageTimeoutMs: 500, connectTimeoutMs: 1000, authToken: 'dGhpcyBpcyBhIHNlY3JldA==', authTokenFile: '/run/secret',
     });
@@ -90,7 +92,9 @@ describe('parseConfig', () => {
     ['TRANSPORTS', 'websocket,carrier-pigeon', 'a comma-separated list of distinct transports from: websocket, redis, tcp'],
     ['TRANSPORTS', 'tcp,tcp', 'a comma-separated list of distinct transports from: websocket, redis, tcp'],
     ['WINDOW', '0', 'a whole number from 1 to 1,024'],
-    ['WARMUP', '-1', 'a whole number from 0 to 10,000'],
+    ['WARMUP', '-1', 'auto, or a whole number of images from 0 to 100,000 (0: a cold run on purpose)'],
+    ['WARMUP_MIN_MS', '-1', 'a whole number from 0 to 600,000'],
+    ['WARMUP_MAX_MS', '0', 'a whole number from 1 to 3,600,000'],
     ['REPEAT', '0', 'a whole number from 1 to 100'],
     ['VERIFY', 'maybe', 'true or false'],
     ['TCP_PORT', '70000', 'a whole number from 1 to 65,535'],
@@ -102,6 +106,71 @@ describe('parseConfig', () => {
     ['CONNECT_TIMEOUT_MS', 'soon', 'a whole number from 1 to 3,600,000'],
   ])('rejects %s=%j: expected %s', (variable, value, allowed) => {
     expect(parseConfig({ [variable]: value }, specs)).toEqual({ ok: false, issues: [{ variable, value, allowed }] });
+  });
+
+  describe('WARMUP, WARMUP_MIN_MS and WARMUP_MAX_MS', () => {
+    const WARMUP_ALLOWED = 'auto, or a whole number of images from 0 to 100,000 (0: a cold run on purpose)';
+    const parsed = (env: Record<string, string>) => {
+      const result = parseConfig(env, specs);
+      if (!result.ok) throw new Error(`config refused: ${JSON.stringify(result.issues)}`);
+      return result.config;
+    };
+
+    it.each([
+      ['unset', {}],
+      ['auto', { WARMUP: 'auto' }],
+      ['AUTO', { WARMUP: 'AUTO' }],
+      ['Auto', { WARMUP: 'Auto' }],
+      ['empty', { WARMUP: '' }],
+    ])('warms up until steady when WARMUP is %s', (_name, env) => {
+      expect(parsed(env).warmup).toBe('auto');
+    });
+
+    it.each([
+      ['0', 0],
+      ['250', 250],
+      ['100000', 100_000],
+    ])('takes WARMUP=%s as exactly %d warm-up images', (raw, images) => {
+      expect(parsed({ WARMUP: raw }).warmup).toBe(images);
+    });
+
+    it.each(['-1', '1.5', '100001', 'soon', '1e3', '0x10', ' auto-ish'])('rejects WARMUP=%j, naming the variable and what it allows', (raw) => {
+      expect(parseConfig({ WARMUP: raw }, specs)).toEqual({ ok: false, issues: [{ variable: 'WARMUP', value: raw, allowed: WARMUP_ALLOWED }] });
+    });
+
+    it('defaults WARMUP_MIN_MS to 500 and WARMUP_MAX_MS to 10000 ms, and reads each boundary', () => {
+      expect(parsed({})).toMatchObject({ warmupMinMs: 500, warmupMaxMs: 10_000 });
+      expect(parsed({ WARMUP_MIN_MS: '0', WARMUP_MAX_MS: '1' })).toMatchObject({ warmupMinMs: 0, warmupMaxMs: 1 });
+      expect(parsed({ WARMUP_MIN_MS: '600000', WARMUP_MAX_MS: '3600000' })).toMatchObject({ warmupMinMs: 600_000, warmupMaxMs: 3_600_000 });
+      // Equal is allowed: the warm-up then ends at that time, steady or not.
+      expect(parsed({ WARMUP_MIN_MS: '2000', WARMUP_MAX_MS: '2000' })).toMatchObject({ warmupMinMs: 2000, warmupMaxMs: 2000 });
+    });
+
+    it.each([
+      ['WARMUP_MIN_MS', '600001', 'a whole number from 0 to 600,000'],
+      ['WARMUP_MIN_MS', '1.5', 'a whole number from 0 to 600,000'],
+      ['WARMUP_MAX_MS', '3600001', 'a whole number from 1 to 3,600,000'],
+      ['WARMUP_MAX_MS', 'soon', 'a whole number from 1 to 3,600,000'],
+    ])('rejects %s=%j: expected %s', (variable, value, allowed) => {
+      expect(parseConfig({ [variable]: value }, specs)).toEqual({ ok: false, issues: [{ variable, value, allowed }] });
+    });
+
+    it('reports WARMUP_MIN_MS above WARMUP_MAX_MS on WARMUP_MIN_MS', () => {
+      expect(parseConfig({ WARMUP_MIN_MS: '2001', WARMUP_MAX_MS: '2000' }, specs)).toEqual({
+        ok: false,
+        issues: [{ variable: 'WARMUP_MIN_MS', value: '2001', allowed: 'at most WARMUP_MAX_MS (2000)' }],
+      });
+      // Against the default maximum too.
+      expect(parseConfig({ WARMUP_MIN_MS: '10001' }, specs)).toEqual({
+        ok: false,
+        issues: [{ variable: 'WARMUP_MIN_MS', value: '10001', allowed: 'at most WARMUP_MAX_MS (10000)' }],
+      });
+    });
+
+    it('does not add the cross-rule when either bound is itself invalid', () => {
+      const result = parseConfig({ WARMUP_MIN_MS: '5000', WARMUP_MAX_MS: '0' }, specs);
+      expect(result.ok ? [] : result.issues).toEqual([{ variable: 'WARMUP_MAX_MS', value: '0', allowed: 'a whole number from 1 to 3,600,000' }]);
+    });
   });
 
   it('rejects a port used twice, naming both variables', () => {
@@ -132,7 +201,8 @@ describe('configVariables', () => {
   it('lists every variable the config reads, ports included', () => {
     expect(configVariables(specs).sort()).toEqual(
       ['AUTH_TOKEN', 'AUTH_TOKEN_FILE', 'BIND_HOST', 'CONNECT_TIMEOUT_MS', 'CONTROL_PORT', 'IMAGE_COUNT', 'IMAGE_PATH', 'IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'LOG_LEVEL', 'MAX_IMAGE_SIZE',
-        'OUTPUT_DIR', 'RECEIVER_HOST', 'REDIS_URL', 'REPEAT', 'TCP_PORT', 'TRANSPORTS', 'VERIFY', 'WARMUP', 'WEBSOCKET_PORT', 'WINDOW'].sort(),
+        'OUTPUT_DIR', 'RECEIVER_HOST', 'REDIS_URL', 'REPEAT', 'TCP_PORT', 'TRANSPORTS', 'VERIFY', 'WARMUP', 'WARMUP_MAX_MS',
+        'WARMUP_MIN_MS', 'WEBSOCKET_PORT', 'WINDOW'].sort(),
     );
   });
 });

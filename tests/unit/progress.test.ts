@@ -24,7 +24,7 @@ const plan: SectionPlan = {
   baseline: true,
   repeat: 1,
   imageCount: 100,
-  warmup: 2,
+  warmup: { mode: 'images', images: 2 },
   imageSizeBytes: 1_000_000,
   window: 4,
   clock: null,

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { renderOutputLog, renderResultsJson, renderSummary, runSucceeded, summarizeTransports, type RunReport } from '../../services/core/report.js';
+import type { ColdStart, SectionResult } from '../../services/core/section.js';
+import type { WarmupOutcome, WarmupPlan } from '../../services/core/warmup.js';
 import { fixturePlan, fixtureReport, fixtureSection } from '../helpers/fixtures.js';
+import { resultsSchemaErrors } from '../helpers/schema.js';
 
 const cost = {
   transmitter: { cpuUserMs: 3, cpuSystemMs: 1, cpuMs: 4, cpuMsPerImage: 2, peakRssBytes: 100 * 1024 * 1024, eventLoopUtilization: 0.5 },
@@ -11,12 +14,33 @@ const clock = { offsetNs: -12_000, uncertaintyNs: 150_000, roundTripNs: 300_000,
 
 const broker = { cpuUserMs: 1, cpuSystemMs: 1, cpuMs: 2, cpuMsPerImage: 1, peakRssBytes: 20 * 1024 * 1024, eventLoopUtilization: null };
 
+/** WARMUP=auto with the default times and WINDOW=1. */
+const steadyPlan: WarmupPlan = { mode: 'steady', minMs: 500, minImages: 64, maxMs: 10_000, maxImages: 100_000, blockImages: 32, tolerance: 0.05 };
+
+/** The section as if it had warmed up under `plan` (outcome `warmedUp`) and its connection had this cold start. */
+function warmed(section: SectionResult, plan: WarmupPlan, warmedUp: WarmupOutcome | null, coldStart: ColdStart): SectionResult {
+  return { ...section, warmup: plan, warmedUp, coldStart };
+}
+
 function sampleReport(): RunReport {
   const report = fixtureReport([
-    fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket', clock }), [2.413, 1.2], null, cost),
-    fixtureSection(fixturePlan({ transport: 'redis', label: 'Redis' }), [1.5, 1.5], null, { ...cost, broker }),
-    fixtureSection(fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true }), [0.5, null], 'no acknowledgement for 10000 ms'),
+    warmed(fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket', clock }), [2.413, 1.2], null, cost), steadyPlan, { images: 1234, ms: 812.4, steady: true, mediansMs: [0.301, 0.299] }, {
+      connectMs: 3.25,
+      firstImageMs: 5.125,
+      firstImageRttMs: 6.5,
+    }),
+    warmed(fixtureSection(fixturePlan({ transport: 'redis', label: 'Redis' }), [1.5, 1.5], null, { ...cost, broker }), steadyPlan, { images: 100_000, ms: 10_000.6, steady: false, mediansMs: [1.6, 1.9] }, {
+      connectMs: 1.125,
+      firstImageMs: 2.25,
+      firstImageRttMs: 2.75,
+    }),
+    warmed(fixtureSection(fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true }), [0.5, null], 'no acknowledgement for 10000 ms'), steadyPlan, { images: 64, ms: 500.2, steady: true, mediansMs: [0.6, 0.6] }, {
+      connectMs: null,
+      firstImageMs: 0.75,
+      firstImageRttMs: null,
+    }),
   ]);
+  report.run.warmup = steadyPlan;
   report.run.arrivalNotes = ['Redis: one reply holds several images'];
   report.sections[1]!.verifyMs = 0.125;
   return report;
@@ -30,7 +54,8 @@ Transmitter host: tx (Test CPU, 2 cores, 24.0 GiB, linux-x64 6.1.0, Node v20.20.
 Receiver host: rx (Test CPU, 2 cores, 24.0 GiB, linux-x64 6.1.0, Node v20.20.2)
 Libraries: ws 8.23.0, zeromq 6.8.0
 Image: assets/sample.png
-Images per transport: 2 (533.0 KiB each) after 0 unrecorded warm-up images; window 1; repeat 1
+Images per transport: 2 (533.0 KiB each); window 1; repeat 1
+Warm-up of each section, on its connection before the recorded images: until steady: at least 500 ms and 64 images, then until the median round trip of the last 32 images is within 5 % of the 32 before; at most 10,000 ms (WARMUP=auto)
 Transports: websocket, redis, tcp
 Definitions:
   WINDOW = the number of images stamped and not yet acknowledged. An image is stamped when the window admits it; any wait for library or kernel backpressure is inside its time.
@@ -38,6 +63,8 @@ Definitions:
   Round trip of image i = transmitter monotonic clock when the ack of image i is processed − when image i was stamped.
   Total transfer time of a transport = arrival of its last image − stamp of its first (warm-up images excluded).
   The receiver acknowledges an image as soon as it is in hand and verifies it afterwards: no time, total or MB/s includes hashing.
+  Cold start = a new connection: the time its connect took, and the first image sent on it (one-way and round trip), before any warm-up; apart from the steady figures.
+  MB/s marked ~ is indicative: fewer than 30 recorded images or a span under 200 ms moves by more than the run-to-run spread.
 Arrivals handed over in batches:
   Redis: one reply holds several images.
 Times are milliseconds; percentiles come from an HDR histogram (3 significant digits), max, mean and sample sd (n − 1) from the raw times.
@@ -53,9 +80,11 @@ Image 1 transmission time: 2.413 ms
 Image 2 transmission time: 1.200 ms
 Total transfer time: 2.413 ms
 Latency: p50 1.200, p90 2.413, p99 2.413, p99.9 2.413, max 2.413, mean 1.806 ± 0.858 ms (sample sd)
-Throughput: 452.4 MB/s, 828.8 images/s
+Throughput: ~452.4 MB/s, 828.8 images/s (indicative: 2 images over 2.413 ms; a stable figure needs at least 30 images and 200 ms: raise IMAGE_COUNT)
 Round trip: p50 1.300, p90 2.513, p99 2.513, p99.9 2.513, max 2.513, mean 1.906 ± 0.858 ms (sample sd)
 Little's law: mean round trip = 1.580 × WINDOW × total ÷ images (1 when the window stays full)
+Warm-up: steady after 812 ms, 1,234 images (median round trips 0.301 → 0.299 ms)
+Cold start (new connection, before the warm-up): connect 3.250 ms, first image 5.125 ms one-way, 6.500 ms round trip
 Cost, transmitter: CPU 4.0 ms (user 3.0, system 1.0), 2.000 ms/image, peak RSS 100.0 MiB, event loop 50% busy
 Cost, receiver: CPU 3.0 ms (user 2.0, system 1.0), 1.500 ms/image, peak RSS 80.0 MiB, event loop 25% busy
 
@@ -64,9 +93,11 @@ Image 1 transmission time: 1.500 ms
 Image 2 transmission time: 1.500 ms
 Total transfer time: 2.500 ms
 Latency: p50 1.500, p90 1.500, p99 1.500, p99.9 1.500, max 1.500, mean 1.500 ± 0.000 ms (sample sd)
-Throughput: 436.6 MB/s, 800.0 images/s
+Throughput: ~436.6 MB/s, 800.0 images/s (indicative: 2 images over 2.500 ms; a stable figure needs at least 30 images and 200 ms: raise IMAGE_COUNT)
 Round trip: p50 1.600, p90 1.600, p99 1.600, p99.9 1.600, max 1.600, mean 1.600 ± 0.000 ms (sample sd)
 Little's law: mean round trip = 1.280 × WINDOW × total ÷ images (1 when the window stays full)
+Warm-up: NOT STEADY after 10,001 ms, 100,000 images, its cap (median round trips 1.600 → 1.900 ms)
+Cold start (new connection, before the warm-up): connect 1.125 ms, first image 2.250 ms one-way, 2.750 ms round trip
 Cost, transmitter: CPU 4.0 ms (user 3.0, system 1.0), 2.000 ms/image, peak RSS 100.0 MiB, event loop 50% busy
 Cost, receiver: CPU 3.0 ms (user 2.0, system 1.0), 1.500 ms/image, peak RSS 80.0 MiB, event loop 25% busy
 Cost, broker: CPU 2.0 ms (user 1.0, system 1.0), 1.000 ms/image, RSS 20.0 MiB (larger of its two readings)
@@ -77,20 +108,30 @@ Image 1 transmission time: 0.500 ms
 Image 2: LOST (never arrived)
 Total transfer time: 0.500 ms
 Latency: p50 0.500, p90 0.500, p99 0.500, p99.9 0.500, max 0.500, mean 0.500 ± 0.000 ms (sample sd)
-Throughput: 1091.6 MB/s, 2000.0 images/s
+Throughput: ~1091.6 MB/s, 2000.0 images/s (indicative: 1 image over 0.500 ms; a stable figure needs at least 30 images and 200 ms: raise IMAGE_COUNT)
 Round trip: p50 0.600, p90 0.600, p99 0.600, p99.9 0.600, max 0.600, mean 0.600 ± 0.000 ms (sample sd)
 Little's law: mean round trip = 1.200 × WINDOW × total ÷ images (1 when the window stays full)
+Warm-up: steady after 500 ms, 64 images (median round trips 0.600 → 0.600 ms)
+Cold start (new connection, before the warm-up): connect - ms, first image 0.750 ms one-way, - ms round trip
 Cost, transmitter: not measured
 Cost, receiver: not measured
 FAILED: no acknowledgement for 10000 ms
 
 === Summary ===
 Times in ms; one-way: p50 … mean ± sample sd; RTT: round trip, stamp → ack processed:
-Transport       OK  Lost  Corrupt  p50 ms  p90 ms  p99 ms  p99.9 ms  max ms   mean ± sd ms  RTT p50  RTT p99  Total ms   MB/s  images/s  Result
---------------  --  ----  -------  ------  ------  ------  --------  ------  -------------  -------  -------  --------  -----  --------  ------
-WebSocket        2     0        0   1.200   2.413   2.413     2.413   2.413  1.806 ± 0.858    1.300    2.513     2.413  452.4     828.8  ok
-Redis            2     0        0   1.500   1.500   1.500     1.500   1.500  1.500 ± 0.000    1.600    1.600     2.500  436.6     800.0  ok
-TCP (baseline)   1     1        0       -       -       -         -       -              -        -        -         -      -         -  FAILED: no acknowledgement for 10000 ms
+Transport       OK  Lost  Corrupt  p50 ms  p90 ms  p99 ms  p99.9 ms  max ms   mean ± sd ms  RTT p50  RTT p99  Total ms    MB/s  images/s  Result
+--------------  --  ----  -------  ------  ------  ------  --------  ------  -------------  -------  -------  --------  ------  --------  ------
+WebSocket        2     0        0   1.200   2.413   2.413     2.413   2.413  1.806 ± 0.858    1.300    2.513     2.413  ~452.4     828.8  ok
+Redis            2     0        0   1.500   1.500   1.500     1.500   1.500  1.500 ± 0.000    1.600    1.600     2.500  ~436.6     800.0  ok, warm-up NOT STEADY in 1 of 1
+TCP (baseline)   1     1        0       -       -       -         -       -              -        -        -         -       -         -  FAILED: no acknowledgement for 10000 ms
+~ indicative: fewer than 30 images or under 200 ms recorded; raise IMAGE_COUNT for a stable MB/s.
+
+Cold start, a new connection before its warm-up (median of the repeats; not part of the figures above):
+Transport       connect ms  first image ms  first image RTT ms
+--------------  ----------  --------------  ------------------
+WebSocket            3.250           5.125               6.500
+Redis                1.125           2.250               2.750
+TCP (baseline)           -           0.750                   -
 
 Cost per side (TX transmitter, RX receiver, broker: the server the transport goes through, from its own counters; CPU = user + system from the first recorded image to the last ack):
 Transport       TX CPU ms/img  RX CPU ms/img  Broker CPU ms/img  TX CPU ms  RX CPU ms  TX peak RSS MiB  RX peak RSS MiB  TX loop busy  RX loop busy
@@ -101,6 +142,64 @@ TCP (baseline)              -              -                  -          -      
 
 Result: FAILED: at least one transport lost, corrupted or failed to deliver images (see above).
 `);
+  });
+});
+
+describe('renderOutputLog: warm-up, cold start and indicative throughput', () => {
+  /** `count` images of 1 ms each, sent 1 ms apart, the last one taking `lastMs`: total = count − 1 + lastMs. */
+  const times = (count: number, lastMs: number): number[] => [...Array<number>(count - 1).fill(1), lastMs];
+  const section = (timesMs: number[]): SectionResult => fixtureSection(fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true, imageCount: timesMs.length }), timesMs, null, cost);
+  const lineOf = (text: string, prefix: string): string[] => text.split('\n').filter((l) => l.startsWith(prefix));
+  const summaryRow = (text: string): string => text.split('\n').find((l) => l.startsWith('TCP (baseline) ') && /\bok\b|FAILED/.test(l))!;
+
+  it('prints a stable throughput plainly: 30 images over exactly 200 ms, no ~ and no note', () => {
+    const stable = section(times(30, 171));
+    expect([stable.totalMs, stable.okCount, stable.throughputIndicative]).toEqual([200, 30, false]);
+    const text = renderOutputLog(fixtureReport([stable]));
+    expect(lineOf(text, 'Throughput:')).toEqual(['Throughput: 81.9 MB/s, 150.0 images/s']);
+    expect(summaryRow(text)).toMatch(/\s200\.000\s+81\.9\s+150\.0\s+ok$/);
+    // `~` appears only in the definitions, which explain the mark.
+    expect(text.split('\n').filter((l) => l.includes('~'))).toEqual(['  MB/s marked ~ is indicative: fewer than 30 recorded images or a span under 200 ms moves by more than the run-to-run spread.']);
+    expect(text).not.toContain('(indicative:');
+    expect(text).not.toContain('~ indicative:');
+  });
+
+  it.each([
+    ['29 images over 300 ms', times(29, 272), '~52.8 MB/s, 96.7 images/s (indicative: 29 images over 300.000 ms'],
+    ['30 images over 199.5 ms', times(30, 170.5), '~82.1 MB/s, 150.4 images/s (indicative: 30 images over 199.500 ms'],
+  ])('marks the throughput of %s indicative with ~ and says why, in the section and the summary', (_name, timesMs, figures) => {
+    const text = renderOutputLog(fixtureReport([section(timesMs)]));
+    expect(lineOf(text, 'Throughput:')).toEqual([`Throughput: ${figures}; a stable figure needs at least 30 images and 200 ms: raise IMAGE_COUNT)`]);
+    expect(summaryRow(text)).toMatch(/\s~\d+\.\d\s+\d+\.\d\s+ok$/);
+    expect(text).toContain('\n~ indicative: fewer than 30 images or under 200 ms recorded; raise IMAGE_COUNT for a stable MB/s.\n');
+  });
+
+  it('describes a fixed warm-up, a cold one and one that never finished', () => {
+    const fixed: WarmupPlan = { mode: 'images', images: 2 };
+    const report = fixtureReport([
+      warmed(section([1, 1]), fixed, { images: 2, ms: 3.4, steady: null, mediansMs: null }, { connectMs: 0.5, firstImageMs: 1, firstImageRttMs: 1.25 }),
+      warmed(fixtureSection(fixturePlan({ transport: 'redis', label: 'Redis' }), [1, 1]), fixed, { images: 0, ms: 0, steady: null, mediansMs: null }, { connectMs: null, firstImageMs: null, firstImageRttMs: null }),
+      warmed(fixtureSection(fixturePlan({ transport: 'grpc', label: 'gRPC' }), [null, null], 'connect ECONNREFUSED'), fixed, null, { connectMs: null, firstImageMs: null, firstImageRttMs: null }),
+    ]);
+    report.run.warmup = fixed;
+    const text = renderOutputLog(report);
+    expect(lineOf(text, 'Warm-up')).toEqual([
+      'Warm-up of each section, on its connection before the recorded images: 2 unrecorded images (WARMUP=2)',
+      'Warm-up: 3 ms, 2 images',
+      'Warm-up: none: cold',
+      'Warm-up: did not finish',
+    ]);
+    expect(lineOf(text, 'Cold start (')).toEqual([
+      'Cold start (new connection, before the warm-up): connect 0.500 ms, first image 1.000 ms one-way, 1.250 ms round trip',
+      'Cold start (new connection, before the warm-up): connect - ms, first image - ms one-way, - ms round trip',
+      'Cold start (new connection, before the warm-up): connect - ms, first image - ms one-way, - ms round trip',
+    ]);
+  });
+
+  it('names no warm-up at all as a cold run in the header', () => {
+    const text = renderOutputLog(fixtureReport([section([1, 1])]));
+    expect(lineOf(text, 'Warm-up of each section')).toEqual(['Warm-up of each section, on its connection before the recorded images: none (WARMUP=0: a cold run)']);
+    expect(lineOf(text, 'Warm-up:')).toEqual(['Warm-up: none: cold']);
   });
 });
 
@@ -121,6 +220,38 @@ describe('summarizeTransports', () => {
     expect(grpc?.spread.p50Ms).toEqual({ min: 1, max: 3 });
     expect(grpc?.spread.rttP50Ms).toEqual({ min: 1.1, max: 3.1 });
     expect(tcp).toMatchObject({ repeats: 1, ok: true, medianSection: 1 });
+  });
+
+  it('gives the median of each cold-start figure over the repeats that have it, and counts the repeats not steady', () => {
+    const plan = fixturePlan({ transport: 'grpc', label: 'gRPC' });
+    const outcome = (steady: boolean | null): WarmupOutcome => ({ images: 100, ms: 600, steady, mediansMs: steady === null ? null : [1, 1.2] });
+    const sections = [
+      warmed(fixtureSection({ ...plan, repeat: 1 }, [1, 1]), steadyPlan, outcome(false), { connectMs: 3, firstImageMs: 5, firstImageRttMs: null }),
+      warmed(fixtureSection({ ...plan, repeat: 2 }, [1, 1]), steadyPlan, outcome(true), { connectMs: 1, firstImageMs: null, firstImageRttMs: null }),
+      warmed(fixtureSection({ ...plan, repeat: 3 }, [1, 1]), steadyPlan, outcome(false), { connectMs: 2, firstImageMs: 8, firstImageRttMs: null }),
+      // Failed before its warm-up ended: it adds its connect time, and is not counted as not steady.
+      warmed(fixtureSection({ ...plan, repeat: 4 }, [null, null], 'reset'), steadyPlan, null, { connectMs: 10, firstImageMs: null, firstImageRttMs: null }),
+      warmed(fixtureSection(fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true }), [1, 1]), steadyPlan, outcome(true), { connectMs: 0.5, firstImageMs: 0.25, firstImageRttMs: 0.75 }),
+    ];
+    const [grpc, tcp] = summarizeTransports(sections, ['grpc', 'tcp']);
+    // connect: 1, 2, 3, 10 → the mean of the middle two; first image: 5 and 8 → 6.5; no round trip at all → null.
+    expect(grpc?.coldStart).toEqual({ connectMs: 2.5, firstImageMs: 6.5, firstImageRttMs: null });
+    expect(grpc?.notSteadyRepeats).toBe(2);
+    expect(tcp?.coldStart).toEqual({ connectMs: 0.5, firstImageMs: 0.25, firstImageRttMs: 0.75 });
+    expect(tcp?.notSteadyRepeats).toBe(0);
+  });
+
+  it('says in the summary how many repeats were not steady, when the transport is otherwise ok', () => {
+    const plan = fixturePlan({ transport: 'grpc', label: 'gRPC' });
+    const outcome = (steady: boolean): WarmupOutcome => ({ images: 100, ms: 600, steady, mediansMs: [1, 1.2] });
+    const none: ColdStart = { connectMs: null, firstImageMs: null, firstImageRttMs: null };
+    const report = fixtureReport(
+      [1, 2, 3].map((repeat) => warmed(fixtureSection({ ...plan, repeat }, [1, 1]), steadyPlan, outcome(repeat !== 2), none)),
+      { repeat: 3 },
+    );
+    expect(renderSummary(report)).toMatch(/^gRPC\s.*\sok, warm-up NOT STEADY in 1 of 3$/m);
+    const allSteady = fixtureReport([1, 2, 3].map((repeat) => warmed(fixtureSection({ ...plan, repeat }, [1, 1]), steadyPlan, outcome(true), none)), { repeat: 3 });
+    expect(renderSummary(allSteady)).toMatch(/^gRPC\s.*\sok$/m);
   });
 
   it('has no median when no repeat got an image through', () => {
@@ -154,5 +285,16 @@ describe('runSucceeded and renderResultsJson', () => {
     const parsed = JSON.parse(renderResultsJson(report)) as RunReport;
     expect(parsed).toEqual(report);
     expect(parsed.sections[0]!.images.map((i) => i.timeMs)).toEqual([2.413, 1.2]);
+  });
+
+  it('writes results.json that the published schema accepts: steady, not steady and unfinished warm-ups, cold starts and fixed plans', () => {
+    const report = sampleReport();
+    expect(resultsSchemaErrors(JSON.parse(renderResultsJson(report)))).toEqual([]);
+    const fixed: WarmupPlan = { mode: 'images', images: 0 };
+    const cold = fixtureReport([
+      warmed(fixtureSection(fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true }), [null, null], 'connect ECONNREFUSED'), fixed, null, { connectMs: null, firstImageMs: null, firstImageRttMs: null }),
+    ]);
+    cold.run.warmup = fixed;
+    expect(resultsSchemaErrors(JSON.parse(renderResultsJson(cold)))).toEqual([]);
   });
 });

@@ -1,23 +1,37 @@
 import { describe, expect, it } from 'vitest';
 import type { FrameHeader } from '../../services/core/frame.js';
-import { SectionRecorder, type SectionPlan } from '../../services/core/section.js';
+import { acknowledgedOnlyResult, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, SectionRecorder, type SectionPlan } from '../../services/core/section.js';
+import type { WarmupOutcome } from '../../services/core/warmup.js';
+import { NO_WARMUP } from '../helpers/fixtures.js';
 
-const plan: SectionPlan = { sectionId: 5, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 3, warmup: 2, imageSizeBytes: 1_000_000, window: 1, clock: null };
+const plan: SectionPlan = { sectionId: 5, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 3, warmup: { mode: 'images', images: 2 }, imageSizeBytes: 1_000_000, window: 1, clock: null };
 const frame = (seq: number, sentAtNs: bigint, sizeBytes = 1_000_000): FrameHeader => ({ sectionId: 5, seq, sizeBytes, checksum: 1n, sentAtNs });
+/** How a fixed warm-up of `images` images went, as the transmitter reports it. */
+const warmedUp = (images: number): WarmupOutcome => ({ images, ms: 0, steady: null, mediansMs: null });
+/** A recorder for a section without warm-up, recording from its first frame: the transmitter ends the (empty) warm-up before it sends. */
+const unwarmed = (overrides: Partial<SectionPlan>): SectionRecorder => {
+  const recorder = new SectionRecorder({ ...plan, warmup: { mode: 'images', images: 0 }, ...overrides });
+  recorder.beginRecording(NO_WARMUP);
+  return recorder;
+};
+
+/** Records a frame and then its later verdict (none for null). */
+const take = (recorder: SectionRecorder, header: FrameHeader, arrivalNs: bigint, checksumOk: boolean | null = true): string => {
+  const status = recorder.record(header, arrivalNs);
+  if (status === 'accepted' && checksumOk !== null) recorder.verified(header.seq, checksumOk);
+  return status;
+};
 
 describe('SectionRecorder', () => {
-  /** Records a frame and then its later verdict (none for null). */
-  const take = (recorder: SectionRecorder, header: FrameHeader, arrivalNs: bigint, checksumOk: boolean | null = true): string => {
-    const status = recorder.record(header, arrivalNs);
-    if (status === 'accepted' && checksumOk !== null) recorder.verified(header.seq, checksumOk);
-    return status;
-  };
-
   it('times each recorded image and the whole transport, skipping warm-up', () => {
     const recorder = new SectionRecorder(plan);
     expect(take(recorder, frame(0, 0n), 500_000n)).toBe('accepted');
     expect(take(recorder, frame(1, 600_000n), 900_000n)).toBe('accepted');
     expect(recorder.recordedCount).toBe(0);
+    expect(recorder.firstRecordedSeq).toBeUndefined();
+    // Both warm-up images acknowledged: the transmitter says so before it sends the recorded ones.
+    recorder.beginRecording(warmedUp(2));
+    expect(recorder.firstRecordedSeq).toBe(2);
     expect(take(recorder, frame(2, 1_000_000n), 3_000_000n)).toBe('accepted');
     expect(take(recorder, frame(3, 3_100_000n), 4_100_000n)).toBe('accepted');
     expect(take(recorder, frame(4, 4_200_000n), 8_200_000n)).toBe('accepted');
@@ -42,7 +56,7 @@ describe('SectionRecorder', () => {
   });
 
   it('counts a checksum mismatch found after the ack, a wrong size, a gap, a duplicate, a stray and disorder, and fails', () => {
-    const recorder = new SectionRecorder({ ...plan, warmup: 0, imageCount: 5 });
+    const recorder = unwarmed({ imageCount: 5 });
     // Accepted (acked) first; the verdict comes later and still makes the image corrupt.
     expect(take(recorder, frame(0, 0n), 1_000_000n, false)).toBe('accepted');
     expect(take(recorder, frame(2, 0n, 999), 1_000_000n, true)).toBe('accepted');
@@ -70,13 +84,13 @@ describe('SectionRecorder', () => {
   });
 
   it('is not ok when a failure is reported even if every image arrived', () => {
-    const recorder = new SectionRecorder({ ...plan, warmup: 0, imageCount: 1 });
+    const recorder = unwarmed({ imageCount: 1 });
     take(recorder, frame(0, 0n), 1n);
     expect(recorder.result('close failed').ok).toBe(false);
   });
 
   it('counts an image whose verdict never came as corrupt: it was not shown intact', () => {
-    const recorder = new SectionRecorder({ ...plan, warmup: 0, imageCount: 1 });
+    const recorder = unwarmed({ imageCount: 1 });
     take(recorder, frame(0, 0n), 1_000_000n, null);
     const result = recorder.result(null);
     expect(result.images[0]).toMatchObject({ status: 'corrupt', timeMs: 1 });
@@ -85,7 +99,7 @@ describe('SectionRecorder', () => {
 
   it('adds the round trips, their distribution and the Little\'s law ratio', () => {
     // Window 2, four images of 1 MB: stamped at 0, 0, 2 and 2 ms; arrivals at 1.5, 2, 3.5 and 4 ms.
-    const recorder = new SectionRecorder({ ...plan, warmup: 0, imageCount: 4, window: 2 });
+    const recorder = unwarmed({ imageCount: 4, window: 2 });
     [0n, 0n, 2_000_000n, 2_000_000n].forEach((sentAtNs, seq) => take(recorder, frame(seq, sentAtNs), sentAtNs + (seq % 2 === 0 ? 1_500_000n : 2_000_000n)));
     const rttNs = [2_000_000, 2_000_000, 2_000_000, null];
     const result = recorder.result(null, { rttNs, verifyMs: 0.25 });
@@ -102,17 +116,173 @@ describe('SectionRecorder with a clock offset', () => {
   const clock = { offsetNs: 5_000_000, uncertaintyNs: 100_000, roundTripNs: 200_000, samples: 8 };
 
   it('moves send times onto the receiver clock when the offset is applied (different kernels)', () => {
-    const recorder = new SectionRecorder({ ...plan, warmup: 0, imageCount: 1, clock: { ...clock, applied: true } });
+    const recorder = unwarmed({ imageCount: 1, clock: { ...clock, applied: true } });
     // Sent at 1 ms on the transmitter clock = 6 ms on the receiver clock; arrived at 8 ms.
     recorder.record(frame(0, 1_000_000n), 8_000_000n);
     expect(recorder.result(null).images[0]?.timeMs).toBe(2);
   });
 
   it('reports but does not apply the offset on one kernel', () => {
-    const recorder = new SectionRecorder({ ...plan, warmup: 0, imageCount: 1, clock: { ...clock, applied: false } });
+    const recorder = unwarmed({ imageCount: 1, clock: { ...clock, applied: false } });
     recorder.record(frame(0, 1_000_000n), 8_000_000n);
     const result = recorder.result(null);
     expect(result.images[0]?.timeMs).toBe(7);
     expect(result.clock?.offsetNs).toBe(5_000_000);
+  });
+});
+
+describe('SectionRecorder: where the recorded images start', () => {
+  /** A warm-up until steady, capped at 10 images so the cap is easy to reach. */
+  const steadyPlan: SectionPlan = { ...plan, warmup: { mode: 'steady', minMs: 0, minImages: 4, maxMs: 1000, maxImages: 10, blockImages: 2, tolerance: 0.05 } };
+
+  it('records from the seq beginRecording names: a warm-up of any length, then imageCount images, then strays', () => {
+    const recorder = new SectionRecorder(steadyPlan);
+    // Five warm-up images, 1 ms each, sent 1 ms apart: accepted (acked) but not recorded.
+    for (let seq = 0; seq < 5; seq++) expect(take(recorder, frame(seq, BigInt(seq) * 1_000_000n), BigInt(seq + 1) * 1_000_000n)).toBe('accepted');
+    expect([recorder.receivedCount, recorder.recordedCount, recorder.firstRecordedSeq]).toEqual([5, 0, undefined]);
+    const outcome: WarmupOutcome = { images: 5, ms: 5.5, steady: true, mediansMs: [1, 1] };
+    recorder.beginRecording(outcome);
+    expect(recorder.firstRecordedSeq).toBe(5);
+    expect(take(recorder, frame(5, 10_000_000n), 12_000_000n)).toBe('accepted');
+    expect(take(recorder, frame(6, 12_000_000n), 13_000_000n)).toBe('accepted');
+    expect(take(recorder, frame(7, 13_000_000n), 16_000_000n)).toBe('accepted');
+    expect(recorder.recordedCount).toBe(3);
+    // seq 8 = first + imageCount: beyond the section.
+    expect(take(recorder, frame(8, 16_000_000n), 17_000_000n)).toBe('rejected');
+    const result = recorder.result(null);
+    expect(result.images.map((i) => [i.image, i.timeMs, i.status])).toEqual([
+      [1, 2, 'ok'],
+      [2, 1, 'ok'],
+      [3, 3, 'ok'],
+    ]);
+    // From the stamp of seq 5 (10 ms) to the arrival of seq 7 (16 ms): the warm-up is not in it.
+    expect(result.totalMs).toBe(6);
+    expect(result.latency).toMatchObject({ count: 3, minMs: 1, maxMs: 3 });
+    expect([result.strayCount, result.duplicateCount, result.ok]).toEqual([1, 0, false]);
+    expect(result.warmedUp).toEqual(outcome);
+  });
+
+  it('keeps the first beginRecording: a second one moves nothing', () => {
+    const recorder = new SectionRecorder(steadyPlan);
+    recorder.beginRecording(warmedUp(4));
+    recorder.beginRecording(warmedUp(7));
+    expect(recorder.firstRecordedSeq).toBe(4);
+    expect(recorder.result(null).warmedUp).toEqual(warmedUp(4));
+  });
+
+  it.each([
+    ['a fixed warm-up of 2', plan, 1, 2],
+    ['a fixed warm-up of 0', { ...plan, warmup: { mode: 'images', images: 0 } } satisfies SectionPlan, undefined, 0],
+    ['a warm-up until steady, capped at 10 images', steadyPlan, 9, 10],
+  ])('before beginRecording, with %s, takes seqs below the warm-up limit and counts the limit on as stray', (_name, sectionPlan, lastAccepted, firstStray) => {
+    const recorder = new SectionRecorder(sectionPlan);
+    if (lastAccepted !== undefined) expect(take(recorder, frame(lastAccepted, 0n), 1_000_000n)).toBe('accepted');
+    expect(take(recorder, frame(firstStray, 0n), 1_000_000n)).toBe('rejected');
+    expect(take(recorder, frame(firstStray + 50, 0n), 1_000_000n)).toBe('rejected');
+    expect(recorder.recordedCount).toBe(0);
+    const result = recorder.result(null);
+    expect([result.strayCount, result.lostCount, result.ok, result.warmedUp]).toEqual([2, 3, false, null]);
+  });
+
+  it('takes a late warm-up frame after beginRecording without recording it', () => {
+    const recorder = new SectionRecorder(plan);
+    take(recorder, frame(0, 0n), 1_000_000n);
+    recorder.beginRecording(warmedUp(2));
+    // Seq 1 was a warm-up image; it is not one of the recorded ones.
+    expect(take(recorder, frame(1, 1_000_000n), 2_000_000n)).toBe('accepted');
+    expect(recorder.recordedCount).toBe(0);
+    expect(recorder.result(null).lostCount).toBe(3);
+  });
+});
+
+describe('SectionResult.throughputIndicative', () => {
+  it('is set at 30 images and 200 ms', () => {
+    expect([MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS]).toEqual([30, 200]);
+  });
+
+  /** `count` intact images of 1 ms each, evenly stamped so the last arrives at `spanNs`; `corrupt` of them fail their checksum. */
+  const section = (count: number, spanNs: number, corrupt = 0) => {
+    const recorder = unwarmed({ imageCount: count });
+    const lastSentNs = BigInt(spanNs) - 1_000_000n;
+    for (let seq = 0; seq < count; seq++) {
+      const sentAtNs = count === 1 ? 0n : (lastSentNs * BigInt(seq)) / BigInt(count - 1);
+      take(recorder, frame(seq, sentAtNs), sentAtNs + 1_000_000n, seq >= count - corrupt ? false : true);
+    }
+    return recorder.result(null);
+  };
+
+  it.each([
+    ['10 images over 1000 ms', 10, 1_000_000_000, 0, 10, 1000, true],
+    ['29 images over 1000 ms', 29, 1_000_000_000, 0, 29, 1000, true],
+    ['30 images over 100 ms', 30, 100_000_000, 0, 30, 100, true],
+    ['30 images over 199.999999 ms', 30, 199_999_999, 0, 30, 199.999999, true],
+    ['30 images over exactly 200 ms', 30, 200_000_000, 0, 30, 200, false],
+    ['31 images over 200.000001 ms', 31, 200_000_001, 0, 31, 200.000001, false],
+    ['30 images over 300 ms, one corrupt: 29 intact', 30, 300_000_000, 1, 29, 300, true],
+    ['1000 images over 5 s', 1000, 5_000_000_000, 0, 1000, 5000, false],
+  ])('%s', (_name, count, spanNs, corrupt, okCount, totalMs, indicative) => {
+    const result = section(count, spanNs, corrupt);
+    expect([result.okCount, result.totalMs, result.throughputIndicative]).toEqual([okCount, totalMs, indicative]);
+  });
+
+  it('is true when no image arrived (no span at all)', () => {
+    const result = unwarmed({ imageCount: 40 }).result('cannot connect');
+    expect([result.totalMs, result.throughputMBps, result.throughputIndicative]).toEqual([null, null, true]);
+  });
+});
+
+describe('SectionResult.coldStart', () => {
+  it('takes the first image\'s one-way time from seq 0, a warm-up image, and passes the transmitter\'s figures through', () => {
+    const recorder = new SectionRecorder(plan);
+    // Seq 0: sent at 0, in hand at 7.5 ms (a new connection's first image is slow); seq 1: 1 ms.
+    take(recorder, frame(0, 0n), 7_500_000n);
+    take(recorder, frame(1, 8_000_000n), 9_000_000n);
+    recorder.beginRecording(warmedUp(2));
+    for (const seq of [2, 3, 4]) take(recorder, frame(seq, BigInt(seq) * 10_000_000n), BigInt(seq) * 10_000_000n + 1_000_000n);
+    const result = recorder.result(null, { coldStart: { connectMs: 12.25, firstImageRttMs: 9.5 } });
+    expect(result.coldStart).toEqual({ connectMs: 12.25, firstImageMs: 7.5, firstImageRttMs: 9.5 });
+    // The cold first image is in none of the recorded figures.
+    expect(result.latency?.maxMs).toBe(1);
+  });
+
+  it('is seq 0 = image 1 without warm-up, on the receiver\'s clock when the offset is applied', () => {
+    const clock = { offsetNs: 5_000_000, uncertaintyNs: 100_000, roundTripNs: 200_000, samples: 8, applied: true };
+    const recorder = unwarmed({ imageCount: 1, clock });
+    // Sent at 1 ms on the transmitter clock = 6 ms on the receiver clock; arrived at 8 ms.
+    take(recorder, frame(0, 1_000_000n), 8_000_000n);
+    const result = recorder.result(null);
+    expect(result.coldStart).toEqual({ connectMs: null, firstImageMs: 2, firstImageRttMs: null });
+    expect(result.coldStart.firstImageMs).toBe(result.images[0]!.timeMs);
+  });
+
+  it('has no first image when seq 0 never arrived', () => {
+    const recorder = new SectionRecorder(plan);
+    take(recorder, frame(1, 0n), 1_000_000n);
+    expect(recorder.result('reset', { coldStart: { connectMs: 2, firstImageRttMs: null } }).coldStart).toEqual({ connectMs: 2, firstImageMs: null, firstImageRttMs: null });
+  });
+});
+
+describe('acknowledgedOnlyResult', () => {
+  it('with a warm-up outcome: counts acknowledged recorded seqs as intact, the rest lost, warm-up acks aside', () => {
+    const outcome: WarmupOutcome = { images: 2, ms: 3, steady: null, mediansMs: null };
+    // Seqs 0 and 1 are the warm-up; 2 and 4 are images 1 and 3; seq 3 (image 2) never got its ack.
+    const result = acknowledgedOnlyResult(plan, new Set([0, 1, 2, 4]), 'receiver gone', outcome, { rttNs: [1_000_000, null, 3_000_000], coldStart: { connectMs: 4, firstImageRttMs: 1.5 } });
+    expect(result.images).toEqual([
+      { image: 1, timeMs: null, rttMs: 1, status: 'ok' },
+      { image: 2, timeMs: null, rttMs: null, status: 'lost' },
+      { image: 3, timeMs: null, rttMs: 3, status: 'ok' },
+    ]);
+    expect([result.okCount, result.lostCount, result.corruptCount, result.ok, result.failure]).toEqual([2, 1, 0, false, 'receiver gone']);
+    expect([result.totalMs, result.latency, result.throughputMBps, result.throughputIndicative]).toEqual([null, null, null, true]);
+    expect(result.warmedUp).toEqual(outcome);
+    // The receiver's record is gone: no one-way time for the first image.
+    expect(result.coldStart).toEqual({ connectMs: 4, firstImageMs: null, firstImageRttMs: 1.5 });
+  });
+
+  it('without a warm-up outcome (the warm-up never ended): every recorded image is lost, whatever was acknowledged', () => {
+    const result = acknowledgedOnlyResult(plan, new Set([0, 1, 2]), 'receiver gone', undefined);
+    expect(result.images.map((i) => i.status)).toEqual(['lost', 'lost', 'lost']);
+    expect([result.okCount, result.lostCount, result.warmedUp]).toEqual([0, 3, null]);
+    expect(result.coldStart).toEqual({ connectMs: null, firstImageMs: null, firstImageRttMs: null });
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { imagesPerSecond, nsToMs, percentile, rangeOf, summarizeLatency, throughputMBps } from '../../services/core/stats.js';
+import { imagesPerSecond, medianOf, nsToMs, percentile, rangeOf, summarizeLatency, throughputMBps } from '../../services/core/stats.js';
 
 describe('percentile (nearest rank)', () => {
   const values = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
@@ -78,5 +78,24 @@ describe('units', () => {
   it('computes images per second', () => {
     expect(imagesPerSecond(10, 31.25)).toBe(320);
     expect(imagesPerSecond(10, 0)).toBe(0);
+  });
+});
+
+describe('medianOf', () => {
+  it.each([
+    [[], undefined],
+    [[4], 4],
+    [[3, 1, 2], 2],
+    [[10, 1, 3, 2], 2.5],
+    [[5, 8], 6.5],
+    [[0.5, 0.25, 0.75, 100], 0.625],
+  ])('of %j is %s (the mean of the middle two for an even count)', (values, median) => {
+    expect(medianOf(values)).toBe(median);
+  });
+
+  it('leaves its input in order', () => {
+    const values = [3, 1, 2];
+    medianOf(values);
+    expect(values).toEqual([3, 1, 2]);
   });
 });

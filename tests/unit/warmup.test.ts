@@ -1,0 +1,252 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { percentile } from '../../services/core/stats.js';
+import {
+  describeWarmup,
+  describeWarmupOutcome,
+  MAX_WARMUP_IMAGES,
+  MIN_BLOCK_IMAGES,
+  STEADY_TOLERANCE,
+  SteadinessCheck,
+  warmupDecision,
+  warmupImageLimit,
+  warmupImagesAllowed,
+  warmupPlan,
+  type WarmupOutcome,
+  type WarmupPlan,
+  type WarmupProgress,
+} from '../../services/core/warmup.js';
+
+/** WARMUP=auto with the default times and WINDOW=1. */
+const STEADY: Extract<WarmupPlan, { mode: 'steady' }> = { mode: 'steady', minMs: 500, minImages: 64, maxMs: 10_000, maxImages: 100_000, blockImages: 32, tolerance: 0.05 };
+
+/** A check holding `values` in order. */
+function checkWith(blockImages: number, values: readonly number[], tolerance = 0.05): SteadinessCheck {
+  const check = new SteadinessCheck(blockImages, tolerance);
+  for (const value of values) check.add(value);
+  return check;
+}
+
+describe('constants', () => {
+  it('are a 5 % tolerance, blocks of at least 32 images and at most 100,000 warm-up images', () => {
+    expect([STEADY_TOLERANCE, MIN_BLOCK_IMAGES, MAX_WARMUP_IMAGES]).toEqual([0.05, 32, 100_000]);
+  });
+});
+
+describe('warmupPlan', () => {
+  it.each([
+    [1, 32],
+    [8, 32],
+    [16, 32],
+    [17, 34],
+    [64, 128],
+    [1024, 2048],
+  ])('WARMUP=auto with WINDOW=%d: blocks of %d images (at least 32, at least two windows), at least two blocks', (window, blockImages) => {
+    expect(warmupPlan({ warmup: 'auto', warmupMinMs: 500, warmupMaxMs: 10_000, window })).toEqual({
+      mode: 'steady',
+      minMs: 500,
+      minImages: 2 * blockImages,
+      maxMs: 10_000,
+      maxImages: 100_000,
+      blockImages,
+      tolerance: 0.05,
+    });
+  });
+
+  it('takes the minimum and maximum times as given', () => {
+    expect(warmupPlan({ warmup: 'auto', warmupMinMs: 0, warmupMaxMs: 1, window: 4 })).toMatchObject({ mode: 'steady', minMs: 0, maxMs: 1 });
+  });
+
+  it.each([0, 1, 250, 100_000])('WARMUP=%d: exactly that many images, whatever the times and the window', (images) => {
+    expect(warmupPlan({ warmup: images, warmupMinMs: 500, warmupMaxMs: 10_000, window: 64 })).toEqual({ mode: 'images', images });
+  });
+});
+
+describe('warmupImageLimit', () => {
+  it.each([
+    ['a fixed count', 7, { mode: 'images', images: 7 } satisfies WarmupPlan],
+    ['no warm-up', 0, { mode: 'images', images: 0 } satisfies WarmupPlan],
+    ['until steady', 100_000, STEADY],
+    ['until steady, a smaller cap', 10, { ...STEADY, maxImages: 10 } satisfies WarmupPlan],
+  ])('%s: %d', (_name, limit, plan) => {
+    expect(warmupImageLimit(plan)).toBe(limit);
+  });
+});
+
+describe('SteadinessCheck', () => {
+  it('reads nothing before two blocks, then the two medians', () => {
+    const check = new SteadinessCheck(4, 0.05);
+    for (let i = 0; i < 7; i++) {
+      check.add(100);
+      expect(check.reading(), `after ${i + 1}`).toBeUndefined();
+    }
+    expect(check.taken).toBe(7);
+    check.add(100);
+    expect(check.taken).toBe(8);
+    expect(check.reading()).toEqual({ previousMedianNs: 100, lastMedianNs: 100, steady: true });
+  });
+
+  it('takes the nearest-rank median of each block (the lower middle of an even block), in the order given', () => {
+    // Blocks of 4: [400, 100, 300, 200] → 200 (2nd of 4); [1000, 205, 250, 210] → 210.
+    expect(checkWith(4, [400, 100, 300, 200, 1000, 205, 250, 210]).reading()).toEqual({ previousMedianNs: 200, lastMedianNs: 210, steady: true });
+    // Blocks of 3: the middle value.
+    expect(checkWith(3, [9, 1, 5, 7, 3, 8]).reading()).toEqual({ previousMedianNs: 5, lastMedianNs: 7, steady: false });
+  });
+
+  it('compares only the last two blocks once the ring has wrapped around', () => {
+    // 12 values in a ring of 8: the blocks are values 5–8 and 9–12.
+    const twelve = [1000, 1000, 1000, 1000, 50, 60, 70, 80, 90, 100, 110, 120];
+    expect(checkWith(4, twelve).reading()).toEqual({ previousMedianNs: 60, lastMedianNs: 100, steady: false });
+    // 10 values: the blocks are values 3–6 and 7–10, across the ring's end.
+    const ten = [1, 2, 500, 400, 300, 200, 210, 205, 1000, 250];
+    expect(checkWith(4, ten).reading()).toEqual({ previousMedianNs: 300, lastMedianNs: 210, steady: false });
+    // 21 values in a ring of 8, oldest first: the blocks are values 14–17 and 18–21.
+    const many = [...Array<number>(13).fill(5_000), 100, 300, 200, 400, 205, 195, 1, 1000];
+    expect(checkWith(4, many).reading()).toEqual({ previousMedianNs: 200, lastMedianNs: 195, steady: true });
+  });
+
+  it.each([
+    ['last exactly 5 % above', 1_000_000, 1_050_000, true],
+    ['last just over 5 % above', 1_000_000, 1_050_001, false],
+    ['last exactly 5 % below', 1_000_000, 950_000, true],
+    ['last just over 5 % below', 1_000_000, 949_999, false],
+    ['equal', 300_000, 300_000, true],
+    // The tolerance is relative to the block before: 200 → 210 is 5 %, 210 → 200 is 4.8 %.
+    ['200 → 210', 200, 210, true],
+    ['210 → 200', 210, 200, true],
+    ['200 → 211', 200, 211, false],
+  ])('%s: steady when the last median is within 5 percent of the previous one', (_name, previous, last, steady) => {
+    const check = checkWith(32, [...Array<number>(32).fill(previous), ...Array<number>(32).fill(last)]);
+    expect(check.reading()).toEqual({ previousMedianNs: previous, lastMedianNs: last, steady });
+  });
+
+  it('uses its own tolerance', () => {
+    const values = [...Array<number>(2).fill(100), ...Array<number>(2).fill(120)];
+    expect(checkWith(2, values, 0.2).reading()?.steady).toBe(true);
+    expect(checkWith(2, values, 0.19).reading()?.steady).toBe(false);
+  });
+
+  it('reads the medians of the last two blocks of whatever it was given', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 8 }), fc.array(fc.integer({ min: 1, max: 10_000_000 }), { maxLength: 60 }), (blockImages, values) => {
+        const reading = checkWith(blockImages, values).reading();
+        if (values.length < 2 * blockImages) return reading === undefined;
+        const median = (block: number[]): number => percentile([...block].sort((a, b) => a - b), 50);
+        const previous = median(values.slice(values.length - 2 * blockImages, values.length - blockImages));
+        const last = median(values.slice(values.length - blockImages));
+        expect(reading).toEqual({ previousMedianNs: previous, lastMedianNs: last, steady: Math.abs(last - previous) <= 0.05 * previous });
+        return true;
+      }),
+    );
+  });
+});
+
+describe('warmupDecision', () => {
+  const progress = (elapsedMs: number, stampedImages: number, ackedImages = stampedImages): WarmupProgress => ({ elapsedMs, stampedImages, ackedImages });
+  /** Two blocks of 32 equal round trips: steady. */
+  const steady = (): SteadinessCheck => checkWith(32, Array<number>(64).fill(1_000_000));
+  /** The last block 10 % slower than the one before: not yet steady. */
+  const unsteady = (): SteadinessCheck => checkWith(32, [...Array<number>(32).fill(1_000_000), ...Array<number>(32).fill(1_100_000)]);
+
+  it.each([
+    [3, 0, 'more'],
+    [3, 2, 'more'],
+    [3, 3, 'done'],
+    [3, 4, 'done'],
+    [0, 0, 'done'],
+  ] satisfies [number, number, string][])('a fixed count of %d after %d stamped: %s, whatever the time', (images, stamped, decision) => {
+    expect(warmupDecision({ mode: 'images', images }, progress(1e9, stamped), undefined)).toBe(decision);
+    expect(warmupDecision({ mode: 'images', images }, progress(0, stamped), undefined)).toBe(decision);
+  });
+
+  it.each([
+    ['at the time cap, steady: steady wins', 'steady', progress(10_000, 5000), steady()],
+    ['at the time cap, not steady', 'not steady', progress(10_000, 5000), unsteady()],
+    ['past the time cap, not steady', 'not steady', progress(12_000, 5000), unsteady()],
+    ['just before the time cap, steady', 'steady', progress(9_999.9, 5000), steady()],
+    ['at the image cap, steady: steady wins', 'steady', progress(600, 100_000), steady()],
+    ['at the image cap, not steady', 'not steady', progress(600, 100_000), unsteady()],
+    ['just before the image cap, not steady', 'more', progress(600, 99_999), unsteady()],
+    ['before the minimum time, steady', 'more', progress(499.9, 1000), steady()],
+    ['at the minimum time, steady', 'steady', progress(500, 1000), steady()],
+    ['before the minimum images acknowledged, steady', 'more', progress(800, 64, 63), steady()],
+    ['at the minimum images acknowledged, steady', 'steady', progress(800, 65, 64), steady()],
+    ['past both minimums, not yet steady', 'more', progress(800, 200), unsteady()],
+    ['past both minimums, no check', 'more', progress(800, 200), undefined],
+    ['past both minimums, fewer than two blocks in the check', 'more', progress(800, 200), checkWith(32, Array<number>(63).fill(1))],
+  ])('until steady, %s: %s', (_name, decision, at, check) => {
+    expect(warmupDecision(STEADY, at, check)).toBe(decision);
+  });
+
+  it('stops a warm-up of equal round trips at the first decision after both minimums', () => {
+    // One image every 10 ms (WINDOW=1, each acked before the next): 64 images take 640 ms > 500 ms.
+    const check = new SteadinessCheck(STEADY.blockImages, STEADY.tolerance);
+    let stamped = 0;
+    let decision = warmupDecision(STEADY, progress(0, 0), check);
+    while (decision === 'more') {
+      stamped++;
+      check.add(2_000_000);
+      decision = warmupDecision(STEADY, progress(stamped * 10, stamped), check);
+    }
+    expect([decision, stamped]).toEqual(['steady', 64]);
+  });
+
+  it('with a longer minimum time, waits for it even when steady sooner', () => {
+    const plan = { ...STEADY, minMs: 2000 };
+    const check = new SteadinessCheck(plan.blockImages, plan.tolerance);
+    let stamped = 0;
+    let decision = warmupDecision(plan, progress(0, 0), check);
+    while (decision === 'more') {
+      stamped++;
+      check.add(2_000_000);
+      decision = warmupDecision(plan, progress(stamped * 10, stamped), check);
+    }
+    expect([decision, stamped]).toEqual(['steady', 200]);
+  });
+});
+
+describe('warmupImagesAllowed', () => {
+  it.each([
+    [{ mode: 'images', images: 2 } satisfies WarmupPlan, 2, true],
+    [{ mode: 'images', images: 2 } satisfies WarmupPlan, 1, false],
+    [{ mode: 'images', images: 2 } satisfies WarmupPlan, 3, false],
+    [{ mode: 'images', images: 0 } satisfies WarmupPlan, 0, true],
+    [STEADY, 0, true],
+    [STEADY, 100_000, true],
+    [STEADY, 100_001, false],
+  ])('%j, %i images: %s', (plan, images, allowed) => {
+    expect(warmupImagesAllowed(plan, images)).toBe(allowed);
+  });
+});
+
+describe('describeWarmup', () => {
+  it.each([
+    [{ mode: 'images', images: 0 } satisfies WarmupPlan, 'none (WARMUP=0: a cold run)'],
+    [{ mode: 'images', images: 1 } satisfies WarmupPlan, '1 unrecorded image (WARMUP=1)'],
+    [{ mode: 'images', images: 2 } satisfies WarmupPlan, '2 unrecorded images (WARMUP=2)'],
+    [{ mode: 'images', images: 100_000 } satisfies WarmupPlan, '100,000 unrecorded images (WARMUP=100000)'],
+    [
+      STEADY,
+      'until steady: at least 500 ms and 64 images, then until the median round trip of the last 32 images is within 5 % of the 32 before; at most 10,000 ms (WARMUP=auto)',
+    ],
+    [
+      { ...STEADY, minMs: 1500, minImages: 256, blockImages: 128, maxMs: 3_600_000, tolerance: 0.125 } satisfies WarmupPlan,
+      'until steady: at least 1,500 ms and 256 images, then until the median round trip of the last 128 images is within 12.5 % of the 128 before; at most 3,600,000 ms (WARMUP=auto)',
+    ],
+  ])('%j → %s', (plan, text) => {
+    expect(describeWarmup(plan)).toBe(text);
+  });
+});
+
+describe('describeWarmupOutcome', () => {
+  it.each([
+    [null, 'did not finish'],
+    [{ images: 0, ms: 0, steady: null, mediansMs: null }, 'none: cold'],
+    [{ images: 2, ms: 3.4, steady: null, mediansMs: null }, '3 ms, 2 images'],
+    [{ images: 1234, ms: 812.5, steady: true, mediansMs: [0.3014, 0.2996] }, 'steady after 813 ms, 1,234 images (median round trips 0.301 → 0.300 ms)'],
+    [{ images: 70, ms: 5.2, steady: true, mediansMs: null }, 'steady after 5 ms, 70 images'],
+    [{ images: 100_000, ms: 10_000.4, steady: false, mediansMs: [1.6, 1.9] }, 'NOT STEADY after 10,000 ms, 100,000 images, its cap (median round trips 1.600 → 1.900 ms)'],
+  ] satisfies [WarmupOutcome | null, string][])('%j → %s', (outcome, text) => {
+    expect(describeWarmupOutcome(outcome)).toBe(text);
+  });
+});
