@@ -5,6 +5,7 @@ import path from 'node:path';
 import { errorMessage } from '../services/core/errors.js';
 import { renderTable, type HostFacts, type RunReport } from '../services/core/report.js';
 import type { SectionResult } from '../services/core/section.js';
+import { medianOf } from '../services/core/stats.js';
 import { formatSize } from '../services/core/size.js';
 import { projectPath, projectRoot } from '../services/shared/paths.js';
 import type { LocalServer } from '../services/transports/contract.js';
@@ -19,11 +20,14 @@ import { findRefbench, runRefbench, type RefbenchResult } from './lib/refbench.j
 //   three rounds in rotated order: MB/s, the ratio to refbench, RTT p50 and the Little's law ratio;
 // - verify: what VERIFY=false changes in TCP's and ZeroMQ's MB/s at WINDOW=16: five interleaved
 //   pairs (on/off, then off/on, ...), the median of the five changes;
-// - matrix: image size × WINDOW with three interleaved repeats, then linear assembly and flat memory.
+// - matrix: image size × WINDOW with three interleaved repeats, then linear assembly and flat memory;
+// - steady: the default warm-up (WARMUP=auto) checked: a transport's p50 when it runs first vs
+//   last, a default-sized run's p50 (10 images) against a 1,000-image run's, and how much MB/s
+//   spreads across repeats at each IMAGE_COUNT.
 // Prints tables and writes bench/results-<date>.json. A benchmark, not a test: `npm test` never runs it.
 
 const TRANSPORTS = transports.map((t) => t.name);
-const PARTS = ['ceiling', 'verify', 'matrix'] as const;
+const PARTS = ['ceiling', 'verify', 'matrix', 'steady'] as const;
 type Part = (typeof PARTS)[number];
 
 const ASSET_BYTES = 545_792;
@@ -36,6 +40,12 @@ const MATRIX_REPEAT = 3;
 /** Bytes per matrix section: enough images that a section outlasts timer noise, few enough to finish in minutes. */
 const BYTES_PER_SECTION = 64_000_000;
 const REFBENCH_TIMEOUT_MS = 120_000;
+/**
+ * The steady part: default settings (the asset, WINDOW=1, WARMUP=auto). Position: every rotation
+ * of TRANSPORTS, so each transport runs first and last once per round. Size: interleaved pairs of
+ * a default-sized run and a long one. Stability: MB/s spread across repeats per IMAGE_COUNT.
+ */
+const STEADY = { positionRounds: 3, defaultCount: 10, longCount: 1000, sizePairs: 5, tolerance: 0.2, oldWarmup: '2', stabilityCounts: [10, 30, 100, 300, 1000], stabilityRepeat: 3 };
 
 /** One run of the suite: its configuration and the report it produced. */
 interface Cell {
@@ -45,12 +55,7 @@ interface Cell {
   seconds: number;
 }
 
-const median = (values: readonly number[]): number | null => {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-};
+const median = (values: readonly number[]): number | null => medianOf(values) ?? null;
 const fixed = (value: number | null | undefined, digits: number): string => (value === null || value === undefined ? '-' : value.toFixed(digits));
 const mib = (bytes: number | undefined): string => (bytes === undefined ? '-' : (bytes / 1024 / 1024).toFixed(0));
 const rotated = <T>(items: readonly T[], shift: number): T[] => [...items.slice(shift % items.length), ...items.slice(0, shift % items.length)];
@@ -265,6 +270,103 @@ async function matrix(): Promise<{ lines: string[]; cells: Cell[]; linearity: Ce
   };
 }
 
+const p50Of = (cell: Cell, transport: string): number | undefined => medianSection(cell.report, transport)?.latency?.p50Ms;
+
+async function steady(): Promise<{ lines: string[]; cells: Cell[] }> {
+  const cells: Cell[] = [];
+  // Position: p50 of each transport when it ran first and when it ran last in its process pair.
+  const first = new Map<string, number[]>(TRANSPORTS.map((t) => [t, []]));
+  const last = new Map<string, number[]>(TRANSPORTS.map((t) => [t, []]));
+  for (let round = 1; round <= STEADY.positionRounds; round++) {
+    for (let shift = 0; shift < TRANSPORTS.length; shift++) {
+      const order = rotated(TRANSPORTS, shift);
+      const cell = await runSuite(`steady: position, round ${round}, ${order.join(',')}`, { TRANSPORTS: order.join(','), REPEAT: '1' });
+      cells.push(cell);
+      const head = p50Of(cell, order[0]!);
+      const tail = p50Of(cell, order[order.length - 1]!);
+      if (head !== undefined) first.get(order[0]!)!.push(head);
+      if (tail !== undefined) last.get(order[order.length - 1]!)!.push(tail);
+    }
+  }
+  const positionRows = TRANSPORTS.map((t) => {
+    const f = median(first.get(t)!);
+    const l = median(last.get(t)!);
+    const ratio = f !== null && l !== null ? f / l : null;
+    return [t, fixed(f, 3), fixed(l, 3), first.get(t)!.map((v) => v.toFixed(3)).join(' '), last.get(t)!.map((v) => v.toFixed(3)).join(' '), fixed(ratio, 2), ratio === null ? '-' : Math.abs(ratio - 1) <= STEADY.tolerance ? 'ok' : 'DIFFERS'];
+  });
+  // Size: a default-sized run's p50 against a long run's, in interleaved triples (order rotated),
+  // with the old default warm-up (WARMUP=2) beside it for contrast.
+  const byRun = { short: 'default-sized', long: 'long', old: `default-sized, WARMUP=${STEADY.oldWarmup}` } as const;
+  type RunKind = keyof typeof byRun;
+  const p50s = new Map<string, Record<RunKind, number[]>>(TRANSPORTS.map((t) => [t, { short: [], long: [], old: [] }]));
+  const ratios = new Map<string, { auto: number[]; old: number[] }>(TRANSPORTS.map((t) => [t, { auto: [], old: [] }]));
+  const sizeEnv: Record<RunKind, Record<string, string>> = {
+    short: { IMAGE_COUNT: String(STEADY.defaultCount), REPEAT: '1' },
+    long: { IMAGE_COUNT: String(STEADY.longCount), REPEAT: '1' },
+    old: { IMAGE_COUNT: String(STEADY.defaultCount), REPEAT: '1', WARMUP: STEADY.oldWarmup },
+  };
+  for (let pair = 1; pair <= STEADY.sizePairs; pair++) {
+    const runs = {} as Record<RunKind, Cell>;
+    for (const kind of rotated(['short', 'long', 'old'] as const, pair - 1)) {
+      runs[kind] = await runSuite(`steady: ${byRun[kind]} (${sizeEnv[kind].IMAGE_COUNT} images), round ${pair}`, sizeEnv[kind]);
+      cells.push(runs[kind]);
+    }
+    for (const t of TRANSPORTS) {
+      const [short, long, old] = (['short', 'long', 'old'] as const).map((kind) => p50Of(runs[kind], t));
+      for (const [kind, value] of [['short', short], ['long', long], ['old', old]] as const) if (value !== undefined) p50s.get(t)![kind].push(value);
+      if (short !== undefined && long !== undefined) ratios.get(t)!.auto.push(short / long);
+      if (old !== undefined && long !== undefined) ratios.get(t)!.old.push(old / long);
+    }
+  }
+  const sizeRows = TRANSPORTS.map((t) => {
+    const r = median(ratios.get(t)!.auto);
+    const own = p50s.get(t)!;
+    return [
+      t,
+      fixed(median(own.short), 3),
+      fixed(median(own.long), 3),
+      ratios.get(t)!.auto.map((v) => v.toFixed(2)).join(' '),
+      fixed(r, 2),
+      fixed(median(own.old), 3),
+      fixed(median(ratios.get(t)!.old), 2),
+      r === null ? '-' : Math.abs(r - 1) <= STEADY.tolerance ? 'ok' : 'FAILED',
+    ];
+  });
+  // Stability: how far MB/s moves across repeats of one run, per IMAGE_COUNT.
+  const stabilityCells: Cell[] = [];
+  for (const count of STEADY.stabilityCounts) {
+    const cell = await runSuite(`steady: MB/s spread at ${count} images`, { IMAGE_COUNT: String(count), REPEAT: String(STEADY.stabilityRepeat) });
+    cells.push(cell);
+    stabilityCells.push(cell);
+  }
+  const stabilityRows = TRANSPORTS.map((t) => [
+    t,
+    ...stabilityCells.map((cell) => {
+      const summary = cell.report.transports.find((s) => s.transport === t);
+      const range = summary?.spread.throughputMBps;
+      const mid = medianSection(cell.report, t)?.throughputMBps;
+      return range && mid ? `±${((100 * (range.max - range.min)) / 2 / mid).toFixed(0)} %` : '-';
+    }),
+  ]);
+  return {
+    cells,
+    lines: [
+      `Steady figures by default (the asset, WINDOW=1, WARMUP=auto). Position: p50 one-way ms of a ${STEADY.defaultCount}-image run when the transport runs first vs last (every rotation of TRANSPORTS, ${STEADY.positionRounds} rounds; ok when first ÷ last is within ${STEADY.tolerance * 100} %):`,
+      renderTable(['Transport', 'p50 first', 'p50 last', 'first, each', 'last, each', 'first ÷ last', 'Result'], positionRows, false),
+      '',
+      `Default-sized vs long: p50 one-way ms of ${STEADY.defaultCount} images vs ${STEADY.longCount} images, ${STEADY.sizePairs} interleaved rounds; ok when the median ratio is within ${STEADY.tolerance * 100} %. For contrast, ${STEADY.defaultCount} images with the old default WARMUP=${STEADY.oldWarmup}:`,
+      renderTable(
+        ['Transport', `p50 ×${STEADY.defaultCount}`, `p50 ×${STEADY.longCount}`, 'ratio per round', 'median ratio', `p50 ×${STEADY.defaultCount} WARMUP=${STEADY.oldWarmup}`, 'its median ratio', 'Result'],
+        sizeRows,
+        false,
+      ),
+      '',
+      `MB/s spread across ${STEADY.stabilityRepeat} interleaved repeats ((max − min) ÷ 2 ÷ median) by IMAGE_COUNT:`,
+      renderTable(['Transport', ...STEADY.stabilityCounts.map((c) => `×${c}`)], stabilityRows, false),
+    ],
+  };
+}
+
 /** The parts named on the command line, all of them when none is; an unknown name is an error. */
 function partsFrom(args: readonly string[]): Part[] {
   const unknown = args.filter((a) => !(PARTS as readonly string[]).includes(a));
@@ -300,6 +402,12 @@ async function main(parts: readonly Part[]): Promise<void> {
     Object.assign(record, { matrix: result.cells.map(strip), linearity: result.linearity.map(strip), memory: result.memory.map(strip) });
     host ??= result.cells[0]?.report.run.hosts.receiver;
   }
+  if (parts.includes('steady')) {
+    const result = await steady();
+    lines.push('', ...result.lines);
+    record.steady = result.cells.map(strip);
+    host ??= result.cells[0]?.report.run.hosts.receiver;
+  }
   if (host) {
     lines.splice(1, 0, `Host: ${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}, ${host.platform} ${host.kernel}, Node ${host.nodeVersion}`, `Libraries: ${Object.entries(host.libraries).map(([n, v]) => `${n} ${v}`).join(', ')}`);
   }
@@ -308,7 +416,9 @@ async function main(parts: readonly Part[]): Promise<void> {
   const text = lines.join('\n');
   process.stdout.write(`${text}\n`);
   await mkdir(projectPath('bench'), { recursive: true });
-  const file = projectPath('bench', `results-${started.toISOString().slice(0, 10)}.json`);
+  // A run of some parts only gets a name of its own, so it never overwrites the day's full run.
+  const suffix = parts.length === PARTS.length ? '' : `-${parts.join('-')}`;
+  const file = projectPath('bench', `results-${started.toISOString().slice(0, 10)}${suffix}.json`);
   await writeFile(file, `${JSON.stringify({ ...record, totalSeconds, text }, null, 1)}\n`);
   process.stdout.write(`Written: ${path.relative(process.cwd(), file)}\n`);
 }
