@@ -1,8 +1,10 @@
 # One image for both services. Build stage: install everything and compile; runtime stage: only
 # production dependencies, the compiled code and the files it reads at run time.
 # Debian slim (glibc), not Alpine: zeromq's and bufferutil's prebuilt addons are built for glibc.
+# Node 24, an LTS line (Node 20 reached its end of life in April 2026): .node-version names the
+# release CI runs the tests on.
 
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # Every native dependency ships a prebuilt addon for linux-x64/arm64 inside its package, so no
@@ -13,7 +15,7 @@ COPY services ./services
 COPY scripts ./scripts
 RUN npm run build
 
-FROM node:20-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -25,5 +27,10 @@ COPY assets ./assets
 # the shared secret in /app/auth when AUTH_TOKEN is unset: a new named volume mounted there takes
 # this directory's owner, so the node user can write it.
 RUN mkdir -p /app/output /app/auth && chown node:node /app/output /app/auth
-USER node
+# The entrypoint starts as root only to pick the user: the owner of the service's data directory
+# (RUN_AS_OWNER_OF, /app/output unless docker-compose.yml says otherwise), so a bind mount works
+# for any host user; see scripts/docker/entrypoint.sh.
+COPY scripts/docker/entrypoint.sh /usr/local/bin/itb-entrypoint
+ENV RUN_AS_OWNER_OF=/app/output
+ENTRYPOINT ["itb-entrypoint"]
 CMD ["node", "dist/services/receiver/main.js"]

@@ -54,6 +54,19 @@ export function imagePathIssues(env: NodeJS.ProcessEnv): ConfigIssue[] {
   }
 }
 
+/** "alice (uid 1000)"; in a container a uid may have no name (no passwd entry): then "uid 1234". */
+function processUser(): string {
+  const uid = typeof process.getuid === 'function' ? process.getuid() : undefined;
+  let name: string | undefined;
+  try {
+    name = os.userInfo().username;
+  } catch {
+    // no passwd entry for this uid
+  }
+  if (name === undefined) return uid === undefined ? 'this process' : `uid ${uid}`;
+  return uid === undefined ? name : `${name} (uid ${uid})`;
+}
+
 /**
  * OUTPUT_DIR must be a directory this process can create and write, checked at start so a run
  * never ends with results it cannot save (a root-owned bind mount is the usual cause).
@@ -65,8 +78,7 @@ export function outputDirIssues(env: NodeJS.ProcessEnv): ConfigIssue[] {
     accessSync(outputDir, constants.W_OK);
     return [];
   } catch (err) {
-    const uid = typeof process.getuid === 'function' ? ` (uid ${process.getuid()})` : '';
-    return [{ variable: 'OUTPUT_DIR', value: env.OUTPUT_DIR, allowed: `a directory ${os.userInfo().username}${uid} can create and write; ${path.resolve(outputDir)}: ${errorMessage(err)}` }];
+    return [{ variable: 'OUTPUT_DIR', value: env.OUTPUT_DIR, allowed: `a directory ${processUser()} can create and write; ${path.resolve(outputDir)}: ${errorMessage(err)}` }];
   }
 }
 

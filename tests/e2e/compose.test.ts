@@ -21,6 +21,8 @@ import { REDIS_IMAGE_LIMIT_ARGS } from '../../services/transports/redis.js';
 // fails here. .ci/run installs docker-compose; elsewhere: apt-get install docker-compose.
 
 const execFileAsync = promisify(execFile);
+/** Variables the image's entrypoint reads, not the services' config. */
+const ENTRYPOINT_VARIABLES = ['RUN_AS_OWNER_OF', 'ALSO_OWN'];
 
 interface ComposeService {
   image?: string;
@@ -106,7 +108,8 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     const compose = await resolveCompose({});
     const brokers = transports.flatMap((t) => (t.composeService ? [t] : []));
     expect(Object.keys(compose.services).sort()).toEqual(['receiver', 'transmitter', ...brokers.map((t) => t.composeService!)].sort());
-    const known = configVariables(transports);
+    // The config's variables, and the two the image's entrypoint reads (scripts/docker/entrypoint.sh).
+    const known = [...configVariables(transports), ...ENTRYPOINT_VARIABLES];
     const defaults = withoutNetworkVariables(configOf({}));
 
     const redis = service(compose, 'redis');
@@ -130,6 +133,10 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     // Only the control endpoint is published, and only on the host's loopback.
     expect(receiver.ports).toEqual([`127.0.0.1:${receiverConfig.controlPort}:${receiverConfig.controlPort}/tcp`]);
     expect(receiver.volumes).toContain(`${path.join(projectDir, 'output')}:${receiverConfig.outputDir}:rw`);
+    // Both run as the owner of ./output (the transmitter mounts it read-only only to know it), so
+    // a fresh clone needs no mkdir or chmod and the receiver's secret file is the transmitter's too.
+    expect(receiver.environment?.RUN_AS_OWNER_OF).toBe(receiverConfig.outputDir);
+    expect(receiver.environment?.ALSO_OWN).toBe(path.posix.dirname(receiverConfig.authTokenFile));
     const brokerHealthy = Object.fromEntries(brokers.map((t) => [t.composeService!, { condition: 'service_healthy' }]));
     expect(receiver.depends_on).toEqual(brokerHealthy);
     expect(receiver.restart).toBe('on-failure');
@@ -143,28 +150,36 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
       for (const config of [transmitterConfig, receiverConfig]) expect(config.urls[t.name], t.name).toMatch(new RegExp(`^${scheme}://${t.composeService}:\\d+$`));
     }
     expect(transmitter.ports ?? []).toEqual([]);
-    expect(transmitter.depends_on).toEqual({ receiver: { condition: 'service_healthy' }, ...brokerHealthy });
+    // Started, not healthy: the transmitter waits for /health itself, and a receiver that cannot
+    // start shows its reason in the compose log instead of only "unhealthy".
+    expect(transmitter.depends_on).toEqual({ receiver: { condition: 'service_started' }, ...brokerHealthy });
+    expect(transmitter.environment?.RUN_AS_OWNER_OF).toBe(receiverConfig.outputDir);
+    expect(transmitter.volumes).toContain(`${path.join(projectDir, 'output')}:${receiverConfig.outputDir}:ro`);
     // Without AUTH_TOKEN, the secret the receiver creates reaches the transmitter through a named
     // volume only the two services mount: the receiver writes it, the transmitter only reads.
     expect(receiverConfig.authToken).toBeUndefined();
     expect(transmitterConfig.authTokenFile).toBe(receiverConfig.authTokenFile);
     const secretDir = path.posix.dirname(receiverConfig.authTokenFile);
     expect(receiver.volumes).toContain(`auth:${secretDir}:rw`);
-    expect(transmitter.volumes).toContain(`auth:${secretDir}:ro`);
+    // nocopy: the transmitter's mount must not reset the owner the receiver gave the volume.
+    expect(transmitter.volumes).toContain(`auth:${secretDir}:ro,nocopy`);
     expect(Object.keys(compose.volumes ?? {})).toEqual(['auth']);
     expect(service(compose, 'redis').volumes ?? []).toEqual([]);
   }, 30_000);
 });
 
 describe('Dockerfile', () => {
-  it('builds in one stage and runs a slim glibc image as the node user, with production dependencies only', () => {
+  it('builds in one stage and runs a slim glibc image, never as root, with production dependencies only', () => {
     const stage = runtimeStage();
     expect(stage[0]).toMatch(/^FROM node:\d+-(bookworm|bullseye|trixie)-slim\b/);
     expect(readFileSync(projectPath('Dockerfile'), 'utf8').match(/^FROM /gm)).toHaveLength(2);
     expect(stage).toContain(`WORKDIR ${CONTAINER_WORKDIR}`);
     expect(stage.some((l) => /^RUN npm ci --omit=dev\b/.test(l))).toBe(true);
-    expect(stage.at(-2)).toBe('USER node');
-    expect(stage.filter((l) => l.startsWith('COPY')).map((l) => l.split(/\s+/).slice(-2, -1)[0] ?? '')).toEqual(['package-lock.json', '/app/dist', 'proto', 'assets']);
+    // The entrypoint starts as root only to pick the owner of the data directory, and runs the service as that user.
+    expect(stage.at(-2)).toBe('ENTRYPOINT ["itb-entrypoint"]');
+    expect(stage).toContain(`ENV RUN_AS_OWNER_OF=${CONTAINER_WORKDIR}/output`);
+    expect(readFileSync(projectPath('scripts', 'docker', 'entrypoint.sh'), 'utf8')).toMatch(/^exec setpriv --reuid="\$uid" --regid="\$gid" --clear-groups -- "\$@"$/m);
+    expect(stage.filter((l) => l.startsWith('COPY')).map((l) => l.split(/\s+/).slice(-2, -1)[0] ?? '')).toEqual(['package-lock.json', '/app/dist', 'proto', 'assets', 'scripts/docker/entrypoint.sh']);
     const ignored = readFileSync(projectPath('.dockerignore'), 'utf8').split('\n');
     expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'output', '.git']));
   });
