@@ -7,7 +7,7 @@ import { freePort } from '../../services/shared/net.js';
 import { transports } from '../../services/transports/index.js';
 import { LocalServers, TEST_AUTH_TOKEN } from '../helpers/harness.js';
 import { runBoth as runBothInProcess, runTransmitter, startReceiver } from '../helpers/in-process.js';
-import { resultsSchemaErrors } from '../helpers/schema.js';
+import { resultsSchemaErrors } from '../../scripts/lib/results-schema.js';
 
 // Both apps in this process, every transport over real loopback sockets and a real redis-server.
 

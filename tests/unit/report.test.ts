@@ -3,7 +3,7 @@ import { renderOutputLog, renderResultsJson, renderSummary, runSucceeded, summar
 import type { ColdStart, SectionResult } from '../../services/core/section.js';
 import type { WarmupOutcome, WarmupPlan } from '../../services/core/warmup.js';
 import { fixturePlan, fixtureReport, fixtureSection } from '../helpers/fixtures.js';
-import { resultsSchemaErrors } from '../helpers/schema.js';
+import { resultsSchemaErrors } from '../../scripts/lib/results-schema.js';
 
 const cost = {
   transmitter: { cpuUserMs: 3, cpuSystemMs: 1, cpuMs: 4, cpuMsPerImage: 2, peakRssBytes: 100 * 1024 * 1024, eventLoopUtilization: 0.5 },

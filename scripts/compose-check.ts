@@ -1,0 +1,144 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { RunReport } from '../services/core/report.js';
+import { freePort } from '../services/shared/net.js';
+import { projectRoot } from '../services/shared/paths.js';
+import { transports } from '../services/transports/index.js';
+import { resultsSchemaErrors } from './lib/results-schema.js';
+
+// `node dist/scripts/compose-check.js`: docker compose for real, as a new user runs it, on a fresh
+// clone of this repository's HEAD (no ./output, no .env): the whole suite must end with exit 0,
+// every default transport ok and a schema-valid results.json; `up -d` must serve the report at
+// GET / on the published control port; a run with one transport made to fail must exit 1 with the
+// reason in output.log; and a ./output owned by another host user must stay theirs.
+// `docker-compose down -v` after each. Needs a Docker engine and the base images (on a machine
+// without Docker Hub: scripts/docker/stand-in-images.sh) and root (it hands ./output to another
+// uid). .ci/run runs it; `npm test` does not.
+
+const DEFAULT_TRANSPORTS = transports.map((t) => t.name);
+const RUN_TIMEOUT_MS = 15 * 60_000;
+const REPORT_TIMEOUT_MS = 3 * 60_000;
+/** A host user other than root and the image's node user (1000): ./output made by them must stay theirs. */
+const OTHER_HOST_UID = 4321;
+
+const compose: string[] = spawnSync('docker-compose', ['version'], { stdio: 'ignore' }).status === 0 ? ['docker-compose'] : ['docker', 'compose'];
+
+function fail(message: string): never {
+  throw new Error(message);
+}
+
+/** Runs compose with `args` in `dir`, its output passed through; resolves with the exit code. */
+function runCompose(dir: string, args: readonly string[], env: Record<string, string>, timeoutMs = RUN_TIMEOUT_MS): Promise<number> {
+  const [command, ...prefix] = compose;
+  process.stdout.write(`compose-check: ${compose.join(' ')} ${args.join(' ')}\n`);
+  return new Promise((resolve, reject) => {
+    const child = spawn(command!, [...prefix, ...args], { cwd: dir, env: { ...process.env, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${compose.join(' ')} ${args.join(' ')} took more than ${timeoutMs} ms`));
+    }, timeoutMs);
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve(code ?? 1);
+    });
+  });
+}
+
+function readReport(dir: string): { report: RunReport; log: string } {
+  const output = path.join(dir, 'output');
+  const report = JSON.parse(readFileSync(path.join(output, 'results.json'), 'utf8')) as RunReport;
+  const errors = resultsSchemaErrors(report);
+  if (errors.length > 0) fail(`results.json does not match its schema:\n${errors.join('\n')}`);
+  return { report, log: readFileSync(path.join(output, 'output.log'), 'utf8') };
+}
+
+/** Every output file belongs to `uid` and can be read by anyone (the host user who ran compose). */
+function expectOwnedAndReadable(dir: string, uid: number): void {
+  for (const file of ['output.log', 'results.json', 'report.html']) {
+    const info = statSync(path.join(dir, 'output', file));
+    if (info.uid !== uid) fail(`output/${file} belongs to uid ${info.uid}, expected ${uid}`);
+    if ((info.mode & 0o444) !== 0o444) fail(`output/${file} has mode ${(info.mode & 0o777).toString(8)}: not readable by every user`);
+  }
+}
+
+async function scenario(name: string, body: (dir: string, env: Record<string, string>) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'itb-compose-'));
+  // A fresh clone of HEAD, under a project name of its own: nothing of this checkout's leaks in.
+  const clone = spawnSync('git', ['clone', '-q', projectRoot(), dir], { stdio: 'inherit' });
+  if (clone.status !== 0) fail(`git clone of ${projectRoot()} failed`);
+  const env = { COMPOSE_PROJECT_NAME: `itbcheck${process.pid}`, CONTROL_PORT: String(await freePort()) };
+  process.stdout.write(`\ncompose-check: ${name}\n`);
+  try {
+    await body(dir, env);
+    process.stdout.write(`compose-check: ${name}: ok\n`);
+  } finally {
+    await runCompose(dir, ['down', '-v', '--remove-orphans'], env).catch(() => 1);
+    // Files the containers wrote may belong to other users: root (this script) removes them.
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  await scenario('up --build on a fresh clone: exit 0, every default transport ok, schema-valid results.json', async (dir, env) => {
+    const code = await runCompose(dir, ['up', '--build', '--exit-code-from', 'transmitter'], env);
+    if (code !== 0) fail(`exit code ${code}, expected 0`);
+    const { report, log } = readReport(dir);
+    const names = report.transports.map((t) => t.transport);
+    if (names.join(',') !== DEFAULT_TRANSPORTS.join(',')) fail(`transports ${names.join(',')}, expected ${DEFAULT_TRANSPORTS.join(',')}`);
+    const notOk = report.transports.filter((t) => !t.ok);
+    if (notOk.length > 0) fail(`not ok: ${notOk.map((t) => `${t.transport} (${t.failure ?? 'images lost or corrupt'})`).join(', ')}`);
+    if (!log.includes('Result: every transport delivered every image intact.')) fail('output.log does not say every transport delivered every image intact');
+    // Docker made ./output (root's): the receiver ran as the image's node user and wrote as it.
+    expectOwnedAndReadable(dir, 1000);
+  });
+
+  await scenario('up -d: the published control port serves the report at GET /', async (dir, env) => {
+    const code = await runCompose(dir, ['up', '-d', '--build'], env);
+    if (code !== 0) fail(`up -d: exit code ${code}`);
+    const url = `http://127.0.0.1:${env.CONTROL_PORT}/`;
+    const deadline = Date.now() + REPORT_TIMEOUT_MS;
+    let page = '';
+    // The live page while the run goes on, then the report (its <title> names the run's date).
+    while (Date.now() < deadline && !page.includes('<title>image-transfer-bench · ')) {
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+      page = await fetch(url, { signal: AbortSignal.timeout(5000) })
+        .then((response) => response.text())
+        .catch(() => '');
+    }
+    if (!page.includes('<title>image-transfer-bench · ')) fail(`GET ${url} did not serve the report within ${REPORT_TIMEOUT_MS} ms`);
+    if (!page.includes('Summary')) fail(`GET ${url} served a page without the summary`);
+  });
+
+  await scenario('one transport made to fail, ./output made by another host user: exit 1, the reason in output.log, files stay theirs', async (dir, env) => {
+    // As a host user other than node (uid 1000) would have it: their own ./output, mode 0755.
+    mkdirSync(path.join(dir, 'output'));
+    chownSync(path.join(dir, 'output'), OTHER_HOST_UID, OTHER_HOST_UID);
+    // The transmitter's Redis points nowhere: its section fails, the TCP section still runs.
+    writeFileSync(path.join(dir, 'compose-check.override.yml'), 'services:\n  transmitter:\n    environment:\n      REDIS_URL: redis://no-such-redis:6379\n');
+    const code = await runCompose(dir, ['-f', 'docker-compose.yml', '-f', 'compose-check.override.yml', 'up', '--build', '--exit-code-from', 'transmitter'], {
+      ...env,
+      TRANSPORTS: 'tcp,redis',
+      CONNECT_TIMEOUT_MS: '5000',
+    });
+    if (code !== 1) fail(`exit code ${code}, expected 1`);
+    const { report, log } = readReport(dir);
+    const redis = report.transports.find((t) => t.transport === 'redis');
+    const tcp = report.transports.find((t) => t.transport === 'tcp');
+    if (redis?.ok !== false || !redis.failure) fail(`the redis section did not fail with a reason: ${JSON.stringify(redis)}`);
+    if (tcp?.ok !== true) fail(`the tcp section did not pass: ${JSON.stringify(tcp)}`);
+    if (!log.includes(`FAILED: ${redis.failure}`)) fail(`output.log does not give the redis section's reason (${redis.failure})`);
+    expectOwnedAndReadable(dir, OTHER_HOST_UID);
+    await runCompose(dir, ['-f', 'docker-compose.yml', '-f', 'compose-check.override.yml', 'down', '-v', '--remove-orphans'], env);
+  });
+}
+
+try {
+  await main();
+  process.stdout.write('\ncompose-check: every scenario passed\n');
+} catch (err) {
+  process.stderr.write(`\ncompose-check: FAILED: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exitCode = 1;
+}
