@@ -131,7 +131,6 @@ async function main(): Promise<void> {
     if (tcp?.ok !== true) fail(`the tcp section did not pass: ${JSON.stringify(tcp)}`);
     if (!log.includes(`FAILED: ${redis.failure}`)) fail(`output.log does not give the redis section's reason (${redis.failure})`);
     expectOwnedAndReadable(dir, OTHER_HOST_UID);
-    await runCompose(dir, ['-f', 'docker-compose.yml', '-f', 'compose-check.override.yml', 'down', '-v', '--remove-orphans'], env);
   });
 }
 

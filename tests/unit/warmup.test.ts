@@ -12,6 +12,7 @@ import {
   warmupImageLimit,
   warmupImagesAllowed,
   warmupPlan,
+  type WarmupDecision,
   type WarmupOutcome,
   type WarmupPlan,
   type WarmupProgress,
@@ -178,21 +179,9 @@ describe('warmupDecision', () => {
     expect(warmupDecision(STEADY, at, check)).toBe(decision);
   });
 
-  it('stops a warm-up of equal round trips at the first decision after both minimums', () => {
-    // One image every 10 ms (WINDOW=1, each acked before the next): 64 images take 640 ms > 500 ms.
-    const check = new SteadinessCheck(STEADY.blockImages, STEADY.tolerance);
-    let stamped = 0;
-    let decision = warmupDecision(STEADY, progress(0, 0), check);
-    while (decision === 'more') {
-      stamped++;
-      check.add(2_000_000);
-      decision = warmupDecision(STEADY, progress(stamped * 10, stamped), check);
-    }
-    expect([decision, stamped]).toEqual(['steady', 64]);
-  });
-
-  it('with a longer minimum time, waits for it even when steady sooner', () => {
-    const plan = { ...STEADY, minMs: 2000 };
+  // A warm-up of equal 2 ms round trips, one image every 10 ms (WINDOW=1, each acked before the
+  // next): the decision it stops with and the images it stamped.
+  function simulateEqualRoundTrips(plan: typeof STEADY): [WarmupDecision, number] {
     const check = new SteadinessCheck(plan.blockImages, plan.tolerance);
     let stamped = 0;
     let decision = warmupDecision(plan, progress(0, 0), check);
@@ -201,7 +190,16 @@ describe('warmupDecision', () => {
       check.add(2_000_000);
       decision = warmupDecision(plan, progress(stamped * 10, stamped), check);
     }
-    expect([decision, stamped]).toEqual(['steady', 200]);
+    return [decision, stamped];
+  }
+
+  it('stops a warm-up of equal round trips at the first decision after both minimums', () => {
+    // 64 images take 640 ms > 500 ms.
+    expect(simulateEqualRoundTrips(STEADY)).toEqual(['steady', 64]);
+  });
+
+  it('with a longer minimum time, waits for it even when steady sooner', () => {
+    expect(simulateEqualRoundTrips({ ...STEADY, minMs: 2000 })).toEqual(['steady', 200]);
   });
 });
 
