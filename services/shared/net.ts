@@ -22,12 +22,23 @@ export function boundPort(address: AddressInfo | string | null): number {
   return address.port;
 }
 
-/** Asks the OS for a free TCP port on 127.0.0.1. */
+// Ports this process was given: a port is free again the moment its probe closes, so the OS may
+// offer it twice before the first taker binds it (a test's CONTROL_PORT once equalled the
+// GRPC_PORT chosen just before it).
+const givenPorts = new Set<number>();
+/** Attempts before a port already given is returned anyway: the OS has tens of thousands to offer. */
+const FREE_PORT_ATTEMPTS = 50;
+
+/** Asks the OS for a free TCP port on 127.0.0.1, one this process was not given before. */
 export async function freePort(): Promise<number> {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const port = boundPort(server.address());
-  await new Promise((resolve) => server.close(resolve));
+  let port = 0;
+  for (let attempt = 0; attempt < FREE_PORT_ATTEMPTS && (port === 0 || givenPorts.has(port)); attempt++) {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    port = boundPort(server.address());
+    await new Promise((resolve) => server.close(resolve));
+  }
+  givenPorts.add(port);
   return port;
 }
