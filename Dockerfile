@@ -33,4 +33,4 @@ RUN mkdir -p /app/output /app/auth && chown node:node /app/output /app/auth
 COPY scripts/docker/entrypoint.sh /usr/local/bin/itb-entrypoint
 ENV RUN_AS_OWNER_OF=/app/output
 ENTRYPOINT ["itb-entrypoint"]
-CMD ["node", "dist/services/receiver/main.js"]
+CMD ["node", "--no-concurrent-marking", "dist/services/receiver/main.js"]

@@ -3,21 +3,22 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { errorMessage } from '../services/core/errors.js';
-import { renderTable, type HostFacts, type RunReport } from '../services/core/report.js';
+import { nodeDescription, renderTable, type HostFacts, type RunReport } from '../services/core/report.js';
 import type { SectionResult } from '../services/core/section.js';
 import { medianOf } from '../services/core/stats.js';
 import { formatSize } from '../services/core/size.js';
 import { projectPath, projectRoot } from '../services/shared/paths.js';
 import type { LocalServer } from '../services/transports/contract.js';
-import { transports } from '../services/transports/index.js';
+import { defaultTransports, transportByName, transports } from '../services/transports/index.js';
 import { freePortsEnv } from './lib/ports.js';
 import { findRefbench, runRefbench, type RefbenchResult } from './lib/refbench.js';
 
-// `npm run bench [-- ceiling verify matrix]`: the whole suite (`npm start`'s entry, so real
-// processes and private servers), in three parts, all by default:
-// - ceiling: every transport at 533 KiB, WINDOW=16, warm (100 untimed images, then 1,000), each
-//   run paired in the same minute with ../shared/refbench's thinnest client of the same library,
-//   three rounds in rotated order: MB/s, the ratio to refbench, RTT p50 and the Little's law ratio;
+// `npm run bench [-- ceiling verify matrix steady] [--transports=a,b]`: the whole suite (`npm
+// start`'s entry, so real processes and private servers), in four parts, all by default:
+// - ceiling: every transport (or those --transports= names) in three shapes, each run paired in
+//   the same minute with ../shared/refbench's thinnest client of the same library: 533 KiB at
+//   WINDOW=16 (MB/s, also with VERIFY=false), 1 KB at WINDOW=256 (images/s) and 533 KiB one at a
+//   time (latency); three rounds in rotated order;
 // - verify: what VERIFY=false changes in TCP's and ZeroMQ's MB/s at WINDOW=16: five interleaved
 //   pairs (on/off, then off/on, ...), the median of the five changes;
 // - matrix: image size × WINDOW with three interleaved repeats, then linear assembly and flat memory;
@@ -26,13 +27,38 @@ import { findRefbench, runRefbench, type RefbenchResult } from './lib/refbench.j
 //   spreads across repeats at each IMAGE_COUNT.
 // Prints tables and writes bench/results-<date>.json. A benchmark, not a test: `npm test` never runs it.
 
-const TRANSPORTS = transports.map((t) => t.name);
 const PARTS = ['ceiling', 'verify', 'matrix', 'steady'] as const;
 type Part = (typeof PARTS)[number];
+const USAGE = `usage: npm run bench [-- [${PARTS.join(' ')}] [--transports=<name>,<name>...]]`;
+
+/** The parts named on the command line (all when none is) and the transports `--transports=` names; anything else exits 2. */
+function optionsFrom(args: readonly string[]): { parts: Part[]; transports: string[] | undefined } {
+  const problems: string[] = [];
+  let chosen: string[] | undefined;
+  const partNames: string[] = [];
+  for (const arg of args) {
+    if (arg.startsWith('--transports=')) {
+      chosen = arg.slice('--transports='.length).split(',').map((name) => name.trim()).filter((name) => name !== '');
+      const unknown = chosen.filter((name) => !transports.some((t) => t.name === name));
+      if (unknown.length > 0 || chosen.length === 0) problems.push(`unknown transport ${unknown.join(', ') || '(none given)'}; transports: ${transports.map((t) => t.name).join(', ')}`);
+    } else if ((PARTS as readonly string[]).includes(arg)) partNames.push(arg);
+    else problems.push(`unknown part ${arg}; parts: ${PARTS.join(', ')}`);
+  }
+  if (problems.length > 0) {
+    process.stderr.write(`bench: ${problems.join('\n')}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  return { parts: partNames.length === 0 ? [...PARTS] : PARTS.filter((p) => partNames.includes(p)), transports: chosen };
+}
+
+const OPTIONS = optionsFrom(process.argv.slice(2));
+/** The ceiling runs every transport, the matrix and steady parts the default ones, unless --transports= names others. */
+const CEILING_TRANSPORTS = OPTIONS.transports === undefined ? transports : OPTIONS.transports.map(transportByName);
+const TRANSPORTS = OPTIONS.transports ?? defaultTransports.map((t) => t.name);
 
 const ASSET_BYTES = 545_792;
-/** Warm and steady: JIT and socket buffers settle in the untimed images; 1,000 timed ones outlast timer noise. */
-const CEILING = { window: 16, warmup: 100, count: 1000, rounds: 3 };
+/** Rounds of the ceiling, the transports' order rotated each round. */
+const CEILING_ROUNDS = 3;
 const VERIFY = { transports: ['tcp', 'zeromq'], window: 16, warmup: 100, count: 2000, pairs: 5 };
 const SIZES = [1000, 64_000, 545_792, 4_000_000, 32_000_000];
 const WINDOWS = [1, 16];
@@ -80,9 +106,11 @@ async function runSuite(name: string, env: Record<string, string>): Promise<Cell
   });
   const seconds = (Date.now() - startedAt) / 1000;
   process.stderr.write(` ${seconds.toFixed(1)} s${code === 0 ? '' : ` (exit ${code}: see the FAILED rows)\n${stderr.slice(-4000)}`}\n`);
-  const report = JSON.parse(await readFile(path.join(outputDir, 'results.json'), 'utf8')) as RunReport;
+  const text = await readFile(path.join(outputDir, 'results.json'), 'utf8').catch(() => undefined);
   await rm(outputDir, { recursive: true, force: true });
-  return { name, env, report, seconds };
+  // No results at all (bad configuration, a crash): the bench stops here, saying which run and why.
+  if (text === undefined) throw new Error(`bench: ${name} wrote no results.json (exit ${code}); its stderr ends:\n${stderr.slice(-2000)}`);
+  return { name, env, report: JSON.parse(text) as RunReport, seconds };
 }
 
 function medianSection(report: RunReport, transport: string): SectionResult | undefined {
@@ -90,11 +118,37 @@ function medianSection(report: RunReport, transport: string): SectionResult | un
   return summary?.medianSection === null || summary === undefined ? undefined : report.sections[summary.medianSection];
 }
 
-/** One transport's run beside refbench's run of the same library in the same minute. */
+/**
+ * The ceiling's three shapes, as refbench's RESULTS.md measures them: large images at a window of 16
+ * (MB/s, the headline ratio), small images at a wide window (per-message overhead: images/s) and
+ * large images one at a time (latency: the round trip's p50). Each run is paired with refbench's
+ * run of the same shape right after it; the large shape also runs with VERIFY=false after that.
+ */
+interface CeilingShape {
+  name: 'large' | 'small' | 'latency';
+  bytes: number;
+  count: number;
+  window: number;
+  warmup: number;
+  /** Also run with VERIFY=false: refbench's clients verify nothing. */
+  unverified: boolean;
+}
+
+// Warm and steady: JIT and socket buffers settle in the untimed images; the timed ones outlast timer noise.
+const CEILING_SHAPES: readonly CeilingShape[] = [
+  { name: 'large', bytes: ASSET_BYTES, count: 1000, window: 16, warmup: 100, unverified: true },
+  { name: 'small', bytes: 1024, count: 20_000, window: 256, warmup: 2000, unverified: false },
+  { name: 'latency', bytes: ASSET_BYTES, count: 300, window: 1, warmup: 100, unverified: false },
+];
+
+/** One transport's run of one shape beside refbench's run of the same library in the same minute. */
 interface CeilingPair {
   transport: string;
+  shape: CeilingShape['name'];
   round: number;
   ours: SectionResult | undefined;
+  /** The same run with VERIFY=false, right after refbench's (large shape only): the harness's cost apart from the integrity check. */
+  oursUnverified: SectionResult | undefined;
   ref: RefbenchResult | { failed: string };
 }
 
@@ -103,57 +157,101 @@ async function ceiling(): Promise<{ lines: string[]; pairs: CeilingPair[]; host:
   const pairs: CeilingPair[] = [];
   let host: HostFacts | undefined;
   // refbench's redis modes need a server too: one private redis-server for all of them.
-  const redisTransport = transports.find((t) => t.refbenchMode.startsWith('redis') && t.localServer);
+  const redisTransport = CEILING_TRANSPORTS.find((t) => t.refbenchMode?.startsWith('redis') && t.localServer);
   let redis: LocalServer | undefined;
   if ('dir' in location && redisTransport?.localServer) redis = await redisTransport.localServer.start();
   try {
-    for (let round = 1; round <= CEILING.rounds; round++) {
-      for (const transport of rotated(transports, round - 1)) {
-        const cell = await runSuite(`ceiling ${transport.name}, round ${round}`, {
-          TRANSPORTS: transport.name, IMAGE_SIZE: String(ASSET_BYTES), IMAGE_COUNT: String(CEILING.count), WARMUP: String(CEILING.warmup), WINDOW: String(CEILING.window), REPEAT: '1',
-        });
-        let ref: CeilingPair['ref'];
-        if ('unavailable' in location) ref = { failed: location.unavailable };
-        else {
-          process.stderr.write(`bench: refbench ${transport.refbenchMode}, round ${round} ...\n`);
-          ref = await runRefbench(location.dir, {
-            mode: transport.refbenchMode, bytes: ASSET_BYTES, count: CEILING.count, window: CEILING.window, warmup: CEILING.warmup,
-            redisPort: redis ? Number(new URL(redis.url).port) : undefined, timeoutMs: REFBENCH_TIMEOUT_MS,
-          }).catch((err: unknown) => ({ failed: errorMessage(err) }));
+    for (let round = 1; round <= CEILING_ROUNDS; round++) {
+      for (const transport of rotated(CEILING_TRANSPORTS, round - 1)) {
+        for (const shape of CEILING_SHAPES) {
+          const env = { TRANSPORTS: transport.name, IMAGE_SIZE: String(shape.bytes), IMAGE_COUNT: String(shape.count), WARMUP: String(shape.warmup), WINDOW: String(shape.window), REPEAT: '1' };
+          const cell = await runSuite(`ceiling ${transport.name}, ${shape.name}, round ${round}`, env);
+          let ref: CeilingPair['ref'];
+          if ('unavailable' in location) ref = { failed: location.unavailable };
+          else if (transport.refbenchMode === undefined) ref = { failed: 'refbench has no mode for this library use' };
+          else {
+            process.stderr.write(`bench: refbench ${transport.refbenchMode}, ${shape.name}, round ${round} ...\n`);
+            ref = await runRefbench(location.dir, {
+              mode: transport.refbenchMode, bytes: shape.bytes, count: shape.count, window: shape.window, warmup: shape.warmup,
+              redisPort: redis ? Number(new URL(redis.url).port) : undefined, timeoutMs: REFBENCH_TIMEOUT_MS,
+            }).catch((err: unknown) => ({ failed: errorMessage(err) }));
+          }
+          // Refbench's clients verify nothing: the same run without the receiver's checksum, in the same minute.
+          const unverified = shape.unverified ? await runSuite(`ceiling ${transport.name}, ${shape.name}, round ${round}, VERIFY=false`, { ...env, VERIFY: 'false' }) : undefined;
+          host ??= cell.report.run.hosts.receiver;
+          pairs.push({ transport: transport.name, shape: shape.name, round, ours: medianSection(cell.report, transport.name), oursUnverified: unverified && medianSection(unverified.report, transport.name), ref });
         }
-        host ??= cell.report.run.hosts.receiver;
-        pairs.push({ transport: transport.name, round, ours: medianSection(cell.report, transport.name), ref });
       }
     }
   } finally {
     await redis?.close();
   }
-  const rows = transports.map((t) => {
-    const own = pairs.filter((p) => p.transport === t.name);
-    const measured = own.filter((p): p is CeilingPair & { ref: RefbenchResult } => !('failed' in p.ref) && p.ours?.throughputMBps != null);
-    const ratios = measured.map((p) => p.ours!.throughputMBps! / p.ref.MBps);
+  return { pairs, host, lines: ceilingLines(pairs) };
+}
+
+/** The ceiling's three tables: MB/s (with verification and without), images/s of small images, and latency one at a time. */
+function ceilingLines(pairs: readonly CeilingPair[]): string[] {
+  const ofShape = (t: string, shape: CeilingShape['name']) => pairs.filter((p) => p.transport === t && p.shape === shape);
+  const measured = (own: readonly CeilingPair[]) => own.filter((p): p is CeilingPair & { ref: RefbenchResult } => !('failed' in p.ref));
+  const range = (values: readonly number[]): string => (values.length > 0 ? `${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}` : '-');
+  const result = (own: readonly CeilingPair[]): string => {
     const refFailure = own.map((p) => p.ref).find((r): r is { failed: string } => 'failed' in r);
+    const ok = own.every((p) => p.ours?.ok && (p.oursUnverified === undefined || p.oursUnverified.ok));
+    return ok ? (refFailure && measured(own).length === 0 ? `ok; refbench: ${refFailure.failed.slice(0, 80)}` : 'ok') : 'FAILED';
+  };
+  const large = CEILING_TRANSPORTS.map((t) => {
+    const own = ofShape(t.name, 'large');
+    const withRef = measured(own);
+    const ratios = withRef.flatMap((p) => (p.ours?.throughputMBps != null ? [p.ours.throughputMBps / p.ref.MBps] : []));
+    const unverifiedRatios = withRef.flatMap((p) => (p.oursUnverified?.throughputMBps != null ? [p.oursUnverified.throughputMBps / p.ref.MBps] : []));
     return [
       t.name,
-      t.refbenchMode,
-      fixed(median(own.flatMap((p) => (p.ours?.throughputMBps != null ? [p.ours.throughputMBps] : []))), 1),
-      fixed(median(measured.map((p) => p.ref.MBps)), 1),
+      t.refbenchMode ?? '-',
+      fixed(median(own.flatMap((p) => p.ours?.throughputMBps ?? [])), 1),
+      fixed(median(own.flatMap((p) => p.oursUnverified?.throughputMBps ?? [])), 1),
+      fixed(median(withRef.map((p) => p.ref.MBps)), 1),
       fixed(median(ratios), 2),
-      ratios.length > 0 ? `${Math.min(...ratios).toFixed(2)}–${Math.max(...ratios).toFixed(2)}` : '-',
-      fixed(median(own.flatMap((p) => (p.ours?.rtt ? [p.ours.rtt.p50Ms] : []))), 3),
-      fixed(median(measured.map((p) => p.ref.p50Ms)), 3),
+      range(ratios),
+      fixed(median(unverifiedRatios), 2),
+      fixed(median(own.flatMap((p) => p.ours?.cost.transmitter?.cpuMsPerImage ?? [])), 3),
+      fixed(median(own.flatMap((p) => p.ours?.cost.receiver?.cpuMsPerImage ?? [])), 3),
+      fixed(median(own.flatMap((p) => p.ours?.cost.broker?.cpuMsPerImage ?? [])), 3),
       fixed(median(own.flatMap((p) => (p.ours?.littleRatio != null ? [p.ours.littleRatio] : []))), 3),
-      refFailure && measured.length === 0 ? `refbench: ${refFailure.failed.slice(0, 120)}` : own.every((p) => p.ours?.ok) ? 'ok' : 'FAILED',
+      result(own),
     ];
   });
-  return {
-    pairs,
-    host,
-    lines: [
-      `Ceiling: ${formatSize(ASSET_BYTES)} × ${CEILING.count} after ${CEILING.warmup} untimed, WINDOW=${CEILING.window}; each run paired with refbench's run of the same library right after it; ${CEILING.rounds} rounds, order rotated. Medians of the rounds; ratio = ours ÷ refbench MB/s per pair.`,
-      renderTable(['Transport', 'refbench mode', 'MB/s', 'refbench MB/s', 'ratio', 'ratio range', 'RTT p50 ms', 'refbench p50 ms', "Little's law", 'Result'], rows),
-    ],
-  };
+  const small = CEILING_TRANSPORTS.map((t) => {
+    const own = ofShape(t.name, 'small');
+    const withRef = measured(own);
+    const ratios = withRef.flatMap((p) => (p.ours?.imagesPerSecond != null ? [p.ours.imagesPerSecond / p.ref.msgps] : []));
+    return [t.name, fixed(median(own.flatMap((p) => p.ours?.imagesPerSecond ?? [])), 0), fixed(median(withRef.map((p) => p.ref.msgps)), 0), fixed(median(ratios), 2), range(ratios), fixed(median(own.flatMap((p) => p.ours?.cost.transmitter?.cpuMsPerImage ?? [])), 4), fixed(median(own.flatMap((p) => p.ours?.cost.receiver?.cpuMsPerImage ?? [])), 4), result(own)];
+  });
+  const latency = CEILING_TRANSPORTS.map((t) => {
+    const own = ofShape(t.name, 'latency');
+    const withRef = measured(own);
+    return [
+      t.name,
+      fixed(median(own.flatMap((p) => p.ours?.latency?.p50Ms ?? [])), 3),
+      fixed(median(own.flatMap((p) => p.ours?.latency?.p99Ms ?? [])), 3),
+      fixed(median(own.flatMap((p) => p.ours?.rtt?.p50Ms ?? [])), 3),
+      fixed(median(withRef.map((p) => p.ref.p50Ms)), 3),
+      fixed(median(withRef.flatMap((p) => (p.ours?.rtt ? [p.ours.rtt.p50Ms / p.ref.p50Ms] : []))), 2),
+      result(own),
+    ];
+  });
+  const [l, s, n] = CEILING_SHAPES as [CeilingShape, CeilingShape, CeilingShape];
+  return [
+    `Ceiling: each run paired with refbench's run of the same library and shape right after it; ${CEILING_ROUNDS} rounds, the transports' order rotated; medians of the rounds; ratio = ours ÷ refbench per pair.`,
+    '',
+    `Large: ${formatSize(l.bytes)} × ${l.count} after ${l.warmup} untimed, WINDOW=${l.window}; then the same with VERIFY=false (refbench verifies nothing). CPU: ms per image, each side (broker: the server it goes through).`,
+    renderTable(['Transport', 'refbench mode', 'MB/s', 'MB/s unverified', 'refbench MB/s', 'ratio', 'ratio range', 'ratio unverified', 'TX CPU', 'RX CPU', 'broker CPU', "Little's law", 'Result'], large),
+    '',
+    `Small: ${formatSize(s.bytes)} × ${s.count.toLocaleString('en-US')} after ${s.warmup.toLocaleString('en-US')} untimed, WINDOW=${s.window}: images per second (per-message overhead).`,
+    renderTable(['Transport', 'images/s', 'refbench msgs/s', 'ratio', 'ratio range', 'TX CPU', 'RX CPU', 'Result'], small),
+    '',
+    `Latency: ${formatSize(n.bytes)} × ${n.count} after ${n.warmup} untimed, WINDOW=${n.window}: one-way p50 and p99, and the round trip (stamp → ack) beside refbench's.`,
+    renderTable(['Transport', 'p50 ms', 'p99 ms', 'RTT p50 ms', 'refbench p50 ms', 'RTT ÷ refbench', 'Result'], latency),
+  ];
 }
 
 async function verifyCost(): Promise<{ lines: string[]; cells: Cell[] }> {
@@ -367,27 +465,19 @@ async function steady(): Promise<{ lines: string[]; cells: Cell[] }> {
   };
 }
 
-/** The parts named on the command line, all of them when none is; an unknown name is an error. */
-function partsFrom(args: readonly string[]): Part[] {
-  const unknown = args.filter((a) => !(PARTS as readonly string[]).includes(a));
-  if (unknown.length > 0) {
-    process.stderr.write(`bench: unknown part ${unknown.join(', ')}; parts: ${PARTS.join(', ')}\nusage: npm run bench [-- ${PARTS.join(' ')}]\n`);
-    process.exit(2);
-  }
-  return args.length === 0 ? [...PARTS] : PARTS.filter((p) => args.includes(p));
-}
-
 async function main(parts: readonly Part[]): Promise<void> {
   const started = new Date();
-  const lines: string[] = [`image-transfer-bench benchmark, ${started.toISOString()} (parts: ${parts.join(', ')})`];
-  const record: Record<string, unknown> = { startedAt: started.toISOString(), parts };
+  const narrowed = OPTIONS.transports === undefined ? '' : `; transports: ${OPTIONS.transports.join(', ')}`;
+  const lines: string[] = [`image-transfer-bench benchmark, ${started.toISOString()} (parts: ${parts.join(', ')}${narrowed})`];
+  const record: Record<string, unknown> = { startedAt: started.toISOString(), parts, transports: OPTIONS.transports ?? null };
   // Per-image lists stay out (each run's results.json has them): the file keeps every section's figures.
   const strip = (cell: Cell) => ({ name: cell.name, env: cell.env, seconds: cell.seconds, report: { ...cell.report, sections: cell.report.sections.map(({ images: _images, ...rest }) => rest) } });
   let host: HostFacts | undefined;
   if (parts.includes('ceiling')) {
     const result = await ceiling();
     lines.push('', ...result.lines);
-    record.ceiling = result.pairs.map((p) => ({ transport: p.transport, round: p.round, ref: p.ref, ours: p.ours && (({ images: _images, ...rest }) => rest)(p.ours) }));
+    const section = (result: SectionResult | undefined) => result && (({ images: _images, ...rest }) => rest)(result);
+    record.ceiling = result.pairs.map((p) => ({ transport: p.transport, shape: p.shape, round: p.round, ref: p.ref, ours: section(p.ours), oursUnverified: section(p.oursUnverified) }));
     host ??= result.host;
   }
   if (parts.includes('verify')) {
@@ -409,7 +499,7 @@ async function main(parts: readonly Part[]): Promise<void> {
     host ??= result.cells[0]?.report.run.hosts.receiver;
   }
   if (host) {
-    lines.splice(1, 0, `Host: ${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}, ${host.platform} ${host.kernel}, Node ${host.nodeVersion}`, `Libraries: ${Object.entries(host.libraries).map(([n, v]) => `${n} ${v}`).join(', ')}`);
+    lines.splice(1, 0, `Host: ${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}, ${host.platform} ${host.kernel}, ${nodeDescription(host)}`, `Libraries: ${Object.entries(host.libraries).map(([n, v]) => `${n} ${v}`).join(', ')}`);
   }
   const totalSeconds = (Date.now() - started.getTime()) / 1000;
   lines.push('', `Benchmark took ${totalSeconds.toFixed(0)} s.`);
@@ -417,10 +507,10 @@ async function main(parts: readonly Part[]): Promise<void> {
   process.stdout.write(`${text}\n`);
   await mkdir(projectPath('bench'), { recursive: true });
   // A run of some parts only gets a name of its own, so it never overwrites the day's full run.
-  const suffix = parts.length === PARTS.length ? '' : `-${parts.join('-')}`;
+  const suffix = `${parts.length === PARTS.length ? '' : `-${parts.join('-')}`}${OPTIONS.transports === undefined ? '' : `-${OPTIONS.transports.join('-')}`}`;
   const file = projectPath('bench', `results-${started.toISOString().slice(0, 10)}${suffix}.json`);
   await writeFile(file, `${JSON.stringify({ ...record, totalSeconds, text }, null, 1)}\n`);
   process.stdout.write(`Written: ${path.relative(process.cwd(), file)}\n`);
 }
 
-await main(partsFrom(process.argv.slice(2)));
+await main(OPTIONS.parts);

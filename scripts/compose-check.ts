@@ -1,23 +1,25 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { RunReport } from '../services/core/report.js';
 import { freePort } from '../services/shared/net.js';
 import { projectRoot } from '../services/shared/paths.js';
-import { transports } from '../services/transports/index.js';
+import { defaultTransports, transports } from '../services/transports/index.js';
 import { resultsSchemaErrors } from './lib/results-schema.js';
 
 // `node dist/scripts/compose-check.js`: docker compose for real, as a new user runs it, on a fresh
 // clone of this repository's HEAD (no ./output, no .env): the whole suite must end with exit 0,
-// every default transport ok and a schema-valid results.json; `up -d` must serve the report at
-// GET / on the published control port; a run with one transport made to fail must exit 1 with the
+// every default transport ok and a schema-valid results.json; `up -d` with TRANSPORTS=all must
+// serve the report at GET / on the published control port, every transport ok (NATS through its
+// compose service, websocket-push dialling the transmitter's container back); a run with one transport made to fail must exit 1 with the
 // reason in output.log; and a ./output owned by another host user must stay theirs.
 // `docker-compose down -v` after each. Needs a Docker engine and the base images (on a machine
 // without Docker Hub: scripts/docker/stand-in-images.sh) and root (it hands ./output to another
 // uid). .ci/run runs it; `npm test` does not.
 
-const DEFAULT_TRANSPORTS = transports.map((t) => t.name);
+const DEFAULT_TRANSPORTS = defaultTransports.map((t) => t.name);
+const ALL_TRANSPORTS = transports.map((t) => t.name);
 const RUN_TIMEOUT_MS = 15 * 60_000;
 const REPORT_TIMEOUT_MS = 3 * 60_000;
 /** A host user other than root and the image's node user (1000): ./output made by them must stay theirs. */
@@ -64,6 +66,15 @@ function expectOwnedAndReadable(dir: string, uid: number): void {
   }
 }
 
+/** The run had exactly `names`, in that order, every one ok, and output.log says so. */
+function expectAllOk(report: RunReport, log: string, names: readonly string[]): void {
+  const ran = report.transports.map((t) => t.transport);
+  if (ran.join(',') !== names.join(',')) fail(`transports ${ran.join(',')}, expected ${names.join(',')}`);
+  const notOk = report.transports.filter((t) => !t.ok);
+  if (notOk.length > 0) fail(`not ok: ${notOk.map((t) => `${t.transport} (${t.failure ?? 'images lost or corrupt'})`).join(', ')}`);
+  if (!log.includes('Result: every transport delivered every image intact.')) fail('output.log does not say every transport delivered every image intact');
+}
+
 async function scenario(name: string, body: (dir: string, env: Record<string, string>) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'itb-compose-'));
   // A fresh clone of HEAD, under a project name of its own: nothing of this checkout's leaks in.
@@ -86,17 +97,13 @@ async function main(): Promise<void> {
     const code = await runCompose(dir, ['up', '--build', '--exit-code-from', 'transmitter'], env);
     if (code !== 0) fail(`exit code ${code}, expected 0`);
     const { report, log } = readReport(dir);
-    const names = report.transports.map((t) => t.transport);
-    if (names.join(',') !== DEFAULT_TRANSPORTS.join(',')) fail(`transports ${names.join(',')}, expected ${DEFAULT_TRANSPORTS.join(',')}`);
-    const notOk = report.transports.filter((t) => !t.ok);
-    if (notOk.length > 0) fail(`not ok: ${notOk.map((t) => `${t.transport} (${t.failure ?? 'images lost or corrupt'})`).join(', ')}`);
-    if (!log.includes('Result: every transport delivered every image intact.')) fail('output.log does not say every transport delivered every image intact');
+    expectAllOk(report, log, DEFAULT_TRANSPORTS);
     // Docker made ./output (root's): the receiver ran as the image's node user and wrote as it.
     expectOwnedAndReadable(dir, 1000);
   });
 
-  await scenario('up -d: the published control port serves the report at GET /', async (dir, env) => {
-    const code = await runCompose(dir, ['up', '-d', '--build'], env);
+  await scenario('up -d with TRANSPORTS=all: the published control port serves the report at GET /, every transport ok', async (dir, env) => {
+    const code = await runCompose(dir, ['up', '-d', '--build'], { ...env, TRANSPORTS: 'all' });
     if (code !== 0) fail(`up -d: exit code ${code}`);
     const url = `http://127.0.0.1:${env.CONTROL_PORT}/`;
     const deadline = Date.now() + REPORT_TIMEOUT_MS;
@@ -110,6 +117,11 @@ async function main(): Promise<void> {
     }
     if (!page.includes('<title>image-transfer-bench · ')) fail(`GET ${url} did not serve the report within ${REPORT_TIMEOUT_MS} ms`);
     if (!page.includes('Summary')) fail(`GET ${url} served a page without the summary`);
+    // output.log is the last file the receiver writes at the end of a run.
+    const logFile = path.join(dir, 'output', 'output.log');
+    for (const until = Date.now() + 30_000; !existsSync(logFile) && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 500));
+    const { report, log } = readReport(dir);
+    expectAllOk(report, log, ALL_TRANSPORTS);
   });
 
   await scenario('one transport made to fail, ./output made by another host user: exit 1, the reason in output.log, files stay theirs', async (dir, env) => {

@@ -5,6 +5,7 @@ import { newAuthToken } from '../services/shared/auth-token.js';
 import { stopChild } from '../services/shared/child-process.js';
 import { configFromEnvOrExit, effectiveLogLevel, ExitCode, imagePathIssues, outputDirIssues } from '../services/shared/entry.js';
 import { createLogger } from '../services/shared/logger.js';
+import { SERVICE_NODE_FLAGS } from '../services/shared/node-flags.js';
 import { projectPath } from '../services/shared/paths.js';
 import type { LocalServer } from '../services/transports/contract.js';
 import { transportByName, transports } from '../services/transports/index.js';
@@ -24,7 +25,7 @@ const servers: LocalServer[] = [];
 const children = new Set<ChildProcess>();
 
 function startService(name: 'receiver' | 'transmitter'): ChildProcess {
-  const child = spawn(process.execPath, [projectPath('dist', 'services', name, 'main.js')], { env, stdio: 'inherit' });
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, projectPath('dist', 'services', name, 'main.js')], { env, stdio: 'inherit' });
   children.add(child);
   child.on('exit', () => children.delete(child));
   return child;
@@ -44,7 +45,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 for (const name of config.transports) {
   const { setting, localServer } = transportByName(name);
-  if (setting.kind !== 'url' || localServer === undefined || config.urls[name] !== undefined) continue;
+  // Transports that share a URL setting (the Redis ones) share the one server started for it.
+  if (setting.kind !== 'url' || localServer === undefined || config.urls[name] !== undefined || env[setting.envVar] !== process.env[setting.envVar]) continue;
   try {
     const server = await localServer.start();
     servers.push(server);

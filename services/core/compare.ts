@@ -1,4 +1,4 @@
-import { renderTable, sectionTitle, type HostFacts, type RunReport, type TransportSummary } from './report.js';
+import { nodeDescription, renderTable, sectionTitle, type HostFacts, type RunReport, type TransportSummary } from './report.js';
 import type { SectionResult } from './section.js';
 import { formatSize } from './size.js';
 import type { Range } from './stats.js';
@@ -158,7 +158,7 @@ function describeRun(report: RunReport): string {
 const shown = (value: unknown): string => (value === undefined || value === null ? 'unset' : String(value));
 
 function hostLine(host: HostFacts | undefined): string {
-  return host === undefined ? 'unknown' : `${host.hostname}, ${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}, ${host.platform} ${host.kernel}, Node ${host.nodeVersion}`;
+  return host === undefined ? 'unknown' : `${host.hostname}, ${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}, ${host.platform} ${host.kernel}, ${nodeDescription(host)}`;
 }
 
 /**

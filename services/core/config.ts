@@ -11,13 +11,16 @@ import { MAX_FIXED_WARMUP_IMAGES } from './warmup.js';
 
 /** The one setting that says where a transport's peer is: a port of the receiver's, or the URL of a broker. */
 export type TransportSetting =
-  | { kind: 'port'; envVar: string; defaultPort: number }
+  /** `nextPorts`: ports after this one the transport binds too (zeromq-pubsub's acks: 1). */
+  | { kind: 'port'; envVar: string; defaultPort: number; nextPorts?: number }
   | { kind: 'url'; envVar: string; schemes: readonly string[]; example: string };
 
 /** What the config needs to know about a transport: its name and its setting. */
 export interface TransportSpec {
   name: string;
   setting: TransportSetting;
+  /** In the run TRANSPORTS gives when unset. */
+  defaultRun: boolean;
 }
 
 /** Levels LOG_LEVEL accepts (pino's). */
@@ -146,21 +149,23 @@ const text = (fallback: string | undefined) => variable<string | undefined>('a n
 
 function schemaFor(specs: readonly TransportSpec[]) {
   const names = specs.map((s) => s.name);
+  const defaultNames = specs.filter((s) => s.defaultRun).map((s) => s.name);
   const settingVars = Object.fromEntries(
-    specs.map(({ setting }) => [setting.envVar, setting.kind === 'port' ? wholeNumber(1, 65535, setting.defaultPort) : url(setting.schemes, setting.example)] as const),
+    specs.map(({ setting }) => [setting.envVar, setting.kind === 'port' ? wholeNumber(1, 65535 - (setting.nextPorts ?? 0), setting.defaultPort) : url(setting.schemes, setting.example)] as const),
   );
   return z.object({
     IMAGE_COUNT: wholeNumber(1, MAX_IMAGE_COUNT, 10),
     IMAGE_SIZE: size(undefined),
     IMAGE_PATH: text(undefined),
     TRANSPORTS: variable(
-      `a comma-separated list of distinct transports from: ${names.join(', ')}`,
+      `all, or a comma-separated list of distinct transports from: ${names.join(', ')}`,
       (raw) => {
+        if (raw.toLowerCase() === 'all') return names;
         const list = raw.split(',').map((s) => s.trim().toLowerCase());
         const valid = list.every((n) => names.includes(n)) && new Set(list).size === list.length;
         return valid && list.length > 0 ? list : undefined;
       },
-      names,
+      defaultNames.length > 0 ? defaultNames : names,
     ),
     WINDOW: wholeNumber(1, 1024, 1),
     WARMUP: variable<number | 'auto'>(
@@ -238,11 +243,15 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[]): ConfigRe
     }
     const port = v[setting.envVar] as number;
     ports[name] = port;
-    const owner = portOwners.get(port);
-    if (owner !== undefined) {
-      issues.push({ variable: setting.envVar, value: String(port), allowed: `a port no other variable uses (${owner} is ${port} too)` });
+    // The ports after it that the transport binds too (zeromq-pubsub's acks) are taken as well.
+    const taken = Array.from({ length: 1 + (setting.nextPorts ?? 0) }, (_, offset) => port + offset);
+    const clash = taken.find((p) => portOwners.has(p));
+    if (clash !== undefined) {
+      const owner = portOwners.get(clash)!;
+      const which = clash === port ? `${owner} is ${port} too` : `it binds ${setting.envVar} + ${clash - port} as well, ${clash}, and ${owner} is ${clash}`;
+      issues.push({ variable: setting.envVar, value: String(port), allowed: `a port no other variable uses (${which})` });
     } else {
-      portOwners.set(port, setting.envVar);
+      for (const p of taken) portOwners.set(p, p === port ? setting.envVar : `${setting.envVar} + ${p - port}`);
     }
   }
   if (issues.length > 0) return { ok: false, issues };

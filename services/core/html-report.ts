@@ -1,4 +1,4 @@
-import { TIMING_DEFINITIONS, sectionTitle, type HostFacts, type RunReport, type TransportSummary } from './report.js';
+import { nodeDescription, TIMING_DEFINITIONS, sectionTitle, type HostFacts, type RunReport, type TransportSummary } from './report.js';
 import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type SectionResult } from './section.js';
 import { formatSize } from './size.js';
 import { describeWarmup } from './warmup.js';
@@ -39,8 +39,10 @@ const PERCENTILE_MAX_POINTS = 2000;
 /** Positions on the percentile axis, 1/(1 − p): 0 %, 50 %, 75 %, 90 %, 95 %, 99 %, 99.9 %, … */
 const PERCENTILE_TICKS = [1, 2, 4, 10, 20, 100, 1000, 1e4, 1e5, 1e6, 1e7];
 
-// Tableau 10 without its red (red means failure on this page); the baseline is neutral grey.
-const TRANSPORT_COLORS = ['#4e79a7', '#f28e2b', '#59a14f', '#b07aa1', '#76b7b2', '#edc948', '#9c755f', '#ff9da7'];
+// One colour per transport of a TRANSPORTS=all run (twelve besides the baseline): Tableau 10 without
+// its red (red means failure on this page) and its grey (the baseline's), then four of Tableau 20's
+// darker shades. The baseline is neutral grey.
+const TRANSPORT_COLORS = ['#4e79a7', '#f28e2b', '#59a14f', '#b07aa1', '#76b7b2', '#edc948', '#9c755f', '#ff9da7', '#2c5f8a', '#a0522d', '#3d7a36', '#17becf'];
 const BASELINE_COLOR = '#6f7782';
 // The broker's purple stays clear of both other sides and of the failure red.
 const SIDE_COLORS = { transmitter: '#3f6fb5', receiver: '#e0892f', broker: '#7b5ea7' } as const;
@@ -468,7 +470,7 @@ function formatDuration(fromIso: string, toIso: string): string | null {
 }
 
 function hostText(host: HostFacts): string {
-  return `${host.hostname} · ${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)} · ${host.platform} ${host.kernel} · Node ${host.nodeVersion}`;
+  return `${host.hostname} · ${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)} · ${host.platform} ${host.kernel} · ${nodeDescription(host)}`;
 }
 
 function librariesText(hosts: RunReport['run']['hosts']): string {

@@ -31,10 +31,17 @@ export interface HostFacts {
   platform: string;
   kernel: string;
   nodeVersion: string;
+  /** Node and V8 flags the process ran with (process.execArgv): they change what GC and the JIT cost. Absent in files written before it was recorded. */
+  nodeFlags?: string[];
   /** Kernel boot id: two sides with the same one share one monotonic clock. Null when unknown. */
   bootId: string | null;
   /** Versions of the libraries under test, by package name. */
   libraries: Record<string, string>;
+}
+
+/** "Node v20.20.2", with the flags the process ran with after it ("Node v20.20.2 --no-concurrent-marking"). */
+export function nodeDescription(host: Pick<HostFacts, 'nodeVersion' | 'nodeFlags'>): string {
+  return ['Node', host.nodeVersion, ...(host.nodeFlags ?? [])].join(' ');
 }
 
 /** Facts about a run that do not depend on any transport. */
@@ -320,7 +327,7 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
 }
 
 function hostLine(side: string, host: HostFacts): string {
-  return `${side} host: ${host.hostname} (${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}, ${host.platform} ${host.kernel}, Node ${host.nodeVersion})`;
+  return `${side} host: ${host.hostname} (${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}, ${host.platform} ${host.kernel}, ${nodeDescription(host)})`;
 }
 
 /** output.log: header, one section per transport and repeat, then the summary. */

@@ -26,9 +26,10 @@ import type { WarmupOutcome } from '../core/warmup.js';
 import { receiverAuthToken } from '../shared/auth-token.js';
 import { writeFileAtomic } from '../shared/files.js';
 import { hostFacts } from '../shared/host.js';
+import { unmappedAddress } from '../shared/net.js';
 import { reportLibraries } from '../shared/report-assets.js';
-import { transports } from '../transports/index.js';
-import { Doorkeeper } from '../transports/kit/door.js';
+import { transportByName } from '../transports/index.js';
+import { connectionsPerSection, Doorkeeper } from '../transports/kit/door.js';
 import { Listeners } from './listeners.js';
 import { renderLivePage } from './live-page.js';
 import { RunSession } from './session.js';
@@ -52,7 +53,8 @@ const WATCHDOG_GRACE_MS = 5000;
 
 /** Builds a receiver from a validated config; nothing listens until start(). */
 export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverApp {
-  const receiverHost = (): ReturnType<typeof hostFacts> => hostFacts(transports);
+  // The libraries this receiver's listeners use: only theirs are loaded.
+  const receiverHost = (): ReturnType<typeof hostFacts> => hostFacts(config.transports.map(transportByName));
   let rejectedInputs = 0;
   let rejectedFrames = 0;
   let refusedConnections = 0;
@@ -77,6 +79,9 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
       rejectedInputs++;
       log.warn({ transport, reason, rejectedInputs }, 'input rejected');
     },
+    onFailure(transport, reason) {
+      session.listenerFailed(transport, `receiver's ${transport} listener failed: ${reason}`);
+    },
   });
   const session = new RunSession(log, receiverHost, config.verify, (transport) => listeners.readBroker(transport));
   let control: FastifyInstance | undefined;
@@ -93,16 +98,19 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
     if (transport !== undefined) await listeners.closeSection(transport).catch((err: unknown) => log.warn({ transport, err: errorMessage(err) }, 'section not released'));
   }
 
-  // Opens the door to the section's one link, after its listener prepared what it needs; returns why not when it cannot.
-  async function openDataSection(plan: SectionPlan): Promise<string | undefined> {
+  // Opens the door to the section's one link, after its listener prepared what it needs; returns
+  // why not when it cannot. `transmitterHost` is where the section's control request came from.
+  async function openDataSection(plan: SectionPlan, transmitterHost: string): Promise<string | undefined> {
     const credential = sectionCredential(authToken!, plan.sectionId);
+    // The door is open before a listener that dials the transmitter (websocket-push) admits its own connection.
+    doorkeeper.openSection(plan.transport, credential, connectionsPerSection(transportByName(plan.transport), plan.window));
     try {
-      await listeners.openSection(plan.transport, { credential, window: plan.window });
+      await listeners.openSection(plan.transport, { credential, window: plan.window, transmitterHost });
     } catch (err) {
+      doorkeeper.closeSection();
       return `receiver's ${plan.transport} listener could not prepare the section: ${errorMessage(err)}`;
     }
     dataSectionTransport = plan.transport;
-    doorkeeper.openSection(plan.transport, credential);
     return undefined;
   }
 
@@ -174,7 +182,7 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
         ? `receiver's ${plan.transport} listener is not available: ${status?.error ?? 'not in its TRANSPORTS'}`
         : plan.imageSizeBytes > config.maxImageBytes
           ? `images of ${plan.imageSizeBytes} bytes are over the receiver's MAX_IMAGE_SIZE (${config.maxImageBytes} bytes)`
-          : await openDataSection(plan);
+          : await openDataSection(plan, unmappedAddress(request.ip));
       // A refused section stays in the report as failed, with the reason: never silently missing.
       session.openSection(plan, refusal);
       if (refusal !== undefined) {

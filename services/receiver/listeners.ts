@@ -12,6 +12,8 @@ import type { Doorkeeper } from '../transports/kit/door.js';
 export interface ListenerSinks {
   deliver(frame: ReceivedFrame): Ack;
   onReject(transport: string, reason: string): void;
+  /** A listener that was up can no longer receive anything (its broker dropped it): the open section of its transport fails with `reason`. */
+  onFailure(transport: string, reason: string): void;
 }
 
 /** Pause between attempts to start a listener that is down. */
@@ -90,6 +92,7 @@ export class Listeners {
         onFailure: (reason) => {
           this.statuses[name] = { ready: false, port: this.statuses[name]?.port ?? port, error: reason };
           this.log.error({ transport: name, reason }, 'listener failed; trying to listen again in the background');
+          this.sinks.onFailure(name, reason);
           this.retryLater(name);
         },
       });

@@ -42,6 +42,8 @@ interface OpenSection {
   brokerEnd: Promise<BrokerReading | undefined> | undefined;
   /** Time spent hashing this section's images. */
   verifyNs: bigint;
+  /** Why the section's listener stopped receiving while it was open (a broker dropped it), if it did. */
+  listenerFailure: string | undefined;
 }
 
 /** One run at a time on the receiver: sections in, frames recorded, a report out. */
@@ -93,7 +95,7 @@ export class RunSession {
       this.sections.push(new SectionRecorder(plan).result(refusal));
       return;
     }
-    this.open = { recorder: new SectionRecorder(plan), rss: new RssPeakTracker(), measureStart: undefined, measureEnd: undefined, brokerStart: undefined, brokerEnd: undefined, verifyNs: 0n };
+    this.open = { recorder: new SectionRecorder(plan), rss: new RssPeakTracker(), measureStart: undefined, measureEnd: undefined, brokerStart: undefined, brokerEnd: undefined, verifyNs: 0n, listenerFailure: undefined };
   }
 
   /** True when `sectionId` (as given in a URL) is the open section. */
@@ -118,6 +120,14 @@ export class RunSession {
     return undefined;
   }
 
+  /**
+   * The listener of `transport` can no longer receive: when the open section is that transport's,
+   * it fails with `reason` first, whatever the transmitter saw of it (its link may only see silence).
+   */
+  listenerFailed(transport: string, reason: string): void {
+    if (this.open?.recorder.plan.transport === transport) this.open.listenerFailure ??= reason;
+  }
+
   /** Ends the open section with the transmitter's side of it; returns its result. */
   async endSection(end: SectionEnd): Promise<SectionResult | undefined> {
     const open = this.open;
@@ -130,7 +140,8 @@ export class RunSession {
     const receiverCost = open.measureStart === undefined ? null : sideCost(open.measureStart, measureEnd.reading, measureEnd.peakRssBytes, plan.imageCount);
     const [brokerStart, brokerEnd] = await Promise.all([open.brokerStart, open.brokerEnd ?? (open.brokerStart && this.brokerReading(plan.transport))]);
     const broker: SideCost | null = brokerStart && brokerEnd ? brokerCost(brokerStart, brokerEnd, plan.imageCount) : null;
-    const result = open.recorder.result(end.failure, {
+    const failure = open.listenerFailure === undefined ? end.failure : end.failure === null ? open.listenerFailure : `${open.listenerFailure}; transmitter: ${end.failure}`;
+    const result = open.recorder.result(failure, {
       cost: { transmitter: end.transmitterCost, receiver: receiverCost, broker },
       rttNs: end.rttNs,
       coldStart: end.coldStart,

@@ -22,12 +22,17 @@ function readBootId(): string | null {
   }
 }
 
-let cached: HostFacts | undefined;
+let machine: Omit<HostFacts, 'libraries'> | undefined;
+const versions = new Map<string, string>();
 
-/** Facts about this machine and the installed libraries: each transport's `libraries`, then the measuring ones (read once per process). */
-export function hostFacts(transportTable: readonly { libraries: readonly string[]; nativeLibraries?: Readonly<Record<string, string>> }[]): HostFacts {
+/**
+ * Facts about this machine, and the versions of the libraries `transportTable` uses (each
+ * transport's `libraries` and native ones, then the measuring ones). Pass the run's transports:
+ * reading a native library's version loads it.
+ */
+export function hostFacts(transportTable: readonly { libraries: readonly string[]; nativeLibraries?(): Readonly<Record<string, string>> }[]): HostFacts {
   const reported = [...new Set([...transportTable.flatMap((t) => t.libraries), ...MEASURING_LIBRARIES])];
-  cached ??= {
+  machine ??= {
     hostname: os.hostname(),
     cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown',
     cores: os.availableParallelism(),
@@ -35,8 +40,16 @@ export function hostFacts(transportTable: readonly { libraries: readonly string[
     platform: `${os.platform()}-${os.arch()}`,
     kernel: os.release(),
     nodeVersion: process.version,
+    nodeFlags: [...process.execArgv],
     bootId: readBootId(),
-    libraries: { ...Object.fromEntries(reported.map((name) => [name, installedVersion(name)])), ...Object.assign({}, ...transportTable.map((t) => t.nativeLibraries ?? {})) },
   };
-  return cached;
+  const version = (name: string): string => {
+    let known = versions.get(name);
+    if (known === undefined) versions.set(name, (known = installedVersion(name)));
+    return known;
+  };
+  return {
+    ...machine,
+    libraries: { ...Object.fromEntries(reported.map((name) => [name, version(name)])), ...Object.assign({}, ...transportTable.map((t) => t.nativeLibraries?.() ?? {})) },
+  };
 }

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import net from 'node:net';
 import { ErrorCode, ItbError } from '../core/errors.js';
 import { stopChild } from './child-process.js';
 import { freePort } from './net.js';
@@ -49,4 +50,23 @@ export async function startLocalProcess(spec: LocalProcessSpec): Promise<LocalPr
     await sleep(POLL_PAUSE_MS);
   }
   return { port, close };
+}
+
+/**
+ * True when a server on 127.0.0.1:`port` answers as expected within 500 ms: it sends `hello` (if
+ * any) once connected and resolves on the first bytes back, true when they start with `prefix`.
+ * The readiness check of a local server (Redis: PING → +PONG; NATS greets with INFO).
+ */
+export function answersWith(port: number, prefix: string, hello?: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(500, () => done(false));
+    socket.on('error', () => done(false));
+    if (hello !== undefined) socket.on('connect', () => socket.write(hello));
+    socket.on('data', (data) => done(data.toString('latin1').startsWith(prefix)));
+  });
 }

@@ -1,4 +1,4 @@
-import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import net, { type AddressInfo } from 'node:net';
 
 // Address helpers every listener and dialer needs alike, so IPv6 literals and port 0 are handled
@@ -22,23 +22,65 @@ export function boundPort(address: AddressInfo | string | null): number {
   return address.port;
 }
 
-// Ports this process was given: a port is free again the moment its probe closes, so the OS may
-// offer it twice before the first taker binds it (a test's CONTROL_PORT once equalled the
+// Ports this process was given: a port is free again the moment its probe closes, so a port could
+// be offered twice before the first taker binds it (a test's CONTROL_PORT once equalled the
 // GRPC_PORT chosen just before it).
 const givenPorts = new Set<number>();
-/** Attempts before a port already given is returned anyway: the OS has tens of thousands to offer. */
-const FREE_PORT_ATTEMPTS = 50;
+/** Attempts at a random port before giving up. */
+const FREE_PORT_ATTEMPTS = 200;
+/** Lowest port handed out: well above the registered services most machines run. */
+const LOWEST_FREE_PORT = 10_000;
 
-/** Asks the OS for a free TCP port on 127.0.0.1, one this process was not given before. */
-export async function freePort(): Promise<number> {
-  let port = 0;
-  for (let attempt = 0; attempt < FREE_PORT_ATTEMPTS && (port === 0 || givenPorts.has(port)); attempt++) {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    port = boundPort(server.address());
-    await new Promise((resolve) => server.close(resolve));
+/**
+ * The first port of the kernel's ephemeral range, from which it picks the local port of every
+ * outgoing connection. A port handed out from inside that range can be taken by any process's
+ * next connect() before its taker binds it (seen: EADDRINUSE in one test while another opened
+ * thousands of connections), so ports are chosen below it.
+ */
+function readEphemeralRangeStart(): number {
+  try {
+    const first = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(first) && first > 0 ? first : 32_768;
+  } catch {
+    // Not Linux: the IANA dynamic range.
+    return 49_152;
   }
-  givenPorts.add(port);
-  return port;
+}
+let ephemeralStart: number | undefined;
+
+/** True when `port` can be bound on 127.0.0.1 right now (the probe is closed again before this resolves); exported for tests. */
+export function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A TCP port free on 127.0.0.1, below the kernel's ephemeral range and never given to this process
+ * before; with `consecutive` above 1, the ports after it are free and not given too (zeromq-pubsub
+ * binds its port and the next one). Random, so two processes seldom pick alike.
+ */
+export async function freePort(consecutive = 1): Promise<number> {
+  ephemeralStart ??= readEphemeralRangeStart();
+  const highest = Math.min(ephemeralStart, 65_536) - consecutive;
+  if (highest - LOWEST_FREE_PORT < 1000) throw new Error(`no room for free ports between ${LOWEST_FREE_PORT} and the ephemeral range`);
+  for (let attempt = 0; attempt < FREE_PORT_ATTEMPTS; attempt++) {
+    const port = LOWEST_FREE_PORT + Math.floor(Math.random() * (highest - LOWEST_FREE_PORT + 1));
+    const ports = Array.from({ length: consecutive }, (_, i) => port + i);
+    if (ports.some((p) => givenPorts.has(p))) continue;
+    // Taken before the first await, so a call running beside this one cannot pick them too (a
+    // port found busy stays taken: there are thousands more).
+    for (const p of ports) givenPorts.add(p);
+    let free = true;
+    for (const p of ports) free = free && (await portIsFree(p));
+    if (free) return port;
+  }
+  throw new Error(`no free port found in ${FREE_PORT_ATTEMPTS} attempts between ${LOWEST_FREE_PORT} and ${highest}`);
+}
+
+/** An IPv4 peer as Node reports it on a dual-stack socket (`::ffff:10.0.0.2`) in its plain form (`10.0.0.2`); other addresses unchanged. */
+export function unmappedAddress(address: string): string {
+  return /^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(address) ? address.slice('::ffff:'.length) : address;
 }

@@ -10,6 +10,7 @@ import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { encodeFrameHeader, type Ack } from '../core/frame.js';
 import { buildRunReport, renderSummary, type HostFacts } from '../core/report.js';
 import { acknowledgedOnlyResult, SectionRecorder, type SectionClock, type SectionPlan, type SectionResult, type TransmitterColdStart } from '../core/section.js';
+import { DropLedger } from '../core/drops.js';
 import { exerciseSharedPaths } from '../core/prewarm.js';
 import { nsToMs } from '../core/stats.js';
 import { SteadinessCheck, warmupDecision, warmupImageLimit, warmupPlan, type SteadinessReading, type WarmupDecision, type WarmupOutcome } from '../core/warmup.js';
@@ -17,7 +18,7 @@ import { transmitterAuthToken } from '../shared/auth-token.js';
 import { hostFacts } from '../shared/host.js';
 import { readResources, RssPeakTracker } from '../shared/resources.js';
 import type { TransmitterLink, Transport } from '../transports/contract.js';
-import { transportByName, transports } from '../transports/index.js';
+import { transportByName } from '../transports/index.js';
 import { ControlClient } from './control-client.js';
 
 /** The image a run sends, loaded before the run (never inside the timed path). */
@@ -57,6 +58,15 @@ export interface TransmitterApp {
 
 const nullableMs = (ns: number | null): number | null => (ns === null ? null : ns / 1e6);
 
+/**
+ * Least silence after which the outstanding images of a transport that drops images are settled
+ * as lost: above any round trip on loopback, so only a dropped image waits this long. The
+ * receiver's record stays the exact count: an image that arrives later is recorded as it arrives.
+ */
+const DROP_SETTLE_FLOOR_MS = 1000;
+/** The settle wait is also at least this many times the slowest round trip seen in the section. */
+const DROP_SETTLE_RTT_FACTOR = 4;
+
 /** Round trips per clock-offset estimate (after one that opens the socket): the lowest is kept. */
 const CLOCK_SAMPLES = 8;
 
@@ -66,6 +76,11 @@ class AckWaiter {
   private wake: (() => void) | undefined;
   failure: Error | undefined;
   lastProgressMs = Date.now();
+  /**
+   * For a transport that drops images by design: after `afterMs()` of silence, `settle()` settles
+   * what is outstanding as lost (true when it settled any), which counts as progress.
+   */
+  silence: { afterMs: () => number; settle: () => boolean } | undefined;
 
   notify(): void {
     this.lastProgressMs = Date.now();
@@ -80,10 +95,16 @@ class AckWaiter {
   async until(ready: () => boolean, timeoutMs: number, waitingFor: () => string): Promise<void> {
     while (!ready()) {
       if (this.failure) throw this.failure;
+      const silentMs = Date.now() - this.lastProgressMs;
+      if (this.silence !== undefined && silentMs >= Math.min(timeoutMs, this.silence.afterMs()) && this.silence.settle()) {
+        this.lastProgressMs = Date.now();
+        continue;
+      }
       const remainingMs = this.lastProgressMs + timeoutMs - Date.now();
       if (remainingMs <= 0) throw new ItbError(ErrorCode.timeout, `no acknowledgement for ${timeoutMs} ms (IMAGE_TIMEOUT_MS) while waiting for ${waitingFor()}`);
+      const untilSilenceMs = this.silence === undefined ? remainingMs : Math.max(1, this.lastProgressMs + this.silence.afterMs() - Date.now());
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, remainingMs);
+        const timer = setTimeout(resolve, Math.min(remainingMs, untilSilenceMs));
         this.wake = () => {
           clearTimeout(timer);
           resolve();
@@ -117,7 +138,7 @@ function rotatedOrder(names: readonly string[], repeat: number): string[] {
 export function buildTransmitter(config: Readonly<Config>, image: RunImage, log: Logger, observer?: RunObserver): TransmitterApp {
   const control = new ControlClient(config.receiverHost, config.controlPort, config.imageTimeoutMs);
   const checksum = imageChecksum(image.bytes);
-  const transmitterHost = hostFacts(transports);
+  const transmitterHost = hostFacts(config.transports.map(transportByName));
   let receiverLost: string | undefined;
 
   /** One section's bookkeeping of stamps and acks, shared by its warm-up and recorded phases. */
@@ -127,6 +148,9 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     readonly ackedAtNs: BigInt64Array;
     stamped = 0;
     acked = 0;
+    /** For a transport that drops images by design: which are settled as lost (they free their window slot). */
+    private readonly drops: DropLedger | undefined;
+    private slowestRttNs = 0;
     /** Seq of the first recorded image, once the warm-up is over. */
     recordedFrom: number | undefined;
     /** Round trips of the warm-up images, for a warm-up that lasts until they are steady. */
@@ -139,17 +163,45 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       private readonly progress: SectionProgress,
       private readonly waiter: AckWaiter,
       readonly rss: RssPeakTracker,
+      dropsImages: boolean,
     ) {
       const seqs = warmupImageLimit(plan.warmup) + plan.imageCount;
       this.stampsNs = new BigInt64Array(seqs);
       this.ackedAtNs = new BigInt64Array(seqs);
       if (plan.warmup.mode === 'steady') this.steadiness = new SteadinessCheck(plan.warmup.blockImages, plan.warmup.tolerance);
+      if (dropsImages) {
+        const drops = new DropLedger(seqs);
+        this.drops = drops;
+        waiter.silence = {
+          afterMs: () => Math.max(DROP_SETTLE_FLOOR_MS, (DROP_SETTLE_RTT_FACTOR * this.slowestRttNs) / 1e6),
+          settle: () => drops.settleBelow(this.stamped) > 0,
+        };
+      }
+    }
+
+    /** Images settled as lost and never acknowledged since. */
+    get lost(): number {
+      return this.drops?.lost ?? 0;
+    }
+
+    /** Recorded images settled as lost and never acknowledged since. */
+    lostAmongRecorded(): number {
+      return this.recordedFrom === undefined ? 0 : (this.drops?.lostIn(this.recordedFrom, this.plan.imageCount) ?? 0);
+    }
+
+    /** Images stamped and neither acknowledged nor settled as lost: what holds the window. */
+    get outstanding(): number {
+      return this.stamped - this.acked - this.lost;
     }
 
     onAck(ack: Ack): void {
       const processedNs = process.hrtime.bigint();
       const { seq } = ack;
       if (ack.sectionId !== this.plan.sectionId || seq >= this.stampsNs.length || this.ackedAtNs[seq] !== 0n || this.stampsNs[seq] === 0n) return;
+      if (this.drops !== undefined) {
+        this.drops.acknowledged(seq);
+        this.slowestRttNs = Math.max(this.slowestRttNs, Number(processedNs - this.stampsNs[seq]!));
+      }
       this.ackedAtNs[seq] = processedNs;
       this.acked++;
       if (this.recordedFrom !== undefined && seq >= this.recordedFrom) {
@@ -183,8 +235,8 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     const admitted: Buffer[] = [];
     let seq = from;
     while (more(seq)) {
-      await waiter.until(() => flight.stamped - flight.acked < plan.window, config.imageTimeoutMs, () => `a free slot in the window before image seq ${seq}`);
-      for (; flight.stamped - flight.acked < plan.window && more(seq); seq++) {
+      await waiter.until(() => flight.outstanding < plan.window, config.imageTimeoutMs, () => `a free slot in the window before image seq ${seq}`);
+      for (; flight.outstanding < plan.window && more(seq); seq++) {
         const stampNs = process.hrtime.bigint();
         admitted.push(encodeFrameHeader({ sectionId: plan.sectionId, seq, sizeBytes: image.bytes.length, checksum, sentAtNs: stampNs }));
         flight.stampsNs[seq] = stampNs;
@@ -195,7 +247,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       admitted.length = 0;
     }
     const sent = seq;
-    await waiter.until(() => flight.acked >= sent, config.imageTimeoutMs, () => `${sent - flight.acked} outstanding acknowledgements`);
+    await waiter.until(() => flight.acked + flight.lost >= sent, config.imageTimeoutMs, () => `${sent - flight.acked - flight.lost} outstanding acknowledgements`);
     return sent;
   }
 
@@ -223,7 +275,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   // recorded stamp to the last recorded ack.
   async function transfer(transport: Transport, plan: SectionPlan, credential: SectionCredential, progress: SectionProgress): Promise<TransferOutcome & { flight: Flight; warmedUp: WarmupOutcome | undefined }> {
     const waiter = new AckWaiter();
-    const flight = new Flight(plan, progress, waiter, new RssPeakTracker());
+    const flight = new Flight(plan, progress, waiter, new RssPeakTracker(), transport.dropsImages !== undefined);
     let link: TransmitterLink | undefined;
     let cost: SideCost | null = null;
     let connectMs: number | null = null;
@@ -239,6 +291,8 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
         maxImageBytes: config.maxImageBytes,
         connectTimeoutMs: config.connectTimeoutMs,
         credential,
+        imageBytes: image.bytes.length,
+        window: plan.window,
         log: log.child({ transport: transport.name }),
         onAck: (ack) => flight.onAck(ack),
         onFailure: (err) => waiter.fail(err),
@@ -257,7 +311,11 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       await sendPhase(link, flight, from, (seq) => seq < from + plan.imageCount, waiter, progress);
       const end = flight.end ?? { reading: readResources(), peakRssBytes: flight.rss.stop() };
       cost = sideCost(start, end.reading, end.peakRssBytes, plan.imageCount);
-      return { failure: null, cost, rttNs: flight.rttNs(), coldStart: coldStart(), flight, warmedUp };
+      // Never silent: the receiver's record has the exact count of images that did not arrive.
+      const lost = flight.lostAmongRecorded();
+      const failure = lost > 0 ? `${transport.label} dropped images, as it may by design (${transport.dropsImages}): ${lost} never acknowledged` : null;
+      if (lost > 0) log.warn({ transport: transport.name, unacknowledged: lost }, 'images dropped by the transport');
+      return { failure, cost, rttNs: flight.rttNs(), coldStart: coldStart(), flight, warmedUp };
     } catch (err) {
       return { failure: errorMessage(err), cost, rttNs: flight.rttNs(), coldStart: coldStart(), flight, warmedUp };
     } finally {

@@ -54,6 +54,10 @@ export interface TransmitterOptions extends TransportEndpoint {
   connectTimeoutMs: number;
   /** The section's credential: every connection presents it before its first frame. */
   credential: SectionCredential;
+  /** Size of every image of this section: a transport whose broker caps messages checks it before sending anything. */
+  imageBytes: number;
+  /** The section's WINDOW: most images the caller keeps unacknowledged (a transport with several connections sizes its pool by it). */
+  window: number;
 }
 
 /** A connected transmitter side. */
@@ -119,6 +123,11 @@ export interface SectionOpening {
   credential: SectionCredential;
   /** The section's WINDOW: the transmitter never has more images unacknowledged. */
   window: number;
+  /**
+   * Address the section's control request came from: the transmitter's host as this receiver
+   * reaches it, for a transport whose receiver dials the transmitter (websocket-push).
+   */
+  transmitterHost: string;
 }
 
 /** A listening receiver side. */
@@ -152,6 +161,8 @@ export interface Transport {
   name: string;
   /** Name shown in output.log. */
   label: string;
+  /** In the run TRANSPORTS gives when unset; every transport runs with TRANSPORTS=all. */
+  defaultRun: boolean;
   /** Marked "baseline" in the output: the floor the others are compared against. */
   baseline: boolean;
   setting: TransportSetting;
@@ -162,8 +173,8 @@ export interface Transport {
   localServer?: { command: string; start(): Promise<LocalServer> };
   /** npm packages the transport is built on: every report names them with their versions. */
   libraries: readonly string[];
-  /** Versions of native libraries underneath, as the package reports them (libzmq), named in every report too. */
-  nativeLibraries?: Readonly<Record<string, string>>;
+  /** Versions of native libraries underneath, as the package reports them (libzmq), named in every report too; reading them loads the library. */
+  nativeLibraries?(): Readonly<Record<string, string>>;
   /** The service in docker-compose.yml this transport goes through (its broker), when it has one. */
   composeService?: string;
   /**
@@ -171,8 +182,25 @@ export interface Transport {
    * stamp per hand-over); undefined when it hands over one frame at a time. output.log prints it.
    */
   batchedArrivals?: string;
-  /** The mode of ../shared/refbench that measures the same library with its thinnest client. */
-  refbenchMode: string;
+  /**
+   * True when the receiver dials the transmitter (websocket-push): the port setting is then the
+   * transmitter's, and the receiver takes no connections on it.
+   */
+  receiverDials?: boolean;
+  /**
+   * Connections (or calls) one link holds open at once, given the section's WINDOW: how many the
+   * door admits per section. Undefined: one.
+   */
+  connectionsPerLink?(window: number): number;
+  /**
+   * Set for a transport that may drop images by design (pub/sub at a high-water mark), and says
+   * when. Its images arrive in order or not at all, so an ack for a later image settles every
+   * earlier unacknowledged one as lost, and the window moves on; the receiver's record counts
+   * them exactly. Never set for a transport that must deliver everything.
+   */
+  dropsImages?: string;
+  /** The mode of ../shared/refbench that measures the same library with its thinnest client; undefined when refbench has none. */
+  refbenchMode: string | undefined;
   connect(options: TransmitterOptions): Promise<TransmitterLink>;
   listen(options: ReceiverOptions): Promise<ReceiverListener>;
 }

@@ -1,10 +1,10 @@
 import { once as onceEvent } from 'node:events';
 import net from 'node:net';
-import * as grpc from '@grpc/grpc-js';
-import { loadSync, type MethodDefinition, type ServiceDefinition } from '@grpc/proto-loader';
-import { bearerToken } from '../core/auth.js';
+import type * as grpc from '@grpc/grpc-js';
+import type { MethodDefinition, PackageDefinition, ServiceDefinition } from '@grpc/proto-loader';
+import { bearerToken, type SectionCredential } from '../core/auth.js';
 import { ErrorCode, ItbError, errorMessage } from '../core/errors.js';
-import { ACK_STATUS_CODES, FRAME_HEADER_BYTES } from '../core/frame.js';
+import { ACK_STATUS_CODES, FRAME_HEADER_BYTES, type Ack } from '../core/frame.js';
 import { boundPort, hostPort } from '../shared/net.js';
 import { once } from '../shared/once.js';
 import { projectPath } from '../shared/paths.js';
@@ -15,6 +15,11 @@ import { capConnections } from './kit/door.js';
 import { frameGate } from './kit/gate.js';
 import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue } from './kit/send-queue.js';
+import { lazyLibrary } from './kit/library.js';
+
+/** @grpc/grpc-js, loaded when a gRPC transport is first used (kit/library.ts); exported for grpc-unary. */
+export const grpcJs = lazyLibrary<typeof grpc>('@grpc/grpc-js');
+const protoLoader = lazyLibrary<typeof import('@grpc/proto-loader')>('@grpc/proto-loader');
 
 // gRPC: one bidirectional `Transfer` stream per link (proto/transfer.proto), one Frame message per
 // image and one Ack message back. Images are not chunked: refbench measured no gain from it, since
@@ -23,22 +28,23 @@ import { SendQueue } from './kit/send-queue.js';
 // message is assembled from HTTP/2 DATA frames); protobuf decode hands `payload` out as a view.
 // The call's metadata carries the section's credential as a bearer token; a server interceptor
 // checks it before the call reads any message, so a refused call holds at most what HTTP/2 flow
-// control lets in before anyone reads (one 64 KiB window per connection).
+// control lets in before anyone reads (one 64 KiB window per connection). The exported helpers
+// (proto loading, channel options, connect loop, door interceptor, capped listener) are shared
+// with grpc-unary.ts, which differs only in how images travel and how its door counts calls.
 
 /** Wire shape of a Frame as proto-loader (keepCase false) hands it over. */
-interface FrameMessage {
+export interface FrameMessage {
   header?: Buffer;
   payload?: Buffer;
 }
 
 /** Wire shape of an Ack; `status` is the AckStatus's wire code (ACK_STATUS_CODES). */
-interface AckMessage {
+export interface AckMessage {
   sectionId?: number;
   seq?: number;
   status?: number;
 }
 
-const SERVICE_NAME = 'itb.ImageTransfer';
 /** Protobuf framing of a Frame around header and payload: 2 field tags and 2 length varints. */
 const PROTOBUF_OVERHEAD_BYTES = 16;
 /** HTTP/2 flow-control window refbench used: a 64 KiB default stalls a large image on every WINDOW_UPDATE. */
@@ -50,32 +56,36 @@ const SERVER_SHUTDOWN_GRACE_MS = 1000;
 /** Calls one connection may have open at once: a transmitter opens one. */
 const MAX_STREAMS_PER_CONNECTION = 4;
 
-interface TransferDefinition {
+/** One rpc of proto/transfer.proto and the service it belongs to. */
+export interface ProtoMethod<Request, Response> {
   service: ServiceDefinition;
-  method: MethodDefinition<FrameMessage, AckMessage>;
+  method: MethodDefinition<Request, Response>;
 }
 
-let transferDefinition: TransferDefinition | undefined;
+let packageDefinition: PackageDefinition | undefined;
 
-/** Loads proto/transfer.proto once, on first use rather than at import. */
-function loadTransferDefinition(): TransferDefinition {
-  if (transferDefinition) return transferDefinition;
+/** Finds `serviceName`.`methodName` in proto/transfer.proto, loaded once, on first use rather than at import. */
+export function loadProtoMethod<Request, Response>(serviceName: string, methodName: string): ProtoMethod<Request, Response> {
   // Default loader options keep `bytes` fields as Buffers (never strings) and uint32 as numbers.
-  const packageDefinition = loadSync(projectPath('proto', 'transfer.proto'), { keepCase: false });
-  const service = packageDefinition[SERVICE_NAME] as ServiceDefinition | undefined;
-  const method = service?.['Transfer'] as MethodDefinition<FrameMessage, AckMessage> | undefined;
-  if (!service || !method) throw new ItbError(ErrorCode.transport, `proto/transfer.proto has no ${SERVICE_NAME}.Transfer`);
-  transferDefinition = { service, method };
-  return transferDefinition;
+  packageDefinition ??= protoLoader().loadSync(projectPath('proto', 'transfer.proto'), { keepCase: false });
+  const service = packageDefinition[serviceName] as ServiceDefinition | undefined;
+  const method = service?.[methodName] as MethodDefinition<Request, Response> | undefined;
+  if (!service || !method) throw new ItbError(ErrorCode.transport, `proto/transfer.proto has no ${serviceName}.${methodName}`);
+  return { service, method };
+}
+
+/** The bidi Transfer rpc. */
+function loadTransferDefinition(): ProtoMethod<FrameMessage, AckMessage> {
+  return loadProtoMethod<FrameMessage, AckMessage>('itb.ImageTransfer', 'Transfer');
 }
 
 /** Largest Frame message either side lets through: one image of MAX_IMAGE_SIZE, its header and framing. */
-function maxMessageBytes(maxImageBytes: number): number {
+export function maxMessageBytes(maxImageBytes: number): number {
   return maxImageBytes + FRAME_HEADER_BYTES + PROTOBUF_OVERHEAD_BYTES;
 }
 
 /** Channel options both sides share: message limits fitted to MAX_IMAGE_SIZE, not unlimited. */
-function sharedChannelOptions(maxImageBytes: number): grpc.ChannelOptions {
+export function sharedChannelOptions(maxImageBytes: number): grpc.ChannelOptions {
   return {
     'grpc.max_receive_message_length': maxMessageBytes(maxImageBytes),
     'grpc.max_send_message_length': maxMessageBytes(maxImageBytes),
@@ -85,17 +95,17 @@ function sharedChannelOptions(maxImageBytes: number): grpc.ChannelOptions {
   };
 }
 
-/** Connects the transmitter side: one channel, one bidi stream. */
-async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
-  const { method } = loadTransferDefinition();
-  const target = hostPort(options.host, options.port);
-  const log = options.log.child({ transport: 'grpc', target });
+/**
+ * Opens the transmitter's channel to `target` within connectTimeoutMs: limits fitted to
+ * MAX_IMAGE_SIZE, no transparent retries, and an HTTP/2 connection of its own.
+ */
+export function connectClient(target: string, options: TransmitterOptions): Promise<grpc.Client> {
   // waitForReady keeps trying a refused or lost connection itself, so one attempt spans the budget.
-  const client = await connectWithin(
+  return connectWithin(
     `gRPC receiver at ${target}`,
     options.connectTimeoutMs,
     async (remainingMs) => {
-      const candidate = new grpc.Client(target, grpc.credentials.createInsecure(), {
+      const candidate = new (grpcJs().Client)(target, grpcJs().credentials.createInsecure(), {
         ...sharedChannelOptions(options.maxImageBytes),
         // A transparent retry would resend an image and distort its time; also skips the retry buffer.
         'grpc.enable_retries': 0,
@@ -112,11 +122,35 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
     },
     (late) => late.close(),
   );
+}
+
+/** Call metadata presenting the section's credential as a bearer token. */
+export function bearerMetadata(credential: SectionCredential): grpc.Metadata {
+  const metadata = new (grpcJs().Metadata)();
+  metadata.set('authorization', `Bearer ${credential.text}`);
+  return metadata;
+}
+
+/** The Ack a message carries; undefined when its status is not one of ACK_STATUS_CODES. */
+export function ackFromMessage(message: AckMessage): Ack | undefined {
+  const status = ACK_STATUS_CODES[message.status ?? 0];
+  return status === undefined ? undefined : { sectionId: message.sectionId ?? 0, seq: message.seq ?? 0, status };
+}
+
+/** The message carrying `ack`. */
+export function ackMessage(ack: Ack): AckMessage {
+  return { sectionId: ack.sectionId, seq: ack.seq, status: ACK_STATUS_CODES.indexOf(ack.status) };
+}
+
+/** Connects the transmitter side: one channel, one bidi stream. */
+async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
+  const { method } = loadTransferDefinition();
+  const target = hostPort(options.host, options.port);
+  const log = options.log.child({ transport: 'grpc', target });
+  const client = await connectClient(target, options);
 
   const guard = new LinkGuard(options.onFailure, `gRPC stream to ${target}`);
-  const metadata = new grpc.Metadata();
-  metadata.set('authorization', `Bearer ${options.credential.text}`);
-  const call = client.makeBidiStreamRequest<FrameMessage, AckMessage>(method.path, method.requestSerialize, method.responseDeserialize, metadata);
+  const call = client.makeBidiStreamRequest<FrameMessage, AckMessage>(method.path, method.requestSerialize, method.responseDeserialize, bearerMetadata(options.credential));
   let streamFinished = false;
   const finished = new Promise<void>((resolve) => {
     call.once('status', () => {
@@ -130,12 +164,12 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   });
 
   call.on('data', (message: AckMessage) => {
-    const status = ACK_STATUS_CODES[message.status ?? 0];
-    if (status === undefined) {
+    const ack = ackFromMessage(message);
+    if (ack === undefined) {
       guard.failWith(`the receiver sent an ack with unknown status ${message.status}`);
       return;
     }
-    guard.ack(options.onAck, { sectionId: message.sectionId ?? 0, seq: message.seq ?? 0, status });
+    guard.ack(options.onAck, ack);
   });
   // The listener stays for the stream's whole life: grpc-js emits 'error' (CANCELLED) even after close().
   call.on('error', (err) => guard.failWith(`failed: ${err.message}`, err));
@@ -161,17 +195,36 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   });
 }
 
+/** How a call ends from the door's side: with this status, unless it already ended. */
+export type EndCall = (code: grpc.status, details: string) => void;
+
+/** A call the door turned away: the status it ends with (the refusal is already reported). */
+export interface CallRefusal {
+  code: grpc.status;
+  details: string;
+}
+
+/**
+ * Decides, on the credential it presented (undefined: none), whether one call may read its
+ * messages: what to release when the call ends, or its refusal. `from` words every report;
+ * `peer` is the connection's address as grpc-js gives it; `end` ends the call (for `drop`).
+ */
+export type AdmitCall = (presented: string | undefined, from: string, peer: string, end: EndCall) => DoorPass | CallRefusal;
+
 /**
  * The receiver's door for gRPC: a call is admitted on its metadata before it reads any message,
  * and a call that goes `idleTimeoutMs` without a whole message (stalled in the middle of one) is
- * ended, which frees what grpc-js assembled of it.
+ * ended, which frees what grpc-js assembled of it. `onUnanswered` hears of an admitted call that
+ * ended without a status of the handler's or the door's: grpc-js refused its message itself (over
+ * the limit, undecodable) or the transmitter cancelled it.
  */
-function doorInterceptor(options: ReceiverOptions): grpc.ServerInterceptor {
+export function doorInterceptor(options: ReceiverOptions, transport: string, admitCall: AdmitCall, onUnanswered?: (from: string) => void): grpc.ServerInterceptor {
   return (methodDescriptor, call) => {
     let pass: DoorPass | undefined;
     let silence: NodeJS.Timeout | undefined;
     let ended = false;
-    const from = `grpc from ${call.getPeer()}`;
+    const peer = call.getPeer();
+    const from = `${transport} from ${peer}`;
     const stopWatching = (): void => {
       clearTimeout(silence);
       silence = undefined;
@@ -191,21 +244,20 @@ function doorInterceptor(options: ReceiverOptions): grpc.ServerInterceptor {
       }
       silence = setTimeout(() => {
         options.door.refuse(from, `no whole message for ${options.idleTimeoutMs} ms (IMAGE_TIMEOUT_MS): call ended`);
-        end(grpc.status.DEADLINE_EXCEEDED, `no whole message for ${options.idleTimeoutMs} ms`);
+        end(grpcJs().status.DEADLINE_EXCEEDED, `no whole message for ${options.idleTimeoutMs} ms`);
       }, options.idleTimeoutMs);
     };
-    return new grpc.ServerInterceptingCall(call, {
+    return new (grpcJs().ServerInterceptingCall)(call, {
       start(next) {
         next({
           onReceiveMetadata(metadata, nextMetadata) {
             const [authorization] = metadata.get('authorization');
-            pass = options.door.admit(typeof authorization === 'string' ? bearerToken(authorization) : undefined, from, () =>
-              end(grpc.status.UNAVAILABLE, 'the section ended'),
-            );
-            if (pass === undefined) {
-              end(grpc.status.UNAUTHENTICATED, 'this call does not belong to the open section');
+            const verdict = admitCall(typeof authorization === 'string' ? bearerToken(authorization) : undefined, from, peer, end);
+            if (!('release' in verdict)) {
+              end(verdict.code, verdict.details);
               return;
             }
+            pass = verdict;
             watchSilence();
             nextMetadata(metadata);
           },
@@ -218,9 +270,11 @@ function doorInterceptor(options: ReceiverOptions): grpc.ServerInterceptor {
             nextHalfClose();
           },
           onCancel() {
+            const unanswered = !ended;
             ended = true;
             stopWatching();
             pass?.release();
+            if (unanswered && pass !== undefined) onUnanswered?.(from);
           },
         });
       },
@@ -234,16 +288,63 @@ function doorInterceptor(options: ReceiverOptions): grpc.ServerInterceptor {
   };
 }
 
+/** A gRPC server listening on a socket of its own; see {@link serveCapped}. */
+export interface CappedServer {
+  port: number;
+  /** Stops listening, lets calls end within a grace, then forces them and destroys every connection. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `server` on connections a net.Server of ours accepts: grpc-js has no connection cap, so
+ * the cap is net.Server's (capConnections). `onConnection` sees each accepted socket first.
+ */
+export async function serveCapped(server: grpc.Server, options: ReceiverOptions, transport: string, label: string, onConnection?: (socket: net.Socket) => void): Promise<CappedServer> {
+  const injector = server.createConnectionInjector(grpcJs().ServerCredentials.createInsecure());
+  const sockets = new Set<net.Socket>();
+  const tcp = net.createServer((socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    onConnection?.(socket);
+    injector.injectConnection(socket);
+  });
+  capConnections(tcp, options.door, transport);
+  const address = hostPort(options.bindHost, options.port);
+  try {
+    tcp.listen(options.port, options.bindHost);
+    await Promise.race([onceEvent(tcp, 'listening'), onceEvent(tcp, 'error').then(([err]) => Promise.reject(err))]);
+  } catch (err) {
+    injector.destroy();
+    server.forceShutdown();
+    throw new ItbError(ErrorCode.transport, `${label} receiver cannot listen on ${address}: ${errorMessage(err)}`, { cause: err });
+  }
+  return {
+    port: boundPort(tcp.address()),
+    async close() {
+      tcp.close();
+      const shutDown = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+      if (!(await settlesWithin(shutDown, SERVER_SHUTDOWN_GRACE_MS))) server.forceShutdown();
+      injector.destroy();
+      for (const socket of sockets) socket.destroy();
+    },
+  };
+}
+
 /** Starts the receiver side: a gRPC server whose Transfer handler passes each frame through the gate and acks it. */
 async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   const { service } = loadTransferDefinition();
   const log = options.log.child({ transport: 'grpc' });
-  const server = new grpc.Server({
+  const admitCall: AdmitCall = (presented, from, _peer, end) =>
+    options.door.admit(presented, from, () => end(grpcJs().status.UNAVAILABLE, 'the section ended')) ?? {
+      code: grpcJs().status.UNAUTHENTICATED,
+      details: 'this call does not belong to the open section',
+    };
+  const server = new (grpcJs().Server)({
     ...sharedChannelOptions(options.maxImageBytes),
     'grpc.max_concurrent_streams': MAX_STREAMS_PER_CONNECTION,
     // A connection with no call open (one that never made one, or whose call was refused) is closed.
     'grpc.max_connection_idle_ms': options.idleTimeoutMs,
-    interceptors: [doorInterceptor(options)],
+    interceptors: [doorInterceptor(options, 'grpc', admitCall)],
   });
   let closing = false;
 
@@ -258,7 +359,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
         return;
       }
       const ack = gate.frame(headerBytes, payload);
-      if (ack !== undefined) call.write({ sectionId: ack.sectionId, seq: ack.seq, status: ACK_STATUS_CODES.indexOf(ack.status) } satisfies AckMessage);
+      if (ack !== undefined) call.write(ackMessage(ack));
     });
     let halfClosed = false;
     // The transmitter half-closed: finish with OK so its close() completes at once.
@@ -282,37 +383,14 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   };
   server.addService(service, { Transfer: transfer });
 
-  // grpc-js has no connection cap: it serves connections this listener accepts itself, so the
-  // cap is net.Server's.
-  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-  const sockets = new Set<net.Socket>();
-  const tcp = net.createServer((socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-    injector.injectConnection(socket);
-  });
-  capConnections(tcp, options.door, 'grpc');
-  const address = hostPort(options.bindHost, options.port);
-  try {
-    tcp.listen(options.port, options.bindHost);
-    await Promise.race([onceEvent(tcp, 'listening'), onceEvent(tcp, 'error').then(([err]) => Promise.reject(err))]);
-  } catch (err) {
-    injector.destroy();
-    server.forceShutdown();
-    throw new ItbError(ErrorCode.transport, `gRPC receiver cannot listen on ${address}: ${errorMessage(err)}`, { cause: err });
-  }
-  const port = boundPort(tcp.address());
-  log.debug({ port }, 'gRPC receiver listening');
+  const served = await serveCapped(server, options, 'grpc', 'gRPC');
+  log.debug({ port: served.port }, 'gRPC receiver listening');
 
   return {
-    port,
+    port: served.port,
     close: once(async () => {
       closing = true;
-      tcp.close();
-      const shutDown = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
-      if (!(await settlesWithin(shutDown, SERVER_SHUTDOWN_GRACE_MS))) server.forceShutdown();
-      injector.destroy();
-      for (const socket of sockets) socket.destroy();
+      await served.close();
       log.debug('gRPC receiver closed');
     }),
   };
@@ -322,6 +400,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const grpcTransport: Transport = {
   name: 'grpc',
   label: 'gRPC',
+  defaultRun: true,
   baseline: false,
   setting: { kind: 'port', envVar: 'GRPC_PORT', defaultPort: 50051 },
   libraries: ['@grpc/grpc-js', '@grpc/proto-loader'],

@@ -1,17 +1,43 @@
 import { ErrorCode, ItbError } from '../core/errors.js';
 import type { Transport } from './contract.js';
+import { grpcUnaryTransport } from './grpc-unary.js';
 import { grpcTransport } from './grpc.js';
+import { httpJsonTransport } from './http-json.js';
+import { httpTransport } from './http.js';
+import { natsTransport } from './nats.js';
+import { redisListTransport } from './redis-list.js';
+import { redisPubsubTransport } from './redis-pubsub.js';
 import { redisTransport } from './redis.js';
 import { tcpTransport } from './tcp.js';
+import { websocketPushTransport } from './websocket-push.js';
 import { websocketTransport } from './websocket.js';
+import { zeromqPubsubTransport } from './zeromq-pubsub.js';
 import { zeromqTransport } from './zeromq.js';
 
 /**
- * Every transport, in the default run order (the TCP baseline last). This is the one list: config,
+ * Every transport, in run order (the TCP baseline last). This is the one list: config,
  * `.env.example`'s check, `npm start`'s local servers, reports, bench and tests all take theirs
- * from it. Adding a transport: its file, and a row here.
+ * from it; those with `defaultRun` make the run TRANSPORTS gives when unset. Adding a transport:
+ * its file, and a row here.
  */
-export const transports: readonly Transport[] = [websocketTransport, grpcTransport, zeromqTransport, redisTransport, tcpTransport];
+export const transports: readonly Transport[] = [
+  websocketTransport,
+  websocketPushTransport,
+  grpcTransport,
+  grpcUnaryTransport,
+  zeromqTransport,
+  zeromqPubsubTransport,
+  redisTransport,
+  redisListTransport,
+  redisPubsubTransport,
+  natsTransport,
+  httpTransport,
+  httpJsonTransport,
+  tcpTransport,
+];
+
+/** The transports of a run when TRANSPORTS is unset, in run order. */
+export const defaultTransports: readonly Transport[] = transports.filter((t) => t.defaultRun);
 
 /** Looks a transport up by name; an unknown name is an error that lists the valid ones. */
 export function transportByName(name: string): Transport {

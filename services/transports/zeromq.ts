@@ -1,4 +1,4 @@
-import { Context, Dealer, Reply, Router, version as libzmqVersion } from 'zeromq';
+import type { Context, Dealer, Reply, Router } from 'zeromq';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { ACK_BYTES, decodeAck, encodeAck } from '../core/frame.js';
 import { hostPort } from '../shared/net.js';
@@ -9,6 +9,10 @@ import { connectWithin } from './kit/connect.js';
 import { frameGate } from './kit/gate.js';
 import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue } from './kit/send-queue.js';
+import { lazyLibrary } from './kit/library.js';
+
+/** zeromq.js, loaded when a ZeroMQ transport is first used (kit/library.ts); exported for zeromq-pubsub. */
+export const zeromqLibrary = lazyLibrary<typeof import('zeromq')>('zeromq');
 
 // The transmitter's Dealer connects to the receiver's Router on one port. Each image is one
 // two-part message [header, image]; the Router sees [peer id, header, image] and answers
@@ -37,28 +41,28 @@ export const HIGH_WATER_MARK_MESSAGES = 64;
  * frames too (a READY is about 50 bytes; measured: a limit of 40 breaks the handshake), and a
  * frame header is 40 bytes. Acks (12 bytes) are held to this on the transmitter side.
  */
-const PART_LIMIT_FLOOR_BYTES = 4096;
+export const PART_LIMIT_FLOOR_BYTES = 4096;
 /** Time the Router keeps flushing acks already queued when close() is called. */
-const ACK_LINGER_MS = 1000;
+export const ACK_LINGER_MS = 1000;
 /** A transmitter that stops reading acks must not stall the receive loop for ever. */
-const ACK_SEND_TIMEOUT_MS = 5000;
+export const ACK_SEND_TIMEOUT_MS = 5000;
 /** Bound on waiting for a closed socket's loops to end. */
-const CLOSE_SETTLE_MS = 2000;
+export const CLOSE_SETTLE_MS = 2000;
 /** Where libzmq asks for a verdict on every handshake of a socket in the same context (RFC 27). */
-const ZAP_ENDPOINT = 'inproc://zeromq.zap.01';
+export const ZAP_ENDPOINT = 'inproc://zeromq.zap.01';
 /** The ZAP domain the receiver's Router asks in. */
-const ZAP_DOMAIN = 'itb';
+export const ZAP_DOMAIN = 'itb';
 /** PLAIN user name a transmitter presents; the credential is the password. */
-const PLAIN_USERNAME = 'itb';
+export const PLAIN_USERNAME = 'itb';
 
 /** `tcp://host:port` for libzmq, with brackets around an IPv6 literal. */
-function tcpAddress(host: string, port: number | '*'): string {
+export function tcpAddress(host: string, port: number | '*'): string {
   return `tcp://${hostPort(host, port)}`;
 }
 
 /** Creates the transmitter's socket with the options connect() uses; exported for tests. */
 export function createDealer(host: string, credentialText: string): Dealer {
-  return new Dealer({
+  return new (zeromqLibrary().Dealer)({
     plainUsername: PLAIN_USERNAME,
     plainPassword: credentialText,
     sendHighWaterMark: HIGH_WATER_MARK_MESSAGES,
@@ -77,7 +81,7 @@ export function createDealer(host: string, credentialText: string): Dealer {
 
 /** Creates the receiver's socket with the options listen() uses; exported for tests. */
 export function createRouter(bindHost: string, maxImageBytes: number, idleTimeoutMs = 10_000, context?: Context): Router {
-  return new Router({
+  return new (zeromqLibrary().Router)({
     ...(context === undefined ? {} : { context }),
     // Every handshake goes through the ZAP handler of the Router's context.
     plainServer: true,
@@ -174,7 +178,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
 }
 
 /** Port libzmq actually bound, read from `tcp://host:port`. */
-function boundPort(router: Router, address: string): number {
+export function boundPort(router: Pick<Router, 'lastEndpoint'>, address: string): number {
   const endpoint = router.lastEndpoint;
   const port = endpoint === null ? NaN : Number(endpoint.slice(endpoint.lastIndexOf(':') + 1));
   if (!Number.isInteger(port) || port <= 0) throw new ItbError(ErrorCode.transport, `cannot tell the port ZeroMQ bound for ${address} (endpoint ${endpoint})`);
@@ -186,7 +190,7 @@ function boundPort(router: Router, address: string): number {
  * credential gets 200, anything else 400 (libzmq then closes the connection). The pass is kept
  * until the section ends: libzmq does not say which connection a later disconnect is.
  */
-async function serveZap(zap: Reply, options: ReceiverOptions): Promise<void> {
+export async function serveZap(zap: Reply, options: Pick<ReceiverOptions, 'door'>): Promise<void> {
   for await (const request of zap) {
     const [version, requestId, domain, peerAddress, , mechanism, username, password] = request.map((part) => part.toString());
     const from = `zeromq from ${peerAddress ?? '?'}`;
@@ -196,18 +200,42 @@ async function serveZap(zap: Reply, options: ReceiverOptions): Promise<void> {
   }
 }
 
-async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
-  const address = tcpAddress(options.bindHost, options.port === 0 ? '*' : options.port);
+/** A listener's ZeroMQ context, with the ZAP handler that asks its door; exported for zeromq-pubsub. */
+export interface ZapDoor {
+  context: Context;
+  /** Settles when the handler has ended (after stop()). */
+  done: Promise<void>;
+  /** Closes the handler; the listener's sockets go first. */
+  stop(): void;
+}
+
+/** Opens a context of its own for `name`'s listener and serves ZAP in it through `options.door`. */
+export async function openZapDoor(options: ReceiverOptions, name: string): Promise<ZapDoor> {
   // A context of its own: the ZAP endpoint is one per context, and another listener (a test's
-  // second receiver) must keep its own.
+  // second receiver, the other ZeroMQ transport's) must keep its own.
+  const { Context, Reply } = zeromqLibrary();
   const context = new Context();
-  let closing = false;
+  let stopped = false;
   const zap = new Reply({ context, linger: 0 });
   await zap.bind(ZAP_ENDPOINT);
-  const zapDone = serveZap(zap, options).catch((err: unknown) => {
-    if (!closing) options.log.error({ err: errorMessage(err) }, 'zeromq ZAP handler ended');
+  const done = serveZap(zap, options).catch((err: unknown) => {
+    if (!stopped) options.log.error({ err: errorMessage(err) }, `${name} ZAP handler ended`);
   });
-  const router = createRouter(options.bindHost, options.maxImageBytes, options.idleTimeoutMs, context);
+  return {
+    context,
+    done,
+    stop() {
+      stopped = true;
+      zap.close();
+    },
+  };
+}
+
+async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
+  const address = tcpAddress(options.bindHost, options.port === 0 ? '*' : options.port);
+  let closing = false;
+  const zap = await openZapDoor(options, 'zeromq');
+  const router = createRouter(options.bindHost, options.maxImageBytes, options.idleTimeoutMs, zap.context);
 
   // The Router cannot tell a peer that closed from one libzmq dropped for a part over
   // maxMessageSize (both are a bare 'disconnect'); the transmitter sees the latter as a failure.
@@ -229,8 +257,8 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   } catch (err) {
     closing = true;
     router.close();
-    zap.close();
-    await settlesWithin(Promise.all([eventsDone, zapDone]), CLOSE_SETTLE_MS);
+    zap.stop();
+    await settlesWithin(Promise.all([eventsDone, zap.done]), CLOSE_SETTLE_MS);
     throw new ItbError(ErrorCode.transport, `cannot bind ZeroMQ receiver to ${address}: ${errorMessage(err)}`, { cause: err });
   }
   const port = boundPort(router, address);
@@ -268,8 +296,8 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       // Acks already queued keep flushing for ACK_LINGER_MS in libzmq's I/O thread; the
       // receive loop and the observer end as soon as the socket is closed.
       router.close();
-      zap.close();
-      await settlesWithin(Promise.all([receiveDone, eventsDone, zapDone]), CLOSE_SETTLE_MS);
+      zap.stop();
+      await settlesWithin(Promise.all([receiveDone, eventsDone, zap.done]), CLOSE_SETTLE_MS);
     }),
   };
 }
@@ -278,10 +306,11 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const zeromqTransport: Transport = {
   name: 'zeromq',
   label: 'ZeroMQ',
+  defaultRun: true,
   baseline: false,
   setting: { kind: 'port', envVar: 'ZEROMQ_PORT', defaultPort: 5555 },
   libraries: ['zeromq'],
-  nativeLibraries: { libzmq: libzmqVersion },
+  nativeLibraries: () => ({ libzmq: zeromqLibrary().version }),
   refbenchMode: 'zmq',
   connect,
   listen,

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { configVariables, parseConfig, type Config } from '../../services/core/config.js';
 import { stopChild } from '../../services/shared/child-process.js';
+import { SERVICE_NODE_FLAGS } from '../../services/shared/node-flags.js';
 import { projectPath, projectRoot } from '../../services/shared/paths.js';
 import { freePortsEnv } from '../../scripts/lib/ports.js';
 import { freePort } from '../../services/shared/net.js';
@@ -107,7 +108,9 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
   it('has the two services and every transport\'s broker service, wired as designed, with the code defaults', async () => {
     const compose = await resolveCompose({});
     const brokers = transports.flatMap((t) => (t.composeService ? [t] : []));
-    expect(Object.keys(compose.services).sort()).toEqual(['receiver', 'transmitter', ...brokers.map((t) => t.composeService!)].sort());
+    // The Redis transports share one Redis service.
+    const brokerServices = [...new Set(brokers.map((t) => t.composeService!))];
+    expect(Object.keys(compose.services).sort()).toEqual(['receiver', 'transmitter', ...brokerServices].sort());
     // The config's variables, and the two the image's entrypoint reads (scripts/docker/entrypoint.sh).
     const known = [...configVariables(transports), ...ENTRYPOINT_VARIABLES];
     const defaults = withoutNetworkVariables(configOf({}));
@@ -117,10 +120,20 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     expect(redis.healthcheck?.test).toEqual(['CMD', 'redis-cli', 'ping']);
     expect(redis.ports ?? []).toEqual([]);
     expect(redis.command?.join(' ')).toContain(REDIS_IMAGE_LIMIT_ARGS.join(' '));
+    // NATS: its config file raises max_payload to NATS's hard limit, and the healthcheck asks the monitoring port.
+    const nats = service(compose, 'nats');
+    expect(nats.image).toMatch(/^nats:2/);
+    expect(nats.command).toEqual(['nats-server', '--config', '/etc/itb/nats-server.conf']);
+    expect(nats.volumes).toContain(`${path.join(projectDir, 'scripts', 'docker', 'nats-server.conf')}:/etc/itb/nats-server.conf:ro`);
+    expect(readFileSync(projectPath('scripts', 'docker', 'nats-server.conf'), 'utf8')).toMatch(/^max_payload: 64MB$/m);
+    expect(nats.healthcheck?.test).toEqual(['CMD', 'wget', '-q', '-O', '/dev/null', 'http://127.0.0.1:8222/healthz']);
+    expect(nats.ports ?? []).toEqual([]);
 
     for (const name of ['receiver', 'transmitter']) {
       const s = service(compose, name);
       expect(s.build?.context, name).toBe(projectDir);
+      // Each service runs with the flags npm start gives it (services/shared/node-flags.ts).
+      expect(s.command, name).toEqual(['node', ...SERVICE_NODE_FLAGS, `dist/services/${name}/main.js`]);
       for (const variable of Object.keys(s.environment ?? {})) expect(known, `${name} sets ${variable}`).toContain(variable);
       // Every transport's own setting reaches both services (from .env, or fixed for the compose network).
       for (const t of transports) expect(Object.keys(s.environment ?? {}), `${name} lacks ${t.setting.envVar}`).toContain(t.setting.envVar);
@@ -137,13 +150,15 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     // a fresh clone needs no mkdir or chmod and the receiver's secret file is the transmitter's too.
     expect(receiver.environment?.RUN_AS_OWNER_OF).toBe(receiverConfig.outputDir);
     expect(receiver.environment?.ALSO_OWN).toBe(path.posix.dirname(receiverConfig.authTokenFile));
-    const brokerHealthy = Object.fromEntries(brokers.map((t) => [t.composeService!, { condition: 'service_healthy' }]));
+    const brokerHealthy = Object.fromEntries(brokerServices.map((name) => [name, { condition: 'service_healthy' }]));
     expect(receiver.depends_on).toEqual(brokerHealthy);
     expect(receiver.restart).toBe('on-failure');
 
     const transmitter = service(compose, 'transmitter');
     const transmitterConfig = configOf(transmitter.environment);
     expect(transmitterConfig.receiverHost).toBe('receiver');
+    // websocket-push's receiver dials the transmitter's own server across the compose network.
+    expect(transmitterConfig.bindHost).toBe('0.0.0.0');
     // Both services reach each broker by its compose service name, with the transport's own scheme.
     for (const t of brokers) {
       const scheme = t.setting.kind === 'url' ? t.setting.schemes[0] : 'none';
@@ -177,6 +192,7 @@ describe('Dockerfile', () => {
     expect(stage.some((l) => /^RUN npm ci --omit=dev\b/.test(l))).toBe(true);
     // The entrypoint starts as root only to pick the owner of the data directory, and runs the service as that user.
     expect(stage.at(-2)).toBe('ENTRYPOINT ["itb-entrypoint"]');
+    expect(stage.at(-1)).toBe(`CMD [${['node', ...SERVICE_NODE_FLAGS, 'dist/services/receiver/main.js'].map((word) => JSON.stringify(word)).join(', ')}]`);
     expect(stage).toContain(`ENV RUN_AS_OWNER_OF=${CONTAINER_WORKDIR}/output`);
     expect(readFileSync(projectPath('scripts', 'docker', 'entrypoint.sh'), 'utf8')).toMatch(/^exec setpriv --reuid="\$uid" --regid="\$gid" --clear-groups -- "\$@"$/m);
     expect(stage.filter((l) => l.startsWith('COPY')).map((l) => l.split(/\s+/).slice(-2, -1)[0] ?? '')).toEqual(['package-lock.json', '/app/dist', 'proto', 'assets', 'scripts/docker/entrypoint.sh']);

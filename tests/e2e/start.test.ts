@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePortsEnv } from '../../scripts/lib/ports.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { transports } from '../../services/transports/index.js';
+import { escapeRegExp } from '../helpers/harness.js';
 
 // `npm start`'s entry as a user runs it: real processes, a private redis-server from PATH.
 // `npm test` builds dist/ first (its pretest step).
@@ -24,7 +25,9 @@ afterAll(async () => {
 
 function runStart(env: Record<string, string>, timeoutMs = 90_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const { REDIS_URL: _ignored, ...inherited } = process.env;
+    // No broker URL from the caller's shell: npm start must start its own servers (Redis, NATS).
+    const urlVariables = new Set(transports.flatMap(({ setting }) => (setting.kind === 'url' ? [setting.envVar] : [])));
+    const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !urlVariables.has(name)));
     const child = spawn(process.execPath, [entry], { cwd: outputDir, env: { ...inherited, OUTPUT_DIR: outputDir, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -42,14 +45,14 @@ function runStart(env: Record<string, string>, timeoutMs = 90_000): Promise<{ co
 }
 
 describe('npm start entry', () => {
-  it('runs every transport with IMAGE_COUNT=3, prints the summary and writes output.log', async () => {
-    const result = await runStart({ IMAGE_COUNT: '3', ...(await freePortsEnv()) });
+  it('runs every transport with TRANSPORTS=all and IMAGE_COUNT=3 (private Redis and NATS servers), prints the summary and writes output.log', async () => {
+    const result = await runStart({ IMAGE_COUNT: '3', TRANSPORTS: 'all', ...(await freePortsEnv()) });
     expect(result.stderr).not.toMatch(/"level":(50|60)/);
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^Transport\s+OK\s+Lost\s+Corrupt\s+p50 ms\s+p90 ms\s+p99 ms\s+p99\.9 ms\s+max ms\s+mean ± sd ms\s+RTT p50\s+RTT p99\s+Total ms\s+MB\/s\s+images\/s\s+Result$/m);
     expect(result.stdout).toMatch(/^Transport\s+TX CPU ms\/img\s+RX CPU ms\/img/m);
     for (const t of transports) {
-      const title = `${t.label}${t.baseline ? ' (baseline)' : ''}`.replace(/[()]/g, '\\$&');
+      const title = escapeRegExp(`${t.label}${t.baseline ? ' (baseline)' : ''}`);
       expect(result.stdout).toMatch(new RegExp(`^${title}\\s+3\\s+0\\s+0\\s.*\\sok$`, 'm'));
     }
     const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');

@@ -16,6 +16,7 @@ export const fixtureHost = (hostname: string): HostFacts => ({
   platform: 'linux-x64',
   kernel: '6.1.0',
   nodeVersion: 'v20.20.2',
+  nodeFlags: ['--no-concurrent-marking'],
   bootId: 'boot-1',
   libraries: { ws: '8.23.0', zeromq: '6.8.0' },
 });

@@ -3,33 +3,42 @@ import { sectionCredential, type SectionCredential } from '../../services/core/a
 import { imageChecksum } from '../../services/core/checksum.js';
 import { encodeFrameHeader, type Ack } from '../../services/core/frame.js';
 import type { Door, LocalServer, ReceivedFrame, ReceiverListener, TransmitterLink, Transport } from '../../services/transports/contract.js';
-import { Doorkeeper } from '../../services/transports/kit/door.js';
+import { transportByName } from '../../services/transports/index.js';
+import { connectionsPerSection, Doorkeeper } from '../../services/transports/kit/door.js';
+
+/** `text` as a regular expression that matches it literally (labels such as "HTTP+JSON"). */
+export function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
 
 /** A logger that prints only when a test run asks for it (ITB_TEST_LOG=debug). */
 export const testLog = pino({ level: process.env.ITB_TEST_LOG ?? 'silent' });
 
 /**
- * The servers transports go through (Redis), one per transport that needs one, started from the
- * transport table's own `localServer` so tests run them exactly as `npm start` does.
+ * The servers transports go through (Redis, NATS), one per URL setting (the Redis transports
+ * share one), started from the transport table's own `localServer` so tests run them exactly as
+ * `npm start` does.
  */
 export class LocalServers {
+  /** By the setting's env var (REDIS_URL). */
   private readonly servers = new Map<string, LocalServer>();
 
-  /** Starts a server for every transport in `table` that has a local one. */
+  /** Starts a server for every URL setting of `table` that has a local one. */
   async startFor(table: readonly Transport[]): Promise<void> {
     for (const transport of table) {
-      if (transport.localServer && !this.servers.has(transport.name)) this.servers.set(transport.name, await transport.localServer.start());
+      const envVar = transport.setting.envVar;
+      if (transport.localServer && !this.servers.has(envVar)) this.servers.set(envVar, await transport.localServer.start());
     }
   }
 
   /** The URL setting for `transport`: its server's, or undefined when it has none. */
   urlFor(transport: Transport): string | undefined {
-    return this.servers.get(transport.name)?.url;
+    return transport.setting.kind === 'url' ? this.servers.get(transport.setting.envVar)?.url : undefined;
   }
 
   /** The env variables that point every started transport at its server (REDIS_URL=...). */
   env(table: readonly Transport[]): Record<string, string> {
-    return Object.fromEntries(table.flatMap((t) => (t.setting.kind === 'url' && this.servers.has(t.name) ? [[t.setting.envVar, this.servers.get(t.name)!.url]] : [])));
+    return Object.fromEntries(table.flatMap((t) => (t.setting.kind === 'url' && this.servers.has(t.setting.envVar) ? [[t.setting.envVar, this.servers.get(t.setting.envVar)!.url]] : [])));
   }
 
   async closeAll(): Promise<void> {
@@ -56,7 +65,8 @@ export interface TestDoor {
 }
 
 /** A door open for section `sectionId` of `transportName`, with the test token. */
-export function testDoor(transportName: string, sectionId = 7, idleTimeoutMs = 10_000): TestDoor {
+export function testDoor(transportName: string, sectionId = 7, idleTimeoutMs = 10_000, window = 64): TestDoor {
+  const connections = connectionsPerSection(transportByName(transportName), window);
   const refusals: string[] = [];
   const doorkeeper = new Doorkeeper((_transport, reason) => refusals.push(reason));
   const testDoor: TestDoor = {
@@ -66,17 +76,17 @@ export function testDoor(transportName: string, sectionId = 7, idleTimeoutMs = 1
     refusals,
     idleTimeoutMs,
     async prepare(listener, window = 64) {
-      await listener.openSection?.({ credential: testDoor.credential, window });
+      await listener.openSection?.({ credential: testDoor.credential, window, transmitterHost: '127.0.0.1' });
     },
     async reopen(listener, nextSectionId) {
       doorkeeper.closeSection();
       await listener.closeSection?.();
       testDoor.credential = sectionCredential(TEST_AUTH_TOKEN, nextSectionId);
-      doorkeeper.openSection(transportName, testDoor.credential);
+      doorkeeper.openSection(transportName, testDoor.credential, connections);
       await testDoor.prepare(listener);
     },
   };
-  doorkeeper.openSection(transportName, testDoor.credential);
+  doorkeeper.openSection(transportName, testDoor.credential, connections);
   return testDoor;
 }
 
@@ -110,12 +120,17 @@ export interface PairOptions {
   transmitterMaxImageBytes?: number;
   /** Makes the receiver's deliver throw for these seqs. */
   throwOnSeqs?: readonly number[];
+  /** Size of the images the link will send (TransmitterOptions.imageBytes); 1 MiB unless given. */
+  imageBytes?: number;
+  /** The section's WINDOW; 64 unless given. */
+  window?: number;
 }
 
 /** Opens a listener on a free port and a link to it, both through `transport`'s real library. */
 export async function openPair(transport: Transport, options: PairOptions = {}): Promise<Pair> {
   const seen: PairSeen = { delivered: [], rejects: [], acks: [], failures: [] };
-  const section = testDoor(transport.name);
+  const window = options.window ?? 64;
+  const section = testDoor(transport.name, 7, 10_000, window);
   const listener = await transport.listen({
     host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: options.url, maxImageBytes: options.receiverMaxImageBytes ?? 64 * 1024 * 1024, log: testLog,
     door: section.door,
@@ -131,10 +146,12 @@ export async function openPair(transport: Transport, options: PairOptions = {}):
   });
   let link: TransmitterLink;
   try {
-    await section.prepare(listener);
+    await section.prepare(listener, window);
     link = await transport.connect({
       host: '127.0.0.1', bindHost: '127.0.0.1', port: listener.port, url: options.url, maxImageBytes: options.transmitterMaxImageBytes ?? 64 * 1024 * 1024, log: testLog,
       connectTimeoutMs: 5000,
+      imageBytes: options.imageBytes ?? 1024 * 1024,
+      window,
       credential: section.credential,
       onAck(ack) {
         seen.acks.push(ack);
@@ -188,7 +205,7 @@ export async function transferThrough(
   const sectionId = options.sectionId ?? 7;
   const maxImageBytes = options.maxImageBytes ?? 64 * 1024 * 1024;
   const outcome: TransferOutcome = { received: [], acks: [], rejects: [] };
-  const section = testDoor(transport.name, sectionId);
+  const section = testDoor(transport.name, sectionId, 10_000, options.window);
   const listener = await transport.listen({
     host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: options.url, maxImageBytes, log: testLog,
     door: section.door,
@@ -225,6 +242,8 @@ export async function transferThrough(
     link = await transport.connect({
       host: '127.0.0.1', bindHost: '127.0.0.1', port: listener.port, url: options.url, maxImageBytes, log: testLog,
       connectTimeoutMs: 5000,
+      imageBytes: images.reduce((most, image) => Math.max(most, image.length), 1),
+      window: options.window,
       credential: section.credential,
       onAck(ack) {
         outcome.acks.push(ack);

@@ -47,8 +47,8 @@ export type WebsocketPartialOptions = PartialMessageOptions & { path: string };
 /** grpcPartial's options: the method path, e.g. '/itb.ImageTransfer/Transfer'. */
 export type GrpcPartialOptions = PartialMessageOptions & { path: string };
 
-/** zeromqPartial's options: `header` is the message's first part, the partial payload its second. */
-export type ZeromqPartialOptions = PartialMessageOptions & { header: Buffer };
+/** zeromqPartial's options: `header` is the message's first part, the partial payload its second; `socketType` the ZMTP peer it claims to be (DEALER unless given). */
+export type ZeromqPartialOptions = PartialMessageOptions & { header: Buffer; socketType?: string };
 
 const HOST = '127.0.0.1';
 const DEFAULT_TIMEOUT_MS = 5000;
@@ -57,6 +57,8 @@ const CHUNK_BYTES = 1024 * 1024;
 const VERDICT_GRACE_MS = 200;
 /** Bytes of the hello record a TCP credential fills. */
 const TCP_HELLO_BYTES = 40;
+/** How long an HTTP client listens for a refusal while it holds its message: longer than any test. */
+const ANSWER_WAIT_MS = 3_600_000;
 /** A longer HTTP response head than this is not a WebSocket server answering. */
 const MAX_HTTP_HEAD_BYTES = 16 * 1024;
 /** A longer handshake command than this is not a ZMTP peer answering. */
@@ -207,13 +209,53 @@ export async function grpcPartial(options: GrpcPartialOptions): Promise<HostileC
   return connection;
 }
 
-/** ZeroMQ: ZMTP 3.0 (PLAIN with the credential as password, else NULL) as a DEALER, then a two-part message whose second part is cut short. */
+/** httpPartial's options: the POST's path, content type and any further request headers. */
+export type HttpPartialOptions = PartialMessageOptions & { path: string; contentType: string; headers?: Readonly<Record<string, string>> };
+
+/**
+ * HTTP/1.1: a hand-made POST whose Content-Length announces `announcedBytes`, then `sendBytes` of
+ * the body. A refusal is an answer (401, 400, …) before the body is done, or a close.
+ */
+export async function httpPartial(options: HttpPartialOptions): Promise<HostileConnection & { status(): number | undefined }> {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const link = await openSocket(options.port, timeoutMs);
+  let admitted = false;
+  let sentBytes = 0;
+  let status: number | undefined;
+  const connection = { ...socketConnection(link, () => admitted, () => sentBytes), status: () => status };
+  if (!link.connected) return connection;
+  const requestLines = [
+    `POST ${options.path} HTTP/1.1`,
+    `Host: ${HOST}:${options.port}`,
+    `Content-Type: ${options.contentType}`,
+    `Content-Length: ${options.announcedBytes}`,
+    ...Object.entries(options.headers ?? {}).map(([name, value]) => `${name}: ${value}`),
+    ...(options.credential === undefined ? [] : [`Authorization: Bearer ${options.credential}`]),
+  ];
+  // Any answer before the body is complete is a refusal (the receiver answers an image only once
+  // it is whole): it counts as the peer's close. The wait ends with the socket.
+  void link.inbox.takeThrough(Buffer.from('\r\n\r\n'), Date.now() + ANSWER_WAIT_MS, MAX_HTTP_HEAD_BYTES).then((head) => {
+    const code = head === undefined ? undefined : /^HTTP\/1\.[01] (\d{3})/.exec(head.toString('latin1'))?.[1];
+    if (code === undefined) return;
+    status = Number(code);
+    link.refuse();
+  });
+  link.socket.write(`${requestLines.join('\r\n')}\r\n\r\n`, 'latin1');
+  const stop = link.closure.closed;
+  await within(stop, VERDICT_GRACE_MS, undefined);
+  if (link.closure.isClosed) return connection;
+  admitted = true;
+  await writePartial(link.socket, ZERO_CHUNK, options.sendBytes, stop, timeoutMs, (bytes) => (sentBytes += bytes));
+  return connection;
+}
+
+/** ZeroMQ: ZMTP 3.0 (PLAIN with the credential as password, else NULL) as a DEALER (or `socketType`), then a two-part message whose second part is cut short. */
 export async function zeromqPartial(options: ZeromqPartialOptions): Promise<HostileConnection> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   // Built before connecting, so a credential or size they reject throws with no socket left open.
   const hello = options.credential === undefined ? undefined : zmtpCommand('HELLO', Buffer.concat([zmtpShortString(ZMTP_PLAIN_USERNAME), zmtpShortString(options.credential)]));
   const messageHead = Buffer.concat([zmtpFrameHead(ZMTP_FLAG_MORE, options.header.length), options.header, zmtpFrameHead(0, options.announcedBytes, true)]);
-  const metadata = zmtpProperty('Socket-Type', 'DEALER');
+  const metadata = zmtpProperty('Socket-Type', options.socketType ?? 'DEALER');
   const link = await openSocket(options.port, timeoutMs);
   let admitted = false;
   let sentBytes = 0;

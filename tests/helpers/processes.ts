@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { stopChild } from '../../services/shared/child-process.js';
+import { SERVICE_NODE_FLAGS } from '../../services/shared/node-flags.js';
 import { projectPath } from '../../services/shared/paths.js';
 
 /** A service started from dist/ as a real process, with what it printed so far. */
@@ -27,7 +28,8 @@ export const TEST_AUTH_TOKEN_FILE = path.join(os.tmpdir(), `itb-test-auth-token-
 export function startService(name: 'receiver' | 'transmitter' | 'start', env: Record<string, string>): ServiceProcess {
   const entry = name === 'start' ? projectPath('dist', 'scripts', 'start.js') : projectPath('dist', 'services', name, 'main.js');
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run "npm run build" first (npm test does)`);
-  const child = spawn(process.execPath, [entry], { env: { PATH: process.env.PATH ?? '', AUTH_TOKEN_FILE: TEST_AUTH_TOKEN_FILE, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // The services run with the flags npm start and the image give them; npm start's own entry needs none.
+  const child = spawn(process.execPath, [...(name === 'start' ? [] : SERVICE_NODE_FLAGS), entry], { env: { PATH: process.env.PATH ?? '', AUTH_TOKEN_FILE: TEST_AUTH_TOKEN_FILE, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));

@@ -69,7 +69,7 @@ describe('grpc transport', () => {
     await pair.section.reopen(pair.listener, 8);
     const acks: number[] = [];
     const next = await grpcTransport.connect({
-      host: '127.0.0.1', bindHost: '127.0.0.1', port: pair.listener.port, url: undefined, maxImageBytes: MIB, log: testLog, connectTimeoutMs: 5000,
+      host: '127.0.0.1', bindHost: '127.0.0.1', port: pair.listener.port, url: undefined, maxImageBytes: MIB, log: testLog, connectTimeoutMs: 5000, imageBytes: 1024 * 1024, window: 64,
       credential: pair.section.credential,
       onAck: (ack) => acks.push(ack.seq),
       onFailure: (err) => pair.seen.failures.push(err),

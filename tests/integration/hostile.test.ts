@@ -12,10 +12,12 @@ import { encodeFrameHeader } from '../../services/core/frame.js';
 import type { SectionPlan } from '../../services/core/section.js';
 import { hostFacts } from '../../services/shared/host.js';
 import { ControlClient } from '../../services/transmitter/control-client.js';
+import { FRAME_HEADER_FIELD, PATH as HTTP_PATH } from '../../services/transports/http.js';
+import { jsonBodyLimitBytes } from '../../services/transports/http-json.js';
 import { transports } from '../../services/transports/index.js';
-import { incompleteMessageBoundBytes } from '../../services/transports/kit/door.js';
+import { connectionsPerSection, incompleteMessageBoundBytes } from '../../services/transports/kit/door.js';
 import { LocalServers, TEST_AUTH_TOKEN } from '../helpers/harness.js';
-import { grpcPartial, tcpPartial, websocketPartial, zeromqPartial, type HostileConnection } from '../helpers/hostile-clients.js';
+import { grpcPartial, httpPartial, tcpPartial, websocketPartial, zeromqPartial, type HostileConnection } from '../helpers/hostile-clients.js';
 import { exitWithin, freePortsEnv, startReadyReceiver, startService, stopService, type ServiceProcess } from '../helpers/processes.js';
 
 // Hostile peers against a receiver running as its own process, on every data port: floods of
@@ -40,11 +42,25 @@ const hostileClients: Record<string, (port: number, credential: SectionCredentia
     tcpPartial({ port, hello: credential && encodeHello(credential), header: header(sectionId, NEAR_MAX_BYTES), announcedBytes: NEAR_MAX_BYTES, sendBytes: PARTIAL_BYTES }),
   websocket: (port, credential) => websocketPartial({ port, path: '/images', credential: credential?.text, announcedBytes: NEAR_MAX_BYTES, sendBytes: PARTIAL_BYTES }),
   grpc: (port, credential) => grpcPartial({ port, path: '/itb.ImageTransfer/Transfer', credential: credential?.text, announcedBytes: NEAR_MAX_BYTES, sendBytes: PARTIAL_BYTES }),
+  'grpc-unary': (port, credential) => grpcPartial({ port, path: '/itb.ImageUnary/Put', credential: credential?.text, announcedBytes: NEAR_MAX_BYTES, sendBytes: PARTIAL_BYTES }),
   zeromq: (port, credential, sectionId) =>
     zeromqPartial({ port, credential: credential?.text, header: header(sectionId, NEAR_MAX_BYTES), announcedBytes: NEAR_MAX_BYTES, sendBytes: PARTIAL_BYTES }),
+  // The image port's SUB takes publishers only.
+  'zeromq-pubsub': (port, credential, sectionId) =>
+    zeromqPartial({ port, credential: credential?.text, socketType: 'XPUB', header: header(sectionId, NEAR_MAX_BYTES), announcedBytes: NEAR_MAX_BYTES, sendBytes: PARTIAL_BYTES }),
+  http: (port, credential, sectionId) =>
+    httpPartial({
+      port, path: HTTP_PATH, contentType: 'application/octet-stream', headers: { [FRAME_HEADER_FIELD]: header(sectionId, NEAR_MAX_BYTES).toString('base64url') },
+      credential: credential?.text, announcedBytes: NEAR_MAX_BYTES, sendBytes: PARTIAL_BYTES,
+    }),
+  'http-json': (port, credential) => httpPartial({ port, path: HTTP_PATH, contentType: 'application/json', credential: credential?.text, announcedBytes: NEAR_MAX_BYTES, sendBytes: PARTIAL_BYTES }),
 };
-const portTransports = transports.filter((t) => t.setting.kind === 'port');
-const bound = incompleteMessageBoundBytes(MAX_IMAGE_BYTES, portTransports.length);
+/** Transports whose receiver takes connections on a port (websocket-push's receiver dials out instead). */
+const portTransports = transports.filter((t) => t.setting.kind === 'port' && t.receiverDials !== true);
+/** Most one admitted connection can make the receiver hold: one image, or HTTP+JSON's body with it in base64. */
+const perConnectionBytes = Math.max(MAX_IMAGE_BYTES, jsonBodyLimitBytes(MAX_IMAGE_BYTES));
+/** The documented bound, for the most connections any section admits. */
+const bound = incompleteMessageBoundBytes(perConnectionBytes, portTransports.length, Math.max(...portTransports.map((t) => connectionsPerSection(t, 1))));
 
 const servers = new LocalServers();
 let env: Record<string, string>;
@@ -88,6 +104,7 @@ beforeAll(async () => {
     ...(await freePortsEnv()),
     ...servers.env(transports),
     OUTPUT_DIR: outputDir,
+    TRANSPORTS: 'all',
     MAX_IMAGE_SIZE: String(MAX_IMAGE_BYTES),
     IMAGE_TIMEOUT_MS: String(IMAGE_TIMEOUT_MS),
     CONNECT_TIMEOUT_MS: '5000',
@@ -144,7 +161,7 @@ describe('hostile peers', () => {
     }
   }, 120_000);
 
-  it(`with the open section's credential: one of ${HOSTILE_CONNECTIONS} gets in, holds at most one partial image, and is closed once it stalls for IMAGE_TIMEOUT_MS`, async () => {
+  it(`with the open section's credential: as many of ${HOSTILE_CONNECTIONS} as a link holds get in (one; ZeroMQ PUB/SUB's two), each holds at most one partial image, and is closed once it stalls for IMAGE_TIMEOUT_MS`, async () => {
     const control = new ControlClient('127.0.0.1', Number(env.CONTROL_PORT), 5000);
     control.authorize(TEST_AUTH_TOKEN);
     const announcement: RunAnnouncement = {
@@ -166,13 +183,14 @@ describe('hostile peers', () => {
         );
         try {
           const admitted = connections.filter((c) => c.admitted());
-          expect(admitted, transport.name).toHaveLength(1);
-          expect(admitted[0]!.sentBytes(), transport.name).toBeGreaterThan(PARTIAL_BYTES / 2);
+          expect(admitted, transport.name).toHaveLength(connectionsPerSection(transport, plan.window));
+          for (const connection of admitted) expect(connection.sentBytes(), transport.name).toBeGreaterThan(PARTIAL_BYTES / 2);
           expect(growthBytes, transport.name).toBeLessThan(bound + RUNTIME_SLACK_BYTES);
-          // The admitted one stalls mid-message: closed after IMAGE_TIMEOUT_MS (heartbeats give ZeroMQ up to the same).
+          // The admitted ones stall mid-message: closed after IMAGE_TIMEOUT_MS (heartbeats give ZeroMQ up to the same).
           const startedMs = Date.now();
-          const closed = await Promise.race([admitted[0]!.closed, new Promise<false>((resolve) => setTimeout(() => resolve(false), IMAGE_TIMEOUT_MS + 3000))]);
-          expect(closed, transport.name).toBe(true);
+          const timedOut = new Promise<false>((resolve) => setTimeout(() => resolve(false), IMAGE_TIMEOUT_MS + 3000));
+          const closed = await Promise.all(admitted.map((connection) => Promise.race([connection.closed, timedOut])));
+          expect(closed, transport.name).toEqual(admitted.map(() => true));
           expect(Date.now() - startedMs, transport.name).toBeLessThan(IMAGE_TIMEOUT_MS + 3000);
         } finally {
           for (const connection of connections) connection.close();

@@ -184,7 +184,7 @@ describe('redis transport: Redis specifics', () => {
 
     started = Date.now();
     const connectError = await redisTransport
-      .connect({ ...endpoint, connectTimeoutMs: 1500, onAck: () => {}, onFailure: () => {} })
+      .connect({ ...endpoint, connectTimeoutMs: 1500, imageBytes: 1024 * 1024, window: 64, onAck: () => {}, onFailure: () => {} })
       .then(
         () => new Error('connect() resolved'),
         (err: unknown) => err,
@@ -203,7 +203,7 @@ describe('redis transport: Redis specifics', () => {
       const endpoint = { host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url, maxImageBytes: MAX_IMAGE_BYTES, log: testLog, door: section.door, idleTimeoutMs: 5000, credential: section.credential };
       const listening = redisTransport.listen({ ...endpoint, deliver: () => ({ sectionId: 0, seq: 0, status: 'accepted' }), onReject: () => {} });
       await expect(listening).rejects.toMatchObject({ code: ErrorCode.transport, message: expect.stringMatching(/REDIS_URL is not set/) });
-      const connecting = redisTransport.connect({ ...endpoint, connectTimeoutMs: 1000, onAck: () => {}, onFailure: () => {} });
+      const connecting = redisTransport.connect({ ...endpoint, connectTimeoutMs: 1000, imageBytes: 1024 * 1024, window: 64, onAck: () => {}, onFailure: () => {} });
       await expect(connecting).rejects.toMatchObject({ code: ErrorCode.transport, message: expect.stringMatching(/REDIS_URL is not set/) });
     }
   });
@@ -218,7 +218,7 @@ describe('redis transport: Redis specifics', () => {
     const deliver: ReceiverOptions['deliver'] = (frame) => ({ sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' });
     const listener = await redisTransport.listen({ ...endpoint, deliver, onReject: () => {}, onFailure: (reason) => listenerFailures.push(reason) });
     await section.prepare(listener);
-    const link = await redisTransport.connect({ ...endpoint, connectTimeoutMs: 5000, onAck: (ack) => acks.push(ack), onFailure: (err) => linkFailures.push(err) });
+    const link = await redisTransport.connect({ ...endpoint, connectTimeoutMs: 5000, imageBytes: 1024 * 1024, window: 64, onAck: (ack) => acks.push(ack), onFailure: (err) => linkFailures.push(err) });
     try {
       const image = randomBytes(1000);
       link.send(stampedHeader(image, 0), image);

@@ -64,7 +64,7 @@ for (const transport of transports) {
       const before = activeResources();
       const startedMs = Date.now();
       const outcome = await transport
-        .connect({ host: '127.0.0.1', bindHost: '127.0.0.1', port: dead.port, url: dead.url, maxImageBytes: MIB, log: testLog, connectTimeoutMs: 600, credential: testDoor(transport.name).credential, onAck() {}, onFailure() {} })
+        .connect({ host: '127.0.0.1', bindHost: '127.0.0.1', port: dead.port, url: dead.url, maxImageBytes: MIB, log: testLog, connectTimeoutMs: 600, imageBytes: 1024 * 1024, window: 64, credential: testDoor(transport.name).credential, onAck() {}, onFailure() {} })
         .then(
           () => new Error('connect() resolved'),
           (err: unknown) => err,
@@ -95,7 +95,7 @@ for (const transport of transports) {
         // The listener serves the next section's link normally.
         await pair.section.reopen(pair.listener, 8);
         const next = await transport.connect({
-          host: '127.0.0.1', bindHost: '127.0.0.1', port: pair.listener.port, url: url(), maxImageBytes: MIB, log: testLog, connectTimeoutMs: 5000,
+          host: '127.0.0.1', bindHost: '127.0.0.1', port: pair.listener.port, url: url(), maxImageBytes: MIB, log: testLog, connectTimeoutMs: 5000, imageBytes: 1024 * 1024, window: 64,
           credential: pair.section.credential,
           onAck: (ack) => pair.seen.acks.push(ack),
           onFailure: (err) => pair.seen.failures.push(err),
@@ -161,7 +161,7 @@ for (const transport of transports) {
         const acks: number[] = [];
         const section = testDoor(transport.name);
         const linking = transport.connect({
-          host: '127.0.0.1', bindHost: '127.0.0.1', port, url: undefined, maxImageBytes: MIB, log: testLog, connectTimeoutMs: 5000,
+          host: '127.0.0.1', bindHost: '127.0.0.1', port, url: undefined, maxImageBytes: MIB, log: testLog, connectTimeoutMs: 5000, imageBytes: 1024 * 1024, window: 64,
           credential: section.credential,
           onAck: (ack) => acks.push(ack.seq),
           onFailure() {},
@@ -174,6 +174,8 @@ for (const transport of transports) {
           deliver: (frame) => ({ sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' }),
           onReject() {},
         });
+        // As the receiver app does before the transmitter is told to connect (a listener that dials the transmitter starts here).
+        await section.prepare(listener);
         const link = await linking;
         try {
           expect(listener.port).toBe(port);

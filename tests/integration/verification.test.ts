@@ -13,7 +13,7 @@ import { Verifier } from '../../services/receiver/verifier.js';
 import { hostFacts } from '../../services/shared/host.js';
 import { ControlClient } from '../../services/transmitter/control-client.js';
 import { transports } from '../../services/transports/index.js';
-import { eventually, LocalServers, TEST_AUTH_TOKEN, testLog } from '../helpers/harness.js';
+import { escapeRegExp, eventually, LocalServers, TEST_AUTH_TOKEN, testLog } from '../helpers/harness.js';
 import { startReceiver } from '../helpers/in-process.js';
 
 // Verification is off the critical path: the receiver acknowledges an image as soon as it is in
@@ -44,7 +44,7 @@ let config: Config;
 beforeAll(async () => {
   await servers.startFor(transports);
   outputDir = await mkdtemp(path.join(os.tmpdir(), 'itb-verify-'));
-  ({ receiver, transmitterConfig: config } = await startReceiver(outputDir, servers.env(transports)));
+  ({ receiver, transmitterConfig: config } = await startReceiver(outputDir, { TRANSPORTS: 'all', ...servers.env(transports) }));
 });
 afterAll(async () => {
   await receiver?.close();
@@ -71,7 +71,7 @@ describe('a corrupt image, acknowledged before it is verified', () => {
         await expect(control.startMeasuring(plan.sectionId, { images: 0, ms: 0, steady: null, mediansMs: null })).rejects.toThrow(/HTTP 409.*already measuring/);
         const acks: Ack[] = [];
         const link = await transport.connect({
-          host: '127.0.0.1', bindHost: '127.0.0.1', port: config.ports[transport.name] ?? 0, url: config.urls[transport.name], maxImageBytes: config.maxImageBytes, log: testLog, connectTimeoutMs: 5000,
+          host: '127.0.0.1', bindHost: '127.0.0.1', port: config.ports[transport.name] ?? 0, url: config.urls[transport.name], maxImageBytes: config.maxImageBytes, log: testLog, connectTimeoutMs: 5000, imageBytes: 1024 * 1024, window: 64,
           credential: sectionCredential(TEST_AUTH_TOKEN, plan.sectionId),
           onAck: (ack) => acks.push(ack),
           onFailure() {},
@@ -101,7 +101,7 @@ describe('a corrupt image, acknowledged before it is verified', () => {
         expect(result.verifyMs).toBeGreaterThan(0);
         const finished = await control.finishRun();
         expect(finished.succeeded).toBe(false);
-        expect(finished.summary).toMatch(new RegExp(`^${transport.label}\\b.*\\s2\\s+0\\s+1\\s`, 'm'));
+        expect(finished.summary).toMatch(new RegExp(`^${escapeRegExp(transport.label)}\\s.*\\s2\\s+0\\s+1\\s`, 'm'));
       } finally {
         control.close();
       }

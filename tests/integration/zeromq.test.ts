@@ -136,7 +136,7 @@ describe('zeromq transport', () => {
     const acks: number[] = [];
     const failures: Error[] = [];
     const next = await zeromqTransport.connect({
-      host: '127.0.0.1', bindHost: '127.0.0.1', port: pair.listener.port, url: undefined, maxImageBytes: 100_000, log: testLog, connectTimeoutMs: 5000,
+      host: '127.0.0.1', bindHost: '127.0.0.1', port: pair.listener.port, url: undefined, maxImageBytes: 100_000, log: testLog, connectTimeoutMs: 5000, imageBytes: 1024 * 1024, window: 64,
       credential: pair.section.credential,
       onAck: (ack) => acks.push(ack.seq),
       onFailure: (err) => failures.push(err),

@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 /** The programs the tests start, and what each is for. */
 const TOOLS: readonly { command: string; usedFor: string }[] = [
   { command: 'redis-server', usedFor: 'a private Redis per test' },
+  { command: 'nats-server', usedFor: 'a private NATS server per test' },
   { command: 'docker-compose', usedFor: 'resolving docker-compose.yml with a real Compose implementation' },
   { command: 'chromium', usedFor: 'opening report.html in a browser' },
 ];
@@ -24,5 +25,5 @@ export default function checkTools(): void {
   const missing = TOOLS.filter((tool) => !onPath(tool.command));
   if (missing.length === 0) return;
   const list = missing.map((tool) => `  ${tool.command}: ${tool.usedFor}`).join('\n');
-  throw new Error(`npm test needs ${missing.length === 1 ? 'a program' : 'programs'} not on PATH:\n${list}\nOn Debian or Ubuntu: bash scripts/install-test-tools.sh (apt-get install redis-server docker-compose chromium)`);
+  throw new Error(`npm test needs ${missing.length === 1 ? 'a program' : 'programs'} not on PATH:\n${list}\nOn Debian or Ubuntu: bash scripts/install-test-tools.sh (apt-get install redis-server nats-server docker-compose chromium)`);
 }

@@ -2,12 +2,45 @@ import { describe, expect, it } from 'vitest';
 import { configVariables, formatConfigIssues, parseConfig, publicConfig, type TransportSpec } from '../../services/core/config.js';
 
 const specs: TransportSpec[] = [
-  { name: 'websocket', setting: { kind: 'port', envVar: 'WEBSOCKET_PORT', defaultPort: 8081 } },
-  { name: 'redis', setting: { kind: 'url', envVar: 'REDIS_URL', schemes: ['redis', 'rediss'], example: 'redis://127.0.0.1:6379' } },
-  { name: 'tcp', setting: { kind: 'port', envVar: 'TCP_PORT', defaultPort: 9000 } },
+  { name: 'websocket', setting: { kind: 'port', envVar: 'WEBSOCKET_PORT', defaultPort: 8081 }, defaultRun: true },
+  { name: 'redis', setting: { kind: 'url', envVar: 'REDIS_URL', schemes: ['redis', 'rediss'], example: 'redis://127.0.0.1:6379' }, defaultRun: true },
+  { name: 'tcp', setting: { kind: 'port', envVar: 'TCP_PORT', defaultPort: 9000 }, defaultRun: true },
 ];
 
 describe('parseConfig', () => {
+  describe('TRANSPORTS with transports outside the default run', () => {
+    const withExtras: TransportSpec[] = [
+      ...specs.slice(0, 2),
+      { name: 'redis-list', setting: { kind: 'url', envVar: 'REDIS_URL', schemes: ['redis', 'rediss'], example: 'redis://127.0.0.1:6379' }, defaultRun: false },
+      { name: 'http', setting: { kind: 'port', envVar: 'HTTP_PORT', defaultPort: 8083 }, defaultRun: false },
+      specs[2]!,
+    ];
+    const transportsOf = (env: Record<string, string>): readonly string[] | string => {
+      const result = parseConfig(env, withExtras);
+      return result.ok ? result.config.transports : formatConfigIssues(result.issues);
+    };
+
+    it('runs only the default ones when unset or blank', () => {
+      expect(transportsOf({})).toEqual(['websocket', 'redis', 'tcp']);
+      expect(transportsOf({ TRANSPORTS: '  ' })).toEqual(['websocket', 'redis', 'tcp']);
+    });
+
+    it('runs every one, in table order, with all (any case)', () => {
+      expect(transportsOf({ TRANSPORTS: 'all' })).toEqual(['websocket', 'redis', 'redis-list', 'http', 'tcp']);
+      expect(transportsOf({ TRANSPORTS: ' ALL ' })).toEqual(['websocket', 'redis', 'redis-list', 'http', 'tcp']);
+    });
+
+    it('takes a non-default one by name, and names every valid one when a name is wrong', () => {
+      expect(transportsOf({ TRANSPORTS: 'http,redis-list' })).toEqual(['http', 'redis-list']);
+      expect(transportsOf({ TRANSPORTS: 'all,tcp' })).toMatch(/TRANSPORTS.*"all,tcp".*all, or a comma-separated list of distinct transports from: websocket, redis, redis-list, http, tcp/s);
+    });
+
+    it('shares one URL variable between transports that go through the same server', () => {
+      const result = parseConfig({ TRANSPORTS: 'all', REDIS_URL: 'redis://10.0.0.1:6379' }, withExtras);
+      expect(result.ok && result.config.urls).toEqual({ redis: 'redis://10.0.0.1:6379', 'redis-list': 'redis://10.0.0.1:6379' });
+    });
+  });
+
   it('gives every default from an empty environment', () => {
     const result = parseConfig({}, specs);
     expect(result).toEqual({
@@ -89,8 +122,8 @@ describe('parseConfig', () => {
     ['IMAGE_SIZE', 'abc', 'a whole number of bytes, or a number with B, KB, MB, GB (×1000) or KiB, MiB, GiB (×1024), e.g. 533KB, 4MB, 1MiB, at least 1 byte'],
     ['IMAGE_SIZE', '300MiB', 'at most MAX_IMAGE_SIZE, 268435456 bytes (256.0 MiB)'],
     ['IMAGE_SIZE', '10', 'at least 84 bytes, the smallest valid PNG it can generate'],
-    ['TRANSPORTS', 'websocket,carrier-pigeon', 'a comma-separated list of distinct transports from: websocket, redis, tcp'],
-    ['TRANSPORTS', 'tcp,tcp', 'a comma-separated list of distinct transports from: websocket, redis, tcp'],
+    ['TRANSPORTS', 'websocket,carrier-pigeon', 'all, or a comma-separated list of distinct transports from: websocket, redis, tcp'],
+    ['TRANSPORTS', 'tcp,tcp', 'all, or a comma-separated list of distinct transports from: websocket, redis, tcp'],
     ['WINDOW', '0', 'a whole number from 1 to 1,024'],
     ['WARMUP', '-1', 'auto, or a whole number of images from 0 to 100,000 (0: a cold run on purpose)'],
     ['WARMUP_MIN_MS', '-1', 'a whole number from 0 to 600,000'],
@@ -177,6 +210,40 @@ describe('parseConfig', () => {
     expect(parseConfig({ TCP_PORT: '8081' }, specs)).toEqual({
       ok: false,
       issues: [{ variable: 'TCP_PORT', value: '8081', allowed: 'a port no other variable uses (WEBSOCKET_PORT is 8081 too)' }],
+    });
+  });
+
+  describe('a transport that binds the port after its own too (nextPorts)', () => {
+    const withNext: TransportSpec[] = [...specs, { name: 'pubsub', setting: { kind: 'port', envVar: 'PUBSUB_PORT', defaultPort: 5556, nextPorts: 1 }, defaultRun: false }];
+
+    it('leaves room for it below 65,536', () => {
+      expect(parseConfig({ PUBSUB_PORT: '65535' }, withNext)).toEqual({
+        ok: false,
+        issues: [{ variable: 'PUBSUB_PORT', value: '65535', allowed: 'a whole number from 1 to 65,534' }],
+      });
+      expect(parseConfig({ PUBSUB_PORT: '65534' }, withNext).ok).toBe(true);
+    });
+
+    it('refuses a next port another variable has, in either order', () => {
+      expect(parseConfig({ PUBSUB_PORT: '9000' }, withNext)).toEqual({
+        ok: false,
+        issues: [{ variable: 'PUBSUB_PORT', value: '9000', allowed: 'a port no other variable uses (TCP_PORT is 9000 too)' }],
+      });
+      expect(parseConfig({ PUBSUB_PORT: '8999' }, withNext)).toEqual({
+        ok: false,
+        issues: [{ variable: 'PUBSUB_PORT', value: '8999', allowed: 'a port no other variable uses (it binds PUBSUB_PORT + 1 as well, 9000, and TCP_PORT is 9000)' }],
+      });
+      const later: TransportSpec[] = [withNext[3]!, ...specs];
+      expect(parseConfig({ PUBSUB_PORT: '8080', WEBSOCKET_PORT: '8081' }, later)).toEqual({
+        ok: false,
+        issues: [
+          { variable: 'PUBSUB_PORT', value: '8080', allowed: 'a port no other variable uses (CONTROL_PORT is 8080 too)' },
+        ],
+      });
+      expect(parseConfig({ PUBSUB_PORT: '7000', WEBSOCKET_PORT: '7001' }, later)).toEqual({
+        ok: false,
+        issues: [{ variable: 'WEBSOCKET_PORT', value: '7001', allowed: 'a port no other variable uses (PUBSUB_PORT + 1 is 7001 too)' }],
+      });
     });
   });
 

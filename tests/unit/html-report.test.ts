@@ -130,6 +130,19 @@ describe('renderHtmlReport', () => {
     expect(perImage.datasets[2]!.data).toEqual([]);
   });
 
+  it('gives each of thirteen transports (TRANSPORTS=all) a colour of its own, the baseline grey', () => {
+    const names = ['websocket', 'websocket-push', 'grpc', 'grpc-unary', 'zeromq', 'zeromq-pubsub', 'redis', 'redis-list', 'redis-pubsub', 'nats', 'http', 'http-json'];
+    const all = fixtureReport([
+      ...names.map((transport) => fixtureSection(fixturePlan({ transport, label: transport }), [1, 2], null, cost)),
+      fixtureSection(fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true }), [1, 2], null, cost),
+    ]);
+    const perImage = specsOf(renderHtmlReport([all], LIBRARIES))[0]!;
+    const colours = perImage.datasets.map((d) => [d.transport, (d as { borderColor?: string }).borderColor]);
+    expect(colours.map(([transport]) => transport)).toEqual([...names, 'tcp']);
+    expect(new Set(colours.map(([, colour]) => colour)).size).toBe(13);
+    expect(colours.at(-1)![1]).toBe('#6f7782');
+  });
+
   it('shows the header facts', () => {
     for (const text of ['2026-11-23 08:00:00 UTC', 'assets/sample.png, 533.0 KiB (545,792 bytes)', 'Images per transport', 'Warm-up', 'Test CPU, 2 cores', 'Node v20.20.2', 'ws 8.23.0 · zeromq 6.8.0']) {
       expect(html).toContain(text);

@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
+import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../../services/shared/net.js';
+import { freePort, portIsFree } from '../../services/shared/net.js';
 
 describe('freePort', () => {
   it('never gives this process the same port twice, even before the first taker binds it', async () => {
@@ -7,5 +9,29 @@ describe('freePort', () => {
     for (let i = 0; i < 200; i++) ports.push(await freePort());
     expect(new Set(ports).size).toBe(ports.length);
     for (const port of ports) expect(port).toBeGreaterThan(0);
+  });
+
+  it('tells a taken port from a free one without throwing (EADDRINUSE is an answer, not an error)', async () => {
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as net.AddressInfo;
+    await expect(portIsFree(port)).resolves.toBe(false);
+    await new Promise((resolve) => server.close(resolve));
+    await expect(portIsFree(port)).resolves.toBe(true);
+  });
+
+  it('never gives the same port to calls running at once, next ports included', async () => {
+    const runs = await Promise.all(Array.from({ length: 100 }, (_, i) => freePort(1 + (i % 2))));
+    const ports = runs.flatMap((port, i) => (i % 2 === 1 ? [port, port + 1] : [port]));
+    expect(new Set(ports).size).toBe(ports.length);
+  });
+
+  it('chooses below the ephemeral range, where no outgoing connection can take the port first', async () => {
+    const [rangeStart] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    for (let i = 0; i < 50; i++) {
+      const port = await freePort(2);
+      expect(port).toBeGreaterThanOrEqual(10_000);
+      expect(port + 1).toBeLessThan(rangeStart!);
+    }
   });
 });

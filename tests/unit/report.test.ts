@@ -50,8 +50,8 @@ describe('renderOutputLog', () => {
   it('renders header, sections with three decimals, and the summary tables', () => {
     expect(renderOutputLog(sampleReport())).toBe(`image-transfer-bench results
 Date: 2026-11-23T08:00:00.000Z (finished 2026-11-23T08:00:01.000Z)
-Transmitter host: tx (Test CPU, 2 cores, 24.0 GiB, linux-x64 6.1.0, Node v20.20.2)
-Receiver host: rx (Test CPU, 2 cores, 24.0 GiB, linux-x64 6.1.0, Node v20.20.2)
+Transmitter host: tx (Test CPU, 2 cores, 24.0 GiB, linux-x64 6.1.0, Node v20.20.2 --no-concurrent-marking)
+Receiver host: rx (Test CPU, 2 cores, 24.0 GiB, linux-x64 6.1.0, Node v20.20.2 --no-concurrent-marking)
 Libraries: ws 8.23.0, zeromq 6.8.0
 Image: assets/sample.png
 Images per transport: 2 (533.0 KiB each); window 1; repeat 1

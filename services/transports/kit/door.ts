@@ -4,17 +4,21 @@ import { hostPort } from '../../shared/net.js';
 import type { Door, DoorPass } from '../contract.js';
 
 // Who gets in, and how much a peer can make the receiver hold, decided in one place for every
-// transport. Only the open section's transmitter gets in, on that section's transport, with one
-// link; everything else is refused before any of its payload is held. So the memory held for
-// incomplete messages is bounded by configuration: one image of MAX_IMAGE_SIZE on the one link,
-// plus a small, fixed amount for each connection still proving itself, and a listener keeps at
-// most MAX_CONNECTIONS_PER_LISTENER connections.
+// transport. Only the open section's transmitter gets in, on that section's transport, with the
+// connections of one link (one, or as many as the transport's connectionsPerLink asks, never more
+// than MAX_LINKS_PER_SECTION); everything else is refused before any of its payload is held. So the
+// memory held for incomplete messages is bounded by configuration: one image of MAX_IMAGE_SIZE per
+// admitted connection, plus a small, fixed amount for each connection still proving itself, and a
+// listener keeps at most MAX_CONNECTIONS_PER_LISTENER connections.
 
 /** Connections a listener keeps at once, admitted or still proving themselves; more are closed on arrival. */
 export const MAX_CONNECTIONS_PER_LISTENER = 16;
 
-/** Links a section admits: a transmitter opens one per section. */
-export const MAX_LINKS_PER_SECTION = 1;
+/**
+ * Most connections (or calls) a section admits: a transmitter opens one link per section, and a
+ * link holds one connection unless its transport asks for more (HTTP keeps several).
+ */
+export const MAX_LINKS_PER_SECTION = 16;
 
 /**
  * Most a connection still proving itself can make a listener hold: HTTP headers before a
@@ -25,11 +29,17 @@ export const UNPROVEN_CONNECTION_BYTES = 64 * 1024;
 
 /**
  * The bound on memory held for incomplete messages over `listenerCount` listeners whose
- * connections prove themselves: the open section's links, each with one image of MAX_IMAGE_SIZE
- * under way, and every listener full of connections still proving themselves.
+ * connections prove themselves: the open section's `sectionConnections` admitted connections,
+ * each with one image of MAX_IMAGE_SIZE under way, and every listener full of connections still
+ * proving themselves.
  */
-export function incompleteMessageBoundBytes(maxImageBytes: number, listenerCount: number): number {
-  return MAX_LINKS_PER_SECTION * maxImageBytes + listenerCount * MAX_CONNECTIONS_PER_LISTENER * UNPROVEN_CONNECTION_BYTES;
+export function incompleteMessageBoundBytes(maxImageBytes: number, listenerCount: number, sectionConnections = 1): number {
+  return sectionConnections * maxImageBytes + listenerCount * MAX_CONNECTIONS_PER_LISTENER * UNPROVEN_CONNECTION_BYTES;
+}
+
+/** Connections `transport`'s link holds in a section of `window`: what its door admits, within MAX_LINKS_PER_SECTION. */
+export function connectionsPerSection(transport: { connectionsPerLink?(window: number): number }, window: number): number {
+  return Math.max(1, Math.min(MAX_LINKS_PER_SECTION, transport.connectionsPerLink?.(window) ?? 1));
 }
 
 /** Reports a refused connection: the transport's name and why, worded with where it came from. */
@@ -38,6 +48,8 @@ export type RefusalSink = (transport: string, reason: string) => void;
 interface OpenSection {
   transport: string;
   credential: SectionCredential;
+  /** Connections the section admits at once. */
+  connections: number;
   passes: Set<{ drop: () => void }>;
 }
 
@@ -47,10 +59,13 @@ export class Doorkeeper {
 
   constructor(private readonly onRefused: RefusalSink) {}
 
-  /** Admits links presenting `credential` on `transport` from now on; the previous section's links are dropped. */
-  openSection(transport: string, credential: SectionCredential): void {
+  /**
+   * Admits up to `connections` connections at once presenting `credential` on `transport` from
+   * now on (connectionsPerSection); the previous section's connections are dropped.
+   */
+  openSection(transport: string, credential: SectionCredential, connections = 1): void {
     this.closeSection();
-    this.open = { transport, credential, passes: new Set() };
+    this.open = { transport, credential, connections, passes: new Set() };
   }
 
   /** Drops every link of the open section and admits nothing until the next one opens. */
@@ -79,8 +94,8 @@ export class Doorkeeper {
             ? `the open section is ${open.transport}'s, not ${transport}'s`
             : !credentialMatches(presented, open.credential)
               ? "credential is not the open section's"
-              : open.passes.size >= MAX_LINKS_PER_SECTION
-                ? `the section already has its ${MAX_LINKS_PER_SECTION} link${MAX_LINKS_PER_SECTION === 1 ? '' : 's'}`
+              : open.passes.size >= open.connections
+                ? `the section already has its ${open.connections} connection${open.connections === 1 ? '' : 's'}`
                 : undefined;
     if (refusal !== undefined || open === undefined) {
       this.onRefused(transport, `${from}: connection refused: ${refusal}`);

@@ -1,0 +1,362 @@
+import type net from 'node:net';
+import type * as grpc from '@grpc/grpc-js';
+import { secretsEqual } from '../core/auth.js';
+import { ErrorCode, ItbError } from '../core/errors.js';
+import type { Ack } from '../core/frame.js';
+import { hostPort } from '../shared/net.js';
+import { once } from '../shared/once.js';
+import type { DoorPass, ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import { frameGate, type FrameGate } from './kit/gate.js';
+import { LinkGuard } from './kit/link-guard.js';
+import { SendQueue } from './kit/send-queue.js';
+import {
+  ackFromMessage,
+  ackMessage,
+  bearerMetadata,
+  connectClient,
+  doorInterceptor,
+  grpcJs,
+  loadProtoMethod,
+  maxMessageBytes,
+  serveCapped,
+  sharedChannelOptions,
+  type AckMessage,
+  type AdmitCall,
+  type EndCall,
+  type FrameMessage,
+  type ProtoMethod,
+} from './grpc.js';
+
+// gRPC unary: one `ImageUnary.Put(Frame) -> Ack` call per image (proto/transfer.proto), up to
+// WINDOW calls in flight at once, multiplexed as HTTP/2 streams on ONE channel (one connection).
+// Channel options, message limits, the connect loop, the bearer metadata, the door interceptor and
+// the capped listener are grpc.ts's. Per image, grpc-js copies the payload twice on send (protobuf
+// encode, then the 5-byte gRPC message prefix) and once on receive (the message is assembled from
+// HTTP/2 DATA frames); protobuf decode hands `payload` out as a view.
+//
+// Order: HTTP/2 interleaves the DATA frames of concurrent calls, so their messages complete in any
+// order; the receiver runs the handler in the order the calls opened (the order of send()), so
+// images arrive, and are answered, in order. A call ends with its Ack, or with INVALID_ARGUMENT
+// when the frame gate dropped its image (reported there): no ack, and the link goes on, as when a
+// stream transport drops a bad frame. Any other error status fails the link.
+//
+// The door admits a CONNECTION, not a call (a call per image would need WINDOW passes): the first
+// call on a connection takes the section's pass with its credential, every later call on it must
+// present the same credential (checked before its message is read, as for every gRPC call), and
+// the pass is released when the connection closes, so the door is asked once per link and no other
+// connection can take the section's place between two images. `drop` ends every call of the
+// connection and closes it. A connection holds at most the section's WINDOW calls, each with one
+// image under way: more are refused before their message is read. So an admitted connection can
+// make the receiver hold up to WINDOW partial images (a stream transport: one).
+
+const SERVICE_NAME = 'itb.ImageUnary';
+/** Transport name, in every report of the receiver side. */
+const NAME = 'grpc-unary';
+/**
+ * Calls an HTTP/2 connection may have open at once: WINDOW's upper bound (config.ts), so a link
+ * never waits on the library for a stream. The section's WINDOW narrows it per connection.
+ */
+const MAX_CALLS_PER_CONNECTION = 1024;
+/**
+ * The status a receiver ends a call with when the frame gate dropped its image (and reported why).
+ * grpc-js never produces it itself, so the transmitter can tell "image dropped" from a broken link.
+ */
+const droppedImageStatus = (): grpc.status => grpcJs().status.INVALID_ARGUMENT;
+
+/** The Put rpc. */
+function loadPutDefinition(): ProtoMethod<FrameMessage, AckMessage> {
+  return loadProtoMethod<FrameMessage, AckMessage>(SERVICE_NAME, 'Put');
+}
+
+/**
+ * Connects the transmitter side: one channel; send() starts a unary call at once, so up to WINDOW
+ * calls share the connection. grpc-js buffers each message on its HTTP/2 stream: it has no
+ * backpressure to wait on, and the window bounds what it holds.
+ */
+async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
+  const { method } = loadPutDefinition();
+  const target = hostPort(options.host, options.port);
+  const log = options.log.child({ transport: NAME, target });
+  const client = await connectClient(target, options);
+  const guard = new LinkGuard(options.onFailure, `gRPC unary calls to ${target}`);
+  // grpc-js clones the metadata for each call, so one object serves the whole link.
+  const metadata = bearerMetadata(options.credential);
+  const inFlight = new Set<grpc.ClientUnaryCall>();
+  let closing = false;
+
+  const answered = (err: grpc.ServiceError | null, message: AckMessage | undefined): void => {
+    if (closing) return; // CANCELLED by close()
+    if (err === null) {
+      const ack = message === undefined ? undefined : ackFromMessage(message);
+      if (ack === undefined) guard.failWith(`the receiver sent an ack with unknown status ${message?.status}`);
+      else guard.ack(options.onAck, ack);
+    } else if (err.code === droppedImageStatus()) {
+      // Dropped by the receiver's gate and reported there, as a stream transport drops a bad
+      // frame: no ack, so the image stays unacknowledged; the link goes on.
+      log.warn({ details: err.details }, 'the receiver dropped an image (its log says why)');
+    } else if (err.code === grpcJs().status.UNAUTHENTICATED) {
+      guard.fail(new ItbError(ErrorCode.refused, `${guard.what}: the receiver did not take this section's credential (${err.message}; its log says why)`, { cause: err }));
+    } else {
+      guard.failWith(`call failed: ${err.message}`, err);
+    }
+  };
+
+  const queue = new SendQueue(
+    (header, payload) => {
+      // No deadline: the transmitter's IMAGE_TIMEOUT_MS governs a late ack (as for every
+      // transport), and the receiver ends a call that stalls mid-message after as long.
+      const call = client.makeUnaryRequest<FrameMessage, AckMessage>(method.path, method.requestSerialize, method.responseDeserialize, { header, payload }, metadata, (err, message) => {
+        // grpc-js calls back on a later tick (never from inside makeUnaryRequest), so `call` is set.
+        inFlight.delete(call);
+        answered(err, message);
+      });
+      inFlight.add(call);
+      return undefined;
+    },
+    (err) => guard.failWith(`send failed: ${err.message}`, err),
+  );
+
+  // Between images no call is open to notice a lost connection, so the channel's state is watched:
+  // leaving READY (the receiver closed or went away) fails the link, and nothing reconnects.
+  const channel = client.getChannel();
+  const watchChannel = (): void => {
+    if (closing) return;
+    const state = channel.getConnectivityState(false);
+    if (state !== grpcJs().connectivityState.READY) {
+      guard.failWith(`the connection to the receiver closed (channel ${grpcJs().connectivityState[state]})`);
+      return;
+    }
+    channel.watchConnectivityState(state, Infinity, watchChannel);
+  };
+  watchChannel();
+
+  return guard.link(queue, async () => {
+    closing = true;
+    for (const call of inFlight) call.cancel();
+    inFlight.clear();
+    client.close();
+    log.debug('gRPC unary link closed');
+  });
+}
+
+/** One connection the listener accepted, and what the door decided for it. */
+interface Connection {
+  socket: net.Socket;
+  /** The section's pass, taken by the connection's first admitted call, released when the connection closes. */
+  pass: DoorPass | undefined;
+  /** The credential the door admitted: every later call on the connection presents the same. */
+  admitted: string | undefined;
+  /** How to end each admitted call still open on the connection. */
+  calls: Set<EndCall>;
+  /** The section ended: the connection takes no more calls and is closing. */
+  dropped: boolean;
+  gate: FrameGate;
+  /** Its admitted calls in the order they opened (the order the transmitter sent their images). */
+  order: Turn[];
+  /** True while `order` is being worked through: a delivery that ends a call must not restart it. */
+  pumping: boolean;
+}
+
+/** One admitted call's place in its connection's order. */
+interface Turn {
+  /** Lets the handler run on the call's message (a unary handler runs on the half-close); set once both are in. */
+  release: (() => void) | undefined;
+  /** The call ended (answered, refused, cancelled): it no longer holds up the calls after it. */
+  ended: boolean;
+}
+
+/**
+ * Runs the handler on whole messages in the order their calls opened: concurrent calls finish in
+ * whatever order HTTP/2 interleaves their DATA frames, but images must arrive in the order they
+ * were sent. A finished call waits only until the calls before it were handled or ended.
+ */
+function pump(connection: Connection): void {
+  if (connection.pumping) return;
+  connection.pumping = true;
+  try {
+    const { order } = connection;
+    for (let head = order[0]; head !== undefined; head = order[0]) {
+      // Dropped (possibly by a delivery just now): its calls are ended, none is handled any more.
+      if (connection.dropped) {
+        order.length = 0;
+        break;
+      }
+      if (!head.ended) {
+        if (head.release === undefined) break;
+        const release = head.release;
+        head.release = undefined;
+        head.ended = true;
+        order.shift();
+        release();
+        continue;
+      }
+      order.shift();
+    }
+  } finally {
+    connection.pumping = false;
+  }
+}
+
+/** A socket's address as grpc-js's call.getPeer() words it, so calls find their connection. */
+function peerOf(socket: net.Socket): string {
+  return `${socket.remoteAddress}:${socket.remotePort}`;
+}
+
+/** Starts the receiver side: a gRPC server whose Put handler passes the frame through the gate and answers with its ack. */
+async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
+  const { service } = loadPutDefinition();
+  const log = options.log.child({ transport: NAME });
+  const connections = new Map<string, Connection>();
+  /** The open section's WINDOW: calls one connection may have open; the HTTP/2 cap until a section opens. */
+  let callsPerConnection = MAX_CALLS_PER_CONNECTION;
+  let closing = false;
+
+  const drop = (connection: Connection): void => {
+    connection.dropped = true;
+    for (const end of connection.calls) end(grpcJs().status.UNAVAILABLE, 'the section ended');
+    // The statuses are queued on the HTTP/2 session: they get a turn to leave before the connection closes.
+    setImmediate(() => connection.socket.destroy());
+  };
+
+  const admitCall: AdmitCall = (presented, from, peer, end) => {
+    const connection = connections.get(peer);
+    if (connection === undefined || connection.dropped) return { code: grpcJs().status.UNAVAILABLE, details: 'the connection is closing' };
+    if (connection.pass === undefined) {
+      const pass = options.door.admit(presented, from, () => drop(connection));
+      if (pass === undefined) return { code: grpcJs().status.UNAUTHENTICATED, details: 'this call does not belong to the open section' };
+      connection.pass = pass;
+      connection.admitted = presented;
+    } else if (presented === undefined || connection.admitted === undefined || !secretsEqual(presented, connection.admitted)) {
+      options.door.refuse(from, "call refused: its credential is not the one its connection was admitted with");
+      return { code: grpcJs().status.UNAUTHENTICATED, details: 'this call does not belong to the open section' };
+    }
+    if (connection.calls.size >= callsPerConnection) {
+      options.door.refuse(from, `call refused: the connection already has ${callsPerConnection} calls open (the section's WINDOW)`);
+      return { code: grpcJs().status.RESOURCE_EXHAUSTED, details: `more than ${callsPerConnection} calls open at once` };
+    }
+    connection.calls.add(end);
+    return { release: () => connection.calls.delete(end) };
+  };
+
+  // An admitted call that ended with no answer lost its image: grpc-js refused the message before
+  // the handler saw it (over the limit, undecodable: it answered the transmitter with that status),
+  // or the transmitter cancelled the call or went away.
+  const unanswered = (from: string): void => {
+    if (closing) return;
+    options.onReject(
+      `${from}: call ended before its image was answered: grpc-js refused the message ` +
+        `(over the ${maxMessageBytes(options.maxImageBytes)}-byte limit, or undecodable) or the transmitter cancelled the call or went away`,
+    );
+  };
+
+  // After the door (interceptors run in array order, the first nearest the wire), so only
+  // admitted calls take a turn.
+  const inOrder: grpc.ServerInterceptor = (methodDescriptor, call) => {
+    let connection: Connection | undefined;
+    let turn: Turn | undefined;
+    const end = (): void => {
+      if (turn === undefined || connection === undefined || turn.ended) return;
+      turn.ended = true;
+      turn.release = undefined;
+      pump(connection);
+    };
+    return new (grpcJs().ServerInterceptingCall)(call, {
+      start(next) {
+        next({
+          onReceiveMetadata(metadata, nextMetadata) {
+            connection = connections.get(call.getPeer());
+            if (connection !== undefined) {
+              turn = { release: undefined, ended: false };
+              connection.order.push(turn);
+            }
+            nextMetadata(metadata);
+          },
+          onReceiveHalfClose(nextHalfClose) {
+            if (turn === undefined || connection === undefined || turn.ended) {
+              nextHalfClose();
+              return;
+            }
+            turn.release = nextHalfClose;
+            pump(connection);
+          },
+          onCancel: end,
+        });
+      },
+      sendStatus(status, nextStatus) {
+        end();
+        nextStatus(status);
+      },
+    });
+  };
+
+  const server = new (grpcJs().Server)({
+    ...sharedChannelOptions(options.maxImageBytes),
+    'grpc.max_concurrent_streams': MAX_CALLS_PER_CONNECTION,
+    // A connection with no call open (one that never made one, or whose calls were refused) is closed.
+    'grpc.max_connection_idle_ms': options.idleTimeoutMs,
+    interceptors: [doorInterceptor(options, NAME, admitCall, unanswered), inOrder],
+  });
+
+  const put: grpc.handleUnaryCall<FrameMessage, AckMessage> = (call, answer) => {
+    const peer = call.getPeer();
+    const gate = connections.get(peer)?.gate ?? frameGate(options, `${NAME} from ${peer}`);
+    const { header: headerBytes, payload } = call.request;
+    let ack: Ack | undefined;
+    if (!Buffer.isBuffer(headerBytes) || !Buffer.isBuffer(payload)) gate.reject('frame lacks its header or payload');
+    else ack = gate.frame(headerBytes, payload);
+    // A dropped image never looks acknowledged: its call ends with an error status instead.
+    if (ack === undefined) answer({ code: droppedImageStatus(), details: 'the receiver dropped this image (its log says why)' });
+    else answer(null, ackMessage(ack));
+  };
+  server.addService(service, { Put: put });
+
+  const served = await serveCapped(server, options, NAME, 'gRPC unary', (socket) => {
+    const peer = peerOf(socket);
+    const connection: Connection = {
+      socket,
+      pass: undefined,
+      admitted: undefined,
+      calls: new Set(),
+      dropped: false,
+      gate: frameGate(options, `${NAME} from ${peer}`),
+      order: [],
+      pumping: false,
+    };
+    connections.set(peer, connection);
+    socket.once('close', () => {
+      connection.pass?.release();
+      if (connections.get(peer) === connection) connections.delete(peer);
+    });
+  });
+  log.debug({ port: served.port }, 'gRPC unary receiver listening');
+
+  return {
+    port: served.port,
+    openSection(section) {
+      callsPerConnection = Math.min(MAX_CALLS_PER_CONNECTION, section.window);
+      return Promise.resolve();
+    },
+    closeSection() {
+      callsPerConnection = MAX_CALLS_PER_CONNECTION;
+      return Promise.resolve();
+    },
+    close: once(async () => {
+      closing = true;
+      await served.close();
+      log.debug('gRPC unary receiver closed');
+    }),
+  };
+}
+
+/** gRPC unary over @grpc/grpc-js: one call per image, up to WINDOW calls in flight on one connection. */
+export const grpcUnaryTransport: Transport = {
+  name: NAME,
+  label: 'gRPC unary',
+  defaultRun: false,
+  baseline: false,
+  setting: { kind: 'port', envVar: 'GRPC_UNARY_PORT', defaultPort: 50052 },
+  libraries: ['@grpc/grpc-js', '@grpc/proto-loader'],
+  refbenchMode: 'grpc-unary',
+  connect,
+  listen,
+};

@@ -1,0 +1,393 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { SectionCredential } from '../../core/auth.js';
+import type { TransportSetting } from '../../core/config.js';
+import type { BrokerReading } from '../../core/cost.js';
+import { errorMessage, ErrorCode, ItbError } from '../../core/errors.js';
+import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type Ack, type FrameHeader } from '../../core/frame.js';
+import { answersWith, startLocalProcess } from '../../shared/local-server.js';
+import { drainOrClose, settlesWithin } from '../../shared/waits.js';
+import type { LocalServer, ReceiverOptions, TransmitterLink, TransmitterOptions } from '../contract.js';
+import { connectWithin } from './connect.js';
+import type { FrameGate } from './gate.js';
+import { lazyLibrary } from './library.js';
+import { LinkGuard } from './link-guard.js';
+import { SendQueue } from './send-queue.js';
+
+// What the Redis transports (redis: streams, redis-list, redis-pubsub) share: how a side reaches
+// Redis and lets go of it, the per-section key names, the transmitter's link (writer, ack list
+// popped, backpressure), the receiver's pairing of header and image, the broker's readings, and
+// the private redis-server `npm start` and the tests run. The three transports share REDIS_URL
+// and one server; each file keeps only how its images travel.
+
+/** ioredis, loaded when a Redis transport is first used (library.ts). */
+const ioredis = lazyLibrary<typeof import('ioredis')>('ioredis');
+
+/** REDIS_URL: the one setting of every Redis transport, so they all go through the same server. */
+export const redisUrlSetting: TransportSetting = { kind: 'url', envVar: 'REDIS_URL', schemes: ['redis', 'rediss'], example: 'redis://127.0.0.1:6379' };
+
+/** The keys of one section: images go through `frames` (a stream, a list or a channel), acks come back on the `acks` list. */
+export interface SectionKeys {
+  frames: string;
+  acks: string;
+}
+
+/** What every key of a section starts with: its id and a digest of its key (the key itself stays off the server). */
+export function sectionKeyPrefix(credential: SectionCredential): string {
+  const tag = createHash('sha256').update(credential.key).digest('base64url').slice(0, 22);
+  return `itb:${credential.sectionId}:${tag}`;
+}
+
+/** Keys named after the section's credential, so a side reads only the open section's; exported for tests. */
+export function sectionKeys(credential: SectionCredential): SectionKeys {
+  const prefix = sectionKeyPrefix(credential);
+  return { frames: `${prefix}:frames`, acks: `${prefix}:acks` };
+}
+
+/** Block time of the ack pops: short, so the loop re-checks its link; close() does not wait for it. */
+const ACK_BLOCK_SECONDS = 1;
+/** Acks taken per BLMPOP: as many as any window leaves waiting. */
+const ACK_POP_COUNT = 1024;
+/** The receiver has no configured bound, so it gets this one for reaching Redis. */
+export const RECEIVER_CONNECT_TIMEOUT_MS = 5000;
+const CLOSE_TIMEOUT_MS = 2000;
+/** Bound on one INFO (or CONFIG GET) round trip. */
+export const INFO_TIMEOUT_MS = 2000;
+/** Bound on deleting a section's keys: Redis may be why the section or the listener is closing. */
+const DROP_KEYS_TIMEOUT_MS = 500;
+
+/**
+ * Redis settings that let one image of the largest MAX_IMAGE_SIZE through: a command carries the
+ * image as one bulk string (proto-max-bulk-len, 512 MB by default) inside one command
+ * (client-query-buffer-limit, 1 GB by default). docker-compose.yml passes the same arguments.
+ */
+export const REDIS_IMAGE_LIMIT_ARGS: readonly string[] = ['--proto-max-bulk-len', '2gb', '--client-query-buffer-limit', '4gb'];
+
+/** REDIS_URL, or a clear error naming the transport that needs it. */
+export function requireUrl(url: string | undefined, transport: string): string {
+  if (url === undefined || url === '') {
+    throw new ItbError(ErrorCode.transport, `REDIS_URL is not set: the ${transport} transport needs a Redis server to go through (e.g. REDIS_URL=redis://127.0.0.1:6379)`);
+  }
+  return url;
+}
+
+/**
+ * Opens one ready connection to Redis within `timeoutMs`, retrying refused or failed attempts. The
+ * client never reconnects by itself afterwards: a link that drops mid-run is a failure, not
+ * something to paper over.
+ */
+export function openClient(url: string, timeoutMs: number): Promise<Redis> {
+  return connectWithin(
+    `Redis at ${url}`,
+    timeoutMs,
+    async (remainingMs) => {
+      const client = new (ioredis().Redis)(url, {
+        lazyConnect: true,
+        // RESP2: replies have the nested-array shapes the transports check (stream entries),
+        // pub/sub messages arrive as ordinary replies, and the handshake skips HELLO.
+        protocol: 2,
+        connectTimeout: remainingMs,
+        retryStrategy: () => null,
+        maxRetriesPerRequest: 0,
+        enableOfflineQueue: false,
+        autoResendUnfulfilledCommands: false,
+      });
+      try {
+        await attemptReady(client, remainingMs);
+        return client;
+      } catch (err) {
+        await closeClient(client);
+        throw err;
+      }
+    },
+    (late) => void closeClient(late),
+  );
+}
+
+/** Opens the two connections a side needs (one blocks in reads or subscribes, one writes); closes both if either fails. */
+export async function openPair(url: string, timeoutMs: number): Promise<[Redis, Redis]> {
+  const opened = await Promise.allSettled([openClient(url, timeoutMs), openClient(url, timeoutMs)]);
+  const [first, second] = opened;
+  if (first?.status === 'fulfilled' && second?.status === 'fulfilled') return [first.value, second.value];
+  await Promise.all(opened.map((r) => (r.status === 'fulfilled' ? closeClient(r.value) : undefined)));
+  throw opened.find((r): r is PromiseRejectedResult => r.status === 'rejected')!.reason;
+}
+
+// One connect attempt: resolves on 'ready'; rejects with the socket's own error (ECONNREFUSED...)
+// rather than ioredis's generic "Connection is closed.", or on the attempt's own timer, which
+// also covers a server that accepts and never answers the handshake.
+function attemptReady(client: Redis, timeoutMs: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let socketError: Error | undefined;
+    const onError = (err: Error): void => {
+      socketError ??= err;
+    };
+    const timer = setTimeout(() => {
+      cleanup();
+      reject(new Error(`handshake not finished in ${timeoutMs} ms`));
+    }, timeoutMs);
+    const cleanup = (): void => {
+      clearTimeout(timer);
+      client.off('error', onError);
+    };
+    // A listener must stay on 'error' for the client's whole life, or ioredis prints to stderr.
+    client.on('error', () => {});
+    client.on('error', onError);
+    client.connect().then(
+      () => {
+        cleanup();
+        resolve();
+      },
+      (err: unknown) => {
+        cleanup();
+        reject(socketError ?? err);
+      },
+    );
+  });
+}
+
+/** Disconnects and waits until the socket is gone (ioredis's own disconnect timer included). */
+export async function closeClient(client: Redis): Promise<void> {
+  if (client.status === 'end') return;
+  const ended = new Promise<void>((resolve) => client.once('end', () => resolve()));
+  client.disconnect();
+  await settlesWithin(ended, CLOSE_TIMEOUT_MS);
+}
+
+/** Fails the link, naming the connection and the last error it saw, when any of `clients` closes. */
+export function failLinkOnClose(guard: LinkGuard, clients: readonly (readonly [Redis, string])[]): void {
+  for (const [client, role] of clients) {
+    let lastError = '';
+    client.on('error', (err: Error) => {
+      lastError = `: ${err.message}`;
+    });
+    client.on('close', () => guard.failWith(`${role} connection closed${lastError}`));
+  }
+}
+
+/**
+ * Reports once, through `options.onFailure`, a receiver connection of `transport` that closes
+ * while its listener is not closing itself: no more images will arrive through it.
+ */
+export function failListenerOnClose(clients: readonly Redis[], options: Pick<ReceiverOptions, 'log' | 'onFailure'>, transport: string, url: string, closing: () => boolean): void {
+  let failed = false;
+  for (const client of clients) {
+    client.on('close', () => {
+      if (closing() || failed) return;
+      failed = true;
+      options.log.error({ url }, `${transport}: receiver lost its connection to Redis; no more images will arrive`);
+      options.onFailure?.(`lost its connection to Redis at ${url}`);
+    });
+  }
+}
+
+/** Pops up to `count` items from the right of a list, blocking up to `blockSeconds`; [] when none came. */
+export type ListPop = (key: string, blockSeconds: number, count: number) => Promise<Buffer[]>;
+
+/**
+ * Right pops on `client`: BLMPOP hands back every item waiting in one round trip (Redis >= 7.0);
+ * one BRPOP per item capped the small-image rate at a third. On an older server it falls back to
+ * BRPOP for good, and calls `onFallback` once to say so.
+ */
+export function listPopper(client: Redis, onFallback: () => void): ListPop {
+  let popMany = true;
+  return async (key, blockSeconds, count) => {
+    if (popMany) {
+      try {
+        const reply = await client.blmpopBuffer(blockSeconds, 1, key, 'RIGHT', 'COUNT', count);
+        return reply === null ? [] : reply[1];
+      } catch (err) {
+        if (!/unknown command/i.test(errorMessage(err))) throw err;
+        onFallback();
+        popMany = false;
+      }
+    }
+    const reply = await client.brpopBuffer(key, blockSeconds);
+    return reply === null ? [] : [reply[1]];
+  };
+}
+
+/** What the transmitter's ack loop needs. */
+export interface AckLoopOptions {
+  /** The connection that does nothing but pop acks. */
+  reader: Redis;
+  key: string;
+  guard: LinkGuard;
+  onAck(ack: Ack): void;
+  log: Logger;
+  /** Transport name and URL, for the log. */
+  transport: string;
+  url: string;
+}
+
+/** Pops the section's acks and passes them on until the link ends; a failed pop fails the link. */
+export async function popAcksUntilEnded(options: AckLoopOptions): Promise<void> {
+  const { guard, log } = options;
+  const pop = listPopper(options.reader, () => log.info({ url: options.url }, `${options.transport}: no BLMPOP on this server (Redis < 7.0), popping acks one at a time`));
+  while (!guard.ended) {
+    let items: Buffer[];
+    try {
+      items = await pop(options.key, ACK_BLOCK_SECONDS, ACK_POP_COUNT);
+    } catch (err) {
+      guard.failWith(`reading acks failed: ${errorMessage(err)}`, err);
+      return;
+    }
+    if (guard.closed) return;
+    for (const item of items) {
+      let ack: Ack;
+      try {
+        ack = decodeAck(item);
+      } catch (err) {
+        log.warn({ err: errorMessage(err) }, `${options.transport}: ignoring a malformed ack`);
+        continue;
+      }
+      guard.ack(options.onAck, ack);
+    }
+  }
+}
+
+/** Deletes a section's keys, if the connection is up, within a short bound. */
+export async function dropKeys(client: Redis, keys: readonly string[]): Promise<void> {
+  if (client.status === 'ready') await settlesWithin(client.del(...keys), DROP_KEYS_TIMEOUT_MS);
+}
+
+/** Rejects with ITB_ERR_TIMEOUT when `work` takes more than INFO_TIMEOUT_MS: a reading never hangs a report. */
+export async function withInfoTimeout<T>(work: Promise<T>, what = 'Redis INFO'): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ItbError(ErrorCode.timeout, `${what} unanswered within ${INFO_TIMEOUT_MS} ms`)), INFO_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([work, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The server's CPU totals and resident memory, from one INFO round trip. */
+async function readInfo(client: Redis): Promise<BrokerReading> {
+  const text = await client.info('cpu', 'memory');
+  const field = (name: string): number => {
+    const value = Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(text)?.[1]);
+    if (!Number.isFinite(value)) throw new ItbError(ErrorCode.transport, `Redis INFO has no ${name}`);
+    return value;
+  };
+  return { cpuUserMicros: Math.round(field('used_cpu_user') * 1e6), cpuSystemMicros: Math.round(field('used_cpu_sys') * 1e6), rssBytes: field('used_memory_rss') };
+}
+
+/** The broker's reading for the cost report, within INFO_TIMEOUT_MS. */
+export function readBroker(client: Redis): Promise<BrokerReading> {
+  return withInfoTimeout(readInfo(client));
+}
+
+/** A private redis-server on a free loopback port: no persistence, the image limits above, and `extraArgs` (a test's own limits). */
+export async function startPrivateRedis(extraArgs: readonly string[] = []): Promise<LocalServer> {
+  const server = await startLocalProcess({
+    command: 'redis-server',
+    args: (port) => ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...REDIS_IMAGE_LIMIT_ARGS, '--loglevel', 'warning', '--logfile', '', ...extraArgs],
+    ready: (port) => answersWith(port, '+PONG', 'PING\r\n'),
+  });
+  return { url: `redis://127.0.0.1:${server.port}`, close: server.close };
+}
+
+/** The `localServer` of every Redis transport: one command, one way to start it. */
+export const redisLocalServer = { command: 'redis-server', start: (): Promise<LocalServer> => startPrivateRedis() };
+
+/**
+ * Turns what a Redis transport read (list elements, channel messages) back into frames: a header,
+ * then its image as the next part; with `joined`, a part longer than a header is header and image
+ * together (redis-pubsub's small images). A header the gate rejects is followed by its image, which
+ * is dropped unread; a part that cannot be a header where one is due is rejected alone, so the next
+ * pair is read normally.
+ */
+export class FramePairer {
+  private header: FrameHeader | undefined;
+  private skipImage = false;
+
+  constructor(
+    private readonly gate: FrameGate,
+    private readonly joined: boolean,
+  ) {}
+
+  /** Takes one part; returns the ack to send when it completed a frame the gate took. */
+  take(part: Buffer): Buffer | undefined {
+    if (this.skipImage) {
+      this.skipImage = false;
+      return undefined;
+    }
+    const header = this.header;
+    if (header !== undefined) {
+      this.header = undefined;
+      const ack = this.gate.take(header, part);
+      return ack === undefined ? undefined : encodeAck(ack);
+    }
+    if (this.joined && part.length > FRAME_HEADER_BYTES) {
+      const ack = this.gate.frame(part.subarray(0, FRAME_HEADER_BYTES), part.subarray(FRAME_HEADER_BYTES));
+      return ack === undefined ? undefined : encodeAck(ack);
+    }
+    if (this.joined && part.length < FRAME_HEADER_BYTES) {
+      this.gate.reject(`message of ${part.length} bytes, shorter than a frame header`);
+      return undefined;
+    }
+    this.header = this.gate.header(part);
+    this.skipImage = this.header === undefined && part.length === FRAME_HEADER_BYTES;
+    return undefined;
+  }
+
+  /** Forgets a half-read frame: the section it belonged to is over. */
+  reset(): void {
+    this.header = undefined;
+    this.skipImage = false;
+  }
+}
+
+/** What one Redis transport's transmitter side does of its own; connectRedisLink() does the rest. */
+export interface RedisLinkShape {
+  /** The transport's name, for messages and logs ("redis-list"). */
+  transport: string;
+  /** How the link is named in its failures ("Redis list"). */
+  label: string;
+  /** Checks made before anything is sent (a receiver is there, an image fits); throws to refuse the link. */
+  check?(writer: Redis, url: string): Promise<void>;
+  /**
+   * Made once per link: the function that hands one frame to `writer` without waiting for the
+   * reply (replies are checked on the side, failing `guard`).
+   */
+  writer(writer: Redis, guard: LinkGuard, url: string): (header: Buffer, payload: Buffer) => void;
+}
+
+/**
+ * Connects a Redis transport's transmitter side: a writer and an ack reader, the acks popped from
+ * `keys.acks`, and every frame written at once as `shape` says (ioredis copies the command into
+ * its write buffer, its one copy of the image); the next frame waits only while the socket is
+ * over its high-water mark.
+ */
+export async function connectRedisLink(options: TransmitterOptions, keys: SectionKeys, shape: RedisLinkShape): Promise<TransmitterLink> {
+  const url = requireUrl(options.url, shape.transport);
+  const [writer, ackReader] = await openPair(url, options.connectTimeoutMs);
+  try {
+    await shape.check?.(writer, url);
+  } catch (err) {
+    await Promise.all([closeClient(writer), closeClient(ackReader)]);
+    throw err;
+  }
+  const guard = new LinkGuard(options.onFailure, `${shape.label} link through ${url}`);
+  failLinkOnClose(guard, [
+    [writer, 'writer'],
+    [ackReader, 'ack reader'],
+  ]);
+  const ackLoop = popAcksUntilEnded({ reader: ackReader, key: keys.acks, guard, onAck: options.onAck, log: options.log, transport: shape.transport, url });
+  const write = shape.writer(writer, guard, url);
+  const queue = new SendQueue(
+    (header, payload) => {
+      write(header, payload);
+      return writer.stream.writableNeedDrain && !writer.stream.destroyed ? drainOrClose(writer.stream) : undefined;
+    },
+    (err) => guard.failWith(`send failed: ${err.message}`, err),
+  );
+  return guard.link(queue, async () => {
+    await Promise.all([closeClient(writer), closeClient(ackReader)]);
+    await ackLoop;
+  });
+}

@@ -1,0 +1,365 @@
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Msg, MsgHdrs, NatsConnection, Status, Subscription } from '@nats-io/transport-node';
+import type { SectionCredential } from '../core/auth.js';
+import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
+import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type Ack } from '../core/frame.js';
+import { answersWith, startLocalProcess } from '../shared/local-server.js';
+import { once } from '../shared/once.js';
+import { settlesWithin, withTimeout } from '../shared/waits.js';
+import type { LocalServer, ReceiverListener, ReceiverOptions, SectionOpening, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import { connectWithin } from './kit/connect.js';
+import { frameGate } from './kit/gate.js';
+import { LinkGuard } from './kit/link-guard.js';
+import { SendQueue } from './kit/send-queue.js';
+import { lazyLibrary } from './kit/library.js';
+
+/** The NATS client, loaded when the transport is first used (kit/library.ts). */
+const natsLibrary = lazyLibrary<typeof import('@nats-io/transport-node')>('@nats-io/transport-node');
+
+// Core NATS (no JetStream), request-reply without per-request bookkeeping: each image is one
+// message on the section's frames subject carrying the 40-byte header and the image (how: below),
+// whose reply subject is the link's ack inbox (one subscription per link); the receiver passes the
+// message through the frame gate and publishes the 12-byte ack to that reply subject at once.
+// One publisher's messages reach a subscriber in order, so acks come back in order.
+// Copies: nats.js queues a publish's parts (protocol line, headers, data, CRLF) and packs them
+// into one new buffer before the socket write: one copy of every image, the library's, whatever
+// we do. A message has one data, so header and image travel either concatenated as the data (one
+// copy more, ours) or, from HEADER_APART_FROM_BYTES on, with the 40-byte header as a NATS message
+// header (headers are text: base64, 81 bytes with their framing) and the image alone as the data,
+// which spares that copy. Measured through a private nats-server, the two forms alternated on a
+// loaded 2-core host (WINDOW=16, medians): at 533 KB the header apart took ~6% less transmitter CPU
+// per image (0.56 against 0.60 ms) for the same MB/s (172 against 170); at 1 KB it cost ~15% of
+// the image rate (8.3k against 9.8k/s) and ~25% more receiver CPU (encoding and parsing the header
+// block), so small images go concatenated. The receiver
+// takes either form: a message with headers carries its frame header apart. On the receiver,
+// nats.js assembles a message that spans socket chunks into a buffer of its own and hands over a
+// view of it; the gate takes views, no copy of ours.
+// Backpressure: nats.js takes every publish at once and writes it to the socket without looking
+// at the socket's high-water mark, so the link never holds a frame; what waits in the socket's
+// buffer is bounded by the caller's WINDOW.
+// Nothing is dropped silently. A callback subscription has no client-side pending limit in
+// nats.js (messages are handed over as they are parsed, never queued or dropped as a "slow
+// consumer"); the server holds at most max_pending bytes (1 GB on the private server and under
+// docker compose; 64 MB by default) for a client that reads too slowly, then disconnects it, and
+// any disconnect fails the link or the listener: reconnect is off, so the run never carries on
+// behind its back. A publish the server refuses (a permissions violation) comes back as a server
+// error, which fails the link too, and a frame nobody subscribes to comes back as a "no
+// responders" status on the ack inbox: the section has no receiver on this server.
+// Limits: a message is at most the server's max_payload (1 MB by default, 64 MB at most, NATS's
+// hard limit; the private server and docker compose's run with 64 MB). connect() compares the
+// section's frame size (40 + image bytes) with the max_payload of the server's INFO before
+// anything is sent. A receiver holds one message whole before
+// the gate sees its header, so what it holds is bounded by max_payload, not MAX_IMAGE_SIZE.
+// Each section has subjects of its own, named after its credential: the receiver subscribes to
+// the open section's frames subject only (in openSection(), before the transmitter is told to
+// connect), unsubscribes when the section ends, and publishes acks only to that section's ack
+// inboxes. A subject cannot be guessed without AUTH_TOKEN, but anyone allowed to subscribe on the
+// NATS server can watch subjects (`>`): NATS's own authentication and permissions (credentials in
+// NATS_URL, or a server only the two services reach, as under docker compose) guard the broker.
+
+/** The subjects of one section: images go to `frames`; acks come back on inboxes under `acks`. */
+export interface SectionSubjects {
+  frames: string;
+  /** Prefix of every link's ack inbox (`<acks>.<unique>`). */
+  acks: string;
+}
+
+/** Subjects named after the section's id and a digest of its key (the key itself stays off the server); exported for tests. */
+export function sectionSubjects(credential: SectionCredential): SectionSubjects {
+  // base64url's characters are all valid in a subject token.
+  const tag = createHash('sha256').update(credential.key).digest('base64url').slice(0, 22);
+  const prefix = `itb.${credential.sectionId}.${tag}`;
+  return { frames: `${prefix}.frames`, acks: `${prefix}.acks` };
+}
+
+/** NATS's hard limit on a message, and what the private server and docker compose's nats service allow. */
+export const NATS_MAX_PAYLOAD_BYTES = 64 * 1024 * 1024;
+/** What a server holds for one slow client before it disconnects it: a window of large images. */
+const NATS_MAX_PENDING_BYTES = 1024 * 1024 * 1024;
+/** From this image size on, the frame header travels as a NATS message header and the image alone as the data (see above). */
+const HEADER_APART_FROM_BYTES = 64 * 1024;
+/** The NATS message header that carries the frame header, in base64. */
+const FRAME_HEADER_NAME = 'Itb-Frame';
+/** Bytes of the header block nats.js sends for it: "NATS/1.0\r\nItb-Frame: <56 base64 chars>\r\n\r\n". */
+const HEADER_BLOCK_BYTES = Buffer.byteLength(`NATS/1.0\r\n${FRAME_HEADER_NAME}: ${'A'.repeat(Math.ceil(FRAME_HEADER_BYTES / 3) * 4)}\r\n\r\n`);
+/** The receiver has no configured bound, so it gets this one for reaching NATS. */
+const RECEIVER_CONNECT_TIMEOUT_MS = 5000;
+/** Bound on a round trip that confirms a subscription is in place on the server. */
+const FLUSH_TIMEOUT_MS = 2000;
+/** Bound on closing a connection: nats.js flushes what it queued, then drops the socket. */
+const CLOSE_TIMEOUT_MS = 2000;
+/** Status code of the message the server sends to a reply subject when nobody subscribes to the subject. */
+const NO_RESPONDERS_CODE = 503;
+
+/**
+ * Opens one connection to NATS within `timeoutMs`, retrying refused or failed attempts. The client
+ * never reconnects by itself afterwards: a connection that drops mid-run is a failure.
+ */
+function openConnection(url: string, timeoutMs: number, name: string): Promise<NatsConnection> {
+  return connectWithin(
+    `NATS at ${url}`,
+    timeoutMs,
+    (remainingMs) => natsLibrary().connect({ servers: url, name, reconnect: false, timeout: remainingMs, noRandomize: true, ignoreClusterUpdates: true }),
+    (late) => void closeConnection(late),
+  );
+}
+
+/** Closes the connection, bounded: nats.js first flushes what it queued, which a dead server may never take. */
+async function closeConnection(nc: NatsConnection): Promise<void> {
+  if (nc.isClosed()) return;
+  await settlesWithin(nc.close(), CLOSE_TIMEOUT_MS);
+}
+
+/**
+ * Calls `onEnd` with the reason when the connection closes, stops answering pings, or the server
+ * reports an error (nats.js turns a refused publish into one; nothing else would say it); it may
+ * call more than once, and callers report the first. A disconnect is left to closed(), which
+ * follows it at once with reconnect off and says why. `statuses` is nc.status(), taken before
+ * anything could happen on the connection.
+ */
+function watchConnection(nc: NatsConnection, statuses: AsyncIterable<Status>, onEnd: (reason: string, cause?: unknown) => void): void {
+  void (async () => {
+    for await (const status of statuses) {
+      if (status.type === 'error') onEnd(`the server reported an error: ${status.error.message}`, status.error);
+      else if (status.type === 'slowConsumer') onEnd(`slow consumer on ${status.sub.getSubject()} (${status.pending} messages pending)`);
+      else if (status.type === 'staleConnection') onEnd('the server stopped answering pings');
+    }
+  })().catch((err: unknown) => onEnd(`connection status unreadable: ${errorMessage(err)}`, err));
+  void nc.closed().then((err) => onEnd(`connection closed${err ? `: ${err.message}` : ''}`, err));
+}
+
+/** A Buffer over a message's bytes, without copying them. */
+function bufferOf(data: Uint8Array): Buffer {
+  return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/**
+ * Whether the section's frame header travels apart (see HEADER_APART_FROM_BYTES), checking first
+ * that its messages fit the server's max_payload: a section whose images do not is rejected before
+ * anything is sent. The header goes apart only when the header block fits too.
+ */
+function chooseForm(nc: NatsConnection, imageBytes: number, url: string): { headerApart: boolean } {
+  const maxPayloadBytes = nc.info?.max_payload;
+  const frameBytes = FRAME_HEADER_BYTES + imageBytes;
+  if (maxPayloadBytes !== undefined && frameBytes <= maxPayloadBytes) {
+    return { headerApart: imageBytes >= HEADER_APART_FROM_BYTES && HEADER_BLOCK_BYTES + imageBytes <= maxPayloadBytes };
+  }
+  const how =
+    frameBytes > NATS_MAX_PAYLOAD_BYTES
+      ? `no NATS server can carry it: ${NATS_MAX_PAYLOAD_BYTES} bytes (64 MB) is NATS's hard limit`
+      : `raise max_payload in the nats-server config (docker compose's nats service runs with max_payload 64MB, NATS's hard limit)`;
+  throw new ItbError(
+    ErrorCode.transport,
+    `a ${imageBytes}-byte image makes a ${frameBytes}-byte NATS message, over the max_payload of ${maxPayloadBytes ?? 'unknown'} bytes of NATS at ${url}: ${how}`,
+  );
+}
+
+async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
+  const url = requireUrl(options.url);
+  const subjects = sectionSubjects(options.credential);
+  const nc = await openConnection(url, options.connectTimeoutMs, 'itb-transmitter');
+  const statuses = nc.status();
+  const guard = new LinkGuard(options.onFailure, `NATS link through ${url}`);
+  const ackInbox = `${subjects.acks}.${natsLibrary().nuid.next()}`;
+  const onAck = (err: Error | null, msg: Msg): void => {
+    if (err) {
+      guard.failWith(`ack subscription failed: ${err.message}`, err);
+      return;
+    }
+    if (msg.headers?.code === NO_RESPONDERS_CODE) {
+      guard.fail(new ItbError(ErrorCode.receiverUnreachable, `no receiver is reading this section on NATS at ${url} (nobody subscribes to ${subjects.frames})`));
+      return;
+    }
+    let ack: Ack;
+    try {
+      ack = decodeAck(bufferOf(msg.data));
+    } catch (err) {
+      options.log.warn({ err: errorMessage(err) }, 'nats: ignoring a malformed ack');
+      return;
+    }
+    guard.ack(options.onAck, ack);
+  };
+  let headerApart: boolean;
+  try {
+    ({ headerApart } = chooseForm(nc, options.imageBytes, url));
+    nc.subscribe(ackInbox, { callback: onAck });
+    // The server has the inbox before the first frame can be answered (and the connection works).
+    await withTimeout(nc.flush(), Math.min(options.connectTimeoutMs, FLUSH_TIMEOUT_MS), `subscribing to the ack inbox on NATS at ${url}`);
+  } catch (err) {
+    await closeConnection(nc);
+    throw err;
+  }
+  watchConnection(nc, statuses, (reason, cause) => guard.failWith(reason, cause));
+
+  const queue = new SendQueue(
+    (header, payload) => {
+      if (headerApart) nc.publish(subjects.frames, payload, { reply: ackInbox, headers: headersOf(header) });
+      else nc.publish(subjects.frames, Buffer.concat([header, payload], header.length + payload.length), { reply: ackInbox });
+      return undefined;
+    },
+    (err) => guard.failWith(`send failed: ${err.message}`, err),
+  );
+  return guard.link(queue, () => closeConnection(nc));
+}
+
+async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
+  const url = requireUrl(options.url);
+  const log = options.log;
+  const nc = await openConnection(url, RECEIVER_CONNECT_TIMEOUT_MS, 'itb-receiver');
+  const statuses = nc.status();
+  let closing = false;
+  let failed = false;
+  const fail = (reason: string): void => {
+    if (closing || failed) return;
+    failed = true;
+    log.error({ url, reason }, 'nats: receiver can no longer read from NATS; no more images will arrive');
+    options.onFailure?.(`lost its connection to NATS at ${url}: ${reason}`);
+  };
+  watchConnection(nc, statuses, fail);
+  const gate = frameGate(options, 'nats');
+  // The open section's subscription; undefined between sections, when nothing is read.
+  let section: Subscription | undefined;
+
+  const onFrame =
+    (subjects: SectionSubjects) =>
+    (err: Error | null, msg: Msg): void => {
+      if (err) {
+        fail(`the section's subscription failed: ${err.message}`);
+        return;
+      }
+      // Acks go only to this section's inboxes, never to a subject a message names.
+      const reply = msg.reply;
+      if (reply === undefined || !reply.startsWith(`${subjects.acks}.`)) {
+        gate.reject(`message without this section's ack inbox as its reply subject: dropped`);
+        return;
+      }
+      const data = bufferOf(msg.data);
+      let ack: Ack | undefined;
+      const headers = msg.headers;
+      if (headers === undefined) {
+        if (data.length < FRAME_HEADER_BYTES) {
+          gate.reject(`message of ${data.length} bytes, shorter than a ${FRAME_HEADER_BYTES}-byte frame header`);
+          return;
+        }
+        ack = gate.frame(data.subarray(0, FRAME_HEADER_BYTES), data.subarray(FRAME_HEADER_BYTES));
+      } else {
+        const headerBytes = Buffer.from(headers.get(FRAME_HEADER_NAME), 'base64');
+        if (headerBytes.length !== FRAME_HEADER_BYTES) {
+          gate.reject(`message whose ${FRAME_HEADER_NAME} header is not a ${FRAME_HEADER_BYTES}-byte frame header in base64`);
+          return;
+        }
+        ack = gate.frame(headerBytes, data);
+      }
+      if (ack === undefined) return;
+      try {
+        nc.publish(reply, encodeAck(ack));
+      } catch (publishErr) {
+        // Only a closed connection refuses it, which closed() reports too; nothing may throw into nats.js's parser.
+        fail(`sending an ack failed: ${errorMessage(publishErr)}`);
+      }
+    };
+
+  const endSection = (): void => {
+    const ended = section;
+    section = undefined;
+    // UNSUBSCRIBE is one write; from here on nats.js hands over nothing of that subscription.
+    if (ended !== undefined && !nc.isClosed()) ended.unsubscribe();
+  };
+
+  return {
+    port: 0,
+    async openSection(opening: SectionOpening) {
+      endSection();
+      const subjects = sectionSubjects(opening.credential);
+      section = nc.subscribe(subjects.frames, { callback: onFrame(subjects) });
+      // The server has the subscription before the transmitter is told to connect.
+      await withTimeout(nc.flush(), FLUSH_TIMEOUT_MS, `subscribing to the section's subject on NATS at ${url}`);
+    },
+    closeSection() {
+      endSection();
+      return Promise.resolve();
+    },
+    close: once(async () => {
+      closing = true;
+      section = undefined;
+      await closeConnection(nc);
+    }),
+  };
+}
+
+/** The frame header as a NATS message header, in base64. */
+function headersOf(header: Buffer): MsgHdrs {
+  const h = natsLibrary().headers();
+  h.set(FRAME_HEADER_NAME, header.toString('base64'));
+  return h;
+}
+
+function requireUrl(url: string | undefined): string {
+  if (url === undefined || url === '') {
+    throw new ItbError(ErrorCode.transport, 'NATS_URL is not set: the nats transport needs a NATS server to go through (e.g. NATS_URL=nats://127.0.0.1:4222)');
+  }
+  return url;
+}
+
+/** A nats-server of this machine's, with the config file it was started with (removed at close). */
+export interface PrivateNats extends LocalServer {
+  configPath: string;
+}
+
+/**
+ * A private nats-server on a free loopback port: core NATS, messages up to `maxPayloadBytes`
+ * (NATS's hard limit unless a test asks for less). nats-server 2.9 takes max_payload from a config
+ * file only, so one is written to a temporary directory and removed at close.
+ */
+export async function startPrivateNats(maxPayloadBytes = NATS_MAX_PAYLOAD_BYTES): Promise<PrivateNats> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'itb-nats-'));
+  const configPath = path.join(dir, 'nats-server.conf');
+  const removeDir = (): Promise<void> => rm(dir, { recursive: true, force: true });
+  try {
+    await writeFile(
+      configPath,
+      [
+        '# Written by image-transfer-bench (services/transports/nats.ts) for one run or test; removed when the server stops.',
+        `max_payload: ${maxPayloadBytes}`,
+        `max_pending: ${NATS_MAX_PENDING_BYTES}`,
+        // Its stderr is a pipe nobody reads: logging there could fill it and stall the server.
+        'log_file: "/dev/null"',
+        '',
+      ].join('\n'),
+    );
+    const server = await startLocalProcess({
+      command: 'nats-server',
+      args: (port) => ['--config', configPath, '--addr', '127.0.0.1', '--port', String(port)],
+      ready: (port) => answersWith(port, 'INFO '),
+    });
+    return {
+      url: `nats://127.0.0.1:${server.port}`,
+      configPath,
+      close: once(async () => {
+        await server.close();
+        await removeDir();
+      }),
+    };
+  } catch (err) {
+    await removeDir();
+    throw err;
+  }
+}
+
+/** Core NATS through a NATS server (NATS_URL): one message per image, acks on the link's inbox. */
+export const natsTransport: Transport = {
+  name: 'nats',
+  label: 'NATS',
+  defaultRun: false,
+  baseline: false,
+  setting: { kind: 'url', envVar: 'NATS_URL', schemes: ['nats'], example: 'nats://127.0.0.1:4222' },
+  localServer: { command: 'nats-server', start: () => startPrivateNats() },
+  libraries: ['@nats-io/transport-node'],
+  composeService: 'nats',
+  refbenchMode: undefined,
+  connect,
+  listen,
+};

@@ -1,0 +1,60 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { DropLedger } from '../../services/core/drops.js';
+
+describe('DropLedger', () => {
+  it('settles every open seq below an ack as lost, once', () => {
+    const ledger = new DropLedger(10);
+    expect(ledger.acknowledged(0)).toBe(0);
+    expect(ledger.acknowledged(3)).toBe(2);
+    expect(ledger.lost).toBe(2);
+    expect(ledger.acknowledged(4)).toBe(0);
+    expect(ledger.acknowledged(7)).toBe(2);
+    expect(ledger.lost).toBe(4);
+    expect(ledger.lostIn(0, 10)).toBe(4);
+    expect(ledger.lostIn(2, 3)).toBe(1);
+  });
+
+  it('settles the tail on silence, up to the stamped seqs only', () => {
+    const ledger = new DropLedger(10);
+    expect(ledger.acknowledged(1)).toBe(1);
+    expect(ledger.settleBelow(5)).toBe(3);
+    expect(ledger.lost).toBe(4);
+    expect(ledger.settleBelow(5)).toBe(0);
+    // Seqs not yet stamped (5 and on) stay open until something settles them.
+    expect(ledger.lostIn(5, 5)).toBe(0);
+  });
+
+  it('takes back a seq settled as lost whose ack comes after all', () => {
+    const ledger = new DropLedger(6);
+    ledger.settleBelow(4);
+    expect(ledger.lost).toBe(4);
+    expect(ledger.acknowledged(2)).toBe(0);
+    expect(ledger.lost).toBe(3);
+    expect(ledger.lostIn(0, 4)).toBe(3);
+    expect(ledger.lostIn(2, 1)).toBe(0);
+  });
+
+  it('never settles beyond its seqs', () => {
+    const ledger = new DropLedger(3);
+    expect(ledger.settleBelow(100)).toBe(3);
+    expect(ledger.lostIn(0, 100)).toBe(3);
+  });
+
+  it('for any in-order delivery with drops, lost = stamped - acknowledged once the tail is settled', () => {
+    fc.assert(
+      fc.property(fc.array(fc.boolean(), { minLength: 1, maxLength: 200 }), (delivered) => {
+        const ledger = new DropLedger(delivered.length);
+        let acked = 0;
+        delivered.forEach((arrives, seq) => {
+          if (!arrives) return;
+          ledger.acknowledged(seq);
+          acked++;
+        });
+        ledger.settleBelow(delivered.length);
+        expect(ledger.lost).toBe(delivered.length - acked);
+        expect(ledger.lostIn(0, delivered.length)).toBe(delivered.filter((d) => !d).length);
+      }),
+    );
+  });
+});
