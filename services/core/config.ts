@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AUTH_TOKEN_PATTERN } from './auth.js';
 import { MIN_GENERATED_PNG_BYTES } from './png.js';
 import { formatSize, parseSize, SIZE_UNITS_HELP } from './size.js';
+import { MAX_RATE_PER_SECOND } from './schedule.js';
 import { MAX_FIXED_WARMUP_IMAGES } from './warmup.js';
 
 // Configuration comes only from environment variables. One zod schema holds every variable, its
@@ -34,6 +35,12 @@ export interface Config {
   imagePath: string | undefined;
   transports: readonly string[];
   window: number;
+  /**
+   * RATE: images per second on an open-loop schedule, whatever the acks do; undefined: a closed
+   * loop (the next image goes when the window has room). Under RATE, WINDOW bounds the images in
+   * flight: one due while WINDOW are unacknowledged is dropped at the sender and counted.
+   */
+  ratePerSecond: number | undefined;
   /** 'auto': each section warms up until its round trips are steady; a number: exactly that many warm-up images. */
   warmup: number | 'auto';
   /** Least and most time an automatic warm-up takes. */
@@ -168,6 +175,14 @@ function schemaFor(specs: readonly TransportSpec[]) {
       defaultNames.length > 0 ? defaultNames : names,
     ),
     WINDOW: wholeNumber(1, 1024, 1),
+    RATE: variable<number | undefined>(
+      `unset (a closed loop), or images per second above 0 and at most ${MAX_RATE_PER_SECOND.toLocaleString('en-US')}, e.g. 100 or 2.5`,
+      (raw) => {
+        const value = /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : NaN;
+        return value > 0 && value <= MAX_RATE_PER_SECOND ? value : undefined;
+      },
+      undefined,
+    ),
     WARMUP: variable<number | 'auto'>(
       `auto, or a whole number of images from 0 to ${MAX_FIXED_WARMUP_IMAGES.toLocaleString('en-US')} (0: a cold run on purpose)`,
       (raw) => {
@@ -263,6 +278,7 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[]): ConfigRe
       imagePath: v.IMAGE_PATH as string | undefined,
       transports: Object.freeze([...(v.TRANSPORTS as string[])]),
       window: v.WINDOW as number,
+      ratePerSecond: v.RATE as number | undefined,
       warmup: v.WARMUP as number | 'auto',
       warmupMinMs: v.WARMUP_MIN_MS as number,
       warmupMaxMs: v.WARMUP_MAX_MS as number,

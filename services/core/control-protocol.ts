@@ -4,6 +4,7 @@
 
 import { MAX_IMAGE_COUNT } from './config.js';
 import type { SideCost } from './cost.js';
+import { MAX_RATE_PER_SECOND } from './schedule.js';
 import type { HostFacts, RunInfo, RunReport } from './report.js';
 import type { TransmitterColdStart } from './section.js';
 
@@ -11,10 +12,10 @@ import type { TransmitterColdStart } from './section.js';
 export const CONTROL_BODY_LIMIT_BYTES = 64 * 1024;
 
 /**
- * Largest body of POST /sections/:id/end, which carries every recorded image's round trip: each
- * a whole number of nanoseconds (at most 16 digits and a comma) or null.
+ * Largest body of POST /sections/:id/end, which carries every recorded image's round trip and,
+ * under RATE, its send lag: each a whole number of nanoseconds (at most 16 digits and a comma) or null.
  */
-export const SECTION_END_BODY_LIMIT_BYTES = CONTROL_BODY_LIMIT_BYTES + MAX_IMAGE_COUNT * 17;
+export const SECTION_END_BODY_LIMIT_BYTES = CONTROL_BODY_LIMIT_BYTES + 2 * MAX_IMAGE_COUNT * 17;
 
 /** POST /runs: what the transmitter announces at the start of a run (the receiver adds its own host). */
 export type RunAnnouncement = Omit<RunInfo, 'hosts'> & { hosts: Pick<RunInfo['hosts'], 'transmitter'> };
@@ -25,6 +26,10 @@ export interface SectionEnd {
   transmitterCost: SideCost | null;
   /** Round trip of every recorded image in whole nanoseconds, by image; null where no ack came. */
   rttNs: (number | null)[];
+  /** Under RATE: every recorded image's stamp − due time in whole nanoseconds, by image; null for one dropped at the sender. Null in a closed loop. */
+  dueLagNs: (number | null)[] | null;
+  /** Under RATE: images per second actually sent; null in a closed loop or with fewer than two sends. */
+  achievedRatePerSecond: number | null;
   /** The connection's connect time and first round trip. */
   coldStart: TransmitterColdStart;
 }
@@ -136,7 +141,7 @@ const clockSchema = {
 export const sectionPlanSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['sectionId', 'transport', 'label', 'baseline', 'repeat', 'imageCount', 'warmup', 'imageSizeBytes', 'window', 'clock'],
+  required: ['sectionId', 'transport', 'label', 'baseline', 'repeat', 'imageCount', 'warmup', 'imageSizeBytes', 'window', 'ratePerSecond', 'clock'],
   properties: {
     sectionId: { type: 'integer', minimum: 0, maximum: 2 ** 32 - 1 },
     transport: { type: 'string', maxLength: 64 },
@@ -147,6 +152,7 @@ export const sectionPlanSchema = {
     warmup: warmupPlanSchema,
     imageSizeBytes: wholeNumber,
     window: wholeNumber,
+    ratePerSecond: { type: ['number', 'null'], exclusiveMinimum: 0, maximum: MAX_RATE_PER_SECOND },
     clock: clockSchema,
   },
 } as const;
@@ -174,11 +180,13 @@ const sideCostSchema = {
 export const sectionEndSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['failure', 'transmitterCost', 'rttNs', 'coldStart'],
+  required: ['failure', 'transmitterCost', 'rttNs', 'dueLagNs', 'achievedRatePerSecond', 'coldStart'],
   properties: {
     failure: { type: ['string', 'null'], maxLength: 4096 },
     transmitterCost: sideCostSchema,
     rttNs: { type: 'array', maxItems: MAX_IMAGE_COUNT, items: { type: ['integer', 'null'], minimum: 0, maximum: 2 ** 53 - 1 } },
+    dueLagNs: { anyOf: [{ type: 'null' }, { type: 'array', maxItems: MAX_IMAGE_COUNT, items: { type: ['integer', 'null'], minimum: 0, maximum: 2 ** 53 - 1 } }] },
+    achievedRatePerSecond: { type: ['number', 'null'], minimum: 0 },
     coldStart: {
       type: 'object',
       additionalProperties: false,

@@ -8,6 +8,7 @@
 const OPEN = 0;
 const ACKED = 1;
 const LOST = 2;
+const UNSENT = 3;
 
 /** Which seqs are acknowledged, and which settled as lost; see the module comment. */
 export class DropLedger {
@@ -29,6 +30,11 @@ export class DropLedger {
     if (this.states[seq] === LOST) this.lost--;
     this.states[seq] = ACKED;
     return this.settleBelow(seq);
+  }
+
+  /** `seq` was never sent (dropped at the sender under RATE): no ack will come and it is not lost. */
+  notSent(seq: number): void {
+    this.states[seq] = UNSENT;
   }
 
   /** Settles every open seq below `end` (the stamped ones, when the link fell silent) as lost; returns how many. */

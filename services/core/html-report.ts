@@ -219,6 +219,11 @@ function hasBroker(transports: readonly TransportView[]): boolean {
   return transports.some((t) => t.perRun.some((r) => (r?.median?.cost.broker ?? null) !== null));
 }
 
+/** True when any run shown was open-loop (RATE): its columns appear only then. */
+function hasOpenLoop(transports: readonly TransportView[]): boolean {
+  return transports.some((t) => t.perRun.some((r) => (r?.drawn?.openLoop ?? null) !== null));
+}
+
 /** Every transport of either run, the latest run's order first; colours follow that order. */
 function transportViewsOf(views: readonly RunView[]): TransportView[] {
   const keys: string[] = [];
@@ -501,6 +506,12 @@ function factRows(view: RunView, transports: readonly TransportView[], withArriv
     ['Image', `${run.imageDescription}, ${formatSize(run.imageSizeBytes)} (${run.imageSizeBytes.toLocaleString('en-US')} bytes)`],
     ['Images per transport', String(run.imageCount)],
     ['Window', `${run.window} in flight`],
+    [
+      'Send schedule',
+      run.config.ratePerSecond === undefined
+        ? 'closed loop: the next image goes as soon as the window has room'
+        : `open loop at RATE ${run.config.ratePerSecond.toLocaleString('en-US')} images/s; an image due while WINDOW are in flight is dropped at the sender and counted`,
+    ],
     ['Warm-up', describeWarmup(run.warmup)],
     [
       'Integrity',
@@ -700,6 +711,12 @@ const BROKER_COLUMN: Column = {
   value: (r) => r.median?.cost.broker?.cpuMsPerImage ?? null,
 };
 
+const OPEN_LOOP_COLUMNS: readonly Column[] = [
+  { header: 'Achieved/s', hint: 'RATE: images per second actually sent, first send to last', digits: 1, lowerIsBetter: false, value: (r) => r.drawn?.openLoop?.achievedRatePerSecond ?? null },
+  { header: 'Unsent', hint: 'RATE: images due while WINDOW were unacknowledged, dropped at the sender and counted', digits: 0, lowerIsBetter: true, value: (r) => r.drawn?.openLoop?.unsentCount ?? null },
+  { header: 'p99 from due ms', hint: 'RATE: 99th percentile transmission time counted from each image’s due time (coordinated omission corrected)', digits: 3, lowerIsBetter: true, value: (r) => r.drawn?.openLoop?.latencyFromDue?.p99Ms ?? null },
+];
+
 const formatNumber = (value: number | null, digits: number): string => (value === null ? '–' : value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }));
 
 /** Why a transport is not ok: its failure, or what went missing when nothing failed outright. */
@@ -748,7 +765,7 @@ function changeHtml(before: number | null, after: number | null, column: Column)
 function renderTableSection(views: readonly RunView[], transports: readonly TransportView[]): string {
   const twoRuns = views.length > 1;
   const last = views.length - 1;
-  const columns = hasBroker(transports) ? [...COLUMNS, BROKER_COLUMN] : COLUMNS;
+  const columns = [...COLUMNS, ...(hasBroker(transports) ? [BROKER_COLUMN] : []), ...(hasOpenLoop(transports) ? OPEN_LOOP_COLUMNS : [])];
   const headerCells = [
     `<th scope="col" data-type="text" class="text"><button type="button">Transport</button></th>`,
     ...columns.map((c) => `<th scope="col" data-type="number" title="${escapeHtml(c.hint)}"><button type="button">${escapeHtml(c.header)}</button></th>`),

@@ -24,6 +24,7 @@ export function exerciseSharedPaths(image: Buffer, frames = SHARED_PATH_FRAMES):
     warmup: { mode: 'images', images: 0 },
     imageSizeBytes: image.length,
     window: 1,
+    ratePerSecond: null,
     clock: null,
   };
   const recorder = new SectionRecorder(plan);

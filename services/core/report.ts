@@ -1,6 +1,6 @@
 import type { PublicConfig } from './config.js';
 import type { SideCost } from './cost.js';
-import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type ColdStart, type SectionResult } from './section.js';
+import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type ColdStart, type OpenLoopFigures, type SectionResult } from './section.js';
 import { formatSize } from './size.js';
 import { medianOf, rangeOf, type LatencySummary, type Range } from './stats.js';
 import { describeWarmup, describeWarmupOutcome, type WarmupPlan } from './warmup.js';
@@ -9,13 +9,14 @@ import { describeWarmup, describeWarmupOutcome, type WarmupPlan } from './warmup
 // at the end, and results.json. Renderers are pure functions of the report.
 
 /** Version of results.json's shape (services/core/results.schema.json); bump it when a field changes meaning or goes away. */
-export const RESULTS_SCHEMA_VERSION = 4;
+export const RESULTS_SCHEMA_VERSION = 5;
 
 /** The timing definitions, printed in output.log's header exactly as measured. */
 export const TIMING_DEFINITIONS = [
   'WINDOW = the number of images stamped and not yet acknowledged. An image is stamped when the window admits it; any wait for library or kernel backpressure is inside its time.',
   'Transmission time of image i = receiver monotonic clock when the last byte of image i is in hand − transmitter monotonic clock when image i was stamped.',
   'Round trip of image i = transmitter monotonic clock when the ack of image i is processed − when image i was stamped.',
+  'RATE (open loop) = image i of a section is due at its start + i ÷ RATE, whatever the acks do; one due while WINDOW are unacknowledged is dropped at the sender and counted. Figures from due time add the stamp − due time of each image: coordinated omission corrected, as wrk2 does.',
   'Total transfer time of a transport = arrival of its last image − stamp of its first (warm-up images excluded).',
   'The receiver acknowledges an image as soon as it is in hand and verifies it afterwards: no time, total or MB/s includes hashing.',
   'Cold start = a new connection: the time its connect took, and the first image sent on it (one-way and round trip), before any warm-up; apart from the steady figures.',
@@ -211,6 +212,18 @@ function throughputText(section: SectionResult): string {
   return `~${figures} (indicative: ${section.okCount} image${section.okCount === 1 ? '' : 's'} over ${ms(section.totalMs)} ms; a stable figure needs at least ${MIN_STABLE_IMAGES} images and ${MIN_STABLE_SPAN_MS} ms: raise IMAGE_COUNT)`;
 }
 
+/** "100 images/s", with up to 3 decimals for fractional rates. */
+function rateText(ratePerSecond: number): string {
+  return `${Number(ratePerSecond.toFixed(3)).toLocaleString('en-US')} images/s`;
+}
+
+/** "RATE 100 images/s, achieved 99.9 images/s; 3 of 200 dropped at the sender …". */
+function openLoopText(open: OpenLoopFigures): string {
+  const achieved = open.achievedRatePerSecond === null ? 'achieved -' : `achieved ${open.achievedRatePerSecond.toFixed(1)} images/s`;
+  const unsent = open.unsentCount === 0 ? 'none dropped at the sender' : `${open.unsentCount} DROPPED AT THE SENDER (due while WINDOW were unacknowledged: the transport did not keep up with RATE at this WINDOW)`;
+  return `RATE ${rateText(open.ratePerSecond)}, ${achieved}; ${unsent}`;
+}
+
 function coldStartText(cold: ColdStart): string {
   return `connect ${ms(cold.connectMs)} ms, first image ${ms(cold.firstImageMs)} ms one-way, ${ms(cold.firstImageRttMs)} ms round trip`;
 }
@@ -218,10 +231,11 @@ function coldStartText(cold: ColdStart): string {
 function renderSection(section: SectionResult, repeats: number): string {
   const repeatNote = repeats > 1 ? `, repeat ${section.repeat}/${repeats}` : '';
   const lines = [
-    `=== ${sectionTitle(section)} performance test: ${section.imageCount} images transfer (${formatSize(section.imageSizeBytes)} each, window ${section.window}${repeatNote}) ===`,
+    `=== ${sectionTitle(section)} performance test: ${section.imageCount} images transfer (${formatSize(section.imageSizeBytes)} each, window ${section.window}${section.ratePerSecond === null ? '' : `, RATE ${rateText(section.ratePerSecond)}`}${repeatNote}) ===`,
   ];
   for (const image of section.images) {
-    if (image.timeMs === null && image.status === 'ok') lines.push(`Image ${image.image}: acknowledged, time and checksum verdict unknown (the receiver's record was lost)`);
+    if (image.status === 'unsent') lines.push(`Image ${image.image}: NOT SENT (fell due while WINDOW images were unacknowledged: dropped at the sender)`);
+    else if (image.timeMs === null && image.status === 'ok') lines.push(`Image ${image.image}: acknowledged, time and checksum verdict unknown (the receiver's record was lost)`);
     else if (image.timeMs === null) lines.push(`Image ${image.image}: LOST (never arrived)`);
     else if (image.status === 'corrupt') lines.push(`Image ${image.image} transmission time: ${ms(image.timeMs)} ms (CORRUPT: checksum or size mismatch)`);
     else lines.push(`Image ${image.image} transmission time: ${ms(image.timeMs)} ms`);
@@ -234,6 +248,13 @@ function renderSection(section: SectionResult, repeats: number): string {
   if (section.rtt !== null) {
     lines.push(`Round trip: ${distributionLine(section.rtt)}`);
     if (section.littleRatio !== null) lines.push(`Little's law: mean round trip = ${section.littleRatio.toFixed(3)} × WINDOW × total ÷ images (1 when the window stays full)`);
+  }
+  const open = section.openLoop;
+  if (open !== null) {
+    lines.push(`Open loop: ${openLoopText(open)}`);
+    if (open.sendLag !== null) lines.push(`Send lag (stamp − due): ${distributionLine(open.sendLag)}`);
+    if (open.latencyFromDue !== null) lines.push(`Latency from due time: ${distributionLine(open.latencyFromDue)}`);
+    if (open.rttFromDue !== null) lines.push(`Round trip from due time: ${distributionLine(open.rttFromDue)}`);
   }
   lines.push(`Warm-up: ${describeWarmupOutcome(section.warmedUp)}`);
   lines.push(`Cold start (new connection, before the warm-up): ${coldStartText(section.coldStart)}`);
@@ -298,6 +319,11 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
     ];
   });
   const repeats = Math.max(0, ...report.transports.map((t) => t.repeats));
+  const openRows = report.transports.flatMap((t) => {
+    const open = median(t)?.openLoop ?? report.sections.find((s) => s.transport === t.transport)?.openLoop;
+    if (!open) return [];
+    return [[sectionTitle(t), fixed(open.ratePerSecond, 1), fixed(open.achievedRatePerSecond, 1), String(open.unsentCount), ms(open.sendLag?.p99Ms), ms(open.latencyFromDue?.p50Ms), ms(open.latencyFromDue?.p99Ms), ms(open.rttFromDue?.p50Ms), ms(open.rttFromDue?.p99Ms)]];
+  });
   const blocks = [
     `Times in ms; one-way: p50 … mean ± sample sd; RTT: round trip, stamp → ack processed:\n${renderTable(
       ['Transport', 'OK', 'Lost', 'Corrupt', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'mean ± sd ms', 'RTT p50', 'RTT p99', 'Total ms', 'MB/s', 'images/s', 'Result'],
@@ -310,6 +336,15 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
       false,
     )}`,
   ];
+  if (openRows.length > 0) {
+    blocks.push(
+      `Open loop (RATE; "from due": counted from each image's due time, coordinated omission corrected):\n${renderTable(
+        ['Transport', 'RATE/s', 'achieved/s', 'unsent', 'send lag p99', 'from due p50', 'from due p99', 'RTT from due p50', 'RTT from due p99'],
+        openRows,
+        false,
+      )}`,
+    );
+  }
   if (repeats > 1) {
     const spreadRows = report.transports.map((t) => [
       sectionTitle(t),
@@ -349,6 +384,7 @@ export function renderOutputLog(report: RunReport): string {
     `Libraries: ${libraries}`,
     `Image: ${run.imageDescription}`,
     `Images per transport: ${run.imageCount} (${formatSize(run.imageSizeBytes)} each); window ${run.window}; repeat ${run.repeat}`,
+    `Send schedule: ${run.config.ratePerSecond === undefined ? 'closed loop (the next image goes as soon as the window has room)' : `open loop at RATE ${rateText(run.config.ratePerSecond)} (WINDOW bounds the images in flight; latency also counted from each image's due time)`}`,
     `Warm-up of each section, on its connection before the recorded images: ${describeWarmup(run.warmup)}`,
     `Transports: ${run.transports.join(', ')}${run.repeat > 1 ? ' (interleaved, the order rotated each repeat: A B C, B C A, C A B, …)' : ''}`,
     'Definitions:',
@@ -362,8 +398,11 @@ export function renderOutputLog(report: RunReport): string {
     'Clock offset, receiver − transmitter, estimated before each section (lowest of 8 round trips over the control endpoint; ± half that round trip):',
     ...clockLines,
   ].join('\n');
+  const unsent = report.sections.reduce((sum, s) => sum + (s.openLoop?.unsentCount ?? 0), 0);
   const verdict = runSucceeded(report)
-    ? 'Result: every transport delivered every image intact.'
+    ? unsent === 0
+      ? 'Result: every transport delivered every image intact.'
+      : `Result: every transport delivered every image it sent intact; ${unsent} image${unsent === 1 ? ' was' : 's were'} dropped at the sender under RATE (see Open loop).`
     : report.stopReason
       ? `Result: INCOMPLETE: ${report.stopReason}.`
       : 'Result: FAILED: at least one transport lost, corrupted or failed to deliver images (see above).';

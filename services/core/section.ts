@@ -32,6 +32,8 @@ export interface SectionPlan {
   warmup: WarmupPlan;
   imageSizeBytes: number;
   window: number;
+  /** RATE: images per second on an open-loop schedule; null in a closed loop. */
+  ratePerSecond: number | null;
   clock: SectionClock | null;
 }
 
@@ -58,13 +60,32 @@ export type TransmitterColdStart = Omit<ColdStart, 'firstImageMs'>;
 
 /**
  * One recorded image's fate: `timeMs` is its one-way transmission time (null when it never
- * arrived), `rttMs` the transmitter's stamp → ack processed (null without an ack).
+ * arrived), `rttMs` the transmitter's stamp → ack processed (null without an ack). 'unsent': under
+ * RATE, it fell due while WINDOW images were unacknowledged and the transmitter dropped it.
  */
 export interface ImageRecord {
   image: number;
   timeMs: number | null;
   rttMs: number | null;
-  status: 'ok' | 'corrupt' | 'lost';
+  status: 'ok' | 'corrupt' | 'lost' | 'unsent';
+}
+
+/**
+ * An open-loop section's figures (RATE): images are due on a schedule, so latency also counts from
+ * the due time (coordinated omission corrected, as wrk2 does) besides the actual send.
+ */
+export interface OpenLoopFigures {
+  ratePerSecond: number;
+  /** Images per second actually sent (first send to last); null with fewer than two. */
+  achievedRatePerSecond: number | null;
+  /** Images due while WINDOW were unacknowledged: dropped at the sender, never sent. */
+  unsentCount: number;
+  /** How late sends were against their due times (stamp − due). */
+  sendLag: LatencySummary | null;
+  /** One-way times of intact images counted from their due times. */
+  latencyFromDue: LatencySummary | null;
+  /** Round trips counted from their due times. */
+  rttFromDue: LatencySummary | null;
 }
 
 /** Each side's cost of the section; null for a side that could not measure (section failed early, or no broker). */
@@ -84,6 +105,10 @@ export interface SectionExtras {
   verifyMs?: number | null;
   /** The transmitter's connect time and first round trip. */
   coldStart?: TransmitterColdStart;
+  /** Open loop: every recorded image's stamp − due time in nanoseconds, by image; null for an image dropped at the sender. */
+  dueLagNs?: readonly (number | null)[] | null;
+  /** Open loop: images per second actually sent. */
+  achievedRatePerSecond?: number | null;
 }
 
 /** Everything known about one section once it is over. */
@@ -119,6 +144,8 @@ export interface SectionResult extends SectionPlan {
   imagesPerSecond: number | null;
   /** True when the recorded span is too short for a stable throughput (see {@link MIN_STABLE_SPAN_MS}): MB/s and images/s are indicative. */
   throughputIndicative: boolean;
+  /** Open-loop figures (RATE); null in a closed loop. */
+  openLoop: OpenLoopFigures | null;
   /** How the warm-up went; null when the section failed before its warm-up ended. */
   warmedUp: WarmupOutcome | null;
   coldStart: ColdStart;
@@ -209,34 +236,53 @@ export class SectionRecorder {
     const images: ImageRecord[] = [];
     const okTimesMs: number[] = [];
     const rttsMs: number[] = [];
+    const lags = this.plan.ratePerSecond === null ? undefined : extras.dueLagNs;
+    const lagMs = (image: number): number | null | undefined => {
+      const lagNs = lags?.[image - 1];
+      return lagNs === undefined ? undefined : lagNs === null ? null : lagNs / 1e6;
+    };
+    const sendLagsMs: number[] = [];
+    const okFromDueMs: number[] = [];
+    const rttsFromDueMs: number[] = [];
     let firstSentAtNs: bigint | undefined;
     let lastArrivalNs: bigint | undefined;
     const first = this.firstRecordedSeq;
     for (let image = 1; image <= this.plan.imageCount; image++) {
       const rttNs = extras.rttNs?.[image - 1] ?? null;
       const rttMs = rttNs === null ? null : rttNs / 1e6;
-      if (rttMs !== null) rttsMs.push(rttMs);
+      const lag = lagMs(image);
+      if (rttMs !== null) {
+        rttsMs.push(rttMs);
+        if (lag != null) rttsFromDueMs.push(rttMs + lag);
+      }
+      if (lag != null) sendLagsMs.push(lag);
       const arrival = first === undefined ? undefined : this.arrivals.get(first + image - 1);
       if (!arrival) {
-        images.push({ image, timeMs: null, rttMs, status: 'lost' });
+        images.push({ image, timeMs: null, rttMs, status: lag === null ? 'unsent' : 'lost' });
         continue;
       }
       const timeMs = nsToMs(arrival.arrivalNs - arrival.sentAtNs);
       const intact = arrival.sizeOk && arrival.checksumOk === true;
       images.push({ image, timeMs, rttMs, status: intact ? 'ok' : 'corrupt' });
-      if (intact) okTimesMs.push(timeMs);
+      if (intact) {
+        okTimesMs.push(timeMs);
+        if (lag != null) okFromDueMs.push(timeMs + lag);
+      }
       if (firstSentAtNs === undefined || arrival.sentAtNs < firstSentAtNs) firstSentAtNs = arrival.sentAtNs;
       if (lastArrivalNs === undefined || arrival.arrivalNs > lastArrivalNs) lastArrivalNs = arrival.arrivalNs;
     }
     const okCount = images.filter((i) => i.status === 'ok').length;
     const corruptCount = images.filter((i) => i.status === 'corrupt').length;
     const lostCount = images.filter((i) => i.status === 'lost').length;
+    const unsentCount = images.filter((i) => i.status === 'unsent').length;
     const totalMs = firstSentAtNs !== undefined && lastArrivalNs !== undefined ? nsToMs(lastArrivalNs - firstSentAtNs) : null;
     const rtt = summarizeLatency(rttsMs) ?? null;
     const firstArrival = this.arrivals.get(0);
     return {
       ...this.plan,
-      ok: failure === null && okCount === this.plan.imageCount && this.duplicateCount === 0 && this.strayCount === 0,
+      // Images dropped at the sender under RATE are the load's answer, counted and shown, not a
+      // fault of the transport: every image it was given must still arrive intact.
+      ok: failure === null && okCount + unsentCount === this.plan.imageCount && this.duplicateCount === 0 && this.strayCount === 0,
       failure,
       images,
       okCount,
@@ -253,6 +299,17 @@ export class SectionRecorder {
       throughputMBps: totalMs === null ? null : throughputMBps(okCount * this.plan.imageSizeBytes, totalMs),
       imagesPerSecond: totalMs === null ? null : imagesPerSecond(okCount, totalMs),
       throughputIndicative: totalMs === null || totalMs < MIN_STABLE_SPAN_MS || okCount < MIN_STABLE_IMAGES,
+      openLoop:
+        this.plan.ratePerSecond === null
+          ? null
+          : {
+              ratePerSecond: this.plan.ratePerSecond,
+              achievedRatePerSecond: extras.achievedRatePerSecond ?? null,
+              unsentCount,
+              sendLag: summarizeLatency(sendLagsMs) ?? null,
+              latencyFromDue: summarizeLatency(okFromDueMs) ?? null,
+              rttFromDue: summarizeLatency(rttsFromDueMs) ?? null,
+            },
       warmedUp: this.warmedUp ?? null,
       coldStart: {
         connectMs: extras.coldStart?.connectMs ?? null,
@@ -282,5 +339,5 @@ export function acknowledgedOnlyResult(
   const first = warmedUp?.images;
   const images = result.images.map((record): ImageRecord => (first !== undefined && acknowledgedSeqs.has(first + record.image - 1) ? { ...record, status: 'ok' } : record));
   const okCount = images.filter((i) => i.status === 'ok').length;
-  return { ...result, images, okCount, lostCount: images.length - okCount };
+  return { ...result, images, okCount, lostCount: images.filter((i) => i.status === 'lost').length };
 }

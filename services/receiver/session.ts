@@ -137,13 +137,17 @@ export class RunSession {
     this.verifier.flush();
     const { plan } = open.recorder;
     const measureEnd = open.measureEnd ?? { reading: readResources(), peakRssBytes: open.rss.stop() };
-    const receiverCost = open.measureStart === undefined ? null : sideCost(open.measureStart, measureEnd.reading, measureEnd.peakRssBytes, plan.imageCount);
+    // Per image means per image sent: under RATE some may have been dropped at the sender.
+    const sentImages = end.dueLagNs === null ? plan.imageCount : end.dueLagNs.filter((lag) => lag !== null).length;
+    const receiverCost = open.measureStart === undefined ? null : sideCost(open.measureStart, measureEnd.reading, measureEnd.peakRssBytes, sentImages);
     const [brokerStart, brokerEnd] = await Promise.all([open.brokerStart, open.brokerEnd ?? (open.brokerStart && this.brokerReading(plan.transport))]);
-    const broker: SideCost | null = brokerStart && brokerEnd ? brokerCost(brokerStart, brokerEnd, plan.imageCount) : null;
+    const broker: SideCost | null = brokerStart && brokerEnd ? brokerCost(brokerStart, brokerEnd, sentImages) : null;
     const failure = open.listenerFailure === undefined ? end.failure : end.failure === null ? open.listenerFailure : `${open.listenerFailure}; transmitter: ${end.failure}`;
     const result = open.recorder.result(failure, {
       cost: { transmitter: end.transmitterCost, receiver: receiverCost, broker },
       rttNs: end.rttNs,
+      dueLagNs: end.dueLagNs,
+      achievedRatePerSecond: end.achievedRatePerSecond,
       coldStart: end.coldStart,
       verifyMs: this.verify ? nsToMs(open.verifyNs) : null,
     });
@@ -196,7 +200,7 @@ export class RunSession {
     if (info === undefined) return undefined;
     if (this.open !== undefined && stopReason !== null) {
       const { recorder } = this.open;
-      await this.endSection({ failure: `${stopReason}; got ${recorder.recordedCount} of ${recorder.plan.imageCount} images`, transmitterCost: null, rttNs: [], coldStart: { connectMs: null, firstImageRttMs: null } });
+      await this.endSection({ failure: `${stopReason}; got ${recorder.recordedCount} of ${recorder.plan.imageCount} images`, transmitterCost: null, rttNs: [], dueLagNs: null, achievedRatePerSecond: null, coldStart: { connectMs: null, firstImageRttMs: null } });
     }
     this.closeOpen();
     this.info = undefined;

@@ -11,6 +11,7 @@ import { encodeFrameHeader, type Ack } from '../core/frame.js';
 import { buildRunReport, renderSummary, type HostFacts } from '../core/report.js';
 import { acknowledgedOnlyResult, SectionRecorder, type SectionClock, type SectionPlan, type SectionResult, type TransmitterColdStart } from '../core/section.js';
 import { DropLedger } from '../core/drops.js';
+import { achievedRate, OpenLoopSchedule } from '../core/schedule.js';
 import { exerciseSharedPaths } from '../core/prewarm.js';
 import { nsToMs } from '../core/stats.js';
 import { SteadinessCheck, warmupDecision, warmupImageLimit, warmupPlan, type SteadinessReading, type WarmupDecision, type WarmupOutcome } from '../core/warmup.js';
@@ -66,6 +67,17 @@ const nullableMs = (ns: number | null): number | null => (ns === null ? null : n
 const DROP_SETTLE_FLOOR_MS = 1000;
 /** The settle wait is also at least this many times the slowest round trip seen in the section. */
 const DROP_SETTLE_RTT_FACTOR = 4;
+
+/**
+ * Resolves at `dueNs` on the monotonic clock: a timer for the whole milliseconds, then the event
+ * loop's next turns (setImmediate) for the rest, so a due time is met to well under a millisecond
+ * without holding the core.
+ */
+async function sleepUntil(dueNs: bigint): Promise<void> {
+  const waitMs = Number(dueNs - process.hrtime.bigint()) / 1e6;
+  if (waitMs >= 2) await new Promise<void>((resolve) => setTimeout(resolve, Math.floor(waitMs) - 1));
+  while (process.hrtime.bigint() < dueNs) await new Promise<void>((resolve) => setImmediate(resolve));
+}
 
 /** Round trips per clock-offset estimate (after one that opens the socket): the lowest is kept. */
 const CLOCK_SAMPLES = 8;
@@ -148,6 +160,13 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     readonly ackedAtNs: BigInt64Array;
     stamped = 0;
     acked = 0;
+    /** One past the highest seq stamped (equals `stamped` unless RATE dropped some at the sender). */
+    nextSeq = 0;
+    /** Recorded images dropped at the sender under RATE (due while the window was full). */
+    unsent = 0;
+    /** Under RATE: each recorded image's stamp − due time in ns, by image; null when dropped at the sender. */
+    dueLagNs: (number | null)[] | null = null;
+    achievedRatePerSecond: number | null = null;
     /** For a transport that drops images by design: which are settled as lost (they free their window slot). */
     private readonly drops: DropLedger | undefined;
     private slowestRttNs = 0;
@@ -174,7 +193,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
         this.drops = drops;
         waiter.silence = {
           afterMs: () => Math.max(DROP_SETTLE_FLOOR_MS, (DROP_SETTLE_RTT_FACTOR * this.slowestRttNs) / 1e6),
-          settle: () => drops.settleBelow(this.stamped) > 0,
+          settle: () => drops.settleBelow(this.nextSeq) > 0,
         };
       }
     }
@@ -206,11 +225,28 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       this.acked++;
       if (this.recordedFrom !== undefined && seq >= this.recordedFrom) {
         this.progress.acked++;
-        if (this.progress.acked === this.plan.imageCount) this.end = { reading: readResources(), peakRssBytes: this.rss.stop() };
+        if (this.progress.acked + this.unsent === this.plan.imageCount) this.end = { reading: readResources(), peakRssBytes: this.rss.stop() };
       } else {
         this.steadiness?.add(Number(processedNs - this.stampsNs[seq]!));
       }
       this.waiter.notify();
+    }
+
+    /** Stamps `seq` now and returns its encoded header. */
+    stamp(seq: number): { header: Buffer; stampNs: bigint } {
+      const stampNs = process.hrtime.bigint();
+      const header = encodeFrameHeader({ sectionId: this.plan.sectionId, seq, sizeBytes: image.bytes.length, checksum, sentAtNs: stampNs });
+      this.stampsNs[seq] = stampNs;
+      this.stamped++;
+      this.nextSeq = seq + 1;
+      return { header, stampNs };
+    }
+
+    /** Under RATE: `seq` fell due while the window was full and is never sent. */
+    dropAtSender(seq: number): void {
+      this.unsent++;
+      this.drops?.notSent(seq);
+      this.nextSeq = seq + 1;
     }
 
     /** Round trip of seq in nanoseconds; null until it is acknowledged. */
@@ -236,12 +272,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     let seq = from;
     while (more(seq)) {
       await waiter.until(() => flight.outstanding < plan.window, config.imageTimeoutMs, () => `a free slot in the window before image seq ${seq}`);
-      for (; flight.outstanding < plan.window && more(seq); seq++) {
-        const stampNs = process.hrtime.bigint();
-        admitted.push(encodeFrameHeader({ sectionId: plan.sectionId, seq, sizeBytes: image.bytes.length, checksum, sentAtNs: stampNs }));
-        flight.stampsNs[seq] = stampNs;
-        flight.stamped++;
-      }
+      for (; flight.outstanding < plan.window && more(seq); seq++) admitted.push(flight.stamp(seq).header);
       for (const header of admitted) link.send(header, image.bytes);
       if (progress) progress.sent += admitted.length;
       admitted.length = 0;
@@ -249,6 +280,41 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     const sent = seq;
     await waiter.until(() => flight.acked + flight.lost >= sent, config.imageTimeoutMs, () => `${sent - flight.acked - flight.lost} outstanding acknowledgements`);
     return sent;
+  }
+
+  // Open loop (RATE): recorded image i is due at schedule.dueNs(i) whatever the acks do. Every
+  // image due is stamped and handed over at once if fewer than WINDOW are unacknowledged, else it
+  // is dropped at the sender and counted (the bound that keeps an overloaded transport from
+  // queueing without end). Stamp − due is kept per image: latency from the due time corrects
+  // coordinated omission. Then waits for every ack.
+  async function openLoopPhase(link: TransmitterLink, flight: Flight, from: number, ratePerSecond: number, waiter: AckWaiter, progress: SectionProgress): Promise<void> {
+    const { plan } = flight;
+    const lags: (number | null)[] = (flight.dueLagNs = new Array<number | null>(plan.imageCount).fill(null));
+    const schedule = new OpenLoopSchedule(ratePerSecond, process.hrtime.bigint());
+    const admitted: Buffer[] = [];
+    const sendTimesNs: bigint[] = [];
+    let index = 0;
+    while (index < plan.imageCount) {
+      if (waiter.failure) throw waiter.failure;
+      const due = Math.min(plan.imageCount, schedule.dueCount(process.hrtime.bigint()));
+      for (; index < due; index++) {
+        const seq = from + index;
+        if (flight.outstanding >= plan.window) {
+          flight.dropAtSender(seq);
+          continue;
+        }
+        const { header, stampNs } = flight.stamp(seq);
+        lags[index] = Number(stampNs - schedule.dueNs(index));
+        sendTimesNs.push(stampNs);
+        admitted.push(header);
+      }
+      for (const header of admitted) link.send(header, image.bytes);
+      progress.sent += admitted.length;
+      admitted.length = 0;
+      if (index < plan.imageCount) await sleepUntil(schedule.dueNs(index));
+    }
+    flight.achievedRatePerSecond = achievedRate(sendTimesNs);
+    await waiter.until(() => flight.acked + flight.lost >= flight.stamped, config.imageTimeoutMs, () => `${flight.stamped - flight.acked - flight.lost} outstanding acknowledgements`);
   }
 
   // The warm-up images: a fixed number, or until their round trips are steady (or a cap).
@@ -308,9 +374,10 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       flight.rss.start();
       const start = readResources();
       progress.startedAtMs = Date.now();
-      await sendPhase(link, flight, from, (seq) => seq < from + plan.imageCount, waiter, progress);
+      if (plan.ratePerSecond === null) await sendPhase(link, flight, from, (seq) => seq < from + plan.imageCount, waiter, progress);
+      else await openLoopPhase(link, flight, from, plan.ratePerSecond, waiter, progress);
       const end = flight.end ?? { reading: readResources(), peakRssBytes: flight.rss.stop() };
-      cost = sideCost(start, end.reading, end.peakRssBytes, plan.imageCount);
+      cost = sideCost(start, end.reading, end.peakRssBytes, plan.imageCount - flight.unsent);
       // Never silent: the receiver's record has the exact count of images that did not arrive.
       const lost = flight.lostAmongRecorded();
       const failure = lost > 0 ? `${transport.label} dropped images, as it may by design (${transport.dropsImages}): ${lost} never acknowledged` : null;
@@ -357,6 +424,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       warmup: warmupPlan(config),
       imageSizeBytes: image.bytes.length,
       window: config.window,
+      ratePerSecond: config.ratePerSecond ?? null,
       clock: null,
     };
     log.info({ transport: transport.name, repeat, imageCount: plan.imageCount, imageSizeBytes: plan.imageSizeBytes, window: plan.window }, 'section start');
@@ -367,7 +435,15 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       plan = { ...plan, clock: await estimateClock(receiverHost) };
       await control.openSection(plan);
       outcome = await transfer(transport, plan, sectionCredential(authToken, plan.sectionId), progress);
-      result = await control.endSection(plan.sectionId, { failure: outcome.failure, transmitterCost: outcome.cost, rttNs: outcome.rttNs, coldStart: outcome.coldStart });
+      const { flight } = outcome;
+      result = await control.endSection(plan.sectionId, {
+        failure: outcome.failure,
+        transmitterCost: outcome.cost,
+        rttNs: outcome.rttNs,
+        dueLagNs: flight.dueLagNs,
+        achievedRatePerSecond: flight.achievedRatePerSecond,
+        coldStart: outcome.coldStart,
+      });
     } catch (err) {
       // The receiver could not take part (listener down) or is gone: then only the acks tell
       // what arrived, and the run stops after this section.
@@ -377,7 +453,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       if (flight) for (let seq = 0; seq < flight.ackedAtNs.length; seq++) if (flight.ackedAtNs[seq] !== 0n) ackedSeqs.add(seq);
       result =
         ackedSeqs.size > 0
-          ? acknowledgedOnlyResult(plan, ackedSeqs, errorMessage(err), outcome?.warmedUp, { rttNs: outcome?.rttNs, coldStart: outcome?.coldStart })
+          ? acknowledgedOnlyResult(plan, ackedSeqs, errorMessage(err), outcome?.warmedUp, { rttNs: outcome?.rttNs, coldStart: outcome?.coldStart, dueLagNs: flight?.dueLagNs, achievedRatePerSecond: flight?.achievedRatePerSecond })
           : new SectionRecorder(plan).result(errorMessage(err), { coldStart: outcome?.coldStart });
     }
     log.info({ transport: transport.name, repeat, ok: result.ok, okCount: result.okCount, lostCount: result.lostCount, corruptCount: result.corruptCount, totalMs: result.totalMs, failure: result.failure }, 'section end');

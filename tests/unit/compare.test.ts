@@ -33,6 +33,7 @@ function section(transport: string, repeat: number, r: Repeat): SectionResult {
     warmup: { mode: 'images', images: 0 },
     imageSizeBytes: IMAGE_SIZE_BYTES,
     window: 1,
+    ratePerSecond: null,
     clock: null,
     ok: timed && r.failure === undefined,
     failure: r.failure ?? null,
@@ -52,6 +53,7 @@ function section(transport: string, repeat: number, r: Repeat): SectionResult {
     imagesPerSecond: timed ? 1000 : null,
     // Ten images are too few for a stable throughput, as the recorder would say.
     throughputIndicative: true,
+    openLoop: null,
     warmedUp: { images: 0, ms: 0, steady: null, mediansMs: null },
     coldStart: { connectMs: null, firstImageMs: null, firstImageRttMs: null },
     cost: { transmitter: null, receiver: null, broker: null },
@@ -185,7 +187,7 @@ describe('compareRuns', () => {
 
   it('reads figures of sections recorded by SectionRecorder', () => {
     const recorded = (arrivalNs: bigint): SectionResult => {
-      const recorder = new SectionRecorder({ sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 1, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 1_000_000, window: 1, clock: null });
+      const recorder = new SectionRecorder({ sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 1, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 1_000_000, window: 1, ratePerSecond: null, clock: null });
       recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null });
       recorder.record({ sectionId: 1, seq: 0, sizeBytes: 1_000_000, checksum: 0n, sentAtNs: 0n }, arrivalNs);
       recorder.verified(0, true);

@@ -110,6 +110,14 @@ describe('parseConfig', () => {
     expect(shown.authTokenFile).toBe('.itb-auth-token');
   });
 
+  it('reads RATE as images per second, fractions and the maximum included; unset is a closed loop', () => {
+    const rate = (raw: string | undefined) => {
+      const result = parseConfig({ RATE: raw }, specs);
+      return result.ok ? result.config.ratePerSecond : result.issues;
+    };
+    expect([rate(undefined), rate(''), rate('100'), rate('2.5'), rate('0.001'), rate('1000000')]).toEqual([undefined, undefined, 100, 2.5, 0.001, 1_000_000]);
+  });
+
   it('treats empty values as unset, as a .env file with blank lines would give', () => {
     const result = parseConfig({ IMAGE_COUNT: '', REDIS_URL: ' ' }, specs);
     expect(result.ok && result.config.imageCount).toBe(10);
@@ -125,6 +133,10 @@ describe('parseConfig', () => {
     ['TRANSPORTS', 'websocket,carrier-pigeon', 'all, or a comma-separated list of distinct transports from: websocket, redis, tcp'],
     ['TRANSPORTS', 'tcp,tcp', 'all, or a comma-separated list of distinct transports from: websocket, redis, tcp'],
     ['WINDOW', '0', 'a whole number from 1 to 1,024'],
+    ['RATE', '0', 'unset (a closed loop), or images per second above 0 and at most 1,000,000, e.g. 100 or 2.5'],
+    ['RATE', '-5', 'unset (a closed loop), or images per second above 0 and at most 1,000,000, e.g. 100 or 2.5'],
+    ['RATE', '100/s', 'unset (a closed loop), or images per second above 0 and at most 1,000,000, e.g. 100 or 2.5'],
+    ['RATE', '1000001', 'unset (a closed loop), or images per second above 0 and at most 1,000,000, e.g. 100 or 2.5'],
     ['WARMUP', '-1', 'auto, or a whole number of images from 0 to 100,000 (0: a cold run on purpose)'],
     ['WARMUP_MIN_MS', '-1', 'a whole number from 0 to 600,000'],
     ['WARMUP_MAX_MS', '0', 'a whole number from 1 to 3,600,000'],
@@ -268,7 +280,7 @@ describe('configVariables', () => {
   it('lists every variable the config reads, ports included', () => {
     expect(configVariables(specs).sort()).toEqual(
       ['AUTH_TOKEN', 'AUTH_TOKEN_FILE', 'BIND_HOST', 'CONNECT_TIMEOUT_MS', 'CONTROL_PORT', 'IMAGE_COUNT', 'IMAGE_PATH', 'IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'LOG_LEVEL', 'MAX_IMAGE_SIZE',
-        'OUTPUT_DIR', 'RECEIVER_HOST', 'REDIS_URL', 'REPEAT', 'TCP_PORT', 'TRANSPORTS', 'VERIFY', 'WARMUP', 'WARMUP_MAX_MS',
+        'OUTPUT_DIR', 'RATE', 'RECEIVER_HOST', 'REDIS_URL', 'REPEAT', 'TCP_PORT', 'TRANSPORTS', 'VERIFY', 'WARMUP', 'WARMUP_MAX_MS',
         'WARMUP_MIN_MS', 'WEBSOCKET_PORT', 'WINDOW'].sort(),
     );
   });

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { HTML_REPORT_CSP, jsonForScript, renderHtmlReport, scriptForInline, styleForInline, type HtmlReportLibraries } from '../../services/core/html-report.js';
 import { TIMING_DEFINITIONS, type RunReport } from '../../services/core/report.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';
+import { SectionRecorder } from '../../services/core/section.js';
 import { fixturePlan, fixtureReport, fixtureSection } from '../helpers/fixtures.js';
 
 // The page as text: what it inlines, what it carries, what it must never contain. The browser
@@ -238,6 +239,25 @@ describe('renderHtmlReport: round trip and broker figures', () => {
     const html = renderHtmlReport([withBroker()], LIBRARIES);
     expect(cellsOf(html, 'redis')['Broker CPU ms/img']).toBe('0.750');
     expect(cellsOf(html, 'grpc')['Broker CPU ms/img']).toBe('–');
+  });
+
+  it('says a closed loop, and adds no open-loop column, without RATE', () => {
+    const html = renderHtmlReport([sampleReport()], LIBRARIES);
+    expect(html).toContain('<th scope="row">Send schedule</th><td>closed loop: the next image goes as soon as the window has room</td>');
+    expect(html).not.toContain('p99 from due ms');
+  });
+
+  it('under RATE, says the schedule and adds achieved rate, unsent and p99 from due time per transport', () => {
+    const plan = fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true, imageCount: 2, ratePerSecond: 50 });
+    const recorder = new SectionRecorder(plan);
+    recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null });
+    recorder.record({ sectionId: 1, seq: 0, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs: 0n }, 2_000_000n);
+    recorder.verified(0, true);
+    const section = recorder.result(null, { rttNs: [2_500_000, null], dueLagNs: [1_000_000, null], achievedRatePerSecond: null });
+    const report = fixtureReport([section]);
+    const html = renderHtmlReport([{ ...report, run: { ...report.run, config: { ...report.run.config, ratePerSecond: 50 } } }], LIBRARIES);
+    expect(html).toContain('<th scope="row">Send schedule</th><td>open loop at RATE 50 images/s; an image due while WINDOW are in flight is dropped at the sender and counted</td>');
+    expect(cellsOf(html, 'tcp')).toMatchObject({ 'Achieved/s': '–', Unsent: '1', 'p99 from due ms': '3.000' });
   });
 
   it('colours a broker CPU change as lower is better', () => {

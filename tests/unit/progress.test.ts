@@ -27,6 +27,7 @@ const plan: SectionPlan = {
   warmup: { mode: 'images', images: 2 },
   imageSizeBytes: 1_000_000,
   window: 4,
+  ratePerSecond: null,
   clock: null,
 };
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { renderOutputLog, renderResultsJson, renderSummary, runSucceeded, summarizeTransports, type RunReport } from '../../services/core/report.js';
-import type { ColdStart, SectionResult } from '../../services/core/section.js';
+import { SectionRecorder, type ColdStart, type SectionResult } from '../../services/core/section.js';
 import type { WarmupOutcome, WarmupPlan } from '../../services/core/warmup.js';
 import { fixturePlan, fixtureReport, fixtureSection } from '../helpers/fixtures.js';
 import { resultsSchemaErrors } from '../../scripts/lib/results-schema.js';
@@ -55,12 +55,14 @@ Receiver host: rx (Test CPU, 2 cores, 24.0 GiB, linux-x64 6.1.0, Node v20.20.2 -
 Libraries: ws 8.23.0, zeromq 6.8.0
 Image: assets/sample.png
 Images per transport: 2 (533.0 KiB each); window 1; repeat 1
+Send schedule: closed loop (the next image goes as soon as the window has room)
 Warm-up of each section, on its connection before the recorded images: until steady: at least 500 ms and 64 images, then until the median round trip of the last 32 images is within 5 % of the 32 before; at most 10,000 ms (WARMUP=auto)
 Transports: websocket, redis, tcp
 Definitions:
   WINDOW = the number of images stamped and not yet acknowledged. An image is stamped when the window admits it; any wait for library or kernel backpressure is inside its time.
   Transmission time of image i = receiver monotonic clock when the last byte of image i is in hand − transmitter monotonic clock when image i was stamped.
   Round trip of image i = transmitter monotonic clock when the ack of image i is processed − when image i was stamped.
+  RATE (open loop) = image i of a section is due at its start + i ÷ RATE, whatever the acks do; one due while WINDOW are unacknowledged is dropped at the sender and counted. Figures from due time add the stamp − due time of each image: coordinated omission corrected, as wrk2 does.
   Total transfer time of a transport = arrival of its last image − stamp of its first (warm-up images excluded).
   The receiver acknowledges an image as soon as it is in hand and verifies it afterwards: no time, total or MB/s includes hashing.
   Cold start = a new connection: the time its connect took, and the first image sent on it (one-way and round trip), before any warm-up; apart from the steady figures.
@@ -298,3 +300,35 @@ describe('runSucceeded and renderResultsJson', () => {
     expect(resultsSchemaErrors(JSON.parse(renderResultsJson(cold)))).toEqual([]);
   });
 });
+
+describe('an open-loop run (RATE)', () => {
+  // Image 2 fell due while the window was full; the others were sent on time or 2 ms late.
+  function openLoopReport(): RunReport {
+    const plan = fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true, imageCount: 3, ratePerSecond: 100 });
+    const recorder = new SectionRecorder(plan);
+    recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null });
+    recorder.record({ sectionId: 1, seq: 0, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs: 0n }, 1_000_000n);
+    recorder.record({ sectionId: 1, seq: 2, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs: 22_000_000n }, 23_000_000n);
+    recorder.verified(0, true);
+    recorder.verified(2, true);
+    const section = recorder.result(null, { rttNs: [1_500_000, null, 1_500_000], dueLagNs: [0, null, 2_000_000], achievedRatePerSecond: 45.5 });
+    const report = fixtureReport([section]);
+    return { ...report, run: { ...report.run, config: { ...report.run.config, ratePerSecond: 100 } } };
+  }
+
+  it('says the schedule, marks the image never sent, gives the figures from due time, and keeps the verdict honest', () => {
+    const log = renderOutputLog(openLoopReport());
+    expect(log).toContain('Send schedule: open loop at RATE 100 images/s (WINDOW bounds the images in flight; latency also counted from each image\'s due time)');
+    expect(log).toContain('=== TCP (baseline) performance test: 3 images transfer (533.0 KiB each, window 1, RATE 100 images/s) ===');
+    expect(log).toContain('Image 2: NOT SENT (fell due while WINDOW images were unacknowledged: dropped at the sender)');
+    expect(log).toContain('Open loop: RATE 100 images/s, achieved 45.5 images/s; 1 DROPPED AT THE SENDER');
+    expect(log).toContain('Latency from due time: p50 1.000, p90 3.000');
+    expect(log).toMatch(/RATE\/s +achieved\/s +unsent +send lag p99 +from due p50 +from due p99 +RTT from due p50 +RTT from due p99\n[- ]+\nTCP \(baseline\) +100\.0 +45\.5 +1 +2\.000 +1\.000 +3\.000 +1\.500 +3\.500\n/);
+    expect(log).toContain('Result: every transport delivered every image it sent intact; 1 image was dropped at the sender under RATE (see Open loop).');
+  });
+
+  it('writes results.json that its schema accepts', () => {
+    expect(resultsSchemaErrors(JSON.parse(renderResultsJson(openLoopReport())))).toEqual([]);
+  });
+});
+

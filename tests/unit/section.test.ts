@@ -4,7 +4,7 @@ import { acknowledgedOnlyResult, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, SectionR
 import type { WarmupOutcome } from '../../services/core/warmup.js';
 import { NO_WARMUP } from '../helpers/fixtures.js';
 
-const plan: SectionPlan = { sectionId: 5, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 3, warmup: { mode: 'images', images: 2 }, imageSizeBytes: 1_000_000, window: 1, clock: null };
+const plan: SectionPlan = { sectionId: 5, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 3, warmup: { mode: 'images', images: 2 }, imageSizeBytes: 1_000_000, window: 1, ratePerSecond: null, clock: null };
 const frame = (seq: number, sentAtNs: bigint, sizeBytes = 1_000_000): FrameHeader => ({ sectionId: 5, seq, sizeBytes, checksum: 1n, sentAtNs });
 /** How a fixed warm-up of `images` images went, as the transmitter reports it. */
 const warmedUp = (images: number): WarmupOutcome => ({ images, ms: 0, steady: null, mediansMs: null });
@@ -266,7 +266,7 @@ describe('acknowledgedOnlyResult', () => {
   it('with a warm-up outcome: counts acknowledged recorded seqs as intact, the rest lost, warm-up acks aside', () => {
     const outcome: WarmupOutcome = { images: 2, ms: 3, steady: null, mediansMs: null };
     // Seqs 0 and 1 are the warm-up; 2 and 4 are images 1 and 3; seq 3 (image 2) never got its ack.
-    const result = acknowledgedOnlyResult(plan, new Set([0, 1, 2, 4]), 'receiver gone', outcome, { rttNs: [1_000_000, null, 3_000_000], coldStart: { connectMs: 4, firstImageRttMs: 1.5 } });
+    const result = acknowledgedOnlyResult(plan, new Set([0, 1, 2, 4]), 'receiver gone', outcome, { rttNs: [1_000_000, null, 3_000_000], dueLagNs: null, achievedRatePerSecond: null, coldStart: { connectMs: 4, firstImageRttMs: 1.5 } });
     expect(result.images).toEqual([
       { image: 1, timeMs: null, rttMs: 1, status: 'ok' },
       { image: 2, timeMs: null, rttMs: null, status: 'lost' },
@@ -284,5 +284,39 @@ describe('acknowledgedOnlyResult', () => {
     expect(result.images.map((i) => i.status)).toEqual(['lost', 'lost', 'lost']);
     expect([result.okCount, result.lostCount, result.warmedUp]).toEqual([0, 3, null]);
     expect(result.coldStart).toEqual({ connectMs: null, firstImageMs: null, firstImageRttMs: null });
+  });
+});
+
+describe('SectionRecorder under RATE (open loop)', () => {
+  it('keeps images dropped at the sender apart from lost ones, counts latency from the due time too, and stays ok', () => {
+    const recorder = unwarmed({ imageCount: 4, ratePerSecond: 100 });
+    // Image 2 (seq 1) fell due while the window was full: never sent. Image 4 (seq 3) was sent 2 ms late.
+    take(recorder, frame(0, 0n), 1_000_000n);
+    take(recorder, frame(2, 20_000_000n), 23_000_000n);
+    take(recorder, frame(3, 32_000_000n), 33_000_000n);
+    const result = recorder.result(null, { rttNs: [2_000_000, null, 4_000_000, 2_000_000], dueLagNs: [0, null, 0, 2_000_000], achievedRatePerSecond: 62.5 });
+    expect(result.images.map((i) => i.status)).toEqual(['ok', 'unsent', 'ok', 'ok']);
+    expect([result.okCount, result.lostCount, result.ok]).toEqual([3, 0, true]);
+    expect(result.openLoop).toMatchObject({ ratePerSecond: 100, achievedRatePerSecond: 62.5, unsentCount: 1 });
+    expect(result.openLoop?.sendLag).toMatchObject({ count: 3, minMs: 0, maxMs: 2 });
+    // One-way 1, 3, 1 ms from the stamp; 1, 3, 3 ms from the due time.
+    expect(result.latency).toMatchObject({ count: 3, minMs: 1, maxMs: 3 });
+    expect(result.openLoop?.latencyFromDue).toMatchObject({ count: 3, minMs: 1, maxMs: 3, p50Ms: 3 });
+    // Round trips 2, 4, 2 ms from the stamp; 2, 4, 4 ms from the due time.
+    expect(result.openLoop?.rttFromDue).toMatchObject({ count: 3, minMs: 2, maxMs: 4, p50Ms: 4 });
+  });
+
+  it('still fails on an image sent and never arrived', () => {
+    const recorder = unwarmed({ imageCount: 2, ratePerSecond: 10 });
+    take(recorder, frame(0, 0n), 1_000_000n);
+    const result = recorder.result(null, { rttNs: [2_000_000, null], dueLagNs: [0, 5] });
+    expect(result.images.map((i) => i.status)).toEqual(['ok', 'lost']);
+    expect([result.ok, result.lostCount, result.openLoop?.unsentCount]).toEqual([false, 1, 0]);
+  });
+
+  it('has no open-loop figures in a closed loop, whatever lags are given', () => {
+    const recorder = unwarmed({ imageCount: 1 });
+    take(recorder, frame(0, 0n), 1_000_000n);
+    expect(recorder.result(null, { dueLagNs: [null] }).openLoop).toBeNull();
   });
 });

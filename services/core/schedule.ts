@@ -1,0 +1,51 @@
+// An open-loop schedule (RATE): image i is due at start + i ÷ rate, whatever the acks do, as wrk2
+// and k6's arrival-rate executors schedule requests. Latency counted from the due time instead of
+// the actual send corrects coordinated omission: a sender that fell behind cannot hide the wait
+// by sending late. Pure: times are given to it.
+
+/** Most images per second RATE allows. */
+export const MAX_RATE_PER_SECOND = 1_000_000;
+
+/** When each image of an open-loop section is due, on the transmitter's clock. */
+export class OpenLoopSchedule {
+  private readonly periodNs: number;
+
+  /** `startNs`: due time of image 0 (the first recorded image); `ratePerSecond`: images per second. */
+  constructor(
+    readonly ratePerSecond: number,
+    readonly startNs: bigint,
+  ) {
+    if (!(ratePerSecond > 0 && ratePerSecond <= MAX_RATE_PER_SECOND)) throw new RangeError(`rate must be above 0 and at most ${MAX_RATE_PER_SECOND}: ${ratePerSecond}`);
+    this.periodNs = 1e9 / ratePerSecond;
+  }
+
+  /** Due time of image `index` (from 0), rounded to the nanosecond. */
+  dueNs(index: number): bigint {
+    return this.startNs + BigInt(Math.round(index * this.periodNs));
+  }
+
+  /** How many images are due at `nowNs` (image 0 is due at the start). */
+  dueCount(nowNs: bigint): number {
+    if (nowNs < this.startNs) return 0;
+    // The next index's exact due time decides, so rounding never makes an image due early.
+    let count = Math.floor(Number(nowNs - this.startNs) / this.periodNs) + 1;
+    while (this.dueNs(count) <= nowNs) count++;
+    while (count > 0 && this.dueNs(count - 1) > nowNs) count--;
+    return count;
+  }
+}
+
+/**
+ * Images per second actually sent: images after the first over the span from the first send to
+ * the last; null with fewer than two sends.
+ */
+export function achievedRate(sendTimesNs: readonly bigint[]): number | null {
+  if (sendTimesNs.length < 2) return null;
+  let first = sendTimesNs[0]!;
+  let last = first;
+  for (const t of sendTimesNs) {
+    if (t < first) first = t;
+    if (t > last) last = t;
+  }
+  return last === first ? null : ((sendTimesNs.length - 1) * 1e9) / Number(last - first);
+}
