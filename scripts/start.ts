@@ -3,29 +3,71 @@ import { once } from 'node:events';
 import { errorMessage } from '../services/core/errors.js';
 import { newAuthToken } from '../services/shared/auth-token.js';
 import { stopChild } from '../services/shared/child-process.js';
+import type { ConfigIssue } from '../services/core/config.js';
 import { configFromEnvOrExit, effectiveLogLevel, ExitCode, imagePathIssues, outputDirIssues } from '../services/shared/entry.js';
 import { createLogger } from '../services/shared/logger.js';
 import { SERVICE_NODE_FLAGS } from '../services/shared/node-flags.js';
 import { projectPath } from '../services/shared/paths.js';
+import { isLoopbackHost, isShaped } from '../services/core/link.js';
 import type { LocalServer } from '../services/transports/contract.js';
 import { transportByName, transports } from '../services/transports/index.js';
+import { openShapedLink, ShapingRefused, type ShapedLink } from './lib/shaped-link.js';
 
 // `npm start`: the whole suite on this machine. Starts the receiver and the transmitter as two
 // processes (as docker compose does), plus, for every transport in the run that goes through a
 // server of its own (Redis) whose URL is not given, a private one from PATH; exits with the
 // transmitter's code once the receiver has shut down. Both services get a fresh AUTH_TOKEN for
-// this run alone, unless one is set.
+// this run alone, unless one is set. With NETWORK_RATE, NETWORK_DELAY or NETWORK_LOSS the
+// transmitter runs in a network namespace of its own behind a shaped link (./lib/shaped-link.ts).
 
 // The services' own checks, here too, so bad input stops everything before any process starts.
-const config = configFromEnvOrExit(transports, (env) => [...imagePathIssues(env), ...outputDirIssues(env)]);
+const config = configFromEnvOrExit(transports, (env) => [...imagePathIssues(env), ...outputDirIssues(env), ...shapedUrlIssues(env)], { shapesLink: true });
 const log = createLogger('start', effectiveLogLevel(config));
 const env: NodeJS.ProcessEnv = { ...process.env };
 if (!env.AUTH_TOKEN?.trim()) env.AUTH_TOKEN = newAuthToken();
 const servers: LocalServer[] = [];
 const children = new Set<ChildProcess>();
 
+// A broker URL on loopback cannot be reached from the transmitter's namespace: refused with the
+// other bad variables, before anything starts.
+function shapedUrlIssues(processEnv: NodeJS.ProcessEnv): ConfigIssue[] {
+  const shaped = ['NETWORK_RATE', 'NETWORK_DELAY', 'NETWORK_LOSS'].some((name) => processEnv[name]?.trim());
+  if (!shaped) return [];
+  return [...new Set(transports.flatMap((t) => (t.setting.kind === 'url' ? [t.setting.envVar] : [])))].flatMap((envVar) => {
+    const raw = processEnv[envVar]?.trim();
+    if (!raw || !URL.canParse(raw) || !isLoopbackHost(new URL(raw).hostname.replace(/^\[|\]$/g, ''))) return [];
+    return [{ variable: envVar, value: raw, allowed: 'unset, or an address the transmitter can reach from its own network namespace when NETWORK_* shape the link: unset, a private server starts behind the shaped link' }];
+  });
+}
+
+// Shaping first: when this machine cannot apply it, nothing has started yet (exit 2).
+let link: ShapedLink | undefined;
+if (isShaped(config.network)) {
+  try {
+    link = await openShapedLink(config.network);
+  } catch (err) {
+    if (!(err instanceof ShapingRefused)) throw err;
+    process.stderr.write(`npm start: ${err.message}\n`);
+    process.exit(ExitCode.config);
+  }
+  env.ITB_LINK = link.description;
+  log.info({ namespace: link.namespace, receiverAddress: link.receiverAddress, transmitterAddress: link.transmitterAddress }, `shaped link: ${link.description}`);
+}
+
 function startService(name: 'receiver' | 'transmitter'): ChildProcess {
-  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, projectPath('dist', 'services', name, 'main.js')], { env, stdio: 'inherit' });
+  const main = [...SERVICE_NODE_FLAGS, projectPath('dist', 'services', name, 'main.js')];
+  // Behind a shaped link the receiver binds its end of the veth, and the transmitter runs in its
+  // namespace, binding its own end (websocket-push's server) and dialling the receiver's.
+  const childEnv: NodeJS.ProcessEnv =
+    link === undefined
+      ? env
+      : name === 'receiver'
+        ? { ...env, BIND_HOST: link.receiverAddress }
+        : { ...env, BIND_HOST: link.transmitterAddress, RECEIVER_HOST: link.receiverAddress };
+  const child =
+    link !== undefined && name === 'transmitter'
+      ? spawn('ip', ['netns', 'exec', link.namespace, process.execPath, ...main], { env: childEnv, stdio: 'inherit' })
+      : spawn(process.execPath, main, { env: childEnv, stdio: 'inherit' });
   children.add(child);
   child.on('exit', () => children.delete(child));
   return child;
@@ -34,6 +76,7 @@ function startService(name: 'receiver' | 'transmitter'): ChildProcess {
 async function cleanUp(): Promise<void> {
   await Promise.all([...children].map((child) => stopChild(child, 5000)));
   await Promise.all(servers.map((server) => server.close()));
+  await link?.close();
 }
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
@@ -48,7 +91,7 @@ for (const name of config.transports) {
   // Transports that share a URL setting (the Redis ones) share the one server started for it.
   if (setting.kind !== 'url' || localServer === undefined || config.urls[name] !== undefined || env[setting.envVar] !== process.env[setting.envVar]) continue;
   try {
-    const server = await localServer.start();
+    const server = await localServer.start(link?.receiverAddress);
     servers.push(server);
     env[setting.envVar] = server.url;
     log.info({ transport: name, url: server.url }, `private ${localServer.command} started for this run`);

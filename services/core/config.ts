@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { AUTH_TOKEN_PATTERN } from './auth.js';
 import { MIN_GENERATED_PNG_BYTES } from './png.js';
 import { formatSize, parseSize, SIZE_UNITS_HELP } from './size.js';
+import { DELAY_ALLOWED, isLoopbackHost, isShaped, LOSS_ALLOWED, parseBitRate, parseDelayMs, parseLossPercent, RATE_ALLOWED, type NetworkShaping } from './link.js';
 import { MAX_RATE_PER_SECOND } from './schedule.js';
 import { MAX_FIXED_WARMUP_IMAGES } from './warmup.js';
 
@@ -41,6 +42,13 @@ export interface Config {
    * flight: one due while WINDOW are unacknowledged is dropped at the sender and counted.
    */
   ratePerSecond: number | undefined;
+  /** NETWORK_RATE, NETWORK_DELAY, NETWORK_LOSS: how `npm start` shapes the link (each undefined: not). */
+  network: NetworkShaping;
+  /**
+   * The link between the two sides, in words, for every report: as `npm start` (or the compose
+   * override) applied it (ITB_LINK, which they set), else loopback or the network to RECEIVER_HOST.
+   */
+  link: string;
   /** 'auto': each section warms up until its round trips are steady; a number: exactly that many warm-up images. */
   warmup: number | 'auto';
   /** Least and most time an automatic warm-up takes. */
@@ -205,6 +213,9 @@ function schemaFor(specs: readonly TransportSpec[]) {
     MAX_IMAGE_SIZE: size(DEFAULT_MAX_IMAGE_BYTES),
     IMAGE_TIMEOUT_MS: wholeNumber(1, 3_600_000, 10_000),
     CONNECT_TIMEOUT_MS: wholeNumber(1, 3_600_000, 30_000),
+    NETWORK_RATE: variable<number | undefined>(RATE_ALLOWED, parseBitRate, undefined),
+    NETWORK_DELAY: variable<number | undefined>(DELAY_ALLOWED, parseDelayMs, undefined),
+    NETWORK_LOSS: variable<number | undefined>(LOSS_ALLOWED, parseLossPercent, undefined),
     AUTH_TOKEN: variable<string | undefined>(AUTH_TOKEN_ALLOWED, (raw) => (AUTH_TOKEN_PATTERN.test(raw) ? raw : undefined), undefined),
     AUTH_TOKEN_FILE: text(DEFAULT_AUTH_TOKEN_FILE),
   });
@@ -215,8 +226,11 @@ export function configVariables(specs: readonly TransportSpec[]): string[] {
   return Object.keys(schemaFor(specs).shape);
 }
 
-/** Parses and checks the environment; every bad variable is reported at once, none is guessed. */
-export function parseConfig(env: Env, specs: readonly TransportSpec[]): ConfigResult {
+/**
+ * Parses and checks the environment; every bad variable is reported at once, none is guessed.
+ * `shapesLink`: the caller is the one that applies NETWORK_* (npm start), not a service.
+ */
+export function parseConfig(env: Env, specs: readonly TransportSpec[], options: { shapesLink?: boolean } = {}): ConfigResult {
   // Each variable on its own, so one bad value never hides another, including in the rules that
   // relate two variables (those run on whichever values did parse).
   const shape = schemaFor(specs).shape as Record<string, z.ZodType<unknown, string | undefined>>;
@@ -246,6 +260,22 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[]): ConfigRe
   if (parsedOk('WARMUP_MIN_MS') && parsedOk('WARMUP_MAX_MS') && (v.WARMUP_MIN_MS as number) > (v.WARMUP_MAX_MS as number)) {
     issues.push({ variable: 'WARMUP_MIN_MS', value: env.WARMUP_MIN_MS, allowed: `at most WARMUP_MAX_MS (${v.WARMUP_MAX_MS as number})` });
   }
+  const network: NetworkShaping = {
+    rateBitsPerSecond: v.NETWORK_RATE as number | undefined,
+    delayMs: v.NETWORK_DELAY as number | undefined,
+    lossPercent: v.NETWORK_LOSS as number | undefined,
+  };
+  // ITB_LINK says the shaping was applied (npm start or the compose override set it): a service
+  // started on its own with NETWORK_* would report a link it does not have.
+  const appliedLink = env.ITB_LINK?.trim() || undefined;
+  if (isShaped(network) && appliedLink === undefined && options.shapesLink !== true) {
+    for (const variable of ['NETWORK_RATE', 'NETWORK_DELAY', 'NETWORK_LOSS'] as const) {
+      if (v[variable] === undefined) continue;
+      issues.push({ variable, value: env[variable], allowed: 'unset when a service is started on its own: `npm start` (or the compose override, see README) shapes the link and tells the services so' });
+    }
+  }
+  const receiverHost = (v.RECEIVER_HOST as string | undefined) ?? '127.0.0.1';
+  const link = appliedLink ?? (isLoopbackHost(receiverHost) ? 'loopback, not shaped' : `the network to ${receiverHost}, not shaped by image-transfer-bench`);
   const ports: Record<string, number> = {};
   const urls: Record<string, string | undefined> = {};
   const portOwners = new Map<number, string>();
@@ -279,12 +309,14 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[]): ConfigRe
       transports: Object.freeze([...(v.TRANSPORTS as string[])]),
       window: v.WINDOW as number,
       ratePerSecond: v.RATE as number | undefined,
+      network: Object.freeze(network),
+      link,
       warmup: v.WARMUP as number | 'auto',
       warmupMinMs: v.WARMUP_MIN_MS as number,
       warmupMaxMs: v.WARMUP_MAX_MS as number,
       repeat: v.REPEAT as number,
       verify: v.VERIFY as boolean,
-      receiverHost: (v.RECEIVER_HOST as string | undefined) ?? '127.0.0.1',
+      receiverHost,
       bindHost: (v.BIND_HOST as string | undefined) ?? '127.0.0.1',
       controlPort: v.CONTROL_PORT as number,
       ports: Object.freeze(ports),

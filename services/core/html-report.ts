@@ -528,6 +528,7 @@ function factRows(view: RunView, transports: readonly TransportView[], withArriv
     ['Transports', run.transports.map(titleOf).join(', ')],
     ['Transmitter host', hostText(transmitter)],
     ['Receiver host', hostText(receiver)],
+    ['Link', run.config.link ?? 'not recorded'],
     ['Clock', sameClock ? 'one kernel: both sides share a monotonic clock' : 'different or unknown kernels: send times moved onto the receiver clock'],
     ['Libraries', librariesText(run.hosts)],
     // When either of two runs has notes both get the row: the two-run table pairs rows by position.

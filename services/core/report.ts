@@ -384,6 +384,7 @@ export function renderOutputLog(report: RunReport): string {
     `Libraries: ${libraries}`,
     `Image: ${run.imageDescription}`,
     `Images per transport: ${run.imageCount} (${formatSize(run.imageSizeBytes)} each); window ${run.window}; repeat ${run.repeat}`,
+    `Link: ${run.config.link ?? 'not recorded'}`,
     `Send schedule: ${run.config.ratePerSecond === undefined ? 'closed loop (the next image goes as soon as the window has room)' : `open loop at RATE ${rateText(run.config.ratePerSecond)} (WINDOW bounds the images in flight; latency also counted from each image's due time)`}`,
     `Warm-up of each section, on its connection before the recorded images: ${describeWarmup(run.warmup)}`,
     `Transports: ${run.transports.join(', ')}${run.repeat > 1 ? ' (interleaved, the order rotated each repeat: A B C, B C A, C A B, …)' : ''}`,

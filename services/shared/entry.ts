@@ -13,9 +13,13 @@ export const ExitCode = { ok: 0, failed: 1, config: 2 } as const;
  * their issues so every bad variable is reported at once; on any issue it prints them all and
  * exits with code 2 before anything else happens.
  */
-export function configFromEnvOrExit(transports: readonly TransportSpec[], extraChecks: (env: NodeJS.ProcessEnv) => ConfigIssue[] = () => []): Readonly<Config> {
+export function configFromEnvOrExit(
+  transports: readonly TransportSpec[],
+  extraChecks: (env: NodeJS.ProcessEnv) => ConfigIssue[] = () => [],
+  options: { shapesLink?: boolean } = {},
+): Readonly<Config> {
   if (existsSync('.env')) process.loadEnvFile('.env');
-  const result = parseConfig(process.env, transports);
+  const result = parseConfig(process.env, transports, options);
   const issues = [...(result.ok ? [] : result.issues), ...extraChecks(process.env)];
   if (!result.ok || issues.length > 0) {
     process.stderr.write(`${formatConfigIssues(issues)}\n`);

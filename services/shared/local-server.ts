@@ -53,13 +53,13 @@ export async function startLocalProcess(spec: LocalProcessSpec): Promise<LocalPr
 }
 
 /**
- * True when a server on 127.0.0.1:`port` answers as expected within 500 ms: it sends `hello` (if
+ * True when a server on `host`:`port` answers as expected within 500 ms: it sends `hello` (if
  * any) once connected and resolves on the first bytes back, true when they start with `prefix`.
  * The readiness check of a local server (Redis: PING → +PONG; NATS greets with INFO).
  */
-export function answersWith(port: number, prefix: string, hello?: string): Promise<boolean> {
+export function answersWith(port: number, prefix: string, hello?: string, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
+    const socket = net.connect(port, host);
     const done = (ok: boolean): void => {
       socket.destroy();
       resolve(ok);

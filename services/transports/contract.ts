@@ -170,7 +170,7 @@ export interface Transport {
    * For a transport whose setting is a URL: how `npm start` and the tests get a server of their own
    * when the URL is not set (started on a free loopback port, stopped afterwards).
    */
-  localServer?: { command: string; start(): Promise<LocalServer> };
+  localServer?: { command: string; /** `host`: the address it binds and its URL names (127.0.0.1 by default). */ start(host?: string): Promise<LocalServer> };
   /** npm packages the transport is built on: every report names them with their versions. */
   libraries: readonly string[];
   /** Versions of native libraries underneath, as the package reports them (libzmq), named in every report too; reading them loads the library. */

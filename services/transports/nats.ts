@@ -314,7 +314,7 @@ export interface PrivateNats extends LocalServer {
  * (NATS's hard limit unless a test asks for less). nats-server 2.9 takes max_payload from a config
  * file only, so one is written to a temporary directory and removed at close.
  */
-export async function startPrivateNats(maxPayloadBytes = NATS_MAX_PAYLOAD_BYTES): Promise<PrivateNats> {
+export async function startPrivateNats(maxPayloadBytes = NATS_MAX_PAYLOAD_BYTES, host = '127.0.0.1'): Promise<PrivateNats> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'itb-nats-'));
   const configPath = path.join(dir, 'nats-server.conf');
   const removeDir = (): Promise<void> => rm(dir, { recursive: true, force: true });
@@ -332,11 +332,11 @@ export async function startPrivateNats(maxPayloadBytes = NATS_MAX_PAYLOAD_BYTES)
     );
     const server = await startLocalProcess({
       command: 'nats-server',
-      args: (port) => ['--config', configPath, '--addr', '127.0.0.1', '--port', String(port)],
-      ready: (port) => answersWith(port, 'INFO '),
+      args: (port) => ['--config', configPath, '--addr', host, '--port', String(port)],
+      ready: (port) => answersWith(port, 'INFO ', undefined, host),
     });
     return {
-      url: `nats://127.0.0.1:${server.port}`,
+      url: `nats://${host}:${server.port}`,
       configPath,
       close: once(async () => {
         await server.close();
@@ -356,7 +356,7 @@ export const natsTransport: Transport = {
   defaultRun: false,
   baseline: false,
   setting: { kind: 'url', envVar: 'NATS_URL', schemes: ['nats'], example: 'nats://127.0.0.1:4222' },
-  localServer: { command: 'nats-server', start: () => startPrivateNats() },
+  localServer: { command: 'nats-server', start: (host) => startPrivateNats(undefined, host) },
   libraries: ['@nats-io/transport-node'],
   composeService: 'nats',
   refbenchMode: undefined,

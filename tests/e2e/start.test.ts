@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -84,3 +84,45 @@ describe('npm start entry', () => {
     expect(result.stdout).toMatch(/^TCP \(baseline\)\s+2\s+0\s+0\s.*\sok$/m);
   }, 60_000);
 });
+
+describe('npm start with a shaped link (NETWORK_*)', () => {
+  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  const namespaces = (): string[] => (isRoot ? execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' }).split('\n').filter((line) => line.startsWith('itb-tx-')) : []);
+
+  it('runs the transmitter behind a veth pair shaped to NETWORK_RATE, says so in output.log, stays under the rate, and removes the namespace', async () => {
+    const before = namespaces();
+    const result = await runStart({ NETWORK_RATE: '40mbit', TRANSPORTS: 'tcp,redis', IMAGE_COUNT: '30', WINDOW: '4', WARMUP: '5', ...(await freePortsEnv()) });
+    if (!isRoot) {
+      // Namespaces, veth and tc need root: refused before anything starts.
+      expect([result.code, result.stderr]).toEqual([2, expect.stringContaining('needs root')]);
+      return;
+    }
+    expect(result.code, result.stderr).toBe(0);
+    const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
+    expect(log).toMatch(/^Link: a veth pair, MTU 1500, between the transmitter's own network namespace \(10\.213\.\d+\.\d+\) and the receiver's .*tbf rate 40mbit \(NETWORK_RATE=40mbit\)$/m);
+    // 40 mbit/s is 5 MB/s of frames: a run above it was not shaped; far below, the shaping is broken.
+    for (const transport of ['TCP (baseline)', 'Redis']) {
+      const mbps = Number(new RegExp(`^${escapeRegExp(transport)}\\s.*\\s(\\d+\\.\\d)\\s+\\d+\\.\\d\\s+ok$`, 'm').exec(log)?.[1]);
+      expect(mbps, transport).toBeGreaterThan(0.5 * 5);
+      expect(mbps, transport).toBeLessThanOrEqual(1.05 * 5);
+    }
+    expect(namespaces()).toEqual(before);
+  });
+
+  it('applies NETWORK_DELAY with netem, or exits 2 naming the missing sch_netem before anything starts', async () => {
+    const before = namespaces();
+    const result = await runStart({ NETWORK_DELAY: '20ms', TRANSPORTS: 'tcp', IMAGE_COUNT: '5', WARMUP: '2', ...(await freePortsEnv()) });
+    if (!isRoot) {
+      expect([result.code, result.stderr]).toEqual([2, expect.stringContaining('needs root')]);
+    } else if (result.code === 2) {
+      expect(result.stderr).toContain('NETWORK_DELAY and NETWORK_LOSS need tc\'s netem, and this kernel has no sch_netem');
+    } else {
+      expect(result.code, result.stderr).toBe(0);
+      // 20 ms each way: every round trip takes at least 40 ms.
+      const results = JSON.parse(await readFile(path.join(outputDir, 'results.json'), 'utf8')) as { sections: { rtt: { minMs: number } }[] };
+      expect(results.sections[0]?.rtt.minMs).toBeGreaterThanOrEqual(40);
+    }
+    expect(namespaces()).toEqual(before);
+  });
+});
+

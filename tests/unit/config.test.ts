@@ -68,6 +68,8 @@ describe('parseConfig', () => {
         connectTimeoutMs: 30_000,
         authToken: undefined,
         authTokenFile: '.itb-auth-token',
+        network: { rateBitsPerSecond: undefined, delayMs: undefined, lossPercent: undefined },
+        link: 'loopback, not shaped',
       },
     });
     expect(result.ok && Object.isFrozen(result.config)).toBe(true);
@@ -280,7 +282,7 @@ describe('configVariables', () => {
   it('lists every variable the config reads, ports included', () => {
     expect(configVariables(specs).sort()).toEqual(
       ['AUTH_TOKEN', 'AUTH_TOKEN_FILE', 'BIND_HOST', 'CONNECT_TIMEOUT_MS', 'CONTROL_PORT', 'IMAGE_COUNT', 'IMAGE_PATH', 'IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'LOG_LEVEL', 'MAX_IMAGE_SIZE',
-        'OUTPUT_DIR', 'RATE', 'RECEIVER_HOST', 'REDIS_URL', 'REPEAT', 'TCP_PORT', 'TRANSPORTS', 'VERIFY', 'WARMUP', 'WARMUP_MAX_MS',
+        'NETWORK_DELAY', 'NETWORK_LOSS', 'NETWORK_RATE', 'OUTPUT_DIR', 'RATE', 'RECEIVER_HOST', 'REDIS_URL', 'REPEAT', 'TCP_PORT', 'TRANSPORTS', 'VERIFY', 'WARMUP', 'WARMUP_MAX_MS',
         'WARMUP_MIN_MS', 'WEBSOCKET_PORT', 'WINDOW'].sort(),
     );
   });

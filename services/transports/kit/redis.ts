@@ -282,17 +282,22 @@ export function readBroker(client: Redis): Promise<BrokerReading> {
 }
 
 /** A private redis-server on a free loopback port: no persistence, the image limits above, and `extraArgs` (a test's own limits). */
-export async function startPrivateRedis(extraArgs: readonly string[] = []): Promise<LocalServer> {
+export async function startPrivateRedis(extraArgs: readonly string[] = [], host = '127.0.0.1'): Promise<LocalServer> {
   const server = await startLocalProcess({
     command: 'redis-server',
-    args: (port) => ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...REDIS_IMAGE_LIMIT_ARGS, '--loglevel', 'warning', '--logfile', '', ...extraArgs],
-    ready: (port) => answersWith(port, '+PONG', 'PING\r\n'),
+    // Bound to one non-loopback address (a shaped link's end), Redis would refuse every client
+    // without a password (protected mode): only the two sides of this run can reach that address.
+    args: (port) => [
+      '--port', String(port), '--bind', host, ...(host === '127.0.0.1' ? [] : ['--protected-mode', 'no']),
+      '--save', '', '--appendonly', 'no', ...REDIS_IMAGE_LIMIT_ARGS, '--loglevel', 'warning', '--logfile', '', ...extraArgs,
+    ],
+    ready: (port) => answersWith(port, '+PONG', 'PING\r\n', host),
   });
-  return { url: `redis://127.0.0.1:${server.port}`, close: server.close };
+  return { url: `redis://${host}:${server.port}`, close: server.close };
 }
 
 /** The `localServer` of every Redis transport: one command, one way to start it. */
-export const redisLocalServer = { command: 'redis-server', start: (): Promise<LocalServer> => startPrivateRedis() };
+export const redisLocalServer = { command: 'redis-server', start: (host?: string): Promise<LocalServer> => startPrivateRedis([], host) };
 
 /**
  * Turns what a Redis transport read (list elements, channel messages) back into frames: a header,
