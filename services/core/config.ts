@@ -23,6 +23,8 @@ export interface TransportSpec {
   setting: TransportSetting;
   /** In the run TRANSPORTS gives when unset. */
   defaultRun: boolean;
+  /** Most CLIENTS the transport can run (websocket-push: 1, its receiver dials one connection back); undefined: MAX_CLIENTS. */
+  maxClients?: { clients: number; why: string };
 }
 
 /** Levels LOG_LEVEL accepts (pino's). */
@@ -42,6 +44,8 @@ export interface Config {
    * flight: one due while WINDOW are unacknowledged is dropped at the sender and counted.
    */
   ratePerSecond: number | undefined;
+  /** CLIENTS: connections the transmitter opens per section, each with its own WINDOW; the section's images are dealt to whichever has room. */
+  clients: number;
   /** NETWORK_RATE, NETWORK_DELAY, NETWORK_LOSS: how `npm start` shapes the link (each undefined: not). */
   network: NetworkShaping;
   /**
@@ -97,6 +101,9 @@ export interface ConfigIssue {
 
 /** Outcome of {@link parseConfig}: a config, or every issue found. */
 export type ConfigResult = { ok: true; config: Readonly<Config> } | { ok: false; issues: ConfigIssue[] };
+
+/** Most CLIENTS. */
+export const MAX_CLIENTS = 1000;
 
 /** Most images IMAGE_COUNT allows in a section. */
 export const MAX_IMAGE_COUNT = 1_000_000;
@@ -183,6 +190,7 @@ function schemaFor(specs: readonly TransportSpec[]) {
       defaultNames.length > 0 ? defaultNames : names,
     ),
     WINDOW: wholeNumber(1, 1024, 1),
+    CLIENTS: wholeNumber(1, MAX_CLIENTS, 1),
     RATE: variable<number | undefined>(
       `unset (a closed loop), or images per second above 0 and at most ${MAX_RATE_PER_SECOND.toLocaleString('en-US')}, e.g. 100 or 2.5`,
       (raw) => {
@@ -260,6 +268,17 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
   if (parsedOk('WARMUP_MIN_MS') && parsedOk('WARMUP_MAX_MS') && (v.WARMUP_MIN_MS as number) > (v.WARMUP_MAX_MS as number)) {
     issues.push({ variable: 'WARMUP_MIN_MS', value: env.WARMUP_MIN_MS, allowed: `at most WARMUP_MAX_MS (${v.WARMUP_MAX_MS as number})` });
   }
+  const clients = v.CLIENTS as number | undefined;
+  if (clients !== undefined && clients > 1) {
+    if (parsedOk('IMAGE_COUNT') && clients > (v.IMAGE_COUNT as number)) {
+      issues.push({ variable: 'CLIENTS', value: env.CLIENTS, allowed: `at most IMAGE_COUNT (${v.IMAGE_COUNT as number}): every client sends at least one recorded image` });
+    }
+    const chosen = (v.TRANSPORTS as string[] | undefined) ?? [];
+    for (const spec of specs) {
+      if (spec.maxClients === undefined || !chosen.includes(spec.name) || clients <= spec.maxClients.clients) continue;
+      issues.push({ variable: 'CLIENTS', value: env.CLIENTS, allowed: `at most ${spec.maxClients.clients} with ${spec.name} in TRANSPORTS (${spec.maxClients.why})` });
+    }
+  }
   const network: NetworkShaping = {
     rateBitsPerSecond: v.NETWORK_RATE as number | undefined,
     delayMs: v.NETWORK_DELAY as number | undefined,
@@ -309,6 +328,7 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
       transports: Object.freeze([...(v.TRANSPORTS as string[])]),
       window: v.WINDOW as number,
       ratePerSecond: v.RATE as number | undefined,
+      clients: v.CLIENTS as number,
       network: Object.freeze(network),
       link,
       warmup: v.WARMUP as number | 'auto',

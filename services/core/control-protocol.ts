@@ -2,11 +2,11 @@
 // services use these types and schemas and meet only over the wire. Bodies are checked against
 // the schemas (fastify validates them, without type coercion), and kept small.
 
-import { MAX_IMAGE_COUNT } from './config.js';
+import { MAX_CLIENTS, MAX_IMAGE_COUNT } from './config.js';
 import type { SideCost } from './cost.js';
 import { MAX_RATE_PER_SECOND } from './schedule.js';
 import type { HostFacts, RunInfo, RunReport } from './report.js';
-import type { TransmitterColdStart } from './section.js';
+import type { ClientFigures, TransmitterColdStart } from './section.js';
 
 /** Largest control request body, in bytes: the protocol's messages are a few kilobytes. */
 export const CONTROL_BODY_LIMIT_BYTES = 64 * 1024;
@@ -30,6 +30,8 @@ export interface SectionEnd {
   dueLagNs: (number | null)[] | null;
   /** Under RATE: images per second actually sent; null in a closed loop or with fewer than two sends. */
   achievedRatePerSecond: number | null;
+  /** CLIENTS > 1: each client's acknowledged recorded images and its rate, by client; null with one client. */
+  clientFigures: ClientFigures[] | null;
   /** The connection's connect time and first round trip. */
   coldStart: TransmitterColdStart;
 }
@@ -141,7 +143,7 @@ const clockSchema = {
 export const sectionPlanSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['sectionId', 'transport', 'label', 'baseline', 'repeat', 'imageCount', 'warmup', 'imageSizeBytes', 'window', 'ratePerSecond', 'clock'],
+  required: ['sectionId', 'transport', 'label', 'baseline', 'repeat', 'imageCount', 'warmup', 'imageSizeBytes', 'window', 'ratePerSecond', 'clients', 'clock'],
   properties: {
     sectionId: { type: 'integer', minimum: 0, maximum: 2 ** 32 - 1 },
     transport: { type: 'string', maxLength: 64 },
@@ -153,6 +155,7 @@ export const sectionPlanSchema = {
     imageSizeBytes: wholeNumber,
     window: wholeNumber,
     ratePerSecond: { type: ['number', 'null'], exclusiveMinimum: 0, maximum: MAX_RATE_PER_SECOND },
+    clients: { type: 'integer', minimum: 1, maximum: MAX_CLIENTS },
     clock: clockSchema,
   },
 } as const;
@@ -180,13 +183,23 @@ const sideCostSchema = {
 export const sectionEndSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['failure', 'transmitterCost', 'rttNs', 'dueLagNs', 'achievedRatePerSecond', 'coldStart'],
+  required: ['failure', 'transmitterCost', 'rttNs', 'dueLagNs', 'achievedRatePerSecond', 'clientFigures', 'coldStart'],
   properties: {
     failure: { type: ['string', 'null'], maxLength: 4096 },
     transmitterCost: sideCostSchema,
     rttNs: { type: 'array', maxItems: MAX_IMAGE_COUNT, items: { type: ['integer', 'null'], minimum: 0, maximum: 2 ** 53 - 1 } },
     dueLagNs: { anyOf: [{ type: 'null' }, { type: 'array', maxItems: MAX_IMAGE_COUNT, items: { type: ['integer', 'null'], minimum: 0, maximum: 2 ** 53 - 1 } }] },
     achievedRatePerSecond: { type: ['number', 'null'], minimum: 0 },
+    clientFigures: {
+      anyOf: [
+        { type: 'null' },
+        {
+          type: 'array',
+          maxItems: MAX_CLIENTS,
+          items: { type: 'object', additionalProperties: false, required: ['images', 'imagesPerSecond'], properties: { images: { type: 'integer', minimum: 0 }, imagesPerSecond: { type: ['number', 'null'], minimum: 0 } } },
+        },
+      ],
+    },
     coldStart: {
       type: 'object',
       additionalProperties: false,

@@ -8,6 +8,7 @@
 const OPEN = 0;
 const ACKED = 1;
 const LOST = 2;
+/** Not sent through this ledger: dropped at the sender under RATE, or carried by another client. */
 const UNSENT = 3;
 
 /** Which seqs are acknowledged, and which settled as lost; see the module comment. */
@@ -18,8 +19,15 @@ export class DropLedger {
   /** Seqs settled as lost and not taken back. */
   lost = 0;
 
-  constructor(seqs: number) {
+  /** `allOpen` false: every seq starts as not this ledger's, and {@link open} adds the ones it carries (one ledger per client). */
+  constructor(seqs: number, allOpen = true) {
     this.states = new Uint8Array(seqs);
+    if (!allOpen) this.states.fill(UNSENT);
+  }
+
+  /** `seq` was sent through this ledger's client: open until acknowledged or settled. */
+  open(seq: number): void {
+    this.states[seq] = OPEN;
   }
 
   /**
@@ -30,11 +38,6 @@ export class DropLedger {
     if (this.states[seq] === LOST) this.lost--;
     this.states[seq] = ACKED;
     return this.settleBelow(seq);
-  }
-
-  /** `seq` was never sent (dropped at the sender under RATE): no ack will come and it is not lost. */
-  notSent(seq: number): void {
-    this.states[seq] = UNSENT;
   }
 
   /** Settles every open seq below `end` (the stamped ones, when the link fell silent) as lost; returns how many. */

@@ -1,4 +1,4 @@
-import { nodeDescription, TIMING_DEFINITIONS, sectionTitle, type HostFacts, type RunReport, type TransportSummary } from './report.js';
+import { nodeDescription, peersText, TIMING_DEFINITIONS, sectionTitle, type HostFacts, type RunReport, type TransportSummary } from './report.js';
 import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type SectionResult } from './section.js';
 import { formatSize } from './size.js';
 import { describeWarmup } from './warmup.js';
@@ -217,6 +217,11 @@ function transportInRun(report: RunReport, summary: TransportSummary): Transport
 /** True when the figures to show include a broker's cost, in any run: the broker's bars and column appear only then. */
 function hasBroker(transports: readonly TransportView[]): boolean {
   return transports.some((t) => t.perRun.some((r) => (r?.median?.cost.broker ?? null) !== null));
+}
+
+/** True when any run shown had several clients: the fairness columns appear only then. */
+function hasClients(transports: readonly TransportView[]): boolean {
+  return transports.some((t) => t.perRun.some((r) => (r?.drawn?.clientFairness ?? null) !== null));
 }
 
 /** True when any run shown was open-loop (RATE): its columns appear only then. */
@@ -528,6 +533,7 @@ function factRows(view: RunView, transports: readonly TransportView[], withArriv
     ['Transports', run.transports.map(titleOf).join(', ')],
     ['Transmitter host', hostText(transmitter)],
     ['Receiver host', hostText(receiver)],
+    ['Peers', peersText(run)],
     ['Link', run.config.link ?? 'not recorded'],
     ['Clock', sameClock ? 'one kernel: both sides share a monotonic clock' : 'different or unknown kernels: send times moved onto the receiver clock'],
     ['Libraries', librariesText(run.hosts)],
@@ -718,6 +724,12 @@ const OPEN_LOOP_COLUMNS: readonly Column[] = [
   { header: 'p99 from due ms', hint: 'RATE: 99th percentile transmission time counted from each image’s due time (coordinated omission corrected)', digits: 3, lowerIsBetter: true, value: (r) => r.drawn?.openLoop?.latencyFromDue?.p99Ms ?? null },
 ];
 
+const CLIENT_COLUMNS: readonly Column[] = [
+  { header: 'Slowest client MB/s', hint: 'CLIENTS: the slowest client’s throughput over its own first stamp to last ack', digits: 1, lowerIsBetter: false, value: (r) => r.drawn?.clientFairness?.slowestMBps ?? null },
+  { header: 'Fastest client MB/s', hint: 'CLIENTS: the fastest client’s throughput over its own first stamp to last ack', digits: 1, lowerIsBetter: false, value: (r) => r.drawn?.clientFairness?.fastestMBps ?? null },
+  { header: 'Jain', hint: 'CLIENTS: Jain’s fairness index over the clients’ throughputs: 1 when all are served alike, 1/clients when one has it all', digits: 3, lowerIsBetter: false, value: (r) => r.drawn?.clientFairness?.jainIndex ?? null },
+];
+
 const formatNumber = (value: number | null, digits: number): string => (value === null ? '–' : value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits }));
 
 /** Why a transport is not ok: its failure, or what went missing when nothing failed outright. */
@@ -766,7 +778,7 @@ function changeHtml(before: number | null, after: number | null, column: Column)
 function renderTableSection(views: readonly RunView[], transports: readonly TransportView[]): string {
   const twoRuns = views.length > 1;
   const last = views.length - 1;
-  const columns = [...COLUMNS, ...(hasBroker(transports) ? [BROKER_COLUMN] : []), ...(hasOpenLoop(transports) ? OPEN_LOOP_COLUMNS : [])];
+  const columns = [...COLUMNS, ...(hasBroker(transports) ? [BROKER_COLUMN] : []), ...(hasClients(transports) ? CLIENT_COLUMNS : []), ...(hasOpenLoop(transports) ? OPEN_LOOP_COLUMNS : [])];
   const headerCells = [
     `<th scope="col" data-type="text" class="text"><button type="button">Transport</button></th>`,
     ...columns.map((c) => `<th scope="col" data-type="number" title="${escapeHtml(c.hint)}"><button type="button">${escapeHtml(c.header)}</button></th>`),

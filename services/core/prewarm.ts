@@ -25,6 +25,7 @@ export function exerciseSharedPaths(image: Buffer, frames = SHARED_PATH_FRAMES):
     imageSizeBytes: image.length,
     window: 1,
     ratePerSecond: null,
+    clients: 1,
     clock: null,
   };
   const recorder = new SectionRecorder(plan);

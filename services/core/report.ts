@@ -1,6 +1,6 @@
 import type { PublicConfig } from './config.js';
 import type { SideCost } from './cost.js';
-import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type ColdStart, type OpenLoopFigures, type SectionResult } from './section.js';
+import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type ClientFairness, type ColdStart, type OpenLoopFigures, type SectionResult } from './section.js';
 import { formatSize } from './size.js';
 import { medianOf, rangeOf, type LatencySummary, type Range } from './stats.js';
 import { describeWarmup, describeWarmupOutcome, type WarmupPlan } from './warmup.js';
@@ -212,6 +212,11 @@ function throughputText(section: SectionResult): string {
   return `~${figures} (indicative: ${section.okCount} image${section.okCount === 1 ? '' : 's'} over ${ms(section.totalMs)} ms; a stable figure needs at least ${MIN_STABLE_IMAGES} images and ${MIN_STABLE_SPAN_MS} ms: raise IMAGE_COUNT)`;
 }
 
+/** "10 clients, each its own window: 17–23 images each, slowest 12.3 MB/s, …". */
+function fairnessText(f: ClientFairness): string {
+  return `${f.clients} connections, each with its own window: ${f.fewestImages}–${f.mostImages} images each; slowest ${fixed(f.slowestMBps, 1)} MB/s, fastest ${fixed(f.fastestMBps, 1)} MB/s (each over its own first stamp to last ack); Jain's fairness index ${fixed(f.jainIndex, 3)} (1 = all served alike)`;
+}
+
 /** "100 images/s", with up to 3 decimals for fractional rates. */
 function rateText(ratePerSecond: number): string {
   return `${Number(ratePerSecond.toFixed(3)).toLocaleString('en-US')} images/s`;
@@ -231,7 +236,7 @@ function coldStartText(cold: ColdStart): string {
 function renderSection(section: SectionResult, repeats: number): string {
   const repeatNote = repeats > 1 ? `, repeat ${section.repeat}/${repeats}` : '';
   const lines = [
-    `=== ${sectionTitle(section)} performance test: ${section.imageCount} images transfer (${formatSize(section.imageSizeBytes)} each, window ${section.window}${section.ratePerSecond === null ? '' : `, RATE ${rateText(section.ratePerSecond)}`}${repeatNote}) ===`,
+    `=== ${sectionTitle(section)} performance test: ${section.imageCount} images transfer (${formatSize(section.imageSizeBytes)} each, window ${section.window}${section.clients > 1 ? `, ${section.clients} clients` : ''}${section.ratePerSecond === null ? '' : `, RATE ${rateText(section.ratePerSecond)}`}${repeatNote}) ===`,
   ];
   for (const image of section.images) {
     if (image.status === 'unsent') lines.push(`Image ${image.image}: NOT SENT (fell due while WINDOW images were unacknowledged: dropped at the sender)`);
@@ -249,6 +254,7 @@ function renderSection(section: SectionResult, repeats: number): string {
     lines.push(`Round trip: ${distributionLine(section.rtt)}`);
     if (section.littleRatio !== null) lines.push(`Little's law: mean round trip = ${section.littleRatio.toFixed(3)} × WINDOW × total ÷ images (1 when the window stays full)`);
   }
+  if (section.clientFairness !== null) lines.push(`Clients: ${fairnessText(section.clientFairness)}`);
   const open = section.openLoop;
   if (open !== null) {
     lines.push(`Open loop: ${openLoopText(open)}`);
@@ -264,7 +270,7 @@ function renderSection(section: SectionResult, repeats: number): string {
   if (section.verifyMs !== null) lines.push(`Verification: ${section.verifyMs.toFixed(1)} ms of hashing on the receiver, each image after its ack (in the receiver's CPU, in no time)`);
   const anomalies = [
     section.duplicateCount > 0 ? `${section.duplicateCount} duplicate frames` : '',
-    section.outOfOrderCount > 0 ? `${section.outOfOrderCount} arrived out of order` : '',
+    section.outOfOrderCount > 0 ? `${section.outOfOrderCount} arrived out of order${section.clients > 1 ? ` (interleaved across ${section.clients} clients: expected)` : ''}` : '',
     section.strayCount > 0 ? `${section.strayCount} stray frames` : '',
   ].filter(Boolean);
   if (anomalies.length > 0) lines.push(`Anomalies: ${anomalies.join(', ')}`);
@@ -336,6 +342,20 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
       false,
     )}`,
   ];
+  const fairnessRows = report.transports.flatMap((t) => {
+    const f = median(t)?.clientFairness ?? report.sections.find((s) => s.transport === t.transport)?.clientFairness;
+    if (!f) return [];
+    return [[sectionTitle(t), String(f.clients), `${f.fewestImages}–${f.mostImages}`, fixed(f.slowestMBps, 1), fixed(f.fastestMBps, 1), fixed(f.jainIndex, 3)]];
+  });
+  if (fairnessRows.length > 0) {
+    blocks.push(
+      `Clients (CLIENTS connections, each with its own window; each client's MB/s over its own first stamp to last ack; Jain's index 1 = all served alike):\n${renderTable(
+        ['Transport', 'clients', 'images each', 'slowest MB/s', 'fastest MB/s', 'Jain'],
+        fairnessRows,
+        false,
+      )}`,
+    );
+  }
   if (openRows.length > 0) {
     blocks.push(
       `Open loop (RATE; "from due": counted from each image's due time, coordinated omission corrected):\n${renderTable(
@@ -361,6 +381,12 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
   return blocks.join('\n\n');
 }
 
+/** Who took part: one transmitter with its clients, one receiver. */
+export function peersText(run: Pick<RunInfo, 'config'>): string {
+  const clients = run.config.clients ?? 1;
+  return `one transmitter${clients > 1 ? ` with ${clients} clients (connections) per transport, each with its own window` : ', one connection per transport'}; one receiver`;
+}
+
 function hostLine(side: string, host: HostFacts): string {
   return `${side} host: ${host.hostname} (${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}, ${host.platform} ${host.kernel}, ${nodeDescription(host)})`;
 }
@@ -384,6 +410,7 @@ export function renderOutputLog(report: RunReport): string {
     `Libraries: ${libraries}`,
     `Image: ${run.imageDescription}`,
     `Images per transport: ${run.imageCount} (${formatSize(run.imageSizeBytes)} each); window ${run.window}; repeat ${run.repeat}`,
+    `Peers: ${peersText(run)}`,
     `Link: ${run.config.link ?? 'not recorded'}`,
     `Send schedule: ${run.config.ratePerSecond === undefined ? 'closed loop (the next image goes as soon as the window has room)' : `open loop at RATE ${rateText(run.config.ratePerSecond)} (WINDOW bounds the images in flight; latency also counted from each image's due time)`}`,
     `Warm-up of each section, on its connection before the recorded images: ${describeWarmup(run.warmup)}`,

@@ -34,6 +34,8 @@ export interface SectionPlan {
   window: number;
   /** RATE: images per second on an open-loop schedule; null in a closed loop. */
   ratePerSecond: number | null;
+  /** CLIENTS: connections the transmitter sent over at once, each with its own WINDOW. */
+  clients: number;
   clock: SectionClock | null;
 }
 
@@ -88,6 +90,47 @@ export interface OpenLoopFigures {
   rttFromDue: LatencySummary | null;
 }
 
+/** One client's share of a section (CLIENTS > 1), as the transmitter counted it. */
+export interface ClientFigures {
+  /** Recorded images it carried that were acknowledged. */
+  images: number;
+  /** Those images per second over its own span (its first stamp to its last ack); null without two ends. */
+  imagesPerSecond: number | null;
+}
+
+/** How evenly a transport served a section's clients (CLIENTS > 1). */
+export interface ClientFairness {
+  clients: number;
+  /** Fewest and most recorded images one client carried (acknowledged). */
+  fewestImages: number;
+  mostImages: number;
+  /** Slowest and fastest client's throughput over its own span, in MB/s (10^6 bytes). */
+  slowestMBps: number | null;
+  fastestMBps: number | null;
+  /** Jain's index over the clients' throughputs, (Σx)² ÷ (n·Σx²): 1 when all are equal, 1/n when one has it all. */
+  jainIndex: number | null;
+}
+
+/** The fairness of `figures` for images of `imageSizeBytes`; null without clients. */
+export function clientFairness(figures: readonly ClientFigures[], imageSizeBytes: number): ClientFairness | null {
+  if (figures.length === 0) return null;
+  const images = figures.map((f) => f.images);
+  // A client without a rate (no image, or one instant) counts as 0 in the index: it was served nothing measurable.
+  const rates = figures.map((f) => f.imagesPerSecond ?? 0);
+  const measured = figures.flatMap((f) => (f.imagesPerSecond === null ? [] : [f.imagesPerSecond]));
+  const sum = rates.reduce((a, b) => a + b, 0);
+  const sumOfSquares = rates.reduce((a, b) => a + b * b, 0);
+  const mbps = (perSecond: number): number => (perSecond * imageSizeBytes) / 1e6;
+  return {
+    clients: figures.length,
+    fewestImages: Math.min(...images),
+    mostImages: Math.max(...images),
+    slowestMBps: measured.length === 0 ? null : mbps(Math.min(...rates)),
+    fastestMBps: measured.length === 0 ? null : mbps(Math.max(...measured)),
+    jainIndex: sumOfSquares === 0 ? null : (sum * sum) / (figures.length * sumOfSquares),
+  };
+}
+
 /** Each side's cost of the section; null for a side that could not measure (section failed early, or no broker). */
 export interface SectionCost {
   transmitter: SideCost | null;
@@ -109,6 +152,8 @@ export interface SectionExtras {
   dueLagNs?: readonly (number | null)[] | null;
   /** Open loop: images per second actually sent. */
   achievedRatePerSecond?: number | null;
+  /** CLIENTS > 1: each client's share, by client. */
+  clientFigures?: readonly ClientFigures[] | null;
 }
 
 /** Everything known about one section once it is over. */
@@ -146,6 +191,8 @@ export interface SectionResult extends SectionPlan {
   throughputIndicative: boolean;
   /** Open-loop figures (RATE); null in a closed loop. */
   openLoop: OpenLoopFigures | null;
+  /** CLIENTS > 1: how evenly the clients were served; null with one client. */
+  clientFairness: ClientFairness | null;
   /** How the warm-up went; null when the section failed before its warm-up ended. */
   warmedUp: WarmupOutcome | null;
   coldStart: ColdStart;
@@ -310,6 +357,7 @@ export class SectionRecorder {
               latencyFromDue: summarizeLatency(okFromDueMs) ?? null,
               rttFromDue: summarizeLatency(rttsFromDueMs) ?? null,
             },
+      clientFairness: extras.clientFigures ? clientFairness(extras.clientFigures, this.plan.imageSizeBytes) : null,
       warmedUp: this.warmedUp ?? null,
       coldStart: {
         connectMs: extras.coldStart?.connectMs ?? null,

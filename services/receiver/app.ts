@@ -103,7 +103,8 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
   async function openDataSection(plan: SectionPlan, transmitterHost: string): Promise<string | undefined> {
     const credential = sectionCredential(authToken!, plan.sectionId);
     // The door is open before a listener that dials the transmitter (websocket-push) admits its own connection.
-    doorkeeper.openSection(plan.transport, credential, connectionsPerSection(transportByName(plan.transport), plan.window));
+    // Each client holds one link's connections.
+    doorkeeper.openSection(plan.transport, credential, plan.clients * connectionsPerSection(transportByName(plan.transport), plan.window));
     try {
       await listeners.openSection(plan.transport, { credential, window: plan.window, transmitterHost });
     } catch (err) {

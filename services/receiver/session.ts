@@ -148,6 +148,7 @@ export class RunSession {
       rttNs: end.rttNs,
       dueLagNs: end.dueLagNs,
       achievedRatePerSecond: end.achievedRatePerSecond,
+      clientFigures: end.clientFigures,
       coldStart: end.coldStart,
       verifyMs: this.verify ? nsToMs(open.verifyNs) : null,
     });
@@ -200,7 +201,7 @@ export class RunSession {
     if (info === undefined) return undefined;
     if (this.open !== undefined && stopReason !== null) {
       const { recorder } = this.open;
-      await this.endSection({ failure: `${stopReason}; got ${recorder.recordedCount} of ${recorder.plan.imageCount} images`, transmitterCost: null, rttNs: [], dueLagNs: null, achievedRatePerSecond: null, coldStart: { connectMs: null, firstImageRttMs: null } });
+      await this.endSection({ failure: `${stopReason}; got ${recorder.recordedCount} of ${recorder.plan.imageCount} images`, transmitterCost: null, rttNs: [], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null } });
     }
     this.closeOpen();
     this.info = undefined;

@@ -5,45 +5,31 @@ import { imageChecksum } from '../core/checksum.js';
 import { estimateClockOffset, type ClockSample } from '../core/clock.js';
 import { publicConfig, type Config } from '../core/config.js';
 import type { RunAnnouncement, RunOutcome } from '../core/control-protocol.js';
-import { sideCost, type ResourceReading, type SideCost } from '../core/cost.js';
+import { sideCost, type SideCost } from '../core/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import { encodeFrameHeader, type Ack } from '../core/frame.js';
 import { buildRunReport, renderSummary, type HostFacts } from '../core/report.js';
 import { acknowledgedOnlyResult, SectionRecorder, type SectionClock, type SectionPlan, type SectionResult, type TransmitterColdStart } from '../core/section.js';
-import { DropLedger } from '../core/drops.js';
 import { achievedRate, OpenLoopSchedule } from '../core/schedule.js';
 import { exerciseSharedPaths } from '../core/prewarm.js';
 import { nsToMs } from '../core/stats.js';
-import { SteadinessCheck, warmupDecision, warmupImageLimit, warmupPlan, type SteadinessReading, type WarmupDecision, type WarmupOutcome } from '../core/warmup.js';
+import { warmupDecision, warmupPlan, type SteadinessReading, type WarmupDecision, type WarmupOutcome } from '../core/warmup.js';
 import { transmitterAuthToken } from '../shared/auth-token.js';
 import { hostFacts } from '../shared/host.js';
 import { readResources, RssPeakTracker } from '../shared/resources.js';
 import type { TransmitterLink, Transport } from '../transports/contract.js';
 import { transportByName } from '../transports/index.js';
 import { ControlClient } from './control-client.js';
+import { AckWaiter, Flight, sleepUntil, type SectionProgress } from './flight.js';
+
+export type { SectionProgress } from './flight.js';
+
+/** Round trips per clock-offset estimate (after one that opens the socket): the lowest is kept. */
+const CLOCK_SAMPLES = 8;
 
 /** The image a run sends, loaded before the run (never inside the timed path). */
 export interface RunImage {
   bytes: Buffer;
   description: string;
-}
-
-/**
- * Live counters of one section, for progress displays. The transmitter only increments them; a
- * display reads them on its own timer, so nothing is drawn from inside the timed path.
- */
-export interface SectionProgress {
-  transport: string;
-  label: string;
-  repeat: number;
-  repeats: number;
-  imageCount: number;
-  imageSizeBytes: number;
-  /** Recorded images handed to the transport, and acknowledged (warm-up not counted). */
-  sent: number;
-  acked: number;
-  /** Date.now() when the first recorded image was sent; undefined during warm-up. */
-  startedAtMs: number | undefined;
 }
 
 /** Told when each section starts and ends; see {@link SectionProgress} for what happens between. */
@@ -58,75 +44,6 @@ export interface TransmitterApp {
 }
 
 const nullableMs = (ns: number | null): number | null => (ns === null ? null : ns / 1e6);
-
-/**
- * Least silence after which the outstanding images of a transport that drops images are settled
- * as lost: above any round trip on loopback, so only a dropped image waits this long. The
- * receiver's record stays the exact count: an image that arrives later is recorded as it arrives.
- */
-const DROP_SETTLE_FLOOR_MS = 1000;
-/** The settle wait is also at least this many times the slowest round trip seen in the section. */
-const DROP_SETTLE_RTT_FACTOR = 4;
-
-/**
- * Resolves at `dueNs` on the monotonic clock: a timer for the whole milliseconds, then the event
- * loop's next turns (setImmediate) for the rest, so a due time is met to well under a millisecond
- * without holding the core.
- */
-async function sleepUntil(dueNs: bigint): Promise<void> {
-  const waitMs = Number(dueNs - process.hrtime.bigint()) / 1e6;
-  if (waitMs >= 2) await new Promise<void>((resolve) => setTimeout(resolve, Math.floor(waitMs) - 1));
-  while (process.hrtime.bigint() < dueNs) await new Promise<void>((resolve) => setImmediate(resolve));
-}
-
-/** Round trips per clock-offset estimate (after one that opens the socket): the lowest is kept. */
-const CLOCK_SAMPLES = 8;
-
-// Waits for acks: resolves when `ready()` holds; rejects on a link failure, or when no ack has
-// arrived for `timeoutMs` (the clock restarts at every ack, so slow but moving transfers go on).
-class AckWaiter {
-  private wake: (() => void) | undefined;
-  failure: Error | undefined;
-  lastProgressMs = Date.now();
-  /**
-   * For a transport that drops images by design: after `afterMs()` of silence, `settle()` settles
-   * what is outstanding as lost (true when it settled any), which counts as progress.
-   */
-  silence: { afterMs: () => number; settle: () => boolean } | undefined;
-
-  notify(): void {
-    this.lastProgressMs = Date.now();
-    this.wake?.();
-  }
-
-  fail(err: Error): void {
-    this.failure ??= err;
-    this.wake?.();
-  }
-
-  async until(ready: () => boolean, timeoutMs: number, waitingFor: () => string): Promise<void> {
-    while (!ready()) {
-      if (this.failure) throw this.failure;
-      const silentMs = Date.now() - this.lastProgressMs;
-      if (this.silence !== undefined && silentMs >= Math.min(timeoutMs, this.silence.afterMs()) && this.silence.settle()) {
-        this.lastProgressMs = Date.now();
-        continue;
-      }
-      const remainingMs = this.lastProgressMs + timeoutMs - Date.now();
-      if (remainingMs <= 0) throw new ItbError(ErrorCode.timeout, `no acknowledgement for ${timeoutMs} ms (IMAGE_TIMEOUT_MS) while waiting for ${waitingFor()}`);
-      const untilSilenceMs = this.silence === undefined ? remainingMs : Math.max(1, this.lastProgressMs + this.silence.afterMs() - Date.now());
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.min(remainingMs, untilSilenceMs));
-        this.wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.wake = undefined;
-    }
-    if (this.failure) throw this.failure;
-  }
-}
 
 /** What one section's sends and acks produced on the transmitter's side. */
 interface TransferOutcome {
@@ -153,127 +70,20 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   const transmitterHost = hostFacts(config.transports.map(transportByName));
   let receiverLost: string | undefined;
 
-  /** One section's bookkeeping of stamps and acks, shared by its warm-up and recorded phases. */
-  class Flight {
-    /** Stamp of every seq, warm-up included (0 until stamped). */
-    readonly stampsNs: BigInt64Array;
-    readonly ackedAtNs: BigInt64Array;
-    stamped = 0;
-    acked = 0;
-    /** One past the highest seq stamped (equals `stamped` unless RATE dropped some at the sender). */
-    nextSeq = 0;
-    /** Recorded images dropped at the sender under RATE (due while the window was full). */
-    unsent = 0;
-    /** Under RATE: each recorded image's stamp − due time in ns, by image; null when dropped at the sender. */
-    dueLagNs: (number | null)[] | null = null;
-    achievedRatePerSecond: number | null = null;
-    /** For a transport that drops images by design: which are settled as lost (they free their window slot). */
-    private readonly drops: DropLedger | undefined;
-    private slowestRttNs = 0;
-    /** Seq of the first recorded image, once the warm-up is over. */
-    recordedFrom: number | undefined;
-    /** Round trips of the warm-up images, for a warm-up that lasts until they are steady. */
-    readonly steadiness: SteadinessCheck | undefined;
-    /** Readings when the last recorded ack was processed: the end of the transmitter's cost span. */
-    end: { reading: ResourceReading; peakRssBytes: number } | undefined;
-
-    constructor(
-      readonly plan: SectionPlan,
-      private readonly progress: SectionProgress,
-      private readonly waiter: AckWaiter,
-      readonly rss: RssPeakTracker,
-      dropsImages: boolean,
-    ) {
-      const seqs = warmupImageLimit(plan.warmup) + plan.imageCount;
-      this.stampsNs = new BigInt64Array(seqs);
-      this.ackedAtNs = new BigInt64Array(seqs);
-      if (plan.warmup.mode === 'steady') this.steadiness = new SteadinessCheck(plan.warmup.blockImages, plan.warmup.tolerance);
-      if (dropsImages) {
-        const drops = new DropLedger(seqs);
-        this.drops = drops;
-        waiter.silence = {
-          afterMs: () => Math.max(DROP_SETTLE_FLOOR_MS, (DROP_SETTLE_RTT_FACTOR * this.slowestRttNs) / 1e6),
-          settle: () => drops.settleBelow(this.nextSeq) > 0,
-        };
-      }
-    }
-
-    /** Images settled as lost and never acknowledged since. */
-    get lost(): number {
-      return this.drops?.lost ?? 0;
-    }
-
-    /** Recorded images settled as lost and never acknowledged since. */
-    lostAmongRecorded(): number {
-      return this.recordedFrom === undefined ? 0 : (this.drops?.lostIn(this.recordedFrom, this.plan.imageCount) ?? 0);
-    }
-
-    /** Images stamped and neither acknowledged nor settled as lost: what holds the window. */
-    get outstanding(): number {
-      return this.stamped - this.acked - this.lost;
-    }
-
-    onAck(ack: Ack): void {
-      const processedNs = process.hrtime.bigint();
-      const { seq } = ack;
-      if (ack.sectionId !== this.plan.sectionId || seq >= this.stampsNs.length || this.ackedAtNs[seq] !== 0n || this.stampsNs[seq] === 0n) return;
-      if (this.drops !== undefined) {
-        this.drops.acknowledged(seq);
-        this.slowestRttNs = Math.max(this.slowestRttNs, Number(processedNs - this.stampsNs[seq]!));
-      }
-      this.ackedAtNs[seq] = processedNs;
-      this.acked++;
-      if (this.recordedFrom !== undefined && seq >= this.recordedFrom) {
-        this.progress.acked++;
-        if (this.progress.acked + this.unsent === this.plan.imageCount) this.end = { reading: readResources(), peakRssBytes: this.rss.stop() };
-      } else {
-        this.steadiness?.add(Number(processedNs - this.stampsNs[seq]!));
-      }
-      this.waiter.notify();
-    }
-
-    /** Stamps `seq` now and returns its encoded header. */
-    stamp(seq: number): { header: Buffer; stampNs: bigint } {
-      const stampNs = process.hrtime.bigint();
-      const header = encodeFrameHeader({ sectionId: this.plan.sectionId, seq, sizeBytes: image.bytes.length, checksum, sentAtNs: stampNs });
-      this.stampsNs[seq] = stampNs;
-      this.stamped++;
-      this.nextSeq = seq + 1;
-      return { header, stampNs };
-    }
-
-    /** Under RATE: `seq` fell due while the window was full and is never sent. */
-    dropAtSender(seq: number): void {
-      this.unsent++;
-      this.drops?.notSent(seq);
-      this.nextSeq = seq + 1;
-    }
-
-    /** Round trip of seq in nanoseconds; null until it is acknowledged. */
-    rttOf(seq: number): number | null {
-      const acked = this.ackedAtNs[seq] ?? 0n;
-      return acked === 0n ? null : Number(acked - this.stampsNs[seq]!);
-    }
-
-    rttNs(): (number | null)[] {
-      const from = this.recordedFrom;
-      return Array.from({ length: this.plan.imageCount }, (_, image) => (from === undefined ? null : this.rttOf(from + image)));
-    }
-  }
-
   // Sends seqs from `from` on while `more(seq)` holds, and returns the seq after the last one sent.
-  // Every image the window admits (fewer than WINDOW stamped and not yet acknowledged) is stamped
-  // at once, and only then are they handed to the link, in order: a library's synchronous work on
-  // one image (a masked copy, an encode) is inside that image's time and the ones after it, never
-  // between a free slot and its stamp. Then waits for every ack.
-  async function sendPhase(link: TransmitterLink, flight: Flight, from: number, more: (seq: number) => boolean, waiter: AckWaiter, progress?: SectionProgress): Promise<number> {
-    const { plan } = flight;
-    const admitted: Buffer[] = [];
+  // Every image some window admits (its client has fewer than WINDOW stamped and unacknowledged) is
+  // stamped at once, clients taking turns, and only then are they handed to their links, in
+  // order: a library's synchronous work on one image (a masked copy, an encode) is inside that
+  // image's time and the ones after it, never between a free slot and its stamp. Then waits for
+  // every ack.
+  async function sendPhase(links: readonly TransmitterLink[], flight: Flight, from: number, more: (seq: number) => boolean, waiter: AckWaiter, progress?: SectionProgress): Promise<number> {
+    const admitted: [client: number, header: Buffer][] = [];
     let seq = from;
     while (more(seq)) {
-      await waiter.until(() => flight.outstanding < plan.window, config.imageTimeoutMs, () => `a free slot in the window before image seq ${seq}`);
-      for (; flight.outstanding < plan.window && more(seq); seq++) admitted.push(flight.stamp(seq).header);
-      for (const header of admitted) link.send(header, image.bytes);
+      await waiter.until(() => flight.hasRoom(), config.imageTimeoutMs, () => `a free slot in a window before image seq ${seq}`);
+      const next = (): number | undefined => (flight.hasRoom() && more(seq) ? flight.clientWithRoom() : undefined);
+      for (let client = next(); client !== undefined; client = next()) admitted.push([client, flight.stamp(seq++, client).header]);
+      for (const [client, header] of admitted) links[client]!.send(header, image.bytes);
       if (progress) progress.sent += admitted.length;
       admitted.length = 0;
     }
@@ -283,15 +93,15 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   }
 
   // Open loop (RATE): recorded image i is due at schedule.dueNs(i) whatever the acks do. Every
-  // image due is stamped and handed over at once if fewer than WINDOW are unacknowledged, else it
-  // is dropped at the sender and counted (the bound that keeps an overloaded transport from
-  // queueing without end). Stamp − due is kept per image: latency from the due time corrects
-  // coordinated omission. Then waits for every ack.
-  async function openLoopPhase(link: TransmitterLink, flight: Flight, from: number, ratePerSecond: number, waiter: AckWaiter, progress: SectionProgress): Promise<void> {
+  // image due is stamped and handed over at once by the next client whose window has room, or,
+  // when every window is full, dropped at the sender and counted (the bound that keeps an
+  // overloaded transport from queueing without end). Stamp − due is kept per image: latency from
+  // the due time corrects coordinated omission. Then waits for every ack.
+  async function openLoopPhase(links: readonly TransmitterLink[], flight: Flight, from: number, ratePerSecond: number, waiter: AckWaiter, progress: SectionProgress): Promise<void> {
     const { plan } = flight;
     const lags: (number | null)[] = (flight.dueLagNs = new Array<number | null>(plan.imageCount).fill(null));
     const schedule = new OpenLoopSchedule(ratePerSecond, process.hrtime.bigint());
-    const admitted: Buffer[] = [];
+    const admitted: [client: number, header: Buffer][] = [];
     const sendTimesNs: bigint[] = [];
     let index = 0;
     while (index < plan.imageCount) {
@@ -299,16 +109,17 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       const due = Math.min(plan.imageCount, schedule.dueCount(process.hrtime.bigint()));
       for (; index < due; index++) {
         const seq = from + index;
-        if (flight.outstanding >= plan.window) {
+        const client = flight.clientWithRoom();
+        if (client === undefined) {
           flight.dropAtSender(seq);
           continue;
         }
-        const { header, stampNs } = flight.stamp(seq);
+        const { header, stampNs } = flight.stamp(seq, client);
         lags[index] = Number(stampNs - schedule.dueNs(index));
         sendTimesNs.push(stampNs);
-        admitted.push(header);
+        admitted.push([client, header]);
       }
-      for (const header of admitted) link.send(header, image.bytes);
+      for (const [client, header] of admitted) links[client]!.send(header, image.bytes);
       progress.sent += admitted.length;
       admitted.length = 0;
       if (index < plan.imageCount) await sleepUntil(schedule.dueNs(index));
@@ -318,7 +129,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   }
 
   // The warm-up images: a fixed number, or until their round trips are steady (or a cap).
-  async function warmUp(link: TransmitterLink, flight: Flight, waiter: AckWaiter): Promise<WarmupOutcome> {
+  async function warmUp(links: readonly TransmitterLink[], flight: Flight, waiter: AckWaiter): Promise<WarmupOutcome> {
     const startNs = process.hrtime.bigint();
     let decision = 'more' as WarmupDecision;
     // The medians as judged when the warm-up stopped, before the window's last acks came in.
@@ -328,7 +139,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       if (decision !== 'more') reading = flight.steadiness?.reading();
       return decision === 'more';
     };
-    const images = await sendPhase(link, flight, 0, more, waiter);
+    const images = await sendPhase(links, flight, 0, more, waiter);
     return {
       images,
       ms: images === 0 ? 0 : nsToMs(process.hrtime.bigint() - startNs),
@@ -337,35 +148,55 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     };
   }
 
+  // One link per client, connected at once; when any fails to connect, the others are closed and
+  // the first problem is the section's.
+  async function connectClients(transport: Transport, plan: SectionPlan, credential: SectionCredential, flight: Flight, waiter: AckWaiter): Promise<TransmitterLink[]> {
+    const settled = await Promise.allSettled(
+      Array.from({ length: plan.clients }, (_, client) =>
+        transport.connect({
+          host: config.receiverHost,
+          bindHost: config.bindHost,
+          port: config.ports[transport.name] ?? 0,
+          url: config.urls[transport.name],
+          maxImageBytes: config.maxImageBytes,
+          connectTimeoutMs: config.connectTimeoutMs,
+          credential,
+          imageBytes: image.bytes.length,
+          window: plan.window,
+          clients: plan.clients,
+          log: log.child({ transport: transport.name, ...(plan.clients > 1 ? { client } : {}) }),
+          onAck: (ack) => flight.onAck(ack),
+          onFailure: (err) => waiter.fail(err),
+        }),
+      ),
+    );
+    const links = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed === undefined) return links;
+    await closeLinks(transport, links);
+    throw failed.reason;
+  }
+
+  async function closeLinks(transport: Transport, links: readonly TransmitterLink[]): Promise<void> {
+    await Promise.all(links.map((link) => link.close().catch((err: unknown) => log.warn({ transport: transport.name, err: errorMessage(err) }, 'close failed'))));
+  }
+
   // Warm-up, then the recorded images with the transmitter's resources measured from the first
   // recorded stamp to the last recorded ack.
   async function transfer(transport: Transport, plan: SectionPlan, credential: SectionCredential, progress: SectionProgress): Promise<TransferOutcome & { flight: Flight; warmedUp: WarmupOutcome | undefined }> {
     const waiter = new AckWaiter();
-    const flight = new Flight(plan, progress, waiter, new RssPeakTracker(), transport.dropsImages !== undefined);
-    let link: TransmitterLink | undefined;
+    const flight = new Flight(plan, { sizeBytes: image.bytes.length, checksum }, progress, waiter, new RssPeakTracker(), transport.dropsImages !== undefined);
+    let links: TransmitterLink[] = [];
     let cost: SideCost | null = null;
     let connectMs: number | null = null;
     let warmedUp: WarmupOutcome | undefined;
     const coldStart = (): TransmitterColdStart => ({ connectMs, firstImageRttMs: flight.stamped > 0 ? nullableMs(flight.rttOf(0)) : null });
     try {
       const connectStartNs = process.hrtime.bigint();
-      link = await transport.connect({
-        host: config.receiverHost,
-        bindHost: config.bindHost,
-        port: config.ports[transport.name] ?? 0,
-        url: config.urls[transport.name],
-        maxImageBytes: config.maxImageBytes,
-        connectTimeoutMs: config.connectTimeoutMs,
-        credential,
-        imageBytes: image.bytes.length,
-        window: plan.window,
-        log: log.child({ transport: transport.name }),
-        onAck: (ack) => flight.onAck(ack),
-        onFailure: (err) => waiter.fail(err),
-      });
+      links = await connectClients(transport, plan, credential, flight, waiter);
       connectMs = nsToMs(process.hrtime.bigint() - connectStartNs);
       waiter.notify();
-      warmedUp = await warmUp(link, flight, waiter);
+      warmedUp = await warmUp(links, flight, waiter);
       if (warmedUp.steady === false) log.warn({ transport: transport.name, warmupMs: Math.round(warmedUp.ms), warmupImages: warmedUp.images, mediansMs: warmedUp.mediansMs }, 'round trips not steady when the warm-up reached its cap (WARMUP_MAX_MS): the section is marked not steady');
       await control.startMeasuring(plan.sectionId, warmedUp);
       const from = warmedUp.images;
@@ -374,8 +205,8 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       flight.rss.start();
       const start = readResources();
       progress.startedAtMs = Date.now();
-      if (plan.ratePerSecond === null) await sendPhase(link, flight, from, (seq) => seq < from + plan.imageCount, waiter, progress);
-      else await openLoopPhase(link, flight, from, plan.ratePerSecond, waiter, progress);
+      if (plan.ratePerSecond === null) await sendPhase(links, flight, from, (seq) => seq < from + plan.imageCount, waiter, progress);
+      else await openLoopPhase(links, flight, from, plan.ratePerSecond, waiter, progress);
       const end = flight.end ?? { reading: readResources(), peakRssBytes: flight.rss.stop() };
       cost = sideCost(start, end.reading, end.peakRssBytes, plan.imageCount - flight.unsent);
       // Never silent: the receiver's record has the exact count of images that did not arrive.
@@ -387,7 +218,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       return { failure: errorMessage(err), cost, rttNs: flight.rttNs(), coldStart: coldStart(), flight, warmedUp };
     } finally {
       flight.rss.stop();
-      await link?.close().catch((err: unknown) => log.warn({ transport: transport.name, err: errorMessage(err) }, 'close failed'));
+      await closeLinks(transport, links);
     }
   }
 
@@ -425,6 +256,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       imageSizeBytes: image.bytes.length,
       window: config.window,
       ratePerSecond: config.ratePerSecond ?? null,
+      clients: config.clients,
       clock: null,
     };
     log.info({ transport: transport.name, repeat, imageCount: plan.imageCount, imageSizeBytes: plan.imageSizeBytes, window: plan.window }, 'section start');
@@ -442,6 +274,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
         rttNs: outcome.rttNs,
         dueLagNs: flight.dueLagNs,
         achievedRatePerSecond: flight.achievedRatePerSecond,
+        clientFigures: flight.clientFigures(),
         coldStart: outcome.coldStart,
       });
     } catch (err) {
@@ -453,7 +286,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       if (flight) for (let seq = 0; seq < flight.ackedAtNs.length; seq++) if (flight.ackedAtNs[seq] !== 0n) ackedSeqs.add(seq);
       result =
         ackedSeqs.size > 0
-          ? acknowledgedOnlyResult(plan, ackedSeqs, errorMessage(err), outcome?.warmedUp, { rttNs: outcome?.rttNs, coldStart: outcome?.coldStart, dueLagNs: flight?.dueLagNs, achievedRatePerSecond: flight?.achievedRatePerSecond })
+          ? acknowledgedOnlyResult(plan, ackedSeqs, errorMessage(err), outcome?.warmedUp, { rttNs: outcome?.rttNs, coldStart: outcome?.coldStart, dueLagNs: flight?.dueLagNs, achievedRatePerSecond: flight?.achievedRatePerSecond, clientFigures: flight?.clientFigures() })
           : new SectionRecorder(plan).result(errorMessage(err), { coldStart: outcome?.coldStart });
     }
     log.info({ transport: transport.name, repeat, ok: result.ok, okCount: result.okCount, lostCount: result.lostCount, corruptCount: result.corruptCount, totalMs: result.totalMs, failure: result.failure }, 'section end');

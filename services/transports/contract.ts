@@ -58,6 +58,8 @@ export interface TransmitterOptions extends TransportEndpoint {
   imageBytes: number;
   /** The section's WINDOW: most images the caller keeps unacknowledged (a transport with several connections sizes its pool by it). */
   window: number;
+  /** The section's CLIENTS: links the caller opens at once, this one among them (a shared channel must keep each frame whole); undefined: one. */
+  clients?: number;
 }
 
 /** A connected transmitter side. */
@@ -111,6 +113,8 @@ export interface Door {
   admit(presented: string | undefined, from: string, drop: () => void): DoorPass | undefined;
   /** Counts and reports a connection the listener refused on its own (over its connection cap, fell silent). */
   refuse(from: string, reason: string): void;
+  /** Connections the open section admits on this listener (CLIENTS × its link's); 0 when the open section is another transport's or none is. */
+  sectionConnections(): number;
 }
 
 /** An admitted connection's place in its section. */
@@ -187,6 +191,8 @@ export interface Transport {
    * transmitter's, and the receiver takes no connections on it.
    */
   receiverDials?: boolean;
+  /** Most CLIENTS the transport can run, and why; undefined: any number up to MAX_CLIENTS. */
+  maxClients?: { clients: number; why: string };
   /**
    * Connections (or calls) one link holds open at once, given the section's WINDOW: how many the
    * door admits per section. Undefined: one.

@@ -140,6 +140,21 @@ function connect(options: TransmitterOptions): Promise<TransmitterLink> {
           writer.publish(channel, Buffer.concat([header, payload], header.length + payload.length)).then(onImageReply, onError);
           return;
         }
+        if ((options.clients ?? 1) > 1) {
+          // Several links publish on the one channel: MULTI keeps each header next to its image
+          // (Redis would otherwise run another link's PUBLISH while this image is still arriving).
+          writer
+            .multi()
+            .publish(channel, header)
+            .publish(channel, payload)
+            .exec()
+            .then((replies) => {
+              const [headerReply, imageReply] = replies ?? [];
+              if (headerReply?.[0] || imageReply?.[0]) onError(headerReply?.[0] ?? imageReply?.[0]);
+              else onImageReply(Math.min(Number(headerReply?.[1]), Number(imageReply?.[1])));
+            }, onError);
+          return;
+        }
         // Both commands leave in one write (a second system call per image cost more than it saves).
         writer.stream.cork();
         writer.publish(channel, header).then(onHeaderReply, onError);

@@ -259,6 +259,7 @@ export const websocketPushTransport: Transport = {
   // No fastify on either side, and bufferutil plays no part: nothing masked is over ws's 32-byte threshold.
   libraries: ['ws'],
   receiverDials: true,
+  maxClients: { clients: 1, why: 'its receiver dials one connection back to the one port the transmitter serves' },
   refbenchMode: 'ws-push',
   connect,
   listen,

@@ -77,7 +77,8 @@ function configOf(environment: Record<string, string> | undefined): Config {
 
 /** A config without what the compose file fixes for its own network and volumes instead of taking from .env. */
 function withoutNetworkVariables(config: Config): Partial<Config> {
-  const { receiverHost: _r, urls: _u, bindHost: _b, outputDir: _o, authTokenFile: _a, ...rest } = config;
+  // The link in words follows RECEIVER_HOST (compose: the receiver service), not a default of its own.
+  const { receiverHost: _r, urls: _u, bindHost: _b, outputDir: _o, authTokenFile: _a, link: _l, ...rest } = config;
   return rest;
 }
 

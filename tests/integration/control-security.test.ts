@@ -36,7 +36,7 @@ describe('control endpoint', () => {
       ['/runs', JSON.stringify({ hello: 'world' })],
       ['/sections', JSON.stringify(plan)],
       ['/sections/1/measure', JSON.stringify({ images: 0, ms: 0, steady: null, mediansMs: null })],
-      ['/sections/1/end', JSON.stringify({ failure: null, transmitterCost: null, rttNs: [], dueLagNs: null, achievedRatePerSecond: null, coldStart: { connectMs: null, firstImageRttMs: null } })],
+      ['/sections/1/end', JSON.stringify({ failure: null, transmitterCost: null, rttNs: [], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null } })],
       ['/runs/finish', ''],
     ];
     const before = (await health()).counters;
@@ -101,7 +101,7 @@ describe('control endpoint', () => {
     expect((await fetch(url('/../../etc/passwd'))).status).toBe(404);
     expect((await fetch(url('/output.log'))).status).toBe(404);
     expect((await fetch(url('/results.json'))).status).toBe(404);
-    expect((await post('/sections/%2e%2e%2fetc/end', JSON.stringify({ failure: null, transmitterCost: null, rttNs: [], dueLagNs: null, achievedRatePerSecond: null, coldStart: { connectMs: null, firstImageRttMs: null } }))).status).toBe(409);
+    expect((await post('/sections/%2e%2e%2fetc/end', JSON.stringify({ failure: null, transmitterCost: null, rttNs: [], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null } }))).status).toBe(409);
     const page = await fetch(url('/'));
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('No run has finished yet');

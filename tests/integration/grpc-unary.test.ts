@@ -41,6 +41,7 @@ async function openListener(
       return pass;
     },
     refuse: (from, reason) => section.door.refuse(from, reason),
+    sectionConnections: () => section.door.sectionConnections(),
   };
   const listener = await grpcUnaryTransport.listen({
     host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: undefined, maxImageBytes: options.maxImageBytes ?? 64 * MIB, log: testLog,

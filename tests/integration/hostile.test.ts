@@ -173,7 +173,7 @@ describe('hostile peers', () => {
       for (const [index, transport] of portTransports.entries()) {
         const plan: SectionPlan = {
           sectionId: 500 + index, transport: transport.name, label: transport.label, baseline: transport.baseline, repeat: 1, imageCount: 1, warmup: { mode: 'images', images: 0 },
-          imageSizeBytes: NEAR_MAX_BYTES, window: 1, ratePerSecond: null, clock: null,
+          imageSizeBytes: NEAR_MAX_BYTES, window: 1, ratePerSecond: null, clients: 1, clock: null,
         };
         await control.openSection(plan);
         const credential = sectionCredential(TEST_AUTH_TOKEN, plan.sectionId);
@@ -195,7 +195,7 @@ describe('hostile peers', () => {
         } finally {
           for (const connection of connections) connection.close();
         }
-        await control.endSection(plan.sectionId, { failure: 'hostile test', transmitterCost: null, rttNs: [], dueLagNs: null, achievedRatePerSecond: null, coldStart: { connectMs: null, firstImageRttMs: null } });
+        await control.endSection(plan.sectionId, { failure: 'hostile test', transmitterCost: null, rttNs: [], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null } });
       }
     } finally {
       await control.finishRun().catch(() => undefined);

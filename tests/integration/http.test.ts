@@ -38,6 +38,7 @@ async function listenFor(transport: Transport, options: { maxImageBytes?: number
       return pass;
     },
     refuse: (from, reason) => section.door.refuse(from, reason),
+    sectionConnections: () => section.door.sectionConnections(),
   };
   const listener = await transport.listen({
     host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: undefined, maxImageBytes: options.maxImageBytes ?? MIB, log: testLog,

@@ -62,7 +62,7 @@ describe('a corrupt image, acknowledged before it is verified', () => {
           startedAt: new Date().toISOString(), imageDescription: 'random bytes', imageSizeBytes: 4096, imageCount: 3, window: 3, warmup: { mode: 'images', images: 0 }, repeat: 1,
           transports: [transport.name], arrivalNotes: [], config, hosts: { transmitter: hostFacts(transports) },
         });
-        const plan: SectionPlan = { sectionId: 900 + index, transport: transport.name, label: transport.label, baseline: transport.baseline, repeat: 1, imageCount: 3, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 4096, window: 3, ratePerSecond: null, clock: null };
+        const plan: SectionPlan = { sectionId: 900 + index, transport: transport.name, label: transport.label, baseline: transport.baseline, repeat: 1, imageCount: 3, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 4096, window: 3, ratePerSecond: null, clients: 1, clock: null };
         await control.openSection(plan);
         // A warm-up the plan does not allow would stretch the record: refused, and nothing changes.
         await expect(control.startMeasuring(plan.sectionId, { images: 5, ms: 1, steady: null, mediansMs: null })).rejects.toThrow(/HTTP 409.*a warm-up of 5 images is not what the section's plan allows/);
@@ -88,7 +88,7 @@ describe('a corrupt image, acknowledged before it is verified', () => {
           await link.close();
         }
         expect(acks.map((a) => [a.seq, a.status])).toEqual([[0, 'accepted'], [1, 'accepted'], [2, 'accepted']]);
-        const result = await control.endSection(plan.sectionId, { failure: null, transmitterCost: null, rttNs: [1, 2, 3], dueLagNs: null, achievedRatePerSecond: null, coldStart: { connectMs: 1.5, firstImageRttMs: 0.25 } });
+        const result = await control.endSection(plan.sectionId, { failure: null, transmitterCost: null, rttNs: [1, 2, 3], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: 1.5, firstImageRttMs: 0.25 } });
         expect(result.images.map((i) => i.status)).toEqual(['ok', 'corrupt', 'ok']);
         // The transmitter's cold-start figures pass through; the first image's one-way time is the receiver's own (seq 0, image 1).
         expect(result.coldStart).toEqual({ connectMs: 1.5, firstImageMs: result.images[0]!.timeMs, firstImageRttMs: 0.25 });

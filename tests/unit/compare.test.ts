@@ -34,6 +34,7 @@ function section(transport: string, repeat: number, r: Repeat): SectionResult {
     imageSizeBytes: IMAGE_SIZE_BYTES,
     window: 1,
     ratePerSecond: null,
+    clients: 1,
     clock: null,
     ok: timed && r.failure === undefined,
     failure: r.failure ?? null,
@@ -54,6 +55,7 @@ function section(transport: string, repeat: number, r: Repeat): SectionResult {
     // Ten images are too few for a stable throughput, as the recorder would say.
     throughputIndicative: true,
     openLoop: null,
+    clientFairness: null,
     warmedUp: { images: 0, ms: 0, steady: null, mediansMs: null },
     coldStart: { connectMs: null, firstImageMs: null, firstImageRttMs: null },
     cost: { transmitter: null, receiver: null, broker: null },
@@ -187,7 +189,7 @@ describe('compareRuns', () => {
 
   it('reads figures of sections recorded by SectionRecorder', () => {
     const recorded = (arrivalNs: bigint): SectionResult => {
-      const recorder = new SectionRecorder({ sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 1, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 1_000_000, window: 1, ratePerSecond: null, clock: null });
+      const recorder = new SectionRecorder({ sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 1, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 1_000_000, window: 1, ratePerSecond: null, clients: 1, clock: null });
       recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null });
       recorder.record({ sectionId: 1, seq: 0, sizeBytes: 1_000_000, checksum: 0n, sentAtNs: 0n }, arrivalNs);
       recorder.verified(0, true);

@@ -51,6 +51,7 @@ describe('parseConfig', () => {
         imagePath: undefined,
         transports: ['websocket', 'redis', 'tcp'],
         window: 1,
+        clients: 1,
         warmup: 'auto',
         warmupMinMs: 500,
         warmupMaxMs: 10_000,
@@ -110,6 +111,20 @@ describe('parseConfig', () => {
     expect(shown).not.toHaveProperty('authToken');
     expect(JSON.stringify(shown)).not.toContain('dGhpcyBpcyBhIHNlY3JldA');
     expect(shown.authTokenFile).toBe('.itb-auth-token');
+  });
+
+  it('reads CLIENTS from 1 to 1,000, at most IMAGE_COUNT, and within what each transport in the run can take', () => {
+    const clients = (env: Record<string, string>, withSpecs: TransportSpec[] = specs) => {
+      const result = parseConfig(env, withSpecs);
+      return result.ok ? result.config.clients : result.issues;
+    };
+    expect([clients({}), clients({ CLIENTS: '200', IMAGE_COUNT: '200' }), clients({ CLIENTS: '1000', IMAGE_COUNT: '5000' })]).toEqual([1, 200, 1000]);
+    expect(clients({ CLIENTS: '1001', IMAGE_COUNT: '5000' })).toEqual([{ variable: 'CLIENTS', value: '1001', allowed: 'a whole number from 1 to 1,000' }]);
+    expect(clients({ CLIENTS: '0' })).toEqual([{ variable: 'CLIENTS', value: '0', allowed: 'a whole number from 1 to 1,000' }]);
+    expect(clients({ CLIENTS: '50' })).toEqual([{ variable: 'CLIENTS', value: '50', allowed: 'at most IMAGE_COUNT (10): every client sends at least one recorded image' }]);
+    const single: TransportSpec[] = [...specs, { name: 'push', setting: { kind: 'port', envVar: 'PUSH_PORT', defaultPort: 8082 }, defaultRun: false, maxClients: { clients: 1, why: 'it dials back once' } }];
+    expect(clients({ CLIENTS: '2', TRANSPORTS: 'tcp,push' }, single)).toEqual([{ variable: 'CLIENTS', value: '2', allowed: 'at most 1 with push in TRANSPORTS (it dials back once)' }]);
+    expect(clients({ CLIENTS: '2', TRANSPORTS: 'tcp' }, single)).toBe(2);
   });
 
   it('reads RATE as images per second, fractions and the maximum included; unset is a closed loop', () => {
@@ -281,7 +296,7 @@ describe('parseConfig', () => {
 describe('configVariables', () => {
   it('lists every variable the config reads, ports included', () => {
     expect(configVariables(specs).sort()).toEqual(
-      ['AUTH_TOKEN', 'AUTH_TOKEN_FILE', 'BIND_HOST', 'CONNECT_TIMEOUT_MS', 'CONTROL_PORT', 'IMAGE_COUNT', 'IMAGE_PATH', 'IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'LOG_LEVEL', 'MAX_IMAGE_SIZE',
+      ['AUTH_TOKEN', 'AUTH_TOKEN_FILE', 'BIND_HOST', 'CLIENTS', 'CONNECT_TIMEOUT_MS', 'CONTROL_PORT', 'IMAGE_COUNT', 'IMAGE_PATH', 'IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'LOG_LEVEL', 'MAX_IMAGE_SIZE',
         'NETWORK_DELAY', 'NETWORK_LOSS', 'NETWORK_RATE', 'OUTPUT_DIR', 'RATE', 'RECEIVER_HOST', 'REDIS_URL', 'REPEAT', 'TCP_PORT', 'TRANSPORTS', 'VERIFY', 'WARMUP', 'WARMUP_MAX_MS',
         'WARMUP_MIN_MS', 'WEBSOCKET_PORT', 'WINDOW'].sort(),
     );

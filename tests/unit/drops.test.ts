@@ -25,10 +25,9 @@ describe('DropLedger', () => {
     expect(ledger.lostIn(5, 5)).toBe(0);
   });
 
-  it('never settles a seq dropped at the sender (RATE) as lost, by an ack or by silence', () => {
-    const ledger = new DropLedger(6);
-    ledger.notSent(1);
-    ledger.notSent(3);
+  it('never settles a seq it did not carry (another client\'s, or dropped at the sender) as lost, by an ack or by silence', () => {
+    const ledger = new DropLedger(6, false);
+    for (const seq of [0, 2, 4, 5]) ledger.open(seq);
     expect(ledger.acknowledged(2)).toBe(1);
     expect(ledger.settleBelow(6)).toBe(2);
     expect([ledger.lost, ledger.lostIn(0, 6), ledger.lostIn(1, 1), ledger.lostIn(3, 1)]).toEqual([3, 3, 0, 0]);

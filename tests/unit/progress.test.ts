@@ -28,6 +28,7 @@ const plan: SectionPlan = {
   imageSizeBytes: 1_000_000,
   window: 4,
   ratePerSecond: null,
+  clients: 1,
   clock: null,
 };
 

@@ -55,6 +55,7 @@ Receiver host: rx (Test CPU, 2 cores, 24.0 GiB, linux-x64 6.1.0, Node v20.20.2 -
 Libraries: ws 8.23.0, zeromq 6.8.0
 Image: assets/sample.png
 Images per transport: 2 (533.0 KiB each); window 1; repeat 1
+Peers: one transmitter, one connection per transport; one receiver
 Link: loopback, not shaped
 Send schedule: closed loop (the next image goes as soon as the window has room)
 Warm-up of each section, on its connection before the recorded images: until steady: at least 500 ms and 64 images, then until the median round trip of the last 32 images is within 5 % of the 32 before; at most 10,000 ms (WARMUP=auto)

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { FrameHeader } from '../../services/core/frame.js';
-import { acknowledgedOnlyResult, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, SectionRecorder, type SectionPlan } from '../../services/core/section.js';
+import { acknowledgedOnlyResult, clientFairness, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, SectionRecorder, type SectionPlan } from '../../services/core/section.js';
 import type { WarmupOutcome } from '../../services/core/warmup.js';
 import { NO_WARMUP } from '../helpers/fixtures.js';
 
-const plan: SectionPlan = { sectionId: 5, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 3, warmup: { mode: 'images', images: 2 }, imageSizeBytes: 1_000_000, window: 1, ratePerSecond: null, clock: null };
+const plan: SectionPlan = { sectionId: 5, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 3, warmup: { mode: 'images', images: 2 }, imageSizeBytes: 1_000_000, window: 1, ratePerSecond: null, clients: 1, clock: null };
 const frame = (seq: number, sentAtNs: bigint, sizeBytes = 1_000_000): FrameHeader => ({ sectionId: 5, seq, sizeBytes, checksum: 1n, sentAtNs });
 /** How a fixed warm-up of `images` images went, as the transmitter reports it. */
 const warmedUp = (images: number): WarmupOutcome => ({ images, ms: 0, steady: null, mediansMs: null });
@@ -320,3 +320,26 @@ describe('SectionRecorder under RATE (open loop)', () => {
     expect(recorder.result(null, { dueLagNs: [null] }).openLoop).toBeNull();
   });
 });
+
+describe('clientFairness', () => {
+  it('gives the fewest and most images, the slowest and fastest client in MB/s, and Jain\'s index', () => {
+    // 1,000,000-byte images: 10 and 30 images/s are 10 and 30 MB/s; Jain = (10+30)² ÷ (2·(100+900)) = 0.8.
+    expect(clientFairness([{ images: 5, imagesPerSecond: 10 }, { images: 15, imagesPerSecond: 30 }], 1_000_000)).toEqual({
+      clients: 2, fewestImages: 5, mostImages: 15, slowestMBps: 10, fastestMBps: 30, jainIndex: 0.8,
+    });
+  });
+
+  it('is 1 when every client is served alike, and counts a client served nothing as 0', () => {
+    expect(clientFairness([{ images: 3, imagesPerSecond: 7 }, { images: 3, imagesPerSecond: 7 }, { images: 3, imagesPerSecond: 7 }], 1000)?.jainIndex).toBe(1);
+    // One of four has it all: 1/4; the idle ones are the slowest, at 0.
+    expect(clientFairness([{ images: 8, imagesPerSecond: 20 }, { images: 0, imagesPerSecond: null }, { images: 0, imagesPerSecond: null }, { images: 0, imagesPerSecond: null }], 1_000_000)).toMatchObject({
+      fewestImages: 0, slowestMBps: 0, fastestMBps: 20, jainIndex: 0.25,
+    });
+  });
+
+  it('has no rates or index when no client has a rate', () => {
+    expect(clientFairness([{ images: 1, imagesPerSecond: null }, { images: 0, imagesPerSecond: null }], 1000)).toEqual({ clients: 2, fewestImages: 0, mostImages: 1, slowestMBps: null, fastestMBps: null, jainIndex: null });
+    expect(clientFairness([], 1000)).toBeNull();
+  });
+});
+

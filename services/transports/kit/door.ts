@@ -11,12 +11,15 @@ import type { Door, DoorPass } from '../contract.js';
 // admitted connection, plus a small, fixed amount for each connection still proving itself, and a
 // listener keeps at most MAX_CONNECTIONS_PER_LISTENER connections.
 
-/** Connections a listener keeps at once, admitted or still proving themselves; more are closed on arrival. */
+/**
+ * Connections a listener keeps at once still proving themselves, besides those the open section
+ * admits on it (CLIENTS × a link's connections); more are closed on arrival.
+ */
 export const MAX_CONNECTIONS_PER_LISTENER = 16;
 
 /**
- * Most connections (or calls) a section admits: a transmitter opens one link per section, and a
- * link holds one connection unless its transport asks for more (HTTP keeps several).
+ * Most connections (or calls) one link holds: a transmitter opens one link per client per
+ * section, and a link holds one connection unless its transport asks for more (gRPC unary's calls).
  */
 export const MAX_LINKS_PER_SECTION = 16;
 
@@ -80,6 +83,7 @@ export class Doorkeeper {
     return {
       admit: (presented, from, drop) => this.admit(transport, presented, from, drop),
       refuse: (from, reason) => this.onRefused(transport, `${from}: ${reason}`),
+      sectionConnections: () => (this.open?.transport === transport ? this.open.connections : 0),
     };
   }
 
@@ -119,10 +123,19 @@ export function closeWhenSilent(socket: net.Socket, timeoutMs: number, onSilent:
   });
 }
 
-/** Caps `server` at MAX_CONNECTIONS_PER_LISTENER; every connection closed on arrival is counted as refused. */
+/** Connections `door`'s listener keeps at once: those its open section admits, plus MAX_CONNECTIONS_PER_LISTENER. */
+export function listenerConnectionCap(door: Pick<Door, 'sectionConnections'>): number {
+  return MAX_CONNECTIONS_PER_LISTENER + door.sectionConnections();
+}
+
+/**
+ * Caps `server` at {@link listenerConnectionCap}, read at every arrival (net.Server reads
+ * maxConnections then), so it follows the open section; every connection closed on arrival is
+ * counted as refused.
+ */
 export function capConnections(server: net.Server, door: Door, transport: string): void {
-  server.maxConnections = MAX_CONNECTIONS_PER_LISTENER;
+  Object.defineProperty(server, 'maxConnections', { configurable: true, enumerable: true, get: () => listenerConnectionCap(door), set: () => undefined });
   server.on('drop', (dropped) =>
-    door.refuse(`${transport} from ${hostPort(dropped?.remoteAddress ?? '?', dropped?.remotePort ?? 0)}`, `over the listener's ${MAX_CONNECTIONS_PER_LISTENER} connections: closed on arrival`),
+    door.refuse(`${transport} from ${hostPort(dropped?.remoteAddress ?? '?', dropped?.remotePort ?? 0)}`, `over the listener's ${listenerConnectionCap(door)} connections: closed on arrival`),
   );
 }
