@@ -12,6 +12,8 @@ import type { LocalServer } from '../services/transports/contract.js';
 import { defaultTransports, transportByName, transports } from '../services/transports/index.js';
 import { freePortsEnv } from './lib/ports.js';
 import { findRefbench, runRefbench, type RefbenchResult } from './lib/refbench.js';
+import { renderSweepPage, type SweepChart } from './lib/sweep-page.js';
+import { reportLibraries } from '../services/shared/report-assets.js';
 
 // `npm run bench [-- ceiling verify matrix steady] [--transports=a,b]`: the whole suite (`npm
 // start`'s entry, so real processes and private servers), in four parts, all by default:
@@ -24,10 +26,14 @@ import { findRefbench, runRefbench, type RefbenchResult } from './lib/refbench.j
 // - matrix: image size × WINDOW with three interleaved repeats, then linear assembly and flat memory;
 // - steady: the default warm-up (WARMUP=auto) checked: a transport's p50 when it runs first vs
 //   last, a default-sized run's p50 (10 images) against a 1,000-image run's, and how much MB/s
-//   spreads across repeats at each IMAGE_COUNT.
-// Prints tables and writes bench/results-<date>.json. A benchmark, not a test: `npm test` never runs it.
+//   spreads across repeats at each IMAGE_COUNT;
+// - clients: latency and per-client fairness against CLIENTS (1, 10, 50, 200), rounds interleaved;
+// - rate: an open loop (RATE) from light load to past saturation: achieved rate, images dropped at
+//   the sender, latency from the due time.
+// Prints tables and writes bench/results-<date>.json, and the two sweeps drawn in
+// bench/sweeps-<date>.html. A benchmark, not a test: `npm test` never runs it.
 
-const PARTS = ['ceiling', 'verify', 'matrix', 'steady'] as const;
+const PARTS = ['ceiling', 'verify', 'matrix', 'steady', 'clients', 'rate'] as const;
 type Part = (typeof PARTS)[number];
 const USAGE = `usage: npm run bench [-- [${PARTS.join(' ')}] [--transports=<name>,<name>...]]`;
 
@@ -72,6 +78,14 @@ const REFBENCH_TIMEOUT_MS = 120_000;
  * a default-sized run and a long one. Stability: MB/s spread across repeats per IMAGE_COUNT.
  */
 const STEADY = { positionRounds: 3, defaultCount: 10, longCount: 1000, sizePairs: 5, tolerance: 0.2, oldWarmup: '2', stabilityCounts: [10, 30, 100, 300, 1000], stabilityRepeat: 3 };
+
+/**
+ * The clients sweep: 64 KB images at WINDOW=1 per client, IMAGE_COUNT a multiple of the largest
+ * CLIENTS so every client carries images; rounds interleaved, the order of the counts rotated.
+ */
+const CLIENT_SWEEP = { clients: [1, 10, 50, 200], bytes: 64_000, count: 4000, window: 1, warmup: 400, rounds: 2 };
+/** The rate sweep: 64 KB images, WINDOW=16 bounding the images in flight, `seconds` of schedule per rate. */
+const RATE_SWEEP = { rates: [100, 300, 1000, 3000, 10_000, 30_000], bytes: 64_000, seconds: 2, minCount: 200, window: 16, warmup: 200 };
 
 /** One run of the suite: its configuration and the report it produced. */
 interface Cell {
@@ -465,6 +479,104 @@ async function steady(): Promise<{ lines: string[]; cells: Cell[] }> {
   };
 }
 
+// Several clients: websocket-push takes one (its receiver dials back once).
+const multiClientTransports = (): string[] => TRANSPORTS.filter((name) => transportByName(name).maxClients === undefined);
+
+async function clientSweep(): Promise<{ lines: string[]; cells: Cell[]; chart: SweepChart }> {
+  const cells: Cell[] = [];
+  const names = multiClientTransports();
+  for (let round = 0; round < CLIENT_SWEEP.rounds; round++) {
+    for (const clients of rotated(CLIENT_SWEEP.clients, round)) {
+      cells.push(
+        await runSuite(`clients ${clients}, round ${round + 1}`, {
+          TRANSPORTS: names.join(','), CLIENTS: String(clients), IMAGE_SIZE: String(CLIENT_SWEEP.bytes), IMAGE_COUNT: String(CLIENT_SWEEP.count), WINDOW: String(CLIENT_SWEEP.window), WARMUP: String(CLIENT_SWEEP.warmup),
+        }),
+      );
+    }
+  }
+  // Per transport and client count: the median over the rounds of each figure.
+  const figure = (transport: string, clients: number, of: (s: SectionResult) => number | null | undefined): number | null =>
+    median(
+      cells
+        .filter((c) => c.env.CLIENTS === String(clients))
+        .flatMap((c) => {
+          const section = medianSection(c.report, transport);
+          const value = section === undefined ? undefined : of(section);
+          return value === null || value === undefined ? [] : [value];
+        }),
+    );
+  const rows = names.flatMap((transport) =>
+    CLIENT_SWEEP.clients.map((clients) => [
+      transportByName(transport).label,
+      String(clients),
+      fixed(figure(transport, clients, (s) => s.latency?.p50Ms), 3),
+      fixed(figure(transport, clients, (s) => s.latency?.p99Ms), 3),
+      fixed(figure(transport, clients, (s) => s.rtt?.p99Ms), 3),
+      fixed(figure(transport, clients, (s) => s.throughputMBps), 1),
+      fixed(figure(transport, clients, (s) => s.clientFairness?.slowestMBps), 2),
+      fixed(figure(transport, clients, (s) => s.clientFairness?.fastestMBps), 2),
+      fixed(figure(transport, clients, (s) => s.clientFairness?.jainIndex), 3),
+    ]),
+  );
+  const note = `${formatSize(CLIENT_SWEEP.bytes)} × ${CLIENT_SWEEP.count} images per section after ${CLIENT_SWEEP.warmup} untimed, WINDOW=${CLIENT_SWEEP.window} per client, the images dealt to whichever client has room; median of ${CLIENT_SWEEP.rounds} interleaved rounds.`;
+  return {
+    cells,
+    chart: {
+      id: 'latency-vs-clients',
+      title: 'p99 one-way latency against clients',
+      note,
+      xLabel: 'CLIENTS (connections, each with its own window)',
+      yLabel: 'p99 one-way ms',
+      series: names.map((transport) => ({ label: transportByName(transport).label, points: CLIENT_SWEEP.clients.map((clients) => ({ x: clients, y: figure(transport, clients, (s) => s.latency?.p99Ms) })) })),
+    },
+    lines: [`Clients: ${note}`, renderTable(['Transport', 'clients', 'p50 ms', 'p99 ms', 'RTT p99 ms', 'MB/s', 'slowest client MB/s', 'fastest client MB/s', 'Jain'], rows, false)],
+  };
+}
+
+async function rateSweep(): Promise<{ lines: string[]; cells: Cell[]; charts: SweepChart[] }> {
+  const cells: Cell[] = [];
+  for (const rate of RATE_SWEEP.rates) {
+    const count = Math.max(RATE_SWEEP.minCount, rate * RATE_SWEEP.seconds);
+    cells.push(
+      await runSuite(`RATE ${rate}`, { RATE: String(rate), IMAGE_SIZE: String(RATE_SWEEP.bytes), IMAGE_COUNT: String(count), WINDOW: String(RATE_SWEEP.window), WARMUP: String(RATE_SWEEP.warmup) }),
+    );
+  }
+  const sectionAt = (transport: string, rate: number): SectionResult | undefined => {
+    const cell = cells.find((c) => c.env.RATE === String(rate));
+    return cell === undefined ? undefined : medianSection(cell.report, transport) ?? cell.report.sections.find((s) => s.transport === transport);
+  };
+  const rows = TRANSPORTS.flatMap((transport) =>
+    RATE_SWEEP.rates.map((rate) => {
+      const s = sectionAt(transport, rate);
+      const open = s?.openLoop;
+      return [transportByName(transport).label, String(rate), fixed(open?.achievedRatePerSecond, 0), open ? String(open.unsentCount) : '-', fixed(open?.sendLag?.p99Ms, 3), fixed(open?.latencyFromDue?.p50Ms, 3), fixed(open?.latencyFromDue?.p99Ms, 3), fixed(s?.latency?.p99Ms, 3), s?.ok ? 'ok' : `FAILED${s?.failure ? `: ${s.failure}` : ''}`];
+    }),
+  );
+  const rateChart = (id: string, title: string, chartNote: string, yLabel: string, of: (section: SectionResult | undefined) => number | null | undefined): SweepChart => ({
+    id,
+    title,
+    note: chartNote,
+    xLabel: 'RATE, images/s offered',
+    yLabel,
+    series: TRANSPORTS.map((transport) => ({ label: transportByName(transport).label, points: RATE_SWEEP.rates.map((rate) => ({ x: rate, y: of(sectionAt(transport, rate)) ?? null })) })),
+  });
+  const note = `${formatSize(RATE_SWEEP.bytes)} images on an open-loop schedule, ${RATE_SWEEP.seconds} s per rate (at least ${RATE_SWEEP.minCount} images) after ${RATE_SWEEP.warmup} untimed, WINDOW=${RATE_SWEEP.window} bounding the images in flight: past saturation the achieved rate stops rising and images are dropped at the sender.`;
+  return {
+    cells,
+    charts: [
+      rateChart('latency-vs-rate', 'p99 latency from the due time against offered load', note, 'p99 one-way ms from due time', (section) => section?.openLoop?.latencyFromDue?.p99Ms),
+      rateChart(
+        'achieved-vs-rate',
+        'Achieved rate against offered load',
+        'Images per second actually sent (first send to last) against RATE: on the diagonal below saturation, flat past it, where the images that fell due while WINDOW were in flight are dropped at the sender.',
+        'images/s achieved',
+        (section) => section?.openLoop?.achievedRatePerSecond,
+      ),
+    ],
+    lines: [`Rate: ${note}`, renderTable(['Transport', 'RATE/s', 'achieved/s', 'unsent', 'send lag p99', 'from due p50', 'from due p99', 'one-way p99', 'Result'], rows)],
+  };
+}
+
 async function main(parts: readonly Part[]): Promise<void> {
   const started = new Date();
   const narrowed = OPTIONS.transports === undefined ? '' : `; transports: ${OPTIONS.transports.join(', ')}`;
@@ -498,6 +610,21 @@ async function main(parts: readonly Part[]): Promise<void> {
     record.steady = result.cells.map(strip);
     host ??= result.cells[0]?.report.run.hosts.receiver;
   }
+  const charts: SweepChart[] = [];
+  if (parts.includes('clients')) {
+    const result = await clientSweep();
+    lines.push('', ...result.lines);
+    record.clients = result.cells.map(strip);
+    charts.push(result.chart);
+    host ??= result.cells[0]?.report.run.hosts.receiver;
+  }
+  if (parts.includes('rate')) {
+    const result = await rateSweep();
+    lines.push('', ...result.lines);
+    record.rate = result.cells.map(strip);
+    charts.push(...result.charts);
+    host ??= result.cells[0]?.report.run.hosts.receiver;
+  }
   if (host) {
     lines.splice(1, 0, `Host: ${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}, ${host.platform} ${host.kernel}, ${nodeDescription(host)}`, `Libraries: ${Object.entries(host.libraries).map(([n, v]) => `${n} ${v}`).join(', ')}`);
   }
@@ -511,6 +638,11 @@ async function main(parts: readonly Part[]): Promise<void> {
   const file = projectPath('bench', `results-${started.toISOString().slice(0, 10)}${suffix}.json`);
   await writeFile(file, `${JSON.stringify({ ...record, totalSeconds, text }, null, 1)}\n`);
   process.stdout.write(`Written: ${path.relative(process.cwd(), file)}\n`);
+  if (charts.length > 0) {
+    const page = projectPath('bench', `sweeps-${started.toISOString().slice(0, 10)}${suffix}.html`);
+    await writeFile(page, renderSweepPage(`image-transfer-bench sweeps, ${started.toISOString()}`, charts, reportLibraries()));
+    process.stdout.write(`Written: ${path.relative(process.cwd(), page)}\n`);
+  }
 }
 
 await main(OPTIONS.parts);

@@ -13,7 +13,8 @@ import { resultsSchemaErrors } from './lib/results-schema.js';
 // every default transport ok and a schema-valid results.json; `up -d` with TRANSPORTS=all must
 // serve the report at GET / on the published control port, every transport ok (NATS through its
 // compose service, websocket-push dialling the transmitter's container back); a run with one transport made to fail must exit 1 with the
-// reason in output.log; and a ./output owned by another host user must stay theirs.
+// reason in output.log; a ./output owned by another host user must stay theirs; and
+// docker-compose.shaped.yml must shape the link to NETWORK_RATE.
 // `docker-compose down -v` after each. Needs a Docker engine and the base images (on a machine
 // without Docker Hub: scripts/docker/stand-in-images.sh) and root (it hands ./output to another
 // uid). .ci/run runs it; `npm test` does not.
@@ -122,6 +123,24 @@ async function main(): Promise<void> {
     for (const until = Date.now() + 30_000; !existsSync(logFile) && Date.now() < until; ) await new Promise((resolve) => setTimeout(resolve, 500));
     const { report, log } = readReport(dir);
     expectAllOk(report, log, ALL_TRANSPORTS);
+  });
+
+  await scenario('docker-compose.shaped.yml with NETWORK_RATE=200mbit: tc in each container, output.log says the link, TCP within the rate', async (dir, env) => {
+    const code = await runCompose(dir, ['-f', 'docker-compose.yml', '-f', 'docker-compose.shaped.yml', 'up', '--build', '--exit-code-from', 'transmitter'], {
+      ...env,
+      TRANSPORTS: 'tcp,redis',
+      NETWORK_RATE: '200mbit',
+      IMAGE_COUNT: '100',
+      WINDOW: '8',
+    });
+    if (code !== 0) fail(`exit code ${code}, expected 0`);
+    const { report, log } = readReport(dir);
+    expectAllOk(report, log, ['tcp', 'redis']);
+    if (!/^Link: the compose network, each service's eth0 \(MTU \d+\) shaped on egress by tc in its container: tbf rate 200mbit \(NETWORK_RATE=200mbit\)$/m.test(log)) fail('output.log does not say the shaped link');
+    // 200 mbit/s is 25 MB/s of frames: above it the link was not shaped; far below, shaping is broken.
+    const tcp = report.sections.find((s) => s.transport === 'tcp')?.throughputMBps ?? 0;
+    if (!(tcp >= 0.5 * 25 && tcp <= 1.05 * 25)) fail(`TCP made ${tcp} MB/s over a 200mbit link, expected 12.5 to 26.25`);
+    process.stdout.write(`compose-check: TCP over the shaped link: ${tcp.toFixed(1)} MB/s (${((100 * tcp) / 25).toFixed(0)} % of 25 MB/s)\n`);
   });
 
   await scenario('one transport made to fail, ./output made by another host user: exit 1, the reason in output.log, files stay theirs', async (dir, env) => {

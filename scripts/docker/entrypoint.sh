@@ -8,7 +8,14 @@
 #   node user (uid 1000) and the service runs as node.
 # ALSO_OWN lists directories inside the container (the secret's volume) handed to the same user.
 # Without RUN_AS_OWNER_OF, or when started as another user than root, the command runs as it is.
+# With NETWORK_RATE, NETWORK_DELAY or NETWORK_LOSS (docker-compose.shaped.yml, which adds
+# NET_ADMIN), tc first shapes this container's egress, as root, and the service learns what was
+# applied through ITB_LINK; a container that cannot shape exits 2 with the reason.
 set -eu
+if [ -n "${NETWORK_RATE:-}${NETWORK_DELAY:-}${NETWORK_LOSS:-}" ]; then
+  ITB_LINK=$(node /app/dist/scripts/shape-container.js) || exit 2
+  export ITB_LINK
+fi
 dir=${RUN_AS_OWNER_OF:-}
 if [ -z "$dir" ] || [ "$(id -u)" != 0 ]; then exec "$@"; fi
 mkdir -p "$dir" 2>/dev/null || true

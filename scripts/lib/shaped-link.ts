@@ -97,22 +97,36 @@ export async function openShapedLink(shaping: NetworkShaping, id = process.pid):
     throw new ShapingRefused(`cannot set up the network namespace and veth pair for ${describeShaping(shaping)}: ${errorMessage(err)}`);
   }
   try {
-    for (const args of [...shapingCommands(rootDevice, shaping), ...shapingCommands(txDevice, shaping, namespace)]) await command('tc', args);
+    await applyShaping([...shapingCommands(rootDevice, shaping), ...shapingCommands(txDevice, shaping, namespace)], shaping);
   } catch (err) {
     await close();
+    throw err;
+  }
+  const description =
+    `a veth pair, MTU ${LINK_MTU}, between the transmitter's own network namespace (${transmitterAddress}) and the receiver's (${receiverAddress}, with any private broker), ` +
+    `shaped each way by tc: ${shapedText(shaping)}`;
+  return { namespace, receiverAddress, transmitterAddress, description, close };
+}
+
+/** Runs `commands` (tc's arguments) in order; rejects with {@link ShapingRefused} saying why, netem missing included. */
+export async function applyShaping(commands: readonly string[][], shaping: NetworkShaping): Promise<void> {
+  try {
+    for (const args of commands) await command('tc', args);
+  } catch (err) {
     const message = errorMessage(err);
     if ((shaping.delayMs !== undefined || shaping.lossPercent !== undefined) && /netem|qdisc kind is unknown/i.test(message)) {
       throw new ShapingRefused(`NETWORK_DELAY and NETWORK_LOSS need tc's netem, and this kernel has no sch_netem (${message}); NETWORK_RATE alone works with tbf`);
     }
     throw new ShapingRefused(`tc could not shape the link for ${describeShaping(shaping)}: ${message}`);
   }
+}
+
+/** "tbf rate 200mbit, netem delay 20 ms (NETWORK_RATE=200mbit, NETWORK_DELAY=20ms)". */
+export function shapedText(shaping: NetworkShaping): string {
   const shaped = [
     shaping.rateBitsPerSecond === undefined ? '' : `tbf rate ${formatBitRate(shaping.rateBitsPerSecond)}`,
     shaping.delayMs === undefined ? '' : `netem delay ${shaping.delayMs} ms`,
     shaping.lossPercent === undefined ? '' : `netem loss ${shaping.lossPercent} %`,
   ].filter(Boolean);
-  const description =
-    `a veth pair, MTU ${LINK_MTU}, between the transmitter's own network namespace (${transmitterAddress}) and the receiver's (${receiverAddress}, with any private broker), ` +
-    `shaped each way by tc: ${shaped.join(', ')} (${describeShaping(shaping)})`;
-  return { namespace, receiverAddress, transmitterAddress, description, close };
+  return `${shaped.join(', ')} (${describeShaping(shaping)})`;
 }

@@ -1,0 +1,63 @@
+import { escapeHtml, HTML_REPORT_CSP, jsonForScript, scriptForInline, styleForInline } from '../../services/core/html-report.js';
+
+// The bench's sweeps drawn as one self-contained HTML page (Chart.js inlined, as report.html does):
+// latency against clients, latency against offered load. Pure: the libraries' sources are given.
+
+/** One line of a chart: a transport's points. */
+export interface SweepSeries {
+  label: string;
+  points: { x: number; y: number | null }[];
+}
+
+/** One chart of the page. */
+export interface SweepChart {
+  id: string;
+  title: string;
+  /** What the chart shows and how it was measured, under its title. */
+  note: string;
+  xLabel: string;
+  yLabel: string;
+  series: SweepSeries[];
+}
+
+// Draws every chart from the JSON block: log-scaled x (clients and rates span decades), one line per series.
+const DRAW_SCRIPT = `
+const charts = JSON.parse(document.getElementById('itb-sweeps').textContent);
+const colours = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf', '#393b79', '#637939', '#843c39'];
+window.__charts = {};
+for (const chart of charts) {
+  const canvas = document.querySelector('canvas[data-chart="' + chart.id + '"]');
+  window.__charts[chart.id] = new Chart(canvas, {
+    type: 'line',
+    data: { datasets: chart.series.map((s, i) => ({ label: s.label, data: s.points, borderColor: colours[i % colours.length], backgroundColor: colours[i % colours.length], spanGaps: false })) },
+    options: { animation: false, parsing: false, scales: { x: { type: 'logarithmic', title: { display: true, text: chart.xLabel } }, y: { type: 'logarithmic', title: { display: true, text: chart.yLabel } } } },
+  });
+}
+`;
+
+/** The page: a title, then one card per chart. */
+export function renderSweepPage(title: string, charts: readonly SweepChart[], libraries: { chartJs: string; pageCss: string }): string {
+  const cards = charts
+    .map((c) => `<section class="card"><h2>${escapeHtml(c.title)}</h2><p class="note">${escapeHtml(c.note)}</p><canvas data-chart="${escapeHtml(c.id)}" aria-label="${escapeHtml(c.title)}"></canvas></section>`)
+    .join('\n');
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="${escapeHtml(HTML_REPORT_CSP)}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title>
+<style>${styleForInline(libraries.pageCss)}</style>
+</head>
+<body>
+<main>
+<h1>${escapeHtml(title)}</h1>
+${cards}
+</main>
+<script type="application/json" id="itb-sweeps">${jsonForScript(charts)}</script>
+<script>${scriptForInline(libraries.chartJs)}</script>
+<script>${scriptForInline(DRAW_SCRIPT)}</script>
+</body>
+</html>
+`;
+}

@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { HTML_REPORT_CSP } from '../../services/core/html-report.js';
+import { renderSweepPage, type SweepChart } from '../../scripts/lib/sweep-page.js';
+
+const chart: SweepChart = {
+  id: 'latency-vs-clients',
+  title: 'p99 one-way latency against clients',
+  note: '64.0 KB × 4000 <images>',
+  xLabel: 'CLIENTS',
+  yLabel: 'p99 ms',
+  series: [{ label: 'TCP </script>', points: [{ x: 1, y: 0.5 }, { x: 10, y: null }] }],
+};
+
+describe('renderSweepPage', () => {
+  const html = renderSweepPage('sweeps & more', [chart], { chartJs: 'var Chart = function () {};', pageCss: 'body { margin: 0 }' });
+
+  it('is one self-contained page under the report\'s CSP, a canvas per chart, text escaped', () => {
+    expect(html).toContain(`<meta http-equiv="Content-Security-Policy" content="${HTML_REPORT_CSP.replace(/'/g, '&#39;')}">`);
+    expect(html).toContain('<title>sweeps &amp; more</title>');
+    expect(html).toContain('<canvas data-chart="latency-vs-clients" aria-label="p99 one-way latency against clients"></canvas>');
+    expect(html).toContain('<p class="note">64.0 KB × 4000 &lt;images&gt;</p>');
+    expect(html).toContain('var Chart = function () {};');
+    expect(html).not.toMatch(/<script[^>]+src=/);
+  });
+
+  it('carries the charts as JSON that cannot close its script element, gaps kept as null', () => {
+    const json = /<script type="application\/json" id="itb-sweeps">([\s\S]*?)<\/script>/.exec(html)?.[1];
+    expect(json).not.toContain('</script>');
+    expect(JSON.parse(json!)).toEqual([chart]);
+  });
+});
