@@ -1,4 +1,4 @@
-import { escapeHtml, HTML_REPORT_CSP, jsonForScript, scriptForInline, styleForInline } from '../../services/core/html-report.js';
+import { escapeHtml, jsonForScript, pageHead, scriptForInline } from '../../services/core/html-report.js';
 
 // The bench's sweeps drawn as one self-contained HTML page (Chart.js inlined, as report.html does):
 // latency against clients, latency against offered load. Pure: the libraries' sources are given.
@@ -40,15 +40,7 @@ export function renderSweepPage(title: string, charts: readonly SweepChart[], li
   const cards = charts
     .map((c) => `<section class="card"><h2>${escapeHtml(c.title)}</h2><p class="note">${escapeHtml(c.note)}</p><canvas data-chart="${escapeHtml(c.id)}" aria-label="${escapeHtml(c.title)}"></canvas></section>`)
     .join('\n');
-  return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="${escapeHtml(HTML_REPORT_CSP)}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
-<style>${styleForInline(libraries.pageCss)}</style>
-</head>
+  return `${pageHead(title, libraries.pageCss)}
 <body>
 <main>
 <h1>${escapeHtml(title)}</h1>

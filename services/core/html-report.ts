@@ -144,15 +144,7 @@ export function renderHtmlReport(runs: readonly RunReport[], libraries: HtmlRepo
   const transports = transportViewsOf(views);
   const specs = chartSpecs(views, transports);
   const title = views.length === 1 ? `image-transfer-bench · ${formatDate(views[0]!.report.run.startedAt)}` : `image-transfer-bench · before / after`;
-  return `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="${escapeHtml(HTML_REPORT_CSP)}">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(title)}</title>
-<style>${styleForInline(libraries.pageCss)}</style>
-</head>
+  return `${pageHead(title, libraries.pageCss)}
 <body>
 <main>
 ${renderHeader(views, transports)}
@@ -167,6 +159,19 @@ ${renderFootnotes()}
 </body>
 </html>
 `;
+}
+
+/** A self-contained page's start, up to its body: no request leaves it (HTML_REPORT_CSP), its style inlined. */
+export function pageHead(title: string, pageCss: string): string {
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="${escapeHtml(HTML_REPORT_CSP)}">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(title)}</title>
+<style>${styleForInline(pageCss)}</style>
+</head>`;
 }
 
 /** Text safe inside an HTML element or a quoted attribute. */
