@@ -5,11 +5,12 @@ import type { Door, DoorPass } from '../contract.js';
 
 // Who gets in, and how much a peer can make the receiver hold, decided in one place for every
 // transport. Only the open section's transmitter gets in, on that section's transport, with the
-// connections of one link (one, or as many as the transport's connectionsPerLink asks, never more
-// than MAX_LINKS_PER_SECTION); everything else is refused before any of its payload is held. So the
-// memory held for incomplete messages is bounded by configuration: one image of MAX_IMAGE_SIZE per
-// admitted connection, plus a small, fixed amount for each connection still proving itself, and a
-// listener keeps at most MAX_CONNECTIONS_PER_LISTENER connections.
+// connections of its links, one per client (each one connection, or as many as the transport's
+// connectionsPerLink asks, never more than MAX_LINKS_PER_SECTION); everything else is refused
+// before any of its payload is held. So the memory held for incomplete messages is bounded by
+// configuration: one image of MAX_IMAGE_SIZE per admitted connection, plus a small, fixed amount
+// for each connection still proving itself, of which a listener keeps at most
+// MAX_CONNECTIONS_PER_LISTENER besides the admitted ones.
 
 /**
  * Connections a listener keeps at once still proving themselves, besides those the open section
