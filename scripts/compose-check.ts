@@ -13,8 +13,9 @@ import { resultsSchemaErrors } from './lib/results-schema.js';
 // every default transport ok and a schema-valid results.json; `up -d` with TRANSPORTS=all must
 // serve the report at GET / on the published control port, every transport ok (NATS through its
 // compose service, websocket-push dialling the transmitter's container back); a run with one transport made to fail must exit 1 with the
-// reason in output.log; a ./output owned by another host user must stay theirs; and
-// docker-compose.shaped.yml must shape the link to NETWORK_RATE.
+// reason in output.log; a ./output owned by another host user must stay theirs;
+// docker-compose.shaped.yml must shape the link to NETWORK_RATE; and `--scale receiver=2` with
+// RECEIVERS=2 must send every image to both receivers.
 // `docker-compose down -v` after each. Needs a Docker engine and the base images (on a machine
 // without Docker Hub: scripts/docker/stand-in-images.sh) and root (it hands ./output to another
 // uid). .ci/run runs it; `npm test` does not.
@@ -81,7 +82,9 @@ async function scenario(name: string, body: (dir: string, env: Record<string, st
   // A fresh clone of HEAD, under a project name of its own: nothing of this checkout's leaks in.
   const clone = spawnSync('git', ['clone', '-q', projectRoot(), dir], { stdio: 'inherit' });
   if (clone.status !== 0) fail(`git clone of ${projectRoot()} failed`);
-  const env = { COMPOSE_PROJECT_NAME: `itbcheck${process.pid}`, CONTROL_PORT: String(await freePort()) };
+  // Two free ports in a row: the published range, one per receiver when a scenario scales it to two.
+  const controlPort = await freePort(2);
+  const env = { COMPOSE_PROJECT_NAME: `itbcheck${process.pid}`, CONTROL_PORT: String(controlPort), CONTROL_PORTS: `${controlPort}-${controlPort + 1}` };
   process.stdout.write(`\ncompose-check: ${name}\n`);
   try {
     await body(dir, env);
@@ -141,6 +144,18 @@ async function main(): Promise<void> {
     const tcp = report.sections.find((s) => s.transport === 'tcp')?.throughputMBps ?? 0;
     if (!(tcp >= 0.5 * 25 && tcp <= 1.05 * 25)) fail(`TCP made ${tcp} MB/s over a 200mbit link, expected 12.5 to 26.25`);
     process.stdout.write(`compose-check: TCP over the shaped link: ${tcp.toFixed(1)} MB/s (${((100 * tcp) / 25).toFixed(0)} % of 25 MB/s)\n`);
+  });
+
+  await scenario('RECEIVERS=2 with --scale receiver=2: the transmitter finds both, every image to each, both records written', async (dir, env) => {
+    const code = await runCompose(dir, ['up', '--build', '--scale', 'receiver=2', '--exit-code-from', 'transmitter'], { ...env, RECEIVERS: '2', TRANSPORTS: 'tcp,redis-pubsub' });
+    if (code !== 0) fail(`exit code ${code}, expected 0`);
+    const { report, log } = readReport(dir);
+    expectAllOk(report, log, ['tcp', 'redis-pubsub']);
+    for (const section of report.sections) {
+      const per = section.fanOut?.perReceiver.map((r) => `${r.receiver}:${r.okCount}`).join(',');
+      if (per !== `0:${section.imageCount},1:${section.imageCount}`) fail(`${section.transport}: per receiver ${per}, expected every image at both`);
+    }
+    if (!existsSync(path.join(dir, 'output', 'receiver-2', 'output.log'))) fail('the second receiver wrote no output/receiver-2/output.log');
   });
 
   await scenario('one transport made to fail, ./output made by another host user: exit 1, the reason in output.log, files stay theirs', async (dir, env) => {

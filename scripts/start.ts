@@ -6,18 +6,20 @@ import { stopChild } from '../services/shared/child-process.js';
 import type { ConfigIssue } from '../services/core/config.js';
 import { configFromEnvOrExit, effectiveLogLevel, ExitCode, imagePathIssues, outputDirIssues } from '../services/shared/entry.js';
 import { createLogger } from '../services/shared/logger.js';
+import { bracketHost } from '../services/shared/net.js';
 import { SERVICE_NODE_FLAGS } from '../services/shared/node-flags.js';
 import { projectPath } from '../services/shared/paths.js';
 import { isLoopbackHost, isShaped } from '../services/core/link.js';
 import type { LocalServer } from '../services/transports/contract.js';
 import { transportByName, transports } from '../services/transports/index.js';
+import { freePortsEnv } from './lib/ports.js';
 import { openShapedLink, ShapingRefused, type ShapedLink } from './lib/shaped-link.js';
 
 // `npm start`: the whole suite on this machine. Starts the receiver and the transmitter as two
 // processes (as docker compose does), plus, for every transport in the run that goes through a
 // server of its own (Redis) whose URL is not given, a private one from PATH; exits with the
 // transmitter's code once the receiver has shut down. Both services get a fresh AUTH_TOKEN for
-// this run alone, unless one is set. With NETWORK_RATE, NETWORK_DELAY or NETWORK_LOSS the
+// this run alone, unless one is set. With RECEIVERS=n it starts n receivers. With NETWORK_RATE, NETWORK_DELAY or NETWORK_LOSS the
 // transmitter runs in a network namespace of its own behind a shaped link (./lib/shaped-link.ts).
 
 // The services' own checks, here too, so bad input stops everything before any process starts.
@@ -40,6 +42,15 @@ function shapedUrlIssues(processEnv: NodeJS.ProcessEnv): ConfigIssue[] {
   });
 }
 
+/** Free ports for another receiver: CONTROL_PORT and every transport's, none of them one the first receiver is configured with. */
+async function portsBesides(first: typeof config): Promise<Record<string, string>> {
+  const taken = new Set([first.controlPort, ...Object.values(first.ports).flatMap((port) => [port, port + 1])]);
+  for (;;) {
+    const ports = await freePortsEnv();
+    if (Object.values(ports).every((port) => !taken.has(Number(port)))) return ports;
+  }
+}
+
 // Shaping first: when this machine cannot apply it, nothing has started yet (exit 2).
 let link: ShapedLink | undefined;
 if (isShaped(config.network)) {
@@ -54,16 +65,15 @@ if (isShaped(config.network)) {
   log.info({ namespace: link.namespace, receiverAddress: link.receiverAddress, transmitterAddress: link.transmitterAddress }, `shaped link: ${link.description}`);
 }
 
-function startService(name: 'receiver' | 'transmitter'): ChildProcess {
+function startService(name: 'receiver' | 'transmitter', ownEnv: NodeJS.ProcessEnv = {}): ChildProcess {
   const main = [...SERVICE_NODE_FLAGS, projectPath('dist', 'services', name, 'main.js')];
   // Behind a shaped link the receiver binds its end of the veth, and the transmitter runs in its
   // namespace, binding its own end (websocket-push's server) and dialling the receiver's.
-  const childEnv: NodeJS.ProcessEnv =
-    link === undefined
-      ? env
-      : name === 'receiver'
-        ? { ...env, BIND_HOST: link.receiverAddress }
-        : { ...env, BIND_HOST: link.transmitterAddress, RECEIVER_HOST: link.receiverAddress };
+  const childEnv: NodeJS.ProcessEnv = {
+    ...env,
+    ...ownEnv,
+    ...(link === undefined ? {} : name === 'receiver' ? { BIND_HOST: link.receiverAddress } : { BIND_HOST: link.transmitterAddress, RECEIVER_HOST: link.receiverAddress }),
+  };
   const child =
     link !== undefined && name === 'transmitter'
       ? spawn('ip', ['netns', 'exec', link.namespace, process.execPath, ...main], { env: childEnv, stdio: 'inherit' })
@@ -101,14 +111,24 @@ for (const name of config.transports) {
   }
 }
 
-const receiver = startService('receiver');
-const transmitter = startService('transmitter');
+// RECEIVERS > 1: the first receiver as configured, each other one on free ports of its own (its
+// files under OUTPUT_DIR/receiver-<k>); the transmitter gets every control address.
+const receiverEnvs: NodeJS.ProcessEnv[] = [{}];
+for (let index = 1; index < config.receivers; index++) receiverEnvs.push(await portsBesides(config));
+const receiverHost = link?.receiverAddress ?? config.receiverHost;
+const receivers = receiverEnvs.map((ownEnv) => startService('receiver', ownEnv));
+const transmitterEnv: NodeJS.ProcessEnv =
+  config.receivers === 1 ? {} : { ITB_RECEIVERS: receiverEnvs.map((own) => `${bracketHost(receiverHost)}:${own.CONTROL_PORT ?? config.controlPort}`).join(',') };
+const transmitter = startService('transmitter', transmitterEnv);
 // A receiver that dies takes the run with it: stop the transmitter rather than let it wait.
-receiver.on('exit', () => {
-  if (transmitter.exitCode === null) void stopChild(transmitter, 5000);
-});
+for (const receiver of receivers) {
+  receiver.on('exit', () => {
+    if (transmitter.exitCode === null) void stopChild(transmitter, 5000);
+  });
+}
 const [transmitterCode] = (await once(transmitter, 'exit')) as [number | null];
-const receiverDied = receiver.exitCode !== null;
+const died = receivers.find((receiver) => receiver.exitCode !== null);
+const receiverDied = died !== undefined;
 await cleanUp();
-if (receiverDied) process.stderr.write(`npm start: the receiver exited early (code ${receiver.exitCode}); see its log above.\n`);
+if (died !== undefined) process.stderr.write(`npm start: ${receivers.length > 1 ? `receiver ${receivers.indexOf(died) + 1}` : 'the receiver'} exited early (code ${died.exitCode}); see its log above.\n`);
 process.exit(transmitterCode === ExitCode.ok && !receiverDied ? ExitCode.ok : (transmitterCode ?? ExitCode.failed));

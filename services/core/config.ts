@@ -25,6 +25,8 @@ export interface TransportSpec {
   defaultRun: boolean;
   /** Most CLIENTS the transport can run (websocket-push: 1, its receiver dials one connection back); undefined: MAX_CLIENTS. */
   maxClients?: { clients: number; why: string };
+  /** Most RECEIVERS the transport can run (websocket-push: 1); undefined: MAX_RECEIVERS. */
+  maxReceivers?: { receivers: number; why: string };
 }
 
 /** Levels LOG_LEVEL accepts (pino's). */
@@ -46,6 +48,14 @@ export interface Config {
   ratePerSecond: number | undefined;
   /** CLIENTS: connections the transmitter opens per section, each with its own WINDOW; the section's images are dealt to whichever has room. */
   clients: number;
+  /** RECEIVERS: receivers every image goes to (point-to-point transports send a copy to each, pub/sub ones fan out). */
+  receivers: number;
+  /**
+   * Each receiver's control address when `npm start` runs several on this machine (ITB_RECEIVERS,
+   * which it sets); undefined: RECEIVER_HOST names them all (every address it resolves to, as
+   * compose's --scale gives), on CONTROL_PORT.
+   */
+  receiverAddresses: readonly { host: string; controlPort: number }[] | undefined;
   /** NETWORK_RATE, NETWORK_DELAY, NETWORK_LOSS: how `npm start` shapes the link (each undefined: not). */
   network: NetworkShaping;
   /**
@@ -104,6 +114,8 @@ export type ConfigResult = { ok: true; config: Readonly<Config> } | { ok: false;
 
 /** Most CLIENTS. */
 export const MAX_CLIENTS = 1000;
+/** Most RECEIVERS: a receiver's index travels in one byte of the ack, and 32 processes is already many for one machine. */
+export const MAX_RECEIVERS = 32;
 
 /** Most images IMAGE_COUNT allows in a section. */
 export const MAX_IMAGE_COUNT = 1_000_000;
@@ -191,6 +203,7 @@ function schemaFor(specs: readonly TransportSpec[]) {
     ),
     WINDOW: wholeNumber(1, 1024, 1),
     CLIENTS: wholeNumber(1, MAX_CLIENTS, 1),
+    RECEIVERS: wholeNumber(1, MAX_RECEIVERS, 1),
     RATE: variable<number | undefined>(
       `unset (a closed loop), or images per second above 0 and at most ${MAX_RATE_PER_SECOND.toLocaleString('en-US')}, e.g. 100 or 2.5`,
       (raw) => {
@@ -279,6 +292,26 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
       issues.push({ variable: 'CLIENTS', value: env.CLIENTS, allowed: `at most ${spec.maxClients.clients} with ${spec.name} in TRANSPORTS (${spec.maxClients.why})` });
     }
   }
+  const receivers = v.RECEIVERS as number | undefined;
+  if (receivers !== undefined && receivers > 1) {
+    const chosen = (v.TRANSPORTS as string[] | undefined) ?? [];
+    for (const spec of specs) {
+      if (spec.maxReceivers === undefined || !chosen.includes(spec.name) || receivers <= spec.maxReceivers.receivers) continue;
+      issues.push({ variable: 'RECEIVERS', value: env.RECEIVERS, allowed: `at most ${spec.maxReceivers.receivers} with ${spec.name} in TRANSPORTS (${spec.maxReceivers.why})` });
+    }
+  }
+  // ITB_RECEIVERS: "host:port,host:port", one per receiver, set by npm start.
+  let receiverAddresses: { host: string; controlPort: number }[] | undefined;
+  const listed = env.ITB_RECEIVERS?.trim();
+  if (listed) {
+    receiverAddresses = listed.split(',').map((entry) => {
+      const match = /^(.+):(\d{1,5})$/.exec(entry.trim());
+      return { host: (match?.[1] ?? '').replace(/^\[(.*)\]$/, '$1'), controlPort: Number(match?.[2] ?? 0) };
+    });
+    if (receiverAddresses.some((a) => a.host === '' || a.controlPort < 1 || a.controlPort > 65535) || (receivers !== undefined && receiverAddresses.length !== receivers)) {
+      issues.push({ variable: 'ITB_RECEIVERS', value: env.ITB_RECEIVERS, allowed: `host:port of each of the RECEIVERS (${receivers ?? '?'}) receivers, comma-separated (npm start sets it)` });
+    }
+  }
   const network: NetworkShaping = {
     rateBitsPerSecond: v.NETWORK_RATE as number | undefined,
     delayMs: v.NETWORK_DELAY as number | undefined,
@@ -329,6 +362,8 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
       window: v.WINDOW as number,
       ratePerSecond: v.RATE as number | undefined,
       clients: v.CLIENTS as number,
+      receivers: v.RECEIVERS as number,
+      receiverAddresses: receiverAddresses === undefined ? undefined : Object.freeze(receiverAddresses),
       network: Object.freeze(network),
       link,
       warmup: v.WARMUP as number | 'auto',

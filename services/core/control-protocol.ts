@@ -2,7 +2,7 @@
 // services use these types and schemas and meet only over the wire. Bodies are checked against
 // the schemas (fastify validates them, without type coercion), and kept small.
 
-import { MAX_CLIENTS, MAX_IMAGE_COUNT } from './config.js';
+import { MAX_CLIENTS, MAX_IMAGE_COUNT, MAX_RECEIVERS } from './config.js';
 import type { SideCost } from './cost.js';
 import { MAX_RATE_PER_SECOND } from './schedule.js';
 import type { HostFacts, RunInfo, RunReport } from './report.js';
@@ -111,7 +111,7 @@ export const warmupOutcomeSchema = {
 export const runInfoSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['startedAt', 'imageDescription', 'imageSizeBytes', 'imageCount', 'window', 'warmup', 'repeat', 'transports', 'arrivalNotes', 'config', 'hosts'],
+  required: ['startedAt', 'imageDescription', 'imageSizeBytes', 'imageCount', 'window', 'warmup', 'repeat', 'transports', 'arrivalNotes', 'config', 'receivers', 'receiverIndex', 'hosts'],
   properties: {
     startedAt: shortText,
     imageDescription: shortText,
@@ -123,6 +123,8 @@ export const runInfoSchema = {
     transports: { type: 'array', maxItems: 64, items: { type: 'string', maxLength: 64 } },
     arrivalNotes: { type: 'array', maxItems: 64, items: shortText },
     config: anyObject,
+    receivers: { type: 'integer', minimum: 1, maximum: MAX_RECEIVERS },
+    receiverIndex: { type: 'integer', minimum: 0, maximum: MAX_RECEIVERS - 1 },
     hosts: { type: 'object', additionalProperties: false, required: ['transmitter'], properties: { transmitter: anyObject } },
   },
 } as const;
@@ -143,7 +145,7 @@ const clockSchema = {
 export const sectionPlanSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['sectionId', 'transport', 'label', 'baseline', 'repeat', 'imageCount', 'warmup', 'imageSizeBytes', 'window', 'ratePerSecond', 'clients', 'clock'],
+  required: ['sectionId', 'transport', 'label', 'baseline', 'repeat', 'imageCount', 'warmup', 'imageSizeBytes', 'window', 'ratePerSecond', 'clients', 'receivers', 'receiverIndex', 'clock'],
   properties: {
     sectionId: { type: 'integer', minimum: 0, maximum: 2 ** 32 - 1 },
     transport: { type: 'string', maxLength: 64 },
@@ -156,6 +158,8 @@ export const sectionPlanSchema = {
     window: wholeNumber,
     ratePerSecond: { type: ['number', 'null'], exclusiveMinimum: 0, maximum: MAX_RATE_PER_SECOND },
     clients: { type: 'integer', minimum: 1, maximum: MAX_CLIENTS },
+    receivers: { type: 'integer', minimum: 1, maximum: MAX_RECEIVERS },
+    receiverIndex: { type: 'integer', minimum: 0, maximum: MAX_RECEIVERS - 1 },
     clock: clockSchema,
   },
 } as const;
@@ -206,5 +210,17 @@ export const sectionEndSchema = {
       required: ['connectMs', 'firstImageRttMs'],
       properties: { connectMs: msOrNull, firstImageRttMs: msOrNull },
     },
+  },
+} as const;
+
+/** POST /sections/:sectionId/fan-out: every receiver's figures and the aggregate (RECEIVERS > 1), to the first receiver. */
+export const fanOutSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['mode', 'perReceiver', 'aggregate'],
+  properties: {
+    mode: { enum: ['copies', 'one send'] },
+    perReceiver: { type: 'array', maxItems: MAX_RECEIVERS, items: anyObject },
+    aggregate: anyObject,
   },
 } as const;

@@ -19,8 +19,11 @@ export class DropLedger {
   /** Seqs settled as lost and not taken back. */
   lost = 0;
 
-  /** `allOpen` false: every seq starts as not this ledger's, and {@link open} adds the ones it carries (one ledger per client). */
-  constructor(seqs: number, allOpen = true) {
+  /**
+   * `allOpen` false: every seq starts as not this ledger's, and {@link open} adds the ones it
+   * carries (one ledger per client and receiver). `onLost` hears each seq as it is settled as lost.
+   */
+  constructor(seqs: number, allOpen = true, private readonly onLost?: (seq: number) => void) {
     this.states = new Uint8Array(seqs);
     if (!allOpen) this.states.fill(UNSENT);
   }
@@ -31,13 +34,14 @@ export class DropLedger {
   }
 
   /**
-   * `seq` was acknowledged (each seq is reported once): every open seq below it is settled as lost,
-   * and `seq` itself is taken back if it was. Returns how many seqs were newly settled as lost.
+   * `seq` was acknowledged (each seq is reported once): every open seq below it is settled as lost
+   * (unless `settlesEarlier` is false: acks that may overtake each other on the way back), and
+   * `seq` itself is taken back if it was. Returns how many seqs were newly settled as lost.
    */
-  acknowledged(seq: number): number {
+  acknowledged(seq: number, settlesEarlier = true): number {
     if (this.states[seq] === LOST) this.lost--;
     this.states[seq] = ACKED;
-    return this.settleBelow(seq);
+    return settlesEarlier ? this.settleBelow(seq) : 0;
   }
 
   /** Settles every open seq below `end` (the stamped ones, when the link fell silent) as lost; returns how many. */
@@ -48,6 +52,7 @@ export class DropLedger {
       if (this.states[seq] !== OPEN) continue;
       this.states[seq] = LOST;
       settled++;
+      this.onLost?.(seq);
     }
     this.lowestOpen = Math.max(this.lowestOpen, stop);
     this.lost += settled;

@@ -36,6 +36,11 @@ export interface Ack {
   sectionId: number;
   seq: number;
   status: AckStatus;
+  /**
+   * Which of the section's receivers sends it (RECEIVERS > 1; 0 for the first or only one): a
+   * pub/sub transport's one link hears every receiver. Raw acks carry it in their byte 9.
+   */
+  receiver?: number;
 }
 
 /** Wire code of each status: its index. */
@@ -85,12 +90,13 @@ export function decodeFrameHeader(buf: Buffer, maxImageBytes: number): FrameHead
 
 /** Encodes an acknowledgement for transports that carry raw bytes. */
 export function encodeAck(ack: Ack): Buffer {
-  // From the shared pool, as headers are; the three padding bytes are zeroed explicitly.
+  // From the shared pool, as headers are; the receiver's index, then two padding bytes zeroed explicitly.
   const buf = Buffer.allocUnsafe(ACK_BYTES);
   buf.writeUInt32BE(ack.sectionId, 0);
   buf.writeUInt32BE(ack.seq, 4);
   buf.writeUInt8(ACK_STATUS_CODES.indexOf(ack.status), 8);
-  buf.fill(0, 9);
+  buf.writeUInt8(ack.receiver ?? 0, 9);
+  buf.fill(0, 10);
   return buf;
 }
 
@@ -98,5 +104,7 @@ export function encodeAck(ack: Ack): Buffer {
 export function decodeAck(buf: Buffer): Ack {
   const status = buf.length === ACK_BYTES ? ACK_STATUS_CODES[buf.readUInt8(8)] : undefined;
   if (status === undefined) throw new ItbError(ErrorCode.frame, `malformed ack of ${buf.length} bytes`);
-  return { sectionId: buf.readUInt32BE(0), seq: buf.readUInt32BE(4), status };
+  // The first (or only) receiver, 0, is left out: an ack that names no receiver is its.
+  const receiver = buf.readUInt8(9);
+  return { sectionId: buf.readUInt32BE(0), seq: buf.readUInt32BE(4), status, ...(receiver === 0 ? {} : { receiver }) };
 }

@@ -26,6 +26,8 @@ export function exerciseSharedPaths(image: Buffer, frames = SHARED_PATH_FRAMES):
     window: 1,
     ratePerSecond: null,
     clients: 1,
+    receivers: 1,
+    receiverIndex: 0,
     clock: null,
   };
   const recorder = new SectionRecorder(plan);

@@ -1,6 +1,6 @@
 import type { PublicConfig } from './config.js';
 import type { SideCost } from './cost.js';
-import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type ClientFairness, type ColdStart, type OpenLoopFigures, type SectionResult } from './section.js';
+import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type ClientFairness, type ColdStart, type FanOut, type OpenLoopFigures, type SectionResult } from './section.js';
 import { formatSize } from './size.js';
 import { medianOf, rangeOf, type LatencySummary, type Range } from './stats.js';
 import { describeWarmup, describeWarmupOutcome, type WarmupPlan } from './warmup.js';
@@ -59,6 +59,9 @@ export interface RunInfo {
   arrivalNotes: readonly string[];
   /** The transmitter's validated configuration. */
   config: PublicConfig;
+  /** RECEIVERS: receivers the run sent every image to, and this report's receiver among them (from 0). */
+  receivers: number;
+  receiverIndex: number;
   hosts: { transmitter: HostFacts; receiver: HostFacts };
 }
 
@@ -217,6 +220,16 @@ function fairnessText(f: ClientFairness): string {
   return `${f.clients} connections, each with its own window: ${f.fewestImages}–${f.mostImages} images each; slowest ${fixed(f.slowestMBps, 1)} MB/s, fastest ${fixed(f.fastestMBps, 1)} MB/s (each over its own first stamp to last ack); Jain's fairness index ${fixed(f.jainIndex, 3)} (1 = all served alike)`;
 }
 
+/** "3, a copy each: aggregate of 60 intact, p50 …, p99 …; receiver 1: 20 intact, p50 …, … MB/s; …". */
+function fanOutText(f: FanOut): string {
+  const { aggregate: a } = f;
+  const receivers = f.perReceiver.map(
+    (r) => `receiver ${r.receiver + 1}: ${r.ok ? '' : 'FAILED, '}${r.okCount} intact${r.lostCount > 0 ? `, ${r.lostCount} lost` : ''}${r.corruptCount > 0 ? `, ${r.corruptCount} corrupt` : ''}, p50 ${ms(r.latency?.p50Ms)}, p99 ${ms(r.latency?.p99Ms)} ms, ${fixed(r.throughputMBps, 1)} MB/s`,
+  );
+  const how = f.mode === 'copies' ? 'a copy each' : 'one send reaching all';
+  return `${f.perReceiver.length}, ${how}: aggregate of ${a.okCount} intact${a.lostCount > 0 ? `, ${a.lostCount} lost` : ''}${a.corruptCount > 0 ? `, ${a.corruptCount} corrupt` : ''}, p50 ${ms(a.latency?.p50Ms)}, p99 ${ms(a.latency?.p99Ms)} ms, RTT p50 ${ms(a.rtt?.p50Ms)} ms; ${receivers.join('; ')}`;
+}
+
 /** "100 images/s", with up to 3 decimals for fractional rates. */
 function rateText(ratePerSecond: number): string {
   return `${Number(ratePerSecond.toFixed(3)).toLocaleString('en-US')} images/s`;
@@ -255,6 +268,7 @@ function renderSection(section: SectionResult, repeats: number): string {
     if (section.littleRatio !== null) lines.push(`Little's law: mean round trip = ${section.littleRatio.toFixed(3)} × WINDOW × total ÷ images (1 when the window stays full)`);
   }
   if (section.clientFairness !== null) lines.push(`Clients: ${fairnessText(section.clientFairness)}`);
+  if (section.fanOut !== null) lines.push(`Receivers: ${fanOutText(section.fanOut)}`);
   const open = section.openLoop;
   if (open !== null) {
     lines.push(`Open loop: ${openLoopText(open)}`);
@@ -347,6 +361,17 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
     if (!f) return [];
     return [[sectionTitle(t), String(f.clients), `${f.fewestImages}–${f.mostImages}`, fixed(f.slowestMBps, 1), fixed(f.fastestMBps, 1), fixed(f.jainIndex, 3)]];
   });
+  const fanOutRows = report.transports.flatMap((t) => {
+    const f = median(t)?.fanOut ?? report.sections.find((s) => s.transport === t.transport)?.fanOut;
+    if (!f) return [];
+    const row = (who: string, figures: { okCount: number; lostCount: number; latency: LatencySummary | null }, mbps: string): string[] => [
+      sectionTitle(t), who, String(figures.okCount), String(figures.lostCount), ms(figures.latency?.p50Ms), ms(figures.latency?.p99Ms), mbps,
+    ];
+    return [row(`all (${f.mode === 'copies' ? 'copies' : 'one send'})`, f.aggregate, '-'), ...f.perReceiver.map((r) => row(String(r.receiver + 1), r, fixed(r.throughputMBps, 1)))];
+  });
+  if (fanOutRows.length > 0) {
+    blocks.push(`Receivers (every image to each; "all": every receiver's images as one distribution):\n${renderTable(['Transport', 'receiver', 'OK', 'Lost', 'p50 ms', 'p99 ms', 'MB/s'], fanOutRows, false)}`);
+  }
   if (fairnessRows.length > 0) {
     blocks.push(
       `Clients (CLIENTS connections, each with its own window; each client's MB/s over its own first stamp to last ack; Jain's index 1 = all served alike):\n${renderTable(
@@ -382,9 +407,10 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
 }
 
 /** Who took part: one transmitter with its clients, one receiver. */
-export function peersText(run: Pick<RunInfo, 'config'>): string {
+export function peersText(run: Pick<RunInfo, 'config' | 'receivers'>): string {
   const clients = run.config.clients ?? 1;
-  return `one transmitter${clients > 1 ? ` with ${clients} clients (connections) per transport, each with its own window` : ', one connection per transport'}; one receiver`;
+  const receivers = run.receivers ?? 1;
+  return `one transmitter${clients > 1 ? ` with ${clients} clients (connections) per transport, each with its own window` : ', one connection per transport'}; ${receivers > 1 ? `${receivers} receivers, every image to each` : 'one receiver'}`;
 }
 
 function hostLine(side: string, host: HostFacts): string {

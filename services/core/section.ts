@@ -36,6 +36,10 @@ export interface SectionPlan {
   ratePerSecond: number | null;
   /** CLIENTS: connections the transmitter sent over at once, each with its own WINDOW. */
   clients: number;
+  /** RECEIVERS: receivers every image of the section went to. */
+  receivers: number;
+  /** This receiver's place among them, from 0 (the one that writes the run's figures for all). */
+  receiverIndex: number;
   clock: SectionClock | null;
 }
 
@@ -131,6 +135,71 @@ export function clientFairness(figures: readonly ClientFigures[], imageSizeBytes
   };
 }
 
+/** One receiver's figures in a section that went to several (RECEIVERS > 1). */
+export interface ReceiverFigures {
+  /** Its place among the receivers, from 0. */
+  receiver: number;
+  ok: boolean;
+  failure: string | null;
+  okCount: number;
+  lostCount: number;
+  corruptCount: number;
+  latency: LatencySummary | null;
+  rtt: LatencySummary | null;
+  totalMs: number | null;
+  throughputMBps: number | null;
+}
+
+/** A section that went to several receivers: each one's figures, and all of them together. */
+export interface FanOut {
+  /** How each image reached them: a copy per receiver (point-to-point), or one send that reached all (pub/sub). */
+  mode: 'copies' | 'one send';
+  perReceiver: ReceiverFigures[];
+  /** Every receiver's images as one distribution: counts summed, times of every intact image, every round trip. */
+  aggregate: { okCount: number; lostCount: number; corruptCount: number; latency: LatencySummary | null; rtt: LatencySummary | null };
+}
+
+/** The fan-out figures of one section from every receiver's result (the first receiver's first). */
+export function fanOutOf(results: readonly SectionResult[], mode: FanOut['mode']): FanOut {
+  const times = results.flatMap((r) => r.images.flatMap((i) => (i.status === 'ok' && i.timeMs !== null ? [i.timeMs] : [])));
+  const rtts = results.flatMap((r) => r.images.flatMap((i) => (i.rttMs === null ? [] : [i.rttMs])));
+  const sum = (of: (r: SectionResult) => number): number => results.reduce((total, r) => total + of(r), 0);
+  return {
+    mode,
+    perReceiver: results.map((r) => ({
+      receiver: r.receiverIndex,
+      ok: r.ok,
+      failure: r.failure,
+      okCount: r.okCount,
+      lostCount: r.lostCount,
+      corruptCount: r.corruptCount,
+      latency: r.latency,
+      rtt: r.rtt,
+      totalMs: r.totalMs,
+      throughputMBps: r.throughputMBps,
+    })),
+    aggregate: {
+      okCount: sum((r) => r.okCount),
+      lostCount: sum((r) => r.lostCount),
+      corruptCount: sum((r) => r.corruptCount),
+      latency: summarizeLatency(times) ?? null,
+      rtt: summarizeLatency(rtts) ?? null,
+    },
+  };
+}
+
+/**
+ * The first receiver's result with every receiver's figures: not ok, with the first other
+ * receiver's reason, when another receiver's section was not ok.
+ */
+export function withFanOut(result: SectionResult, fanOut: FanOut): SectionResult {
+  const bad = fanOut.perReceiver.find((r) => r.receiver !== result.receiverIndex && !r.ok);
+  if (bad === undefined) return { ...result, fanOut };
+  const why = bad.failure ?? `${bad.lostCount} lost, ${bad.corruptCount} corrupt`;
+  const failure = `receiver ${bad.receiver + 1} of ${fanOut.perReceiver.length}: ${why}`;
+  return { ...result, fanOut, ok: false, failure: result.failure === null ? failure : `${result.failure}; ${failure}` };
+}
+
 /** Each side's cost of the section; null for a side that could not measure (section failed early, or no broker). */
 export interface SectionCost {
   transmitter: SideCost | null;
@@ -193,6 +262,8 @@ export interface SectionResult extends SectionPlan {
   openLoop: OpenLoopFigures | null;
   /** CLIENTS > 1: how evenly the clients were served; null with one client. */
   clientFairness: ClientFairness | null;
+  /** RECEIVERS > 1, in the first receiver's record: every receiver's figures and the aggregate; null otherwise. */
+  fanOut: FanOut | null;
   /** How the warm-up went; null when the section failed before its warm-up ended. */
   warmedUp: WarmupOutcome | null;
   coldStart: ColdStart;
@@ -358,6 +429,7 @@ export class SectionRecorder {
               rttFromDue: summarizeLatency(rttsFromDueMs) ?? null,
             },
       clientFairness: extras.clientFigures ? clientFairness(extras.clientFigures, this.plan.imageSizeBytes) : null,
+      fanOut: null,
       warmedUp: this.warmedUp ?? null,
       coldStart: {
         connectMs: extras.coldStart?.connectMs ?? null,

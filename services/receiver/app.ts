@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -9,6 +9,7 @@ import {
   CONTROL_BODY_LIMIT_BYTES,
   runInfoSchema,
   SECTION_END_BODY_LIMIT_BYTES,
+  fanOutSchema,
   sectionEndSchema,
   sectionPlanSchema,
   warmupOutcomeSchema,
@@ -21,7 +22,7 @@ import {
 import { errorMessage } from '../core/errors.js';
 import { renderHtmlReport } from '../core/html-report.js';
 import { renderOutputLog, renderResultsJson, renderSummary, runSucceeded } from '../core/report.js';
-import type { SectionPlan } from '../core/section.js';
+import type { FanOut, SectionPlan } from '../core/section.js';
 import type { WarmupOutcome } from '../core/warmup.js';
 import { receiverAuthToken } from '../shared/auth-token.js';
 import { writeFileAtomic } from '../shared/files.js';
@@ -106,7 +107,7 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
     // Each client holds one link's connections.
     doorkeeper.openSection(plan.transport, credential, plan.clients * connectionsPerSection(transportByName(plan.transport), plan.window));
     try {
-      await listeners.openSection(plan.transport, { credential, window: plan.window, transmitterHost });
+      await listeners.openSection(plan.transport, { credential, window: plan.window, transmitterHost, receiverIndex: plan.receiverIndex });
     } catch (err) {
       doorkeeper.closeSection();
       return `receiver's ${plan.transport} listener could not prepare the section: ${errorMessage(err)}`;
@@ -121,10 +122,11 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
     await closeDataSection();
     const report = await session.finish(stopReason);
     if (report === undefined) return undefined;
-    await writeFileAtomic(path.join(config.outputDir, OUTPUT_FILES.results), renderResultsJson(report));
-    await writeFileAtomic(path.join(config.outputDir, OUTPUT_FILES.report), renderHtmlReport([report], reportLibraries()));
-    await writeFileAtomic(path.join(config.outputDir, OUTPUT_FILES.log), renderOutputLog(report));
-    const outputDir = path.resolve(config.outputDir);
+    const outputDir = path.resolve(session.outputDir(config.outputDir));
+    await mkdir(outputDir, { recursive: true });
+    await writeFileAtomic(path.join(outputDir, OUTPUT_FILES.results), renderResultsJson(report));
+    await writeFileAtomic(path.join(outputDir, OUTPUT_FILES.report), renderHtmlReport([report], reportLibraries()));
+    await writeFileAtomic(path.join(outputDir, OUTPUT_FILES.log), renderOutputLog(report));
     if (stopReason === null) log.info({ outputDir, strayFrames: session.strayFrames, rejectedInputs }, 'run finished; output files written');
     else log.warn({ outputDir, stopReason, strayFrames: session.strayFrames, rejectedInputs }, 'run ended incomplete; output files written');
     return { report, summary: renderSummary(report), succeeded: runSucceeded(report) };
@@ -207,6 +209,12 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
       log.info({ transport: result.transport, repeat: result.repeat, ok: result.ok, okCount: result.okCount, lostCount: result.lostCount, corruptCount: result.corruptCount, totalMs: result.totalMs }, 'section ended');
       return result;
     });
+    // RECEIVERS > 1: the first receiver gets every receiver's figures once the section is over everywhere.
+    app.post('/sections/:sectionId/fan-out', { onRequest, schema: { body: fanOutSchema } }, async (request, reply) => {
+      const result = session.attachFanOut(Number((request.params as { sectionId: string }).sectionId), request.body as FanOut);
+      if (result === undefined) return reply.code(409).send({ error: 'no such section in this run' });
+      return result;
+    });
     app.post('/runs/finish', { onRequest }, async (request, reply) => {
       const finished = await endRun(null);
       if (finished === undefined) return reply.code(409).send({ error: 'no run started' });
@@ -215,11 +223,11 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
     // For people: the live page during a run, the last run's report otherwise.
     app.get('/', async (request, reply) => {
       const progress = session.progress();
-      const report = progress === undefined ? await readFile(path.join(config.outputDir, OUTPUT_FILES.report), 'utf8').catch(() => undefined) : undefined;
+      const report = progress === undefined ? await readFile(path.join(session.outputDir(config.outputDir), OUTPUT_FILES.report), 'utf8').catch(() => undefined) : undefined;
       return reply.type('text/html; charset=utf-8').send(report ?? renderLivePage(progress));
     });
     app.get('/results.json', async (request, reply) => {
-      const results = await readFile(path.join(config.outputDir, OUTPUT_FILES.results), 'utf8').catch(() => undefined);
+      const results = await readFile(path.join(session.outputDir(config.outputDir), OUTPUT_FILES.results), 'utf8').catch(() => undefined);
       if (results === undefined) return reply.code(404).send({ error: 'no run has finished yet' });
       return reply.type('application/json; charset=utf-8').send(results);
     });

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { publicConfig, type Config } from '../core/config.js';
 import type { RunAnnouncement, SectionEnd } from '../core/control-protocol.js';
@@ -5,7 +6,7 @@ import { brokerCost, sideCost, type BrokerReading, type ResourceReading, type Si
 import { errorMessage } from '../core/errors.js';
 import type { Ack } from '../core/frame.js';
 import { buildRunReport, type HostFacts, type RunInfo, type RunReport } from '../core/report.js';
-import { SectionRecorder, type SectionPlan, type SectionResult } from '../core/section.js';
+import { SectionRecorder, withFanOut, type FanOut, type SectionPlan, type SectionResult } from '../core/section.js';
 import { exerciseSharedPaths } from '../core/prewarm.js';
 import { nsToMs } from '../core/stats.js';
 import { warmupImagesAllowed, type WarmupOutcome } from '../core/warmup.js';
@@ -50,6 +51,8 @@ interface OpenSection {
 export class RunSession {
   private info: RunInfo | undefined;
   private sections: SectionResult[] = [];
+  /** The last run's place among its receivers: its files stay where GET / finds them after the run. */
+  private lastReceiverIndex = 0;
   private open: OpenSection | undefined;
   private readonly verifier = new Verifier();
   /** Frames and inputs the run did not expect, for the log at its end. */
@@ -79,6 +82,7 @@ export class RunSession {
   start(announcement: RunAnnouncement): void {
     this.closeOpen();
     // A secret in the transmitter's config never reaches a report, whatever the transmitter sent.
+    this.lastReceiverIndex = announcement.receiverIndex;
     this.info = { ...announcement, config: publicConfig(announcement.config as Config), hosts: { transmitter: announcement.hosts.transmitter, receiver: this.receiverHost() } };
     this.sections = [];
     this.strayFrames = 0;
@@ -86,6 +90,12 @@ export class RunSession {
     const { warmup, imageSizeBytes } = announcement;
     if (warmup.mode === 'steady' || warmup.images > 0) exerciseSharedPaths(Buffer.alloc(Math.min(imageSizeBytes, SHARED_PATH_IMAGE_BYTES_LIMIT), 1));
     this.touch();
+  }
+
+  /** Where this run's files go: OUTPUT_DIR for the first receiver, OUTPUT_DIR/receiver-<k> for the k-th of several. */
+  outputDir(base: string): string {
+    const index = this.info?.receiverIndex ?? this.lastReceiverIndex;
+    return index === 0 ? base : path.join(base, `receiver-${index + 1}`);
   }
 
   /** Opens a section; a refusal (listener down, image too large) is recorded as a failed section. */
@@ -188,7 +198,20 @@ export class RunSession {
     if (this.log.isLevelEnabled('debug')) {
       this.log.debug({ transport: recorder.plan.transport, seq: header.seq, status, timeNs: String(frame.arrivalNs - header.sentAtNs) }, 'image received');
     }
-    return { sectionId: header.sectionId, seq: header.seq, status };
+    return { sectionId: header.sectionId, seq: header.seq, status, receiver: recorder.plan.receiverIndex };
+  }
+
+  /**
+   * Adds every receiver's figures to this receiver's (the first one's) record of section
+   * `sectionId`, once the transmitter has every receiver's result; undefined when no such section.
+   */
+  attachFanOut(sectionId: number, fanOut: FanOut): SectionResult | undefined {
+    let index = this.sections.length - 1;
+    while (index >= 0 && this.sections[index]!.sectionId !== sectionId) index--;
+    if (index < 0) return undefined;
+    const result = withFanOut(this.sections[index]!, fanOut);
+    this.sections[index] = result;
+    return result;
   }
 
   /**

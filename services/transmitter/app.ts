@@ -4,11 +4,11 @@ import { sectionCredential, type SectionCredential } from '../core/auth.js';
 import { imageChecksum } from '../core/checksum.js';
 import { estimateClockOffset, type ClockSample } from '../core/clock.js';
 import { publicConfig, type Config } from '../core/config.js';
-import type { RunAnnouncement, RunOutcome } from '../core/control-protocol.js';
+import type { HealthResponse, RunAnnouncement, RunOutcome } from '../core/control-protocol.js';
 import { sideCost, type SideCost } from '../core/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import { buildRunReport, renderSummary, type HostFacts } from '../core/report.js';
-import { acknowledgedOnlyResult, SectionRecorder, type SectionClock, type SectionPlan, type SectionResult, type TransmitterColdStart } from '../core/section.js';
+import { buildRunReport, renderSummary } from '../core/report.js';
+import { acknowledgedOnlyResult, fanOutOf, SectionRecorder, type SectionClock, type SectionPlan, type SectionResult, type TransmitterColdStart } from '../core/section.js';
 import { achievedRate, OpenLoopSchedule } from '../core/schedule.js';
 import { exerciseSharedPaths } from '../core/prewarm.js';
 import { nsToMs } from '../core/stats.js';
@@ -20,6 +20,7 @@ import type { TransmitterLink, Transport } from '../transports/contract.js';
 import { transportByName } from '../transports/index.js';
 import { ControlClient } from './control-client.js';
 import { AckWaiter, Flight, sleepUntil, type SectionProgress } from './flight.js';
+import { receiverAddresses } from './peers.js';
 
 export type { SectionProgress } from './flight.js';
 
@@ -45,6 +46,14 @@ export interface TransmitterApp {
 
 const nullableMs = (ns: number | null): number | null => (ns === null ? null : ns / 1e6);
 
+/** A receiver of the run as the transmitter reaches it: its place (0 first), its address, control client and health. */
+interface Peer {
+  index: number;
+  host: string;
+  control: ControlClient;
+  health: HealthResponse;
+}
+
 /** What one section's sends and acks produced on the transmitter's side. */
 interface TransferOutcome {
   failure: string | null;
@@ -65,30 +74,29 @@ function rotatedOrder(names: readonly string[], repeat: number): string[] {
 
 /** Builds a transmitter that sends `image` per the config; nothing happens until run(). */
 export function buildTransmitter(config: Readonly<Config>, image: RunImage, log: Logger, observer?: RunObserver): TransmitterApp {
-  const control = new ControlClient(config.receiverHost, config.controlPort, config.imageTimeoutMs);
   const checksum = imageChecksum(image.bytes);
   const transmitterHost = hostFacts(config.transports.map(transportByName));
   let receiverLost: string | undefined;
 
   // Sends seqs from `from` on while `more(seq)` holds, and returns the seq after the last one sent.
   // Every image some window admits (its client has fewer than WINDOW stamped and unacknowledged) is
-  // stamped at once, clients taking turns, and only then are they handed to their links, in
-  // order: a library's synchronous work on one image (a masked copy, an encode) is inside that
+  // stamped at once, clients taking turns, and only then are they handed to their links (its
+  // client's link to each receiver: a copy each), in order: a library's synchronous work on one image (a masked copy, an encode) is inside that
   // image's time and the ones after it, never between a free slot and its stamp. Then waits for
   // every ack.
-  async function sendPhase(links: readonly TransmitterLink[], flight: Flight, from: number, more: (seq: number) => boolean, waiter: AckWaiter, progress?: SectionProgress): Promise<number> {
+  async function sendPhase(links: readonly (readonly TransmitterLink[])[], flight: Flight, from: number, more: (seq: number) => boolean, waiter: AckWaiter, progress?: SectionProgress): Promise<number> {
     const admitted: [client: number, header: Buffer][] = [];
     let seq = from;
     while (more(seq)) {
       await waiter.until(() => flight.hasRoom(), config.imageTimeoutMs, () => `a free slot in a window before image seq ${seq}`);
       const next = (): number | undefined => (flight.hasRoom() && more(seq) ? flight.clientWithRoom() : undefined);
       for (let client = next(); client !== undefined; client = next()) admitted.push([client, flight.stamp(seq++, client).header]);
-      for (const [client, header] of admitted) links[client]!.send(header, image.bytes);
+      for (const [client, header] of admitted) for (const link of links[client]!) link.send(header, image.bytes);
       if (progress) progress.sent += admitted.length;
       admitted.length = 0;
     }
     const sent = seq;
-    await waiter.until(() => flight.acked + flight.lost >= sent, config.imageTimeoutMs, () => `${sent - flight.acked - flight.lost} outstanding acknowledgements`);
+    await waiter.until(() => flight.completed >= sent, config.imageTimeoutMs, () => `${sent - flight.completed} outstanding acknowledgements`);
     return sent;
   }
 
@@ -97,7 +105,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   // when every window is full, dropped at the sender and counted (the bound that keeps an
   // overloaded transport from queueing without end). Stamp − due is kept per image: latency from
   // the due time corrects coordinated omission. Then waits for every ack.
-  async function openLoopPhase(links: readonly TransmitterLink[], flight: Flight, from: number, ratePerSecond: number, waiter: AckWaiter, progress: SectionProgress): Promise<void> {
+  async function openLoopPhase(links: readonly (readonly TransmitterLink[])[], flight: Flight, from: number, ratePerSecond: number, waiter: AckWaiter, progress: SectionProgress): Promise<void> {
     const { plan } = flight;
     const lags: (number | null)[] = (flight.dueLagNs = new Array<number | null>(plan.imageCount).fill(null));
     const schedule = new OpenLoopSchedule(ratePerSecond, process.hrtime.bigint());
@@ -119,17 +127,17 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
         sendTimesNs.push(stampNs);
         admitted.push([client, header]);
       }
-      for (const [client, header] of admitted) links[client]!.send(header, image.bytes);
+      for (const [client, header] of admitted) for (const link of links[client]!) link.send(header, image.bytes);
       progress.sent += admitted.length;
       admitted.length = 0;
       if (index < plan.imageCount) await sleepUntil(schedule.dueNs(index));
     }
     flight.achievedRatePerSecond = achievedRate(sendTimesNs);
-    await waiter.until(() => flight.acked + flight.lost >= flight.stamped, config.imageTimeoutMs, () => `${flight.stamped - flight.acked - flight.lost} outstanding acknowledgements`);
+    await waiter.until(() => flight.completed >= flight.stamped, config.imageTimeoutMs, () => `${flight.stamped - flight.completed} outstanding acknowledgements`);
   }
 
   // The warm-up images: a fixed number, or until their round trips are steady (or a cap).
-  async function warmUp(links: readonly TransmitterLink[], flight: Flight, waiter: AckWaiter): Promise<WarmupOutcome> {
+  async function warmUp(links: readonly (readonly TransmitterLink[])[], flight: Flight, waiter: AckWaiter): Promise<WarmupOutcome> {
     const startNs = process.hrtime.bigint();
     let decision = 'more' as WarmupDecision;
     // The medians as judged when the warm-up stopped, before the window's last acks came in.
@@ -148,15 +156,18 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     };
   }
 
-  // One link per client, connected at once; when any fails to connect, the others are closed and
-  // the first problem is the section's.
-  async function connectClients(transport: Transport, plan: SectionPlan, credential: SectionCredential, flight: Flight, waiter: AckWaiter): Promise<TransmitterLink[]> {
-    const settled = await Promise.allSettled(
-      Array.from({ length: plan.clients }, (_, client) =>
+  // One link per client and receiver (a copy each), or per client alone for a transport whose one
+  // send reaches every receiver; all connected at once. When any fails to connect, the others are
+  // closed and the first problem is the section's.
+  async function connectLinks(transport: Transport, plan: SectionPlan, credential: SectionCredential, flight: Flight, waiter: AckWaiter, peers: readonly Peer[]): Promise<TransmitterLink[][]> {
+    const oneSend = transport.fanOut === 'one send';
+    const targets = oneSend ? peers.slice(0, 1) : peers;
+    const connecting = Array.from({ length: plan.clients }, (_, client) =>
+      targets.map((peer) =>
         transport.connect({
-          host: config.receiverHost,
+          host: peer.host,
           bindHost: config.bindHost,
-          port: config.ports[transport.name] ?? 0,
+          port: portOf(transport, peer),
           url: config.urls[transport.name],
           maxImageBytes: config.maxImageBytes,
           connectTimeoutMs: config.connectTimeoutMs,
@@ -164,17 +175,30 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
           imageBytes: image.bytes.length,
           window: plan.window,
           clients: plan.clients,
-          log: log.child({ transport: transport.name, ...(plan.clients > 1 ? { client } : {}) }),
-          onAck: (ack) => flight.onAck(ack),
+          receiverIndex: peer.index,
+          log: log.child({ transport: transport.name, ...(plan.clients > 1 ? { client } : {}), ...(peers.length > 1 ? { receiver: peer.index } : {}) }),
+          // A link to one receiver hears only it; a shared one hears every receiver, each naming itself.
+          onAck: (ack) => flight.onAck(ack, oneSend ? (ack.receiver ?? 0) : peer.index),
           onFailure: (err) => waiter.fail(err),
         }),
       ),
     );
-    const links = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
+    const settled = await Promise.allSettled(connecting.flat());
+    const connected = settled.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
     const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
-    if (failed === undefined) return links;
-    await closeLinks(transport, links);
-    throw failed.reason;
+    if (failed !== undefined) {
+      await closeLinks(transport, connected);
+      throw failed.reason;
+    }
+    return Array.from({ length: plan.clients }, (_, client) => connected.slice(client * targets.length, (client + 1) * targets.length));
+  }
+
+  // The port a link dials: the one the receiver reports for its listener (each receiver of several
+  // may have its own), else the configured one (websocket-push's is the transmitter's own).
+  function portOf(transport: Transport, peer: Peer): number {
+    const configured = config.ports[transport.name] ?? 0;
+    if (transport.setting.kind !== 'port' || transport.receiverDials) return configured;
+    return peer.health.listeners[transport.name]?.port || configured;
   }
 
   async function closeLinks(transport: Transport, links: readonly TransmitterLink[]): Promise<void> {
@@ -183,22 +207,23 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
 
   // Warm-up, then the recorded images with the transmitter's resources measured from the first
   // recorded stamp to the last recorded ack.
-  async function transfer(transport: Transport, plan: SectionPlan, credential: SectionCredential, progress: SectionProgress): Promise<TransferOutcome & { flight: Flight; warmedUp: WarmupOutcome | undefined }> {
+  async function transfer(transport: Transport, plan: SectionPlan, credential: SectionCredential, progress: SectionProgress, peers: readonly Peer[]): Promise<TransferOutcome & { flight: Flight; warmedUp: WarmupOutcome | undefined }> {
     const waiter = new AckWaiter();
     const flight = new Flight(plan, { sizeBytes: image.bytes.length, checksum }, progress, waiter, new RssPeakTracker(), transport.dropsImages !== undefined);
-    let links: TransmitterLink[] = [];
+    let links: TransmitterLink[][] = [];
     let cost: SideCost | null = null;
     let connectMs: number | null = null;
     let warmedUp: WarmupOutcome | undefined;
     const coldStart = (): TransmitterColdStart => ({ connectMs, firstImageRttMs: flight.stamped > 0 ? nullableMs(flight.rttOf(0)) : null });
     try {
       const connectStartNs = process.hrtime.bigint();
-      links = await connectClients(transport, plan, credential, flight, waiter);
+      links = await connectLinks(transport, plan, credential, flight, waiter, peers);
       connectMs = nsToMs(process.hrtime.bigint() - connectStartNs);
       waiter.notify();
       warmedUp = await warmUp(links, flight, waiter);
       if (warmedUp.steady === false) log.warn({ transport: transport.name, warmupMs: Math.round(warmedUp.ms), warmupImages: warmedUp.images, mediansMs: warmedUp.mediansMs }, 'round trips not steady when the warm-up reached its cap (WARMUP_MAX_MS): the section is marked not steady');
-      await control.startMeasuring(plan.sectionId, warmedUp);
+      const outcome = warmedUp;
+      await Promise.all(peers.map((peer) => peer.control.startMeasuring(plan.sectionId, outcome)));
       const from = warmedUp.images;
       flight.recordedFrom = from;
       waiter.notify();
@@ -218,22 +243,22 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       return { failure: errorMessage(err), cost, rttNs: flight.rttNs(), coldStart: coldStart(), flight, warmedUp };
     } finally {
       flight.rss.stop();
-      await closeLinks(transport, links);
+      await closeLinks(transport, links.flat());
     }
   }
 
-  // Ping-pong over the control endpoint; the offset is applied only across kernels (clocks).
-  async function estimateClock(receiverHost: HostFacts): Promise<SectionClock | null> {
-    await control.clockSample();
+  // Ping-pong over a receiver's control endpoint; the offset is applied only across kernels (clocks).
+  async function estimateClock(peer: Peer): Promise<SectionClock | null> {
+    await peer.control.clockSample();
     const samples: ClockSample[] = [];
-    for (let i = 0; i < CLOCK_SAMPLES; i++) samples.push(await control.clockSample());
+    for (let i = 0; i < CLOCK_SAMPLES; i++) samples.push(await peer.control.clockSample());
     const estimate = estimateClockOffset(samples);
     if (estimate === undefined) return null;
-    const sameKernel = transmitterHost.bootId !== null && transmitterHost.bootId === receiverHost.bootId;
+    const sameKernel = transmitterHost.bootId !== null && transmitterHost.bootId === peer.health.host.bootId;
     return { ...estimate, applied: !sameKernel };
   }
 
-  async function runSection(transport: Transport, repeat: number, receiverHost: HostFacts, authToken: string): Promise<SectionResult> {
+  async function runSection(transport: Transport, repeat: number, peers: readonly Peer[], authToken: string): Promise<SectionResult> {
     const progress: SectionProgress = {
       transport: transport.name,
       label: transport.label,
@@ -245,7 +270,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       acked: 0,
       startedAtMs: undefined,
     };
-    let plan: SectionPlan = {
+    const plan: SectionPlan = {
       sectionId: randomInt(1, 2 ** 32 - 1),
       transport: transport.name,
       label: transport.label,
@@ -257,37 +282,58 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       window: config.window,
       ratePerSecond: config.ratePerSecond ?? null,
       clients: config.clients,
+      receivers: peers.length,
+      receiverIndex: 0,
       clock: null,
     };
     log.info({ transport: transport.name, repeat, imageCount: plan.imageCount, imageSizeBytes: plan.imageSizeBytes, window: plan.window }, 'section start');
     observer?.sectionStarted(progress);
+    // Each receiver's plan: its place, and its own clock offset.
+    const plans: SectionPlan[] = peers.map((peer) => ({ ...plan, receiverIndex: peer.index }));
+    const opened = new Set<Peer>();
     let result: SectionResult;
     let outcome: Awaited<ReturnType<typeof transfer>> | undefined;
     try {
-      plan = { ...plan, clock: await estimateClock(receiverHost) };
-      await control.openSection(plan);
-      outcome = await transfer(transport, plan, sectionCredential(authToken, plan.sectionId), progress);
+      for (const peer of peers) plans[peer.index] = { ...plans[peer.index]!, clock: await estimateClock(peer) };
+      await Promise.all(
+        peers.map(async (peer) => {
+          await peer.control.openSection(plans[peer.index]!);
+          opened.add(peer);
+        }),
+      );
+      outcome = await transfer(transport, plans[0]!, sectionCredential(authToken, plan.sectionId), progress, peers);
       const { flight } = outcome;
-      result = await control.endSection(plan.sectionId, {
-        failure: outcome.failure,
-        transmitterCost: outcome.cost,
-        rttNs: outcome.rttNs,
-        dueLagNs: flight.dueLagNs,
-        achievedRatePerSecond: flight.achievedRatePerSecond,
-        clientFigures: flight.clientFigures(),
-        coldStart: outcome.coldStart,
-      });
+      const done = outcome;
+      const results = await Promise.all(
+        peers.map((peer) =>
+          peer.control.endSection(plan.sectionId, {
+            failure: done.failure,
+            transmitterCost: done.cost,
+            rttNs: flight.rttNs(peer.index),
+            dueLagNs: flight.dueLagNs,
+            achievedRatePerSecond: flight.achievedRatePerSecond,
+            clientFigures: flight.clientFigures(),
+            coldStart: done.coldStart,
+          }),
+        ),
+      );
+      opened.clear();
+      result = results[0]!;
+      // Several receivers: the first one's record gets every receiver's figures and the aggregate.
+      if (peers.length > 1) result = await peers[0]!.control.fanOut(plan.sectionId, fanOutOf(results, transport.fanOut ?? 'copies'));
     } catch (err) {
-      // The receiver could not take part (listener down) or is gone: then only the acks tell
+      // A receiver could not take part (listener down) or is gone: then only the acks tell
       // what arrived, and the run stops after this section.
       if (err instanceof ItbError && err.code === ErrorCode.receiverUnreachable) receiverLost ??= err.message;
+      // Receivers whose section is still open record it as failed, with the reason.
+      const reason = errorMessage(err);
+      await Promise.all([...opened].map((peer) => peer.control.endSection(plan.sectionId, { failure: reason, transmitterCost: null, rttNs: [], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null } }).catch(() => undefined)));
       const flight = outcome?.flight;
-      const ackedSeqs = new Set<number>();
-      if (flight) for (let seq = 0; seq < flight.ackedAtNs.length; seq++) if (flight.ackedAtNs[seq] !== 0n) ackedSeqs.add(seq);
+      const ackedSeqs = flight?.acknowledgedSeqs() ?? new Set<number>();
       result =
         ackedSeqs.size > 0
-          ? acknowledgedOnlyResult(plan, ackedSeqs, errorMessage(err), outcome?.warmedUp, { rttNs: outcome?.rttNs, coldStart: outcome?.coldStart, dueLagNs: flight?.dueLagNs, achievedRatePerSecond: flight?.achievedRatePerSecond, clientFigures: flight?.clientFigures() })
-          : new SectionRecorder(plan).result(errorMessage(err), { coldStart: outcome?.coldStart });
+          ? acknowledgedOnlyResult(plan, ackedSeqs, reason, outcome?.warmedUp, { rttNs: outcome?.rttNs, coldStart: outcome?.coldStart, dueLagNs: flight?.dueLagNs, achievedRatePerSecond: flight?.achievedRatePerSecond, clientFigures: flight?.clientFigures() })
+          : new SectionRecorder(plan).result(reason, { coldStart: outcome?.coldStart });
     }
     log.info({ transport: transport.name, repeat, ok: result.ok, okCount: result.okCount, lostCount: result.lostCount, corruptCount: result.corruptCount, totalMs: result.totalMs, failure: result.failure }, 'section end');
     observer?.sectionEnded(progress, result);
@@ -296,42 +342,51 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
 
   return {
     async run() {
-      const health = await control.waitUntilReady(config.connectTimeoutMs);
-      // Read once the receiver answers: without AUTH_TOKEN it is the file the receiver creates at start.
-      const authToken = transmitterAuthToken(config);
-      control.authorize(authToken);
-      const announcement: RunAnnouncement = {
-        startedAt: new Date().toISOString(),
-        imageDescription: image.description,
-        imageSizeBytes: image.bytes.length,
-        imageCount: config.imageCount,
-        window: config.window,
-        warmup: warmupPlan(config),
-        repeat: config.repeat,
-        transports: config.transports,
-        arrivalNotes: config.transports.flatMap((name) => transportByName(name).batchedArrivals ?? []),
-        config: publicConfig(config),
-        hosts: { transmitter: transmitterHost },
-      };
-      await control.startRun(announcement);
-      // WARMUP=0 is a cold run on purpose: nothing is warmed, not even the shared paths.
-      if (config.warmup !== 0) exerciseSharedPaths(image.bytes);
-      // Interleaved, one section of every transport per repeat, in an order rotated each repeat,
-      // so drift on a shared machine and a neighbour's leftover garbage hit every transport alike.
+      const addresses = await receiverAddresses(config);
+      const controls = addresses.map((address) => new ControlClient(address.host, address.controlPort, config.imageTimeoutMs));
       try {
+        const healths = await Promise.all(controls.map((control) => control.waitUntilReady(config.connectTimeoutMs)));
+        const peers: Peer[] = addresses.map((address, index) => ({ index, host: address.host, control: controls[index]!, health: healths[index]! }));
+        // Read once the receiver answers: without AUTH_TOKEN it is the file the receiver creates at start.
+        const authToken = transmitterAuthToken(config);
+        for (const control of controls) control.authorize(authToken);
+        const announcement: RunAnnouncement = {
+          startedAt: new Date().toISOString(),
+          imageDescription: image.description,
+          imageSizeBytes: image.bytes.length,
+          imageCount: config.imageCount,
+          window: config.window,
+          warmup: warmupPlan(config),
+          repeat: config.repeat,
+          transports: config.transports,
+          arrivalNotes: config.transports.flatMap((name) => transportByName(name).batchedArrivals ?? []),
+          config: publicConfig(config),
+          receivers: peers.length,
+          receiverIndex: 0,
+          hosts: { transmitter: transmitterHost },
+        };
+        await Promise.all(peers.map((peer) => peer.control.startRun({ ...announcement, receiverIndex: peer.index })));
+        // WARMUP=0 is a cold run on purpose: nothing is warmed, not even the shared paths.
+        if (config.warmup !== 0) exerciseSharedPaths(image.bytes);
+        // Interleaved, one section of every transport per repeat, in an order rotated each repeat,
+        // so drift on a shared machine and a neighbour's leftover garbage hit every transport alike.
         const sections: SectionResult[] = [];
         for (let repeat = 1; repeat <= config.repeat && receiverLost === undefined; repeat++) {
           for (const name of rotatedOrder(config.transports, repeat)) {
-            sections.push(await runSection(transportByName(name), repeat, health.host, authToken));
+            sections.push(await runSection(transportByName(name), repeat, peers, authToken));
             if (receiverLost !== undefined) break;
           }
         }
-        if (receiverLost === undefined) return await control.finishRun();
-        // The receiver is gone with its record: report what the transmitter knows, and stop.
-        const report = buildRunReport({ ...announcement, hosts: { transmitter: transmitterHost, receiver: health.host } }, sections, `receiver went away: ${receiverLost}`);
+        if (receiverLost === undefined) {
+          // The first receiver's outcome is the run's: it holds every receiver's figures.
+          const outcomes = await Promise.all(peers.map((peer) => peer.control.finishRun()));
+          return outcomes[0]!;
+        }
+        // A receiver is gone with its record: report what the transmitter knows, and stop.
+        const report = buildRunReport({ ...announcement, hosts: { transmitter: transmitterHost, receiver: peers[0]!.health.host } }, sections, `receiver went away: ${receiverLost}`);
         return { report, summary: renderSummary(report), succeeded: false, receiverLost };
       } finally {
-        control.close();
+        for (const control of controls) control.close();
       }
     },
   };

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { ClockSample } from '../core/clock.js';
 import { CLOCK_HEADER, type HealthResponse, type RunAnnouncement, type RunOutcome, type SectionEnd } from '../core/control-protocol.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import type { SectionPlan, SectionResult } from '../core/section.js';
+import type { FanOut, SectionPlan, SectionResult } from '../core/section.js';
 import type { WarmupOutcome } from '../core/warmup.js';
 import { bracketHost } from '../shared/net.js';
 
@@ -102,6 +102,11 @@ export class ControlClient {
   }
 
   /** Ends the run: the receiver writes output.log and results.json and returns the report. */
+  /** RECEIVERS > 1, to the first receiver: every receiver's figures; answers with its record of the section, now holding them. */
+  async fanOut(sectionId: number, fanOut: FanOut): Promise<SectionResult> {
+    return (await this.post(`/sections/${sectionId}/fan-out`, fanOut)) as SectionResult;
+  }
+
   async finishRun(): Promise<RunOutcome> {
     return (await this.post('/runs/finish', undefined)) as RunOutcome;
   }

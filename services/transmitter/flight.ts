@@ -102,19 +102,41 @@ export interface FrameFacts {
   checksum: bigint;
 }
 
-/** One section's bookkeeping of stamps and acks, shared by its warm-up and recorded phases. */
+/** A (seq, receiver) pair's state: no ack yet, acknowledged, or settled as lost. */
+const PAIR_OPEN = 0;
+const PAIR_ACKED = 1;
+const PAIR_LOST = 2;
+
+/**
+ * One section's bookkeeping of stamps and acks, shared by its warm-up and recorded phases. Each
+ * image is stamped once and goes to every receiver (RECEIVERS); it holds its client's window slot
+ * until every receiver has acknowledged it or it is settled as lost for the ones that have not.
+ */
 export class Flight {
   /** Stamp of every seq, warm-up included (0 until stamped). */
   readonly stampsNs: BigInt64Array;
-  readonly ackedAtNs: BigInt64Array;
+  /** When each (seq, receiver) ack was processed, at seq × receivers + receiver (0 until then). */
+  private readonly pairAckedNs: BigInt64Array;
+  private readonly pairStates: Uint8Array;
+  /** Per seq: receivers that acknowledged it, and receivers done with it (acknowledged or settled as lost). */
+  private readonly acksOf: Uint8Array;
+  private readonly resolvedOf: Uint8Array;
+  /** When the last receiver's ack of each seq was processed (0 until every receiver acknowledged it). */
+  private readonly ackedAtNs: BigInt64Array;
   /** The client that carried each seq. */
   private readonly clientOfSeq: Uint16Array;
   private readonly stampedBy: Int32Array;
-  private readonly ackedBy: Int32Array;
+  private readonly completedBy: Int32Array;
   /** The client the next image is offered to first: clients take turns. */
   private nextClient = 0;
+  private readonly receivers: number;
   stamped = 0;
+  /** Images every receiver acknowledged. */
   acked = 0;
+  /** Images every receiver is done with (acknowledged, or settled as lost): they no longer hold a window slot. */
+  completed = 0;
+  /** (seq, receiver) pairs settled as lost and never acknowledged since. */
+  private lostPairs = 0;
   /** One past the highest seq stamped (equals `stamped` unless RATE dropped some at the sender). */
   nextSeq = 0;
   /** Recorded images dropped at the sender under RATE (due while every client's window was full). */
@@ -123,9 +145,9 @@ export class Flight {
   dueLagNs: (number | null)[] | null = null;
   achievedRatePerSecond: number | null = null;
   /**
-   * For a transport that drops images by design: per client, which seqs are settled as lost (they
-   * free their window slot). A client's images arrive in order or not at all; another client's
-   * ack says nothing about them.
+   * For a transport that drops images by design: one ledger per client and receiver (a pipe),
+   * which says what is settled as lost. A pipe's images arrive in order or not at all; another
+   * pipe's ack says nothing about them.
    */
   private readonly ledgers: DropLedger[] | undefined;
   private slowestRttNs = 0;
@@ -145,14 +167,19 @@ export class Flight {
     dropsImages: boolean,
   ) {
     const seqs = warmupImageLimit(plan.warmup) + plan.imageCount;
+    this.receivers = plan.receivers;
     this.stampsNs = new BigInt64Array(seqs);
     this.ackedAtNs = new BigInt64Array(seqs);
+    this.pairAckedNs = new BigInt64Array(seqs * plan.receivers);
+    this.pairStates = new Uint8Array(seqs * plan.receivers);
+    this.acksOf = new Uint8Array(seqs);
+    this.resolvedOf = new Uint8Array(seqs);
     this.clientOfSeq = new Uint16Array(seqs);
     this.stampedBy = new Int32Array(plan.clients);
-    this.ackedBy = new Int32Array(plan.clients);
+    this.completedBy = new Int32Array(plan.clients);
     if (plan.warmup.mode === 'steady') this.steadiness = new SteadinessCheck(plan.warmup.blockImages, plan.warmup.tolerance);
     if (dropsImages) {
-      const ledgers = Array.from({ length: plan.clients }, () => new DropLedger(seqs, false));
+      const ledgers = Array.from({ length: plan.clients * plan.receivers }, (_, pipe) => new DropLedger(seqs, false, (seq) => this.settleLost(seq, pipe % plan.receivers)));
       this.ledgers = ledgers;
       waiter.silence = {
         afterMs: () => Math.max(DROP_SETTLE_FLOOR_MS, (DROP_SETTLE_RTT_FACTOR * this.slowestRttNs) / 1e6),
@@ -161,24 +188,28 @@ export class Flight {
     }
   }
 
-  /** Images settled as lost and never acknowledged since. */
+  /** (seq, receiver) pairs settled as lost and never acknowledged since. */
   get lost(): number {
-    return this.ledgers?.reduce((sum, ledger) => sum + ledger.lost, 0) ?? 0;
+    return this.lostPairs;
   }
 
-  /** Recorded images settled as lost and never acknowledged since. */
+  /** Recorded (image, receiver) pairs settled as lost and never acknowledged since. */
   lostAmongRecorded(): number {
     const from = this.recordedFrom;
-    return from === undefined ? 0 : (this.ledgers?.reduce((sum, ledger) => sum + ledger.lostIn(from, this.plan.imageCount), 0) ?? 0);
+    if (from === undefined || this.ledgers === undefined) return 0;
+    let lost = 0;
+    const end = (from + this.plan.imageCount) * this.receivers;
+    for (let pair = from * this.receivers; pair < end; pair++) if (this.pairStates[pair] === PAIR_LOST) lost++;
+    return lost;
   }
 
-  /** Images stamped and neither acknowledged nor settled as lost: what holds the windows. */
+  /** Images stamped that some receiver is not done with: what holds the windows. */
   get outstanding(): number {
-    return this.stamped - this.acked - this.lost;
+    return this.stamped - this.completed;
   }
 
   private outstandingOf(client: number): number {
-    return this.stampedBy[client]! - this.ackedBy[client]! - (this.ledgers?.[client]?.lost ?? 0);
+    return this.stampedBy[client]! - this.completedBy[client]!;
   }
 
   /** The client to carry the next image: the next in turn whose window has room; undefined when every window is full. */
@@ -200,24 +231,52 @@ export class Flight {
     return false;
   }
 
-  onAck(ack: Ack): void {
+  // One more receiver is done with `seq`: the image completes (frees its slot) with the last one.
+  private resolve(seq: number): void {
+    if (++this.resolvedOf[seq]! < this.receivers) return;
+    this.completed++;
+    this.completedBy[this.clientOfSeq[seq]!]!++;
+  }
+
+  // A pipe's ledger settled `seq` as lost for `receiver`.
+  private settleLost(seq: number, receiver: number): void {
+    const pair = seq * this.receivers + receiver;
+    if (this.pairStates[pair] !== PAIR_OPEN) return;
+    this.pairStates[pair] = PAIR_LOST;
+    this.lostPairs++;
+    this.resolve(seq);
+  }
+
+  /** Takes `receiver`'s ack (RECEIVERS > 1: the ack names it, or the link it came on does). */
+  onAck(ack: Ack, receiver: number): void {
     const processedNs = process.hrtime.bigint();
     const { seq } = ack;
-    if (ack.sectionId !== this.plan.sectionId || seq >= this.stampsNs.length || this.ackedAtNs[seq] !== 0n || this.stampsNs[seq] === 0n) return;
+    if (ack.sectionId !== this.plan.sectionId || seq >= this.stampsNs.length || receiver >= this.receivers || this.stampsNs[seq] === 0n) return;
+    const pair = seq * this.receivers + receiver;
+    const state = this.pairStates[pair];
+    if (state === PAIR_ACKED) return;
     const client = this.clientOfSeq[seq]!;
-    const ledger = this.ledgers?.[client];
+    const ledger = this.ledgers?.[client * this.receivers + receiver];
     if (ledger !== undefined) {
-      ledger.acknowledged(seq);
+      // With several clients, a receiver's acks reach any client's link (ZeroMQ's PUSH deals them
+      // out), so a later image's ack may overtake an earlier one's: then only silence settles.
+      ledger.acknowledged(seq, this.plan.clients === 1);
       this.slowestRttNs = Math.max(this.slowestRttNs, Number(processedNs - this.stampsNs[seq]!));
     }
-    this.ackedAtNs[seq] = processedNs;
-    this.acked++;
-    this.ackedBy[client]!++;
-    if (this.recordedFrom !== undefined && seq >= this.recordedFrom) {
-      this.progress.acked++;
-      if (this.progress.acked + this.unsent === this.plan.imageCount) this.end = { reading: readResources(), peakRssBytes: this.rss.stop() };
-    } else {
-      this.steadiness?.add(Number(processedNs - this.stampsNs[seq]!));
+    this.pairStates[pair] = PAIR_ACKED;
+    this.pairAckedNs[pair] = processedNs;
+    // Settled as lost and acknowledged after all: taken back; it was already done with.
+    if (state === PAIR_LOST) this.lostPairs--;
+    else this.resolve(seq);
+    if (++this.acksOf[seq]! === this.receivers) {
+      this.ackedAtNs[seq] = processedNs;
+      this.acked++;
+      if (this.recordedFrom !== undefined && seq >= this.recordedFrom) {
+        this.progress.acked++;
+        if (this.progress.acked + this.unsent === this.plan.imageCount) this.end = { reading: readResources(), peakRssBytes: this.rss.stop() };
+      } else {
+        this.steadiness?.add(Number(processedNs - this.stampsNs[seq]!));
+      }
     }
     this.waiter.notify();
   }
@@ -228,7 +287,7 @@ export class Flight {
     const header = encodeFrameHeader({ sectionId: this.plan.sectionId, seq, sizeBytes: this.frame.sizeBytes, checksum: this.frame.checksum, sentAtNs: stampNs });
     this.stampsNs[seq] = stampNs;
     this.clientOfSeq[seq] = client;
-    this.ledgers?.[client]?.open(seq);
+    if (this.ledgers !== undefined) for (let receiver = 0; receiver < this.receivers; receiver++) this.ledgers[client * this.receivers + receiver]!.open(seq);
     this.stamped++;
     this.stampedBy[client]!++;
     this.nextSeq = seq + 1;
@@ -241,21 +300,34 @@ export class Flight {
     this.nextSeq = seq + 1;
   }
 
-  /** Round trip of seq in nanoseconds; null until it is acknowledged. */
+  /** Seqs every receiver acknowledged, warm-up included: what the transmitter knows arrived when a receiver's record is gone. */
+  acknowledgedSeqs(): Set<number> {
+    const seqs = new Set<number>();
+    for (let seq = 0; seq < this.ackedAtNs.length; seq++) if (this.ackedAtNs[seq] !== 0n) seqs.add(seq);
+    return seqs;
+  }
+
+  /** Round trip of seq in nanoseconds, to its last receiver's ack; null until every receiver acknowledged it. */
   rttOf(seq: number): number | null {
     const acked = this.ackedAtNs[seq] ?? 0n;
     return acked === 0n ? null : Number(acked - this.stampsNs[seq]!);
   }
 
-  /** Round trip of every recorded image in nanoseconds, by image; null where no ack came. */
-  rttNs(): (number | null)[] {
+  /** Round trip of every recorded image to `receiver`'s ack in nanoseconds, by image; null where it sent none. */
+  rttNs(receiver = 0): (number | null)[] {
     const from = this.recordedFrom;
-    return Array.from({ length: this.plan.imageCount }, (_, image) => (from === undefined ? null : this.rttOf(from + image)));
+    return Array.from({ length: this.plan.imageCount }, (_, image) => {
+      if (from === undefined) return null;
+      const seq = from + image;
+      const acked = this.pairAckedNs[seq * this.receivers + receiver] ?? 0n;
+      return acked === 0n ? null : Number(acked - this.stampsNs[seq]!);
+    });
   }
 
   /**
-   * Each client's recorded images acknowledged, and its rate over its own span (its first recorded
-   * stamp to its last ack); null with one client, where the section's figures say it all.
+   * Each client's recorded images every receiver acknowledged, and its rate over its own span (its
+   * first recorded stamp to its last such ack); null with one client, where the section's figures
+   * say it all.
    */
   clientFigures(): ClientFigures[] | null {
     const from = this.recordedFrom;

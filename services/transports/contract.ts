@@ -60,6 +60,11 @@ export interface TransmitterOptions extends TransportEndpoint {
   window: number;
   /** The section's CLIENTS: links the caller opens at once, this one among them (a shared channel must keep each frame whole); undefined: one. */
   clients?: number;
+  /**
+   * RECEIVERS > 1, a point-to-point transport: which receiver this link's copies go to (a broker
+   * transport names that receiver's keys by it); undefined: the first or only one.
+   */
+  receiverIndex?: number;
 }
 
 /** A connected transmitter side. */
@@ -132,6 +137,8 @@ export interface SectionOpening {
    * reaches it, for a transport whose receiver dials the transmitter (websocket-push).
    */
   transmitterHost: string;
+  /** RECEIVERS > 1: this receiver's place among them, from 0 (a broker transport's point-to-point keys are named by it). */
+  receiverIndex?: number;
 }
 
 /** A listening receiver side. */
@@ -193,6 +200,14 @@ export interface Transport {
   receiverDials?: boolean;
   /** Most CLIENTS the transport can run, and why; undefined: any number up to MAX_CLIENTS. */
   maxClients?: { clients: number; why: string };
+  /** Most RECEIVERS the transport can run, and why; undefined: any number up to MAX_RECEIVERS. */
+  maxReceivers?: { receivers: number; why: string };
+  /**
+   * 'one send': one link's send reaches every receiver of the section (a broker's pub/sub), and
+   * every receiver's acks come back on it, each naming its receiver. Undefined: a link per
+   * receiver, each image sent as a copy to each.
+   */
+  fanOut?: 'one send';
   /**
    * Connections (or calls) one link holds open at once, given the section's WINDOW: how many the
    * door admits per section. Undefined: one.

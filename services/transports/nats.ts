@@ -353,6 +353,8 @@ export async function startPrivateNats(maxPayloadBytes = NATS_MAX_PAYLOAD_BYTES,
 export const natsTransport: Transport = {
   name: 'nats',
   label: 'NATS',
+  // Every receiver subscribes to the section's channel (subject): one PUBLISH reaches them all.
+  fanOut: 'one send',
   defaultRun: false,
   baseline: false,
   setting: { kind: 'url', envVar: 'NATS_URL', schemes: ['nats'], example: 'nats://127.0.0.1:4222' },

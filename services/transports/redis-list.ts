@@ -52,12 +52,12 @@ const READ_BLOCK_MS = READ_BLOCK_SECONDS * 1000;
 const RECEIVER_ERROR_PAUSE_MS = 100;
 
 /** The keys of one section: the frame list, the ack list, and the key saying a receiver reads them; exported for tests. */
-export function listSectionKeys(credential: SectionCredential): SectionKeys & { reader: string } {
-  return { ...sectionKeys(credential), reader: `${sectionKeyPrefix(credential)}:reader` };
+export function listSectionKeys(credential: SectionCredential, receiverIndex = 0): SectionKeys & { reader: string } {
+  return { ...sectionKeys(credential, receiverIndex), reader: `${sectionKeyPrefix(credential, receiverIndex)}:reader` };
 }
 
 function connect(options: TransmitterOptions): Promise<TransmitterLink> {
-  const keys = listSectionKeys(options.credential);
+  const keys = listSectionKeys(options.credential, options.receiverIndex);
   return connectRedisLink(options, keys, {
     transport: 'redis-list',
     label: 'Redis list',
@@ -168,7 +168,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     port: 0,
     readBroker: () => readBroker(writer),
     async openSection(opening: SectionOpening) {
-      const keys = listSectionKeys(opening.credential);
+      const keys = listSectionKeys(opening.credential, opening.receiverIndex);
       await writer.set(keys.reader, String(process.pid));
       section = { keys, popCount: 2 * Math.min(MAX_POP_IMAGES, opening.window) };
       await switchSection();

@@ -315,6 +315,8 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const redisPubsubTransport: Transport = {
   name: 'redis-pubsub',
   label: 'Redis pub/sub',
+  // Every receiver subscribes to the section's channel: one PUBLISH reaches them all.
+  fanOut: 'one send',
   defaultRun: false,
   baseline: false,
   setting: redisUrlSetting,

@@ -42,7 +42,7 @@ const READ_BLOCK_MS = 1000;
 const RECEIVER_ERROR_PAUSE_MS = 100;
 
 function connect(options: TransmitterOptions): Promise<TransmitterLink> {
-  const keys = sectionKeys(options.credential);
+  const keys = sectionKeys(options.credential, options.receiverIndex);
   // The XADD's reply is checked on the side. Measured (545792 B, window 16; 1 KB, window 256):
   // ~350 MB/s and ~15k images/s, against ~210 MB/s and ~2.6k/s awaiting each XADD reply (a round
   // trip per image).
@@ -181,7 +181,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     port: 0,
     readBroker: () => readBroker(writer),
     async openSection(opening: SectionOpening) {
-      const keys = sectionKeys(opening.credential);
+      const keys = sectionKeys(opening.credential, opening.receiverIndex);
       // '$': only what the transmitter adds from now on; MKSTREAM lets its NOMKSTREAM XADDs in.
       await writer.xgroup('CREATE', keys.frames, GROUP, '$', 'MKSTREAM');
       section = { keys, readCount: Math.min(MAX_READ_COUNT, opening.window) };

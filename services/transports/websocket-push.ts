@@ -260,6 +260,7 @@ export const websocketPushTransport: Transport = {
   libraries: ['ws'],
   receiverDials: true,
   maxClients: { clients: 1, why: 'its receiver dials one connection back to the one port the transmitter serves' },
+  maxReceivers: { receivers: 1, why: 'its receivers would all dial the one port the transmitter serves' },
   refbenchMode: 'ws-push',
   connect,
   listen,

@@ -144,8 +144,9 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     const receiver = service(compose, 'receiver');
     const receiverConfig = configOf(receiver.environment);
     expect(receiverConfig.bindHost).toBe('0.0.0.0');
-    // Only the control endpoint is published, and only on the host's loopback.
-    expect(receiver.ports).toEqual([`127.0.0.1:${receiverConfig.controlPort}:${receiverConfig.controlPort}/tcp`]);
+    // Only the control endpoint is published, and only on the host's loopback: a range by default,
+    // a port per replica under --scale receiver=N.
+    expect(receiver.ports).toEqual([`127.0.0.1:8080-8111:${receiverConfig.controlPort}/tcp`]);
     expect(receiver.volumes).toContain(`${path.join(projectDir, 'output')}:${receiverConfig.outputDir}:rw`);
     // Both run as the owner of ./output (the transmitter mounts it read-only only to know it), so
     // a fresh clone needs no mkdir or chmod and the receiver's secret file is the transmitter's too.

@@ -85,6 +85,20 @@ describe('npm start entry', () => {
   }, 60_000);
 });
 
+describe('npm start with RECEIVERS=2', () => {
+  it('starts two receivers, sends every image to each; the first writes every receiver\'s figures, the second its own under receiver-2/', async () => {
+    const result = await runStart({ RECEIVERS: '2', TRANSPORTS: 'tcp,redis-pubsub', IMAGE_COUNT: '5', WARMUP: '2', ...(await freePortsEnv()) });
+    expect(result.code, result.stderr).toBe(0);
+    const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
+    expect(log).toContain('Peers: one transmitter, one connection per transport; 2 receivers, every image to each');
+    expect(log).toMatch(/^Receivers: 2, a copy each: aggregate of 10 intact/m);
+    expect(log).toMatch(/^Receivers: 2, one send reaching all: aggregate of 10 intact/m);
+    const second = await readFile(path.join(outputDir, 'receiver-2', 'output.log'), 'utf8');
+    expect(second).toContain('Result: every transport delivered every image intact.');
+    expect(second).not.toMatch(/^Receivers: /m);
+  });
+});
+
 describe('npm start with a shaped link (NETWORK_*)', () => {
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   const namespaces = (): string[] => (isRoot ? execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' }).split('\n').filter((line) => line.startsWith('itb-tx-')) : []);

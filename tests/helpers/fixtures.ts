@@ -23,7 +23,7 @@ export const fixtureHost = (hostname: string): HostFacts => ({
 
 /** A section plan for a 545,792-byte image, with overrides. */
 export function fixturePlan(overrides: Partial<SectionPlan> & Pick<SectionPlan, 'transport' | 'label'>): SectionPlan {
-  return { sectionId: 1, baseline: false, repeat: 1, imageCount: 2, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 545_792, window: 1, ratePerSecond: null, clients: 1, clock: null, ...overrides };
+  return { sectionId: 1, baseline: false, repeat: 1, imageCount: 2, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 545_792, window: 1, ratePerSecond: null, clients: 1, receivers: 1, receiverIndex: 0, clock: null, ...overrides };
 }
 
 /** A section whose images took the given times (ms; null = lost), sent 1 ms apart. */
@@ -59,6 +59,8 @@ export function fixtureReport(sections: SectionResult[], options: { repeat?: num
       repeat: options.repeat ?? 1,
       transports: order,
       arrivalNotes: [],
+      receivers: 1,
+      receiverIndex: 0,
       config: parsed.config,
       hosts: { transmitter: fixtureHost('tx'), receiver: fixtureHost('rx') },
     },

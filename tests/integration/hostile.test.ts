@@ -166,14 +166,14 @@ describe('hostile peers', () => {
     control.authorize(TEST_AUTH_TOKEN);
     const announcement: RunAnnouncement = {
       startedAt: new Date().toISOString(), imageDescription: 'hostile', imageSizeBytes: NEAR_MAX_BYTES, imageCount: 1, window: 1, warmup: { mode: 'images', images: 0 }, repeat: 1,
-      transports: portTransports.map((t) => t.name), arrivalNotes: [], config: {} as RunAnnouncement['config'], hosts: { transmitter: hostFacts(transports) },
+      transports: portTransports.map((t) => t.name), arrivalNotes: [], receivers: 1, receiverIndex: 0, config: {} as RunAnnouncement['config'], hosts: { transmitter: hostFacts(transports) },
     };
     await control.startRun(announcement);
     try {
       for (const [index, transport] of portTransports.entries()) {
         const plan: SectionPlan = {
           sectionId: 500 + index, transport: transport.name, label: transport.label, baseline: transport.baseline, repeat: 1, imageCount: 1, warmup: { mode: 'images', images: 0 },
-          imageSizeBytes: NEAR_MAX_BYTES, window: 1, ratePerSecond: null, clients: 1, clock: null,
+          imageSizeBytes: NEAR_MAX_BYTES, window: 1, ratePerSecond: null, clients: 1, receivers: 1, receiverIndex: 0, clock: null,
         };
         await control.openSection(plan);
         const credential = sectionCredential(TEST_AUTH_TOKEN, plan.sectionId);

@@ -60,9 +60,9 @@ describe('a corrupt image, acknowledged before it is verified', () => {
       try {
         await control.startRun({
           startedAt: new Date().toISOString(), imageDescription: 'random bytes', imageSizeBytes: 4096, imageCount: 3, window: 3, warmup: { mode: 'images', images: 0 }, repeat: 1,
-          transports: [transport.name], arrivalNotes: [], config, hosts: { transmitter: hostFacts(transports) },
+          transports: [transport.name], arrivalNotes: [], receivers: 1, receiverIndex: 0, config, hosts: { transmitter: hostFacts(transports) },
         });
-        const plan: SectionPlan = { sectionId: 900 + index, transport: transport.name, label: transport.label, baseline: transport.baseline, repeat: 1, imageCount: 3, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 4096, window: 3, ratePerSecond: null, clients: 1, clock: null };
+        const plan: SectionPlan = { sectionId: 900 + index, transport: transport.name, label: transport.label, baseline: transport.baseline, repeat: 1, imageCount: 3, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 4096, window: 3, ratePerSecond: null, clients: 1, receivers: 1, receiverIndex: 0, clock: null };
         await control.openSection(plan);
         // A warm-up the plan does not allow would stretch the record: refused, and nothing changes.
         await expect(control.startMeasuring(plan.sectionId, { images: 5, ms: 1, steady: null, mediansMs: null })).rejects.toThrow(/HTTP 409.*a warm-up of 5 images is not what the section's plan allows/);

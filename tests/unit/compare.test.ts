@@ -35,6 +35,8 @@ function section(transport: string, repeat: number, r: Repeat): SectionResult {
     window: 1,
     ratePerSecond: null,
     clients: 1,
+    receivers: 1,
+    receiverIndex: 0,
     clock: null,
     ok: timed && r.failure === undefined,
     failure: r.failure ?? null,
@@ -56,6 +58,7 @@ function section(transport: string, repeat: number, r: Repeat): SectionResult {
     throughputIndicative: true,
     openLoop: null,
     clientFairness: null,
+    fanOut: null,
     warmedUp: { images: 0, ms: 0, steady: null, mediansMs: null },
     coldStart: { connectMs: null, firstImageMs: null, firstImageRttMs: null },
     cost: { transmitter: null, receiver: null, broker: null },
@@ -80,7 +83,7 @@ function runReport(startedAt: string, repeatsByTransport: Record<string, Repeat[
   return {
     schemaVersion: RESULTS_SCHEMA_VERSION,
     stopReason: null,
-    run: { startedAt, imageDescription: 'generated PNG', imageSizeBytes: IMAGE_SIZE_BYTES, imageCount: 10, window: 1, warmup: { mode: 'images', images: 0 }, repeat, transports: order, arrivalNotes: [], config, hosts: { transmitter: host, receiver: host } },
+    run: { startedAt, imageDescription: 'generated PNG', imageSizeBytes: IMAGE_SIZE_BYTES, imageCount: 10, window: 1, warmup: { mode: 'images', images: 0 }, repeat, transports: order, arrivalNotes: [], receivers: 1, receiverIndex: 0, config, hosts: { transmitter: host, receiver: host } },
     finishedAt: startedAt,
     sections,
     transports: summarizeTransports(sections, order),
@@ -189,7 +192,7 @@ describe('compareRuns', () => {
 
   it('reads figures of sections recorded by SectionRecorder', () => {
     const recorded = (arrivalNs: bigint): SectionResult => {
-      const recorder = new SectionRecorder({ sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 1, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 1_000_000, window: 1, ratePerSecond: null, clients: 1, clock: null });
+      const recorder = new SectionRecorder({ sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 1, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 1_000_000, window: 1, ratePerSecond: null, clients: 1, receivers: 1, receiverIndex: 0, clock: null });
       recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null });
       recorder.record({ sectionId: 1, seq: 0, sizeBytes: 1_000_000, checksum: 0n, sentAtNs: 0n }, arrivalNs);
       recorder.verified(0, true);

@@ -52,6 +52,8 @@ describe('parseConfig', () => {
         transports: ['websocket', 'redis', 'tcp'],
         window: 1,
         clients: 1,
+        receivers: 1,
+        receiverAddresses: undefined,
         warmup: 'auto',
         warmupMinMs: 500,
         warmupMaxMs: 10_000,
@@ -125,6 +127,22 @@ describe('parseConfig', () => {
     const single: TransportSpec[] = [...specs, { name: 'push', setting: { kind: 'port', envVar: 'PUSH_PORT', defaultPort: 8082 }, defaultRun: false, maxClients: { clients: 1, why: 'it dials back once' } }];
     expect(clients({ CLIENTS: '2', TRANSPORTS: 'tcp,push' }, single)).toEqual([{ variable: 'CLIENTS', value: '2', allowed: 'at most 1 with push in TRANSPORTS (it dials back once)' }]);
     expect(clients({ CLIENTS: '2', TRANSPORTS: 'tcp' }, single)).toBe(2);
+  });
+
+  it('reads RECEIVERS from 1 to 32, within what each transport in the run can take, and the addresses npm start lists', () => {
+    const parsed = (env: Record<string, string>, withSpecs: TransportSpec[] = specs) => {
+      const result = parseConfig(env, withSpecs);
+      return result.ok ? [result.config.receivers, result.config.receiverAddresses] : result.issues;
+    };
+    expect(parsed({})).toEqual([1, undefined]);
+    expect(parsed({ RECEIVERS: '32' })).toEqual([32, undefined]);
+    expect(parsed({ RECEIVERS: '33' })).toEqual([{ variable: 'RECEIVERS', value: '33', allowed: 'a whole number from 1 to 32' }]);
+    expect(parsed({ RECEIVERS: '2', ITB_RECEIVERS: '127.0.0.1:8080,[::1]:9090' })).toEqual([2, [{ host: '127.0.0.1', controlPort: 8080 }, { host: '::1', controlPort: 9090 }]]);
+    expect(parsed({ RECEIVERS: '3', ITB_RECEIVERS: '127.0.0.1:8080,127.0.0.1:9090' })).toEqual([
+      { variable: 'ITB_RECEIVERS', value: '127.0.0.1:8080,127.0.0.1:9090', allowed: 'host:port of each of the RECEIVERS (3) receivers, comma-separated (npm start sets it)' },
+    ]);
+    const single: TransportSpec[] = [...specs, { name: 'push', setting: { kind: 'port', envVar: 'PUSH_PORT', defaultPort: 8082 }, defaultRun: false, maxReceivers: { receivers: 1, why: 'they would dial one port' } }];
+    expect(parsed({ RECEIVERS: '2', TRANSPORTS: 'tcp,push' }, single)).toEqual([{ variable: 'RECEIVERS', value: '2', allowed: 'at most 1 with push in TRANSPORTS (they would dial one port)' }]);
   });
 
   it('reads RATE as images per second, fractions and the maximum included; unset is a closed loop', () => {
@@ -297,7 +315,7 @@ describe('configVariables', () => {
   it('lists every variable the config reads, ports included', () => {
     expect(configVariables(specs).sort()).toEqual(
       ['AUTH_TOKEN', 'AUTH_TOKEN_FILE', 'BIND_HOST', 'CLIENTS', 'CONNECT_TIMEOUT_MS', 'CONTROL_PORT', 'IMAGE_COUNT', 'IMAGE_PATH', 'IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'LOG_LEVEL', 'MAX_IMAGE_SIZE',
-        'NETWORK_DELAY', 'NETWORK_LOSS', 'NETWORK_RATE', 'OUTPUT_DIR', 'RATE', 'RECEIVER_HOST', 'REDIS_URL', 'REPEAT', 'TCP_PORT', 'TRANSPORTS', 'VERIFY', 'WARMUP', 'WARMUP_MAX_MS',
+        'NETWORK_DELAY', 'NETWORK_LOSS', 'NETWORK_RATE', 'OUTPUT_DIR', 'RATE', 'RECEIVER_HOST', 'RECEIVERS', 'REDIS_URL', 'REPEAT', 'TCP_PORT', 'TRANSPORTS', 'VERIFY', 'WARMUP', 'WARMUP_MAX_MS',
         'WARMUP_MIN_MS', 'WEBSOCKET_PORT', 'WINDOW'].sort(),
     );
   });

@@ -33,6 +33,15 @@ describe('DropLedger', () => {
     expect([ledger.lost, ledger.lostIn(0, 6), ledger.lostIn(1, 1), ledger.lostIn(3, 1)]).toEqual([3, 3, 0, 0]);
   });
 
+  it('settles nothing on an ack that may have overtaken earlier ones (several clients): silence does', () => {
+    const ledger = new DropLedger(6);
+    expect(ledger.acknowledged(4, false)).toBe(0);
+    expect(ledger.lost).toBe(0);
+    expect(ledger.acknowledged(1, false)).toBe(0);
+    expect(ledger.settleBelow(6)).toBe(4);
+    expect(ledger.lostIn(0, 6)).toBe(4);
+  });
+
   it('takes back a seq settled as lost whose ack comes after all', () => {
     const ledger = new DropLedger(6);
     ledger.settleBelow(4);

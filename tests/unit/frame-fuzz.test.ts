@@ -54,9 +54,11 @@ describe('frame decoder under fuzzing', () => {
 
   it('decodes acks round-trip and rejects malformed ones with ITB_ERR_FRAME', () => {
     const status = fc.constantFrom('accepted' as const, 'rejected' as const);
-    fc.assert(fc.property(fc.integer({ min: 0, max: 2 ** 32 - 1 }), fc.integer({ min: 0, max: 2 ** 32 - 1 }), status, (sectionId, seq, s) => {
-      expect(decodeAck(encodeAck({ sectionId, seq, status: s }))).toEqual({ sectionId, seq, status: s });
-    }));
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2 ** 32 - 1 }), fc.integer({ min: 0, max: 2 ** 32 - 1 }), status, fc.integer({ min: 0, max: 31 }), (sectionId, seq, s, receiver) => {
+        expect(decodeAck(encodeAck({ sectionId, seq, status: s, receiver }))).toStrictEqual({ sectionId, seq, status: s, ...(receiver === 0 ? {} : { receiver }) });
+      }),
+    );
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 24 }), (bytes) => {
         try {

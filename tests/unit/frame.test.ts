@@ -50,7 +50,13 @@ describe('ack', () => {
   it.each(['accepted', 'rejected'] as const)('round-trips status %s in 12 bytes', (status) => {
     const buf = encodeAck({ sectionId: 9, seq: 3, status });
     expect(buf.length).toBe(ACK_BYTES);
-    expect(decodeAck(buf)).toEqual({ sectionId: 9, seq: 3, status });
+    expect(decodeAck(buf)).toStrictEqual({ sectionId: 9, seq: 3, status });
+  });
+
+  it('carries the receiver that sends it in byte 9 (RECEIVERS > 1), the last two bytes zero', () => {
+    const buf = encodeAck({ sectionId: 9, seq: 3, status: 'accepted', receiver: 31 });
+    expect([buf.readUInt8(9), buf.readUInt8(10), buf.readUInt8(11)]).toEqual([31, 0, 0]);
+    expect(decodeAck(buf)).toEqual({ sectionId: 9, seq: 3, status: 'accepted', receiver: 31 });
   });
 
   it('rejects a malformed ack', () => {

@@ -29,6 +29,8 @@ const plan: SectionPlan = {
   window: 4,
   ratePerSecond: null,
   clients: 1,
+  receivers: 1,
+  receiverIndex: 0,
   clock: null,
 };
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { FrameHeader } from '../../services/core/frame.js';
-import { acknowledgedOnlyResult, clientFairness, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, SectionRecorder, type SectionPlan } from '../../services/core/section.js';
+import { acknowledgedOnlyResult, clientFairness, fanOutOf, withFanOut, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, SectionRecorder, type SectionPlan } from '../../services/core/section.js';
 import type { WarmupOutcome } from '../../services/core/warmup.js';
 import { NO_WARMUP } from '../helpers/fixtures.js';
 
-const plan: SectionPlan = { sectionId: 5, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 3, warmup: { mode: 'images', images: 2 }, imageSizeBytes: 1_000_000, window: 1, ratePerSecond: null, clients: 1, clock: null };
+const plan: SectionPlan = { sectionId: 5, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 3, warmup: { mode: 'images', images: 2 }, imageSizeBytes: 1_000_000, window: 1, ratePerSecond: null, clients: 1, receivers: 1, receiverIndex: 0, clock: null };
 const frame = (seq: number, sentAtNs: bigint, sizeBytes = 1_000_000): FrameHeader => ({ sectionId: 5, seq, sizeBytes, checksum: 1n, sentAtNs });
 /** How a fixed warm-up of `images` images went, as the transmitter reports it. */
 const warmedUp = (images: number): WarmupOutcome => ({ images, ms: 0, steady: null, mediansMs: null });
@@ -340,6 +340,33 @@ describe('clientFairness', () => {
   it('has no rates or index when no client has a rate', () => {
     expect(clientFairness([{ images: 1, imagesPerSecond: null }, { images: 0, imagesPerSecond: null }], 1000)).toEqual({ clients: 2, fewestImages: 0, mostImages: 1, slowestMBps: null, fastestMBps: null, jainIndex: null });
     expect(clientFairness([], 1000)).toBeNull();
+  });
+});
+
+describe('fanOutOf and withFanOut (RECEIVERS > 1)', () => {
+  // Two receivers of one section: the first got both images (1 and 3 ms), the second only the first (2 ms).
+  const receiverResult = (receiverIndex: number, arrivals: [seq: number, arrivalNs: bigint][]) => {
+    const recorder = unwarmed({ imageCount: 2, receivers: 2, receiverIndex });
+    for (const [seq, arrivalNs] of arrivals) take(recorder, frame(seq, 0n), arrivalNs);
+    return recorder.result(null, { rttNs: arrivals.map(([, ns]) => Number(ns) + 500_000) });
+  };
+  const first = receiverResult(0, [[0, 1_000_000n], [1, 3_000_000n]]);
+  const second = receiverResult(1, [[0, 2_000_000n]]);
+
+  it('gives each receiver\'s counts and times, and one distribution over all of them', () => {
+    const fanOut = fanOutOf([first, second], 'copies');
+    expect(fanOut.mode).toBe('copies');
+    expect(fanOut.perReceiver.map((r) => [r.receiver, r.ok, r.okCount, r.lostCount])).toEqual([[0, true, 2, 0], [1, false, 1, 1]]);
+    expect(fanOut.aggregate).toMatchObject({ okCount: 3, lostCount: 1, corruptCount: 0 });
+    expect(fanOut.aggregate.latency).toMatchObject({ count: 3, minMs: 1, maxMs: 3 });
+    expect(fanOut.aggregate.rtt).toMatchObject({ count: 3, minMs: 1.5, maxMs: 3.5 });
+  });
+
+  it('makes the first receiver\'s section not ok when another receiver\'s was not, naming it', () => {
+    const merged = withFanOut(first, fanOutOf([first, second], 'one send'));
+    expect([merged.ok, merged.failure]).toEqual([false, 'receiver 2 of 2: 1 lost, 0 corrupt']);
+    const allOk = withFanOut(first, fanOutOf([first, first], 'one send'));
+    expect([allOk.ok, allOk.failure, allOk.fanOut?.mode]).toEqual([true, null, 'one send']);
   });
 });
 

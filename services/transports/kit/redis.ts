@@ -34,14 +34,15 @@ export interface SectionKeys {
 }
 
 /** What every key of a section starts with: its id and a digest of its key (the key itself stays off the server). */
-export function sectionKeyPrefix(credential: SectionCredential): string {
+export function sectionKeyPrefix(credential: SectionCredential, receiverIndex = 0): string {
   const tag = createHash('sha256').update(credential.key).digest('base64url').slice(0, 22);
-  return `itb:${credential.sectionId}:${tag}`;
+  // RECEIVERS > 1: each receiver has keys of its own (point-to-point: a copy each); the first keeps the plain name.
+  return `itb:${credential.sectionId}:${tag}${receiverIndex === 0 ? '' : `:r${receiverIndex}`}`;
 }
 
 /** Keys named after the section's credential, so a side reads only the open section's; exported for tests. */
-export function sectionKeys(credential: SectionCredential): SectionKeys {
-  const prefix = sectionKeyPrefix(credential);
+export function sectionKeys(credential: SectionCredential, receiverIndex = 0): SectionKeys {
+  const prefix = sectionKeyPrefix(credential, receiverIndex);
   return { frames: `${prefix}:frames`, acks: `${prefix}:acks` };
 }
 
