@@ -81,9 +81,9 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   // Sends seqs from `from` on while `more(seq)` holds, and returns the seq after the last one sent.
   // Every image some window admits (its client has fewer than WINDOW stamped and unacknowledged) is
   // stamped at once, clients taking turns, and only then are they handed to their links (its
-  // client's link to each receiver: a copy each), in order: a library's synchronous work on one image (a masked copy, an encode) is inside that
-  // image's time and the ones after it, never between a free slot and its stamp. Then waits for
-  // every ack.
+  // client's link to each receiver: a copy each), in order: a library's synchronous work on one
+  // image (a masked copy, an encode) is inside that image's time and the ones after it, never
+  // between a free slot and its stamp. Then waits for every receiver's ack.
   async function sendPhase(links: readonly (readonly TransmitterLink[])[], flight: Flight, from: number, more: (seq: number) => boolean, waiter: AckWaiter, progress?: SectionProgress): Promise<number> {
     const admitted: [client: number, header: Buffer][] = [];
     let seq = from;
