@@ -176,6 +176,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
           window: plan.window,
           clients: plan.clients,
           receiverIndex: peer.index,
+          ...(oneSend && peers.length > 1 ? { peers: peers.map((each) => ({ host: each.host, port: portOf(transport, each) })) } : {}),
           log: log.child({ transport: transport.name, ...(plan.clients > 1 ? { client } : {}), ...(peers.length > 1 ? { receiver: peer.index } : {}) }),
           // A link to one receiver hears only it; a shared one hears every receiver, each naming itself.
           onAck: (ack) => flight.onAck(ack, oneSend ? (ack.receiver ?? 0) : peer.index),

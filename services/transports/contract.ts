@@ -65,6 +65,11 @@ export interface TransmitterOptions extends TransportEndpoint {
    * transport names that receiver's keys by it); undefined: the first or only one.
    */
   receiverIndex?: number;
+  /**
+   * RECEIVERS > 1, a one-send transport whose receivers each bind a port (ZeroMQ PUB/SUB): every
+   * receiver's address, in receiver order; undefined: `host` and `port` alone.
+   */
+  peers?: readonly { host: string; port: number }[];
 }
 
 /** A connected transmitter side. */

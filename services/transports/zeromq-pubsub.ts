@@ -64,6 +64,8 @@ export function createPublisher(host: string, credentialText: string): XPublishe
     noDrop: false,
     // Publish only to a connection whose handshake is done, never into a pipe for a reconnect.
     immediate: true,
+    // Every receiver's subscription comes up, not only the first of equal ones: connect() counts them.
+    verbosity: 'allSubs',
     // The receiver sends only subscriptions (1 byte) the other way.
     maxMessageSize: PART_LIMIT_FLOOR_BYTES,
     linger: 0,
@@ -144,7 +146,9 @@ function closeSockets(sockets: LinkSockets): void {
  * One connect attempt: both sockets dialling, resolved once both ZMTP handshakes are done and the
  * receiver's subscription has reached the XPUB (before that, the XPUB would drop every image).
  */
-function openSockets(options: TransmitterOptions, imageAddress: string, ackAddress: string, timeoutMs: number): Promise<LinkSockets> {
+function openSockets(options: TransmitterOptions, endpoints: readonly Endpoint[], timeoutMs: number): Promise<LinkSockets> {
+  const imageAddress = endpoints.map((e) => e.image).join(', ');
+  const ackAddress = endpoints.map((e) => e.ack).join(', ');
   const sockets: LinkSockets = { publisher: createPublisher(options.host, options.credential.text), acks: createAckPull(options.host, options.credential.text) };
   let lastProblem = 'nothing answered yet';
   return new Promise<LinkSockets>((resolve, reject) => {
@@ -159,11 +163,14 @@ function openSockets(options: TransmitterOptions, imageAddress: string, ackAddre
     const timer = setTimeout(() => fail(new Error(lastProblem)), timeoutMs);
     // Each observer must exist before connect() or the first events are missed; it stops at the
     // handshake (connect() takes the events over then) and ends by itself when the socket closes.
+    // One handshake per receiver on each socket.
     const handshake = (socket: Socket, which: string): Promise<void> =>
       new Promise<void>((done) => {
+        let handshakes = 0;
         void (async () => {
           for await (const event of socket.events) {
             if (event.type === 'handshake') {
+              if (++handshakes < endpoints.length) continue;
               done();
               return;
             }
@@ -178,10 +185,14 @@ function openSockets(options: TransmitterOptions, imageAddress: string, ackAddre
           }
         })().catch((err: unknown) => options.log.debug({ err }, 'zeromq-pubsub transmitter handshake observer ended'));
       });
+    // Every receiver's subscription (the XPUB hands each one up: verbosity allSubs).
     const subscribed = (async () => {
-      for (;;) {
+      for (let subscriptions = 0; ; ) {
         const [message] = await sockets.publisher.receive();
-        if (message !== undefined && message.equals(SUBSCRIBE_ALL)) return;
+        if (message !== undefined && message.equals(SUBSCRIBE_ALL)) {
+          if (++subscriptions < endpoints.length) continue;
+          return;
+        }
         lastProblem = `the peer on ${imageAddress} subscribed to something other than every message (${message?.toString('hex') ?? 'empty'})`;
       }
     })();
@@ -195,17 +206,27 @@ function openSockets(options: TransmitterOptions, imageAddress: string, ackAddre
       // The subscription's receive() rejects once fail() closed the socket: already settled then.
       (err: unknown) => fail(err instanceof Error ? err : new Error(String(err))),
     );
-    sockets.publisher.connect(imageAddress);
-    sockets.acks.connect(ackAddress);
+    for (const endpoint of endpoints) {
+      sockets.publisher.connect(endpoint.image);
+      sockets.acks.connect(endpoint.ack);
+    }
   });
 }
 
+/** A receiver's two addresses: its SUB's, and its ack PUSH's on the next port. */
+interface Endpoint {
+  image: string;
+  ack: string;
+}
+
 async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
-  const imageAddress = tcpAddress(options.host, options.port);
-  const ackAddress = tcpAddress(options.host, options.port + ACK_PORT_OFFSET);
-  const where = imageAddress.slice('tcp://'.length);
+  // RECEIVERS > 1: one XPUB (and one ack PULL) connected to every receiver; one send reaches all.
+  const endpoints: Endpoint[] = (options.peers ?? [{ host: options.host, port: options.port }]).map(({ host, port }) => ({ image: tcpAddress(host, port), ack: tcpAddress(host, port + ACK_PORT_OFFSET) }));
+  const imageAddress = endpoints.map((e) => e.image).join(', ');
+  const ackAddress = endpoints.map((e) => e.ack).join(', ');
+  const where = endpoints.map((e) => e.image.slice('tcp://'.length)).join(', ');
   // libzmq retries a refused connection itself, so one attempt spans the budget.
-  const sockets = await connectWithin(`ZeroMQ PUB/SUB ${where}`, options.connectTimeoutMs, (remainingMs) => openSockets(options, imageAddress, ackAddress, remainingMs), closeSockets);
+  const sockets = await connectWithin(`ZeroMQ PUB/SUB ${where}`, options.connectTimeoutMs, (remainingMs) => openSockets(options, endpoints, remainingMs), closeSockets);
   const { publisher, acks } = sockets;
   const guard = new LinkGuard(options.onFailure, `ZeroMQ PUB/SUB link to ${where}`);
   options.log.debug({ imageAddress, ackAddress }, 'zeromq-pubsub transmitter connected');
@@ -219,7 +240,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
       }
     })().catch((err: unknown) => options.log.debug({ err }, 'zeromq-pubsub transmitter event observer ended'));
   const publisherEventsDone = watch(publisher, 'image');
-  const ackEventsDone = watch(acks, `ack (port ${options.port + ACK_PORT_OFFSET})`);
+  const ackEventsDone = watch(acks, `ack (${ackAddress})`);
 
   // Read what the XPUB hands over so its queue stays empty; our receiver never unsubscribes while
   // connected, so an unsubscription means images would be filtered away from here on.
@@ -361,6 +382,8 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const zeromqPubsubTransport: Transport = {
   name: 'zeromq-pubsub',
   label: 'ZeroMQ PUB/SUB',
+  // One XPUB connected to every receiver's SUB: one send reaches them all.
+  fanOut: 'one send',
   defaultRun: false,
   baseline: false,
   // nextPorts: the ack socket binds the port after this one.
