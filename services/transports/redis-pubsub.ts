@@ -54,6 +54,8 @@ const SPLIT_FROM_BYTES = 64 * 1024;
 const MESSAGE_FRAMING_BYTES = 128;
 /** Bound on UNSUBSCRIBE at the end of a section: Redis may be why the section is closing. */
 const UNSUBSCRIBE_TIMEOUT_MS = 500;
+/** After an UNSUBSCRIBE that got no answer: how long the section's end waits for the subscriber's close to be read. */
+const LOST_SUBSCRIBER_WAIT_MS = 2000;
 
 /** client-output-buffer-limit for the pubsub class, in bytes and seconds. */
 interface PubsubLimit {
@@ -262,8 +264,19 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     fail(`lost its connection to Redis at ${url}`);
   });
 
-  const unsubscribe = async (channel: string): Promise<void> => {
-    if (subscriber.status === 'ready') await settlesWithin(subscriber.unsubscribe(channel), UNSUBSCRIBE_TIMEOUT_MS);
+  // Resolves when the subscriber's connection is gone (the 'close' above has run by then).
+  const subscriberGone = new Promise<void>((resolve) => subscriber.once('close', () => setImmediate(resolve)));
+  // True when Redis answered the UNSUBSCRIBE: the subscriber was alive up to there.
+  const unsubscribe = async (channel: string): Promise<boolean> => {
+    if (subscriber.status !== 'ready') return false;
+    let answered = false;
+    await settlesWithin(
+      subscriber.unsubscribe(channel).then(() => {
+        answered = true;
+      }),
+      UNSUBSCRIBE_TIMEOUT_MS,
+    );
+    return answered;
   };
 
   return {
@@ -291,7 +304,9 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       // on their way are taken first; or, if Redis closed the subscriber, the close comes
       // instead, and the section must fail with its reason before it ends: the app ends the
       // section's record as soon as this returns.
-      await unsubscribe(ended.keys.frames);
+      // No answer (a connection Redis closed, whose close this process may not have read yet on a
+      // busy machine): wait a bound for the close, so the reason is in before the section ends.
+      if (!(await unsubscribe(ended.keys.frames))) await settlesWithin(subscriberGone, LOST_SUBSCRIBER_WAIT_MS);
       await lostSubscriber;
       section = undefined;
       flushAcks();
