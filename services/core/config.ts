@@ -282,22 +282,21 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
     issues.push({ variable: 'WARMUP_MIN_MS', value: env.WARMUP_MIN_MS, allowed: `at most WARMUP_MAX_MS (${v.WARMUP_MAX_MS as number})` });
   }
   const clients = v.CLIENTS as number | undefined;
-  if (clients !== undefined && clients > 1) {
-    if (parsedOk('IMAGE_COUNT') && clients > (v.IMAGE_COUNT as number)) {
-      issues.push({ variable: 'CLIENTS', value: env.CLIENTS, allowed: `at most IMAGE_COUNT (${v.IMAGE_COUNT as number}): every client sends at least one recorded image` });
-    }
-    const chosen = (v.TRANSPORTS as string[] | undefined) ?? [];
-    for (const spec of specs) {
-      if (spec.maxClients === undefined || !chosen.includes(spec.name) || clients <= spec.maxClients.clients) continue;
-      issues.push({ variable: 'CLIENTS', value: env.CLIENTS, allowed: `at most ${spec.maxClients.clients} with ${spec.name} in TRANSPORTS (${spec.maxClients.why})` });
-    }
-  }
   const receivers = v.RECEIVERS as number | undefined;
-  if (receivers !== undefined && receivers > 1) {
-    const chosen = (v.TRANSPORTS as string[] | undefined) ?? [];
+  if (clients !== undefined && clients > 1 && parsedOk('IMAGE_COUNT') && clients > (v.IMAGE_COUNT as number)) {
+    issues.push({ variable: 'CLIENTS', value: env.CLIENTS, allowed: `at most IMAGE_COUNT (${v.IMAGE_COUNT as number}): every client sends at least one recorded image` });
+  }
+  // CLIENTS and RECEIVERS within what each transport of the run can take (websocket-push: one).
+  const chosen = (v.TRANSPORTS as string[] | undefined) ?? [];
+  const limits = [
+    { variable: 'CLIENTS', value: clients, most: (spec: TransportSpec) => spec.maxClients && { count: spec.maxClients.clients, why: spec.maxClients.why } },
+    { variable: 'RECEIVERS', value: receivers, most: (spec: TransportSpec) => spec.maxReceivers && { count: spec.maxReceivers.receivers, why: spec.maxReceivers.why } },
+  ];
+  for (const { variable, value, most } of limits) {
     for (const spec of specs) {
-      if (spec.maxReceivers === undefined || !chosen.includes(spec.name) || receivers <= spec.maxReceivers.receivers) continue;
-      issues.push({ variable: 'RECEIVERS', value: env.RECEIVERS, allowed: `at most ${spec.maxReceivers.receivers} with ${spec.name} in TRANSPORTS (${spec.maxReceivers.why})` });
+      const limit = most(spec);
+      if (value === undefined || limit === undefined || !chosen.includes(spec.name) || value <= limit.count) continue;
+      issues.push({ variable, value: env[variable], allowed: `at most ${limit.count} with ${spec.name} in TRANSPORTS (${limit.why})` });
     }
   }
   // ITB_RECEIVERS: "host:port,host:port", one per receiver, set by npm start.

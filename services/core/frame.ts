@@ -105,6 +105,8 @@ export function decodeAck(buf: Buffer): Ack {
   const status = buf.length === ACK_BYTES ? ACK_STATUS_CODES[buf.readUInt8(8)] : undefined;
   if (status === undefined) throw new ItbError(ErrorCode.frame, `malformed ack of ${buf.length} bytes`);
   // The first (or only) receiver, 0, is left out: an ack that names no receiver is its.
+  const ack: Ack = { sectionId: buf.readUInt32BE(0), seq: buf.readUInt32BE(4), status };
   const receiver = buf.readUInt8(9);
-  return { sectionId: buf.readUInt32BE(0), seq: buf.readUInt32BE(4), status, ...(receiver === 0 ? {} : { receiver }) };
+  if (receiver !== 0) ack.receiver = receiver;
+  return ack;
 }

@@ -339,8 +339,11 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
     ];
   });
   const repeats = Math.max(0, ...report.transports.map((t) => t.repeats));
+  // A figure of the median section, else of the transport's first (a failed one has no median).
+  const figureOf = <K extends 'openLoop' | 'clientFairness' | 'fanOut'>(t: TransportSummary, key: K): SectionResult[K] | undefined =>
+    median(t)?.[key] ?? report.sections.find((s) => s.transport === t.transport)?.[key];
   const openRows = report.transports.flatMap((t) => {
-    const open = median(t)?.openLoop ?? report.sections.find((s) => s.transport === t.transport)?.openLoop;
+    const open = figureOf(t, 'openLoop');
     if (!open) return [];
     return [[sectionTitle(t), fixed(open.ratePerSecond, 1), fixed(open.achievedRatePerSecond, 1), String(open.unsentCount), ms(open.sendLag?.p99Ms), ms(open.latencyFromDue?.p50Ms), ms(open.latencyFromDue?.p99Ms), ms(open.rttFromDue?.p50Ms), ms(open.rttFromDue?.p99Ms)]];
   });
@@ -357,12 +360,12 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
     )}`,
   ];
   const fairnessRows = report.transports.flatMap((t) => {
-    const f = median(t)?.clientFairness ?? report.sections.find((s) => s.transport === t.transport)?.clientFairness;
+    const f = figureOf(t, 'clientFairness');
     if (!f) return [];
     return [[sectionTitle(t), String(f.clients), `${f.fewestImages}–${f.mostImages}`, fixed(f.slowestMBps, 1), fixed(f.fastestMBps, 1), fixed(f.jainIndex, 3)]];
   });
   const fanOutRows = report.transports.flatMap((t) => {
-    const f = median(t)?.fanOut ?? report.sections.find((s) => s.transport === t.transport)?.fanOut;
+    const f = figureOf(t, 'fanOut');
     if (!f) return [];
     const row = (who: string, figures: { okCount: number; lostCount: number; latency: LatencySummary | null }, mbps: string): string[] => [
       sectionTitle(t), who, String(figures.okCount), String(figures.lostCount), ms(figures.latency?.p50Ms), ms(figures.latency?.p99Ms), mbps,

@@ -51,7 +51,7 @@ interface OpenSection {
 export class RunSession {
   private info: RunInfo | undefined;
   private sections: SectionResult[] = [];
-  /** The last run's place among its receivers: its files stay where GET / finds them after the run. */
+  /** This run's (or the last run's) place among its receivers: its files stay where GET / finds them after the run. */
   private lastReceiverIndex = 0;
   private open: OpenSection | undefined;
   private readonly verifier = new Verifier();
@@ -94,7 +94,7 @@ export class RunSession {
 
   /** Where this run's files go: OUTPUT_DIR for the first receiver, OUTPUT_DIR/receiver-<k> for the k-th of several. */
   outputDir(base: string): string {
-    const index = this.info?.receiverIndex ?? this.lastReceiverIndex;
+    const index = this.lastReceiverIndex;
     return index === 0 ? base : path.join(base, `receiver-${index + 1}`);
   }
 

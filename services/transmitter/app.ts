@@ -89,7 +89,11 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     let seq = from;
     while (more(seq)) {
       await waiter.until(() => flight.hasRoom(), config.imageTimeoutMs, () => `a free slot in a window before image seq ${seq}`);
-      const next = (): number | undefined => (flight.hasRoom() && more(seq) ? flight.clientWithRoom() : undefined);
+      // more() is asked only when a window has room (a warm-up judges steadiness there).
+      const next = (): number | undefined => {
+        const client = flight.clientWithRoom();
+        return client !== undefined && more(seq) ? client : undefined;
+      };
       for (let client = next(); client !== undefined; client = next()) admitted.push([client, flight.stamp(seq++, client).header]);
       for (const [client, header] of admitted) for (const link of links[client]!) link.send(header, image.bytes);
       if (progress) progress.sent += admitted.length;
