@@ -226,11 +226,16 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
       const report = progress === undefined ? await readFile(path.join(session.outputDir(config.outputDir), OUTPUT_FILES.report), 'utf8').catch(() => undefined) : undefined;
       return reply.type('text/html; charset=utf-8').send(report ?? renderLivePage(progress));
     });
-    app.get('/results.json', async (request, reply) => {
-      const results = await readFile(path.join(session.outputDir(config.outputDir), OUTPUT_FILES.results), 'utf8').catch(() => undefined);
-      if (results === undefined) return reply.code(404).send({ error: 'no run has finished yet' });
-      return reply.type('application/json; charset=utf-8').send(results);
-    });
+    // The last run's files, for a receiver on another node (a cluster): no copy out needed.
+    const serveFile = (route: string, file: string, type: string): void => {
+      app.get(route, async (request, reply) => {
+        const text = await readFile(path.join(session.outputDir(config.outputDir), file), 'utf8').catch(() => undefined);
+        if (text === undefined) return reply.code(404).send({ error: 'no run has finished yet' });
+        return reply.type(type).send(text);
+      });
+    };
+    serveFile('/results.json', OUTPUT_FILES.results, 'application/json; charset=utf-8');
+    serveFile('/output.log', OUTPUT_FILES.log, 'text/plain; charset=utf-8');
     return app;
   }
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../services/core/config.js';
 import type { ReceiverApp } from '../../services/receiver/app.js';
-import type { HealthResponse } from '../../services/core/control-protocol.js';
+import { failedSectionEnd, type HealthResponse } from '../../services/core/control-protocol.js';
 import { TEST_AUTH_TOKEN } from '../helpers/harness.js';
 import { startReceiver } from '../helpers/in-process.js';
 
@@ -36,7 +36,7 @@ describe('control endpoint', () => {
       ['/runs', JSON.stringify({ hello: 'world' })],
       ['/sections', JSON.stringify(plan)],
       ['/sections/1/measure', JSON.stringify({ images: 0, ms: 0, steady: null, mediansMs: null })],
-      ['/sections/1/end', JSON.stringify({ failure: null, transmitterCost: null, rttNs: [], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null } })],
+      ['/sections/1/end', JSON.stringify({ ...failedSectionEnd('test'), failure: null })],
       ['/runs/finish', ''],
     ];
     const before = (await health()).counters;
@@ -56,10 +56,11 @@ describe('control endpoint', () => {
     expect(await (await fetch(url('/'))).text()).toContain('No run has finished yet');
   });
 
-  it('keeps GET /, /health and /results.json open to anyone', async () => {
+  it('keeps GET /, /health, /results.json and /output.log open to anyone', async () => {
     expect((await fetch(url('/health'))).status).toBe(200);
     expect((await fetch(url('/'))).status).toBe(200);
     expect((await fetch(url('/results.json'))).status).toBe(404); // open, but no run has finished
+    expect((await fetch(url('/output.log'))).status).toBe(404);
   });
 
   it('refuses a body over its 64 KiB limit with 413', async () => {
@@ -101,7 +102,7 @@ describe('control endpoint', () => {
     expect((await fetch(url('/../../etc/passwd'))).status).toBe(404);
     expect((await fetch(url('/output.log'))).status).toBe(404);
     expect((await fetch(url('/results.json'))).status).toBe(404);
-    expect((await post('/sections/%2e%2e%2fetc/end', JSON.stringify({ failure: null, transmitterCost: null, rttNs: [], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null } }))).status).toBe(409);
+    expect((await post('/sections/%2e%2e%2fetc/end', JSON.stringify({ ...failedSectionEnd('test'), failure: null }))).status).toBe(409);
     const page = await fetch(url('/'));
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('No run has finished yet');
