@@ -41,3 +41,14 @@ export function estimateClockOffset(samples: readonly ClockSample[]): ClockOffse
     samples: samples.length,
   };
 }
+
+/**
+ * Bound on the clock error of a one-way time whose send stamp was moved by `before`, the offset
+ * estimated at the section's start: that estimate's own bound, or, with `after` estimated again at
+ * its end, also how far the true offset may have drifted from `before` by then. A linear drift
+ * keeps every moment in between within the larger of the two ends.
+ */
+export function oneWayClockErrorNs(before: ClockOffset, after: ClockOffset | null): number {
+  if (after === null) return before.uncertaintyNs;
+  return Math.max(before.uncertaintyNs, Math.abs(after.offsetNs - before.offsetNs) + after.uncertaintyNs);
+}

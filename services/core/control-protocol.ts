@@ -6,6 +6,7 @@ import { MAX_CLIENTS, MAX_IMAGE_COUNT, MAX_RECEIVERS } from './config.js';
 import type { SideCost } from './cost.js';
 import { MAX_RATE_PER_SECOND } from './schedule.js';
 import type { HostFacts, RunInfo, RunReport } from './report.js';
+import type { ClockOffset } from './clock.js';
 import type { ClientFigures, TransmitterColdStart } from './section.js';
 
 /** Largest control request body, in bytes: the protocol's messages are a few kilobytes. */
@@ -34,6 +35,13 @@ export interface SectionEnd {
   clientFigures: ClientFigures[] | null;
   /** The connection's connect time and first round trip. */
   coldStart: TransmitterColdStart;
+  /** The clock offset estimated again after the last ack (drift since the section's start); null when it was not. */
+  clockAfter: ClockOffset | null;
+}
+
+/** The end of a section that failed before the transmitter had figures: only the reason. */
+export function failedSectionEnd(failure: string): SectionEnd {
+  return { failure, transmitterCost: null, rttNs: [], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null }, clockAfter: null };
 }
 
 /** POST /runs/finish's answer, and what a transmitter's run ends with. */
@@ -129,6 +137,9 @@ export const runInfoSchema = {
   },
 } as const;
 
+const clockOffsetProperties = { offsetNs: { type: 'number' }, uncertaintyNs: { type: 'number', minimum: 0 }, roundTripNs: { type: 'number', minimum: 0 }, samples: wholeNumber } as const;
+
+// Before a section: the offset and whether it was applied.
 const clockSchema = {
   anyOf: [
     { type: 'null' },
@@ -136,9 +147,14 @@ const clockSchema = {
       type: 'object',
       additionalProperties: false,
       required: ['offsetNs', 'uncertaintyNs', 'roundTripNs', 'samples', 'applied'],
-      properties: { offsetNs: { type: 'number' }, uncertaintyNs: { type: 'number' }, roundTripNs: { type: 'number' }, samples: wholeNumber, applied: { type: 'boolean' } },
+      properties: { ...clockOffsetProperties, applied: { type: 'boolean' } },
     },
   ],
+} as const;
+
+// After a section: the offset again, to bound its drift.
+const clockAfterSchema = {
+  anyOf: [{ type: 'null' }, { type: 'object', additionalProperties: false, required: ['offsetNs', 'uncertaintyNs', 'roundTripNs', 'samples'], properties: clockOffsetProperties }],
 } as const;
 
 /** POST /sections: a section's plan, before its first frame. */
@@ -187,7 +203,7 @@ const sideCostSchema = {
 export const sectionEndSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['failure', 'transmitterCost', 'rttNs', 'dueLagNs', 'achievedRatePerSecond', 'clientFigures', 'coldStart'],
+  required: ['failure', 'transmitterCost', 'rttNs', 'dueLagNs', 'achievedRatePerSecond', 'clientFigures', 'coldStart', 'clockAfter'],
   properties: {
     failure: { type: ['string', 'null'], maxLength: 4096 },
     transmitterCost: sideCostSchema,
@@ -210,6 +226,7 @@ export const sectionEndSchema = {
       required: ['connectMs', 'firstImageRttMs'],
       properties: { connectMs: msOrNull, firstImageRttMs: msOrNull },
     },
+    clockAfter: clockAfterSchema,
   },
 } as const;
 

@@ -224,6 +224,11 @@ function hasBroker(transports: readonly TransportView[]): boolean {
   return transports.some((t) => t.perRun.some((r) => (r?.median?.cost.broker ?? null) !== null));
 }
 
+/** True when any run shown crossed two clocks (two kernels): the clock-error column appears only then. */
+function hasTwoClocks(transports: readonly TransportView[]): boolean {
+  return transports.some((t) => t.perRun.some((r) => (r?.median?.oneWayClockErrorMs ?? null) !== null));
+}
+
 /** True when any run shown had several clients: the fairness columns appear only then. */
 function hasClients(transports: readonly TransportView[]): boolean {
   return transports.some((t) => t.perRun.some((r) => (r?.drawn?.clientFairness ?? null) !== null));
@@ -502,6 +507,13 @@ function librariesText(hosts: RunReport['run']['hosts']): string {
     .join(' · ');
 }
 
+/** Two kernels: how one-way times were put on one clock, and the largest error bound that left. */
+function clockFact(report: RunReport): string {
+  const bounds = report.sections.flatMap((s) => (s.oneWayClockErrorMs == null ? [] : [s.oneWayClockErrorMs]));
+  const largest = bounds.length === 0 ? '' : `: one-way figures within ± ${Math.max(...bounds).toFixed(3)} ms at most (Clock ± column)`;
+  return `different or unknown kernels: send times moved onto the receiver clock by the offset estimated before each section${largest}; the round trip (RTT) is on the transmitter clock alone, the clock-free figure`;
+}
+
 /** The first fact of the right-hand table of a lone run's facts: from here on the values are long. */
 const RIGHT_HAND_FACTS_FROM = 'Repeat';
 
@@ -540,7 +552,7 @@ function factRows(view: RunView, transports: readonly TransportView[], withArriv
     ['Receiver host', hostText(receiver)],
     ['Peers', peersText(run)],
     ['Link', run.config.link ?? 'not recorded'],
-    ['Clock', sameClock ? 'one kernel: both sides share a monotonic clock' : 'different or unknown kernels: send times moved onto the receiver clock'],
+    ['Clock', sameClock ? 'one kernel: both sides share a monotonic clock' : clockFact(view.report)],
     ['Libraries', librariesText(run.hosts)],
     // When either of two runs has notes both get the row: the two-run table pairs rows by position.
     ...(withArrivalNotes ? [['Batched arrivals', run.arrivalNotes.length > 0 ? run.arrivalNotes.join(' · ') : 'none'] as [string, string]] : []),
@@ -715,6 +727,14 @@ const COLUMNS: readonly Column[] = [
   { header: 'RX CPU ms/img', hint: 'receiver CPU (user + system) per image', digits: 3, lowerIsBetter: true, value: (r) => r.median?.cost.receiver?.cpuMsPerImage ?? null },
 ];
 
+const CLOCK_COLUMN: Column = {
+  header: 'Clock ± ms',
+  hint: 'two hosts, two clocks: every one-way figure (p50 … max, First image) is within ± this of the truth, the bound on the clock offset estimated before the section, widened by its drift until the end. The round trip (RTT) is on the transmitter clock alone and needs no offset.',
+  digits: 3,
+  lowerIsBetter: true,
+  value: (r) => r.median?.oneWayClockErrorMs ?? null,
+};
+
 const BROKER_COLUMN: Column = {
   header: 'Broker CPU ms/img',
   hint: 'CPU (user + system) per image of the server the transport goes through (Redis), from its own counters',
@@ -783,7 +803,10 @@ function changeHtml(before: number | null, after: number | null, column: Column)
 function renderTableSection(views: readonly RunView[], transports: readonly TransportView[]): string {
   const twoRuns = views.length > 1;
   const last = views.length - 1;
-  const columns = [...COLUMNS, ...(hasBroker(transports) ? [BROKER_COLUMN] : []), ...(hasClients(transports) ? CLIENT_COLUMNS : []), ...(hasOpenLoop(transports) ? OPEN_LOOP_COLUMNS : [])];
+  // Across two clocks, the clock error sits right after the one-way figures it bounds.
+  const beforeRtt = COLUMNS.findIndex((c) => c.header.startsWith('RTT'));
+  const oneWayColumns = hasTwoClocks(transports) ? [...COLUMNS.slice(0, beforeRtt), CLOCK_COLUMN, ...COLUMNS.slice(beforeRtt)] : COLUMNS;
+  const columns = [...oneWayColumns, ...(hasBroker(transports) ? [BROKER_COLUMN] : []), ...(hasClients(transports) ? CLIENT_COLUMNS : []), ...(hasOpenLoop(transports) ? OPEN_LOOP_COLUMNS : [])];
   const headerCells = [
     `<th scope="col" data-type="text" class="text"><button type="button">Transport</button></th>`,
     ...columns.map((c) => `<th scope="col" data-type="number" title="${escapeHtml(c.hint)}"><button type="button">${escapeHtml(c.header)}</button></th>`),

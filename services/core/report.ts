@@ -1,6 +1,7 @@
+import type { ClockOffset } from './clock.js';
 import type { PublicConfig } from './config.js';
 import type { SideCost } from './cost.js';
-import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type ClientFairness, type ColdStart, type FanOut, type OpenLoopFigures, type SectionResult } from './section.js';
+import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type ClientFairness, type ColdStart, type FanOut, type ImageRecord, type OpenLoopFigures, type SectionResult } from './section.js';
 import { formatSize } from './size.js';
 import { medianOf, rangeOf, type LatencySummary, type Range } from './stats.js';
 import { describeWarmup, describeWarmupOutcome, type WarmupPlan } from './warmup.js';
@@ -16,6 +17,7 @@ export const TIMING_DEFINITIONS = [
   'WINDOW = the number of images stamped and not yet acknowledged. An image is stamped when the window admits it; any wait for library or kernel backpressure is inside its time.',
   'Transmission time of image i = receiver monotonic clock when the last byte of image i is in hand − transmitter monotonic clock when image i was stamped.',
   'Round trip of image i = transmitter monotonic clock when the ack of image i is processed − when image i was stamped.',
+  'Across two kernels (two hosts, two clocks), stamps are moved onto the receiver clock by the offset estimated before each section: every one-way time then reads ± x ms, the bound on its clock error (the uncertainty of the offset, widened by its drift until the end of the section), and the round trip beside it, on the transmitter clock alone, is the clock-free figure.',
   'RATE (open loop) = image i of a section is due at its start + i ÷ RATE, whatever the acks do; one due while WINDOW are unacknowledged is dropped at the sender and counted. Figures from due time add the stamp − due time of each image: coordinated omission corrected, as wrk2 does.',
   'Total transfer time of a transport = arrival of its last image − stamp of its first (warm-up images excluded).',
   'The receiver acknowledges an image as soon as it is in hand and verifies it afterwards: no time, total or MB/s includes hashing.',
@@ -242,8 +244,13 @@ function openLoopText(open: OpenLoopFigures): string {
   return `RATE ${rateText(open.ratePerSecond)}, ${achieved}; ${unsent}`;
 }
 
-function coldStartText(cold: ColdStart): string {
-  return `connect ${ms(cold.connectMs)} ms, first image ${ms(cold.firstImageMs)} ms one-way, ${ms(cold.firstImageRttMs)} ms round trip`;
+/** " ± 0.150 ms" after a one-way time that crossed two clocks; '' on one clock. */
+function clockErrorText(section: Pick<SectionResult, 'oneWayClockErrorMs'>): string {
+  return section.oneWayClockErrorMs == null ? '' : ` ± ${ms(section.oneWayClockErrorMs)} ms`;
+}
+
+function coldStartText(cold: ColdStart, clockError = ''): string {
+  return `connect ${ms(cold.connectMs)} ms, first image ${ms(cold.firstImageMs)} ms${clockError} one-way, ${ms(cold.firstImageRttMs)} ms round trip`;
 }
 
 function renderSection(section: SectionResult, repeats: number): string {
@@ -251,20 +258,23 @@ function renderSection(section: SectionResult, repeats: number): string {
   const lines = [
     `=== ${sectionTitle(section)} performance test: ${section.imageCount} images transfer (${formatSize(section.imageSizeBytes)} each, window ${section.window}${section.clients > 1 ? `, ${section.clients} clients` : ''}${section.ratePerSecond === null ? '' : `, RATE ${rateText(section.ratePerSecond)}`}${repeatNote}) ===`,
   ];
+  // Across two clocks each one-way time carries its error bound, and the clock-free round trip beside it.
+  const clockError = clockErrorText(section);
+  const beside = (image: ImageRecord): string => (clockError === '' ? '' : `${clockError} (two clocks); round trip ${ms(image.rttMs)} ms (one clock)`);
   for (const image of section.images) {
     if (image.status === 'unsent') lines.push(`Image ${image.image}: NOT SENT (fell due while WINDOW images were unacknowledged: dropped at the sender)`);
     else if (image.timeMs === null && image.status === 'ok') lines.push(`Image ${image.image}: acknowledged, time and checksum verdict unknown (the receiver's record was lost)`);
     else if (image.timeMs === null) lines.push(`Image ${image.image}: LOST (never arrived)`);
-    else if (image.status === 'corrupt') lines.push(`Image ${image.image} transmission time: ${ms(image.timeMs)} ms (CORRUPT: checksum or size mismatch)`);
-    else lines.push(`Image ${image.image} transmission time: ${ms(image.timeMs)} ms`);
+    else if (image.status === 'corrupt') lines.push(`Image ${image.image} transmission time: ${ms(image.timeMs)} ms${beside(image)} (CORRUPT: checksum or size mismatch)`);
+    else lines.push(`Image ${image.image} transmission time: ${ms(image.timeMs)} ms${beside(image)}`);
   }
   lines.push(section.totalMs === null ? 'Total transfer time: - (no image arrived)' : `Total transfer time: ${ms(section.totalMs)} ms`);
   if (section.latency !== null) {
-    lines.push(`Latency: ${distributionLine(section.latency)}`);
+    lines.push(`Latency${clockError === '' ? '' : ` (one-way across two clocks: each figure${clockError})`}: ${distributionLine(section.latency)}`);
     lines.push(`Throughput: ${throughputText(section)}`);
   }
   if (section.rtt !== null) {
-    lines.push(`Round trip: ${distributionLine(section.rtt)}`);
+    lines.push(`Round trip${clockError === '' ? '' : ' (one clock: no offset)'}: ${distributionLine(section.rtt)}`);
     if (section.littleRatio !== null) lines.push(`Little's law: mean round trip = ${section.littleRatio.toFixed(3)} × WINDOW × total ÷ images (1 when the window stays full)`);
   }
   if (section.clientFairness !== null) lines.push(`Clients: ${fairnessText(section.clientFairness)}`);
@@ -273,11 +283,11 @@ function renderSection(section: SectionResult, repeats: number): string {
   if (open !== null) {
     lines.push(`Open loop: ${openLoopText(open)}`);
     if (open.sendLag !== null) lines.push(`Send lag (stamp − due): ${distributionLine(open.sendLag)}`);
-    if (open.latencyFromDue !== null) lines.push(`Latency from due time: ${distributionLine(open.latencyFromDue)}`);
+    if (open.latencyFromDue !== null) lines.push(`Latency from due time${clockError === '' ? '' : ` (across two clocks: each figure${clockError})`}: ${distributionLine(open.latencyFromDue)}`);
     if (open.rttFromDue !== null) lines.push(`Round trip from due time: ${distributionLine(open.rttFromDue)}`);
   }
   lines.push(`Warm-up: ${describeWarmupOutcome(section.warmedUp)}`);
-  lines.push(`Cold start (new connection, before the warm-up): ${coldStartText(section.coldStart)}`);
+  lines.push(`Cold start (new connection, before the warm-up): ${coldStartText(section.coldStart, clockError)}`);
   lines.push(`Cost, ${costLine('transmitter', section.cost.transmitter)}`);
   lines.push(`Cost, ${costLine('receiver', section.cost.receiver)}`);
   if (section.cost.broker !== null) lines.push(`Cost, ${costLine('broker', section.cost.broker)}`);
@@ -295,6 +305,8 @@ function renderSection(section: SectionResult, repeats: number): string {
 /** The summary tables: latency, round trip and throughput per transport, cost per side, and spread across repeats. */
 export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>): string {
   const median = (t: TransportSummary): SectionResult | undefined => (t.medianSection === null ? undefined : report.sections[t.medianSection]);
+  // Across two clocks: a column with each transport's bound on its one-way figures' clock error.
+  const twoClocks = report.transports.some((t) => median(t)?.oneWayClockErrorMs != null);
   const latencyRows = report.transports.map((t) => {
     const s = median(t);
     const l = s?.latency ?? null;
@@ -309,6 +321,7 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
       ms(l?.p999Ms),
       ms(l?.maxMs),
       l === null ? '-' : `${ms(l.meanMs)} ± ${ms(l.stdDevMs)}`,
+      ...(twoClocks ? [s?.oneWayClockErrorMs == null ? '-' : `± ${ms(s.oneWayClockErrorMs)}`] : []),
       ms(s?.rtt?.p50Ms),
       ms(s?.rtt?.p99Ms),
       ms(s?.totalMs),
@@ -348,8 +361,8 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
     return [[sectionTitle(t), fixed(open.ratePerSecond, 1), fixed(open.achievedRatePerSecond, 1), String(open.unsentCount), ms(open.sendLag?.p99Ms), ms(open.latencyFromDue?.p50Ms), ms(open.latencyFromDue?.p99Ms), ms(open.rttFromDue?.p50Ms), ms(open.rttFromDue?.p99Ms)]];
   });
   const blocks = [
-    `Times in ms; one-way: p50 … mean ± sample sd; RTT: round trip, stamp → ack processed:\n${renderTable(
-      ['Transport', 'OK', 'Lost', 'Corrupt', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'mean ± sd ms', 'RTT p50', 'RTT p99', 'Total ms', 'MB/s', 'images/s', 'Result'],
+    `Times in ms; one-way: p50 … mean ± sample sd${twoClocks ? ', across two clocks: each within clock ± of the truth (the offset\'s bound)' : ''}; RTT: round trip, stamp → ack processed${twoClocks ? ', on one clock (no offset)' : ''}:\n${renderTable(
+      ['Transport', 'OK', 'Lost', 'Corrupt', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'mean ± sd ms', ...(twoClocks ? ['clock ± ms'] : []), 'RTT p50', 'RTT p99', 'Total ms', 'MB/s', 'images/s', 'Result'],
       latencyRows,
     )}${indicative ? `\n~ indicative: fewer than ${MIN_STABLE_IMAGES} images or under ${MIN_STABLE_SPAN_MS} ms recorded; raise IMAGE_COUNT for a stable MB/s.` : ''}`,
     `Cold start, a new connection before its warm-up (median of the repeats; not part of the figures above):\n${renderTable(['Transport', 'connect ms', 'first image ms', 'first image RTT ms'], coldRows, false)}`,
@@ -426,8 +439,10 @@ export function renderOutputLog(report: RunReport): string {
   const clockLines = report.sections.map((s) => {
     const where = `${sectionTitle(s)}${run.repeat > 1 ? ` repeat ${s.repeat}` : ''}`;
     if (s.clock === null) return `  ${where}: not estimated`;
-    const use = s.clock.applied ? 'applied' : 'same kernel, not applied';
-    return `  ${where}: ${signedMs(s.clock.offsetNs)} ± ${(s.clock.uncertaintyNs / 1e6).toFixed(3)} ms (${use})`;
+    const offset = (o: ClockOffset): string => `${signedMs(o.offsetNs)} ± ${(o.uncertaintyNs / 1e6).toFixed(3)} ms`;
+    const estimates = s.clockAfter ? `${offset(s.clock)} before, ${offset(s.clockAfter)} after` : offset(s.clock);
+    const use = s.clock.applied ? `applied: one-way times ± ${ms(s.oneWayClockErrorMs)} ms` : 'same kernel, not applied';
+    return `  ${where}: ${estimates} (${use})`;
   });
   const libraries = Object.entries(run.hosts.receiver.libraries).map(([name, version]) => `${name} ${version}`).join(', ');
   const header = [
@@ -452,7 +467,7 @@ export function renderOutputLog(report: RunReport): string {
     run.config.verify === false
       ? 'Integrity: NOT VERIFIED (VERIFY=false, to measure what verification costs): a corrupt image would count as intact.'
       : 'Integrity: every image verified by the receiver (size and xxHash64 checksum), after its ack.',
-    'Clock offset, receiver − transmitter, estimated before each section (lowest of 8 round trips over the control endpoint; ± half that round trip):',
+    'Clock offset, receiver − transmitter, estimated before each section and again after its last ack (lowest of 8 round trips over the control endpoint; ± half that round trip):',
     ...clockLines,
   ].join('\n');
   const unsent = report.sections.reduce((sum, s) => sum + (s.openLoop?.unsentCount ?? 0), 0);

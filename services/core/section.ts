@@ -1,4 +1,4 @@
-import type { ClockOffset } from './clock.js';
+import { oneWayClockErrorNs, type ClockOffset } from './clock.js';
 import type { SideCost } from './cost.js';
 import type { AckStatus, FrameHeader } from './frame.js';
 import { imagesPerSecond, nsToMs, summarizeLatency, throughputMBps, type LatencySummary } from './stats.js';
@@ -223,6 +223,8 @@ export interface SectionExtras {
   achievedRatePerSecond?: number | null;
   /** CLIENTS > 1: each client's share, by client. */
   clientFigures?: readonly ClientFigures[] | null;
+  /** The clock offset estimated again after the section's last ack; null when it was not. */
+  clockAfter?: ClockOffset | null;
 }
 
 /** Everything known about one section once it is over. */
@@ -231,6 +233,14 @@ export interface SectionResult extends SectionPlan {
   ok: boolean;
   /** Why the section failed, when it did. */
   failure: string | null;
+  /** The clock offset estimated again after the last ack, beside `clock` (before): how far it drifted. Null when not estimated; absent in files written before it was. */
+  clockAfter?: ClockOffset | null;
+  /**
+   * Across two kernels (clock applied): the bound on every one-way time's clock error, in ms, from
+   * the offset's uncertainty and its drift (see oneWayClockErrorNs). Null on one kernel, where
+   * one-way times need no offset; absent in files written before it was recorded.
+   */
+  oneWayClockErrorMs?: number | null;
   images: ImageRecord[];
   okCount: number;
   corruptCount: number;
@@ -396,8 +406,11 @@ export class SectionRecorder {
     const totalMs = firstSentAtNs !== undefined && lastArrivalNs !== undefined ? nsToMs(lastArrivalNs - firstSentAtNs) : null;
     const rtt = summarizeLatency(rttsMs) ?? null;
     const firstArrival = this.arrivals.get(0);
+    const clockAfter = extras.clockAfter ?? null;
     return {
       ...this.plan,
+      clockAfter,
+      oneWayClockErrorMs: this.plan.clock?.applied ? oneWayClockErrorNs(this.plan.clock, clockAfter) / 1e6 : null,
       // Images dropped at the sender under RATE are the load's answer, counted and shown, not a
       // fault of the transport: every image it was given must still arrive intact.
       ok: failure === null && okCount + unsentCount === this.plan.imageCount && this.duplicateCount === 0 && this.strayCount === 0,

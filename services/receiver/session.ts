@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { publicConfig, type Config } from '../core/config.js';
-import type { RunAnnouncement, SectionEnd } from '../core/control-protocol.js';
+import { failedSectionEnd, type RunAnnouncement, type SectionEnd } from '../core/control-protocol.js';
 import { brokerCost, sideCost, type BrokerReading, type ResourceReading, type SideCost } from '../core/cost.js';
 import { errorMessage } from '../core/errors.js';
 import type { Ack } from '../core/frame.js';
@@ -160,6 +160,7 @@ export class RunSession {
       achievedRatePerSecond: end.achievedRatePerSecond,
       clientFigures: end.clientFigures,
       coldStart: end.coldStart,
+      clockAfter: end.clockAfter,
       verifyMs: this.verify ? nsToMs(open.verifyNs) : null,
     });
     this.sections.push(result);
@@ -224,7 +225,7 @@ export class RunSession {
     if (info === undefined) return undefined;
     if (this.open !== undefined && stopReason !== null) {
       const { recorder } = this.open;
-      await this.endSection({ failure: `${stopReason}; got ${recorder.recordedCount} of ${recorder.plan.imageCount} images`, transmitterCost: null, rttNs: [], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null } });
+      await this.endSection(failedSectionEnd(`${stopReason}; got ${recorder.recordedCount} of ${recorder.plan.imageCount} images`));
     }
     this.closeOpen();
     this.info = undefined;

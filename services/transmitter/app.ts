@@ -2,9 +2,9 @@ import { randomInt } from 'node:crypto';
 import type { Logger } from 'pino';
 import { sectionCredential, type SectionCredential } from '../core/auth.js';
 import { imageChecksum } from '../core/checksum.js';
-import { estimateClockOffset, type ClockSample } from '../core/clock.js';
+import { estimateClockOffset, type ClockOffset, type ClockSample } from '../core/clock.js';
 import { publicConfig, type Config } from '../core/config.js';
-import type { HealthResponse, RunAnnouncement, RunOutcome } from '../core/control-protocol.js';
+import { failedSectionEnd, type HealthResponse, type RunAnnouncement, type RunOutcome } from '../core/control-protocol.js';
 import { sideCost, type SideCost } from '../core/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { buildRunReport, renderSummary } from '../core/report.js';
@@ -252,13 +252,18 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     }
   }
 
-  // Ping-pong over a receiver's control endpoint; the offset is applied only across kernels (clocks).
-  async function estimateClock(peer: Peer): Promise<SectionClock | null> {
+  // Ping-pong over a receiver's control endpoint.
+  async function estimateOffset(peer: Peer): Promise<ClockOffset | null> {
     await peer.control.clockSample();
     const samples: ClockSample[] = [];
     for (let i = 0; i < CLOCK_SAMPLES; i++) samples.push(await peer.control.clockSample());
-    const estimate = estimateClockOffset(samples);
-    if (estimate === undefined) return null;
+    return estimateClockOffset(samples) ?? null;
+  }
+
+  // Before a section: the offset is applied only across kernels (clocks).
+  async function estimateClock(peer: Peer): Promise<SectionClock | null> {
+    const estimate = await estimateOffset(peer);
+    if (estimate === null) return null;
     const sameKernel = transmitterHost.bootId !== null && transmitterHost.bootId === peer.health.host.bootId;
     return { ...estimate, applied: !sameKernel };
   }
@@ -309,6 +314,9 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       outcome = await transfer(transport, plans[0]!, sectionCredential(authToken, plan.sectionId), progress, peers);
       const { flight } = outcome;
       const done = outcome;
+      // Again after the last ack: how far each offset drifted during the section bounds the one-way times' error.
+      const clocksAfter: (ClockOffset | null)[] = [];
+      for (const peer of peers) clocksAfter.push(await estimateOffset(peer));
       const results = await Promise.all(
         peers.map((peer) =>
           peer.control.endSection(plan.sectionId, {
@@ -319,6 +327,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
             achievedRatePerSecond: flight.achievedRatePerSecond,
             clientFigures: flight.clientFigures(),
             coldStart: done.coldStart,
+            clockAfter: clocksAfter[peer.index] ?? null,
           }),
         ),
       );
@@ -332,7 +341,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       if (err instanceof ItbError && err.code === ErrorCode.receiverUnreachable) receiverLost ??= err.message;
       // Receivers whose section is still open record it as failed, with the reason.
       const reason = errorMessage(err);
-      await Promise.all([...opened].map((peer) => peer.control.endSection(plan.sectionId, { failure: reason, transmitterCost: null, rttNs: [], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null } }).catch(() => undefined)));
+      await Promise.all([...opened].map((peer) => peer.control.endSection(plan.sectionId, failedSectionEnd(reason)).catch(() => undefined)));
       const flight = outcome?.flight;
       const ackedSeqs = flight?.acknowledgedSeqs() ?? new Set<number>();
       result =

@@ -70,3 +70,21 @@ export function fixtureReport(sections: SectionResult[], options: { repeat?: num
     transports: summarizeTransports(sections, order),
   };
 }
+
+/** Receiver clock 5 ms ahead of the transmitter's: applied before the section (± 0.150 ms), +5.040 ± 0.120 ms after it, so every one-way time is ± 0.160 ms. */
+export const TWO_CLOCKS = {
+  before: { offsetNs: 5_000_000, uncertaintyNs: 150_000, roundTripNs: 300_000, samples: 8, applied: true },
+  after: { offsetNs: 5_040_000, uncertaintyNs: 120_000, roundTripNs: 240_000, samples: 8 },
+} as const;
+
+/** A section across two hosts: images of 1.2 and 2.0 ms one-way (stamps on the transmitter clock, arrivals on the receiver's), round trips 1.5 and 2.3 ms. */
+export function twoClockSection(overrides: Partial<SectionPlan> & Pick<SectionPlan, 'transport' | 'label'>): SectionResult {
+  const recorder = new SectionRecorder(fixturePlan({ ...overrides, clock: { ...TWO_CLOCKS.before } }));
+  recorder.beginRecording(NO_WARMUP);
+  const offsetNs = BigInt(TWO_CLOCKS.before.offsetNs);
+  recorder.record({ sectionId: 1, seq: 0, sizeBytes: 545_792, checksum: 0n, sentAtNs: 0n }, offsetNs + 1_200_000n);
+  recorder.record({ sectionId: 1, seq: 1, sizeBytes: 545_792, checksum: 0n, sentAtNs: 1_000_000n }, offsetNs + 3_000_000n);
+  recorder.verified(0, true);
+  recorder.verified(1, true);
+  return recorder.result(null, { rttNs: [1_500_000, 2_300_000], clockAfter: { ...TWO_CLOCKS.after } });
+}

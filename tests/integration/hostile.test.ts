@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeHello, sectionCredential, type SectionCredential } from '../../services/core/auth.js';
-import type { HealthResponse, RunAnnouncement } from '../../services/core/control-protocol.js';
+import { failedSectionEnd, type HealthResponse, type RunAnnouncement } from '../../services/core/control-protocol.js';
 import { encodeFrameHeader } from '../../services/core/frame.js';
 import type { SectionPlan } from '../../services/core/section.js';
 import { hostFacts } from '../../services/shared/host.js';
@@ -195,7 +195,7 @@ describe('hostile peers', () => {
         } finally {
           for (const connection of connections) connection.close();
         }
-        await control.endSection(plan.sectionId, { failure: 'hostile test', transmitterCost: null, rttNs: [], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null } });
+        await control.endSection(plan.sectionId, failedSectionEnd('hostile test'));
       }
     } finally {
       await control.finishRun().catch(() => undefined);

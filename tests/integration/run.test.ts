@@ -81,6 +81,10 @@ describe('a whole run in-process', () => {
       // One host, one kernel: the estimate is near zero and not applied.
       expect(section.clock?.applied).toBe(false);
       expect(Math.abs(section.clock!.offsetNs)).toBeLessThan(200_000);
+      // Estimated again after the last ack, and one-way times carry no clock error on one clock.
+      expect(Math.abs(section.clockAfter!.offsetNs)).toBeLessThan(200_000);
+      expect(section.clockAfter!.samples).toBe(8);
+      expect(section.oneWayClockErrorMs).toBeNull();
     }
     expect(results.run.hosts.receiver.libraries['@grpc/grpc-js']).toMatch(/^\d+\.\d+\.\d+/);
     expect(outcome.summary).toContain('TCP (baseline)');
@@ -131,7 +135,7 @@ describe('a whole run in-process', () => {
     expect(log).toMatch(/^Redis\s+0\s+2\s+0(\s+-){11}\s+FAILED/m);
   }, 60_000);
 
-  it('serves progress at / during a run, then the run\'s report.html and results.json', async () => {
+  it('serves progress at / during a run, then the run\'s report.html, results.json and output.log', async () => {
     const { receiver, transmitterConfig } = await startReceiver(outputDir, { IMAGE_COUNT: '200', IMAGE_SIZE: '64KB', TRANSPORTS: 'tcp,zeromq' });
     const base = `http://127.0.0.1:${transmitterConfig.controlPort}`;
     try {
@@ -155,6 +159,10 @@ describe('a whole run in-process', () => {
       expect(html).toContain('data-chart=');
       const results = (await (await fetch(`${base}/results.json`)).json()) as RunReport;
       expect(results.transports.map((t) => t.transport)).toEqual(['tcp', 'zeromq']);
+      // output.log too, as written: a receiver on another node needs no copy out.
+      const log = await fetch(`${base}/output.log`);
+      expect(log.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+      expect(await log.text()).toBe(await readFile(path.join(outputDir, 'output.log'), 'utf8'));
     } finally {
       await receiver.close();
     }

@@ -88,7 +88,7 @@ describe('a corrupt image, acknowledged before it is verified', () => {
           await link.close();
         }
         expect(acks.map((a) => [a.seq, a.status])).toEqual([[0, 'accepted'], [1, 'accepted'], [2, 'accepted']]);
-        const result = await control.endSection(plan.sectionId, { failure: null, transmitterCost: null, rttNs: [1, 2, 3], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: 1.5, firstImageRttMs: 0.25 } });
+        const result = await control.endSection(plan.sectionId, { failure: null, transmitterCost: null, rttNs: [1, 2, 3], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: 1.5, firstImageRttMs: 0.25 }, clockAfter: null });
         expect(result.images.map((i) => i.status)).toEqual(['ok', 'corrupt', 'ok']);
         // The transmitter's cold-start figures pass through; the first image's one-way time is the receiver's own (seq 0, image 1).
         expect(result.coldStart).toEqual({ connectMs: 1.5, firstImageMs: result.images[0]!.timeMs, firstImageRttMs: 0.25 });

@@ -3,7 +3,7 @@ import { HTML_REPORT_CSP, jsonForScript, renderHtmlReport, scriptForInline, styl
 import { TIMING_DEFINITIONS, type RunReport } from '../../services/core/report.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';
 import { SectionRecorder } from '../../services/core/section.js';
-import { fixturePlan, fixtureReport, fixtureSection } from '../helpers/fixtures.js';
+import { fixturePlan, fixtureReport, fixtureSection, twoClockSection } from '../helpers/fixtures.js';
 
 // The page as text: what it inlines, what it carries, what it must never contain. The browser
 // test (tests/e2e/report-browser.test.ts) draws it.
@@ -239,6 +239,18 @@ describe('renderHtmlReport: round trip and broker figures', () => {
     const html = renderHtmlReport([withBroker()], LIBRARIES);
     expect(cellsOf(html, 'redis')['Broker CPU ms/img']).toBe('0.750');
     expect(cellsOf(html, 'grpc')['Broker CPU ms/img']).toBe('–');
+  });
+
+  it('across two hosts, adds a Clock ± ms column right after the one-way figures and says in the facts how the times were put on one clock', () => {
+    const report = fixtureReport([twoClockSection({ transport: 'grpc', label: 'gRPC' }), fixtureSection(fixturePlan({ transport: 'redis', label: 'Redis', sectionId: 2 }), [2.0, 2.2], null, cost)]);
+    report.run.hosts.receiver = { ...report.run.hosts.receiver, bootId: 'other-kernel' };
+    const html = renderHtmlReport([report], LIBRARIES);
+    expect(cellsOf(html, 'grpc')).toMatchObject({ 'p50 ms': '1.200', 'Clock ± ms': '0.160', 'RTT p50 ms': '1.500' });
+    expect(cellsOf(html, 'redis')['Clock ± ms']).toBe('–');
+    expect(html).toMatch(/<button type="button">max ms<\/button><\/th><th scope="col" data-type="number" title="two hosts, two clocks: [^"]+"><button type="button">Clock ± ms<\/button><\/th><th[^>]*><button type="button">RTT p50 ms/);
+    expect(html).toContain('<th scope="row">Clock</th><td>different or unknown kernels: send times moved onto the receiver clock by the offset estimated before each section: one-way figures within ± 0.160 ms at most (Clock ± column); the round trip (RTT) is on the transmitter clock alone, the clock-free figure</td>');
+    // One kernel: no such column.
+    expect(renderHtmlReport([sampleReport()], LIBRARIES)).not.toContain('Clock ± ms');
   });
 
   it('says a closed loop, and adds no open-loop column, without RATE', () => {

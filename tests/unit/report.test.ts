@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { renderOutputLog, renderResultsJson, renderSummary, runSucceeded, summarizeTransports, type RunReport } from '../../services/core/report.js';
 import { SectionRecorder, type ColdStart, type SectionResult } from '../../services/core/section.js';
 import type { WarmupOutcome, WarmupPlan } from '../../services/core/warmup.js';
-import { fixturePlan, fixtureReport, fixtureSection } from '../helpers/fixtures.js';
+import { fixturePlan, fixtureReport, fixtureSection, twoClockSection } from '../helpers/fixtures.js';
 import { resultsSchemaErrors } from '../../scripts/lib/results-schema.js';
 
 const cost = {
@@ -64,6 +64,7 @@ Definitions:
   WINDOW = the number of images stamped and not yet acknowledged. An image is stamped when the window admits it; any wait for library or kernel backpressure is inside its time.
   Transmission time of image i = receiver monotonic clock when the last byte of image i is in hand − transmitter monotonic clock when image i was stamped.
   Round trip of image i = transmitter monotonic clock when the ack of image i is processed − when image i was stamped.
+  Across two kernels (two hosts, two clocks), stamps are moved onto the receiver clock by the offset estimated before each section: every one-way time then reads ± x ms, the bound on its clock error (the uncertainty of the offset, widened by its drift until the end of the section), and the round trip beside it, on the transmitter clock alone, is the clock-free figure.
   RATE (open loop) = image i of a section is due at its start + i ÷ RATE, whatever the acks do; one due while WINDOW are unacknowledged is dropped at the sender and counted. Figures from due time add the stamp − due time of each image: coordinated omission corrected, as wrk2 does.
   Total transfer time of a transport = arrival of its last image − stamp of its first (warm-up images excluded).
   The receiver acknowledges an image as soon as it is in hand and verifies it afterwards: no time, total or MB/s includes hashing.
@@ -74,7 +75,7 @@ Arrivals handed over in batches:
 Times are milliseconds; percentiles come from an HDR histogram (3 significant digits), max, mean and sample sd (n − 1) from the raw times.
 MB/s counts 10^6 bytes of intact images per second of total transfer time.
 Integrity: every image verified by the receiver (size and xxHash64 checksum), after its ack.
-Clock offset, receiver − transmitter, estimated before each section (lowest of 8 round trips over the control endpoint; ± half that round trip):
+Clock offset, receiver − transmitter, estimated before each section and again after its last ack (lowest of 8 round trips over the control endpoint; ± half that round trip):
   WebSocket: −0.012 ± 0.150 ms (same kernel, not applied)
   Redis: not estimated
   TCP (baseline): not estimated
@@ -334,3 +335,50 @@ describe('an open-loop run (RATE)', () => {
   });
 });
 
+
+describe('a run across two hosts (two kernels, two clocks)', () => {
+  // WebSocket crossed two clocks (offset applied); TCP ran on one kernel, its offset only reported.
+  function twoHostReport(): RunReport {
+    const oneKernel = { offsetNs: 12_000, uncertaintyNs: 50_000, roundTripNs: 100_000, samples: 8, applied: false };
+    const tcp = fixtureSection(fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true, clock: oneKernel }), [0.5, 0.5]);
+    return fixtureReport([twoClockSection({ transport: 'websocket', label: 'WebSocket' }), tcp]);
+  }
+
+  it('gives each one-way time its clock error bound and the clock-free round trip beside it', () => {
+    const log = renderOutputLog(twoHostReport());
+    expect(log).toContain('Image 1 transmission time: 1.200 ms ± 0.160 ms (two clocks); round trip 1.500 ms (one clock)\nImage 2 transmission time: 2.000 ms ± 0.160 ms (two clocks); round trip 2.300 ms (one clock)\n');
+    expect(log).toContain('Latency (one-way across two clocks: each figure ± 0.160 ms): p50 1.200, p90 2.000');
+    expect(log).toContain('Round trip (one clock: no offset): p50 1.500, p90 2.300');
+    expect(log).toContain('first image 1.200 ms ± 0.160 ms one-way');
+    // The offset before and after, and the bound both give.
+    expect(log).toContain('  WebSocket: +5.000 ± 0.150 ms before, +5.040 ± 0.120 ms after (applied: one-way times ± 0.160 ms)');
+    expect(log).toContain('  TCP (baseline): +0.012 ± 0.050 ms (same kernel, not applied)');
+  });
+
+  it('keeps the one-kernel section\'s lines as they were: no bound, the offset not applied', () => {
+    const log = renderOutputLog(twoHostReport());
+    expect(log).toContain('=== TCP (baseline) performance test: 2 images transfer (533.0 KiB each, window 1) ===\nImage 1 transmission time: 0.500 ms\nImage 2 transmission time: 0.500 ms\n');
+    expect(log).toContain('Latency: p50 0.500');
+    expect(log).toContain('Round trip: p50 0.600');
+  });
+
+  it('adds a clock ± column to the summary, with - for the one-kernel transport', () => {
+    const summary = renderSummary(twoHostReport());
+    expect(summary).toContain('one-way: p50 … mean ± sample sd, across two clocks: each within clock ± of the truth (the offset\'s bound); RTT: round trip, stamp → ack processed, on one clock (no offset):');
+    expect(summary).toMatch(/mean ± sd ms +clock ± ms +RTT p50/);
+    expect(summary).toMatch(/^WebSocket +2 +0 +0 +1\.200 .* ± 0\.160 +1\.500 +2\.300 /m);
+    expect(summary).toMatch(/^TCP \(baseline\) +2 +0 +0 +0\.500 .* ± 0\.000 +- +0\.600 +0\.600 /m);
+  });
+
+  it('has no clock column when every section ran on one kernel', () => {
+    expect(renderSummary(sampleReport())).not.toContain('clock ±');
+  });
+
+  it('writes the bound and the offset after the section to results.json, which its schema accepts', () => {
+    const json = JSON.parse(renderResultsJson(twoHostReport())) as RunReport;
+    expect(json.sections[0]!.oneWayClockErrorMs).toBe(0.16);
+    expect(json.sections[0]!.clockAfter).toEqual({ offsetNs: 5_040_000, uncertaintyNs: 120_000, roundTripNs: 240_000, samples: 8 });
+    expect(json.sections[1]!.oneWayClockErrorMs).toBeNull();
+    expect(resultsSchemaErrors(json)).toEqual([]);
+  });
+});

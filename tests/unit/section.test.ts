@@ -128,6 +128,21 @@ describe('SectionRecorder with a clock offset', () => {
     const result = recorder.result(null);
     expect(result.images[0]?.timeMs).toBe(7);
     expect(result.clock?.offsetNs).toBe(5_000_000);
+    // One clock: the one-way time carries no offset error, whatever the estimate after says.
+    expect(recorder.result(null, { clockAfter: { ...clock, offsetNs: 9_000_000 } }).oneWayClockErrorMs).toBeNull();
+  });
+
+  it('bounds the one-way times\' clock error by the estimate before, widened by the drift seen after', () => {
+    const recorder = unwarmed({ imageCount: 1, clock: { ...clock, applied: true } });
+    recorder.record(frame(0, 1_000_000n), 8_000_000n);
+    expect(recorder.result(null).oneWayClockErrorMs).toBe(0.1);
+    expect(recorder.result(null).clockAfter).toBeNull();
+    // 30 µs of drift by the end, estimated ± 80 µs there: 0.11 ms.
+    const drifted = recorder.result(null, { clockAfter: { ...clock, offsetNs: 5_030_000, uncertaintyNs: 80_000 } });
+    expect(drifted.oneWayClockErrorMs).toBeCloseTo(0.11, 12);
+    expect(drifted.clockAfter?.offsetNs).toBe(5_030_000);
+    // Times are moved by the offset before only: the bound covers the rest.
+    expect(drifted.images[0]?.timeMs).toBe(2);
   });
 });
 
