@@ -359,7 +359,11 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       const addresses = await receiverAddresses(config);
       const controls = addresses.map((address) => new ControlClient(address.host, address.controlPort, config.imageTimeoutMs));
       try {
-        const healths = await Promise.all(controls.map((control) => control.waitUntilReady(config.connectTimeoutMs)));
+        const healths = await Promise.all(controls.map((control) => control.waitUntilReady(config.connectTimeoutMs, config.transports)));
+        for (const [index, health] of healths.entries()) {
+          const notReady = config.transports.filter((name) => health.listeners[name]?.ready !== true);
+          if (notReady.length > 0) log.warn({ receiver: addresses[index]?.host, notReady }, `receiver listeners not ready within CONNECT_TIMEOUT_MS: their sections will fail with the reason`);
+        }
         const peers: Peer[] = addresses.map((address, index) => ({ index, host: address.host, control: controls[index]!, health: healths[index]! }));
         // Read once the receiver answers: without AUTH_TOKEN it is the file the receiver creates at start.
         const authToken = transmitterAuthToken(config);

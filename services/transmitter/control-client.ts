@@ -22,24 +22,33 @@ export class ControlClient {
   }
 
   /**
-   * Polls GET /health with growing pauses until the receiver answers, for at most `timeoutMs`;
-   * then fails with ITB_ERR_RECEIVER_UNREACHABLE naming the address it tried.
+   * Polls GET /health with growing pauses until the receiver answers with every listener of
+   * `transports` ready, for at most `timeoutMs`. A receiver that answers with some still not
+   * ready by then (a broker that never came up) is returned as it is: their sections fail with
+   * the reason. One that never answers fails with ITB_ERR_RECEIVER_UNREACHABLE naming the address.
    */
-  async waitUntilReady(timeoutMs: number): Promise<HealthResponse> {
+  async waitUntilReady(timeoutMs: number, transports: readonly string[] = []): Promise<HealthResponse> {
     const deadline = Date.now() + timeoutMs;
     let pauseMs = 50;
     let lastError = 'no answer';
+    let answered: HealthResponse | undefined;
     for (;;) {
       try {
         const remainingMs = Math.max(1, Math.min(2000, deadline - Date.now()));
         const response = await fetch(`${this.baseUrl}/health`, { signal: AbortSignal.timeout(remainingMs) });
-        if (response.ok) return (await response.json()) as HealthResponse;
-        lastError = `HTTP ${response.status}`;
+        if (response.ok) {
+          answered = (await response.json()) as HealthResponse;
+          // In a cluster the receiver may answer before its broker is up: its listener retries.
+          if (transports.every((name) => answered?.listeners[name]?.ready === true)) return answered;
+        } else {
+          lastError = `HTTP ${response.status}`;
+        }
       } catch (err) {
         lastError = describeFetchError(err);
       }
       const remainingMs = deadline - Date.now();
       if (remainingMs <= 0) {
+        if (answered !== undefined) return answered;
         throw new ItbError(ErrorCode.receiverUnreachable, `receiver at ${this.host}:${this.port} (CONTROL_PORT) was not ready within ${timeoutMs} ms (CONNECT_TIMEOUT_MS): ${lastError}`);
       }
       // The last pause ends at the deadline, for one more try there.

@@ -1,13 +1,18 @@
+import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisTransport } from '../../services/transports/redis.js';
 import type { RunObserver } from '../../services/transmitter/app.js';
-import { runBoth } from '../helpers/in-process.js';
+import { stopChild } from '../../services/shared/child-process.js';
+import { freePort } from '../../services/shared/net.js';
+import { answersWith } from '../../services/shared/local-server.js';
+import { runBoth, runTransmitter, startReceiver } from '../helpers/in-process.js';
 
 // Redis stopped in the middle of the redis section: that section fails with the reason, the
-// other transports' results stay intact, and the run reports failure.
+// other transports' results stay intact, and the run reports failure. Redis up only after the
+// receiver (a cluster starts services in any order): the transmitter waits for the listener.
 
 let outputDir: string;
 beforeAll(async () => {
@@ -51,4 +56,27 @@ describe('Redis going down mid-run', () => {
       await redis.close();
     }
   }, 120_000);
+});
+
+describe('Redis coming up after the receiver, as a cluster may start them', () => {
+  it('waits within CONNECT_TIMEOUT_MS for the receiver\'s redis listener to retry, and the section is ok', async () => {
+    const port = await freePort();
+    const { receiver, transmitterConfig } = await startReceiver(outputDir, { TRANSPORTS: 'tcp,redis', IMAGE_COUNT: '20', REDIS_URL: `redis://127.0.0.1:${port}`, CONNECT_TIMEOUT_MS: '20000' });
+    const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--logfile', ''], { stdio: 'ignore' });
+    try {
+      // The receiver found no Redis at its start: its listener retries in the background.
+      const health = (await (await fetch(`http://127.0.0.1:${transmitterConfig.controlPort}/health`)).json()) as { listeners: Record<string, { ready: boolean }> };
+      expect(health.listeners.redis?.ready).toBe(false);
+      for (let tries = 0; !(await answersWith(port, '+PONG', 'PING\r\n')); tries++) {
+        expect(tries).toBeLessThan(200);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const outcome = await runTransmitter(transmitterConfig);
+      expect(outcome.summary).toMatch(/^Redis\s+20\s+0\s+0\s.*\sok$/m);
+      expect(outcome.succeeded).toBe(true);
+    } finally {
+      await receiver.close();
+      await stopChild(redis, 3000);
+    }
+  }, 60_000);
 });
