@@ -6,7 +6,7 @@ import type { RunReport } from '../services/core/report.js';
 import { freePort } from '../services/shared/net.js';
 import { projectRoot } from '../services/shared/paths.js';
 import { defaultTransports, transports } from '../services/transports/index.js';
-import { resultsSchemaErrors } from './lib/results-schema.js';
+import { expectAllOk, fail, parseReport } from './lib/run-checks.js';
 
 // `node dist/scripts/compose-check.js`: docker compose for real, as a new user runs it, on a fresh
 // clone of this repository's HEAD (no ./output, no .env): the whole suite must end with exit 0,
@@ -29,10 +29,6 @@ const OTHER_HOST_UID = 4321;
 
 const compose: string[] = spawnSync('docker-compose', ['version'], { stdio: 'ignore' }).status === 0 ? ['docker-compose'] : ['docker', 'compose'];
 
-function fail(message: string): never {
-  throw new Error(message);
-}
-
 /** Runs compose with `args` in `dir`, its output passed through; resolves with the exit code. */
 function runCompose(dir: string, args: readonly string[], env: Record<string, string>, timeoutMs = RUN_TIMEOUT_MS): Promise<number> {
   const [command, ...prefix] = compose;
@@ -53,10 +49,7 @@ function runCompose(dir: string, args: readonly string[], env: Record<string, st
 
 function readReport(dir: string): { report: RunReport; log: string } {
   const output = path.join(dir, 'output');
-  const report = JSON.parse(readFileSync(path.join(output, 'results.json'), 'utf8')) as RunReport;
-  const errors = resultsSchemaErrors(report);
-  if (errors.length > 0) fail(`results.json does not match its schema:\n${errors.join('\n')}`);
-  return { report, log: readFileSync(path.join(output, 'output.log'), 'utf8') };
+  return { report: parseReport(readFileSync(path.join(output, 'results.json'), 'utf8')), log: readFileSync(path.join(output, 'output.log'), 'utf8') };
 }
 
 /** Every output file belongs to `uid` and can be read by anyone (the host user who ran compose). */
@@ -66,15 +59,6 @@ function expectOwnedAndReadable(dir: string, uid: number): void {
     if (info.uid !== uid) fail(`output/${file} belongs to uid ${info.uid}, expected ${uid}`);
     if ((info.mode & 0o444) !== 0o444) fail(`output/${file} has mode ${(info.mode & 0o777).toString(8)}: not readable by every user`);
   }
-}
-
-/** The run had exactly `names`, in that order, every one ok, and output.log says so. */
-function expectAllOk(report: RunReport, log: string, names: readonly string[]): void {
-  const ran = report.transports.map((t) => t.transport);
-  if (ran.join(',') !== names.join(',')) fail(`transports ${ran.join(',')}, expected ${names.join(',')}`);
-  const notOk = report.transports.filter((t) => !t.ok);
-  if (notOk.length > 0) fail(`not ok: ${notOk.map((t) => `${t.transport} (${t.failure ?? 'images lost or corrupt'})`).join(', ')}`);
-  if (!log.includes('Result: every transport delivered every image intact.')) fail('output.log does not say every transport delivered every image intact');
 }
 
 async function scenario(name: string, body: (dir: string, env: Record<string, string>) => Promise<void>): Promise<void> {
