@@ -140,7 +140,8 @@ async function main(): Promise<void> {
     if (madeSecret) tryDocker(['secret', 'rm', SECRET]);
     if (nodeId !== '') tryDocker(labelBefore === undefined ? ['node', 'update', '--label-rm', 'itb.role', nodeId] : ['node', 'update', '--label-add', `itb.role=${labelBefore}`, nodeId]);
     if (madeSwarm) tryDocker(['swarm', 'leave', '--force']);
-    tryDocker(['image', 'rm', IMAGE]);
+    // -f: the tag goes even while the stack's last containers are still being removed.
+    tryDocker(['image', 'rm', '-f', IMAGE]);
     rmSync(dir, { recursive: true, force: true });
   }
 }
