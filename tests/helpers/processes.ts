@@ -24,12 +24,16 @@ export interface ServiceProcess {
  */
 export const TEST_AUTH_TOKEN_FILE = path.join(os.tmpdir(), `itb-test-auth-token-${process.pid}`);
 
-/** Starts `node dist/services/<name>/main.js` (or `npm start`'s `dist/scripts/start.js`) with `env` over a clean environment. */
-export function startService(name: 'receiver' | 'transmitter' | 'start', env: Record<string, string>): ServiceProcess {
+/**
+ * Starts `node dist/services/<name>/main.js` (or `npm start`'s `dist/scripts/start.js`) with `env`
+ * over a clean environment; `prefix` is a command that runs it (e.g. in namespaces of its own).
+ */
+export function startService(name: 'receiver' | 'transmitter' | 'start', env: Record<string, string>, prefix: readonly string[] = []): ServiceProcess {
   const entry = name === 'start' ? projectPath('dist', 'scripts', 'start.js') : projectPath('dist', 'services', name, 'main.js');
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run "npm run build" first (npm test does)`);
   // The services run with the flags npm start and the image give them; npm start's own entry needs none.
-  const child = spawn(process.execPath, [...(name === 'start' ? [] : SERVICE_NODE_FLAGS), entry], { env: { PATH: process.env.PATH ?? '', AUTH_TOKEN_FILE: TEST_AUTH_TOKEN_FILE, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const command = [...prefix, process.execPath, ...(name === 'start' ? [] : SERVICE_NODE_FLAGS), entry];
+  const child = spawn(command[0]!, command.slice(1), { env: { PATH: process.env.PATH ?? '', AUTH_TOKEN_FILE: TEST_AUTH_TOKEN_FILE, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
