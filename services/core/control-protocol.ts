@@ -58,6 +58,8 @@ export interface ListenerStatus {
   ready: boolean;
   port: number;
   error: string | null;
+  /** A listener that is down and will be tried again (its broker may come up); false when ready, or when a setting is missing and no retry can help. */
+  retrying: boolean;
 }
 
 /** GET /health's answer. */

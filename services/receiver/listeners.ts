@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../core/config.js';
 import type { ListenerStatus } from '../core/control-protocol.js';
 import type { BrokerReading } from '../core/cost.js';
-import { errorMessage } from '../core/errors.js';
+import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import type { Ack } from '../core/frame.js';
 import type { ReceivedFrame, ReceiverListener, SectionOpening } from '../transports/contract.js';
 import { transportByName } from '../transports/index.js';
@@ -90,7 +90,7 @@ export class Listeners {
         deliver: (frame) => this.sinks.deliver(frame),
         onReject: (reason) => this.sinks.onReject(name, reason),
         onFailure: (reason) => {
-          this.statuses[name] = { ready: false, port: this.statuses[name]?.port ?? port, error: reason };
+          this.statuses[name] = { ready: false, port: this.statuses[name]?.port ?? port, error: reason, retrying: true };
           this.log.error({ transport: name, reason }, 'listener failed; trying to listen again in the background');
           this.sinks.onFailure(name, reason);
           this.retryLater(name);
@@ -102,10 +102,16 @@ export class Listeners {
         return;
       }
       this.open.set(name, listener);
-      this.statuses[name] = { ready: true, port: listener.port, error: null };
+      this.statuses[name] = { ready: true, port: listener.port, error: null, retrying: false };
       this.log.info({ transport: name, port: listener.port }, 'listening');
     } catch (err) {
-      this.statuses[name] = { ready: false, port, error: errorMessage(err) };
+      // A missing setting (REDIS_URL, NATS_URL) stays missing: no retry.
+      const retrying = !(err instanceof ItbError && err.code === ErrorCode.config);
+      this.statuses[name] = { ready: false, port, error: errorMessage(err), retrying };
+      if (!retrying) {
+        this.log.error({ transport: name, err: errorMessage(err) }, 'listener cannot start; its sections will be reported as failed');
+        return;
+      }
       this.log.error({ transport: name, err: errorMessage(err) }, 'listener failed to start; its section will be reported as failed until a retry succeeds');
       this.retryLater(name);
     }

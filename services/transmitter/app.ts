@@ -252,6 +252,16 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     }
   }
 
+  // In a cluster the receiver may answer before its broker is up, and a listener that failed
+  // retries in the background: its section waits for it, within CONNECT_TIMEOUT_MS. One still
+  // down by then, or down for good (a setting missing), fails its section with the receiver's
+  // reason, and the run goes on.
+  async function listenerReady(peer: Peer, name: string): Promise<void> {
+    peer.health = await peer.control.waitUntilReady(config.connectTimeoutMs, [name]);
+    const status = peer.health.listeners[name];
+    if (status?.ready !== true) log.warn({ receiver: peer.host, transport: name, reason: status?.error, retrying: status?.retrying }, 'receiver listener not ready: its section fails with the reason');
+  }
+
   // Ping-pong over a receiver's control endpoint.
   async function estimateOffset(peer: Peer): Promise<ClockOffset | null> {
     await peer.control.clockSample();
@@ -304,6 +314,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     let result: SectionResult;
     let outcome: Awaited<ReturnType<typeof transfer>> | undefined;
     try {
+      await Promise.all(peers.map((peer) => listenerReady(peer, transport.name)));
       for (const peer of peers) plans[peer.index] = { ...plans[peer.index]!, clock: await estimateClock(peer) };
       await Promise.all(
         peers.map(async (peer) => {
@@ -359,11 +370,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       const addresses = await receiverAddresses(config);
       const controls = addresses.map((address) => new ControlClient(address.host, address.controlPort, config.imageTimeoutMs));
       try {
-        const healths = await Promise.all(controls.map((control) => control.waitUntilReady(config.connectTimeoutMs, config.transports)));
-        for (const [index, health] of healths.entries()) {
-          const notReady = config.transports.filter((name) => health.listeners[name]?.ready !== true);
-          if (notReady.length > 0) log.warn({ receiver: addresses[index]?.host, notReady }, `receiver listeners not ready within CONNECT_TIMEOUT_MS: their sections will fail with the reason`);
-        }
+        const healths = await Promise.all(controls.map((control) => control.waitUntilReady(config.connectTimeoutMs)));
         const peers: Peer[] = addresses.map((address, index) => ({ index, host: address.host, control: controls[index]!, health: healths[index]! }));
         // Read once the receiver answers: without AUTH_TOKEN it is the file the receiver creates at start.
         const authToken = transmitterAuthToken(config);

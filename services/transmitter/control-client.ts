@@ -23,9 +23,10 @@ export class ControlClient {
 
   /**
    * Polls GET /health with growing pauses until the receiver answers with every listener of
-   * `transports` ready, for at most `timeoutMs`. A receiver that answers with some still not
-   * ready by then (a broker that never came up) is returned as it is: their sections fail with
-   * the reason. One that never answers fails with ITB_ERR_RECEIVER_UNREACHABLE naming the address.
+   * `transports` ready, or down for good (a setting missing, or not one of its transports), for
+   * at most `timeoutMs`. A receiver that answers with some still retrying by then (a broker that
+   * never came up) is returned as it is: their sections fail with the reason. One that never
+   * answers fails with ITB_ERR_RECEIVER_UNREACHABLE naming the address.
    */
   async waitUntilReady(timeoutMs: number, transports: readonly string[] = []): Promise<HealthResponse> {
     const deadline = Date.now() + timeoutMs;
@@ -39,7 +40,8 @@ export class ControlClient {
         if (response.ok) {
           answered = (await response.json()) as HealthResponse;
           // In a cluster the receiver may answer before its broker is up: its listener retries.
-          if (transports.every((name) => answered?.listeners[name]?.ready === true)) return answered;
+          const listeners = answered.listeners;
+          if (transports.every((name) => listeners[name]?.retrying !== true)) return answered;
         } else {
           lastError = `HTTP ${response.status}`;
         }

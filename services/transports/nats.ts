@@ -299,7 +299,7 @@ function headersOf(header: Buffer): MsgHdrs {
 
 function requireUrl(url: string | undefined): string {
   if (url === undefined || url === '') {
-    throw new ItbError(ErrorCode.transport, 'NATS_URL is not set: the nats transport needs a NATS server to go through (e.g. NATS_URL=nats://127.0.0.1:4222)');
+    throw new ItbError(ErrorCode.config, 'NATS_URL is not set: the nats transport needs a NATS server to go through (e.g. NATS_URL=nats://127.0.0.1:4222)');
   }
   return url;
 }

@@ -191,7 +191,7 @@ describe('nats transport: NATS specifics', () => {
   it('fails at once, naming NATS_URL, when it is not set', async () => {
     const section = testDoor('nats');
     const seen = { acks: [] as number[], failures: [] as Error[] };
-    await expect(natsTransport.connect({ ...linkOptions('', section.credential, 1000, seen), url: undefined })).rejects.toMatchObject({ code: ErrorCode.transport, message: expect.stringContaining('NATS_URL is not set') });
+    await expect(natsTransport.connect({ ...linkOptions('', section.credential, 1000, seen), url: undefined })).rejects.toMatchObject({ code: ErrorCode.config, message: expect.stringContaining('NATS_URL is not set') });
   });
 
   it('starts its private server from a config file in a temporary directory and removes it at close', async () => {

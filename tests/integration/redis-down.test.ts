@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisTransport } from '../../services/transports/redis.js';
+import type { HealthResponse } from '../../services/core/control-protocol.js';
 import type { RunObserver } from '../../services/transmitter/app.js';
 import { stopChild } from '../../services/shared/child-process.js';
 import { freePort } from '../../services/shared/net.js';
@@ -65,8 +66,8 @@ describe('Redis coming up after the receiver, as a cluster may start them', () =
     const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--logfile', ''], { stdio: 'ignore' });
     try {
       // The receiver found no Redis at its start: its listener retries in the background.
-      const health = (await (await fetch(`http://127.0.0.1:${transmitterConfig.controlPort}/health`)).json()) as { listeners: Record<string, { ready: boolean }> };
-      expect(health.listeners.redis?.ready).toBe(false);
+      const health = (await (await fetch(`http://127.0.0.1:${transmitterConfig.controlPort}/health`)).json()) as HealthResponse;
+      expect(health.listeners.redis).toMatchObject({ ready: false, retrying: true });
       for (let tries = 0; !(await answersWith(port, '+PONG', 'PING\r\n')); tries++) {
         expect(tries).toBeLessThan(200);
         await new Promise((resolve) => setTimeout(resolve, 50));
@@ -77,6 +78,24 @@ describe('Redis coming up after the receiver, as a cluster may start them', () =
     } finally {
       await receiver.close();
       await stopChild(redis, 3000);
+    }
+  }, 60_000);
+});
+
+describe('a Redis transport with no REDIS_URL at all', () => {
+  it('is down for good, not retried: its section fails at once with the reason, without waiting CONNECT_TIMEOUT_MS', async () => {
+    const { receiver, transmitterConfig } = await startReceiver(outputDir, { TRANSPORTS: 'redis,tcp', IMAGE_COUNT: '5', REDIS_URL: '', CONNECT_TIMEOUT_MS: '20000' });
+    try {
+      const health = (await (await fetch(`http://127.0.0.1:${transmitterConfig.controlPort}/health`)).json()) as HealthResponse;
+      expect(health.listeners.redis).toMatchObject({ ready: false, retrying: false, error: expect.stringContaining('REDIS_URL is not set') });
+      expect(health.listeners.tcp).toMatchObject({ ready: true, retrying: false });
+      const startedAt = Date.now();
+      const outcome = await runTransmitter(transmitterConfig);
+      expect(Date.now() - startedAt).toBeLessThan(15_000);
+      expect(outcome.summary).toMatch(/^Redis\s+0\s+5\s+0\s.*FAILED: .*REDIS_URL is not set/m);
+      expect(outcome.summary).toMatch(/^TCP \(baseline\)\s+5\s+0\s+0\s.*\sok$/m);
+    } finally {
+      await receiver.close();
     }
   }, 60_000);
 });

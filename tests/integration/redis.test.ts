@@ -202,9 +202,9 @@ describe('redis transport: Redis specifics', () => {
     for (const url of [undefined, '']) {
       const endpoint = { host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url, maxImageBytes: MAX_IMAGE_BYTES, log: testLog, door: section.door, idleTimeoutMs: 5000, credential: section.credential };
       const listening = redisTransport.listen({ ...endpoint, deliver: () => ({ sectionId: 0, seq: 0, status: 'accepted' }), onReject: () => {} });
-      await expect(listening).rejects.toMatchObject({ code: ErrorCode.transport, message: expect.stringMatching(/REDIS_URL is not set/) });
+      await expect(listening).rejects.toMatchObject({ code: ErrorCode.config, message: expect.stringMatching(/REDIS_URL is not set/) });
       const connecting = redisTransport.connect({ ...endpoint, connectTimeoutMs: 1000, imageBytes: 1024 * 1024, window: 64, onAck: () => {}, onFailure: () => {} });
-      await expect(connecting).rejects.toMatchObject({ code: ErrorCode.transport, message: expect.stringMatching(/REDIS_URL is not set/) });
+      await expect(connecting).rejects.toMatchObject({ code: ErrorCode.config, message: expect.stringMatching(/REDIS_URL is not set/) });
     }
   });
 

@@ -68,7 +68,7 @@ export const REDIS_IMAGE_LIMIT_ARGS: readonly string[] = ['--proto-max-bulk-len'
 /** REDIS_URL, or a clear error naming the transport that needs it. */
 export function requireUrl(url: string | undefined, transport: string): string {
   if (url === undefined || url === '') {
-    throw new ItbError(ErrorCode.transport, `REDIS_URL is not set: the ${transport} transport needs a Redis server to go through (e.g. REDIS_URL=redis://127.0.0.1:6379)`);
+    throw new ItbError(ErrorCode.config, `REDIS_URL is not set: the ${transport} transport needs a Redis server to go through (e.g. REDIS_URL=redis://127.0.0.1:6379)`);
   }
   return url;
 }
