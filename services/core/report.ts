@@ -226,10 +226,10 @@ function fairnessText(f: ClientFairness): string {
 function fanOutText(f: FanOut): string {
   const { aggregate: a } = f;
   const receivers = f.perReceiver.map(
-    (r) => `receiver ${r.receiver + 1}: ${r.ok ? '' : 'FAILED, '}${r.okCount} intact${r.lostCount > 0 ? `, ${r.lostCount} lost` : ''}${r.corruptCount > 0 ? `, ${r.corruptCount} corrupt` : ''}, p50 ${ms(r.latency?.p50Ms)}, p99 ${ms(r.latency?.p99Ms)} ms, ${fixed(r.throughputMBps, 1)} MB/s`,
+    (r) => `receiver ${r.receiver + 1}: ${r.ok ? '' : 'FAILED, '}${r.okCount} intact${r.lostCount > 0 ? `, ${r.lostCount} lost` : ''}${r.corruptCount > 0 ? `, ${r.corruptCount} corrupt` : ''}, p50 ${ms(r.latency?.p50Ms)}, p99 ${ms(r.latency?.p99Ms)} ms${clockErrorText(r)}, ${fixed(r.throughputMBps, 1)} MB/s`,
   );
   const how = f.mode === 'copies' ? 'a copy each' : 'one send reaching all';
-  return `${f.perReceiver.length}, ${how}: aggregate of ${a.okCount} intact${a.lostCount > 0 ? `, ${a.lostCount} lost` : ''}${a.corruptCount > 0 ? `, ${a.corruptCount} corrupt` : ''}, p50 ${ms(a.latency?.p50Ms)}, p99 ${ms(a.latency?.p99Ms)} ms, RTT p50 ${ms(a.rtt?.p50Ms)} ms; ${receivers.join('; ')}`;
+  return `${f.perReceiver.length}, ${how}: aggregate of ${a.okCount} intact${a.lostCount > 0 ? `, ${a.lostCount} lost` : ''}${a.corruptCount > 0 ? `, ${a.corruptCount} corrupt` : ''}, p50 ${ms(a.latency?.p50Ms)}, p99 ${ms(a.latency?.p99Ms)} ms${a.oneWayClockErrorMs == null ? '' : ` ± up to ${ms(a.oneWayClockErrorMs)} ms`}, RTT p50 ${ms(a.rtt?.p50Ms)} ms; ${receivers.join('; ')}`;
 }
 
 /** "100 images/s", with up to 3 decimals for fractional rates. */
@@ -377,16 +377,19 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
     if (!f) return [];
     return [[sectionTitle(t), String(f.clients), `${f.fewestImages}–${f.mostImages}`, fixed(f.slowestMBps, 1), fixed(f.fastestMBps, 1), fixed(f.jainIndex, 3)]];
   });
+  // Receivers on other kernels than the transmitter's: each one's clock error bound, "all" the largest.
+  const fanOutClocks = report.transports.some((t) => figureOf(t, 'fanOut')?.aggregate.oneWayClockErrorMs != null);
   const fanOutRows = report.transports.flatMap((t) => {
     const f = figureOf(t, 'fanOut');
     if (!f) return [];
-    const row = (who: string, figures: { okCount: number; lostCount: number; latency: LatencySummary | null }, mbps: string): string[] => [
-      sectionTitle(t), who, String(figures.okCount), String(figures.lostCount), ms(figures.latency?.p50Ms), ms(figures.latency?.p99Ms), mbps,
+    const row = (who: string, figures: { okCount: number; lostCount: number; latency: LatencySummary | null; oneWayClockErrorMs?: number | null }, mbps: string): string[] => [
+      sectionTitle(t), who, String(figures.okCount), String(figures.lostCount), ms(figures.latency?.p50Ms), ms(figures.latency?.p99Ms),
+      ...(fanOutClocks ? [figures.oneWayClockErrorMs == null ? '-' : `± ${ms(figures.oneWayClockErrorMs)}`] : []), mbps,
     ];
     return [row(`all (${f.mode === 'copies' ? 'copies' : 'one send'})`, f.aggregate, '-'), ...f.perReceiver.map((r) => row(String(r.receiver + 1), r, fixed(r.throughputMBps, 1)))];
   });
   if (fanOutRows.length > 0) {
-    blocks.push(`Receivers (every image to each; "all": every receiver's images as one distribution):\n${renderTable(['Transport', 'receiver', 'OK', 'Lost', 'p50 ms', 'p99 ms', 'MB/s'], fanOutRows, false)}`);
+    blocks.push(`Receivers (every image to each; "all": every receiver's images as one distribution${fanOutClocks ? '; clock ±: the one-way clock error bound of a receiver on another kernel, "all" the largest' : ''}):\n${renderTable(['Transport', 'receiver', 'OK', 'Lost', 'p50 ms', 'p99 ms', ...(fanOutClocks ? ['clock ± ms'] : []), 'MB/s'], fanOutRows, false)}`);
   }
   if (fairnessRows.length > 0) {
     blocks.push(

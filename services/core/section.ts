@@ -148,6 +148,8 @@ export interface ReceiverFigures {
   rtt: LatencySummary | null;
   totalMs: number | null;
   throughputMBps: number | null;
+  /** Its one-way times' clock error bound when it ran on another kernel than the transmitter (see SectionResult); null on the same one. Absent in files written before it was recorded. */
+  oneWayClockErrorMs?: number | null;
 }
 
 /** A section that went to several receivers: each one's figures, and all of them together. */
@@ -155,8 +157,8 @@ export interface FanOut {
   /** How each image reached them: a copy per receiver (point-to-point), or one send that reached all (pub/sub). */
   mode: 'copies' | 'one send';
   perReceiver: ReceiverFigures[];
-  /** Every receiver's images as one distribution: counts summed, times of every intact image, every round trip. */
-  aggregate: { okCount: number; lostCount: number; corruptCount: number; latency: LatencySummary | null; rtt: LatencySummary | null };
+  /** Every receiver's images as one distribution: counts summed, times of every intact image, every round trip; the largest clock error bound of any receiver. */
+  aggregate: { okCount: number; lostCount: number; corruptCount: number; latency: LatencySummary | null; rtt: LatencySummary | null; oneWayClockErrorMs?: number | null };
 }
 
 /** The fan-out figures of one section from every receiver's result (the first receiver's first). */
@@ -177,6 +179,7 @@ export function fanOutOf(results: readonly SectionResult[], mode: FanOut['mode']
       rtt: r.rtt,
       totalMs: r.totalMs,
       throughputMBps: r.throughputMBps,
+      oneWayClockErrorMs: r.oneWayClockErrorMs ?? null,
     })),
     aggregate: {
       okCount: sum((r) => r.okCount),
@@ -184,8 +187,15 @@ export function fanOutOf(results: readonly SectionResult[], mode: FanOut['mode']
       corruptCount: sum((r) => r.corruptCount),
       latency: summarizeLatency(times) ?? null,
       rtt: summarizeLatency(rtts) ?? null,
+      oneWayClockErrorMs: largestClockError(results),
     },
   };
+}
+
+/** The largest one-way clock error bound among sections; null when every one ran on the transmitter's kernel. */
+function largestClockError(results: readonly Pick<SectionResult, 'oneWayClockErrorMs'>[]): number | null {
+  const bounds = results.flatMap((r) => (r.oneWayClockErrorMs == null ? [] : [r.oneWayClockErrorMs]));
+  return bounds.length === 0 ? null : Math.max(...bounds);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { renderOutputLog, renderResultsJson, renderSummary, runSucceeded, summarizeTransports, type RunReport } from '../../services/core/report.js';
-import { SectionRecorder, type ColdStart, type SectionResult } from '../../services/core/section.js';
+import { fanOutOf, SectionRecorder, withFanOut, type ColdStart, type SectionResult } from '../../services/core/section.js';
 import type { WarmupOutcome, WarmupPlan } from '../../services/core/warmup.js';
 import { fixturePlan, fixtureReport, fixtureSection, twoClockSection } from '../helpers/fixtures.js';
 import { resultsSchemaErrors } from '../../scripts/lib/results-schema.js';
@@ -380,5 +380,19 @@ describe('a run across two hosts (two kernels, two clocks)', () => {
     expect(json.sections[0]!.clockAfter).toEqual({ offsetNs: 5_040_000, uncertaintyNs: 120_000, roundTripNs: 240_000, samples: 8 });
     expect(json.sections[1]!.oneWayClockErrorMs).toBeNull();
     expect(resultsSchemaErrors(json)).toEqual([]);
+  });
+});
+
+describe('several receivers across hosts (RECEIVERS > 1, two kernels)', () => {
+  it('gives each receiver\'s one-way figures with its own clock error bound, and the largest for all of them', () => {
+    const first = twoClockSection({ transport: 'tcp', label: 'TCP', baseline: true, receivers: 2 });
+    const second = { ...twoClockSection({ transport: 'tcp', label: 'TCP', baseline: true, receivers: 2, receiverIndex: 1 }), oneWayClockErrorMs: 0.25 };
+    const report = fixtureReport([withFanOut(first, fanOutOf([first, second], 'copies'))]);
+    const log = renderOutputLog(report);
+    expect(log).toContain('Receivers: 2, a copy each: aggregate of 4 intact, p50 1.200, p99 2.000 ms ± up to 0.250 ms, RTT p50 1.500 ms; receiver 1: 2 intact, p50 1.200, p99 2.000 ms ± 0.160 ms, ');
+    expect(log).toMatch(/clock ±: the one-way clock error bound of a receiver on another kernel, "all" the largest\):\nTransport +receiver +OK +Lost +p50 ms +p99 ms +clock ± ms +MB\/s\n/);
+    expect(log).toMatch(/^TCP \(baseline\) +all \(copies\) +4 +0 +1\.200 +2\.000 +± 0\.250 +-$/m);
+    expect(log).toMatch(/^TCP \(baseline\) +2 +2 +0 +1\.200 +2\.000 +± 0\.250 +[\d.]+$/m);
+    expect(resultsSchemaErrors(JSON.parse(renderResultsJson(report)))).toEqual([]);
   });
 });

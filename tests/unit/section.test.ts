@@ -383,5 +383,12 @@ describe('fanOutOf and withFanOut (RECEIVERS > 1)', () => {
     const allOk = withFanOut(first, fanOutOf([first, first], 'one send'));
     expect([allOk.ok, allOk.failure, allOk.fanOut?.mode]).toEqual([true, null, 'one send']);
   });
+
+  it('keeps each receiver\'s clock error bound, the largest for all, null when every one shares the transmitter\'s kernel', () => {
+    expect(fanOutOf([first, second], 'copies').aggregate.oneWayClockErrorMs).toBeNull();
+    const fanOut = fanOutOf([first, { ...second, oneWayClockErrorMs: 0.25 }, { ...second, receiverIndex: 2, oneWayClockErrorMs: 0.125 }], 'copies');
+    expect(fanOut.perReceiver.map((r) => r.oneWayClockErrorMs)).toEqual([null, 0.25, 0.125]);
+    expect(fanOut.aggregate.oneWayClockErrorMs).toBe(0.25);
+  });
 });
 
