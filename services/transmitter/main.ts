@@ -24,11 +24,13 @@ try {
   log.info({ image: image.description }, 'image loaded');
   const outcome = await buildTransmitter(config, image, log, progress).run();
   progress.stop();
+  // Where to read them, also when the receiver is on another node (a cluster).
+  const fullResults = `Full results: output.log, results.json and report.html in the receiver's OUTPUT_DIR, also served on its control port (GET /output.log, /results.json, and / for the report; CONTROL_PORT ${config.controlPort}).`;
   const verdict = outcome.receiverLost
     ? `INCOMPLETE: the receiver went away (${outcome.receiverLost}); the run stopped and the receiver wrote no output.log for it.`
     : outcome.succeeded
-      ? 'Every transport delivered every image intact.\nFull results: output.log, results.json and report.html in the receiver\'s OUTPUT_DIR.'
-      : 'FAILED: at least one transport lost, corrupted or failed to deliver images.\nFull results: output.log, results.json and report.html in the receiver\'s OUTPUT_DIR.';
+      ? `Every transport delivered every image intact.\n${fullResults}`
+      : `FAILED: at least one transport lost, corrupted or failed to deliver images.\n${fullResults}`;
   process.stdout.write(`\n${outcome.summary}\n\n${verdict}\n`);
   // Exit explicitly: a library handle left open by a failed transport must not keep us running.
   process.exit(outcome.succeeded ? ExitCode.ok : ExitCode.failed);
