@@ -7,20 +7,25 @@ import { nodeDescription, renderTable, type HostFacts, type RunReport } from '..
 import type { SectionResult } from '../services/core/section.js';
 import { medianOf } from '../services/core/stats.js';
 import { formatSize } from '../services/core/size.js';
-import { projectPath, projectRoot } from '../services/shared/paths.js';
+import { projectPath } from '../services/shared/paths.js';
 import type { LocalServer } from '../services/transports/contract.js';
 import { defaultTransports, transportByName, transports } from '../services/transports/index.js';
 import { freePortsEnv } from './lib/ports.js';
-import { findRefbench, runRefbench, type RefbenchResult } from './lib/refbench.js';
-import { renderSweepPage, type SweepChart } from './lib/sweep-page.js';
+import { runCeiling } from './lib/ceiling-run.js';
+import { percentText, summarizeOverhead, type FigurePair, type OverheadSummary } from './lib/overhead.js';
+import type { CeilingFigures } from './ceiling/drive.js';
+import { renderSweepPage, type BenchChart, type SweepChart } from './lib/sweep-page.js';
 import { reportLibraries } from '../services/shared/report-assets.js';
 
-// `npm run bench [-- ceiling verify matrix steady] [--transports=a,b]`: the whole suite (`npm
-// start`'s entry, so real processes and private servers), in four parts, all by default:
-// - ceiling: every transport (or those --transports= names) in three shapes, each run paired in
-//   the same minute with ../shared/refbench's thinnest client of the same library: 533 KiB at
-//   WINDOW=16 (MB/s, also with VERIFY=false), 1 KB at WINDOW=256 (images/s) and 533 KiB one at a
-//   time (latency); three rounds in rotated order;
+// `npm run bench [-- ceiling verify matrix steady clients rate] [--transports=a,b] [--ceiling-only]`:
+// the whole suite (`npm start`'s entry, so real processes and private servers), in six parts, all
+// by default:
+// - ceiling: every transport (or those --transports= names) in three shapes, each suite run
+//   followed in the same minute by its library's ceiling client (scripts/ceiling/: the thinnest
+//   correct sender and receiver of the same library): 533 KiB at WINDOW=16 (MB/s, the suite also
+//   with VERIFY=false), 1 KB at WINDOW=256 (images/s) and 533 KiB one at a time (round trip);
+//   three rounds in rotated order; harness overhead = 1 − ours ÷ ceiling per round, its median and
+//   range. --ceiling-only runs the ceiling clients alone;
 // - verify: what VERIFY=false changes in TCP's and ZeroMQ's MB/s at WINDOW=16: five interleaved
 //   pairs (on/off, then off/on, ...), the median of the five changes;
 // - matrix: image size × WINDOW with three interleaved repeats, then linear assembly and flat memory;
@@ -30,31 +35,39 @@ import { reportLibraries } from '../services/shared/report-assets.js';
 // - clients: latency and per-client fairness against CLIENTS (1, 10, 50, 200), rounds interleaved;
 // - rate: an open loop (RATE) from light load to past saturation: achieved rate, images dropped at
 //   the sender, latency from the due time.
-// Prints tables and writes bench/results-<date>.json, and the two sweeps drawn in
-// bench/sweeps-<date>.html. A benchmark, not a test: `npm test` never runs it.
+// Prints tables and writes bench/results-<date>.json, and its charts (each transport beside its
+// ceiling, the two sweeps) in bench/charts-<date>.html. A benchmark, not a test: `npm test` never runs it.
 
 const PARTS = ['ceiling', 'verify', 'matrix', 'steady', 'clients', 'rate'] as const;
 type Part = (typeof PARTS)[number];
-const USAGE = `usage: npm run bench [-- [${PARTS.join(' ')}] [--transports=<name>,<name>...]]`;
+const USAGE = `usage: npm run bench [-- [${PARTS.join(' ')}] [--transports=<name>,<name>...] [--ceiling-only]]`;
 
-/** The parts named on the command line (all when none is) and the transports `--transports=` names; anything else exits 2. */
-function optionsFrom(args: readonly string[]): { parts: Part[]; transports: string[] | undefined } {
+/**
+ * The parts named on the command line (all when none is), the transports `--transports=` names,
+ * and --ceiling-only (the ceiling part with its ceiling clients alone, no suite run); anything
+ * else exits 2.
+ */
+function optionsFrom(args: readonly string[]): { parts: Part[]; transports: string[] | undefined; ceilingOnly: boolean } {
   const problems: string[] = [];
   let chosen: string[] | undefined;
+  let ceilingOnly = false;
   const partNames: string[] = [];
   for (const arg of args) {
-    if (arg.startsWith('--transports=')) {
+    if (arg === '--ceiling-only') ceilingOnly = true;
+    else if (arg.startsWith('--transports=')) {
       chosen = arg.slice('--transports='.length).split(',').map((name) => name.trim()).filter((name) => name !== '');
       const unknown = chosen.filter((name) => !transports.some((t) => t.name === name));
       if (unknown.length > 0 || chosen.length === 0) problems.push(`unknown transport ${unknown.join(', ') || '(none given)'}; transports: ${transports.map((t) => t.name).join(', ')}`);
     } else if ((PARTS as readonly string[]).includes(arg)) partNames.push(arg);
     else problems.push(`unknown part ${arg}; parts: ${PARTS.join(', ')}`);
   }
+  if (ceilingOnly && partNames.some((p) => p !== 'ceiling')) problems.push(`--ceiling-only runs the ceiling part alone, not ${partNames.filter((p) => p !== 'ceiling').join(', ')}`);
   if (problems.length > 0) {
     process.stderr.write(`bench: ${problems.join('\n')}\n${USAGE}\n`);
     process.exit(2);
   }
-  return { parts: partNames.length === 0 ? [...PARTS] : PARTS.filter((p) => partNames.includes(p)), transports: chosen };
+  if (ceilingOnly) return { parts: ['ceiling'], transports: chosen, ceilingOnly };
+  return { parts: partNames.length === 0 ? [...PARTS] : PARTS.filter((p) => partNames.includes(p)), transports: chosen, ceilingOnly };
 }
 
 const OPTIONS = optionsFrom(process.argv.slice(2));
@@ -71,7 +84,8 @@ const WINDOWS = [1, 16];
 const MATRIX_REPEAT = 3;
 /** Bytes per matrix section: enough images that a section outlasts timer noise, few enough to finish in minutes. */
 const BYTES_PER_SECTION = 64_000_000;
-const REFBENCH_TIMEOUT_MS = 120_000;
+/** Bound on one ceiling run, both processes' start included. */
+const CEILING_TIMEOUT_MS = 120_000;
 /**
  * The steady part: default settings (the asset, WINDOW=1, WARMUP=auto). Position: every rotation
  * of TRANSPORTS, so each transport runs first and last once per round. Size: interleaved pairs of
@@ -133,10 +147,11 @@ function medianSection(report: RunReport, transport: string): SectionResult | un
 }
 
 /**
- * The ceiling's three shapes, as refbench's RESULTS.md measures them: large images at a window of 16
- * (MB/s, the headline ratio), small images at a wide window (per-message overhead: images/s) and
- * large images one at a time (latency: the round trip's p50). Each run is paired with refbench's
- * run of the same shape right after it; the large shape also runs with VERIFY=false after that.
+ * The ceiling's three shapes: large images at a window of 16 (MB/s, the headline overhead), small
+ * images at a wide window (per-message overhead: images/s) and large images one at a time
+ * (latency: the round trip's p50). Each suite run is followed by its library's ceiling client
+ * (scripts/ceiling/) on the same shape, in the same minute; the large shape then runs the suite
+ * again with VERIFY=false (the ceiling verifies nothing).
  */
 interface CeilingShape {
   name: 'large' | 'small' | 'latency';
@@ -144,7 +159,7 @@ interface CeilingShape {
   count: number;
   window: number;
   warmup: number;
-  /** Also run with VERIFY=false: refbench's clients verify nothing. */
+  /** Also run the suite with VERIFY=false. */
   unverified: boolean;
 }
 
@@ -155,116 +170,192 @@ const CEILING_SHAPES: readonly CeilingShape[] = [
   { name: 'latency', bytes: ASSET_BYTES, count: 300, window: 1, warmup: 100, unverified: false },
 ];
 
-/** One transport's run of one shape beside refbench's run of the same library in the same minute. */
-interface CeilingPair {
+/** One round of one transport and shape: the suite's run and its ceiling's, in the same minute. */
+interface CeilingCell {
   transport: string;
   shape: CeilingShape['name'];
   round: number;
+  /** Undefined under --ceiling-only. */
   ours: SectionResult | undefined;
-  /** The same run with VERIFY=false, right after refbench's (large shape only): the harness's cost apart from the integrity check. */
+  /** The suite again with VERIFY=false (large shape only): the harness apart from the integrity check. */
   oursUnverified: SectionResult | undefined;
-  ref: RefbenchResult | { failed: string };
+  ceiling: CeilingFigures | { failed: string };
 }
 
-async function ceiling(): Promise<{ lines: string[]; pairs: CeilingPair[]; host: HostFacts | undefined }> {
-  const location = findRefbench(projectRoot());
-  const pairs: CeilingPair[] = [];
+/** A transport's cells of one shape over the rounds: the figures compared, and the overhead. */
+interface CeilingSummary {
+  transport: string;
+  shape: CeilingShape['name'];
+  /** What the throughput overhead is over: MB/s (large), images/s (small), none for latency. */
+  figure: 'MB/s' | 'images/s' | 'RTT p50 ms';
+  overhead: OverheadSummary;
+  /** Large shape: against the suite with VERIFY=false. */
+  overheadUnverified: OverheadSummary | null;
+}
+
+const ceilingFigureOf = (cell: CeilingCell): CeilingFigures | undefined => ('failed' in cell.ceiling ? undefined : cell.ceiling);
+
+/** Each transport's overhead per shape, from the rounds' pairs (latency: ours over ceiling of the RTT p50, as "overhead" 1 − ceiling ÷ ours). */
+function summarizeCeiling(cells: readonly CeilingCell[]): CeilingSummary[] {
+  return CEILING_TRANSPORTS.flatMap((t) =>
+    CEILING_SHAPES.map((shape): CeilingSummary => {
+      const own = cells.filter((c) => c.transport === t.name && c.shape === shape.name);
+      const pairsOf = (ours: (c: CeilingCell) => number | null | undefined, ceiling: (f: CeilingFigures) => number): FigurePair[] =>
+        own.map((c) => {
+          const figures = ceilingFigureOf(c);
+          return { ours: ours(c) ?? null, ceiling: figures === undefined ? null : ceiling(figures) };
+        });
+      if (shape.name === 'latency') {
+        // A round trip is better lower: the overhead is the share of ours the library would not have spent.
+        const pairs = pairsOf((c) => c.ours?.rtt?.p50Ms, (f) => f.rttP50Ms).map((p) => ({ ours: p.ceiling, ceiling: p.ours }));
+        const overhead = summarizeOverhead(pairs);
+        return { transport: t.name, shape: shape.name, figure: 'RTT p50 ms', overhead: { ...overhead, oursMedian: overhead.ceilingMedian, ceilingMedian: overhead.oursMedian }, overheadUnverified: null };
+      }
+      const throughput = shape.name === 'large' ? (s: SectionResult | undefined) => s?.throughputMBps : (s: SectionResult | undefined) => s?.imagesPerSecond;
+      const ceilingThroughput = shape.name === 'large' ? (f: CeilingFigures) => f.MBps : (f: CeilingFigures) => f.imagesPerSecond;
+      return {
+        transport: t.name,
+        shape: shape.name,
+        figure: shape.name === 'large' ? 'MB/s' : 'images/s',
+        overhead: summarizeOverhead(pairsOf((c) => throughput(c.ours), ceilingThroughput)),
+        overheadUnverified: shape.unverified ? summarizeOverhead(pairsOf((c) => throughput(c.oursUnverified), ceilingThroughput)) : null,
+      };
+    }),
+  );
+}
+
+/** The brokers the ceiling clients go through: one private server per command (redis-server, nats-server) for the whole part. */
+async function startCeilingBrokers(): Promise<{ urls: Map<string, string>; close(): Promise<void> }> {
+  const urls = new Map<string, string>();
+  const servers: LocalServer[] = [];
+  const byCommand = new Map<string, string>();
+  try {
+    for (const transport of CEILING_TRANSPORTS) {
+      const local = transport.localServer;
+      if (!local) continue;
+      let url = byCommand.get(local.command);
+      if (url === undefined) {
+        const server = await local.start();
+        servers.push(server);
+        byCommand.set(local.command, (url = server.url));
+      }
+      urls.set(transport.name, url);
+    }
+  } catch (err) {
+    await Promise.all(servers.map((s) => s.close()));
+    throw err;
+  }
+  return { urls, close: async () => void (await Promise.all(servers.map((s) => s.close()))) };
+}
+
+async function ceiling(ceilingOnly: boolean): Promise<{ lines: string[]; cells: CeilingCell[]; summary: CeilingSummary[]; charts: BenchChart[]; host: HostFacts | undefined }> {
+  const cells: CeilingCell[] = [];
   let host: HostFacts | undefined;
-  // refbench's redis modes need a server too: one private redis-server for all of them.
-  const redisTransport = CEILING_TRANSPORTS.find((t) => t.refbenchMode?.startsWith('redis') && t.localServer);
-  let redis: LocalServer | undefined;
-  if ('dir' in location && redisTransport?.localServer) redis = await redisTransport.localServer.start();
+  const brokers = await startCeilingBrokers();
   try {
     for (let round = 1; round <= CEILING_ROUNDS; round++) {
       for (const transport of rotated(CEILING_TRANSPORTS, round - 1)) {
         for (const shape of CEILING_SHAPES) {
           const env = { TRANSPORTS: transport.name, IMAGE_SIZE: String(shape.bytes), IMAGE_COUNT: String(shape.count), WARMUP: String(shape.warmup), WINDOW: String(shape.window), REPEAT: '1' };
-          const cell = await runSuite(`ceiling ${transport.name}, ${shape.name}, round ${round}`, env);
-          let ref: CeilingPair['ref'];
-          if ('unavailable' in location) ref = { failed: location.unavailable };
-          else if (transport.refbenchMode === undefined) ref = { failed: 'refbench has no mode for this library use' };
-          else {
-            process.stderr.write(`bench: refbench ${transport.refbenchMode}, ${shape.name}, round ${round} ...\n`);
-            ref = await runRefbench(location.dir, {
-              mode: transport.refbenchMode, bytes: shape.bytes, count: shape.count, window: shape.window, warmup: shape.warmup,
-              redisPort: redis ? Number(new URL(redis.url).port) : undefined, timeoutMs: REFBENCH_TIMEOUT_MS,
-            }).catch((err: unknown) => ({ failed: errorMessage(err) }));
-          }
-          // Refbench's clients verify nothing: the same run without the receiver's checksum, in the same minute.
-          const unverified = shape.unverified ? await runSuite(`ceiling ${transport.name}, ${shape.name}, round ${round}, VERIFY=false`, { ...env, VERIFY: 'false' }) : undefined;
-          host ??= cell.report.run.hosts.receiver;
-          pairs.push({ transport: transport.name, shape: shape.name, round, ours: medianSection(cell.report, transport.name), oursUnverified: unverified && medianSection(unverified.report, transport.name), ref });
+          // Suite, then its ceiling, then (large) the suite unverified: interleaved, so drift hits both alike.
+          const cell = ceilingOnly ? undefined : await runSuite(`ceiling ${transport.name}, ${shape.name}, round ${round}`, env);
+          process.stderr.write(`bench: ${transport.name} ceiling client, ${shape.name}, round ${round} ...\n`);
+          const figures: CeilingCell['ceiling'] = await runCeiling({
+            transport: transport.name, bytes: shape.bytes, count: shape.count, window: shape.window, warmup: shape.warmup, brokerUrl: brokers.urls.get(transport.name), timeoutMs: CEILING_TIMEOUT_MS,
+          }).catch((err: unknown) => ({ failed: errorMessage(err) }));
+          const unverified = shape.unverified && !ceilingOnly ? await runSuite(`ceiling ${transport.name}, ${shape.name}, round ${round}, VERIFY=false`, { ...env, VERIFY: 'false' }) : undefined;
+          host ??= cell?.report.run.hosts.receiver;
+          cells.push({ transport: transport.name, shape: shape.name, round, ours: cell && medianSection(cell.report, transport.name), oursUnverified: unverified && medianSection(unverified.report, transport.name), ceiling: figures });
         }
       }
     }
   } finally {
-    await redis?.close();
+    await brokers.close();
   }
-  return { pairs, host, lines: ceilingLines(pairs) };
+  const summary = summarizeCeiling(cells);
+  return { cells, summary, host, lines: ceilingLines(cells, summary, ceilingOnly), charts: ceilingCharts(summary, ceilingOnly) };
 }
 
-/** The ceiling's three tables: MB/s (with verification and without), images/s of small images, and latency one at a time. */
-function ceilingLines(pairs: readonly CeilingPair[]): string[] {
-  const ofShape = (t: string, shape: CeilingShape['name']) => pairs.filter((p) => p.transport === t && p.shape === shape);
-  const measured = (own: readonly CeilingPair[]) => own.filter((p): p is CeilingPair & { ref: RefbenchResult } => !('failed' in p.ref));
-  const range = (values: readonly number[]): string => (values.length > 0 ? `${Math.min(...values).toFixed(2)}–${Math.max(...values).toFixed(2)}` : '-');
-  const result = (own: readonly CeilingPair[]): string => {
-    const refFailure = own.map((p) => p.ref).find((r): r is { failed: string } => 'failed' in r);
-    const ok = own.every((p) => p.ours?.ok && (p.oursUnverified === undefined || p.oursUnverified.ok));
-    return ok ? (refFailure && measured(own).length === 0 ? `ok; refbench: ${refFailure.failed.slice(0, 80)}` : 'ok') : 'FAILED';
+/** The bars of the bench's page: each transport's median beside its ceiling's, MB/s (large) and images/s (small). */
+function ceilingCharts(summary: readonly CeilingSummary[], ceilingOnly: boolean): BenchChart[] {
+  const [large, small] = CEILING_SHAPES as [CeilingShape, CeilingShape, CeilingShape];
+  const bars = (shape: CeilingShape, title: string, yLabel: string): BenchChart => {
+    const own = CEILING_TRANSPORTS.map((t) => summary.find((s) => s.transport === t.name && s.shape === shape.name)?.overhead);
+    return {
+      kind: 'bars',
+      id: `ceiling-${shape.name}`,
+      title,
+      note: `${formatSize(shape.bytes)} × ${shape.count.toLocaleString('en-US')} after ${shape.warmup.toLocaleString('en-US')} untimed, WINDOW=${shape.window}; medians of ${CEILING_ROUNDS} rounds, each suite run followed by its ceiling client in the same minute. Harness overhead = 1 − ours ÷ ceiling, per round: ${CEILING_TRANSPORTS.map((t, i) => `${t.label} ${percentText(own[i]?.overheadMedian ?? null)}`).join(', ')}.`,
+      yLabel,
+      categories: CEILING_TRANSPORTS.map((t) => t.label),
+      series: [
+        { label: 'ceiling (the library alone)', values: own.map((o) => o?.ceilingMedian ?? null) },
+        ...(ceilingOnly ? [] : [{ label: 'ours (the suite)', values: own.map((o) => o?.oursMedian ?? null) }]),
+      ],
+    };
   };
+  return [bars(large, 'Each transport beside its library’s ceiling: MB/s of large images', 'MB/s'), bars(small, 'Each transport beside its library’s ceiling: images/s of small images', 'images/s')];
+}
+
+/** The ceiling's three tables: MB/s (with verification and without), images/s of small images, and the round trip one at a time. */
+function ceilingLines(cells: readonly CeilingCell[], summary: readonly CeilingSummary[], ceilingOnly: boolean): string[] {
+  const of = (t: string, shape: CeilingShape['name']): CeilingSummary => summary.find((s) => s.transport === t && s.shape === shape)!;
+  const ownCells = (t: string, shape: CeilingShape['name']) => cells.filter((c) => c.transport === t && c.shape === shape);
+  const range = (o: OverheadSummary): string => (o.overheadMin === null ? '-' : `${percentText(o.overheadMin)} – ${percentText(o.overheadMax)}`);
+  const result = (own: readonly CeilingCell[]): string => {
+    const failed = own.find((c) => 'failed' in c.ceiling)?.ceiling as { failed: string } | undefined;
+    const oursOk = ceilingOnly || own.every((c) => c.ours?.ok && (c.oursUnverified === undefined || c.oursUnverified.ok));
+    return [oursOk ? 'ok' : 'FAILED', ...(failed ? [`ceiling FAILED: ${failed.failed.slice(0, 100)}`] : [])].join('; ');
+  };
+  const medianOfCells = (own: readonly CeilingCell[], f: (s: SectionResult) => number | null | undefined): string => fixed(median(own.flatMap((c) => (c.ours ? f(c.ours) ?? [] : []))), 3);
   const large = CEILING_TRANSPORTS.map((t) => {
-    const own = ofShape(t.name, 'large');
-    const withRef = measured(own);
-    const ratios = withRef.flatMap((p) => (p.ours?.throughputMBps != null ? [p.ours.throughputMBps / p.ref.MBps] : []));
-    const unverifiedRatios = withRef.flatMap((p) => (p.oursUnverified?.throughputMBps != null ? [p.oursUnverified.throughputMBps / p.ref.MBps] : []));
-    return [
-      t.name,
-      t.refbenchMode ?? '-',
-      fixed(median(own.flatMap((p) => p.ours?.throughputMBps ?? [])), 1),
-      fixed(median(own.flatMap((p) => p.oursUnverified?.throughputMBps ?? [])), 1),
-      fixed(median(withRef.map((p) => p.ref.MBps)), 1),
-      fixed(median(ratios), 2),
-      range(ratios),
-      fixed(median(unverifiedRatios), 2),
-      fixed(median(own.flatMap((p) => p.ours?.cost.transmitter?.cpuMsPerImage ?? [])), 3),
-      fixed(median(own.flatMap((p) => p.ours?.cost.receiver?.cpuMsPerImage ?? [])), 3),
-      fixed(median(own.flatMap((p) => p.ours?.cost.broker?.cpuMsPerImage ?? [])), 3),
-      fixed(median(own.flatMap((p) => (p.ours?.littleRatio != null ? [p.ours.littleRatio] : []))), 3),
-      result(own),
-    ];
+    const s = of(t.name, 'large');
+    const own = ownCells(t.name, 'large');
+    return ceilingOnly
+      ? [t.name, fixed(s.overhead.ceilingMedian, 1), fixed(median(own.flatMap((c) => ceilingFigureOf(c)?.senderCpuMs ?? [])), 0), result(own)]
+      : [
+          t.name,
+          fixed(s.overhead.ceilingMedian, 1),
+          fixed(s.overhead.oursMedian, 1),
+          percentText(s.overhead.overheadMedian),
+          range(s.overhead),
+          fixed(s.overheadUnverified?.oursMedian, 1),
+          percentText(s.overheadUnverified?.overheadMedian ?? null),
+          medianOfCells(own, (x) => x.cost.transmitter?.cpuMsPerImage),
+          medianOfCells(own, (x) => x.cost.receiver?.cpuMsPerImage),
+          result(own),
+        ];
   });
   const small = CEILING_TRANSPORTS.map((t) => {
-    const own = ofShape(t.name, 'small');
-    const withRef = measured(own);
-    const ratios = withRef.flatMap((p) => (p.ours?.imagesPerSecond != null ? [p.ours.imagesPerSecond / p.ref.msgps] : []));
-    return [t.name, fixed(median(own.flatMap((p) => p.ours?.imagesPerSecond ?? [])), 0), fixed(median(withRef.map((p) => p.ref.msgps)), 0), fixed(median(ratios), 2), range(ratios), fixed(median(own.flatMap((p) => p.ours?.cost.transmitter?.cpuMsPerImage ?? [])), 4), fixed(median(own.flatMap((p) => p.ours?.cost.receiver?.cpuMsPerImage ?? [])), 4), result(own)];
+    const s = of(t.name, 'small');
+    const own = ownCells(t.name, 'small');
+    return ceilingOnly ? [t.name, fixed(s.overhead.ceilingMedian, 0), result(own)] : [t.name, fixed(s.overhead.ceilingMedian, 0), fixed(s.overhead.oursMedian, 0), percentText(s.overhead.overheadMedian), range(s.overhead), result(own)];
   });
   const latency = CEILING_TRANSPORTS.map((t) => {
-    const own = ofShape(t.name, 'latency');
-    const withRef = measured(own);
-    return [
-      t.name,
-      fixed(median(own.flatMap((p) => p.ours?.latency?.p50Ms ?? [])), 3),
-      fixed(median(own.flatMap((p) => p.ours?.latency?.p99Ms ?? [])), 3),
-      fixed(median(own.flatMap((p) => p.ours?.rtt?.p50Ms ?? [])), 3),
-      fixed(median(withRef.map((p) => p.ref.p50Ms)), 3),
-      fixed(median(withRef.flatMap((p) => (p.ours?.rtt ? [p.ours.rtt.p50Ms / p.ref.p50Ms] : []))), 2),
-      result(own),
-    ];
+    const s = of(t.name, 'latency');
+    const own = ownCells(t.name, 'latency');
+    const ceilingP50 = fixed(median(own.flatMap((c) => ceilingFigureOf(c)?.rttP50Ms ?? [])), 3);
+    return ceilingOnly
+      ? [t.name, ceilingP50, result(own)]
+      : [t.name, ceilingP50, medianOfCells(own, (x) => x.rtt?.p50Ms), percentText(s.overhead.overheadMedian), range(s.overhead), medianOfCells(own, (x) => x.latency?.p50Ms), result(own)];
   });
-  const [l, s, n] = CEILING_SHAPES as [CeilingShape, CeilingShape, CeilingShape];
+  const [l, sm, n] = CEILING_SHAPES as [CeilingShape, CeilingShape, CeilingShape];
+  const shapeText = (shape: CeilingShape): string => `${formatSize(shape.bytes)} × ${shape.count.toLocaleString('en-US')} after ${shape.warmup.toLocaleString('en-US')} untimed, WINDOW=${shape.window}`;
   return [
-    `Ceiling: each run paired with refbench's run of the same library and shape right after it; ${CEILING_ROUNDS} rounds, the transports' order rotated; medians of the rounds; ratio = ours ÷ refbench per pair.`,
+    ceilingOnly
+      ? `Ceiling clients only (--ceiling-only): each library's thinnest correct sender and receiver (scripts/ceiling/), two processes; ${CEILING_ROUNDS} rounds, the transports' order rotated; medians of the rounds.`
+      : `Ceiling: each suite run followed in the same minute by its library's ceiling client (scripts/ceiling/: the thinnest correct sender and receiver of the same library, the same images, WINDOW and ack, no verification), two processes each; ${CEILING_ROUNDS} rounds, the transports' order rotated; medians of the rounds. Harness overhead = 1 − ours ÷ ceiling, per round's pair; its median and its range over the rounds.`,
     '',
-    `Large: ${formatSize(l.bytes)} × ${l.count} after ${l.warmup} untimed, WINDOW=${l.window}; then the same with VERIFY=false (refbench verifies nothing). CPU: ms per image, each side (broker: the server it goes through).`,
-    renderTable(['Transport', 'refbench mode', 'MB/s', 'MB/s unverified', 'refbench MB/s', 'ratio', 'ratio range', 'ratio unverified', 'TX CPU', 'RX CPU', 'broker CPU', "Little's law", 'Result'], large),
+    `Large: ${shapeText(l)}${ceilingOnly ? '' : '; then the suite again with VERIFY=false (the ceiling verifies nothing). CPU: ms per image, each side'}.`,
+    ceilingOnly
+      ? renderTable(['Transport', 'ceiling MB/s', 'ceiling sender CPU ms', 'Result'], large)
+      : renderTable(['Transport', 'ceiling MB/s', 'ours MB/s', 'overhead', 'overhead range', 'ours unverified MB/s', 'overhead unverified', 'TX CPU', 'RX CPU', 'Result'], large),
     '',
-    `Small: ${formatSize(s.bytes)} × ${s.count.toLocaleString('en-US')} after ${s.warmup.toLocaleString('en-US')} untimed, WINDOW=${s.window}: images per second (per-message overhead).`,
-    renderTable(['Transport', 'images/s', 'refbench msgs/s', 'ratio', 'ratio range', 'TX CPU', 'RX CPU', 'Result'], small),
+    `Small: ${shapeText(sm)}: images per second (per-message cost).`,
+    ceilingOnly ? renderTable(['Transport', 'ceiling images/s', 'Result'], small) : renderTable(['Transport', 'ceiling images/s', 'ours images/s', 'overhead', 'overhead range', 'Result'], small),
     '',
-    `Latency: ${formatSize(n.bytes)} × ${n.count} after ${n.warmup} untimed, WINDOW=${n.window}: one-way p50 and p99, and the round trip (stamp → ack) beside refbench's.`,
-    renderTable(['Transport', 'p50 ms', 'p99 ms', 'RTT p50 ms', 'refbench p50 ms', 'RTT ÷ refbench', 'Result'], latency),
+    `Latency: ${shapeText(n)}: the round trip (stamp → ack) p50${ceilingOnly ? '' : '; overhead = 1 − ceiling ÷ ours (the share of our round trip the library alone would not spend); one-way p50 beside it'}.`,
+    ceilingOnly ? renderTable(['Transport', 'ceiling RTT p50 ms', 'Result'], latency) : renderTable(['Transport', 'ceiling RTT p50 ms', 'ours RTT p50 ms', 'overhead', 'overhead range', 'ours one-way p50 ms', 'Result'], latency),
   ];
 }
 
@@ -585,11 +676,20 @@ async function main(parts: readonly Part[]): Promise<void> {
   // Per-image lists stay out (each run's results.json has them): the file keeps every section's figures.
   const strip = (cell: Cell) => ({ name: cell.name, env: cell.env, seconds: cell.seconds, report: { ...cell.report, sections: cell.report.sections.map(({ images: _images, ...rest }) => rest) } });
   let host: HostFacts | undefined;
+  const charts: BenchChart[] = [];
   if (parts.includes('ceiling')) {
-    const result = await ceiling();
+    const result = await ceiling(OPTIONS.ceilingOnly);
     lines.push('', ...result.lines);
     const section = (result: SectionResult | undefined) => result && (({ images: _images, ...rest }) => rest)(result);
-    record.ceiling = result.pairs.map((p) => ({ transport: p.transport, shape: p.shape, round: p.round, ref: p.ref, ours: section(p.ours), oursUnverified: section(p.oursUnverified) }));
+    record.ceiling = {
+      ceilingOnly: OPTIONS.ceilingOnly,
+      shapes: CEILING_SHAPES,
+      rounds: CEILING_ROUNDS,
+      // Per transport and shape: the medians compared and the harness overhead (1 − ours ÷ ceiling) with its range over the rounds.
+      summary: result.summary,
+      cells: result.cells.map((c) => ({ transport: c.transport, shape: c.shape, round: c.round, ceiling: c.ceiling, ours: section(c.ours), oursUnverified: section(c.oursUnverified) })),
+    };
+    charts.push(...result.charts);
     host ??= result.host;
   }
   if (parts.includes('verify')) {
@@ -610,7 +710,6 @@ async function main(parts: readonly Part[]): Promise<void> {
     record.steady = result.cells.map(strip);
     host ??= result.cells[0]?.report.run.hosts.receiver;
   }
-  const charts: SweepChart[] = [];
   if (parts.includes('clients')) {
     const result = await clientSweep();
     lines.push('', ...result.lines);
@@ -634,13 +733,13 @@ async function main(parts: readonly Part[]): Promise<void> {
   process.stdout.write(`${text}\n`);
   await mkdir(projectPath('bench'), { recursive: true });
   // A run of some parts only gets a name of its own, so it never overwrites the day's full run.
-  const suffix = `${parts.length === PARTS.length ? '' : `-${parts.join('-')}`}${OPTIONS.transports === undefined ? '' : `-${OPTIONS.transports.join('-')}`}`;
+  const suffix = `${parts.length === PARTS.length ? '' : `-${parts.join('-')}`}${OPTIONS.ceilingOnly ? '-only' : ''}${OPTIONS.transports === undefined ? '' : `-${OPTIONS.transports.join('-')}`}`;
   const file = projectPath('bench', `results-${started.toISOString().slice(0, 10)}${suffix}.json`);
   await writeFile(file, `${JSON.stringify({ ...record, totalSeconds, text }, null, 1)}\n`);
   process.stdout.write(`Written: ${path.relative(process.cwd(), file)}\n`);
   if (charts.length > 0) {
-    const page = projectPath('bench', `sweeps-${started.toISOString().slice(0, 10)}${suffix}.html`);
-    await writeFile(page, renderSweepPage(`image-transfer-bench sweeps, ${started.toISOString()}`, charts, reportLibraries()));
+    const page = projectPath('bench', `charts-${started.toISOString().slice(0, 10)}${suffix}.html`);
+    await writeFile(page, renderSweepPage(`image-transfer-bench benchmark, ${started.toISOString()}`, charts, reportLibraries()));
     process.stdout.write(`Written: ${path.relative(process.cwd(), page)}\n`);
   }
 }

@@ -1,7 +1,8 @@
 import { escapeHtml, jsonForScript, pageHead, scriptForInline } from '../../services/core/html-report.js';
 
-// The bench's sweeps drawn as one self-contained HTML page (Chart.js inlined, as report.html does):
-// latency against clients, latency against offered load. Pure: the libraries' sources are given.
+// The bench's charts drawn as one self-contained HTML page (Chart.js inlined, as report.html does):
+// each transport beside its library's ceiling (bars), latency against clients and against offered
+// load (lines). Pure: the libraries' sources are given.
 
 /** One line of a chart: a transport's points. */
 export interface SweepSeries {
@@ -9,8 +10,23 @@ export interface SweepSeries {
   points: { x: number; y: number | null }[];
 }
 
-/** One chart of the page. */
+/** One chart of the page: a sweep (lines over a log x axis), or bars by category (SweepBars). */
+export type BenchChart = SweepChart | SweepBars;
+
+/** Bars: one group per category (a transport), one bar per series in it (ours, its ceiling). */
+export interface SweepBars {
+  kind: 'bars';
+  id: string;
+  title: string;
+  note: string;
+  yLabel: string;
+  categories: string[];
+  series: { label: string; values: (number | null)[] }[];
+}
+
+/** A sweep: one line per series over a log-scaled x. */
 export interface SweepChart {
+  kind?: 'lines';
   id: string;
   title: string;
   /** What the chart shows and how it was measured, under its title. */
@@ -20,13 +36,22 @@ export interface SweepChart {
   series: SweepSeries[];
 }
 
-// Draws every chart from the JSON block: log-scaled x (clients and rates span decades), one line per series.
+// Draws every chart from the JSON block: bars by category on a linear axis; sweeps with a
+// log-scaled x (clients and rates span decades), one line per series.
 const DRAW_SCRIPT = `
 const charts = JSON.parse(document.getElementById('itb-sweeps').textContent);
 const colours = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf', '#393b79', '#637939', '#843c39'];
 window.__charts = {};
 for (const chart of charts) {
   const canvas = document.querySelector('canvas[data-chart="' + chart.id + '"]');
+  if (chart.kind === 'bars') {
+    window.__charts[chart.id] = new Chart(canvas, {
+      type: 'bar',
+      data: { labels: chart.categories, datasets: chart.series.map((s, i) => ({ label: s.label, data: s.values, backgroundColor: colours[i % colours.length] })) },
+      options: { animation: false, scales: { y: { beginAtZero: true, title: { display: true, text: chart.yLabel } } } },
+    });
+    continue;
+  }
   window.__charts[chart.id] = new Chart(canvas, {
     type: 'line',
     data: { datasets: chart.series.map((s, i) => ({ label: s.label, data: s.points, borderColor: colours[i % colours.length], backgroundColor: colours[i % colours.length], spanGaps: false })) },
@@ -36,7 +61,7 @@ for (const chart of charts) {
 `;
 
 /** The page: a title, then one card per chart. */
-export function renderSweepPage(title: string, charts: readonly SweepChart[], libraries: { chartJs: string; pageCss: string }): string {
+export function renderSweepPage(title: string, charts: readonly BenchChart[], libraries: { chartJs: string; pageCss: string }): string {
   const cards = charts
     .map((c) => `<section class="card"><h2>${escapeHtml(c.title)}</h2><p class="note">${escapeHtml(c.note)}</p><canvas data-chart="${escapeHtml(c.id)}" aria-label="${escapeHtml(c.title)}"></canvas></section>`)
     .join('\n');

@@ -225,8 +225,6 @@ export interface Transport {
    * them exactly. Never set for a transport that must deliver everything.
    */
   dropsImages?: string;
-  /** The mode of ../shared/refbench that measures the same library with its thinnest client; undefined when refbench has none. */
-  refbenchMode: string | undefined;
   connect(options: TransmitterOptions): Promise<TransmitterLink>;
   listen(options: ReceiverOptions): Promise<ReceiverListener>;
 }

@@ -356,7 +356,6 @@ export const grpcUnaryTransport: Transport = {
   baseline: false,
   setting: { kind: 'port', envVar: 'GRPC_UNARY_PORT', defaultPort: 50052 },
   libraries: ['@grpc/grpc-js', '@grpc/proto-loader'],
-  refbenchMode: 'grpc-unary',
   connect,
   listen,
 };

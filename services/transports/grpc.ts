@@ -22,7 +22,7 @@ export const grpcJs = lazyLibrary<typeof grpc>('@grpc/grpc-js');
 const protoLoader = lazyLibrary<typeof import('@grpc/proto-loader')>('@grpc/proto-loader');
 
 // gRPC: one bidirectional `Transfer` stream per link (proto/transfer.proto), one Frame message per
-// image and one Ack message back. Images are not chunked: refbench measured no gain from it, since
+// image and one Ack message back. Images are not chunked: a thin grpc-js client measured no gain from it, since
 // every chunk is still protobuf-encoded and HTTP/2-framed. Per image, grpc-js copies the payload
 // twice on send (protobuf encode, then the 5-byte gRPC message prefix) and once on receive (the
 // message is assembled from HTTP/2 DATA frames); protobuf decode hands `payload` out as a view.
@@ -47,7 +47,7 @@ export interface AckMessage {
 
 /** Protobuf framing of a Frame around header and payload: 2 field tags and 2 length varints. */
 const PROTOBUF_OVERHEAD_BYTES = 16;
-/** HTTP/2 flow-control window refbench used: a 64 KiB default stalls a large image on every WINDOW_UPDATE. */
+/** HTTP/2 flow-control window: a 64 KiB default stalls a large image on every WINDOW_UPDATE. */
 const FLOW_CONTROL_WINDOW_BYTES = 16 * 1024 * 1024;
 /** How long close() lets a stream finish (half-close answered) before cancelling it. */
 const STREAM_CLOSE_GRACE_MS = 1000;
@@ -404,7 +404,6 @@ export const grpcTransport: Transport = {
   baseline: false,
   setting: { kind: 'port', envVar: 'GRPC_PORT', defaultPort: 50051 },
   libraries: ['@grpc/grpc-js', '@grpc/proto-loader'],
-  refbenchMode: 'grpc',
   connect,
   listen,
 };

@@ -186,7 +186,6 @@ export const httpJsonTransport: Transport = {
   baseline: false,
   setting: { kind: 'port', envVar: 'HTTP_JSON_PORT', defaultPort: 8084 },
   libraries: ['fastify', 'undici'],
-  refbenchMode: undefined,
   connect: (options) => connectHttp(options, 'HTTP+JSON', jsonFraming),
   listen,
 };

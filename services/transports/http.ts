@@ -362,7 +362,6 @@ export const httpTransport: Transport = {
   baseline: false,
   setting: { kind: 'port', envVar: 'HTTP_PORT', defaultPort: 8083 },
   libraries: ['fastify', 'undici'],
-  refbenchMode: 'http-post',
   connect: (options) => connectHttp(options, 'HTTP', rawFraming),
   listen,
 };

@@ -361,7 +361,6 @@ export const natsTransport: Transport = {
   localServer: { command: 'nats-server', start: (host) => startPrivateNats(undefined, host) },
   libraries: ['@nats-io/transport-node'],
   composeService: 'nats',
-  refbenchMode: undefined,
   connect,
   listen,
 };

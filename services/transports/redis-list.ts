@@ -207,7 +207,6 @@ export const redisListTransport: Transport = {
   composeService: 'redis',
   batchedArrivals:
     'Redis list: ioredis hands over a BLMPOP reply whole, so the images of one pop are in hand together and their arrival stamps are taken one after the other as the reply is read',
-  refbenchMode: 'redis-list',
   connect,
   listen,
 };

@@ -338,7 +338,6 @@ export const redisPubsubTransport: Transport = {
   localServer: redisLocalServer,
   libraries: ['ioredis'],
   composeService: 'redis',
-  refbenchMode: 'redis-pubsub',
   connect,
   listen,
 };

@@ -224,7 +224,6 @@ export const redisTransport: Transport = {
   composeService: 'redis',
   batchedArrivals:
     'Redis: ioredis hands over an XREADGROUP reply whole, so the images of one reply are in hand together and their arrival stamps are taken one after the other as the reply is read',
-  refbenchMode: 'redis-stream',
   connect,
   listen,
 };

@@ -170,7 +170,6 @@ export const tcpTransport: Transport = {
   baseline: true,
   setting: { kind: 'port', envVar: 'TCP_PORT', defaultPort: 9000 },
   libraries: [],
-  refbenchMode: 'tcp',
   connect,
   listen,
 };

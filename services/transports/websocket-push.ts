@@ -261,7 +261,6 @@ export const websocketPushTransport: Transport = {
   receiverDials: true,
   maxClients: { clients: 1, why: 'its receiver dials one connection back to the one port the transmitter serves' },
   maxReceivers: { receivers: 1, why: 'its receivers would all dial the one port the transmitter serves' },
-  refbenchMode: 'ws-push',
   connect,
   listen,
 };

@@ -167,7 +167,6 @@ export const websocketTransport: Transport = {
   baseline: false,
   setting: { kind: 'port', envVar: 'WEBSOCKET_PORT', defaultPort: 8081 },
   libraries: ['fastify', '@fastify/websocket', 'ws', 'bufferutil'],
-  refbenchMode: 'ws',
   connect,
   listen,
 };

@@ -390,7 +390,6 @@ export const zeromqPubsubTransport: Transport = {
   setting: { kind: 'port', envVar: 'ZEROMQ_PUBSUB_PORT', defaultPort: 5556, nextPorts: ACK_PORT_OFFSET },
   libraries: ['zeromq'],
   nativeLibraries: () => ({ libzmq: zeromqLibrary().version }),
-  refbenchMode: 'zmq-push',
   // The image connection and the ack connection.
   connectionsPerLink: () => 2,
   dropsImages: `PUB drops an image for a subscriber whose queue is at its high-water mark of ${HIGH_WATER_MARK_MESSAGES} messages`,

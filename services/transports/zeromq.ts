@@ -311,7 +311,6 @@ export const zeromqTransport: Transport = {
   setting: { kind: 'port', envVar: 'ZEROMQ_PORT', defaultPort: 5555 },
   libraries: ['zeromq'],
   nativeLibraries: () => ({ libzmq: zeromqLibrary().version }),
-  refbenchMode: 'zmq',
   connect,
   listen,
 };

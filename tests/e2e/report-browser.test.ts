@@ -13,6 +13,7 @@ import { SectionRecorder, type SectionPlan, type SectionResult } from '../../ser
 import { projectPath } from '../../services/shared/paths.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';
 import { fixturePlan, fixtureReport, NO_WARMUP } from '../helpers/fixtures.js';
+import { renderSweepPage } from '../../scripts/lib/sweep-page.js';
 
 // report.html as a reader sees it: rendered with the real Chart.js, opened from file:// in a real
 // Chromium (Debian's /usr/bin/chromium, driven by playwright-core), offline and under its CSP.
@@ -446,6 +447,46 @@ describe('npm run report', () => {
       expect(result.stderr).toMatch(message);
       expect(result.stderr).toContain('usage: npm run report --');
       expect(result.stdout).toBe('');
+    }
+  });
+});
+
+describe('the bench\'s page in Chromium', () => {
+  it('draws each transport\'s bar beside its ceiling\'s, a gap where a run has no figure, and a sweep as lines', async () => {
+    const page = renderSweepPage(
+      'bench',
+      [
+        { kind: 'bars', id: 'ceiling-large', title: 'beside the ceiling', note: '', yLabel: 'MB/s', categories: ['TCP', 'gRPC'], series: [{ label: 'ceiling', values: [2400, 260] }, { label: 'ours', values: [1900, null] }] },
+        { id: 'latency-vs-clients', title: 'p99 against clients', note: '', xLabel: 'CLIENTS', yLabel: 'p99 ms', series: [{ label: 'TCP', points: [{ x: 1, y: 0.5 }, { x: 10, y: 2 }] }] },
+      ],
+      reportLibraries(),
+    );
+    const file = path.join(dir, 'bench.html');
+    await writeFile(file, page);
+    const tab = await browser.newPage();
+    const errors: string[] = [];
+    tab.on('pageerror', (err) => errors.push(err.message));
+    tab.on('console', (message) => message.type() === 'error' && errors.push(message.text()));
+    try {
+      await tab.goto(pathToFileURL(file).href);
+      const drawn = await tab.evaluate(() => {
+        const charts = (window as unknown as { __charts: Record<string, { config: { type: string }; data: { labels?: string[]; datasets: { label: string; data: unknown[] }[] }; getDatasetMeta(i: number): { data: unknown[] } }> }).__charts;
+        return Object.fromEntries(
+          Object.entries(charts).map(([id, chart]) => [id, { type: chart.config.type, labels: chart.data.labels ?? null, datasets: chart.data.datasets.map((d, i) => ({ label: d.label, data: d.data, elements: chart.getDatasetMeta(i).data.length })) }]),
+        );
+      });
+      expect(drawn['ceiling-large']).toEqual({
+        type: 'bar',
+        labels: ['TCP', 'gRPC'],
+        datasets: [
+          { label: 'ceiling', data: [2400, 260], elements: 2 },
+          { label: 'ours', data: [1900, null], elements: 2 },
+        ],
+      });
+      expect(drawn['latency-vs-clients']?.type).toBe('line');
+      expect(errors).toEqual([]);
+    } finally {
+      await tab.close();
     }
   });
 });

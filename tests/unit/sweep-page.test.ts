@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { HTML_REPORT_CSP } from '../../services/core/html-report.js';
-import { renderSweepPage, type SweepChart } from '../../scripts/lib/sweep-page.js';
+import { renderSweepPage, type SweepBars, type SweepChart } from '../../scripts/lib/sweep-page.js';
 
 const chart: SweepChart = {
   id: 'latency-vs-clients',
@@ -27,5 +27,34 @@ describe('renderSweepPage', () => {
     const json = /<script type="application\/json" id="itb-sweeps">([\s\S]*?)<\/script>/.exec(html)?.[1];
     expect(json).not.toContain('</script>');
     expect(JSON.parse(json!)).toEqual([chart]);
+  });
+});
+
+describe('renderSweepPage with bars', () => {
+  const bars: SweepBars = {
+    kind: 'bars',
+    id: 'ceiling-large',
+    title: 'Each transport beside its library’s ceiling',
+    note: 'harness overhead = 1 − ours ÷ ceiling',
+    yLabel: 'MB/s',
+    categories: ['TCP', 'gRPC <unary>'],
+    series: [
+      { label: 'ceiling (the library alone)', values: [2400, 260] },
+      { label: 'ours (the suite)', values: [1900, null] },
+    ],
+  };
+  const html = renderSweepPage('bench', [bars, chart], { chartJs: 'var Chart = function () {};', pageCss: '' });
+
+  it('gives the bars a canvas of their own beside the sweeps, and carries them as JSON with their gaps', () => {
+    expect(html).toContain('<canvas data-chart="ceiling-large" aria-label="Each transport beside its library’s ceiling"></canvas>');
+    expect(html).toContain('<canvas data-chart="latency-vs-clients"');
+    const json = /<script type="application\/json" id="itb-sweeps">([\s\S]*?)<\/script>/.exec(html)?.[1];
+    expect(JSON.parse(json!)).toEqual([bars, chart]);
+  });
+
+  it('draws bars as a bar chart by category, sweeps as lines', () => {
+    expect(html).toContain("if (chart.kind === 'bars')");
+    expect(html).toContain("type: 'bar'");
+    expect(html).toContain("type: 'line'");
   });
 });

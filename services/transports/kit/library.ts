@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 // few tens of MB of them start a full marking of the heap, whose cost grows with everything loaded
 // (measured with the ZeroMQ PUB/SUB transport's receiver alone, V8's default GC threads, 533 KiB
 // at WINDOW=16: about 2,100 MB/s with only zeromq loaded, 1,200 with every transport's library;
-// refbench's 3 MB receiver made 2,300 in the same minute). The libraries are all
+// a thin client's 3 MB receiver made 2,300 in the same minute). The libraries are all
 // CommonJS packages, so a synchronous require keeps their use synchronous where it was.
 
 const require = createRequire(import.meta.url);

@@ -1,0 +1,109 @@
+import { ceilingHeader, type CeilingSender } from './contract.js';
+
+// The ceiling's closed loop, as the suite's WINDOW means it: an image is stamped when it is sent,
+// and the next one goes as soon as fewer than `window` are unacknowledged. The only bookkeeping is
+// a timestamp per image (its round trip). Warm-up images first, on the same link, untimed.
+
+/** What one ceiling run is asked to do. */
+export interface DriveOptions {
+  image: Buffer;
+  /** Images timed. */
+  count: number;
+  window: number;
+  /** Images sent and acknowledged first, untimed. */
+  warmup: number;
+  /** A run fails when no ack arrives for this long. */
+  ackTimeoutMs: number;
+}
+
+/** What one ceiling run measured. */
+export interface CeilingFigures {
+  /** 10^6 image bytes per second, first timed send to last timed ack. */
+  MBps: number;
+  imagesPerSecond: number;
+  /** Round trips (send → ack) of the timed images. */
+  rttP50Ms: number;
+  rttP99Ms: number;
+  /** CPU (user + system) of the sending process over the timed images. */
+  senderCpuMs: number;
+  count: number;
+  imageBytes: number;
+  window: number;
+}
+
+/** The sending half the driver works: the sender, and a hook for its acks. */
+export interface DrivenLink {
+  sender: CeilingSender;
+  /** Set by the driver: the link calls it for every ack. */
+  acked: (seq: number) => void;
+  /** Set by the driver: the link calls it when it fails. */
+  failed: (reason: string) => void;
+}
+
+/** Runs warm-up then timed images over `link` and returns the timed figures; rejects on a failure or a silence of ackTimeoutMs. */
+export function drive(link: DrivenLink, options: DriveOptions): Promise<CeilingFigures> {
+  const { image, count, window, warmup } = options;
+  const total = warmup + count;
+  const sentAt = new Array<bigint>(total);
+  const rttsNs: number[] = [];
+  return new Promise<CeilingFigures>((resolve, reject) => {
+    let next = 0;
+    let acked = 0;
+    let startNs = 0n;
+    let cpuStart = process.cpuUsage();
+    let done = false;
+    let timer: NodeJS.Timeout | undefined;
+    const finish = (error: Error | undefined, figures?: CeilingFigures): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      if (error) reject(error);
+      else resolve(figures!);
+    };
+    const arm = (): void => {
+      clearTimeout(timer);
+      timer = setTimeout(() => finish(new Error(`no ack for ${options.ackTimeoutMs} ms after ${acked} of ${total} images`)), options.ackTimeoutMs);
+    };
+    const pump = (): void => {
+      while (!done && next < total && next - acked < window) {
+        const seq = next++;
+        if (seq === warmup) {
+          startNs = process.hrtime.bigint();
+          cpuStart = process.cpuUsage();
+        }
+        sentAt[seq] = process.hrtime.bigint();
+        link.sender.send(seq, ceilingHeader(seq, image.length), image);
+      }
+    };
+    link.acked = (seq) => {
+      if (done) return;
+      const at = process.hrtime.bigint();
+      const sent = sentAt[seq];
+      if (sent === undefined) return finish(new Error(`an ack for image ${seq}, which was never sent`));
+      if (seq >= warmup) rttsNs.push(Number(at - sent));
+      acked++;
+      if (acked === total) {
+        const spanNs = Number(at - startNs);
+        const cpu = process.cpuUsage(cpuStart);
+        const sorted = rttsNs.sort((a, b) => a - b);
+        const quantile = (q: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]! / 1e6;
+        return finish(undefined, {
+          MBps: (count * image.length) / (spanNs / 1e9) / 1e6,
+          imagesPerSecond: count / (spanNs / 1e9),
+          rttP50Ms: quantile(0.5),
+          rttP99Ms: quantile(0.99),
+          senderCpuMs: (cpu.user + cpu.system) / 1000,
+          count,
+          imageBytes: image.length,
+          window,
+        });
+      }
+      arm();
+      pump();
+    };
+    link.failed = (reason) => finish(new Error(reason));
+    if (count < 1) return finish(new Error('a ceiling run needs at least one timed image'));
+    arm();
+    pump();
+  });
+}

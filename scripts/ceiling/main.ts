@@ -1,0 +1,114 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { errorMessage } from '../../services/core/errors.js';
+import { stopChild } from '../../services/shared/child-process.js';
+import { freePort } from '../../services/shared/net.js';
+import { withTimeout } from '../../services/shared/waits.js';
+import { loadImage } from '../../services/transmitter/images.js';
+import { ceilingFor } from './index.js';
+import { receiveOptions, runSender, type CeilingRunOptions } from './run.js';
+
+// `node dist/scripts/ceiling/main.js <transport> --bytes=N --count=N --window=N --warmup=N
+// [--broker-url=URL]`: one ceiling run in two processes, as the suite runs transmitter and
+// receiver: this process sends, a child of it (this file with --receive) receives. Prints one JSON
+// line: the figures, or {"failed": reason} (exit 1). The bench runs it (scripts/lib/ceiling-run.ts).
+
+const START_TIMEOUT_MS = 15_000;
+const ACK_TIMEOUT_MS = 10_000;
+const STOP_GRACE_MS = 2000;
+
+interface Args {
+  transport: string;
+  bytes: number;
+  count: number;
+  window: number;
+  warmup: number;
+  brokerUrl: string | undefined;
+  receive: { port: number; channel: string } | undefined;
+}
+
+function parseArgs(argv: readonly string[]): Args {
+  const value = (name: string): string | undefined => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const whole = (name: string, fallback?: number): number => {
+    const text = value(name);
+    const parsed = text === undefined ? fallback : Number(text);
+    if (parsed === undefined || !Number.isInteger(parsed) || parsed < 0) throw new Error(`--${name}=${text ?? ''}: expected a whole number`);
+    return parsed;
+  };
+  const transport = argv.find((a) => !a.startsWith('--'));
+  if (transport === undefined) throw new Error('usage: main.js <transport> --bytes=N --count=N --window=N --warmup=N [--broker-url=URL]');
+  const receivePort = value('receive-port');
+  return {
+    transport,
+    bytes: whole('bytes'),
+    count: receivePort === undefined ? whole('count') : 0,
+    window: Math.max(1, whole('window', 1)),
+    warmup: whole('warmup', 0),
+    brokerUrl: value('broker-url'),
+    receive: receivePort === undefined ? undefined : { port: Number(receivePort), channel: value('channel') ?? 'itb-ceiling' },
+  };
+}
+
+/** The child: the receiver side until stdin closes (its parent went away) or SIGTERM. */
+async function receiveUntilStopped(args: Args & { receive: NonNullable<Args['receive']> }): Promise<void> {
+  const pair = ceilingFor(args.transport);
+  const image = Buffer.alloc(args.bytes);
+  const receiver = await withTimeout(
+    pair.receive(receiveOptions({ host: '127.0.0.1', port: args.receive.port, brokerUrl: args.brokerUrl, channel: args.receive.channel, image })),
+    START_TIMEOUT_MS,
+    `${args.transport} ceiling: the receiver did not start`,
+  );
+  process.stdout.write(`${JSON.stringify({ ready: receiver.port })}\n`);
+  const stop = (): void => void receiver.close().finally(() => process.exit(0));
+  process.once('SIGTERM', stop);
+  process.stdin.once('end', stop);
+  process.stdin.resume();
+}
+
+/** The parent: starts the receiver child, sends, prints the figures. */
+async function send(args: Args): Promise<void> {
+  const pair = ceilingFor(args.transport);
+  const { bytes: image } = await loadImage({ imageSizeBytes: args.bytes, imagePath: undefined });
+  const run: CeilingRunOptions = {
+    image, count: args.count, window: args.window, warmup: args.warmup, ackTimeoutMs: ACK_TIMEOUT_MS,
+    host: '127.0.0.1', port: await freePort(), brokerUrl: args.brokerUrl, channel: `itb-ceiling-${randomBytes(6).toString('hex')}`, startTimeoutMs: START_TIMEOUT_MS,
+  };
+  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), args.transport, `--bytes=${args.bytes}`, `--receive-port=${run.port}`, `--channel=${run.channel}`, ...(args.brokerUrl ? [`--broker-url=${args.brokerUrl}`] : [])], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  try {
+    const ready = new Promise<number>((resolve, reject) => {
+      const lines = createInterface({ input: child.stdout! });
+      lines.on('line', (line) => {
+        const port = (JSON.parse(line) as { ready?: number }).ready;
+        if (port !== undefined) resolve(port);
+      });
+      child.once('exit', (code) => reject(new Error(`the receiver process exited (${code}) before it was ready`)));
+    });
+    let figures;
+    if (pair.senderListens) {
+      [figures] = await Promise.all([runSender(pair, run), withTimeout(ready, START_TIMEOUT_MS, 'the receiver process')]);
+    } else {
+      const port = await withTimeout(ready, START_TIMEOUT_MS, 'the receiver process');
+      figures = await runSender(pair, { ...run, port });
+    }
+    process.stdout.write(`${JSON.stringify({ transport: args.transport, ...figures })}\n`);
+  } finally {
+    child.stdin?.end();
+    await stopChild(child, STOP_GRACE_MS);
+  }
+}
+
+try {
+  const args = parseArgs(process.argv.slice(2));
+  if (args.receive) await receiveUntilStopped({ ...args, receive: args.receive });
+  else {
+    await send(args);
+    process.exit(0);
+  }
+} catch (err) {
+  process.stdout.write(`${JSON.stringify({ failed: errorMessage(err) })}\n`);
+  process.exit(1);
+}

@@ -1,0 +1,98 @@
+import type { Redis } from 'ioredis';
+import { ceilingAck, headerSeq, type CeilingPair, type CeilingReceiveOptions } from './contract.js';
+import { brokerOf, ceilingKeys, closeRedis, connectRedisSender, dropKeys, openRedisMany } from './redis-acks.js';
+
+// ioredis, as the redis transport: the sender XADDs one stream entry per image (field h = the
+// 40-byte header, p = the image, both Buffers) without waiting for the reply; the receiver reads
+// with XREAD BLOCK from the last id it took (the transport's consumer group, XREADGROUP and XACK
+// are bookkeeping a single reader does not need) and the *Buffer variant, so bytes never become
+// strings. The acks of one reply are LPUSHed to the ack list and its entries XDELed, so the stream
+// holds at most a window of images, in the same write as the next XREAD (a cork around the three
+// commands). The sender pops the acks with BLMPOP (redis-acks.ts).
+
+/** Most entries per XREAD, as the transport's cap: the stream never holds more than a window of them. */
+const READ_COUNT = 64;
+
+/** Errors of the commands nobody waits on: the sender sees what follows (no ack) and says so. */
+function ignore(): void {}
+
+/** One XREAD reply taken: its entries' ids (to XDEL) and acks, and the id to read after. */
+interface Taken {
+  ids: Buffer[];
+  acks: Buffer[];
+  lastId: Buffer | undefined;
+}
+
+type StreamReply = [key: Buffer, entries: [id: Buffer, fields: Buffer[]][]][] | null;
+
+/** Takes the entries of one reply: fields are [h, header, p, image], as the sender wrote them. */
+function takeReply(reply: StreamReply, onImage: CeilingReceiveOptions['onImage']): Taken {
+  const taken: Taken = { ids: [], acks: [], lastId: undefined };
+  for (const [, entries] of reply ?? []) {
+    for (const [id, fields] of entries) {
+      const seq = headerSeq(fields[1]!);
+      taken.ids.push(id);
+      taken.acks.push(ceilingAck(seq));
+      taken.lastId = id;
+      onImage?.(seq, fields[3]!);
+    }
+  }
+  return taken;
+}
+
+/** The redis transport's ceiling: XADD / XREAD BLOCK + XDEL, acks on a list. */
+export const redisCeiling: CeilingPair = {
+  transport: 'redis',
+  how: 'ioredis: XADD key * h header p image; XREAD BLOCK, then LPUSH acks + XDEL in the next read\'s write; acks popped with BLMPOP',
+  async receive(options) {
+    const keys = ceilingKeys(options.channel);
+    // The reader blocks in XREAD; the other connection only clears the keys at the start and the end.
+    const [reader, keeper] = (await openRedisMany(brokerOf(options.brokerUrl, 'redis'), 2)) as [Redis, Redis];
+    let closing = false;
+    try {
+      // The reader starts from the stream's beginning: nothing of an earlier run may be there.
+      await keeper.del(keys.frames, keys.acks);
+    } catch (err) {
+      await Promise.all([closeRedis(reader), closeRedis(keeper)]);
+      throw err;
+    }
+    const reading = (async () => {
+      let after: Buffer | string = '0-0';
+      let unsent: Taken | undefined;
+      while (!closing) {
+        reader.stream.cork();
+        if (unsent !== undefined) {
+          // LPUSH of a1 a2 ... leaves a1 at the tail, so the sender's right pops keep the order.
+          reader.lpush(keys.acks, ...unsent.acks).catch(ignore);
+          reader.xdel(keys.frames, ...unsent.ids).catch(ignore);
+          unsent = undefined;
+        }
+        // The reply is taken in a callback and only its ids and acks come back here: a reply held
+        // across the await would keep its images alive while the next read blocks.
+        const taking: Promise<Taken> = reader.xreadBuffer('COUNT', READ_COUNT, 'BLOCK', 0, 'STREAMS', keys.frames, after).then((reply) => takeReply(reply as StreamReply, options.onImage));
+        reader.stream.uncork();
+        const taken: Taken = await taking;
+        if (taken.lastId === undefined) continue;
+        after = taken.lastId;
+        unsent = taken;
+      }
+    })().catch(() => undefined);
+    return {
+      port: options.port,
+      async close() {
+        closing = true;
+        // The reader is blocked in XREAD: dropping its connection ends the loop at once.
+        await closeRedis(reader);
+        await reading;
+        await dropKeys(keeper, keys);
+        await closeRedis(keeper);
+      },
+    };
+  },
+  connect(options) {
+    const { frames } = ceilingKeys(options.channel);
+    return connectRedisSender(options, 'redis', (client, fail) => (header, image) => {
+      client.xadd(frames, '*', 'h', header, 'p', image).catch(fail);
+    });
+  },
+};

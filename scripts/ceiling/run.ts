@@ -1,0 +1,71 @@
+import { withTimeout } from '../../services/shared/waits.js';
+import type { CeilingPair, CeilingReceiveOptions, CeilingReceiver } from './contract.js';
+import { drive, type CeilingFigures, type DriveOptions, type DrivenLink } from './drive.js';
+
+// One ceiling run's two sides and their order: the receiver listens (or subscribes) first and the
+// sender dials it, or, for a pair whose sender listens (websocket-push), both start together and
+// the receiver dials in. The bench runs the two sides in two processes (./main.ts); the tests in
+// one (runInProcess), which is where onImage can see every image.
+
+/** Everything one run needs besides the pair. */
+export interface CeilingRunOptions extends DriveOptions {
+  host: string;
+  /** The port the listening side binds: pick a free one (both sides must know it before they start). */
+  port: number;
+  brokerUrl: string | undefined;
+  channel: string;
+  /** Bound on starting each side (listening, dialling, subscribing). */
+  startTimeoutMs: number;
+}
+
+/** The receiver side's options for a run. */
+export function receiveOptions(run: Pick<CeilingRunOptions, 'host' | 'port' | 'brokerUrl' | 'channel' | 'image'>, onImage?: CeilingReceiveOptions['onImage']): CeilingReceiveOptions {
+  return { bindHost: run.host, port: run.port, brokerUrl: run.brokerUrl, channel: run.channel, maxImageBytes: run.image.length, ...(onImage ? { onImage } : {}) };
+}
+
+/** Connects the sender side and drives it; closes it whatever happens. */
+export async function runSender(pair: CeilingPair, run: CeilingRunOptions): Promise<CeilingFigures> {
+  const link: DrivenLink = { sender: undefined!, acked: () => {}, failed: () => {} };
+  link.sender = await withTimeout(
+    pair.connect({
+      host: run.host,
+      port: run.port,
+      brokerUrl: run.brokerUrl,
+      channel: run.channel,
+      maxImageBytes: run.image.length,
+      window: run.window,
+      onAck: (seq) => link.acked(seq),
+      onFailure: (reason) => link.failed(reason),
+    }),
+    run.startTimeoutMs,
+    `${pair.transport} ceiling: the sender did not connect`,
+  );
+  try {
+    return await drive(link, run);
+  } finally {
+    await link.sender.close().catch(() => undefined);
+  }
+}
+
+/** Both sides in this process: the figures, with every image the receiver took handed to onImage. */
+export async function runInProcess(pair: CeilingPair, run: CeilingRunOptions, onImage?: CeilingReceiveOptions['onImage']): Promise<CeilingFigures> {
+  const receiverOptions = receiveOptions(run, onImage);
+  if (pair.senderListens) {
+    // The sender's server must be up for the receiver to dial it: both start together.
+    let receiver: CeilingReceiver | undefined;
+    const receiving = withTimeout(pair.receive(receiverOptions), run.startTimeoutMs, `${pair.transport} ceiling: the receiver did not start`).then((r) => (receiver = r));
+    try {
+      const [figures] = await Promise.all([runSender(pair, run), receiving]);
+      return figures;
+    } finally {
+      await receiving.catch(() => undefined);
+      await receiver?.close();
+    }
+  }
+  const receiver = await withTimeout(pair.receive(receiverOptions), run.startTimeoutMs, `${pair.transport} ceiling: the receiver did not start`);
+  try {
+    return await runSender(pair, { ...run, port: receiver.port });
+  } finally {
+    await receiver.close();
+  }
+}

@@ -1,0 +1,22 @@
+import { spawnSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { projectPath } from '../../services/shared/paths.js';
+
+// npm run bench's arguments, through its real entry: bad ones exit 2 before anything runs (the
+// bench itself takes many minutes and is never run by npm test).
+
+function bench(...args: string[]): { code: number | null; stderr: string } {
+  const result = spawnSync(process.execPath, [projectPath('dist', 'scripts', 'bench.js'), ...args], { encoding: 'utf8', timeout: 20_000 });
+  return { code: result.status, stderr: result.stderr };
+}
+
+describe('npm run bench arguments', () => {
+  it('refuses --ceiling-only with another part, an unknown part and an unknown transport, all at once, exit 2', () => {
+    const result = bench('--ceiling-only', 'verify', 'warp', '--transports=tcp,pigeon');
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('unknown part warp');
+    expect(result.stderr).toContain('unknown transport pigeon');
+    expect(result.stderr).toContain('--ceiling-only runs the ceiling part alone, not verify');
+    expect(result.stderr).toContain('usage: npm run bench [-- [ceiling verify matrix steady clients rate] [--transports=<name>,<name>...] [--ceiling-only]]');
+  });
+});
