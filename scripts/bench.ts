@@ -285,7 +285,7 @@ function ceilingCharts(summary: readonly CeilingSummary[], ceilingOnly: boolean)
       kind: 'bars',
       id: `ceiling-${shape.name}`,
       title,
-      note: `${formatSize(shape.bytes)} × ${shape.count.toLocaleString('en-US')} after ${shape.warmup.toLocaleString('en-US')} untimed, WINDOW=${shape.window}; medians of ${CEILING_ROUNDS} rounds, each suite run followed by its ceiling client in the same minute. Harness overhead = 1 − ours ÷ ceiling, per round: ${CEILING_TRANSPORTS.map((t, i) => `${t.label} ${percentText(own[i]?.overheadMedian ?? null)}`).join(', ')}.`,
+      note: `${formatSize(shape.bytes)} × ${shape.count.toLocaleString('en-US')} after ${shape.warmup.toLocaleString('en-US')} untimed, WINDOW=${shape.window}; medians of ${CEILING_ROUNDS} rounds, each suite run followed by its ceiling client in the same minute. Harness overhead = 1 − ours ÷ ceiling, per round: median (range over the rounds) ${CEILING_TRANSPORTS.map((t, i) => `${t.label} ${percentText(own[i]?.overheadMedian ?? null)}${own[i]?.overheadMin == null ? '' : ` (${percentText(own[i]!.overheadMin)} – ${percentText(own[i]!.overheadMax ?? null)})`}`).join(', ')}.`,
       yLabel,
       categories: CEILING_TRANSPORTS.map((t) => t.label),
       series: [
