@@ -145,3 +145,11 @@ export async function connectRedisSender(options: CeilingConnectOptions, transpo
     },
   };
 }
+
+/** A polling receiver's close: its reader's connection dropped (which ends a blocked pop or read, and so its loop), then its keys and its other connection. */
+export async function closePollingReceiver(reader: Redis, reading: Promise<unknown>, keeper: Redis, keys: { frames: string; acks: string }): Promise<void> {
+  await closeRedis(reader);
+  await reading;
+  await dropKeys(keeper, keys);
+  await closeRedis(keeper);
+}

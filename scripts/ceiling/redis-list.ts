@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { ceilingAck, headerSeq, type CeilingPair } from './contract.js';
-import { brokerOf, ceilingKeys, closeRedis, connectRedisSender, dropKeys, openRedisMany, rightPopper } from './redis-acks.js';
+import { brokerOf, ceilingKeys, closePollingReceiver, closeRedis, connectRedisSender, openRedisMany, rightPopper } from './redis-acks.js';
 
 // ioredis, as the redis-list transport: the sender LPUSHes each image as two elements, header then
 // image, in ONE command (atomic, so they stay adjacent) without waiting for the reply; the
@@ -66,11 +66,7 @@ export const redisListCeiling: CeilingPair = {
       port: options.port,
       async close() {
         closing = true;
-        // The reader is blocked in BLMPOP: dropping its connection ends the loop at once.
-        await closeRedis(reader);
-        await reading;
-        await dropKeys(keeper, keys);
-        await closeRedis(keeper);
+        await closePollingReceiver(reader, reading, keeper, keys);
       },
     };
   },

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { ceilingAck, headerSeq, type CeilingPair, type CeilingReceiveOptions } from './contract.js';
-import { brokerOf, ceilingKeys, closeRedis, connectRedisSender, dropKeys, openRedisMany } from './redis-acks.js';
+import { brokerOf, ceilingKeys, closePollingReceiver, closeRedis, connectRedisSender, openRedisMany } from './redis-acks.js';
 
 // ioredis, as the redis transport: the sender XADDs one stream entry per image (field h = the
 // 40-byte header, p = the image, both Buffers) without waiting for the reply; the receiver reads
@@ -81,11 +81,7 @@ export const redisCeiling: CeilingPair = {
       port: options.port,
       async close() {
         closing = true;
-        // The reader is blocked in XREAD: dropping its connection ends the loop at once.
-        await closeRedis(reader);
-        await reading;
-        await dropKeys(keeper, keys);
-        await closeRedis(keeper);
+        await closePollingReceiver(reader, reading, keeper, keys);
       },
     };
   },
