@@ -12,7 +12,7 @@ import type { LocalServer } from '../services/transports/contract.js';
 import { defaultTransports, transportByName, transports } from '../services/transports/index.js';
 import { freePortsEnv } from './lib/ports.js';
 import { runCeiling } from './lib/ceiling-run.js';
-import { percentText, summarizeOverhead, type FigurePair, type OverheadSummary } from './lib/overhead.js';
+import { percentText, summarizeOverhead, summarizeTimeOverhead, type FigurePair, type OverheadSummary } from './lib/overhead.js';
 import type { CeilingFigures } from './ceiling/drive.js';
 import { renderSweepPage, type BenchChart, type SweepChart } from './lib/sweep-page.js';
 import { reportLibraries } from '../services/shared/report-assets.js';
@@ -186,7 +186,7 @@ interface CeilingCell {
 interface CeilingSummary {
   transport: string;
   shape: CeilingShape['name'];
-  /** What the throughput overhead is over: MB/s (large), images/s (small), none for latency. */
+  /** What the overhead is over: MB/s (large), images/s (small), the round trip's p50 (latency, where lower is better). */
   figure: 'MB/s' | 'images/s' | 'RTT p50 ms';
   overhead: OverheadSummary;
   /** Large shape: against the suite with VERIFY=false. */
@@ -207,9 +207,7 @@ function summarizeCeiling(cells: readonly CeilingCell[]): CeilingSummary[] {
         });
       if (shape.name === 'latency') {
         // A round trip is better lower: the overhead is the share of ours the library would not have spent.
-        const pairs = pairsOf((c) => c.ours?.rtt?.p50Ms, (f) => f.rttP50Ms).map((p) => ({ ours: p.ceiling, ceiling: p.ours }));
-        const overhead = summarizeOverhead(pairs);
-        return { transport: t.name, shape: shape.name, figure: 'RTT p50 ms', overhead: { ...overhead, oursMedian: overhead.ceilingMedian, ceilingMedian: overhead.oursMedian }, overheadUnverified: null };
+        return { transport: t.name, shape: shape.name, figure: 'RTT p50 ms', overhead: summarizeTimeOverhead(pairsOf((c) => c.ours?.rtt?.p50Ms, (f) => f.rttP50Ms)), overheadUnverified: null };
       }
       const throughput = shape.name === 'large' ? (s: SectionResult | undefined) => s?.throughputMBps : (s: SectionResult | undefined) => s?.imagesPerSecond;
       const ceilingThroughput = shape.name === 'large' ? (f: CeilingFigures) => f.MBps : (f: CeilingFigures) => f.imagesPerSecond;

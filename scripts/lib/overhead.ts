@@ -43,6 +43,16 @@ export function summarizeOverhead(pairs: readonly FigurePair[]): OverheadSummary
   };
 }
 
+/**
+ * The same for a time, where lower is better (a round trip): per round 1 − ceiling ÷ ours, the
+ * share of our time the library alone would not spend; the medians are the figures' own.
+ */
+export function summarizeTimeOverhead(pairs: readonly FigurePair[]): OverheadSummary {
+  // A time's overhead is a rate's with the two sides swapped: 1 − ceiling ÷ ours.
+  const swapped = summarizeOverhead(pairs.map((p) => ({ ours: p.ceiling, ceiling: p.ours })));
+  return { ...swapped, oursMedian: swapped.ceilingMedian, ceilingMedian: swapped.oursMedian };
+}
+
 /** "12 %" (whole percent), "−3 %" when the suite beat its ceiling, "-" without a figure. */
 export function percentText(share: number | null): string {
   if (share === null) return '-';

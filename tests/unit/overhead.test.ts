@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { harnessOverhead, percentText, summarizeOverhead } from '../../scripts/lib/overhead.js';
+import { harnessOverhead, percentText, summarizeOverhead, summarizeTimeOverhead } from '../../scripts/lib/overhead.js';
 
 describe('harnessOverhead', () => {
   it('is 1 − ours ÷ ceiling', () => {
@@ -41,6 +41,18 @@ describe('summarizeOverhead', () => {
   it('has no overhead at all when no round has both', () => {
     expect(summarizeOverhead([{ ours: null, ceiling: 1000 }])).toEqual({ pairedRounds: 0, oursMedian: null, ceilingMedian: 1000, overheadMedian: null, overheadMin: null, overheadMax: null });
     expect(summarizeOverhead([])).toEqual({ pairedRounds: 0, oursMedian: null, ceilingMedian: null, overheadMedian: null, overheadMin: null, overheadMax: null });
+  });
+});
+
+describe('summarizeTimeOverhead (a round trip: lower is better)', () => {
+  it('takes 1 − ceiling ÷ ours per round, and keeps each side\'s own median', () => {
+    // Rounds: 1 − 0.5/1 = 0.5, 1 − 0.75/1 = 0.25, 1 − 1/0.5 = −1 (ours twice as fast: noise, shown).
+    const summary = summarizeTimeOverhead([
+      { ours: 1, ceiling: 0.5 },
+      { ours: 1, ceiling: 0.75 },
+      { ours: 0.5, ceiling: 1 },
+    ]);
+    expect(summary).toEqual({ pairedRounds: 3, oursMedian: 1, ceilingMedian: 0.75, overheadMedian: 0.25, overheadMin: -1, overheadMax: 0.5 });
   });
 });
 
