@@ -286,14 +286,24 @@ describe('what the manifests mean', () => {
     expect(receiver.spec?.strategy).toEqual({ type: 'Recreate' });
   });
 
-  it('the one-node overlay is the default one without the transmitter\'s required anti-affinity', () => {
-    const withoutTransmitterAffinity = (objects: readonly K8sObject[]): K8sObject[] => {
+  it('the one-node overlay is the default one without the transmitter\'s required anti-affinity, and small enough for a laptop\'s node', () => {
+    // What differs: the transmitter's affinity and every container's resources; nothing else.
+    const withoutPlacementAndSize = (objects: readonly K8sObject[]): K8sObject[] => {
       const copy = structuredClone(objects) as K8sObject[];
       delete podSpec(job(copy, 'itb-transmitter')).affinity;
+      for (const [, spec] of podSpecs(copy)) for (const c of spec.containers) delete c.resources;
       return copy;
     };
-    expect(podSpec(job(objectsOf('one-node'), 'itb-transmitter')).affinity).toEqual({ podAntiAffinity: {} });
-    expect(withoutTransmitterAffinity(objectsOf('one-node'))).toEqual(withoutTransmitterAffinity(objectsOf('default')));
+    const oneNode = objectsOf('one-node');
+    expect(podSpec(job(oneNode, 'itb-transmitter')).affinity).toEqual({ podAntiAffinity: {} });
+    expect(withoutPlacementAndSize(oneNode)).toEqual(withoutPlacementAndSize(objectsOf('default')));
+    const sizes = Object.fromEntries(podSpecs(oneNode).flatMap(([, spec]) => spec.containers.map((c) => [c.name, c.resources] as const)));
+    expect(sizes).toEqual({
+      receiver: { requests: { cpu: '1', memory: '2Gi' }, limits: { cpu: '1', memory: '2Gi' } },
+      transmitter: { requests: { cpu: '1', memory: '2Gi' }, limits: { cpu: '1', memory: '2Gi' } },
+      redis: { requests: { cpu: '500m', memory: '1Gi' }, limits: { cpu: '500m', memory: '1Gi' } },
+      nats: { requests: { cpu: '500m', memory: '512Mi' }, limits: { cpu: '500m', memory: '512Mi' } },
+    });
   });
 
   it('every container has cpu and memory requests and limits; the two services\' are equal, in whole CPUs (Guaranteed QoS)', () => {
