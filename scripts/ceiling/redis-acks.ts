@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { settlesWithin } from '../../services/shared/waits.js';
-import { ackSeq, type CeilingConnectOptions, type CeilingSender } from './contract.js';
+import { ackSeq, type CeilingConnectOptions, type CeilingReceiveOptions, type CeilingSender } from './contract.js';
 
 // What the Redis ceiling pairs (redis: streams, redis-list, redis-pubsub) share, as their
 // transports share services/transports/kit/redis.ts: opening and closing an ioredis connection,
@@ -144,6 +144,26 @@ export async function connectRedisSender(options: CeilingConnectOptions, transpo
       await acking;
     },
   };
+}
+
+/** Errors of the receivers' commands nobody waits on (ack pushes, XDEL): the sender sees what follows (no ack) and says so. */
+export function ignoreUnwaited(): void {}
+
+/**
+ * A polling receiver's two connections (a reader that blocks in a pop or read, and a keeper that
+ * only clears the keys at the start and the end) and its keys, cleared first: what an earlier run
+ * left under the same channel would mix with this one's. Closes both if the clearing fails.
+ */
+export async function openPollingReceiver(options: Pick<CeilingReceiveOptions, 'brokerUrl' | 'channel'>, transport: string): Promise<{ reader: Redis; keeper: Redis; keys: { frames: string; acks: string } }> {
+  const keys = ceilingKeys(options.channel);
+  const [reader, keeper] = (await openRedisMany(brokerOf(options.brokerUrl, transport), 2)) as [Redis, Redis];
+  try {
+    await keeper.del(keys.frames, keys.acks);
+  } catch (err) {
+    await Promise.all([closeRedis(reader), closeRedis(keeper)]);
+    throw err;
+  }
+  return { reader, keeper, keys };
 }
 
 /** A polling receiver's close: its reader's connection dropped (which ends a blocked pop or read, and so its loop), then its keys and its other connection. */

@@ -1,6 +1,5 @@
-import type { Redis } from 'ioredis';
 import { ceilingAck, headerSeq, type CeilingPair } from './contract.js';
-import { brokerOf, ceilingKeys, closePollingReceiver, closeRedis, connectRedisSender, openRedisMany, rightPopper } from './redis-acks.js';
+import { ceilingKeys, closePollingReceiver, connectRedisSender, ignoreUnwaited, openPollingReceiver, rightPopper } from './redis-acks.js';
 
 // ioredis, as the redis-list transport: the sender LPUSHes each image as two elements, header then
 // image, in ONE command (atomic, so they stay adjacent) without waiting for the reply; the
@@ -12,25 +11,15 @@ import { brokerOf, ceilingKeys, closePollingReceiver, closeRedis, connectRedisSe
 /** Most elements per pop: 64 images, as the transport's cap (the list never holds more than a window). */
 const POP_COUNT = 2 * 64;
 
-/** Errors of the ack pushes nobody waits on: the sender sees what follows (no ack) and says so. */
-function ignore(): void {}
 
 /** The redis-list transport's ceiling: LPUSH header image / BLMPOP, acks on a second list. */
 export const redisListCeiling: CeilingPair = {
   transport: 'redis-list',
   how: 'ioredis: LPUSH key header image (one command); BLMPOP RIGHT COUNT, acks LPUSHed in the next pop\'s write; acks popped with BLMPOP',
   async receive(options) {
-    const keys = ceilingKeys(options.channel);
-    // The reader blocks in BLMPOP; the other connection only clears the keys at the start and the end.
-    const [reader, keeper] = (await openRedisMany(brokerOf(options.brokerUrl, 'redis-list'), 2)) as [Redis, Redis];
+    // The reader blocks in BLMPOP.
+    const { reader, keeper, keys } = await openPollingReceiver(options, 'redis-list');
     let closing = false;
-    try {
-      // Elements of an earlier run under the same channel would pair with this run's.
-      await keeper.del(keys.frames, keys.acks);
-    } catch (err) {
-      await Promise.all([closeRedis(reader), closeRedis(keeper)]);
-      throw err;
-    }
     const pop = rightPopper(reader);
     // A header whose image is the next element (the next pop's first, on a server without BLMPOP).
     let header: Buffer | undefined;
@@ -54,7 +43,7 @@ export const redisListCeiling: CeilingPair = {
       while (!closing) {
         reader.stream.cork();
         // LPUSH of a1 a2 ... leaves a1 at the tail, so the sender's right pops keep the order.
-        if (unsent.length > 0) reader.lpush(keys.acks, ...unsent).catch(ignore);
+        if (unsent.length > 0) reader.lpush(keys.acks, ...unsent).catch(ignoreUnwaited);
         // The reply is taken in a callback and only its acks come back here: a reply held across
         // the await would keep its images alive while the next pop blocks.
         const taking = pop(keys.frames, POP_COUNT).then(take);

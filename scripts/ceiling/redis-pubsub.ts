@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { CEILING_HEADER_BYTES, ceilingAck, headerSeq, type CeilingPair } from './contract.js';
-import { brokerOf, ceilingKeys, closeRedis, connectRedisSender, dropKeys, openRedisMany } from './redis-acks.js';
+import { brokerOf, ceilingKeys, closeRedis, connectRedisSender, dropKeys, ignoreUnwaited, openRedisMany } from './redis-acks.js';
 
 // ioredis, as the redis-pubsub transport: the sender PUBLISHes on the run's channel without
 // waiting for the reply, an image under SPLIT_FROM_BYTES as one message (header + image
@@ -16,8 +16,6 @@ import { brokerOf, ceilingKeys, closeRedis, connectRedisSender, dropKeys, openRe
 /** From this image size on, header and image go as two messages, as the transport's. */
 const SPLIT_FROM_BYTES = 64 * 1024;
 
-/** Errors of the ack pushes nobody waits on: the sender sees what follows (no ack) and says so. */
-function ignore(): void {}
 
 /** The redis-pubsub transport's ceiling: PUBLISH / SUBSCRIBE (messageBuffer), acks on a list. */
 export const redisPubsubCeiling: CeilingPair = {
@@ -31,7 +29,7 @@ export const redisPubsubCeiling: CeilingPair = {
     let acks: Buffer[] = [];
     const flush = (): void => {
       // LPUSH of a1 a2 ... leaves a1 at the tail, so the sender's right pops keep the order.
-      writer.lpush(keys.acks, ...acks).catch(ignore);
+      writer.lpush(keys.acks, ...acks).catch(ignoreUnwaited);
       acks = [];
     };
     subscriber.on('messageBuffer', (_channel: Buffer, message: Buffer) => {

@@ -1,6 +1,5 @@
-import type { Redis } from 'ioredis';
 import { ceilingAck, headerSeq, type CeilingPair, type CeilingReceiveOptions } from './contract.js';
-import { brokerOf, ceilingKeys, closePollingReceiver, closeRedis, connectRedisSender, openRedisMany } from './redis-acks.js';
+import { ceilingKeys, closePollingReceiver, connectRedisSender, ignoreUnwaited, openPollingReceiver } from './redis-acks.js';
 
 // ioredis, as the redis transport: the sender XADDs one stream entry per image (field h = the
 // 40-byte header, p = the image, both Buffers) without waiting for the reply; the receiver reads
@@ -12,9 +11,6 @@ import { brokerOf, ceilingKeys, closePollingReceiver, closeRedis, connectRedisSe
 
 /** Most entries per XREAD, as the transport's cap: the stream never holds more than a window of them. */
 const READ_COUNT = 64;
-
-/** Errors of the commands nobody waits on: the sender sees what follows (no ack) and says so. */
-function ignore(): void {}
 
 /** One XREAD reply taken: its entries' ids (to XDEL) and acks, and the id to read after. */
 interface Taken {
@@ -45,17 +41,9 @@ export const redisCeiling: CeilingPair = {
   transport: 'redis',
   how: 'ioredis: XADD key * h header p image; XREAD BLOCK, then LPUSH acks + XDEL in the next read\'s write; acks popped with BLMPOP',
   async receive(options) {
-    const keys = ceilingKeys(options.channel);
-    // The reader blocks in XREAD; the other connection only clears the keys at the start and the end.
-    const [reader, keeper] = (await openRedisMany(brokerOf(options.brokerUrl, 'redis'), 2)) as [Redis, Redis];
+    // The reader blocks in XREAD, from the stream's beginning: the keys are cleared first.
+    const { reader, keeper, keys } = await openPollingReceiver(options, 'redis');
     let closing = false;
-    try {
-      // The reader starts from the stream's beginning: nothing of an earlier run may be there.
-      await keeper.del(keys.frames, keys.acks);
-    } catch (err) {
-      await Promise.all([closeRedis(reader), closeRedis(keeper)]);
-      throw err;
-    }
     const reading = (async () => {
       let after: Buffer | string = '0-0';
       let unsent: Taken | undefined;
@@ -63,8 +51,8 @@ export const redisCeiling: CeilingPair = {
         reader.stream.cork();
         if (unsent !== undefined) {
           // LPUSH of a1 a2 ... leaves a1 at the tail, so the sender's right pops keep the order.
-          reader.lpush(keys.acks, ...unsent.acks).catch(ignore);
-          reader.xdel(keys.frames, ...unsent.ids).catch(ignore);
+          reader.lpush(keys.acks, ...unsent.acks).catch(ignoreUnwaited);
+          reader.xdel(keys.frames, ...unsent.ids).catch(ignoreUnwaited);
           unsent = undefined;
         }
         // The reply is taken in a callback and only its ids and acks come back here: a reply held
