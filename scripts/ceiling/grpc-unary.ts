@@ -11,6 +11,7 @@ import { channelOptions, grpcJs, openClient, protoMethod, serve, type AckMessage
 // transport orders by call opening; here the seq in the header says the same, since the driver
 // sends seqs 0, 1, 2... on one link. No metadata, no door, no interceptor, no gate.
 
+/** The grpc-unary transport's ceiling: one unary Put call per image, WINDOW in flight on one channel. */
 export const grpcUnaryCeiling: CeilingPair = {
   transport: 'grpc-unary',
   how: '@grpc/grpc-js: client.makeUnaryRequest(Put, Frame{header, payload}) per image, WINDOW in flight on one channel; the handler answers Ack in seq order',

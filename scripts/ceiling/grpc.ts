@@ -96,6 +96,7 @@ export async function serve(server: grpc.Server, bindHost: string, port: number)
   };
 }
 
+/** The grpc transport's ceiling: one Frame message per image on a bidi stream, an Ack back. */
 export const grpcCeiling: CeilingPair = {
   transport: 'grpc',
   how: '@grpc/grpc-js: one bidi Transfer stream, call.write(Frame{header, payload}) per image; the handler call.write(Ack) back',

@@ -50,6 +50,7 @@ function bufferOf(data: Uint8Array): Buffer {
   return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
 }
 
+/** The nats transport's ceiling: a publish per image with the ack inbox as its reply subject. */
 export const natsCeiling: CeilingPair = {
   transport: 'nats',
   how: '@nats-io/transport-node: nc.publish(subject, header+image or image with an Itb-Frame header, {reply: inbox}); the subscriber nc.publish(reply, ack)',

@@ -6,6 +6,7 @@ import { ackSeq, CEILING_ACK_BYTES, CEILING_HEADER_BYTES, ceilingAck, headerLeng
 // is complete; the sender reading acks 12 bytes at a time. Nothing is copied unless a test asks
 // for the images (onImage).
 
+/** The tcp transport's ceiling: header and image on one socket, 12-byte acks back on it. */
 export const tcpCeiling: CeilingPair = {
   transport: 'tcp',
   how: 'node:net: socket.write(header), socket.write(image); acks written back on the same socket',
