@@ -8,7 +8,7 @@ import { ZEROMQ_HIGH_WATER_MARK, ZEROMQ_PART_FLOOR_BYTES, ZEROMQ_START_BOUND_MS,
 // SUB and a PULL to the PUSH. Each image is one two-part message [header, image], each ack one
 // 12-byte message. connect() resolves only once the SUB's subscription has reached the XPUB:
 // before that the XPUB would drop every image (the slow joiner). The transport's marks, the
-// XPUB's raised for a window over 32 so that nothing is dropped (see connect()); no PLAIN, ZAP,
+// XPUB's raised for a window over 64 so that nothing is dropped (see connect()); no PLAIN, ZAP,
 // heartbeats or frame gate. The receiver has a context (an I/O thread) of its own, as the
 // transport's does.
 
@@ -67,11 +67,11 @@ export const zeromqPubsubCeiling: CeilingPair = {
     const { Pull, XPublisher } = await zeromqModule();
     const ipv6 = options.host.includes(':');
     const publisher: XPublisher = new XPublisher({
-      // The transport's mark, raised to twice a window wider than half of it: the driver never has
-      // more than a window in flight, but libzmq credits the reads of a pipe to its writer only
-      // every half mark, so a pipe can look full with up to a window plus half a mark in it, and
-      // an XPUB drops there (the transport does so, and counts the loss; a ceiling run would stall).
-      sendHighWaterMark: Math.max(ZEROMQ_HIGH_WATER_MARK, 2 * options.window),
+      // The transport's mark (twice the common one), and twice any wider window: libzmq credits the
+      // reads of a pipe to its writer only every half mark, so a pipe can look full with about half
+      // a mark really waiting, and an XPUB drops there (the transport does above WINDOW=64, and
+      // counts the loss; a ceiling run would stall).
+      sendHighWaterMark: Math.max(2 * ZEROMQ_HIGH_WATER_MARK, 2 * options.window),
       receiveHighWaterMark: ZEROMQ_HIGH_WATER_MARK,
       // Publish only to a connection whose handshake is done.
       immediate: true,

@@ -33,9 +33,9 @@ import {
 //   subscription has reached it, so no image is lost to the slow-joiner effect: every loss is a
 //   high-water-mark drop, counted by the transmitter app (an ack for a later image settles the
 //   earlier unacked ones as lost; one TCP connection keeps images in order or drops them whole).
-//   Both marks are HIGH_WATER_MARK_MESSAGES, so a WINDOW up to 64 never drops (the XPUB's queue
-//   alone holds 64); above about 64 plus the SUB's queue and the kernel's buffers, a subscriber
-//   slower than the publisher does.
+//   The XPUB's mark is twice HIGH_WATER_MARK_MESSAGES (PUBLISHER_HIGH_WATER_MARK: libzmq credits
+//   the writer only every half mark), so a WINDOW up to 64 never drops; well above it, past the
+//   XPUB's queue, the SUB's and the kernel's buffers, a subscriber slower than the publisher does.
 // - Acks go the other way through PUSH, which blocks at its mark instead of dropping: an ack is
 //   never lost while the transmitter reads them.
 // - Who gets in is ZAP's to say on both ports, exactly as for zeromq.ts's Router: PLAIN with the
@@ -53,13 +53,21 @@ const PORT_PICK_ATTEMPTS = 5;
 /** SendQueue hands over two parts; an ack is one message of one part, and this fills the other slot. */
 const UNUSED_PART = Buffer.alloc(0);
 
+/**
+ * The XPUB's send mark: twice the common one. libzmq credits a writer for what its reader took
+ * only every half mark (the pipe's low-water mark), so a pipe of mark m can look full with about
+ * m/2 messages really waiting: at 2 × 64 a WINDOW up to 64 never drops, as the contract needs (at
+ * 64, 1,000 × 1 KB images at WINDOW=64 once lost 10 on a loaded CI machine).
+ */
+export const PUBLISHER_HIGH_WATER_MARK = 2 * HIGH_WATER_MARK_MESSAGES;
+
 /** Creates the transmitter's image socket with the options connect() uses; exported for tests. */
 export function createPublisher(host: string, credentialText: string): XPublisher {
   return new (zeromqLibrary().XPublisher)({
     plainUsername: PLAIN_USERNAME,
     plainPassword: credentialText,
     // At the mark the XPUB drops the image for that subscriber: that is the pub/sub under test.
-    sendHighWaterMark: HIGH_WATER_MARK_MESSAGES,
+    sendHighWaterMark: PUBLISHER_HIGH_WATER_MARK,
     receiveHighWaterMark: HIGH_WATER_MARK_MESSAGES,
     noDrop: false,
     // Publish only to a connection whose handshake is done, never into a pipe for a reconnect.
@@ -392,7 +400,7 @@ export const zeromqPubsubTransport: Transport = {
   nativeLibraries: () => ({ libzmq: zeromqLibrary().version }),
   // The image connection and the ack connection.
   connectionsPerLink: () => 2,
-  dropsImages: `PUB drops an image for a subscriber whose queue is at its high-water mark of ${HIGH_WATER_MARK_MESSAGES} messages`,
+  dropsImages: `PUB drops an image for a subscriber whose queue is at its high-water mark (${PUBLISHER_HIGH_WATER_MARK} messages on the publisher, ${HIGH_WATER_MARK_MESSAGES} on the subscriber)`,
   connect,
   listen,
 };
