@@ -244,6 +244,14 @@ function openLoopText(open: OpenLoopFigures): string {
   return `RATE ${rateText(open.ratePerSecond)}, ${achieved}; ${unsent}`;
 }
 
+/** "15.8 of 16 images in flight on average …": the window's occupancy by Little's law, and what it does not show. */
+function windowText(section: Pick<SectionResult, 'littleRatio' | 'meanInFlight' | 'clients' | 'window'>): string {
+  const capacity = section.clients * section.window;
+  const inFlight = section.meanInFlight ?? (section.littleRatio ?? 0) * capacity;
+  const of = section.clients > 1 ? `CLIENTS × WINDOW = ${capacity}` : `WINDOW = ${capacity}`;
+  return `${inFlight.toFixed(2)} images in flight on average of ${of} (${(100 * (section.littleRatio ?? 0)).toFixed(1)} % full, by Little's law from the round trips; it shows the window stayed full, not that the times are right)`;
+}
+
 /** " ± 0.150 ms" after a one-way time that crossed two clocks; '' on one clock. */
 function clockErrorText(section: Pick<SectionResult, 'oneWayClockErrorMs'>): string {
   return section.oneWayClockErrorMs == null ? '' : ` ± ${ms(section.oneWayClockErrorMs)} ms`;
@@ -275,7 +283,7 @@ function renderSection(section: SectionResult, repeats: number): string {
   }
   if (section.rtt !== null) {
     lines.push(`Round trip${clockError === '' ? '' : ' (one clock: no offset)'}: ${distributionLine(section.rtt)}`);
-    if (section.littleRatio !== null) lines.push(`Little's law: mean round trip = ${section.littleRatio.toFixed(3)} × WINDOW × total ÷ images (1 when the window stays full)`);
+    if (section.littleRatio !== null) lines.push(`Window: ${windowText(section)}`);
   }
   if (section.clientFairness !== null) lines.push(`Clients: ${fairnessText(section.clientFairness)}`);
   if (section.fanOut !== null) lines.push(`Receivers: ${fanOutText(section.fanOut)}`);

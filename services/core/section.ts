@@ -266,10 +266,21 @@ export interface SectionResult extends SectionPlan {
   /** Distribution of the recorded images' round trips (stamp → ack processed, transmitter's clock); null without any. */
   rtt: LatencySummary | null;
   /**
-   * Little's law check: mean round trip ÷ (WINDOW × totalMs ÷ images acknowledged). 1 when the
-   * window stays full the whole section; below 1 when images wait somewhere outside the window.
+   * How full the window stayed: the mean number of images in flight (Little's law: the round trips
+   * summed over the span from the first stamp to the last ack) ÷ the most the transmitter may keep
+   * in flight (CLIENTS × WINDOW). 1 when the window stays full; above 1 only if the window was
+   * broken. It says nothing about whether the times are right: a delay anywhere in a closed loop
+   * keeps it at 1. Null under RATE and with several receivers, where no single window bounds it.
    */
   littleRatio: number | null;
+  /** The mean number of images in flight behind {@link littleRatio}; absent in files written before it was recorded. */
+  meanInFlight?: number | null;
+  /**
+   * On one clock, images whose one-way time exceeds their round trip: stamped as arriving after
+   * their ack was processed, which only a late arrival stamp can produce. Any makes the section
+   * fail. Null across two clocks (where the offset's error allows it) or without round trips.
+   */
+  arrivalsAfterAck?: number | null;
   /** Receiver's time spent hashing this section's images, after their acks; null when VERIFY=false. */
   verifyMs: number | null;
   /** Intact bytes delivered per second over totalMs, in MB/s (10^6 bytes). */
@@ -288,6 +299,34 @@ export interface SectionResult extends SectionPlan {
   warmedUp: WarmupOutcome | null;
   coldStart: ColdStart;
   cost: SectionCost;
+}
+
+/** One acknowledged image's time in flight: from its stamp, for its round trip (the stamp's clock). */
+interface Flight {
+  sentAtNs: bigint;
+  rttNs: number;
+}
+
+// The window check allows for rounding only: the round trips and stamps are whole nanoseconds.
+const WINDOW_CHECK_SLACK = 1.000001;
+
+/**
+ * Mean images in flight over the span from the first stamp to the last ack (Little's law, L = the
+ * round trips summed ÷ the span); null without two distinct instants.
+ */
+export function meanInFlight(flights: readonly Flight[]): number | null {
+  if (flights.length === 0) return null;
+  let startNs = flights[0]!.sentAtNs;
+  let endNs = startNs;
+  let sumNs = 0;
+  for (const f of flights) {
+    if (f.sentAtNs < startNs) startNs = f.sentAtNs;
+    const ackNs = f.sentAtNs + BigInt(Math.round(f.rttNs));
+    if (ackNs > endNs) endNs = ackNs;
+    sumNs += f.rttNs;
+  }
+  const spanNs = Number(endNs - startNs);
+  return spanNs > 0 ? sumNs / spanNs : null;
 }
 
 interface Arrival {
@@ -385,6 +424,7 @@ export class SectionRecorder {
     let firstSentAtNs: bigint | undefined;
     let lastArrivalNs: bigint | undefined;
     const first = this.firstRecordedSeq;
+    const flights: Flight[] = [];
     for (let image = 1; image <= this.plan.imageCount; image++) {
       const rttNs = extras.rttNs?.[image - 1] ?? null;
       const rttMs = rttNs === null ? null : rttNs / 1e6;
@@ -399,6 +439,7 @@ export class SectionRecorder {
         images.push({ image, timeMs: null, rttMs, status: lag === null ? 'unsent' : 'lost' });
         continue;
       }
+      if (rttNs !== null) flights.push({ sentAtNs: arrival.sentAtNs, rttNs });
       const timeMs = nsToMs(arrival.arrivalNs - arrival.sentAtNs);
       const intact = arrival.sizeOk && arrival.checksumOk === true;
       images.push({ image, timeMs, rttMs, status: intact ? 'ok' : 'corrupt' });
@@ -409,6 +450,12 @@ export class SectionRecorder {
       if (firstSentAtNs === undefined || arrival.sentAtNs < firstSentAtNs) firstSentAtNs = arrival.sentAtNs;
       if (lastArrivalNs === undefined || arrival.arrivalNs > lastArrivalNs) lastArrivalNs = arrival.arrivalNs;
     }
+    const inFlight = this.plan.ratePerSecond === null && this.plan.receivers === 1 ? meanInFlight(flights) : null;
+    const arrivalsAfterAck = this.plan.clock?.applied || rttsMs.length === 0 ? null : images.filter((i) => i.timeMs !== null && i.rttMs !== null && i.timeMs > i.rttMs).length;
+    const timingFailure = arrivalsAfterAck ? `timing check: ${arrivalsAfterAck} of ${rttsMs.length} images stamped as arriving after their ack was processed (one-way time over round trip on one clock): an arrival stamp came late` : null;
+    const windowFailure = inFlight !== null && inFlight > this.plan.clients * this.plan.window * WINDOW_CHECK_SLACK ? `window check: ${inFlight.toFixed(2)} images in flight on average, more than CLIENTS × WINDOW = ${this.plan.clients * this.plan.window}` : null;
+    const checkFailures = [timingFailure, windowFailure].filter((f): f is string => f !== null);
+    const sectionFailure = failure === null && checkFailures.length === 0 ? null : [failure, ...checkFailures].filter((f): f is string => f !== null).join('; ');
     const okCount = images.filter((i) => i.status === 'ok').length;
     const corruptCount = images.filter((i) => i.status === 'corrupt').length;
     const lostCount = images.filter((i) => i.status === 'lost').length;
@@ -423,8 +470,8 @@ export class SectionRecorder {
       oneWayClockErrorMs: this.plan.clock?.applied ? oneWayClockErrorNs(this.plan.clock, clockAfter) / 1e6 : null,
       // Images dropped at the sender under RATE are the load's answer, counted and shown, not a
       // fault of the transport: every image it was given must still arrive intact.
-      ok: failure === null && okCount + unsentCount === this.plan.imageCount && this.duplicateCount === 0 && this.strayCount === 0,
-      failure,
+      ok: sectionFailure === null && okCount + unsentCount === this.plan.imageCount && this.duplicateCount === 0 && this.strayCount === 0,
+      failure: sectionFailure,
       images,
       okCount,
       corruptCount,
@@ -435,7 +482,9 @@ export class SectionRecorder {
       totalMs,
       latency: summarizeLatency(okTimesMs) ?? null,
       rtt,
-      littleRatio: rtt !== null && totalMs !== null && totalMs > 0 ? rtt.meanMs / ((this.plan.window * totalMs) / rtt.count) : null,
+      littleRatio: inFlight === null ? null : inFlight / (this.plan.clients * this.plan.window),
+      meanInFlight: inFlight,
+      arrivalsAfterAck,
       verifyMs: extras.verifyMs ?? null,
       throughputMBps: totalMs === null ? null : throughputMBps(okCount * this.plan.imageSizeBytes, totalMs),
       imagesPerSecond: totalMs === null ? null : imagesPerSecond(okCount, totalMs),

@@ -26,19 +26,25 @@ export function fixturePlan(overrides: Partial<SectionPlan> & Pick<SectionPlan, 
   return { sectionId: 1, baseline: false, repeat: 1, imageCount: 2, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 545_792, window: 1, ratePerSecond: null, clients: 1, receivers: 1, receiverIndex: 0, clock: null, ...overrides };
 }
 
-/** A section whose images took the given times (ms; null = lost), sent 1 ms apart. */
+/**
+ * A section whose images took the given times (ms; null = lost), each acknowledged 0.1 ms after it
+ * arrived; image n is sent 1 ms after image n − 1, or at its ack when that is later (WINDOW 1).
+ */
 export function fixtureSection(plan: SectionPlan, timesMs: readonly (number | null)[], failure: string | null = null, cost: SectionResult['cost'] = { transmitter: null, receiver: null, broker: null }): SectionResult {
   const recorder = new SectionRecorder({ ...plan, imageCount: timesMs.length });
   // No warm-up images: the transmitter announces the end of the (empty) warm-up before the first recorded one.
   recorder.beginRecording(NO_WARMUP);
+  // Round trips: the one-way time and 0.1 ms back, for every image that arrived.
+  const rttNs = timesMs.map((timeMs) => (timeMs === null ? null : Math.round(timeMs * 1e6) + 100_000));
+  let nextSendNs = 0n;
   timesMs.forEach((timeMs, seq) => {
+    const sentAtNs = nextSendNs;
+    nextSendNs = sentAtNs + 1_000_000n;
     if (timeMs === null) return;
-    const sentAtNs = BigInt(seq) * 1_000_000n;
+    nextSendNs = sentAtNs + BigInt(Math.max(1_000_000, rttNs[seq]!));
     recorder.record({ sectionId: plan.sectionId, seq, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs }, sentAtNs + BigInt(Math.round(timeMs * 1e6)));
     recorder.verified(seq, true);
   });
-  // Round trips: the one-way time and 0.1 ms back, for every image that arrived.
-  const rttNs = timesMs.map((timeMs) => (timeMs === null ? null : Math.round(timeMs * 1e6) + 100_000));
   return recorder.result(failure, { cost, rttNs });
 }
 
@@ -77,13 +83,13 @@ export const TWO_CLOCKS = {
   after: { offsetNs: 5_040_000, uncertaintyNs: 120_000, roundTripNs: 240_000, samples: 8 },
 } as const;
 
-/** A section across two hosts: images of 1.2 and 2.0 ms one-way (stamps on the transmitter clock, arrivals on the receiver's), round trips 1.5 and 2.3 ms. */
+/** A section across two hosts: images of 1.2 and 2.0 ms one-way (stamps on the transmitter clock, arrivals on the receiver's), round trips 1.5 and 2.3 ms, the second sent at the first's ack. */
 export function twoClockSection(overrides: Partial<SectionPlan> & Pick<SectionPlan, 'transport' | 'label'>): SectionResult {
   const recorder = new SectionRecorder(fixturePlan({ ...overrides, clock: { ...TWO_CLOCKS.before } }));
   recorder.beginRecording(NO_WARMUP);
   const offsetNs = BigInt(TWO_CLOCKS.before.offsetNs);
   recorder.record({ sectionId: 1, seq: 0, sizeBytes: 545_792, checksum: 0n, sentAtNs: 0n }, offsetNs + 1_200_000n);
-  recorder.record({ sectionId: 1, seq: 1, sizeBytes: 545_792, checksum: 0n, sentAtNs: 1_000_000n }, offsetNs + 3_000_000n);
+  recorder.record({ sectionId: 1, seq: 1, sizeBytes: 545_792, checksum: 0n, sentAtNs: 1_500_000n }, offsetNs + 3_500_000n);
   recorder.verified(0, true);
   recorder.verified(1, true);
   return recorder.result(null, { rttNs: [1_500_000, 2_300_000], clockAfter: { ...TWO_CLOCKS.after } });

@@ -83,11 +83,11 @@ Clock offset, receiver − transmitter, estimated before each section and again 
 === WebSocket performance test: 2 images transfer (533.0 KiB each, window 1) ===
 Image 1 transmission time: 2.413 ms
 Image 2 transmission time: 1.200 ms
-Total transfer time: 2.413 ms
+Total transfer time: 3.713 ms
 Latency: p50 1.200, p90 2.413, p99 2.413, p99.9 2.413, max 2.413, mean 1.806 ± 0.858 ms (sample sd)
-Throughput: ~452.4 MB/s, 828.8 images/s (indicative: 2 images over 2.413 ms; a stable figure needs at least 30 images and 200 ms: raise IMAGE_COUNT)
+Throughput: ~294.0 MB/s, 538.6 images/s (indicative: 2 images over 3.713 ms; a stable figure needs at least 30 images and 200 ms: raise IMAGE_COUNT)
 Round trip: p50 1.300, p90 2.513, p99 2.513, p99.9 2.513, max 2.513, mean 1.906 ± 0.858 ms (sample sd)
-Little's law: mean round trip = 1.580 × WINDOW × total ÷ images (1 when the window stays full)
+Window: 1.00 images in flight on average of WINDOW = 1 (100.0 % full, by Little's law from the round trips; it shows the window stayed full, not that the times are right)
 Warm-up: steady after 812 ms, 1,234 images (median round trips 0.301 → 0.299 ms)
 Cold start (new connection, before the warm-up): connect 3.250 ms, first image 5.125 ms one-way, 6.500 ms round trip
 Cost, transmitter: CPU 4.0 ms (user 3.0, system 1.0), 2.000 ms/image, peak RSS 100.0 MiB, event loop 50% busy
@@ -96,11 +96,11 @@ Cost, receiver: CPU 3.0 ms (user 2.0, system 1.0), 1.500 ms/image, peak RSS 80.0
 === Redis performance test: 2 images transfer (533.0 KiB each, window 1) ===
 Image 1 transmission time: 1.500 ms
 Image 2 transmission time: 1.500 ms
-Total transfer time: 2.500 ms
+Total transfer time: 3.100 ms
 Latency: p50 1.500, p90 1.500, p99 1.500, p99.9 1.500, max 1.500, mean 1.500 ± 0.000 ms (sample sd)
-Throughput: ~436.6 MB/s, 800.0 images/s (indicative: 2 images over 2.500 ms; a stable figure needs at least 30 images and 200 ms: raise IMAGE_COUNT)
+Throughput: ~352.1 MB/s, 645.2 images/s (indicative: 2 images over 3.100 ms; a stable figure needs at least 30 images and 200 ms: raise IMAGE_COUNT)
 Round trip: p50 1.600, p90 1.600, p99 1.600, p99.9 1.600, max 1.600, mean 1.600 ± 0.000 ms (sample sd)
-Little's law: mean round trip = 1.280 × WINDOW × total ÷ images (1 when the window stays full)
+Window: 1.00 images in flight on average of WINDOW = 1 (100.0 % full, by Little's law from the round trips; it shows the window stayed full, not that the times are right)
 Warm-up: NOT STEADY after 10,001 ms, 100,000 images, its cap (median round trips 1.600 → 1.900 ms)
 Cold start (new connection, before the warm-up): connect 1.125 ms, first image 2.250 ms one-way, 2.750 ms round trip
 Cost, transmitter: CPU 4.0 ms (user 3.0, system 1.0), 2.000 ms/image, peak RSS 100.0 MiB, event loop 50% busy
@@ -115,7 +115,7 @@ Total transfer time: 0.500 ms
 Latency: p50 0.500, p90 0.500, p99 0.500, p99.9 0.500, max 0.500, mean 0.500 ± 0.000 ms (sample sd)
 Throughput: ~1091.6 MB/s, 2000.0 images/s (indicative: 1 image over 0.500 ms; a stable figure needs at least 30 images and 200 ms: raise IMAGE_COUNT)
 Round trip: p50 0.600, p90 0.600, p99 0.600, p99.9 0.600, max 0.600, mean 0.600 ± 0.000 ms (sample sd)
-Little's law: mean round trip = 1.200 × WINDOW × total ÷ images (1 when the window stays full)
+Window: 1.00 images in flight on average of WINDOW = 1 (100.0 % full, by Little's law from the round trips; it shows the window stayed full, not that the times are right)
 Warm-up: steady after 500 ms, 64 images (median round trips 0.600 → 0.600 ms)
 Cold start (new connection, before the warm-up): connect - ms, first image 0.750 ms one-way, - ms round trip
 Cost, transmitter: not measured
@@ -126,8 +126,8 @@ FAILED: no acknowledgement for 10000 ms
 Times in ms; one-way: p50 … mean ± sample sd; RTT: round trip, stamp → ack processed:
 Transport       OK  Lost  Corrupt  p50 ms  p90 ms  p99 ms  p99.9 ms  max ms   mean ± sd ms  RTT p50  RTT p99  Total ms    MB/s  images/s  Result
 --------------  --  ----  -------  ------  ------  ------  --------  ------  -------------  -------  -------  --------  ------  --------  ------
-WebSocket        2     0        0   1.200   2.413   2.413     2.413   2.413  1.806 ± 0.858    1.300    2.513     2.413  ~452.4     828.8  ok
-Redis            2     0        0   1.500   1.500   1.500     1.500   1.500  1.500 ± 0.000    1.600    1.600     2.500  ~436.6     800.0  ok, warm-up NOT STEADY in 1 of 1
+WebSocket        2     0        0   1.200   2.413   2.413     2.413   2.413  1.806 ± 0.858    1.300    2.513     3.713  ~294.0     538.6  ok
+Redis            2     0        0   1.500   1.500   1.500     1.500   1.500  1.500 ± 0.000    1.600    1.600     3.100  ~352.1     645.2  ok, warm-up NOT STEADY in 1 of 1
 TCP (baseline)   1     1        0       -       -       -         -       -              -        -        -         -       -         -  FAILED: no acknowledgement for 10000 ms
 ~ indicative: fewer than 30 images or under 200 ms recorded; raise IMAGE_COUNT for a stable MB/s.
 
@@ -151,8 +151,8 @@ Result: FAILED: at least one transport lost, corrupted or failed to deliver imag
 });
 
 describe('renderOutputLog: warm-up, cold start and indicative throughput', () => {
-  /** `count` images of 1 ms each, sent 1 ms apart, the last one taking `lastMs`: total = count − 1 + lastMs. */
-  const times = (count: number, lastMs: number): number[] => [...Array<number>(count - 1).fill(1), lastMs];
+  /** `count` images of 0.9 ms each (acknowledged at 1 ms), sent 1 ms apart, the last one taking `lastMs`: total = count − 1 + lastMs. */
+  const times = (count: number, lastMs: number): number[] => [...Array<number>(count - 1).fill(0.9), lastMs];
   const section = (timesMs: number[]): SectionResult => fixtureSection(fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true, imageCount: timesMs.length }), timesMs, null, cost);
   const lineOf = (text: string, prefix: string): string[] => text.split('\n').filter((l) => l.startsWith(prefix));
   const summaryRow = (text: string): string => text.split('\n').find((l) => l.startsWith('TCP (baseline) ') && /\bok\b|FAILED/.test(l))!;
@@ -218,10 +218,10 @@ describe('summarizeTransports', () => {
       fixtureSection({ ...plan, repeat: 3 }, [2, null], 'lost one'),
     ];
     const [grpc, tcp] = summarizeTransports(sections, ['grpc', 'tcp']);
-    // Totals: repeat 1 is 4 ms (second image sent at 1 ms + 3 ms), repeat 2 is 2 ms; repeat 3
-    // (2 ms, failed) is left out of the median and the spread: of two, the lower is the median.
+    // Totals: repeat 1 is 6.1 ms (second image sent at the first's ack, 3.1 ms, + 3 ms), repeat 2
+    // is 2.1 ms; repeat 3 (failed) is left out of the median and the spread: of two, the lower is the median.
     expect(grpc).toMatchObject({ transport: 'grpc', repeats: 3, completedRepeats: 2, ok: false, failure: 'lost one', okCount: 5, lostCount: 1, corruptCount: 0, medianSection: 2 });
-    expect(grpc?.spread.totalMs).toEqual({ min: 2, max: 4 });
+    expect(grpc?.spread.totalMs).toEqual({ min: 2.1, max: 6.1 });
     expect(grpc?.spread.p50Ms).toEqual({ min: 1, max: 3 });
     expect(grpc?.spread.rttP50Ms).toEqual({ min: 1.1, max: 3.1 });
     expect(tcp).toMatchObject({ repeats: 1, ok: true, medianSection: 1 });
@@ -273,7 +273,7 @@ describe('renderSummary with repeats', () => {
     const text = renderSummary(report);
     expect(text.split('\n')[0]).toBe('Median of the completed repeats (every image intact) per transport, by total transfer time; OK/Lost/Corrupt count every repeat.');
     expect(text).toContain('Spread across completed repeats (min–max):');
-    expect(text).toMatch(/^ZeroMQ\s+2\/2\s+363\.9–545\.8\s+1\.000–2\.000\s+1\.000–2\.000\s+1\.100–2\.100\s+2\.000–3\.000$/m);
+    expect(text).toMatch(/^ZeroMQ\s+2\/2\s+266\.2–519\.8\s+1\.000–2\.000\s+1\.000–2\.000\s+1\.100–2\.100\s+2\.100–4\.100$/m);
   });
 });
 

@@ -106,9 +106,49 @@ describe('SectionRecorder', () => {
     expect(result.images.map((i) => i.rttMs)).toEqual([2, 2, 2, null]);
     expect(result.rtt).toMatchObject({ count: 3, minMs: 2, maxMs: 2, meanMs: 2, stdDevMs: 0, p50Ms: 2 });
     expect(result.totalMs).toBe(4);
-    // Mean round trip 2 ms against WINDOW × total ÷ images acknowledged = 2 × 4 ÷ 3.
-    expect(result.littleRatio).toBeCloseTo(2 / ((2 * 4) / 3), 12);
+    // Three acknowledged images, 2 ms each, from the first stamp (0) to the last ack (4 ms): 1.5 in
+    // flight on average (Little's law), three quarters of WINDOW = 2.
+    expect(result.meanInFlight).toBeCloseTo(1.5, 12);
+    expect(result.littleRatio).toBeCloseTo(0.75, 12);
+    expect(result.arrivalsAfterAck).toBe(0);
     expect(result.verifyMs).toBe(0.25);
+  });
+
+  it('fails a section whose window was broken, and counts the window as CLIENTS × WINDOW', () => {
+    // Two images in flight at once for 2 ms, where WINDOW = 1 allows one.
+    const broken = unwarmed({ imageCount: 2, window: 1 });
+    [0n, 0n].forEach((sentAtNs, seq) => take(broken, frame(seq, sentAtNs), 1_000_000n));
+    const result = broken.result(null, { rttNs: [2_000_000, 2_000_000] });
+    expect([result.meanInFlight, result.littleRatio, result.ok]).toEqual([2, 2, false]);
+    expect(result.failure).toBe('window check: 2.00 images in flight on average, more than CLIENTS × WINDOW = 1');
+    // The same flights from two clients of WINDOW = 1: the window is full, not broken.
+    const twoClients = unwarmed({ imageCount: 2, window: 1, clients: 2 });
+    [0n, 0n].forEach((sentAtNs, seq) => take(twoClients, frame(seq, sentAtNs), 1_000_000n));
+    expect(twoClients.result(null, { rttNs: [2_000_000, 2_000_000] })).toMatchObject({ littleRatio: 1, ok: true, failure: null });
+  });
+
+  it('shows no window figure under RATE or with several receivers, where no single window bounds the flights', () => {
+    for (const overrides of [{ ratePerSecond: 100 }, { receivers: 2 }]) {
+      const recorder = unwarmed({ imageCount: 1, ...overrides });
+      take(recorder, frame(0, 0n), 1_000_000n);
+      expect(recorder.result(null, { rttNs: [2_000_000] })).toMatchObject({ littleRatio: null, meanInFlight: null });
+    }
+  });
+
+  it('fails a section with an arrival stamped after its ack on one clock, and trusts the offset\'s bound across two', () => {
+    // Image 2 is stamped arriving 3 ms after its send, but its ack was processed 2 ms after it.
+    const late = unwarmed({ imageCount: 2 });
+    take(late, frame(0, 0n), 1_000_000n);
+    take(late, frame(1, 10_000_000n), 13_000_000n);
+    const result = late.result(null, { rttNs: [2_000_000, 2_000_000] });
+    expect([result.arrivalsAfterAck, result.ok]).toEqual([1, false]);
+    expect(result.failure).toBe('timing check: 1 of 2 images stamped as arriving after their ack was processed (one-way time over round trip on one clock): an arrival stamp came late');
+    // A transport's own failure comes first, the check's after it.
+    expect(late.result('link broke', { rttNs: [2_000_000, 2_000_000] }).failure).toMatch(/^link broke; timing check: /);
+    // Across two kernels the one-way time carries the offset's error: no verdict.
+    const acrossHosts = unwarmed({ imageCount: 1, clock: { offsetNs: 0, uncertaintyNs: 2_000_000, roundTripNs: 100_000, samples: 8, applied: true } });
+    take(acrossHosts, frame(0, 0n), 3_000_000n);
+    expect(acrossHosts.result(null, { rttNs: [2_000_000] })).toMatchObject({ arrivalsAfterAck: null, ok: true });
   });
 });
 
