@@ -98,6 +98,7 @@ const warmupPlanSchema = {
         maxMs: wholeNumber,
         maxImages: wholeNumber,
         blockImages: { type: 'integer', minimum: 1, maximum: 2 ** 20 },
+        blocks: { type: 'integer', minimum: 2, maximum: 16 },
         tolerance: { type: 'number', minimum: 0, maximum: 1 },
       },
     },
@@ -113,7 +114,7 @@ export const warmupOutcomeSchema = {
     images: wholeNumber,
     ms: { type: 'number', minimum: 0 },
     steady: { type: ['boolean', 'null'] },
-    mediansMs: { anyOf: [{ type: 'null' }, { type: 'array', minItems: 2, maxItems: 2, items: { type: 'number', minimum: 0 } }] },
+    mediansMs: { anyOf: [{ type: 'null' }, { type: 'array', minItems: 2, maxItems: 16, items: { type: 'number', minimum: 0 } }] },
   },
 } as const;
 

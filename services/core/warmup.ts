@@ -2,13 +2,18 @@ import { percentile } from './stats.js';
 
 // How a section warms up before its recorded images. By default (`WARMUP=auto`) it sends images
 // until their round trips are steady: at least a minimum time and a minimum number of images,
-// then until the median round trip of the last block of images is within a tolerance of the
-// block before, capped by a maximum time (or image count) after which the section is marked not
-// steady. `WARMUP=<n>` sends exactly n images instead, and `WARMUP=0` none: a cold run on purpose.
+// then until the median round trips of the last few blocks of images all lie within a tolerance
+// of the lowest of them, capped by a maximum time (or image count) after which the section is
+// marked not steady. Two blocks were not enough: two medians within 5 % pass on a plateau that
+// later falls (a TCP warm-up was declared steady at 0.588 → 0.615 ms where the long run's p50 was
+// 0.285) or on noise that happens to agree once; four blocks in one band must agree three times
+// over, and a falling trend spreads them out of the band. `WARMUP=<n>` sends exactly n images instead, and `WARMUP=0` none: a cold run on purpose.
 // Pure: times and round trips are given to it.
 
-/** Relative difference allowed between the medians of the last two blocks of warm-up round trips. */
+/** Relative spread allowed among the medians of the last blocks of warm-up round trips: (highest − lowest) ÷ lowest. */
 export const STEADY_TOLERANCE = 0.05;
+/** Blocks whose medians must agree: three comparisons, so a trend or a lucky pair does not pass. */
+export const STEADY_BLOCKS = 4;
 /** Fewest images in a block: medians of fewer move by more than the tolerance on a quiet host. */
 export const MIN_BLOCK_IMAGES = 32;
 /** Most warm-up images a section sends, whatever the time allows; it bounds both sides' bookkeeping. */
@@ -29,7 +34,9 @@ export type WarmupPlan =
       maxImages: number;
       /** Images per block whose medians are compared. */
       blockImages: number;
-      /** Largest relative difference of the two medians that counts as steady. */
+      /** Blocks compared (absent in files written when it was always 2). */
+      blocks?: number;
+      /** Largest relative spread of the blocks' medians ((highest − lowest) ÷ lowest) that counts as steady. */
       tolerance: number;
     };
 
@@ -41,8 +48,8 @@ export interface WarmupOutcome {
   ms: number;
   /** True when the round trips were steady, false when a cap ended the warm-up first; null when not judged (a fixed WARMUP). */
   steady: boolean | null;
-  /** Median round trips (ms) of the block before the last and of the last block, when steadiness was judged. */
-  mediansMs: [previous: number, last: number] | null;
+  /** Median round trips (ms) of the blocks compared last, oldest first, when steadiness was judged. */
+  mediansMs: number[] | null;
 }
 
 /** The settings that shape a warm-up, as the config holds them. */
@@ -56,8 +63,8 @@ export interface WarmupSettings {
 
 /**
  * The plan for a section with these settings. A block holds at least two windows' worth of images
- * (a window's images share their queueing), and the minimum is two blocks: nothing can be compared
- * before.
+ * (a window's images share their queueing), and the minimum is the blocks compared: nothing can be
+ * judged before.
  */
 export function warmupPlan(settings: WarmupSettings): WarmupPlan {
   if (settings.warmup !== 'auto') return { mode: 'images', images: settings.warmup };
@@ -65,10 +72,11 @@ export function warmupPlan(settings: WarmupSettings): WarmupPlan {
   return {
     mode: 'steady',
     minMs: settings.warmupMinMs,
-    minImages: 2 * blockImages,
+    minImages: STEADY_BLOCKS * blockImages,
     maxMs: settings.warmupMaxMs,
     maxImages: MAX_WARMUP_IMAGES,
     blockImages,
+    blocks: STEADY_BLOCKS,
     tolerance: STEADY_TOLERANCE,
   };
 }
@@ -78,14 +86,13 @@ export function warmupImageLimit(plan: WarmupPlan): number {
   return plan.mode === 'images' ? plan.images : plan.maxImages;
 }
 
-/** The two medians compared, and whether they are within the tolerance. */
+/** The medians compared, oldest first, and whether they all lie within the tolerance of the lowest. */
 export interface SteadinessReading {
-  previousMedianNs: number;
-  lastMedianNs: number;
+  mediansNs: number[];
   steady: boolean;
 }
 
-/** The round trips of the last two blocks of warm-up images, and whether they have settled. */
+/** The round trips of the last few blocks of warm-up images, and whether they have settled. */
 export class SteadinessCheck {
   private readonly ring: Float64Array;
   private count = 0;
@@ -93,8 +100,9 @@ export class SteadinessCheck {
   constructor(
     readonly blockImages: number,
     readonly tolerance: number,
+    readonly blocks = STEADY_BLOCKS,
   ) {
-    this.ring = new Float64Array(2 * blockImages);
+    this.ring = new Float64Array(blocks * blockImages);
   }
 
   /** Takes one warm-up image's round trip, in the order the acks came. */
@@ -108,19 +116,19 @@ export class SteadinessCheck {
     return this.count;
   }
 
-  /** The medians of the block before the last and of the last block; undefined before two blocks. */
+  /** The medians of the last `blocks` blocks, oldest first; undefined before that many blocks. */
   reading(): SteadinessReading | undefined {
     const k = this.blockImages;
-    if (this.count < 2 * k) return undefined;
-    const oldest = this.count - 2 * k;
+    if (this.count < this.blocks * k) return undefined;
+    const oldest = this.count - this.blocks * k;
     const block = (from: number): number[] => {
       const values: number[] = [];
       for (let i = from; i < from + k; i++) values.push(this.ring[i % this.ring.length]!);
       return values.sort((a, b) => a - b);
     };
-    const previousMedianNs = percentile(block(oldest), 50);
-    const lastMedianNs = percentile(block(oldest + k), 50);
-    return { previousMedianNs, lastMedianNs, steady: Math.abs(lastMedianNs - previousMedianNs) <= this.tolerance * previousMedianNs };
+    const mediansNs = Array.from({ length: this.blocks }, (_, b) => percentile(block(oldest + b * k), 50));
+    const lowestNs = Math.min(...mediansNs);
+    return { mediansNs, steady: Math.max(...mediansNs) - lowestNs <= this.tolerance * lowestNs };
   }
 }
 
@@ -159,7 +167,8 @@ const imagesText = (count: number): string => `${count.toLocaleString('en-US')} 
 export function describeWarmup(plan: WarmupPlan): string {
   if (plan.mode === 'images') return plan.images === 0 ? 'none (WARMUP=0: a cold run)' : `${plan.images.toLocaleString('en-US')} unrecorded image${plan.images === 1 ? '' : 's'} (WARMUP=${plan.images})`;
   const percent = `${+(plan.tolerance * 100).toFixed(2)} %`;
-  return `until steady: at least ${plan.minMs.toLocaleString('en-US')} ms and ${plan.minImages} images, then until the median round trip of the last ${plan.blockImages} images is within ${percent} of the ${plan.blockImages} before; at most ${plan.maxMs.toLocaleString('en-US')} ms (WARMUP=auto)`;
+  const blocks = plan.blocks ?? 2;
+  return `until steady: at least ${plan.minMs.toLocaleString('en-US')} ms and ${plan.minImages} images, then until the median round trips of the last ${blocks} blocks of ${plan.blockImages} images are within ${percent} of the lowest of them; at most ${plan.maxMs.toLocaleString('en-US')} ms (WARMUP=auto)`;
 }
 
 /** How one section's warm-up went, in words: "steady after 1,234 ms, 2,000 images (medians 0.301 → 0.299 ms)". */
@@ -167,7 +176,7 @@ export function describeWarmupOutcome(outcome: WarmupOutcome | null): string {
   if (outcome === null) return 'did not finish';
   if (outcome.images === 0) return 'none: cold';
   const span = `${Math.round(outcome.ms).toLocaleString('en-US')} ms, ${imagesText(outcome.images)}`;
-  const medians = outcome.mediansMs === null ? '' : ` (median round trips ${outcome.mediansMs[0].toFixed(3)} → ${outcome.mediansMs[1].toFixed(3)} ms)`;
+  const medians = outcome.mediansMs === null ? '' : ` (median round trips ${outcome.mediansMs.map((m) => m.toFixed(3)).join(' → ')} ms)`;
   if (outcome.steady === null) return `${span}`;
   return outcome.steady ? `steady after ${span}${medians}` : `NOT STEADY after ${span}, its cap${medians}`;
 }

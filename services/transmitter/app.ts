@@ -156,7 +156,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       images,
       ms: images === 0 ? 0 : nsToMs(process.hrtime.bigint() - startNs),
       steady: decision === 'steady' ? true : decision === 'not steady' ? false : null,
-      mediansMs: reading === undefined ? null : [reading.previousMedianNs / 1e6, reading.lastMedianNs / 1e6],
+      mediansMs: reading === undefined ? null : reading.mediansNs.map((ns) => ns / 1e6),
     };
   }
 

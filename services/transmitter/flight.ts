@@ -177,7 +177,7 @@ export class Flight {
     this.clientOfSeq = new Uint16Array(seqs);
     this.stampedBy = new Int32Array(plan.clients);
     this.completedBy = new Int32Array(plan.clients);
-    if (plan.warmup.mode === 'steady') this.steadiness = new SteadinessCheck(plan.warmup.blockImages, plan.warmup.tolerance);
+    if (plan.warmup.mode === 'steady') this.steadiness = new SteadinessCheck(plan.warmup.blockImages, plan.warmup.tolerance, plan.warmup.blocks);
     if (dropsImages) {
       const ledgers = Array.from({ length: plan.clients * plan.receivers }, (_, pipe) => new DropLedger(seqs, false, (seq) => this.settleLost(seq, pipe % plan.receivers)));
       this.ledgers = ledgers;

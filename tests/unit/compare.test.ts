@@ -263,7 +263,7 @@ describe('settingDifferences', () => {
 });
 
 describe('settingDifferences of warm-up plans', () => {
-  const steady = { mode: 'steady', minMs: 500, minImages: 64, maxMs: 10_000, maxImages: 100_000, blockImages: 32, tolerance: 0.05 } as const;
+  const steady = { mode: 'steady', minMs: 500, minImages: 128, maxMs: 10_000, maxImages: 100_000, blockImages: 32, blocks: 4, tolerance: 0.05 } as const;
 
   it('names a change between a steady and a fixed warm-up, and between two steady ones, in words', () => {
     const before = runReport('b', { tcp: [{ totalMs: 1 }] });
@@ -271,11 +271,11 @@ describe('settingDifferences of warm-up plans', () => {
     before.run.warmup = steady;
     after.run.warmup = { mode: 'images', images: 2 };
     expect(settingDifferences(before, after)).toEqual([
-      'WARMUP: until steady: at least 500 ms and 64 images, then until the median round trip of the last 32 images is within 5 % of the 32 before; at most 10,000 ms (WARMUP=auto) → 2 unrecorded images (WARMUP=2)',
+      'WARMUP: until steady: at least 500 ms and 128 images, then until the median round trips of the last 4 blocks of 32 images are within 5 % of the lowest of them; at most 10,000 ms (WARMUP=auto) → 2 unrecorded images (WARMUP=2)',
     ]);
     after.run.warmup = { ...steady, maxMs: 20_000 };
     expect(settingDifferences(before, after)).toEqual([
-      'WARMUP: until steady: at least 500 ms and 64 images, then until the median round trip of the last 32 images is within 5 % of the 32 before; at most 10,000 ms (WARMUP=auto) → until steady: at least 500 ms and 64 images, then until the median round trip of the last 32 images is within 5 % of the 32 before; at most 20,000 ms (WARMUP=auto)',
+      'WARMUP: until steady: at least 500 ms and 128 images, then until the median round trips of the last 4 blocks of 32 images are within 5 % of the lowest of them; at most 10,000 ms (WARMUP=auto) → until steady: at least 500 ms and 128 images, then until the median round trips of the last 4 blocks of 32 images are within 5 % of the lowest of them; at most 20,000 ms (WARMUP=auto)',
     ]);
     after.run.warmup = { ...steady };
     expect(settingDifferences(before, after)).toEqual([]);

@@ -15,7 +15,7 @@ const clock = { offsetNs: -12_000, uncertaintyNs: 150_000, roundTripNs: 300_000,
 const broker = { cpuUserMs: 1, cpuSystemMs: 1, cpuMs: 2, cpuMsPerImage: 1, peakRssBytes: 20 * 1024 * 1024, eventLoopUtilization: null };
 
 /** WARMUP=auto with the default times and WINDOW=1. */
-const steadyPlan: WarmupPlan = { mode: 'steady', minMs: 500, minImages: 64, maxMs: 10_000, maxImages: 100_000, blockImages: 32, tolerance: 0.05 };
+const steadyPlan: WarmupPlan = { mode: 'steady', minMs: 500, minImages: 128, maxMs: 10_000, maxImages: 100_000, blockImages: 32, blocks: 4, tolerance: 0.05 };
 
 /** The section as if it had warmed up under `plan` (outcome `warmedUp`) and its connection had this cold start. */
 function warmed(section: SectionResult, plan: WarmupPlan, warmedUp: WarmupOutcome | null, coldStart: ColdStart): SectionResult {
@@ -58,7 +58,7 @@ Images per transport: 2 (533.0 KiB each); window 1; repeat 1
 Peers: one transmitter, one connection per transport; one receiver
 Link: loopback, not shaped
 Send schedule: closed loop (the next image goes as soon as the window has room)
-Warm-up of each section, on its connection before the recorded images: until steady: at least 500 ms and 64 images, then until the median round trip of the last 32 images is within 5 % of the 32 before; at most 10,000 ms (WARMUP=auto)
+Warm-up of each section, on its connection before the recorded images: until steady: at least 500 ms and 128 images, then until the median round trips of the last 4 blocks of 32 images are within 5 % of the lowest of them; at most 10,000 ms (WARMUP=auto)
 Transports: websocket, redis, tcp
 Definitions:
   WINDOW = the number of images stamped and not yet acknowledged. An image is stamped when the window admits it; any wait for library or kernel backpressure is inside its time.

@@ -6,6 +6,7 @@ import {
   describeWarmupOutcome,
   MAX_WARMUP_IMAGES,
   MIN_BLOCK_IMAGES,
+  STEADY_BLOCKS,
   STEADY_TOLERANCE,
   SteadinessCheck,
   warmupDecision,
@@ -19,18 +20,18 @@ import {
 } from '../../services/core/warmup.js';
 
 /** WARMUP=auto with the default times and WINDOW=1. */
-const STEADY: Extract<WarmupPlan, { mode: 'steady' }> = { mode: 'steady', minMs: 500, minImages: 64, maxMs: 10_000, maxImages: 100_000, blockImages: 32, tolerance: 0.05 };
+const STEADY: Extract<WarmupPlan, { mode: 'steady' }> = { mode: 'steady', minMs: 500, minImages: 128, maxMs: 10_000, maxImages: 100_000, blockImages: 32, blocks: 4, tolerance: 0.05 };
 
-/** A check holding `values` in order. */
-function checkWith(blockImages: number, values: readonly number[], tolerance = 0.05): SteadinessCheck {
-  const check = new SteadinessCheck(blockImages, tolerance);
+/** A check of `blocks` blocks (four by default) holding `values` in order. */
+function checkWith(blockImages: number, values: readonly number[], tolerance = 0.05, blocks?: number): SteadinessCheck {
+  const check = new SteadinessCheck(blockImages, tolerance, blocks);
   for (const value of values) check.add(value);
   return check;
 }
 
 describe('constants', () => {
-  it('are a 5 % tolerance, blocks of at least 32 images and at most 100,000 warm-up images', () => {
-    expect([STEADY_TOLERANCE, MIN_BLOCK_IMAGES, MAX_WARMUP_IMAGES]).toEqual([0.05, 32, 100_000]);
+  it('are a 5 % band over four blocks of at least 32 images and at most 100,000 warm-up images', () => {
+    expect([STEADY_TOLERANCE, STEADY_BLOCKS, MIN_BLOCK_IMAGES, MAX_WARMUP_IMAGES]).toEqual([0.05, 4, 32, 100_000]);
   });
 });
 
@@ -42,14 +43,15 @@ describe('warmupPlan', () => {
     [17, 34],
     [64, 128],
     [1024, 2048],
-  ])('WARMUP=auto with WINDOW=%d: blocks of %d images (at least 32, at least two windows), at least two blocks', (window, blockImages) => {
+  ])('WARMUP=auto with WINDOW=%d: blocks of %d images (at least 32, at least two windows), at least the four blocks compared', (window, blockImages) => {
     expect(warmupPlan({ warmup: 'auto', warmupMinMs: 500, warmupMaxMs: 10_000, window })).toEqual({
       mode: 'steady',
       minMs: 500,
-      minImages: 2 * blockImages,
+      minImages: 4 * blockImages,
       maxMs: 10_000,
       maxImages: 100_000,
       blockImages,
+      blocks: 4,
       tolerance: 0.05,
     });
   });
@@ -75,67 +77,73 @@ describe('warmupImageLimit', () => {
 });
 
 describe('SteadinessCheck', () => {
-  it('reads nothing before two blocks, then the two medians', () => {
+  it('reads nothing before four blocks, then the four medians', () => {
     const check = new SteadinessCheck(4, 0.05);
-    for (let i = 0; i < 7; i++) {
+    for (let i = 0; i < 15; i++) {
       check.add(100);
       expect(check.reading(), `after ${i + 1}`).toBeUndefined();
     }
-    expect(check.taken).toBe(7);
+    expect(check.taken).toBe(15);
     check.add(100);
-    expect(check.taken).toBe(8);
-    expect(check.reading()).toEqual({ previousMedianNs: 100, lastMedianNs: 100, steady: true });
+    expect(check.taken).toBe(16);
+    expect(check.reading()).toEqual({ mediansNs: [100, 100, 100, 100], steady: true });
   });
 
   it('takes the nearest-rank median of each block (the lower middle of an even block), in the order given', () => {
-    // Blocks of 4: [400, 100, 300, 200] → 200 (2nd of 4); [1000, 205, 250, 210] → 210.
-    expect(checkWith(4, [400, 100, 300, 200, 1000, 205, 250, 210]).reading()).toEqual({ previousMedianNs: 200, lastMedianNs: 210, steady: true });
-    // Blocks of 3: the middle value.
-    expect(checkWith(3, [9, 1, 5, 7, 3, 8]).reading()).toEqual({ previousMedianNs: 5, lastMedianNs: 7, steady: false });
+    // Blocks of 4: [400, 100, 300, 200] → 200 (2nd of 4); [1000, 205, 207, 206] → 206; and so on.
+    expect(checkWith(4, [400, 100, 300, 200, 1000, 205, 207, 206, 200, 201, 202, 203, 199, 1, 9999, 204]).reading()).toEqual({ mediansNs: [200, 206, 201, 199], steady: true });
+    // Two blocks of 3 (a check of two): the middle value.
+    expect(checkWith(3, [9, 1, 5, 7, 3, 8], 0.05, 2).reading()).toEqual({ mediansNs: [5, 7], steady: false });
   });
 
-  it('compares only the last two blocks once the ring has wrapped around', () => {
-    // 12 values in a ring of 8: the blocks are values 5–8 and 9–12.
+  it('compares only the last blocks once the ring has wrapped around', () => {
+    // 12 values in a ring of 8 (two blocks of 4): the blocks are values 5–8 and 9–12.
     const twelve = [1000, 1000, 1000, 1000, 50, 60, 70, 80, 90, 100, 110, 120];
-    expect(checkWith(4, twelve).reading()).toEqual({ previousMedianNs: 60, lastMedianNs: 100, steady: false });
+    expect(checkWith(4, twelve, 0.05, 2).reading()).toEqual({ mediansNs: [60, 100], steady: false });
     // 10 values: the blocks are values 3–6 and 7–10, across the ring's end.
     const ten = [1, 2, 500, 400, 300, 200, 210, 205, 1000, 250];
-    expect(checkWith(4, ten).reading()).toEqual({ previousMedianNs: 300, lastMedianNs: 210, steady: false });
-    // 21 values in a ring of 8, oldest first: the blocks are values 14–17 and 18–21.
-    const many = [...Array<number>(13).fill(5_000), 100, 300, 200, 400, 205, 195, 1, 1000];
-    expect(checkWith(4, many).reading()).toEqual({ previousMedianNs: 200, lastMedianNs: 195, steady: true });
+    expect(checkWith(4, ten, 0.05, 2).reading()).toEqual({ mediansNs: [300, 210], steady: false });
+    // 25 values in a ring of 16 (four blocks of 4), oldest first: the blocks are values 10–25.
+    const many = [...Array<number>(9).fill(5_000), 100, 300, 200, 400, 205, 195, 1, 1000, 199, 198, 201, 202, 200, 200, 200, 200];
+    expect(checkWith(4, many).reading()).toEqual({ mediansNs: [200, 195, 199, 200], steady: true });
   });
 
   it.each([
-    ['last exactly 5 % above', 1_000_000, 1_050_000, true],
-    ['last just over 5 % above', 1_000_000, 1_050_001, false],
-    ['last exactly 5 % below', 1_000_000, 950_000, true],
-    ['last just over 5 % below', 1_000_000, 949_999, false],
-    ['equal', 300_000, 300_000, true],
-    // The tolerance is relative to the block before: 200 → 210 is 5 %, 210 → 200 is 4.8 %.
-    ['200 → 210', 200, 210, true],
-    ['210 → 200', 210, 200, true],
-    ['200 → 211', 200, 211, false],
-  ])('%s: steady when the last median is within 5 percent of the previous one', (_name, previous, last, steady) => {
-    const check = checkWith(32, [...Array<number>(32).fill(previous), ...Array<number>(32).fill(last)]);
-    expect(check.reading()).toEqual({ previousMedianNs: previous, lastMedianNs: last, steady });
+    ['a band exactly 5 % wide', [1_000_000, 1_050_000, 1_020_000, 1_000_000], true],
+    ['a band just over 5 % wide', [1_000_000, 1_050_001, 1_020_000, 1_000_000], false],
+    ['equal', [300_000, 300_000, 300_000, 300_000], true],
+    // The width is relative to the lowest, wherever it lies: 200 and 210 are 5 % apart.
+    ['200 … 210, lowest first', [200, 210, 205, 205], true],
+    ['210 … 200, lowest last', [210, 205, 205, 200], true],
+    ['200 … 211', [205, 211, 200, 205], false],
+    // The last two agree, as two blocks alone would have passed, but the trend before them does not.
+    ['a falling plateau: 0.640, 0.620, 0.600, 0.615', [640_000, 620_000, 600_000, 615_000], false],
+    // Noise that agrees once: the last two within 5 %, the blocks before far off.
+    ['noise that agrees once', [900_000, 400_000, 600_000, 615_000], false],
+  ])('%s: steady when every median lies within 5 percent of the lowest', (_name, medians, steady) => {
+    const check = checkWith(32, medians.flatMap((m) => Array<number>(32).fill(m)));
+    expect(check.reading()).toEqual({ mediansNs: medians, steady });
+    // Two blocks judged the last pair alone.
+    const lastTwo = medians.slice(-2);
+    expect(checkWith(32, lastTwo.flatMap((m) => Array<number>(32).fill(m)), 0.05, 2).reading()?.mediansNs).toEqual(lastTwo);
   });
 
   it('uses its own tolerance', () => {
-    const values = [...Array<number>(2).fill(100), ...Array<number>(2).fill(120)];
+    const values = [...Array<number>(4).fill(100), ...Array<number>(4).fill(120)];
     expect(checkWith(2, values, 0.2).reading()?.steady).toBe(true);
     expect(checkWith(2, values, 0.19).reading()?.steady).toBe(false);
   });
 
-  it('reads the medians of the last two blocks of whatever it was given', () => {
+  it('reads the medians of the last blocks of whatever it was given', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 8 }), fc.array(fc.integer({ min: 1, max: 10_000_000 }), { maxLength: 60 }), (blockImages, values) => {
-        const reading = checkWith(blockImages, values).reading();
-        if (values.length < 2 * blockImages) return reading === undefined;
+      fc.property(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 2, max: 5 }), fc.array(fc.integer({ min: 1, max: 10_000_000 }), { maxLength: 60 }), (blockImages, blocks, values) => {
+        const reading = checkWith(blockImages, values, 0.05, blocks).reading();
+        if (values.length < blocks * blockImages) return reading === undefined;
         const median = (block: number[]): number => percentile([...block].sort((a, b) => a - b), 50);
-        const previous = median(values.slice(values.length - 2 * blockImages, values.length - blockImages));
-        const last = median(values.slice(values.length - blockImages));
-        expect(reading).toEqual({ previousMedianNs: previous, lastMedianNs: last, steady: Math.abs(last - previous) <= 0.05 * previous });
+        const from = values.length - blocks * blockImages;
+        const mediansNs = Array.from({ length: blocks }, (_, b) => median(values.slice(from + b * blockImages, from + (b + 1) * blockImages)));
+        const lowest = Math.min(...mediansNs);
+        expect(reading).toEqual({ mediansNs, steady: Math.max(...mediansNs) - lowest <= 0.05 * lowest });
         return true;
       }),
     );
@@ -144,10 +152,10 @@ describe('SteadinessCheck', () => {
 
 describe('warmupDecision', () => {
   const progress = (elapsedMs: number, stampedImages: number, ackedImages = stampedImages): WarmupProgress => ({ elapsedMs, stampedImages, ackedImages });
-  /** Two blocks of 32 equal round trips: steady. */
-  const steady = (): SteadinessCheck => checkWith(32, Array<number>(64).fill(1_000_000));
-  /** The last block 10 % slower than the one before: not yet steady. */
-  const unsteady = (): SteadinessCheck => checkWith(32, [...Array<number>(32).fill(1_000_000), ...Array<number>(32).fill(1_100_000)]);
+  /** Four blocks of 32 equal round trips: steady. */
+  const steady = (): SteadinessCheck => checkWith(32, Array<number>(128).fill(1_000_000));
+  /** The last block 10 % slower than the ones before: not yet steady. */
+  const unsteady = (): SteadinessCheck => checkWith(32, [...Array<number>(96).fill(1_000_000), ...Array<number>(32).fill(1_100_000)]);
 
   it.each([
     [3, 0, 'more'],
@@ -170,11 +178,11 @@ describe('warmupDecision', () => {
     ['just before the image cap, not steady', 'more', progress(600, 99_999), unsteady()],
     ['before the minimum time, steady', 'more', progress(499.9, 1000), steady()],
     ['at the minimum time, steady', 'steady', progress(500, 1000), steady()],
-    ['before the minimum images acknowledged, steady', 'more', progress(800, 64, 63), steady()],
-    ['at the minimum images acknowledged, steady', 'steady', progress(800, 65, 64), steady()],
+    ['before the minimum images acknowledged, steady', 'more', progress(800, 128, 127), steady()],
+    ['at the minimum images acknowledged, steady', 'steady', progress(800, 129, 128), steady()],
     ['past both minimums, not yet steady', 'more', progress(800, 200), unsteady()],
     ['past both minimums, no check', 'more', progress(800, 200), undefined],
-    ['past both minimums, fewer than two blocks in the check', 'more', progress(800, 200), checkWith(32, Array<number>(63).fill(1))],
+    ['past both minimums, fewer than four blocks in the check', 'more', progress(800, 200), checkWith(32, Array<number>(127).fill(1))],
   ])('until steady, %s: %s', (_name, decision, at, check) => {
     expect(warmupDecision(STEADY, at, check)).toBe(decision);
   });
@@ -182,7 +190,7 @@ describe('warmupDecision', () => {
   // A warm-up of equal 2 ms round trips, one image every 10 ms (WINDOW=1, each acked before the
   // next): the decision it stops with and the images it stamped.
   function simulateEqualRoundTrips(plan: typeof STEADY): [WarmupDecision, number] {
-    const check = new SteadinessCheck(plan.blockImages, plan.tolerance);
+    const check = new SteadinessCheck(plan.blockImages, plan.tolerance, plan.blocks);
     let stamped = 0;
     let decision = warmupDecision(plan, progress(0, 0), check);
     while (decision === 'more') {
@@ -194,8 +202,8 @@ describe('warmupDecision', () => {
   }
 
   it('stops a warm-up of equal round trips at the first decision after both minimums', () => {
-    // 64 images take 640 ms > 500 ms.
-    expect(simulateEqualRoundTrips(STEADY)).toEqual(['steady', 64]);
+    // 128 images take 1,280 ms > 500 ms.
+    expect(simulateEqualRoundTrips(STEADY)).toEqual(['steady', 128]);
   });
 
   it('with a longer minimum time, waits for it even when steady sooner', () => {
@@ -225,11 +233,11 @@ describe('describeWarmup', () => {
     [{ mode: 'images', images: 100_000 } satisfies WarmupPlan, '100,000 unrecorded images (WARMUP=100000)'],
     [
       STEADY,
-      'until steady: at least 500 ms and 64 images, then until the median round trip of the last 32 images is within 5 % of the 32 before; at most 10,000 ms (WARMUP=auto)',
+      'until steady: at least 500 ms and 128 images, then until the median round trips of the last 4 blocks of 32 images are within 5 % of the lowest of them; at most 10,000 ms (WARMUP=auto)',
     ],
     [
-      { ...STEADY, minMs: 1500, minImages: 256, blockImages: 128, maxMs: 3_600_000, tolerance: 0.125 } satisfies WarmupPlan,
-      'until steady: at least 1,500 ms and 256 images, then until the median round trip of the last 128 images is within 12.5 % of the 128 before; at most 3,600,000 ms (WARMUP=auto)',
+      { ...STEADY, minMs: 1500, minImages: 256, blockImages: 128, blocks: undefined, maxMs: 3_600_000, tolerance: 0.125 } satisfies WarmupPlan,
+      'until steady: at least 1,500 ms and 256 images, then until the median round trips of the last 2 blocks of 128 images are within 12.5 % of the lowest of them; at most 3,600,000 ms (WARMUP=auto)',
     ],
   ])('%j → %s', (plan, text) => {
     expect(describeWarmup(plan)).toBe(text);
@@ -244,6 +252,7 @@ describe('describeWarmupOutcome', () => {
     [{ images: 1234, ms: 812.5, steady: true, mediansMs: [0.3014, 0.2996] }, 'steady after 813 ms, 1,234 images (median round trips 0.301 → 0.300 ms)'],
     [{ images: 70, ms: 5.2, steady: true, mediansMs: null }, 'steady after 5 ms, 70 images'],
     [{ images: 100_000, ms: 10_000.4, steady: false, mediansMs: [1.6, 1.9] }, 'NOT STEADY after 10,000 ms, 100,000 images, its cap (median round trips 1.600 → 1.900 ms)'],
+    [{ images: 512, ms: 700, steady: true, mediansMs: [0.31, 0.3, 0.302, 0.3] }, 'steady after 700 ms, 512 images (median round trips 0.310 → 0.300 → 0.302 → 0.300 ms)'],
   ] satisfies [WarmupOutcome | null, string][])('%j → %s', (outcome, text) => {
     expect(describeWarmupOutcome(outcome)).toBe(text);
   });
