@@ -53,6 +53,13 @@ export interface CeilingReceiveOptions {
   /** Largest image: library message limits are raised to it (plus the header). */
   maxImageBytes: number;
   /**
+   * Called with an image's seq the moment its last byte is in hand, before its ack goes: the run
+   * stamps it there, as the suite's frame gate stamps an arrival, and its span ends at the last
+   * timed one (the suite's totalMs). A library that hands over several images at once calls it
+   * for each as it takes them.
+   */
+  arrived(seq: number): void;
+  /**
    * Each image as it arrives, with its seq: the tests check that the pair moves images intact.
    * The bench passes none, and a receiver then never assembles an image its library hands over in parts.
    */

@@ -43,6 +43,7 @@ export const tcpCeiling: CeilingPair = {
           at += take;
           if (remaining === 0) {
             const seq = headerSeq(header);
+            options.arrived(seq);
             socket.write(ceilingAck(seq));
             options.onImage?.(seq, Buffer.concat(parts));
             parts = [];
