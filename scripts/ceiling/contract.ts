@@ -3,7 +3,8 @@
 // on this machine beside what the suite makes of it (npm run bench: harness overhead = 1 − ours ÷
 // ceiling). Same images, same WINDOW (images sent and not yet acknowledged), the same 40-byte
 // header before each image and the same 12-byte ack, on the same wire design as the transport; no
-// verification, no door, no gate, no bookkeeping beyond a timestamp per image (the driver's).
+// verification, no door, no gate, no bookkeeping beyond a send stamp per image (the driver's) and
+// the receiver's stamp of the latest arrival (where the span ends).
 
 /** Bytes of the header that goes before every image, as the suite's frame header. */
 export const CEILING_HEADER_BYTES = 40;
