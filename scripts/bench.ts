@@ -12,20 +12,24 @@ import type { LocalServer } from '../services/transports/contract.js';
 import { defaultTransports, transportByName, transports } from '../services/transports/index.js';
 import { freePortsEnv } from './lib/ports.js';
 import { runCeiling } from './lib/ceiling-run.js';
-import { percentText, summarizeOverhead, summarizeTimeOverhead, type FigurePair, type OverheadSummary } from './lib/overhead.js';
+import { MIN_CLAIM_ROUNDS, percentText, summarizeOverhead, summarizeTimeOverhead, type FigurePair, type OverheadSummary } from './lib/overhead.js';
 import type { CeilingFigures } from './ceiling/drive.js';
 import { renderSweepPage, type BenchChart, type SweepChart } from './lib/sweep-page.js';
 import { reportLibraries } from '../services/shared/report-assets.js';
 
-// `npm run bench [-- ceiling verify matrix steady clients rate] [--transports=a,b] [--ceiling-only]`:
+// `npm run bench [-- ceiling verify matrix steady clients rate] [--transports=a,b] [--ceiling-only]
+// [--shapes=large,small,latency] [--rounds=N]`:
 // the whole suite (`npm start`'s entry, so real processes and private servers), in six parts, all
 // by default:
 // - ceiling: every transport (or those --transports= names) in three shapes, each suite run
 //   followed in the same minute by its library's ceiling client (scripts/ceiling/: the thinnest
 //   correct sender and receiver of the same library): 533 KiB at WINDOW=16 (MB/s, the suite also
-//   with VERIFY=false), 1 KB at WINDOW=256 (images/s) and 533 KiB one at a time (round trip);
-//   three rounds in rotated order; harness overhead = 1 − ours ÷ ceiling per round, its median and
-//   range. --ceiling-only runs the ceiling clients alone;
+//   with VERIFY=false), 1 KB at WINDOW=256 (images/s) and 533 KiB one at a time (round trip), or
+//   those --shapes= names; ten rounds (--rounds= lowers it, and the output then calls the medians
+//   indicative) in rotated order; harness overhead = 1 − median ours ÷ median ceiling (a round
+//   trip: 1 − median ceiling ÷ median ours), beside the range of each round's own overhead and, in
+//   results.json, each figure's distribution over the rounds. --ceiling-only runs the ceiling
+//   clients alone;
 // - verify: what VERIFY=false changes in TCP's and ZeroMQ's MB/s at WINDOW=16: five interleaved
 //   pairs (on/off, then off/on, ...), the median of the five changes;
 // - matrix: image size × WINDOW with three interleaved repeats, then linear assembly and flat memory;
@@ -40,20 +44,45 @@ import { reportLibraries } from '../services/shared/report-assets.js';
 
 const PARTS = ['ceiling', 'verify', 'matrix', 'steady', 'clients', 'rate'] as const;
 type Part = (typeof PARTS)[number];
-const USAGE = `usage: npm run bench [-- [${PARTS.join(' ')}] [--transports=<name>,<name>...] [--ceiling-only]]`;
+const SHAPE_NAMES = ['large', 'small', 'latency'] as const;
+type ShapeName = (typeof SHAPE_NAMES)[number];
+const USAGE = `usage: npm run bench [-- [${PARTS.join(' ')}] [--transports=<name>,<name>...] [--ceiling-only] [--shapes=${SHAPE_NAMES.join(',')}] [--rounds=<N>]]`;
+
+/** What the command line asks for; see optionsFrom. */
+interface BenchOptions {
+  parts: Part[];
+  transports: string[] | undefined;
+  ceilingOnly: boolean;
+  /** The ceiling part's shapes: all unless --shapes= names some. */
+  shapes: ShapeName[];
+  /** The ceiling part's rounds: MIN_CLAIM_ROUNDS unless --rounds= says otherwise. */
+  rounds: number;
+}
 
 /**
  * The parts named on the command line (all when none is), the transports `--transports=` names,
- * and --ceiling-only (the ceiling part with its ceiling clients alone, no suite run); anything
- * else exits 2.
+ * --ceiling-only (the ceiling part with its ceiling clients alone, no suite run), and the ceiling
+ * part's --shapes= and --rounds=; anything else exits 2, every problem said at once.
  */
-function optionsFrom(args: readonly string[]): { parts: Part[]; transports: string[] | undefined; ceilingOnly: boolean } {
+function optionsFrom(args: readonly string[]): BenchOptions {
   const problems: string[] = [];
   let chosen: string[] | undefined;
   let ceilingOnly = false;
+  let shapes: ShapeName[] = [...SHAPE_NAMES];
+  let rounds = MIN_CLAIM_ROUNDS;
   const partNames: string[] = [];
   for (const arg of args) {
     if (arg === '--ceiling-only') ceilingOnly = true;
+    else if (arg.startsWith('--shapes=')) {
+      const named = arg.slice('--shapes='.length).split(',').map((name) => name.trim()).filter((name) => name !== '');
+      const unknown = named.filter((name) => !(SHAPE_NAMES as readonly string[]).includes(name));
+      if (unknown.length > 0 || named.length === 0) problems.push(`unknown shape ${unknown.join(', ') || '(none given)'}; shapes: ${SHAPE_NAMES.join(', ')}`);
+      shapes = SHAPE_NAMES.filter((name) => named.includes(name));
+    } else if (arg.startsWith('--rounds=')) {
+      const text = arg.slice('--rounds='.length);
+      rounds = Number(text);
+      if (!/^[0-9]+$/.test(text) || rounds < 1) problems.push(`--rounds=${text}: expected a whole number of at least 1`);
+    }
     else if (arg.startsWith('--transports=')) {
       chosen = arg.slice('--transports='.length).split(',').map((name) => name.trim()).filter((name) => name !== '');
       const unknown = chosen.filter((name) => !transports.some((t) => t.name === name));
@@ -66,8 +95,8 @@ function optionsFrom(args: readonly string[]): { parts: Part[]; transports: stri
     process.stderr.write(`bench: ${problems.join('\n')}\n${USAGE}\n`);
     process.exit(2);
   }
-  if (ceilingOnly) return { parts: ['ceiling'], transports: chosen, ceilingOnly };
-  return { parts: partNames.length === 0 ? [...PARTS] : PARTS.filter((p) => partNames.includes(p)), transports: chosen, ceilingOnly };
+  if (ceilingOnly) return { parts: ['ceiling'], transports: chosen, ceilingOnly, shapes, rounds };
+  return { parts: partNames.length === 0 ? [...PARTS] : PARTS.filter((p) => partNames.includes(p)), transports: chosen, ceilingOnly, shapes, rounds };
 }
 
 const OPTIONS = optionsFrom(process.argv.slice(2));
@@ -76,8 +105,10 @@ const CEILING_TRANSPORTS = OPTIONS.transports === undefined ? transports : OPTIO
 const TRANSPORTS = OPTIONS.transports ?? defaultTransports.map((t) => t.name);
 
 const ASSET_BYTES = 545_792;
-/** Rounds of the ceiling, the transports' order rotated each round. */
-const CEILING_ROUNDS = 3;
+/** Rounds of the ceiling, the transports' order rotated each round: at least MIN_CLAIM_ROUNDS unless --rounds= lowers it. */
+const CEILING_ROUNDS = OPTIONS.rounds;
+/** Said beside the ceiling's medians when they rest on fewer rounds than a claim needs. */
+const INDICATIVE_NOTE = CEILING_ROUNDS < MIN_CLAIM_ROUNDS ? ` With ${CEILING_ROUNDS} rounds (fewer than ${MIN_CLAIM_ROUNDS}) the medians are indicative: no claim rests on them.` : '';
 const VERIFY = { transports: ['tcp', 'zeromq'], window: 16, warmup: 100, count: 2000, pairs: 5 };
 const SIZES = [1000, 64_000, 545_792, 4_000_000, 32_000_000];
 const WINDOWS = [1, 16];
@@ -154,7 +185,7 @@ function medianSection(report: RunReport, transport: string): SectionResult | un
  * again with VERIFY=false (the ceiling verifies nothing).
  */
 interface CeilingShape {
-  name: 'large' | 'small' | 'latency';
+  name: ShapeName;
   bytes: number;
   count: number;
   window: number;
@@ -164,11 +195,13 @@ interface CeilingShape {
 }
 
 // Warm and steady: JIT and socket buffers settle in the untimed images; the timed ones outlast timer noise.
-const CEILING_SHAPES: readonly CeilingShape[] = [
+const ALL_CEILING_SHAPES: readonly CeilingShape[] = [
   { name: 'large', bytes: ASSET_BYTES, count: 1000, window: 16, warmup: 100, unverified: true },
   { name: 'small', bytes: 1024, count: 20_000, window: 256, warmup: 2000, unverified: false },
   { name: 'latency', bytes: ASSET_BYTES, count: 300, window: 1, warmup: 100, unverified: false },
 ];
+/** The shapes this run measures (--shapes=), in their order. */
+const CEILING_SHAPES = ALL_CEILING_SHAPES.filter((shape) => OPTIONS.shapes.includes(shape.name));
 
 /** One round of one transport and shape: the suite's run and its ceiling's, in the same minute. */
 interface CeilingCell {
@@ -276,14 +309,15 @@ async function ceiling(ceilingOnly: boolean): Promise<{ lines: string[]; cells: 
 
 /** The bars of the bench's page: each transport's median beside its ceiling's, MB/s (large) and images/s (small). */
 function ceilingCharts(summary: readonly CeilingSummary[], ceilingOnly: boolean): BenchChart[] {
-  const [large, small] = CEILING_SHAPES as [CeilingShape, CeilingShape, CeilingShape];
+  const large = CEILING_SHAPES.find((shape) => shape.name === 'large');
+  const small = CEILING_SHAPES.find((shape) => shape.name === 'small');
   const bars = (shape: CeilingShape, title: string, yLabel: string): BenchChart => {
     const own = CEILING_TRANSPORTS.map((t) => summary.find((s) => s.transport === t.name && s.shape === shape.name)?.overhead);
     return {
       kind: 'bars',
       id: `ceiling-${shape.name}`,
       title,
-      note: `${formatSize(shape.bytes)} × ${shape.count.toLocaleString('en-US')} after ${shape.warmup.toLocaleString('en-US')} untimed, WINDOW=${shape.window}; medians of ${CEILING_ROUNDS} rounds, each suite run followed by its ceiling client in the same minute. Harness overhead = 1 − ours ÷ ceiling, per round: median (range over the rounds) ${CEILING_TRANSPORTS.map((t, i) => `${t.label} ${percentText(own[i]?.overheadMedian ?? null)}${own[i]?.overheadMin == null ? '' : ` (${percentText(own[i]!.overheadMin)} – ${percentText(own[i]!.overheadMax ?? null)})`}`).join(', ')}.`,
+      note: `${formatSize(shape.bytes)} × ${shape.count.toLocaleString('en-US')} after ${shape.warmup.toLocaleString('en-US')} untimed, WINDOW=${shape.window}; medians of ${CEILING_ROUNDS} rounds, each suite run followed by its ceiling client in the same minute.${INDICATIVE_NOTE} Harness overhead = 1 − median ours ÷ median ceiling (the bars' own figures), with the range of each round's own overhead: ${CEILING_TRANSPORTS.map((t, i) => `${t.label} ${percentText(own[i]?.overhead ?? null)}${own[i]?.overheadMin == null ? '' : ` (${percentText(own[i]!.overheadMin)} – ${percentText(own[i]!.overheadMax ?? null)})`}`).join(', ')}.`,
       yLabel,
       categories: CEILING_TRANSPORTS.map((t) => t.label),
       series: [
@@ -292,7 +326,10 @@ function ceilingCharts(summary: readonly CeilingSummary[], ceilingOnly: boolean)
       ],
     };
   };
-  return [bars(large, 'Each transport beside its library’s ceiling: MB/s of large images', 'MB/s'), bars(small, 'Each transport beside its library’s ceiling: images/s of small images', 'images/s')];
+  return [
+    ...(large ? [bars(large, 'Each transport beside its library’s ceiling: MB/s of large images', 'MB/s')] : []),
+    ...(small ? [bars(small, 'Each transport beside its library’s ceiling: images/s of small images', 'images/s')] : []),
+  ];
 }
 
 /** The ceiling's three tables: MB/s (with verification and without), images/s of small images, and the round trip one at a time. */
@@ -306,7 +343,7 @@ function ceilingLines(cells: readonly CeilingCell[], summary: readonly CeilingSu
     return [oursOk ? 'ok' : 'FAILED', ...(failed ? [`ceiling FAILED: ${failed.failed.slice(0, 100)}`] : [])].join('; ');
   };
   const medianOfCells = (own: readonly CeilingCell[], f: (s: SectionResult) => number | null | undefined): string => fixed(median(own.flatMap((c) => (c.ours ? f(c.ours) ?? [] : []))), 3);
-  const large = CEILING_TRANSPORTS.map((t) => {
+  const large = (): string[][] => CEILING_TRANSPORTS.map((t) => {
     const s = of(t.name, 'large');
     const own = ownCells(t.name, 'large');
     return ceilingOnly
@@ -315,45 +352,53 @@ function ceilingLines(cells: readonly CeilingCell[], summary: readonly CeilingSu
           t.name,
           fixed(s.overhead.ceilingMedian, 1),
           fixed(s.overhead.oursMedian, 1),
-          percentText(s.overhead.overheadMedian),
+          percentText(s.overhead.overhead),
           range(s.overhead),
           fixed(s.overheadUnverified?.oursMedian, 1),
-          percentText(s.overheadUnverified?.overheadMedian ?? null),
+          percentText(s.overheadUnverified?.overhead ?? null),
           medianOfCells(own, (x) => x.cost.transmitter?.cpuMsPerImage),
           medianOfCells(own, (x) => x.cost.receiver?.cpuMsPerImage),
           result(own),
         ];
   });
-  const small = CEILING_TRANSPORTS.map((t) => {
+  const small = (): string[][] => CEILING_TRANSPORTS.map((t) => {
     const s = of(t.name, 'small');
     const own = ownCells(t.name, 'small');
-    return ceilingOnly ? [t.name, fixed(s.overhead.ceilingMedian, 0), result(own)] : [t.name, fixed(s.overhead.ceilingMedian, 0), fixed(s.overhead.oursMedian, 0), percentText(s.overhead.overheadMedian), range(s.overhead), result(own)];
+    return ceilingOnly ? [t.name, fixed(s.overhead.ceilingMedian, 0), result(own)] : [t.name, fixed(s.overhead.ceilingMedian, 0), fixed(s.overhead.oursMedian, 0), percentText(s.overhead.overhead), range(s.overhead), result(own)];
   });
-  const latency = CEILING_TRANSPORTS.map((t) => {
+  const latency = (): string[][] => CEILING_TRANSPORTS.map((t) => {
     const s = of(t.name, 'latency');
     const own = ownCells(t.name, 'latency');
     const ceilingP50 = fixed(median(own.flatMap((c) => ceilingFigureOf(c)?.rttP50Ms ?? [])), 3);
     return ceilingOnly
       ? [t.name, ceilingP50, result(own)]
-      : [t.name, ceilingP50, medianOfCells(own, (x) => x.rtt?.p50Ms), percentText(s.overhead.overheadMedian), range(s.overhead), medianOfCells(own, (x) => x.latency?.p50Ms), result(own)];
+      : [t.name, ceilingP50, medianOfCells(own, (x) => x.rtt?.p50Ms), percentText(s.overhead.overhead), range(s.overhead), medianOfCells(own, (x) => x.latency?.p50Ms), result(own)];
   });
-  const [l, sm, n] = CEILING_SHAPES as [CeilingShape, CeilingShape, CeilingShape];
-  const shapeText = (shape: CeilingShape): string => `${formatSize(shape.bytes)} × ${shape.count.toLocaleString('en-US')} after ${shape.warmup.toLocaleString('en-US')} untimed, WINDOW=${shape.window}`;
+  const shapeText = (shape: CeilingShape): string => `${formatSize(shape.bytes)} × ${shape.count.toLocaleString('en-US')} after ${shape.warmup.toLocaleString('en-US')} untimed (all acknowledged before the first timed one), WINDOW=${shape.window}`;
+  const tables: Record<ShapeName, (shape: CeilingShape) => string[]> = {
+    large: (shape) => [
+      '',
+      `Large: ${shapeText(shape)}${ceilingOnly ? '' : '; then the suite again with VERIFY=false (the ceiling verifies nothing). CPU: ms per image, each side'}.`,
+      ceilingOnly
+        ? renderTable(['Transport', 'ceiling MB/s', 'ceiling sender CPU ms', 'Result'], large())
+        : renderTable(['Transport', 'ceiling MB/s', 'ours MB/s', 'overhead', 'overhead range', 'ours unverified MB/s', 'overhead unverified', 'TX CPU', 'RX CPU', 'Result'], large()),
+    ],
+    small: (shape) => [
+      '',
+      `Small: ${shapeText(shape)}: images per second (per-message cost).`,
+      ceilingOnly ? renderTable(['Transport', 'ceiling images/s', 'Result'], small()) : renderTable(['Transport', 'ceiling images/s', 'ours images/s', 'overhead', 'overhead range', 'Result'], small()),
+    ],
+    latency: (shape) => [
+      '',
+      `Latency: ${shapeText(shape)}: the round trip (stamp → ack) p50${ceilingOnly ? '' : '; overhead = 1 − median ceiling ÷ median ours (the share of our round trip the library alone would not spend); one-way p50 beside it'}.`,
+      ceilingOnly ? renderTable(['Transport', 'ceiling RTT p50 ms', 'Result'], latency()) : renderTable(['Transport', 'ceiling RTT p50 ms', 'ours RTT p50 ms', 'overhead', 'overhead range', 'ours one-way p50 ms', 'Result'], latency()),
+    ],
+  };
   return [
     ceilingOnly
-      ? `Ceiling clients only (--ceiling-only): each library's thinnest correct sender and receiver (scripts/ceiling/), two processes; ${CEILING_ROUNDS} rounds, the transports' order rotated; medians of the rounds.`
-      : `Ceiling: each suite run followed in the same minute by its library's ceiling client (scripts/ceiling/: the thinnest correct sender and receiver of the same library, the same images, WINDOW and ack, no verification), two processes each; ${CEILING_ROUNDS} rounds, the transports' order rotated; medians of the rounds. Harness overhead = 1 − ours ÷ ceiling, per round's pair; its median and its range over the rounds.`,
-    '',
-    `Large: ${shapeText(l)}${ceilingOnly ? '' : '; then the suite again with VERIFY=false (the ceiling verifies nothing). CPU: ms per image, each side'}.`,
-    ceilingOnly
-      ? renderTable(['Transport', 'ceiling MB/s', 'ceiling sender CPU ms', 'Result'], large)
-      : renderTable(['Transport', 'ceiling MB/s', 'ours MB/s', 'overhead', 'overhead range', 'ours unverified MB/s', 'overhead unverified', 'TX CPU', 'RX CPU', 'Result'], large),
-    '',
-    `Small: ${shapeText(sm)}: images per second (per-message cost).`,
-    ceilingOnly ? renderTable(['Transport', 'ceiling images/s', 'Result'], small) : renderTable(['Transport', 'ceiling images/s', 'ours images/s', 'overhead', 'overhead range', 'Result'], small),
-    '',
-    `Latency: ${shapeText(n)}: the round trip (stamp → ack) p50${ceilingOnly ? '' : '; overhead = 1 − ceiling ÷ ours (the share of our round trip the library alone would not spend); one-way p50 beside it'}.`,
-    ceilingOnly ? renderTable(['Transport', 'ceiling RTT p50 ms', 'Result'], latency) : renderTable(['Transport', 'ceiling RTT p50 ms', 'ours RTT p50 ms', 'overhead', 'overhead range', 'ours one-way p50 ms', 'Result'], latency),
+      ? `Ceiling clients only (--ceiling-only): each library's thinnest correct sender and receiver (scripts/ceiling/), two processes; ${CEILING_ROUNDS} rounds, the transports' order rotated; medians of the rounds.${INDICATIVE_NOTE}`
+      : `Ceiling: each suite run followed in the same minute by its library's ceiling client (scripts/ceiling/: the thinnest correct sender and receiver of the same library, the same images, WINDOW, ack and write calls, no verification; its span from the first timed send to the last timed arrival, as the suite's), two processes each; ${CEILING_ROUNDS} rounds, the transports' order rotated; medians of the rounds.${INDICATIVE_NOTE} Harness overhead = 1 − median ours ÷ median ceiling, from the medians shown; its range: each round's own pair's overhead, least to most. Each figure's distribution over the rounds (min, quartiles, max) is in results.json.`,
+    ...CEILING_SHAPES.flatMap((shape) => tables[shape.name](shape)),
   ];
 }
 
@@ -668,7 +713,7 @@ async function rateSweep(): Promise<{ lines: string[]; cells: Cell[]; charts: Sw
 
 async function main(parts: readonly Part[]): Promise<void> {
   const started = new Date();
-  const narrowed = OPTIONS.transports === undefined ? '' : `; transports: ${OPTIONS.transports.join(', ')}`;
+  const narrowed = `${OPTIONS.transports === undefined ? '' : `; transports: ${OPTIONS.transports.join(', ')}`}${parts.includes('ceiling') ? `; ceiling: ${OPTIONS.shapes.join(', ')}, ${CEILING_ROUNDS} rounds` : ''}`;
   const lines: string[] = [`image-transfer-bench benchmark, ${started.toISOString()} (parts: ${parts.join(', ')}${narrowed})`];
   const record: Record<string, unknown> = { startedAt: started.toISOString(), parts, transports: OPTIONS.transports ?? null };
   // Per-image lists stay out (each run's results.json has them): the file keeps every section's figures.
@@ -683,7 +728,9 @@ async function main(parts: readonly Part[]): Promise<void> {
       ceilingOnly: OPTIONS.ceilingOnly,
       shapes: CEILING_SHAPES,
       rounds: CEILING_ROUNDS,
-      // Per transport and shape: the medians compared and the harness overhead (1 − ours ÷ ceiling) with its range over the rounds.
+      // Fewer rounds than a claim needs: the medians are indicative, and say so here too.
+      indicative: CEILING_ROUNDS < MIN_CLAIM_ROUNDS,
+      // Per transport and shape: the medians compared, the harness overhead they give (1 − median ours ÷ median ceiling; a round trip 1 − median ceiling ÷ median ours), the range of each round's own overhead, and each figure's distribution over the rounds (min, quartiles, median, max).
       summary: result.summary,
       cells: result.cells.map((c) => ({ transport: c.transport, shape: c.shape, round: c.round, ceiling: c.ceiling, ours: section(c.ours), oursUnverified: section(c.oursUnverified) })),
     };
@@ -731,7 +778,7 @@ async function main(parts: readonly Part[]): Promise<void> {
   process.stdout.write(`${text}\n`);
   await mkdir(projectPath('bench'), { recursive: true });
   // A run of some parts only gets a name of its own, so it never overwrites the day's full run.
-  const suffix = `${parts.length === PARTS.length ? '' : `-${parts.join('-')}`}${OPTIONS.ceilingOnly ? '-only' : ''}${OPTIONS.transports === undefined ? '' : `-${OPTIONS.transports.join('-')}`}`;
+  const suffix = `${parts.length === PARTS.length ? '' : `-${parts.join('-')}`}${OPTIONS.ceilingOnly ? '-only' : ''}${OPTIONS.transports === undefined ? '' : `-${OPTIONS.transports.join('-')}`}${OPTIONS.shapes.length === SHAPE_NAMES.length ? '' : `-${OPTIONS.shapes.join('-')}`}`;
   const file = projectPath('bench', `results-${started.toISOString().slice(0, 10)}${suffix}.json`);
   await writeFile(file, `${JSON.stringify({ ...record, totalSeconds, text }, null, 1)}\n`);
   process.stdout.write(`Written: ${path.relative(process.cwd(), file)}\n`);

@@ -3,7 +3,8 @@
 // on this machine beside what the suite makes of it (npm run bench: harness overhead = 1 − ours ÷
 // ceiling). Same images, same WINDOW (images sent and not yet acknowledged), the same 40-byte
 // header before each image and the same 12-byte ack, on the same wire design as the transport; no
-// verification, no door, no gate, no bookkeeping beyond a timestamp per image (the driver's).
+// verification, no door, no gate, no bookkeeping beyond a send stamp per image (the driver's) and
+// the receiver's stamp of the latest arrival (where the span ends).
 
 /** Bytes of the header that goes before every image, as the suite's frame header. */
 export const CEILING_HEADER_BYTES = 40;
@@ -52,6 +53,13 @@ export interface CeilingReceiveOptions {
   channel: string;
   /** Largest image: library message limits are raised to it (plus the header). */
   maxImageBytes: number;
+  /**
+   * Called with an image's seq the moment its last byte is in hand, before its ack goes: the run
+   * stamps it there, as the suite's frame gate stamps an arrival, and its span ends at the last
+   * timed one (the suite's totalMs). A library that hands over several images at once calls it
+   * for each as it takes them.
+   */
+  arrived(seq: number): void;
   /**
    * Each image as it arrives, with its seq: the tests check that the pair moves images intact.
    * The bench passes none, and a receiver then never assembles an image its library hands over in parts.

@@ -2,7 +2,11 @@ import { ceilingHeader, type CeilingSender } from './contract.js';
 
 // The ceiling's closed loop, as the suite's WINDOW means it: an image is stamped when it is sent,
 // and the next one goes as soon as fewer than `window` are unacknowledged. The only bookkeeping is
-// a timestamp per image (its round trip). Warm-up images first, on the same link, untimed.
+// a timestamp per image (its round trip). Warm-up images first, on the same link, untimed and all
+// acknowledged before the first timed one goes, as the suite drains its warm-up. The span is the
+// suite's too (services/core/section.ts, totalMs): from the first timed image's send stamp to the
+// last timed image's arrival stamp at the receiver (both processes read one monotonic clock,
+// process.hrtime.bigint(), on one host), not to its ack.
 
 /** What one ceiling run is asked to do. */
 export interface DriveOptions {
@@ -18,9 +22,11 @@ export interface DriveOptions {
 
 /** What one ceiling run measured. */
 export interface CeilingFigures {
-  /** 10^6 image bytes per second, first timed send to last timed ack. */
+  /** 10^6 image bytes per second over spanMs. */
   MBps: number;
   imagesPerSecond: number;
+  /** First timed send stamp to last timed arrival stamp (the receiver's), as the suite's totalMs. */
+  spanMs: number;
   /** Round trips (send → ack) of the timed images. */
   rttP50Ms: number;
   rttP99Ms: number;
@@ -38,27 +44,58 @@ export interface DrivenLink {
   acked: (seq: number) => void;
   /** Set by the driver: the link calls it when it fails. */
   failed: (reason: string) => void;
+  /** The receiver's stamp of the last timed image's arrival, asked once every image is acknowledged; undefined when it has none. */
+  lastArrivalNs(): Promise<bigint | undefined>;
 }
 
 /** Runs warm-up then timed images over `link` and returns the timed figures; rejects on a failure or a silence of ackTimeoutMs. */
-export function drive(link: DrivenLink, options: DriveOptions): Promise<CeilingFigures> {
+export async function drive(link: DrivenLink, options: DriveOptions): Promise<CeilingFigures> {
+  const { image, count, window } = options;
+  const { startNs, rttsNs, cpu } = await sendAll(link, options);
+  const lastArrivalNs = await link.lastArrivalNs();
+  if (lastArrivalNs === undefined || lastArrivalNs < startNs) throw new Error(`the receiver reported no arrival of a timed image after the first timed send (${lastArrivalNs ?? 'none'})`);
+  const spanNs = Number(lastArrivalNs - startNs);
+  const sorted = rttsNs.sort((a, b) => a - b);
+  const quantile = (q: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]! / 1e6;
+  return {
+    MBps: (count * image.length) / (spanNs / 1e9) / 1e6,
+    imagesPerSecond: count / (spanNs / 1e9),
+    spanMs: spanNs / 1e6,
+    rttP50Ms: quantile(0.5),
+    rttP99Ms: quantile(0.99),
+    senderCpuMs: (cpu.user + cpu.system) / 1000,
+    count,
+    imageBytes: image.length,
+    window,
+  };
+}
+
+/** What the sending loop hands back: the first timed send stamp, the timed round trips, the sender's CPU over them. */
+interface Sent {
+  startNs: bigint;
+  rttsNs: number[];
+  cpu: NodeJS.CpuUsage;
+}
+
+/** Sends every image, warm-up drained before the first timed one; resolves at the last ack. */
+function sendAll(link: DrivenLink, options: DriveOptions): Promise<Sent> {
   const { image, count, window, warmup } = options;
   const total = warmup + count;
   const sentAt = new Array<bigint>(total);
   const rttsNs: number[] = [];
-  return new Promise<CeilingFigures>((resolve, reject) => {
+  return new Promise<Sent>((resolve, reject) => {
     let next = 0;
     let acked = 0;
     let startNs = 0n;
     let cpuStart = process.cpuUsage();
     let done = false;
     let timer: NodeJS.Timeout | undefined;
-    const finish = (error: Error | undefined, figures?: CeilingFigures): void => {
+    const finish = (error: Error | undefined, sent?: Sent): void => {
       if (done) return;
       done = true;
       clearTimeout(timer);
       if (error) reject(error);
-      else resolve(figures!);
+      else resolve(sent!);
     };
     const arm = (): void => {
       clearTimeout(timer);
@@ -66,12 +103,13 @@ export function drive(link: DrivenLink, options: DriveOptions): Promise<CeilingF
     };
     const pump = (): void => {
       while (!done && next < total && next - acked < window) {
+        // The warm-up drains first: no timed image is sent while a warm-up one is in flight.
+        if (next === warmup && acked < warmup) return;
         const seq = next++;
-        if (seq === warmup) {
-          startNs = process.hrtime.bigint();
-          cpuStart = process.cpuUsage();
-        }
-        sentAt[seq] = process.hrtime.bigint();
+        if (seq === warmup) cpuStart = process.cpuUsage();
+        const stampNs = process.hrtime.bigint();
+        sentAt[seq] = stampNs;
+        if (seq === warmup) startNs = stampNs;
         link.sender.send(seq, ceilingHeader(seq, image.length), image);
       }
     };
@@ -82,22 +120,7 @@ export function drive(link: DrivenLink, options: DriveOptions): Promise<CeilingF
       if (sent === undefined) return finish(new Error(`an ack for image ${seq}, which was never sent`));
       if (seq >= warmup) rttsNs.push(Number(at - sent));
       acked++;
-      if (acked === total) {
-        const spanNs = Number(at - startNs);
-        const cpu = process.cpuUsage(cpuStart);
-        const sorted = rttsNs.sort((a, b) => a - b);
-        const quantile = (q: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]! / 1e6;
-        return finish(undefined, {
-          MBps: (count * image.length) / (spanNs / 1e9) / 1e6,
-          imagesPerSecond: count / (spanNs / 1e9),
-          rttP50Ms: quantile(0.5),
-          rttP99Ms: quantile(0.99),
-          senderCpuMs: (cpu.user + cpu.system) / 1000,
-          count,
-          imageBytes: image.length,
-          window,
-        });
-      }
+      if (acked === total) return finish(undefined, { startNs, rttsNs, cpu: process.cpuUsage(cpuStart) });
       arm();
       pump();
     };

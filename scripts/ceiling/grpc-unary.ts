@@ -30,10 +30,12 @@ export const grpcUnaryCeiling: CeilingPair = {
         early.set(seq, { payload, answer });
         return;
       }
+      options.arrived(seq);
       answer(null, { seq });
       options.onImage?.(seq, payload);
       for (let held = early.get(++next); held !== undefined; held = early.get(++next)) {
         early.delete(next);
+        options.arrived(next);
         held.answer(null, { seq: next });
         options.onImage?.(next, held.payload);
       }

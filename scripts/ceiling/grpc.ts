@@ -106,6 +106,7 @@ export const grpcCeiling: CeilingPair = {
     const transfer: grpc.handleBidiStreamingCall<FrameMessage, AckMessage> = (call) => {
       call.on('data', (frame: FrameMessage) => {
         const seq = headerSeq(frame.header);
+        options.arrived(seq);
         call.write({ seq });
         options.onImage?.(seq, frame.payload);
       });

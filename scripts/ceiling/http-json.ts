@@ -50,6 +50,7 @@ export const httpJsonCeiling: CeilingPair = {
         const seq = headerSeq(Buffer.from(header, 'base64'));
         // The image in hand is the decoded one: decoding is the format's cost, paid whether a test looks or not.
         const bytes = Buffer.from(image, 'base64');
+        options.arrived(seq);
         void reply.send({ ack: ceilingAck(seq).toString('base64') });
         options.onImage?.(seq, bytes);
       });

@@ -117,6 +117,7 @@ export const httpCeiling: CeilingPair = {
       });
       app.post(PATH, (request, reply) => {
         const seq = headerSeq(Buffer.from(request.headers[FRAME_HEADER_FIELD] as string, 'base64url'));
+        options.arrived(seq);
         void reply.send(ceilingAck(seq));
         const parts = request.body as Buffer[] | undefined;
         if (parts !== undefined) options.onImage?.(seq, Buffer.concat(parts));

@@ -8,12 +8,15 @@ import { freePort } from '../../services/shared/net.js';
 import { withTimeout } from '../../services/shared/waits.js';
 import { loadImage } from '../../services/transmitter/images.js';
 import { ceilingFor } from './index.js';
-import { receiveOptions, runSender, type CeilingRunOptions } from './run.js';
+import { arrivalClock, receiveOptions, runSender, type CeilingRunOptions } from './run.js';
 
 // `node dist/scripts/ceiling/main.js <transport> --bytes=N --count=N --window=N --warmup=N
 // [--broker-url=URL]`: one ceiling run in two processes, as the suite runs transmitter and
 // receiver: this process sends, a child of it (this file with --receive) receives. Prints one JSON
 // line: the figures, or {"failed": reason} (exit 1). The bench runs it (scripts/lib/ceiling-run.ts).
+// The child stamps arrivals on the host's one monotonic clock; once every image is acknowledged
+// the parent writes `last-arrival` on its stdin and reads the latest timed stamp back, where the
+// run's span ends (as the suite's ends at its last arrival).
 
 const START_TIMEOUT_MS = 15_000;
 const ACK_TIMEOUT_MS = 10_000;
@@ -51,12 +54,16 @@ function parseArgs(argv: readonly string[]): Args {
   };
 }
 
-/** The child: the receiver side until stdin closes (its parent went away) or SIGTERM. */
+/** The line the parent writes on the child's stdin to ask for the latest timed arrival stamp. */
+const LAST_ARRIVAL_REQUEST = 'last-arrival';
+
+/** The child: the receiver side until stdin closes (its parent went away) or SIGTERM; answers each LAST_ARRIVAL_REQUEST with {"lastArrivalNs": "<ns>" | null}. */
 async function receiveUntilStopped(args: Args & { receive: NonNullable<Args['receive']> }): Promise<void> {
   const pair = ceilingFor(args.transport);
   const image = Buffer.alloc(args.bytes);
+  const clock = arrivalClock(args.warmup);
   const receiver = await withTimeout(
-    pair.receive(receiveOptions({ host: '127.0.0.1', port: args.receive.port, brokerUrl: args.brokerUrl, channel: args.receive.channel, image })),
+    pair.receive(receiveOptions({ host: '127.0.0.1', port: args.receive.port, brokerUrl: args.brokerUrl, channel: args.receive.channel, image }, clock)),
     START_TIMEOUT_MS,
     `${args.transport} ceiling: the receiver did not start`,
   );
@@ -64,7 +71,10 @@ async function receiveUntilStopped(args: Args & { receive: NonNullable<Args['rec
   const stop = (): void => void receiver.close().finally(() => process.exit(0));
   process.once('SIGTERM', stop);
   process.stdin.once('end', stop);
-  process.stdin.resume();
+  createInterface({ input: process.stdin }).on('line', (line) => {
+    // A bigint has no JSON form: the stamp travels as its decimal text.
+    if (line.trim() === LAST_ARRIVAL_REQUEST) process.stdout.write(`${JSON.stringify({ lastArrivalNs: clock.lastArrivalNs()?.toString() ?? null })}\n`);
+  });
 }
 
 /** The parent: starts the receiver child, sends, prints the figures. */
@@ -75,24 +85,39 @@ async function send(args: Args): Promise<void> {
     image, count: args.count, window: args.window, warmup: args.warmup, ackTimeoutMs: ACK_TIMEOUT_MS,
     host: '127.0.0.1', port: await freePort(), brokerUrl: args.brokerUrl, channel: `itb-ceiling-${randomBytes(6).toString('hex')}`, startTimeoutMs: START_TIMEOUT_MS,
   };
-  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), args.transport, `--bytes=${args.bytes}`, `--receive-port=${run.port}`, `--channel=${run.channel}`, ...(args.brokerUrl ? [`--broker-url=${args.brokerUrl}`] : [])], {
+  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), args.transport, `--bytes=${args.bytes}`, `--warmup=${args.warmup}`, `--receive-port=${run.port}`, `--channel=${run.channel}`, ...(args.brokerUrl ? [`--broker-url=${args.brokerUrl}`] : [])], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   try {
-    const ready = new Promise<number>((resolve, reject) => {
-      const lines = createInterface({ input: child.stdout! });
+    const lines = createInterface({ input: child.stdout! });
+    const exited = new Promise<never>((_resolve, reject) => child.once('exit', (code) => reject(new Error(`the receiver process exited (${code})`))));
+    exited.catch(() => undefined);
+    const ready = new Promise<number>((resolve) => {
       lines.on('line', (line) => {
         const port = (JSON.parse(line) as { ready?: number }).ready;
         if (port !== undefined) resolve(port);
       });
-      child.once('exit', (code) => reject(new Error(`the receiver process exited (${code}) before it was ready`)));
     });
+    const lastArrivalNs = async (): Promise<bigint | undefined> => {
+      const answer = new Promise<bigint | undefined>((resolve) => {
+        const onLine = (line: string): void => {
+          const record = JSON.parse(line) as { lastArrivalNs?: string | null };
+          if (record.lastArrivalNs === undefined) return;
+          lines.off('line', onLine);
+          resolve(record.lastArrivalNs === null ? undefined : BigInt(record.lastArrivalNs));
+        };
+        lines.on('line', onLine);
+      });
+      child.stdin!.write(`${LAST_ARRIVAL_REQUEST}\n`);
+      return withTimeout(Promise.race([answer, exited]), START_TIMEOUT_MS, 'the receiver process, for its last arrival');
+    };
+    const started = Promise.race([ready, exited]);
     let figures;
     if (pair.senderListens) {
-      [figures] = await Promise.all([runSender(pair, run), withTimeout(ready, START_TIMEOUT_MS, 'the receiver process')]);
+      [figures] = await Promise.all([runSender(pair, run, lastArrivalNs), withTimeout(started, START_TIMEOUT_MS, 'the receiver process')]);
     } else {
-      const port = await withTimeout(ready, START_TIMEOUT_MS, 'the receiver process');
-      figures = await runSender(pair, { ...run, port });
+      const port = await withTimeout(started, START_TIMEOUT_MS, 'the receiver process');
+      figures = await runSender(pair, { ...run, port }, lastArrivalNs);
     }
     process.stdout.write(`${JSON.stringify({ transport: args.transport, ...figures })}\n`);
   } finally {

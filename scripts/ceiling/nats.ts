@@ -56,7 +56,7 @@ export const natsCeiling: CeilingPair = {
   how: '@nats-io/transport-node: nc.publish(subject, header+image or image with an Itb-Frame header, {reply: inbox}); the subscriber nc.publish(reply, ack)',
   async receive(options) {
     const nc = await open(options.brokerUrl, 'itb-ceiling-receiver');
-    const onImage = options.onImage;
+    const { arrived, onImage } = options;
     nc.subscribe(options.channel, {
       callback: (err: Error | null, msg: Msg) => {
         // A subscription error comes with the connection's end; the sender's ack timeout reports it.
@@ -65,6 +65,7 @@ export const natsCeiling: CeilingPair = {
         const headers = msg.headers;
         const header = headers === undefined ? data : Buffer.from(headers.get(FRAME_HEADER_NAME), 'base64');
         const seq = headerSeq(header);
+        arrived(seq);
         try {
           nc.publish(msg.reply ?? '', ceilingAck(seq));
         } catch {

@@ -33,6 +33,7 @@ export const redisListCeiling: CeilingPair = {
         }
         const seq = headerSeq(header);
         header = undefined;
+        options.arrived(seq);
         acks.push(ceilingAck(seq));
         options.onImage?.(seq, element);
       }

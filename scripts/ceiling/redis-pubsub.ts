@@ -46,6 +46,7 @@ export const redisPubsubCeiling: CeilingPair = {
         seq = headerSeq(message);
       }
       // Sent once ioredis has parsed the whole chunk this message came in (a microtask).
+      options.arrived(seq);
       if (acks.length === 0) queueMicrotask(flush);
       acks.push(ceilingAck(seq));
       options.onImage?.(seq, image ?? message.subarray(CEILING_HEADER_BYTES));

@@ -22,11 +22,12 @@ interface Taken {
 type StreamReply = [key: Buffer, entries: [id: Buffer, fields: Buffer[]][]][] | null;
 
 /** Takes the entries of one reply: fields are [h, header, p, image], as the sender wrote them. */
-function takeReply(reply: StreamReply, onImage: CeilingReceiveOptions['onImage']): Taken {
+function takeReply(reply: StreamReply, arrived: CeilingReceiveOptions['arrived'], onImage: CeilingReceiveOptions['onImage']): Taken {
   const taken: Taken = { ids: [], acks: [], lastId: undefined };
   for (const [, entries] of reply ?? []) {
     for (const [id, fields] of entries) {
       const seq = headerSeq(fields[1]!);
+      arrived(seq);
       taken.ids.push(id);
       taken.acks.push(ceilingAck(seq));
       taken.lastId = id;
@@ -57,7 +58,7 @@ export const redisCeiling: CeilingPair = {
         }
         // The reply is taken in a callback and only its ids and acks come back here: a reply held
         // across the await would keep its images alive while the next read blocks.
-        const taking: Promise<Taken> = reader.xreadBuffer('COUNT', READ_COUNT, 'BLOCK', 0, 'STREAMS', keys.frames, after).then((reply) => takeReply(reply as StreamReply, options.onImage));
+        const taking: Promise<Taken> = reader.xreadBuffer('COUNT', READ_COUNT, 'BLOCK', 0, 'STREAMS', keys.frames, after).then((reply) => takeReply(reply as StreamReply, options.arrived, options.onImage));
         reader.stream.uncork();
         const taken: Taken = await taking;
         if (taken.lastId === undefined) continue;

@@ -18,14 +18,33 @@ export interface CeilingRunOptions extends DriveOptions {
   startTimeoutMs: number;
 }
 
-/** The receiver side's options for a run. */
-export function receiveOptions(run: Pick<CeilingRunOptions, 'host' | 'port' | 'brokerUrl' | 'channel' | 'image'>, onImage?: CeilingReceiveOptions['onImage']): CeilingReceiveOptions {
-  return { bindHost: run.host, port: run.port, brokerUrl: run.brokerUrl, channel: run.channel, maxImageBytes: run.image.length, ...(onImage ? { onImage } : {}) };
+/** The receiver side's stamp of the latest timed arrival: what the run's span ends at. */
+export interface ArrivalClock {
+  /** Stamps image `seq`'s arrival now; warm-up images (seq below `warmup`) are not timed. */
+  arrived(seq: number): void;
+  /** The stamp of the latest timed arrival so far; undefined before the first. */
+  lastArrivalNs(): bigint | undefined;
 }
 
-/** Connects the sender side and drives it; closes it whatever happens. */
-export async function runSender(pair: CeilingPair, run: CeilingRunOptions): Promise<CeilingFigures> {
-  const link: DrivenLink = { sender: undefined!, acked: () => {}, failed: () => {} };
+/** A clock for a run whose first `warmup` images are untimed. */
+export function arrivalClock(warmup: number): ArrivalClock {
+  let lastNs: bigint | undefined;
+  return {
+    arrived(seq) {
+      if (seq >= warmup) lastNs = process.hrtime.bigint();
+    },
+    lastArrivalNs: () => lastNs,
+  };
+}
+
+/** The receiver side's options for a run, its arrivals stamped on `clock`. */
+export function receiveOptions(run: Pick<CeilingRunOptions, 'host' | 'port' | 'brokerUrl' | 'channel' | 'image'>, clock: ArrivalClock, onImage?: CeilingReceiveOptions['onImage']): CeilingReceiveOptions {
+  return { bindHost: run.host, port: run.port, brokerUrl: run.brokerUrl, channel: run.channel, maxImageBytes: run.image.length, arrived: clock.arrived, ...(onImage ? { onImage } : {}) };
+}
+
+/** Connects the sender side and drives it, asking `lastArrivalNs` (the receiver's clock, wherever it runs) for the span's end; closes it whatever happens. */
+export async function runSender(pair: CeilingPair, run: CeilingRunOptions, lastArrivalNs: DrivenLink['lastArrivalNs']): Promise<CeilingFigures> {
+  const link: DrivenLink = { sender: undefined!, acked: () => {}, failed: () => {}, lastArrivalNs };
   link.sender = await withTimeout(
     pair.connect({
       host: run.host,
@@ -49,13 +68,15 @@ export async function runSender(pair: CeilingPair, run: CeilingRunOptions): Prom
 
 /** Both sides in this process: the figures, with every image the receiver took handed to onImage. */
 export async function runInProcess(pair: CeilingPair, run: CeilingRunOptions, onImage?: CeilingReceiveOptions['onImage']): Promise<CeilingFigures> {
-  const receiverOptions = receiveOptions(run, onImage);
+  const clock = arrivalClock(run.warmup);
+  const receiverOptions = receiveOptions(run, clock, onImage);
+  const lastArrivalNs = async (): Promise<bigint | undefined> => clock.lastArrivalNs();
   if (pair.senderListens) {
     // The sender's server must be up for the receiver to dial it: both start together.
     let receiver: CeilingReceiver | undefined;
     const receiving = withTimeout(pair.receive(receiverOptions), run.startTimeoutMs, `${pair.transport} ceiling: the receiver did not start`).then((r) => (receiver = r));
     try {
-      const [figures] = await Promise.all([runSender(pair, run), receiving]);
+      const [figures] = await Promise.all([runSender(pair, run, lastArrivalNs), receiving]);
       return figures;
     } finally {
       await receiving.catch(() => undefined);
@@ -64,7 +85,7 @@ export async function runInProcess(pair: CeilingPair, run: CeilingRunOptions, on
   }
   const receiver = await withTimeout(pair.receive(receiverOptions), run.startTimeoutMs, `${pair.transport} ceiling: the receiver did not start`);
   try {
-    return await runSender(pair, { ...run, port: receiver.port });
+    return await runSender(pair, { ...run, port: receiver.port }, lastArrivalNs);
   } finally {
     await receiver.close();
   }

@@ -2,14 +2,15 @@ import net from 'node:net';
 import { ackSeq, CEILING_ACK_BYTES, CEILING_HEADER_BYTES, ceilingAck, headerLength, headerSeq, type CeilingPair } from './contract.js';
 
 // node:net, as the tcp transport: the header then the image written on one socket (Nagle off),
-// the receiver counting bytes through the stream and writing the 12-byte ack as soon as an image
-// is complete; the sender reading acks 12 bytes at a time. Nothing is copied unless a test asks
-// for the images (onImage).
+// corked around the two writes as the transport corks them, so both leave in one system call
+// (tests/integration/ceiling-writes.test.ts compares the calls); the receiver counting bytes
+// through the stream and writing the 12-byte ack as soon as an image is complete; the sender
+// reading acks 12 bytes at a time. Nothing is copied unless a test asks for the images (onImage).
 
 /** The tcp transport's ceiling: header and image on one socket, 12-byte acks back on it. */
 export const tcpCeiling: CeilingPair = {
   transport: 'tcp',
-  how: 'node:net: socket.write(header), socket.write(image); acks written back on the same socket',
+  how: 'node:net: socket.cork(), socket.write(header), socket.write(image), socket.uncork(); acks written back on the same socket',
   async receive(options) {
     const sockets = new Set<net.Socket>();
     const server = net.createServer((socket) => {
@@ -42,6 +43,7 @@ export const tcpCeiling: CeilingPair = {
           at += take;
           if (remaining === 0) {
             const seq = headerSeq(header);
+            options.arrived(seq);
             socket.write(ceilingAck(seq));
             options.onImage?.(seq, Buffer.concat(parts));
             parts = [];
@@ -80,8 +82,10 @@ export const tcpCeiling: CeilingPair = {
     });
     return {
       send(seq, header, image) {
+        socket.cork();
         socket.write(header);
         socket.write(image);
+        socket.uncork();
       },
       async close() {
         await new Promise<void>((resolve) => socket.end(resolve));

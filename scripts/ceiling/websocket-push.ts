@@ -20,9 +20,9 @@ const DIAL_RETRY_MS = 25;
  * handler goes on before the open: the sender starts as soon as it has the connection, so its
  * first frames can come in the same read as the upgrade's answer and ws emits them right after 'open'.
  */
-function dial(url: string, maxPayload: number, onImage: CeilingReceiveOptions['onImage']): Promise<WebSocket> {
+function dial(url: string, maxPayload: number, arrived: CeilingReceiveOptions['arrived'], onImage: CeilingReceiveOptions['onImage']): Promise<WebSocket> {
   const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload });
-  receiveImages(ws, onImage);
+  receiveImages(ws, arrived, onImage);
   return new Promise((resolve, reject) => {
     const refused = (err: Error): void => {
       ws.terminate();
@@ -47,7 +47,7 @@ export const websocketPushCeiling: CeilingPair = {
     let ws: WebSocket | undefined;
     while (ws === undefined) {
       try {
-        ws = await dial(url, options.maxImageBytes + CEILING_HEADER_BYTES, options.onImage);
+        ws = await dial(url, options.maxImageBytes + CEILING_HEADER_BYTES, options.arrived, options.onImage);
       } catch (err) {
         // The sender's server is not up yet (refused): try again until the bound.
         if (Date.now() + DIAL_RETRY_MS > deadline) throw new Error(`websocket-push: no server at ${url} within ${DIAL_IN_MS} ms: ${(err as Error).message}`);

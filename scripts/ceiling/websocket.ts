@@ -16,8 +16,8 @@ export const PATH = '/images';
 /** How long close() waits for the peer's close handshake before dropping the connection. */
 export const CLOSE_HANDSHAKE_MS = 1000;
 
-/** Pairs `socket`'s messages (header, then image), acks each image at once and hands it to `onImage`; shared with websocket-push. */
-export function receiveImages(socket: WebSocket, onImage: ((seq: number, image: Buffer) => void) | undefined): void {
+/** Pairs `socket`'s messages (header, then image), tells `arrived`, acks each image at once and hands it to `onImage`; shared with websocket-push. */
+export function receiveImages(socket: WebSocket, arrived: (seq: number) => void, onImage: ((seq: number, image: Buffer) => void) | undefined): void {
   let header: Buffer | undefined;
   socket.on('message', (data: Buffer) => {
     if (header === undefined) {
@@ -26,6 +26,7 @@ export function receiveImages(socket: WebSocket, onImage: ((seq: number, image: 
     }
     const seq = headerSeq(header);
     header = undefined;
+    arrived(seq);
     socket.send(ceilingAck(seq));
     onImage?.(seq, data);
   });
@@ -67,7 +68,7 @@ export const websocketCeiling: CeilingPair = {
       wss.once('listening', resolve);
       wss.once('error', reject);
     });
-    wss.on('connection', (socket) => receiveImages(socket, options.onImage));
+    wss.on('connection', (socket) => receiveImages(socket, options.arrived, options.onImage));
     return {
       port: (wss.address() as AddressInfo).port,
       async close() {

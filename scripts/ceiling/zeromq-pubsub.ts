@@ -49,6 +49,7 @@ export const zeromqPubsubCeiling: CeilingPair = {
     const receiving = (async () => {
       for await (const [header, image] of subscriber) {
         const seq = headerSeq(header!);
+        options.arrived(seq);
         const sent = acks.send(ceilingAck(seq));
         options.onImage?.(seq, image!);
         await sent;

@@ -118,6 +118,7 @@ export const zeromqCeiling: CeilingPair = {
     const receiving = (async () => {
       for await (const [peer, header, image] of router) {
         const seq = headerSeq(header!);
+        options.arrived(seq);
         const sent = router.send([peer!, ceilingAck(seq)]);
         options.onImage?.(seq, image!);
         await sent;

@@ -62,6 +62,7 @@ export function parseCeilingLine(text: string): CeilingFigures {
     count: figure('count'),
     imageBytes: figure('imageBytes'),
     window: figure('window'),
+    spanMs: figure('spanMs'),
   };
 }
 

@@ -17,6 +17,15 @@ describe('npm run bench arguments', () => {
     expect(result.stderr).toContain('unknown part warp');
     expect(result.stderr).toContain('unknown transport pigeon');
     expect(result.stderr).toContain('--ceiling-only runs the ceiling part alone, not verify');
-    expect(result.stderr).toContain('usage: npm run bench [-- [ceiling verify matrix steady clients rate] [--transports=<name>,<name>...] [--ceiling-only]]');
+    expect(result.stderr).toContain('usage: npm run bench [-- [ceiling verify matrix steady clients rate] [--transports=<name>,<name>...] [--ceiling-only] [--shapes=large,small,latency] [--rounds=<N>]]');
+  });
+
+  it('refuses an unknown ceiling shape and a round count that is not a whole number of at least 1, both at once, exit 2', () => {
+    const result = bench('ceiling', '--shapes=small,huge', '--rounds=0');
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('unknown shape huge; shapes: large, small, latency');
+    expect(result.stderr).toContain('--rounds=0: expected a whole number of at least 1');
+    expect(bench('ceiling', '--rounds=2.5').stderr).toContain('--rounds=2.5: expected a whole number of at least 1');
+    expect(bench('ceiling', '--shapes=').stderr).toContain('unknown shape (none given)');
   });
 });

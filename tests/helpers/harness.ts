@@ -200,7 +200,16 @@ export interface TransferOutcome {
 export async function transferThrough(
   transport: Transport,
   images: readonly Buffer[],
-  options: { window: number; url?: string; maxImageBytes?: number; sectionId?: number; timeoutMs?: number; closeTwice?: boolean },
+  options: {
+    window: number;
+    url?: string;
+    maxImageBytes?: number;
+    sectionId?: number;
+    timeoutMs?: number;
+    closeTwice?: boolean;
+    /** Runs the link's connect (seq undefined) and each send (its seq) inside it: a test that watches the sender's calls marks them so. */
+    asSender?: <T>(work: () => T, seq: number | undefined) => T;
+  },
 ): Promise<TransferOutcome> {
   const sectionId = options.sectionId ?? 7;
   const maxImageBytes = options.maxImageBytes ?? 64 * 1024 * 1024;
@@ -239,7 +248,8 @@ export async function transferThrough(
   };
   try {
     await section.prepare(listener, options.window);
-    link = await transport.connect({
+    const asSender = options.asSender ?? (<T>(work: () => T): T => work());
+    link = await asSender(() => transport.connect({
       host: '127.0.0.1', bindHost: '127.0.0.1', port: listener.port, url: options.url, maxImageBytes, log: testLog,
       connectTimeoutMs: 5000,
       imageBytes: images.reduce((most, image) => Math.max(most, image.length), 1),
@@ -253,12 +263,13 @@ export async function transferThrough(
         failure = err;
         wake?.();
       },
-    });
+    }), undefined);
+    const sending = link;
     for (let seq = 0; seq < images.length; ) {
       await waitFor(() => seq - outcome.acks.length < options.window);
-      const admitted: [Buffer, Buffer][] = [];
-      for (; seq < images.length && seq - outcome.acks.length < options.window; seq++) admitted.push([stampedHeader(images[seq]!, seq, { sectionId }), images[seq]!]);
-      for (const [header, image] of admitted) link.send(header, image);
+      const admitted: [Buffer, Buffer, number][] = [];
+      for (; seq < images.length && seq - outcome.acks.length < options.window; seq++) admitted.push([stampedHeader(images[seq]!, seq, { sectionId }), images[seq]!, seq]);
+      for (const [header, image, at] of admitted) asSender(() => sending.send(header, image), at);
     }
     await waitFor(() => outcome.acks.length >= images.length);
   } finally {

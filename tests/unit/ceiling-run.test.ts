@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { BadCeilingOutput, parseCeilingLine } from '../../scripts/lib/ceiling-run.js';
 
 // A line exactly as scripts/ceiling/main.js prints it.
-const LINE = '{"transport":"tcp","MBps":2382.4,"imagesPerSecond":4365,"rttP50Ms":3.26,"rttP99Ms":8.62,"senderCpuMs":155,"count":1000,"imageBytes":545792,"window":16}';
-const FIGURES = { MBps: 2382.4, imagesPerSecond: 4365, rttP50Ms: 3.26, rttP99Ms: 8.62, senderCpuMs: 155, count: 1000, imageBytes: 545792, window: 16 };
+const LINE = '{"transport":"tcp","MBps":2382.4,"imagesPerSecond":4365,"rttP50Ms":3.26,"rttP99Ms":8.62,"senderCpuMs":155,"count":1000,"imageBytes":545792,"window":16,"spanMs":229.1}';
+const FIGURES = { MBps: 2382.4, imagesPerSecond: 4365, rttP50Ms: 3.26, rttP99Ms: 8.62, senderCpuMs: 155, count: 1000, imageBytes: 545792, window: 16, spanMs: 229.1 };
 
 describe('parseCeilingLine', () => {
   it('reads the figures of a good line', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { harnessOverhead, percentText, summarizeOverhead, summarizeTimeOverhead } from '../../scripts/lib/overhead.js';
+import { distributionOf, harnessOverhead, percentText, summarizeOverhead, summarizeTimeOverhead } from '../../scripts/lib/overhead.js';
 
 describe('harnessOverhead', () => {
   it('is 1 − ours ÷ ceiling', () => {
@@ -18,41 +18,91 @@ describe('harnessOverhead', () => {
 });
 
 describe('summarizeOverhead', () => {
-  it('takes each round\'s overhead from its own pair, then the median and the min–max of those', () => {
-    // Rounds: 0.25, 0.5, 0.125: the median of the rounds' overheads, not 1 − the ratio of the medians (1 − 750/1024 ≈ 0.268).
+  it('shows the overhead of the medians it shows, and each round\'s own overhead as the range', () => {
+    // Rounds: 0.25, 0.5, 0.125 from their pairs; the overhead shown is 1 − 750 / 1024 (the medians), not the rounds' median 0.25.
     const summary = summarizeOverhead([
       { ours: 750, ceiling: 1000 },
       { ours: 512, ceiling: 1024 },
       { ours: 896, ceiling: 1024 },
     ]);
-    expect(summary).toEqual({ pairedRounds: 3, oursMedian: 750, ceilingMedian: 1024, overheadMedian: 0.25, overheadMin: 0.125, overheadMax: 0.5 });
+    expect(summary).toMatchObject({ pairedRounds: 3, oursMedian: 750, ceilingMedian: 1024, overhead: 1 - 750 / 1024, overheadMin: 0.125, overheadMax: 0.5 });
   });
 
-  it('leaves out a round missing either figure from the overhead, and keeps the other figure in its median', () => {
+  it('never disagrees in sign with the medians beside it, where the median of the rounds\' overheads would', () => {
+    // Per round: 0.25, 0.375, −2 (median 0.25, a "25 % overhead"), while ours\' median 160 beats the ceiling\'s 128.
+    const pairs = [
+      { ours: 96, ceiling: 128 },
+      { ours: 160, ceiling: 256 },
+      { ours: 192, ceiling: 64 },
+    ];
+    const summary = summarizeOverhead(pairs);
+    expect(summary.oursMedian).toBe(160);
+    expect(summary.ceilingMedian).toBe(128);
+    expect(summary.overhead).toBe(-0.25);
+    expect(summary.overheadMin).toBe(-2);
+    expect(summary.overheadMax).toBe(0.375);
+  });
+
+  it('reports each figure\'s distribution over the rounds: min, quartiles (nearest rank), median, max', () => {
+    const summary = summarizeOverhead([
+      { ours: 40, ceiling: 100 },
+      { ours: 10, ceiling: 300 },
+      { ours: 30, ceiling: 200 },
+      { ours: 20, ceiling: null },
+    ]);
+    expect(summary.ours).toEqual({ rounds: 4, min: 10, q1: 10, median: 25, q3: 30, max: 40 });
+    expect(summary.ceiling).toEqual({ rounds: 3, min: 100, q1: 100, median: 200, q3: 300, max: 300 });
+  });
+
+  it('leaves out a round missing either figure from the range, and keeps the other figure in its median', () => {
     const summary = summarizeOverhead([
       { ours: 500, ceiling: 1000 },
       { ours: null, ceiling: 2000 },
       { ours: 700, ceiling: null },
       { ours: 300, ceiling: 1000 },
     ]);
-    expect(summary).toEqual({ pairedRounds: 2, oursMedian: 500, ceilingMedian: 1000, overheadMedian: 0.6, overheadMin: 0.5, overheadMax: 0.7 });
+    expect(summary).toMatchObject({ pairedRounds: 2, oursMedian: 500, ceilingMedian: 1000, overhead: 0.5, overheadMin: 0.5, overheadMax: 0.7 });
   });
 
-  it('has no overhead at all when no round has both', () => {
-    expect(summarizeOverhead([{ ours: null, ceiling: 1000 }])).toEqual({ pairedRounds: 0, oursMedian: null, ceilingMedian: 1000, overheadMedian: null, overheadMin: null, overheadMax: null });
-    expect(summarizeOverhead([])).toEqual({ pairedRounds: 0, oursMedian: null, ceilingMedian: null, overheadMedian: null, overheadMin: null, overheadMax: null });
+  it('has no overhead without both medians, and no range when no round has both', () => {
+    expect(summarizeOverhead([{ ours: null, ceiling: 1000 }])).toEqual({
+      pairedRounds: 0, oursMedian: null, ceilingMedian: 1000, overhead: null, overheadMin: null, overheadMax: null, ours: null, ceiling: { rounds: 1, min: 1000, q1: 1000, median: 1000, q3: 1000, max: 1000 },
+    });
+    expect(summarizeOverhead([])).toEqual({ pairedRounds: 0, oursMedian: null, ceilingMedian: null, overhead: null, overheadMin: null, overheadMax: null, ours: null, ceiling: null });
+  });
+});
+
+describe('distributionOf', () => {
+  it('is null for no values, and one value\'s own everywhere for one', () => {
+    expect(distributionOf([])).toBeNull();
+    expect(distributionOf([7])).toEqual({ rounds: 1, min: 7, q1: 7, median: 7, q3: 7, max: 7 });
   });
 });
 
 describe('summarizeTimeOverhead (a round trip: lower is better)', () => {
-  it('takes 1 − ceiling ÷ ours per round, and keeps each side\'s own median', () => {
-    // Rounds: 1 − 0.5/1 = 0.5, 1 − 0.75/1 = 0.25, 1 − 1/0.5 = −1 (ours twice as fast: noise, shown).
+  it('takes 1 − ceiling ÷ ours from the medians, per round for the range, and keeps each side\'s own figures', () => {
+    // Rounds: 1 − 0.5/1 = 0.5, 1 − 0.75/1 = 0.25, 1 − 1/0.5 = −1; medians: ours 1, ceiling 0.75.
     const summary = summarizeTimeOverhead([
       { ours: 1, ceiling: 0.5 },
       { ours: 1, ceiling: 0.75 },
       { ours: 0.5, ceiling: 1 },
     ]);
-    expect(summary).toEqual({ pairedRounds: 3, oursMedian: 1, ceilingMedian: 0.75, overheadMedian: 0.25, overheadMin: -1, overheadMax: 0.5 });
+    expect(summary).toMatchObject({ pairedRounds: 3, oursMedian: 1, ceilingMedian: 0.75, overhead: 0.25, overheadMin: -1, overheadMax: 0.5 });
+    expect(summary.ours).toEqual({ rounds: 3, min: 0.5, q1: 0.5, median: 1, q3: 1, max: 1 });
+    expect(summary.ceiling).toEqual({ rounds: 3, min: 0.5, q1: 0.5, median: 0.75, q3: 1, max: 1 });
+  });
+
+  it('shows ours faster than its ceiling as a negative overhead (the NATS case: 1.780 against 1.919 ms)', () => {
+    // Per round: 1 − 1/1.78 ≈ 0.44, 1 − 1.919/1.5 ≈ −0.28, 1 − 2.2/2.5 = 0.12: their median (0.12) would claim a 12 % overhead.
+    const summary = summarizeTimeOverhead([
+      { ours: 1.78, ceiling: 1 },
+      { ours: 1.5, ceiling: 1.919 },
+      { ours: 2.5, ceiling: 2.2 },
+    ]);
+    expect(summary.oursMedian).toBe(1.78);
+    expect(summary.ceilingMedian).toBe(1.919);
+    expect(summary.overhead).toBeCloseTo(1 - 1.919 / 1.78, 12);
+    expect(summary.overhead).toBeLessThan(0);
   });
 });
 
