@@ -36,7 +36,7 @@ export interface ReceivedFrame {
   header: FrameHeader;
   /** The image bytes, whole or in the parts the library delivered (not concatenated on purpose). */
   payload: Buffer | readonly Buffer[];
-  /** Receiver's `process.hrtime.bigint()` when the frame gate took the whole image. */
+  /** Receiver's `process.hrtime.bigint()` when the whole image was in hand: when the frame gate took it, or earlier when the transport held it first (kit/gate.ts). */
   arrivalNs: bigint;
 }
 
