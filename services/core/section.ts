@@ -223,8 +223,12 @@ export interface SectionExtras {
   cost?: SectionCost;
   /** Round trip of every recorded image in nanoseconds, by image (index 0 = image 1); null without an ack. */
   rttNs?: readonly (number | null)[];
-  /** Receiver's time spent hashing this section's images, after their acks; null when VERIFY=false. */
+  /** Receiver's time spent hashing this section's recorded images, after their acks; null when VERIFY=false. */
   verifyMs?: number | null;
+  /** Longest run of hashing in one turn of the receiver's event loop while the recorded images arrived; null when VERIFY=false. */
+  verifyLongestRunMs?: number | null;
+  /** Hashing's share of the receiver's event-loop busy time over the measured span, 0 to 1; null when VERIFY=false or unmeasured. */
+  verifyBusyShare?: number | null;
   /** The transmitter's connect time and first round trip. */
   coldStart?: TransmitterColdStart;
   /** Open loop: every recorded image's stamp − due time in nanoseconds, by image; null for an image dropped at the sender. */
@@ -270,8 +274,20 @@ export interface SectionResult extends SectionPlan {
    * window stays full the whole section; below 1 when images wait somewhere outside the window.
    */
   littleRatio: number | null;
-  /** Receiver's time spent hashing this section's images, after their acks; null when VERIFY=false. */
+  /** Receiver's time spent hashing this section's recorded images, each after its ack, on the thread that stamps arrivals; null when VERIFY=false. */
   verifyMs: number | null;
+  /**
+   * Longest run of hashing in one turn of the receiver's event loop while the recorded images
+   * arrived: bytes that came in during it were read, and their image stamped, only after it. Null
+   * when VERIFY=false; absent in files written before it was recorded.
+   */
+  verifyLongestRunMs?: number | null;
+  /**
+   * Hashing's share of the receiver's event-loop busy time over the measured span, 0 to 1: when
+   * that thread is the bottleneck (a full window), the images behind it queue for this share of its
+   * time, in their one-way times. Null when VERIFY=false or unmeasured; absent in older files.
+   */
+  verifyBusyShare?: number | null;
   /** Intact bytes delivered per second over totalMs, in MB/s (10^6 bytes). */
   throughputMBps: number | null;
   /** Intact images delivered per second over totalMs. */
@@ -437,6 +453,8 @@ export class SectionRecorder {
       rtt,
       littleRatio: rtt !== null && totalMs !== null && totalMs > 0 ? rtt.meanMs / ((this.plan.window * totalMs) / rtt.count) : null,
       verifyMs: extras.verifyMs ?? null,
+      verifyLongestRunMs: extras.verifyLongestRunMs ?? null,
+      verifyBusyShare: extras.verifyBusyShare ?? null,
       throughputMBps: totalMs === null ? null : throughputMBps(okCount * this.plan.imageSizeBytes, totalMs),
       imagesPerSecond: totalMs === null ? null : imagesPerSecond(okCount, totalMs),
       throughputIndicative: totalMs === null || totalMs < MIN_STABLE_SPAN_MS || okCount < MIN_STABLE_IMAGES,
