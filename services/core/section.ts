@@ -6,7 +6,7 @@ import { warmupImageLimit, type WarmupOutcome, type WarmupPlan } from './warmup.
 
 // The receiver's record of one transport's section: which images came, when, and whether intact.
 // An image is recorded when it arrives (and acknowledged at once); its checksum verdict comes
-// later, off the critical path. The transmitter adds each image's round trip at the end. Pure:
+// later, after the ack. The transmitter adds each image's round trip at the end. Pure:
 // arrival times, verdicts, round trips and the clock offset are given to it, so tests drive it
 // exactly.
 
