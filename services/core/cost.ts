@@ -52,6 +52,17 @@ export function sideCost(start: ResourceReading, end: ResourceReading, peakRssBy
   };
 }
 
+/**
+ * The share of the event loop's busy time between two readings that `partMs` of work done on the
+ * loop in that span took (the receiver's hashing), 0 to 1; null when the loop was never busy.
+ * Capped at 1: the two are timed by different clocks (the part by hrtime, the loop by libuv), so
+ * a part that filled the span can read a hair above it.
+ */
+export function busyShare(partMs: number, start: ResourceReading, end: ResourceReading): number | null {
+  const activeMs = end.eluActiveMs - start.eluActiveMs;
+  return activeMs > 0 ? Math.min(1, partMs / activeMs) : null;
+}
+
 /** A broker's cost between two of its readings, for `imageCount` images. */
 export function brokerCost(start: BrokerReading, end: BrokerReading, imageCount: number): SideCost {
   return { ...cpuBetween(start, end, imageCount), peakRssBytes: Math.max(start.rssBytes, end.rssBytes), eventLoopUtilization: null };

@@ -26,7 +26,7 @@ export interface FrameHeader {
 
 /**
  * Receiver's answer on one image, sent back as soon as the image is in hand: accepted (recorded;
- * its bytes are verified afterwards, off the critical path, and the verdict goes into the
+ * its bytes are verified after the ack, and the verdict goes into the
  * section's result) or rejected (a duplicate, or a frame for no open section).
  */
 export type AckStatus = 'accepted' | 'rejected';

@@ -539,7 +539,7 @@ function factRows(view: RunView, transports: readonly TransportView[], withArriv
       'Integrity',
       run.config.verify === false
         ? 'NOT VERIFIED (VERIFY=false): a corrupt image would count as intact'
-        : 'size and xxHash64 of every image, checked by the receiver after its ack (in no time figure)',
+        : 'size and xxHash64 of every image, checked by the receiver after its ack, on the thread that stamps arrivals: bytes arriving during a hash are stamped after it (RX hashing %)',
     ],
     [
       RIGHT_HAND_FACTS_FROM,
@@ -725,6 +725,13 @@ const COLUMNS: readonly Column[] = [
   { header: 'First image ms', hint: 'cold start: one-way time of the first image on a new connection, before its warm-up (median of the repeats)', digits: 3, lowerIsBetter: true, value: (r) => r.summary.coldStart.firstImageMs },
   { header: 'TX CPU ms/img', hint: 'transmitter CPU (user + system) per image', digits: 3, lowerIsBetter: true, value: (r) => r.median?.cost.transmitter?.cpuMsPerImage ?? null },
   { header: 'RX CPU ms/img', hint: 'receiver CPU (user + system) per image', digits: 3, lowerIsBetter: true, value: (r) => r.median?.cost.receiver?.cpuMsPerImage ?? null },
+  {
+    header: 'RX hashing %',
+    hint: 'share of the receiver’s busy time spent verifying images (after their acks, on the thread that stamps arrivals): with the window full, images behind it wait this share of the time, in their one-way times; – with VERIFY=false',
+    digits: 0,
+    lowerIsBetter: true,
+    value: (r) => (r.median?.verifyBusyShare == null ? null : r.median.verifyBusyShare * 100),
+  },
 ];
 
 const CLOCK_COLUMN: Column = {

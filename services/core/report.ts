@@ -20,7 +20,7 @@ export const TIMING_DEFINITIONS = [
   'Across two kernels (two hosts, two clocks), stamps are moved onto the receiver clock by the offset estimated before each section: every one-way time then reads ± x ms, the bound on its clock error (the uncertainty of the offset, widened by its drift until the end of the section), and the round trip beside it, on the transmitter clock alone, is the clock-free figure.',
   'RATE (open loop) = image i of a section is due at its start + i ÷ RATE, whatever the acks do; one due while WINDOW are unacknowledged is dropped at the sender and counted. Figures from due time add the stamp − due time of each image: coordinated omission corrected, as wrk2 does.',
   'Total transfer time of a transport = arrival of its last image − stamp of its first (warm-up images excluded).',
-  'The receiver acknowledges an image as soon as it is in hand and verifies it afterwards: no time, total or MB/s includes hashing.',
+  'The receiver acknowledges an image as soon as it is in hand and hashes it afterwards, on the same thread: no image waits for its own hash, but bytes that arrive during a hash are stamped after it, so when the receiver is busy (a full window) one-way times, round trips and MB/s include waiting behind the hashing of earlier images. Each section gives the share of the receiver thread busy time spent hashing; VERIFY=false measures without it.',
   'Cold start = a new connection: the time its connect took, and the first image sent on it (one-way and round trip), before any warm-up; apart from the steady figures.',
   `MB/s marked ~ is indicative: fewer than ${MIN_STABLE_IMAGES} recorded images or a span under ${MIN_STABLE_SPAN_MS} ms moves by more than the run-to-run spread.`,
 ] as const;
@@ -198,6 +198,19 @@ export function renderTable(header: readonly string[], rows: readonly string[][]
   return [format(header), format(rule), ...rows.map(format)].join('\n');
 }
 
+/**
+ * What hashing took from the receiver's one thread, the one that stamps arrivals: it runs after
+ * each ack, but a stamp can still wait behind it (verifier.ts), so the line says by how much.
+ */
+function verificationText(section: SectionResult): string {
+  const share = section.verifyBusyShare == null ? '' : `: ${percent(section.verifyBusyShare)} of its busy time in the span, which images queued behind it wait for when the window is full`;
+  const longest = section.verifyLongestRunMs == null ? '' : ` (longest run ${section.verifyLongestRunMs.toFixed(3)} ms)`;
+  return (
+    `${(section.verifyMs ?? 0).toFixed(1)} ms hashing the recorded images, each after its ack, on the receiver thread that stamps arrivals${share}; ` +
+    `bytes that arrive during a hash are stamped after it${longest}; VERIFY=false measures without`
+  );
+}
+
 function costLine(side: string, cost: SideCost | null): string {
   if (cost === null) return `${side}: not measured`;
   const loop = cost.eventLoopUtilization === null ? '' : `, event loop ${percent(cost.eventLoopUtilization)} busy`;
@@ -299,7 +312,7 @@ function renderSection(section: SectionResult, repeats: number): string {
   lines.push(`Cost, ${costLine('transmitter', section.cost.transmitter)}`);
   lines.push(`Cost, ${costLine('receiver', section.cost.receiver)}`);
   if (section.cost.broker !== null) lines.push(`Cost, ${costLine('broker', section.cost.broker)}`);
-  if (section.verifyMs !== null) lines.push(`Verification: ${section.verifyMs.toFixed(1)} ms of hashing on the receiver, each image after its ack (in the receiver's CPU, in no time)`);
+  if (section.verifyMs !== null) lines.push(`Verification: ${verificationText(section)}`);
   const anomalies = [
     section.duplicateCount > 0 ? `${section.duplicateCount} duplicate frames` : '',
     section.outOfOrderCount > 0 ? `${section.outOfOrderCount} arrived out of order${section.clients > 1 ? ` (interleaved across ${section.clients} clients: expected)` : ''}` : '',
@@ -477,7 +490,7 @@ export function renderOutputLog(report: RunReport): string {
     'MB/s counts 10^6 bytes of intact images per second of total transfer time.',
     run.config.verify === false
       ? 'Integrity: NOT VERIFIED (VERIFY=false, to measure what verification costs): a corrupt image would count as intact.'
-      : 'Integrity: every image verified by the receiver (size and xxHash64 checksum), after its ack.',
+      : 'Integrity: every image verified by the receiver (size and xxHash64 checksum), after its ack, on the thread that stamps arrivals (see Verification in each section).',
     'Clock offset, receiver − transmitter, estimated before each section and again after its last ack (lowest of 8 round trips over the control endpoint; ± half that round trip):',
     ...clockLines,
   ].join('\n');

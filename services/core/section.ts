@@ -6,7 +6,7 @@ import { warmupImageLimit, type WarmupOutcome, type WarmupPlan } from './warmup.
 
 // The receiver's record of one transport's section: which images came, when, and whether intact.
 // An image is recorded when it arrives (and acknowledged at once); its checksum verdict comes
-// later, off the critical path. The transmitter adds each image's round trip at the end. Pure:
+// later, after the ack. The transmitter adds each image's round trip at the end. Pure:
 // arrival times, verdicts, round trips and the clock offset are given to it, so tests drive it
 // exactly.
 
@@ -223,8 +223,12 @@ export interface SectionExtras {
   cost?: SectionCost;
   /** Round trip of every recorded image in nanoseconds, by image (index 0 = image 1); null without an ack. */
   rttNs?: readonly (number | null)[];
-  /** Receiver's time spent hashing this section's images, after their acks; null when VERIFY=false. */
+  /** Receiver's time spent hashing this section's recorded images, after their acks; null when VERIFY=false. */
   verifyMs?: number | null;
+  /** Longest run of hashing in one turn of the receiver's event loop while the recorded images arrived; null when VERIFY=false. */
+  verifyLongestRunMs?: number | null;
+  /** Hashing's share of the receiver's event-loop busy time over the measured span, 0 to 1; null when VERIFY=false or unmeasured. */
+  verifyBusyShare?: number | null;
   /** The transmitter's connect time and first round trip. */
   coldStart?: TransmitterColdStart;
   /** Open loop: every recorded image's stamp − due time in nanoseconds, by image; null for an image dropped at the sender. */
@@ -281,8 +285,20 @@ export interface SectionResult extends SectionPlan {
    * fail. Null across two clocks (where the offset's error allows it) or without round trips.
    */
   arrivalsAfterAck?: number | null;
-  /** Receiver's time spent hashing this section's images, after their acks; null when VERIFY=false. */
+  /** Receiver's time spent hashing this section's recorded images, each after its ack, on the thread that stamps arrivals; null when VERIFY=false. */
   verifyMs: number | null;
+  /**
+   * Longest run of hashing in one turn of the receiver's event loop while the recorded images
+   * arrived: bytes that came in during it were read, and their image stamped, only after it. Null
+   * when VERIFY=false; absent in files written before it was recorded.
+   */
+  verifyLongestRunMs?: number | null;
+  /**
+   * Hashing's share of the receiver's event-loop busy time over the measured span, 0 to 1: when
+   * that thread is the bottleneck (a full window), the images behind it queue for this share of its
+   * time, in their one-way times. Null when VERIFY=false or unmeasured; absent in older files.
+   */
+  verifyBusyShare?: number | null;
   /** Intact bytes delivered per second over totalMs, in MB/s (10^6 bytes). */
   throughputMBps: number | null;
   /** Intact images delivered per second over totalMs. */
@@ -486,6 +502,8 @@ export class SectionRecorder {
       meanInFlight: inFlight,
       arrivalsAfterAck,
       verifyMs: extras.verifyMs ?? null,
+      verifyLongestRunMs: extras.verifyLongestRunMs ?? null,
+      verifyBusyShare: extras.verifyBusyShare ?? null,
       throughputMBps: totalMs === null ? null : throughputMBps(okCount * this.plan.imageSizeBytes, totalMs),
       imagesPerSecond: totalMs === null ? null : imagesPerSecond(okCount, totalMs),
       throughputIndicative: totalMs === null || totalMs < MIN_STABLE_SPAN_MS || okCount < MIN_STABLE_IMAGES,

@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { publicConfig, type Config } from '../core/config.js';
 import { failedSectionEnd, type RunAnnouncement, type SectionEnd } from '../core/control-protocol.js';
-import { brokerCost, sideCost, type BrokerReading, type ResourceReading, type SideCost } from '../core/cost.js';
+import { brokerCost, busyShare, sideCost, type BrokerReading, type ResourceReading, type SideCost } from '../core/cost.js';
 import { errorMessage } from '../core/errors.js';
 import type { Ack } from '../core/frame.js';
 import { buildRunReport, type HostFacts, type RunInfo, type RunReport } from '../core/report.js';
@@ -41,8 +41,11 @@ interface OpenSection {
   measureEnd: { reading: ResourceReading; peakRssBytes: number } | undefined;
   brokerStart: Promise<BrokerReading | undefined> | undefined;
   brokerEnd: Promise<BrokerReading | undefined> | undefined;
-  /** Time spent hashing this section's images. */
+  /** Time spent hashing this section's recorded images (warm-up left out, as from every figure). */
   verifyNs: bigint;
+  /** Hashing done inside the measured span, and its longest single run: what it took from the thread that stamps arrivals. */
+  spanHashNs: bigint;
+  longestHashRunNs: bigint;
   /** Why the section's listener stopped receiving while it was open (a broker dropped it), if it did. */
   listenerFailure: string | undefined;
 }
@@ -54,7 +57,7 @@ export class RunSession {
   /** This run's (or the last run's) place among its receivers: its files stay where GET / finds them after the run. */
   private lastReceiverIndex = 0;
   private open: OpenSection | undefined;
-  private readonly verifier = new Verifier();
+  private readonly verifier: Verifier;
   /** Frames and inputs the run did not expect, for the log at its end. */
   strayFrames = 0;
   /** Date.now() of the last control request or frame: the watchdog's measure of a live transmitter. */
@@ -66,7 +69,11 @@ export class RunSession {
     /** False only to measure what verification costs: every image then counts as intact. */
     private readonly verify = true,
     private readonly readBroker: BrokerReader = () => undefined,
-  ) {}
+    /** Builds the verifier from the run callback it must call; injected only by tests that need a hash of known duration. */
+    makeVerifier: (onRun: (runNs: bigint) => void) => Verifier = (onRun) => new Verifier(onRun),
+  ) {
+    this.verifier = makeVerifier((runNs) => this.hashRun(runNs));
+  }
 
   /** True between a run's start and its end. */
   get inProgress(): boolean {
@@ -105,7 +112,7 @@ export class RunSession {
       this.sections.push(new SectionRecorder(plan).result(refusal));
       return;
     }
-    this.open = { recorder: new SectionRecorder(plan), rss: new RssPeakTracker(), measureStart: undefined, measureEnd: undefined, brokerStart: undefined, brokerEnd: undefined, verifyNs: 0n, listenerFailure: undefined };
+    this.open = { recorder: new SectionRecorder(plan), rss: new RssPeakTracker(), measureStart: undefined, measureEnd: undefined, brokerStart: undefined, brokerEnd: undefined, verifyNs: 0n, spanHashNs: 0n, longestHashRunNs: 0n, listenerFailure: undefined };
   }
 
   /** True when `sectionId` (as given in a URL) is the open section. */
@@ -162,6 +169,8 @@ export class RunSession {
       coldStart: end.coldStart,
       clockAfter: end.clockAfter,
       verifyMs: this.verify ? nsToMs(open.verifyNs) : null,
+      verifyLongestRunMs: this.verify ? nsToMs(open.longestHashRunNs) : null,
+      verifyBusyShare: this.verify && open.measureStart !== undefined ? busyShare(nsToMs(open.spanHashNs), open.measureStart, measureEnd.reading) : null,
     });
     this.sections.push(result);
     return result;
@@ -169,7 +178,8 @@ export class RunSession {
 
   /**
    * Records one frame from any transport and returns its ack at once; the checksum is verified
-   * afterwards, off the critical path. A frame for no open section is rejected and counted.
+   * afterwards, on this same thread (verifier.ts says what that costs the stamps). A frame for no
+   * open section is rejected and counted.
    */
   deliver(frame: ReceivedFrame): Ack {
     const { header } = frame;
@@ -185,9 +195,11 @@ export class RunSession {
     if (status === 'accepted') {
       if (!this.verify) recorder.verified(header.seq, true);
       else {
+        const first = recorder.firstRecordedSeq;
+        const recorded = first !== undefined && header.seq >= first;
         this.verifier.enqueue(frame.payload, header.checksum, (checksumOk, hashNs) => {
           recorder.verified(header.seq, checksumOk);
-          open.verifyNs += hashNs;
+          if (recorded) open.verifyNs += hashNs;
         });
       }
       // The last recorded image is in hand and its ack goes out now: the end of this side's span.
@@ -249,6 +261,16 @@ export class RunSession {
         recorded: open.recordedCount,
       },
     };
+  }
+
+  // One run of hashes just ended: inside the open section's measured span (from the first recorded
+  // image to the last one's ack), it held back whatever arrived meanwhile. A run after the span,
+  // or after the section closed (endSection's flush), delays no recorded stamp.
+  private hashRun(runNs: bigint): void {
+    const open = this.open;
+    if (open === undefined || open.measureStart === undefined || open.measureEnd !== undefined) return;
+    open.spanHashNs += runNs;
+    if (runNs > open.longestHashRunNs) open.longestHashRunNs = runNs;
   }
 
   // A broker reading that never rejects: a broker that cannot be read leaves its side unmeasured.

@@ -11,7 +11,8 @@ import type { Ack, FrameHeader } from '../core/frame.js';
 // - the transmitter stamps an image when the window admits it and hands it over at once: any
 //   wait for library or kernel backpressure happens inside the link, inside that image's time;
 // - the receiver stamps an image's arrival when the frame gate takes it (the moment the last byte
-//   is in hand), acknowledges it at once and verifies it later, off the critical path;
+//   is in hand), acknowledges it at once and verifies it later, after the ack but on the same
+//   thread (services/receiver/verifier.ts says what that costs other images' stamps);
 // - what a receiver does with bad input and with a delivery that throws is the gate's one policy;
 // - who gets in is the door's one policy (./kit/door.ts): a connection proves it belongs to the
 //   open section before the receiver holds any of its payload, and a listener keeps a bounded
@@ -36,7 +37,7 @@ export interface ReceivedFrame {
   header: FrameHeader;
   /** The image bytes, whole or in the parts the library delivered (not concatenated on purpose). */
   payload: Buffer | readonly Buffer[];
-  /** Receiver's `process.hrtime.bigint()` when the frame gate took the whole image. */
+  /** Receiver's `process.hrtime.bigint()` when the whole image was in hand: when the frame gate took it, or earlier when the transport held it first (kit/gate.ts). */
   arrivalNs: bigint;
 }
 

@@ -36,9 +36,12 @@ import {
 //
 // Order: HTTP/2 interleaves the DATA frames of concurrent calls, so their messages complete in any
 // order; the receiver runs the handler in the order the calls opened (the order of send()), so
-// images arrive, and are answered, in order. A call ends with its Ack, or with INVALID_ARGUMENT
-// when the frame gate dropped its image (reported there): no ack, and the link goes on, as when a
-// stream transport drops a bad frame. Any other error status fails the link.
+// images arrive, and are answered, in order. A finished call may so wait for earlier ones: its
+// arrival is stamped when its message is in hand, before that wait, and the stamp is passed to the
+// gate, so the wait is in its round trip (its ack leaves after it), not in its one-way time.
+// A call ends with its Ack, or with INVALID_ARGUMENT when the frame gate dropped its image
+// (reported there): no ack, and the link goes on, as when a stream transport drops a bad frame.
+// Any other error status fails the link.
 //
 // The door admits a CONNECTION, not a call (a call per image would need WINDOW passes): the first
 // call on a connection takes the section's pass with its credential, every later call on it must
@@ -207,6 +210,8 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   const { service } = loadPutDefinition();
   const log = options.log.child({ transport: NAME });
   const connections = new Map<string, Connection>();
+  /** When each call's message was in hand, before it waited for its turn: the image's arrival. */
+  const inHandAt = new WeakMap<object, bigint>();
   /** The open section's WINDOW: calls one connection may have open; the HTTP/2 cap until a section opens. */
   let callsPerConnection = MAX_CALLS_PER_CONNECTION;
   let closing = false;
@@ -251,6 +256,9 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 
   // After the door (interceptors run in array order, the first nearest the wire), so only
   // admitted calls take a turn.
+  // The stamp is taken here, in the interceptor chain, when grpc-js hands over the whole message
+  // (a microtask after the HTTP/2 DATA frame with its last byte), and found again by the handler
+  // through the message object, which grpc-js passes on unchanged as `call.request`.
   const inOrder: grpc.ServerInterceptor = (methodDescriptor, call) => {
     let connection: Connection | undefined;
     let turn: Turn | undefined;
@@ -270,6 +278,10 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
               connection.order.push(turn);
             }
             nextMetadata(metadata);
+          },
+          onReceiveMessage(message, nextMessage) {
+            if (typeof message === 'object' && message !== null) inHandAt.set(message, process.hrtime.bigint());
+            nextMessage(message);
           },
           onReceiveHalfClose(nextHalfClose) {
             if (turn === undefined || connection === undefined || turn.ended) {
@@ -303,7 +315,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     const { header: headerBytes, payload } = call.request;
     let ack: Ack | undefined;
     if (!Buffer.isBuffer(headerBytes) || !Buffer.isBuffer(payload)) gate.reject('frame lacks its header or payload');
-    else ack = gate.frame(headerBytes, payload);
+    else ack = gate.frame(headerBytes, payload, inHandAt.get(call.request));
     // A dropped image never looks acknowledged: its call ends with an error status instead.
     if (ack === undefined) answer({ code: droppedImageStatus(), details: 'the receiver dropped this image (its log says why)' });
     else answer(null, ackMessage(ack));

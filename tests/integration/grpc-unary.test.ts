@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
+import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
 import { sectionCredential } from '../../services/core/auth.js';
 import { ErrorCode } from '../../services/core/errors.js';
 import { FRAME_HEADER_BYTES, type Ack } from '../../services/core/frame.js';
+import { nsToMs } from '../../services/core/stats.js';
 import type { Door, ReceivedFrame, ReceiverListener, TransmitterLink, TransmitterOptions } from '../../services/transports/contract.js';
 import { grpcUnaryTransport } from '../../services/transports/grpc-unary.js';
 import { loadProtoMethod, type AckMessage, type FrameMessage } from '../../services/transports/grpc.js';
@@ -16,7 +18,7 @@ import { grpcPartial } from '../helpers/hostile-clients.js';
 // tested for it too by the shared suite in transports.test.ts. Here: the per-call credential check
 // and the per-connection door (one pass for all of a link's calls, WINDOW calls open at once on
 // one connection, never more), grpc-js's message limits on each side, the door's drop, and a call
-// that stalls mid-message.
+// that stalls mid-message, and the arrival stamp of a call that waits for an earlier one.
 
 const MIB = 1024 * 1024;
 const PUT_PATH = '/itb.ImageUnary/Put';
@@ -81,6 +83,23 @@ function rawPut(client: grpc.Client, credential: string | undefined, image: Buff
       resolve(err ? { code: err.code, details: err.details } : { code: grpc.status.OK, details: 'OK', ack });
     });
   });
+}
+
+/** A Put call's whole gRPC message (the 5-byte prefix, then the protobuf Frame) for `image` as `seq`. */
+function putMessage(image: Buffer, seq: number): Buffer {
+  const { method } = loadProtoMethod<FrameMessage, AckMessage>('itb.ImageUnary', 'Put');
+  const body = method.requestSerialize({ header: stampedHeader(image, seq), payload: image });
+  const prefix = Buffer.alloc(5);
+  prefix.writeUInt32BE(body.length, 1);
+  return Buffer.concat([prefix, body]);
+}
+
+/** Opens a Put call on `session` presenting `credential`; its answer is read and dropped. */
+function openPut(session: http2.ClientHttp2Session, credential: string): http2.ClientHttp2Stream {
+  const stream = session.request({ ':method': 'POST', ':path': PUT_PATH, 'content-type': 'application/grpc', te: 'trailers', authorization: `Bearer ${credential}` }, { endStream: false });
+  stream.on('error', () => undefined);
+  stream.resume();
+  return stream;
 }
 
 describe('grpc-unary transport', () => {
@@ -246,6 +265,43 @@ describe('grpc-unary transport', () => {
       expect(seen.rejects).toEqual([]);
     } finally {
       await link.close();
+      await listener.close();
+    }
+  }, 10_000);
+
+  it('a call that waits for an earlier one is stamped when its message was in hand, not when its turn came', async () => {
+    // Call 0 opens first and is held one byte short of whole; call 1 comes whole meanwhile, and is
+    // handed over only once call 0 is (images arrive in order). Its stamp must be its receive time.
+    const HOLD_MS = 300;
+    const section = testDoor('grpc-unary', 7, 10_000, 2);
+    const handedOverNs = new Map<number, bigint>();
+    const { listener, seen } = await openListener(section, { window: 2, onDeliver: (frame) => handedOverNs.set(frame.header.seq, process.hrtime.bigint()) });
+    const session = http2.connect(`http://127.0.0.1:${listener.port}`);
+    session.on('error', () => undefined);
+    try {
+      const image = randomBytes(1000);
+      const first = putMessage(image, 0);
+      const waiting = openPut(session, section.credential.text);
+      waiting.write(first.subarray(0, first.length - 1));
+      const later = openPut(session, section.credential.text);
+      later.end(putMessage(image, 1));
+      await new Promise((resolve) => setTimeout(resolve, HOLD_MS));
+      expect(seen.delivered).toEqual([]); // call 1 is whole, and held for call 0
+      const firstWholeNs = process.hrtime.bigint();
+      waiting.end(first.subarray(first.length - 1));
+      await eventually(() => seen.delivered.length === 2);
+
+      const [delivered0, delivered1] = seen.delivered;
+      expect([delivered0?.header.seq, delivered1?.header.seq]).toEqual([0, 1]);
+      // The hold happened: call 1 was handed over after call 0 was whole...
+      expect(handedOverNs.get(1)! > firstWholeNs).toBe(true);
+      // ...yet its stamp is from before, within a fraction of the hold of when it was sent.
+      expect(delivered1!.arrivalNs < firstWholeNs).toBe(true);
+      expect(nsToMs(delivered1!.arrivalNs - delivered1!.header.sentAtNs)).toBeLessThan(HOLD_MS / 3);
+      expect(delivered0!.arrivalNs >= firstWholeNs).toBe(true);
+      expect(seen.rejects).toEqual([]);
+    } finally {
+      session.destroy();
       await listener.close();
     }
   }, 10_000);

@@ -16,7 +16,7 @@ import { transports } from '../../services/transports/index.js';
 import { escapeRegExp, eventually, LocalServers, TEST_AUTH_TOKEN, testLog } from '../helpers/harness.js';
 import { startReceiver } from '../helpers/in-process.js';
 
-// Verification is off the critical path: the receiver acknowledges an image as soon as it is in
+// Verification comes after the ack: the receiver acknowledges an image as soon as it is in
 // hand and hashes it afterwards. A mismatch must still be counted, shown per image and in the
 // section's result, and the section must not be ok, on every transport.
 

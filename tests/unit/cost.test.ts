@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { brokerCost, sideCost } from '../../services/core/cost.js';
+import { brokerCost, busyShare, sideCost } from '../../services/core/cost.js';
 
 describe('sideCost', () => {
   it('turns two readings into CPU, per-image CPU and event-loop utilization', () => {
@@ -26,5 +26,19 @@ describe('brokerCost', () => {
     const start = { cpuUserMicros: 2_000_000, cpuSystemMicros: 500_000, rssBytes: 30_000_000 };
     const end = { cpuUserMicros: 2_012_000, cpuSystemMicros: 508_000, rssBytes: 28_000_000 };
     expect(brokerCost(start, end, 4)).toEqual({ cpuUserMs: 12, cpuSystemMs: 8, cpuMs: 20, cpuMsPerImage: 5, peakRssBytes: 30_000_000, eventLoopUtilization: null });
+  });
+});
+
+describe('busyShare', () => {
+  const start = { cpuUserMicros: 0, cpuSystemMicros: 0, eluIdleMs: 500, eluActiveMs: 100 };
+  it('divides the part by the loop\'s busy time in the span, idle time left out', () => {
+    const end = { ...start, eluIdleMs: 900, eluActiveMs: 180 };
+    expect(busyShare(20, start, end)).toBe(0.25);
+    expect(busyShare(0, start, end)).toBe(0);
+  });
+
+  it('caps at 1 (two clocks) and is null when the loop was never busy', () => {
+    expect(busyShare(81, start, { ...start, eluActiveMs: 180 })).toBe(1);
+    expect(busyShare(5, start, { ...start, eluIdleMs: 600 })).toBeNull();
   });
 });

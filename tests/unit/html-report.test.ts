@@ -409,9 +409,21 @@ describe('renderHtmlReport: header facts and footnotes', () => {
     expect(renderHtmlReport([plain, noted], LIBRARIES)).toMatch(/<tr class="differs"><th scope="row">Batched arrivals <span class="tag">differs<\/span><\/th><td>none<\/td><td>Redis: ioredis/);
   });
 
-  it('says verification happens after the ack, and when it did not happen at all', () => {
+  it('says verification happens after the ack on the thread that stamps arrivals, with its share of that thread per transport, and when it did not happen at all', () => {
     const report = sampleReport();
-    expect(renderHtmlReport([report], LIBRARIES)).toContain('checked by the receiver after its ack');
+    expect(renderHtmlReport([report], LIBRARIES)).toContain('checked by the receiver after its ack, on the thread that stamps arrivals');
+    // The column shows the median section's share in percent; a transport with no figure gets a dash.
+    report.sections[1]!.verifyBusyShare = 0.214;
+    const html = renderHtmlReport([report], LIBRARIES);
+    const header = [...html.matchAll(/<th scope="col"[^>]*><button type="button">([^<]*)<\/button><\/th>/g)].map((m) => m[1]);
+    const column = header.indexOf('RX hashing %');
+    expect(column).toBeGreaterThan(0);
+    const cellsOf = (transport: string): string[] => {
+      const row = new RegExp(`<tr data-transport="${transport}"[\\s\\S]*?</tr>`).exec(html)![0];
+      return [...row.matchAll(/<td [^>]*>([\s\S]*?)<\/td>/g)].map((m) => m[1]!);
+    };
+    expect(cellsOf('grpc')[column]).toBe('<span class="now">21</span>');
+    expect(cellsOf('websocket')[column]).toBe('<span class="now">–</span>');
     const unverified: RunReport = { ...report, run: { ...report.run, config: { ...report.run.config, verify: false } } };
     expect(renderHtmlReport([unverified], LIBRARIES)).toContain('NOT VERIFIED (VERIFY=false)');
   });
@@ -420,7 +432,7 @@ describe('renderHtmlReport: header facts and footnotes', () => {
     const footer = /<footer class="footnotes">[\s\S]*?<\/footer>/.exec(renderHtmlReport([sampleReport()], LIBRARIES))![0];
     for (const definition of TIMING_DEFINITIONS) expect(footer).toContain(definition.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;'));
     expect(footer).toContain('Round trip of image i');
-    expect(footer).toContain('verifies it afterwards');
+    expect(footer).toContain('hashes it afterwards, on the same thread');
     expect(footer).toContain('the sample one (n − 1)');
   });
 });

@@ -6,7 +6,9 @@ import type { ReceiverOptions } from '../contract.js';
 // header, checks the payload's length, stamps the arrival and delivers, and words every rejection
 // the same way. Its policies hold for every transport alike:
 // - the arrival is stamped when the gate takes the whole image, before anything else is done
-//   with it, so no transport's own bookkeeping moves a stamp;
+//   with it, so no transport's own bookkeeping moves a stamp; a transport that must hold a whole
+//   image before handing it over (gRPC unary waits for earlier calls, to deliver in order) stamps
+//   it when the image is in hand and passes that stamp, so the hold is not in the image's time;
 // - a header is checked as soon as its bytes are in hand, before any payload memory is set aside;
 // - input that fails a check, and a frame whose delivery throws, is dropped unacknowledged and
 //   reported through onReject; whether the connection survives is the transport's to say (a byte
@@ -18,8 +20,8 @@ export interface FrameGate {
   header(headerBytes: Buffer): FrameHeader | undefined;
   /** Takes a whole image under a decoded header; returns the ack to send back at once, or undefined when it was dropped (and reported). */
   take(header: FrameHeader, payload: Buffer | readonly Buffer[]): Ack | undefined;
-  /** Header bytes and image in one call, for transports that get both at once. */
-  frame(headerBytes: Buffer, payload: Buffer): Ack | undefined;
+  /** Header bytes and image in one call, for transports that get both at once; `arrivalNs` when the transport had them in hand before now. */
+  frame(headerBytes: Buffer, payload: Buffer, arrivalNs?: bigint): Ack | undefined;
   /** Reports input dropped for a reason of the transport's own (a text message, a wrong part count). */
   reject(reason: string): void;
 }
@@ -53,8 +55,8 @@ export function frameGate(options: Pick<ReceiverOptions, 'deliver' | 'onReject' 
     take(decoded, payload) {
       return deliver(decoded, payload, process.hrtime.bigint());
     },
-    frame(headerBytes, payload) {
-      const arrivalNs = process.hrtime.bigint();
+    frame(headerBytes, payload, inHandNs) {
+      const arrivalNs = inHandNs ?? process.hrtime.bigint();
       const decoded = header(headerBytes);
       return decoded === undefined ? undefined : deliver(decoded, payload, arrivalNs);
     },

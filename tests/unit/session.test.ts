@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import { imageChecksum } from '../../services/core/checksum.js';
+import { parseConfig } from '../../services/core/config.js';
+import type { RunAnnouncement, SectionEnd } from '../../services/core/control-protocol.js';
+import type { SectionPlan, SectionResult } from '../../services/core/section.js';
+import { RunSession } from '../../services/receiver/session.js';
+import { Verifier } from '../../services/receiver/verifier.js';
+import { transports } from '../../services/transports/index.js';
+import { fixtureHost, fixturePlan } from '../helpers/fixtures.js';
+import { testLog } from '../helpers/harness.js';
+
+// What hashing takes from the receiver thread, as a section reports it. The hash is made to take
+// a known time (a busy wait), so each figure can be told from the wrong one it could be: with the
+// warm-up's hashing counted, with the run after the last recorded arrival counted, or summed
+// instead of the longest.
+
+/** How long each injected hash keeps the thread busy. */
+const HASH_MS = 5;
+const HASH_NS = BigInt(HASH_MS * 1_000_000);
+const IMAGE = Buffer.alloc(1000, 3);
+const WARMUP_IMAGES = 3;
+
+/** xxHash64, after keeping the thread busy for HASH_MS. */
+function slowHash(payload: Buffer | readonly Buffer[]): bigint {
+  const untilNs = process.hrtime.bigint() + HASH_NS;
+  while (process.hrtime.bigint() < untilNs);
+  return imageChecksum(payload);
+}
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** One section of three recorded images after three warm-up ones, delivered as the timeline in the test says. */
+async function runSection(verify: boolean): Promise<SectionResult> {
+  const session = new RunSession(testLog, () => fixtureHost('receiver'), verify, undefined, (onRun) => new Verifier(onRun, slowHash));
+  const parsed = parseConfig({ AUTH_TOKEN: 'test-secret-0123456789abcdef' }, transports);
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
+  const plan: SectionPlan = fixturePlan({ transport: 'tcp', label: 'TCP', sectionId: 4, imageCount: 3, window: 3, imageSizeBytes: IMAGE.length, warmup: { mode: 'images', images: WARMUP_IMAGES } });
+  const announcement: RunAnnouncement = {
+    startedAt: new Date().toISOString(), imageDescription: 'zeros', imageSizeBytes: IMAGE.length, imageCount: 3, window: 3, warmup: { mode: 'images', images: 0 }, repeat: 1,
+    transports: ['tcp'], arrivalNotes: [], receivers: 1, receiverIndex: 0, config: parsed.config, hosts: { transmitter: fixtureHost('transmitter') },
+  };
+  session.start(announcement);
+  session.openSection(plan, undefined);
+  const deliver = (seq: number): void => {
+    session.deliver({ header: { sectionId: 4, seq, sizeBytes: IMAGE.length, checksum: imageChecksum(IMAGE), sentAtNs: process.hrtime.bigint() }, payload: IMAGE, arrivalNs: process.hrtime.bigint() });
+  };
+  // The warm-up's three images arrive in one turn: one run of three hashes, before the span.
+  for (let seq = 0; seq < WARMUP_IMAGES; seq++) deliver(seq);
+  await nextTurn();
+  expect(session.startMeasuring({ images: WARMUP_IMAGES, ms: 1, steady: null, mediansMs: null })).toBeUndefined();
+  // Two recorded images in one turn: one run of two hashes, inside the span.
+  deliver(3);
+  deliver(4);
+  await nextTurn();
+  // The last recorded image ends the span; its hash runs after it (here, in endSection's flush).
+  deliver(5);
+  const end: SectionEnd = { failure: null, transmitterCost: null, rttNs: [1, 2, 3], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null }, clockAfter: null };
+  const result = await session.endSection(end);
+  if (result === undefined) throw new Error('no section result');
+  return result;
+}
+
+describe('RunSession: what verification costs the receiver thread', () => {
+  it('reports the recorded images\' hashing, the longest run inside the span and its share of the busy time there', async () => {
+    const result = await runSection(true);
+    expect(result.ok).toBe(true);
+    // Three recorded hashes: 15 ms; with the warm-up's three it would be 30.
+    expect(result.verifyMs).toBeGreaterThanOrEqual(3 * HASH_MS);
+    expect(result.verifyMs).toBeLessThan(6 * HASH_MS);
+    // The run of two inside the span: 10 ms; the warm-up's run of three (15) is outside it, as is the last image's.
+    expect(result.verifyLongestRunMs).toBeGreaterThanOrEqual(2 * HASH_MS);
+    expect(result.verifyLongestRunMs).toBeLessThan(3 * HASH_MS);
+    // The span is mostly that run of hashing: the thread did little else in it.
+    expect(result.verifyBusyShare).toBeGreaterThan(0.5);
+    expect(result.verifyBusyShare).toBeLessThanOrEqual(1);
+    expect(result.cost.receiver).not.toBeNull();
+  });
+
+  it('has none of the three figures with VERIFY=false, and every image still counts as intact', async () => {
+    const result = await runSection(false);
+    expect([result.verifyMs, result.verifyLongestRunMs, result.verifyBusyShare]).toEqual([null, null, null]);
+    expect(result.okCount).toBe(3);
+  });
+});
