@@ -54,7 +54,7 @@ async function runSection(verify: boolean): Promise<SectionResult> {
   await nextTurn();
   // The last recorded image ends the span; its hash runs after it (here, in endSection's flush).
   deliver(5);
-  const end: SectionEnd = { failure: null, transmitterCost: null, rttNs: [1, 2, 3], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null }, clockAfter: null };
+  const end: SectionEnd = { failure: null, transmitterCost: null, rttNs: [60_000_000, 60_000_000, 60_000_000], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null }, clockAfter: null };
   const result = await session.endSection(end);
   if (result === undefined) throw new Error('no section result');
   return result;
