@@ -19,7 +19,8 @@ import { readResources, RssPeakTracker } from '../shared/resources.js';
 import type { TransmitterLink, Transport } from '../transports/contract.js';
 import { transportByName } from '../transports/index.js';
 import { ControlClient } from './control-client.js';
-import { AckWaiter, Flight, sleepUntil, type SectionProgress } from './flight.js';
+import { DueTimer } from './due-timer.js';
+import { AckWaiter, Flight, type SectionProgress } from './flight.js';
 import { receiverAddresses } from './peers.js';
 
 export type { SectionProgress } from './flight.js';
@@ -77,6 +78,8 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   const checksum = imageChecksum(image.bytes);
   const transmitterHost = hostFacts(config.transports.map(transportByName));
   let receiverLost: string | undefined;
+  // Under RATE, one for the whole run, started before the first section (never on the timed path).
+  let dueTimer: DueTimer | undefined;
 
   // Sends seqs from `from` on while `more(seq)` holds, and returns the seq after the last one sent.
   // Every image some window admits (its client has fewer than WINDOW stamped and unacknowledged) is
@@ -111,6 +114,8 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   // the due time corrects coordinated omission. Then waits for every ack.
   async function openLoopPhase(links: readonly (readonly TransmitterLink[])[], flight: Flight, from: number, ratePerSecond: number, waiter: AckWaiter, progress: SectionProgress): Promise<void> {
     const { plan } = flight;
+    const timer = dueTimer;
+    if (timer === undefined) throw new Error('open loop without a due timer');
     const lags: (number | null)[] = (flight.dueLagNs = new Array<number | null>(plan.imageCount).fill(null));
     const schedule = new OpenLoopSchedule(ratePerSecond, process.hrtime.bigint());
     const admitted: [client: number, header: Buffer][] = [];
@@ -134,7 +139,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       for (const [client, header] of admitted) for (const link of links[client]!) link.send(header, image.bytes);
       progress.sent += admitted.length;
       admitted.length = 0;
-      if (index < plan.imageCount) await sleepUntil(schedule.dueNs(index));
+      if (index < plan.imageCount) await timer.until(schedule.dueNs(index));
     }
     flight.achievedRatePerSecond = achievedRate(sendTimesNs);
     await waiter.until(() => flight.completed >= flight.stamped, config.imageTimeoutMs, () => `${flight.stamped - flight.completed} outstanding acknowledgements`);
@@ -391,6 +396,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
           hosts: { transmitter: transmitterHost },
         };
         await Promise.all(peers.map((peer) => peer.control.startRun({ ...announcement, receiverIndex: peer.index })));
+        if (config.ratePerSecond !== undefined) dueTimer = await DueTimer.open();
         // WARMUP=0 is a cold run on purpose: nothing is warmed, not even the shared paths.
         if (config.warmup !== 0) exerciseSharedPaths(image.bytes);
         // Interleaved, one section of every transport per repeat, in an order rotated each repeat,
@@ -412,6 +418,8 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
         return { report, summary: renderSummary(report), succeeded: false, receiverLost };
       } finally {
         for (const control of controls) control.close();
+        await dueTimer?.close();
+        dueTimer = undefined;
       }
     },
   };

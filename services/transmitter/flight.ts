@@ -38,17 +38,6 @@ const DROP_SETTLE_FLOOR_MS = 1000;
 const DROP_SETTLE_RTT_FACTOR = 4;
 
 /**
- * Resolves at `dueNs` on the monotonic clock: a timer for the whole milliseconds, then the event
- * loop's next turns (setImmediate) for the rest, so a due time is met to well under a millisecond
- * without holding the core.
- */
-export async function sleepUntil(dueNs: bigint): Promise<void> {
-  const waitMs = Number(dueNs - process.hrtime.bigint()) / 1e6;
-  if (waitMs >= 2) await new Promise<void>((resolve) => setTimeout(resolve, Math.floor(waitMs) - 1));
-  while (process.hrtime.bigint() < dueNs) await new Promise<void>((resolve) => setImmediate(resolve));
-}
-
-/**
  * Waits for acks: resolves when `ready()` holds; rejects on a link failure, or when no ack has
  * arrived for `timeoutMs` (the clock restarts at every ack, so slow but moving transfers go on).
  */
