@@ -1,6 +1,7 @@
-import { nodeDescription, peersText, TIMING_DEFINITIONS, sectionTitle, type HostFacts, type RunReport, type TransportSummary } from './report.js';
+import { MIN_STABLE_REPEATS, nodeDescription, peersText, STABLE_SPREAD_SHARE, TIMING_DEFINITIONS, sectionTitle, type HostFacts, type RunReport, type TransportSummary } from './report.js';
 import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type SectionResult } from './section.js';
 import { formatSize } from './size.js';
+import { MIN_SAMPLES_FOR, type LatencySummary } from './stats.js';
 import { describeWarmup } from './warmup.js';
 
 // report.html: one self-contained page per run (or a before/after pair) with charts and the
@@ -713,14 +714,14 @@ const COLUMNS: readonly Column[] = [
   { header: 'Total ms', hint: 'arrival of the last image − send start of the first', digits: 3, lowerIsBetter: true, value: (r) => r.median?.totalMs ?? null, spread: (r) => r.summary.spread.totalMs },
   {
     header: 'MB/s',
-    hint: `10⁶ intact bytes per second of total transfer time; ~ marks an indicative figure (under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms recorded)`,
+    hint: `10⁶ intact bytes per second of total transfer time; ~ marks an indicative figure (fewer than ${MIN_STABLE_REPEATS} completed repeats within ±${STABLE_SPREAD_SHARE * 100} % of their median, or a section under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms)`,
     digits: 1,
     lowerIsBetter: false,
     value: (r) => r.median?.throughputMBps ?? null,
     spread: (r) => r.summary.spread.throughputMBps,
-    indicative: (r) => r.median?.throughputIndicative === true,
+    indicative: (r) => r.summary.throughputIndicative,
   },
-  { header: 'images/s', hint: 'intact images per second of total transfer time', digits: 1, lowerIsBetter: false, value: (r) => r.median?.imagesPerSecond ?? null, indicative: (r) => r.median?.throughputIndicative === true },
+  { header: 'images/s', hint: 'intact images per second of total transfer time', digits: 1, lowerIsBetter: false, value: (r) => r.median?.imagesPerSecond ?? null, indicative: (r) => r.summary.throughputIndicative },
   { header: 'Connect ms', hint: 'cold start: time a new connection took to connect, before its warm-up (median of the repeats)', digits: 3, lowerIsBetter: true, value: (r) => r.summary.coldStart.connectMs },
   { header: 'First image ms', hint: 'cold start: one-way time of the first image on a new connection, before its warm-up (median of the repeats)', digits: 3, lowerIsBetter: true, value: (r) => r.summary.coldStart.firstImageMs },
   { header: 'TX CPU ms/img', hint: 'transmitter CPU (user + system) per image', digits: 3, lowerIsBetter: true, value: (r) => r.median?.cost.transmitter?.cpuMsPerImage ?? null },
@@ -843,8 +844,11 @@ ${cells.join('')}
       ? 'Latency, round trip (RTT), total, throughput and CPU come from the median completed repeat, every image intact (hover a cell for the spread across completed repeats); OK, Lost and Corrupt count every repeat.'
       : '',
     anyIncomplete ? 'A transport with no completed repeat has no figures (–): a failed repeat’s partial figures are not a result.' : '',
-    transports.some((t) => t.perRun.some((r) => r?.median?.throughputIndicative))
-      ? `~ marks an indicative MB/s: fewer than ${MIN_STABLE_IMAGES} images or under ${MIN_STABLE_SPAN_MS} ms recorded; raise IMAGE_COUNT for a stable figure.`
+    transports.some((t) => t.perRun.some((r) => r?.median !== undefined && r.summary.throughputIndicative))
+      ? `~ marks an indicative MB/s: fewer than ${MIN_STABLE_REPEATS} completed repeats, or their MB/s beyond ±${STABLE_SPREAD_SHARE * 100} % of the median (or a section under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms); run with REPEAT=${MIN_STABLE_REPEATS} or more for a figure its repeats vouch for.`
+      : '',
+    transports.some((t) => t.perRun.some((r) => percentileWithheld(r?.median?.latency) || percentileWithheld(r?.median?.rtt)))
+      ? `A percentile shows – where the sample is too small for it: p90 needs ${MIN_SAMPLES_FOR.p90} images, p99 ${MIN_SAMPLES_FOR.p99}, p99.9 ${MIN_SAMPLES_FOR.p999.toLocaleString('en-US')} (with fewer, it is the max itself).`
       : '',
     'Connect and First image are the cold start of a new connection, before its warm-up, apart from the steady figures.',
     twoRuns ? 'Each cell shows the after value, then the before value and the change: green is better, red is worse.' : '',
@@ -864,9 +868,14 @@ ${rows.join('\n')}
 </section>`;
 }
 
+/** True when a distribution has times but too few for one of its percentiles. */
+function percentileWithheld(l: LatencySummary | null | undefined): boolean {
+  return l != null && (l.p90Ms === null || l.p99Ms === null || l.p999Ms === null);
+}
+
 function renderFootnotes(): string {
   return `<footer class="footnotes">
 <p>${TIMING_DEFINITIONS.map(escapeHtml).join('<br>')}</p>
-<p>Percentiles come from an HDR histogram (3 significant digits); max, mean and standard deviation (in results.json and output.log) from the raw times, the standard deviation being the sample one (n − 1). MB/s counts 10⁶ bytes of intact images per second of total transfer time. This page is self-contained: it loads nothing from any network.</p>
+<p>Percentiles come from an HDR histogram (3 significant digits), each only where the sample supports it (p90 from ${MIN_SAMPLES_FOR.p90} times, p99 from ${MIN_SAMPLES_FOR.p99}, p99.9 from ${MIN_SAMPLES_FOR.p999.toLocaleString('en-US')}; with fewer it is the max itself, shown as –); max, mean and standard deviation (in results.json and output.log) from the raw times, the standard deviation being the sample one (n − 1). MB/s counts 10⁶ bytes of intact images per second of total transfer time. This page is self-contained: it loads nothing from any network.</p>
 </footer>`;
 }

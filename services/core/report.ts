@@ -3,14 +3,26 @@ import type { PublicConfig } from './config.js';
 import type { SideCost } from './cost.js';
 import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type ClientFairness, type ColdStart, type FanOut, type ImageRecord, type OpenLoopFigures, type SectionResult } from './section.js';
 import { formatSize } from './size.js';
-import { medianOf, rangeOf, type LatencySummary, type Range } from './stats.js';
+import { medianOf, MIN_SAMPLES_FOR, rangeOf, type LatencySummary, type Range } from './stats.js';
 import { describeWarmup, describeWarmupOutcome, type WarmupPlan } from './warmup.js';
 
 // One report object per run, rendered several ways: output.log text, the summary tables printed
 // at the end, and results.json. Renderers are pure functions of the report.
 
 /** Version of results.json's shape (services/core/results.schema.json); bump it when a field changes meaning or goes away. */
-export const RESULTS_SCHEMA_VERSION = 5;
+export const RESULTS_SCHEMA_VERSION = 6;
+
+/** Fewest completed repeats whose spread can show a transport's MB/s to be more than indicative. */
+export const MIN_STABLE_REPEATS = 3;
+/**
+ * Widest half-range (max − min) ÷ 2 of the completed repeats' MB/s, as a share of their median,
+ * for that median to be shown unmarked (without ~). One section cannot say how far its MB/s would
+ * move: five interleaved repeats of the default transports on the 2-core build machine spread by
+ * ±17–42 % at 100 images and still ±7–46 % at 1,000, so no image count makes a lone figure stable
+ * there; the repeats' own spread is the measure. ±10 % keeps a 20 % gap between two transports
+ * from being noise.
+ */
+export const STABLE_SPREAD_SHARE = 0.1;
 
 /** The timing definitions, printed in output.log's header exactly as measured. */
 export const TIMING_DEFINITIONS = [
@@ -22,7 +34,7 @@ export const TIMING_DEFINITIONS = [
   'Total transfer time of a transport = arrival of its last image − stamp of its first (warm-up images excluded).',
   'The receiver acknowledges an image as soon as it is in hand and verifies it afterwards: no time, total or MB/s includes hashing.',
   'Cold start = a new connection: the time its connect took, and the first image sent on it (one-way and round trip), before any warm-up; apart from the steady figures.',
-  `MB/s marked ~ is indicative: fewer than ${MIN_STABLE_IMAGES} recorded images or a span under ${MIN_STABLE_SPAN_MS} ms moves by more than the run-to-run spread.`,
+  `MB/s marked ~ is indicative: one section cannot say how far its MB/s moves from run to run (±7–46 % across five repeats of 1,000 images on a shared 2-core machine), so the MB/s of a summary is unmarked only when REPEAT gave at least ${MIN_STABLE_REPEATS} completed repeats within ±${STABLE_SPREAD_SHARE * 100} % of their median; a section under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms is marked whatever the repeats.`,
 ] as const;
 
 /** Facts about one side's machine and software. */
@@ -90,6 +102,12 @@ export interface TransportSummary {
   coldStart: ColdStart;
   /** Repeats whose warm-up reached its cap before the round trips were steady. */
   notSteadyRepeats: number;
+  /**
+   * True unless at least {@link MIN_STABLE_REPEATS} repeats completed, their MB/s lie within
+   * ±{@link STABLE_SPREAD_SHARE} of the median's, and the median section's own span was long enough
+   * (SectionResult.throughputIndicative): the median MB/s and images/s are then shown as ~.
+   */
+  throughputIndicative: boolean;
 }
 
 /** A whole run: its facts, every section in run order, and one summary per transport. */
@@ -122,6 +140,7 @@ export function summarizeTransports(sections: readonly SectionResult[], order: r
       });
       return rangeOf(values) ?? null;
     };
+    const medianSection = completed.length > 0 ? completed[Math.floor((completed.length - 1) / 2)]! : null;
     return [
       {
         transport,
@@ -131,7 +150,7 @@ export function summarizeTransports(sections: readonly SectionResult[], order: r
         failure: own.find((s) => s.failure !== null)?.failure ?? null,
         repeats: own.length,
         completedRepeats: completed.length,
-        medianSection: completed.length > 0 ? completed[Math.floor((completed.length - 1) / 2)]! : null,
+        medianSection,
         okCount: own.reduce((n, s) => n + s.okCount, 0),
         lostCount: own.reduce((n, s) => n + s.lostCount, 0),
         corruptCount: own.reduce((n, s) => n + s.corruptCount, 0),
@@ -148,9 +167,16 @@ export function summarizeTransports(sections: readonly SectionResult[], order: r
           firstImageRttMs: medianOf(own.flatMap((s) => s.coldStart.firstImageRttMs ?? [])) ?? null,
         },
         notSteadyRepeats: own.filter((s) => s.warmedUp?.steady === false).length,
+        throughputIndicative: !throughputStable(medianSection === null ? undefined : sections[medianSection], pick((s) => s.throughputMBps), completed.length),
       },
     ];
   });
+}
+
+/** True when the completed repeats show the median section's MB/s to be stable (see {@link STABLE_SPREAD_SHARE}). */
+export function throughputStable(median: Pick<SectionResult, 'throughputMBps' | 'throughputIndicative'> | undefined, spread: Range | null, completedRepeats: number): boolean {
+  if (median === undefined || median.throughputIndicative || median.throughputMBps === null || spread === null || completedRepeats < MIN_STABLE_REPEATS) return false;
+  return (spread.max - spread.min) / 2 <= STABLE_SPREAD_SHARE * median.throughputMBps;
 }
 
 /** A run's report from its facts and sections: the one builder both services use. */
@@ -207,14 +233,15 @@ function costLine(side: string, cost: SideCost | null): string {
 
 /** "p50 …, p90 …, p99 …, p99.9 …, max …, mean … ± … ms" of a distribution. */
 function distributionLine(l: LatencySummary): string {
-  return `p50 ${ms(l.p50Ms)}, p90 ${ms(l.p90Ms)}, p99 ${ms(l.p99Ms)}, p99.9 ${ms(l.p999Ms)}, max ${ms(l.maxMs)}, mean ${ms(l.meanMs)} ± ${ms(l.stdDevMs)} ms (sample sd)`;
+  const withheld = percentileWithheld(l) ? `; ${l.count} time${l.count === 1 ? '' : 's'}, too few for the percentiles shown as -` : '';
+  return `p50 ${ms(l.p50Ms)}, p90 ${ms(l.p90Ms)}, p99 ${ms(l.p99Ms)}, p99.9 ${ms(l.p999Ms)}, max ${ms(l.maxMs)}, mean ${ms(l.meanMs)} ± ${ms(l.stdDevMs)} ms (sample sd)${withheld}`;
 }
 
 /** "12.3 MB/s, 45.6 images/s", marked indicative (~) when the recorded span is too short for a stable figure. */
 function throughputText(section: SectionResult): string {
   const figures = `${fixed(section.throughputMBps, 1)} MB/s, ${fixed(section.imagesPerSecond, 1)} images/s`;
   if (!section.throughputIndicative) return figures;
-  return `~${figures} (indicative: ${section.okCount} image${section.okCount === 1 ? '' : 's'} over ${ms(section.totalMs)} ms; a stable figure needs at least ${MIN_STABLE_IMAGES} images and ${MIN_STABLE_SPAN_MS} ms: raise IMAGE_COUNT)`;
+  return `~${figures} (indicative: ${section.okCount} image${section.okCount === 1 ? '' : 's'} over ${ms(section.totalMs)} ms; under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms a section's MB/s is indicative whatever its repeats: raise IMAGE_COUNT)`;
 }
 
 /** "10 clients, each its own window: 17–23 images each, slowest 12.3 MB/s, …". */
@@ -302,6 +329,17 @@ function renderSection(section: SectionResult, repeats: number): string {
   return lines.join('\n');
 }
 
+/** Below the tables where a MB/s shows ~. */
+const INDICATIVE_NOTE = `~ indicative: fewer than ${MIN_STABLE_REPEATS} completed repeats, or their MB/s beyond ±${STABLE_SPREAD_SHARE * 100} % of the median (or a section under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms): run with REPEAT=${MIN_STABLE_REPEATS} or more for a figure its repeats vouch for.`;
+
+/** Below the tables where a percentile shows '-' for want of images. */
+const TOO_FEW_NOTE = `p90, p99 and p99.9 show - below ${MIN_SAMPLES_FOR.p90}, ${MIN_SAMPLES_FOR.p99} and ${MIN_SAMPLES_FOR.p999.toLocaleString('en-US')} images: with fewer, the percentile is the max itself; raise IMAGE_COUNT.`;
+
+/** True when the distribution has times but too few for one of its percentiles. */
+function percentileWithheld(l: LatencySummary | null): boolean {
+  return l !== null && (l.p90Ms === null || l.p99Ms === null || l.p999Ms === null);
+}
+
 /** The summary tables: latency, round trip and throughput per transport, cost per side, and spread across repeats. */
 export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>): string {
   const median = (t: TransportSummary): SectionResult | undefined => (t.medianSection === null ? undefined : report.sections[t.medianSection]);
@@ -325,13 +363,13 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
       ms(s?.rtt?.p50Ms),
       ms(s?.rtt?.p99Ms),
       ms(s?.totalMs),
-      `${s?.throughputIndicative ? '~' : ''}${fixed(s?.throughputMBps, 1)}`,
-      fixed(s?.imagesPerSecond, 1),
+      `${s !== undefined && t.throughputIndicative ? '~' : ''}${fixed(s?.throughputMBps, 1)}`,
+      `${s !== undefined && t.throughputIndicative ? '~' : ''}${fixed(s?.imagesPerSecond, 1)}`,
       t.ok ? (t.notSteadyRepeats > 0 ? `ok, warm-up NOT STEADY in ${t.notSteadyRepeats} of ${t.repeats}` : 'ok') : `FAILED${t.failure ? `: ${t.failure}` : ''}`,
     ];
   });
   const coldRows = report.transports.map((t) => [sectionTitle(t), ms(t.coldStart.connectMs), ms(t.coldStart.firstImageMs), ms(t.coldStart.firstImageRttMs)]);
-  const indicative = report.transports.some((t) => median(t)?.throughputIndicative);
+  const indicative = report.transports.some((t) => median(t) !== undefined && t.throughputIndicative);
   const withBroker = report.transports.some((t) => median(t)?.cost.broker);
   const costRows = report.transports.map((t) => {
     const c = median(t)?.cost;
@@ -360,11 +398,12 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
     if (!open) return [];
     return [[sectionTitle(t), fixed(open.ratePerSecond, 1), fixed(open.achievedRatePerSecond, 1), String(open.unsentCount), ms(open.sendLag?.p99Ms), ms(open.latencyFromDue?.p50Ms), ms(open.latencyFromDue?.p99Ms), ms(open.rttFromDue?.p50Ms), ms(open.rttFromDue?.p99Ms)]];
   });
+  const tooFew = report.transports.some((t) => percentileWithheld(median(t)?.latency ?? null) || percentileWithheld(median(t)?.rtt ?? null));
   const blocks = [
     `Times in ms; one-way: p50 … mean ± sample sd${twoClocks ? ', across two clocks: each within clock ± of the truth (the offset\'s bound)' : ''}; RTT: round trip, stamp → ack processed${twoClocks ? ', on one clock (no offset)' : ''}:\n${renderTable(
       ['Transport', 'OK', 'Lost', 'Corrupt', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'mean ± sd ms', ...(twoClocks ? ['clock ± ms'] : []), 'RTT p50', 'RTT p99', 'Total ms', 'MB/s', 'images/s', 'Result'],
       latencyRows,
-    )}${indicative ? `\n~ indicative: fewer than ${MIN_STABLE_IMAGES} images or under ${MIN_STABLE_SPAN_MS} ms recorded; raise IMAGE_COUNT for a stable MB/s.` : ''}`,
+    )}${tooFew ? `\n${TOO_FEW_NOTE}` : ''}${indicative ? `\n${INDICATIVE_NOTE}` : ''}`,
     `Cold start, a new connection before its warm-up (median of the repeats; not part of the figures above):\n${renderTable(['Transport', 'connect ms', 'first image ms', 'first image RTT ms'], coldRows, false)}`,
     `Cost per side (TX transmitter, RX receiver${withBroker ? ', broker: the server the transport goes through, from its own counters' : ''}; CPU = user + system from the first recorded image to the last ack):\n${renderTable(
       ['Transport', 'TX CPU ms/img', 'RX CPU ms/img', ...(withBroker ? ['Broker CPU ms/img'] : []), 'TX CPU ms', 'RX CPU ms', 'TX peak RSS MiB', 'RX peak RSS MiB', 'TX loop busy', 'RX loop busy'],
@@ -466,6 +505,7 @@ export function renderOutputLog(report: RunReport): string {
     ...TIMING_DEFINITIONS.map((d) => `  ${d}`),
     ...(run.arrivalNotes.length > 0 ? ['Arrivals handed over in batches:', ...run.arrivalNotes.map((n) => `  ${n}.`)] : []),
     'Times are milliseconds; percentiles come from an HDR histogram (3 significant digits), max, mean and sample sd (n − 1) from the raw times.',
+    `A percentile is shown only where the sample supports it: p90 from ${MIN_SAMPLES_FOR.p90} times, p99 from ${MIN_SAMPLES_FOR.p99}, p99.9 from ${MIN_SAMPLES_FOR.p999.toLocaleString('en-US')} (with fewer, the nearest-rank percentile is the max itself); - otherwise.`,
     'MB/s counts 10^6 bytes of intact images per second of total transfer time.',
     run.config.verify === false
       ? 'Integrity: NOT VERIFIED (VERIFY=false, to measure what verification costs): a corrupt image would count as intact.'
