@@ -1,5 +1,5 @@
 import { MIN_STABLE_REPEATS, nodeDescription, peersText, STABLE_SPREAD_SHARE, TIMING_DEFINITIONS, sectionTitle, type HostFacts, type RunReport, type TransportSummary } from './report.js';
-import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type SectionResult } from './section.js';
+import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, OVERLOAD_RATE_SHARE, type SectionResult } from './section.js';
 import { formatSize } from './size.js';
 import { MIN_SAMPLES_FOR, type LatencySummary } from './stats.js';
 import { describeWarmup } from './warmup.js';
@@ -533,7 +533,7 @@ function factRows(view: RunView, transports: readonly TransportView[], withArriv
       'Send schedule',
       run.config.ratePerSecond === undefined
         ? 'closed loop: the next image goes as soon as the window has room'
-        : `open loop at RATE ${run.config.ratePerSecond.toLocaleString('en-US')} images/s; an image due while WINDOW are in flight is dropped at the sender and counted`,
+        : `open loop at RATE ${run.config.ratePerSecond.toLocaleString('en-US')} images/s; an image due while WINDOW are in flight waits for a slot and goes late, its wait counted from its due time; MB/s is the load delivered, not a capacity`,
     ],
     ['Warm-up', describeWarmup(run.warmup)],
     [
@@ -674,7 +674,7 @@ ${chartNote(views, spec, transports)}</figure>`;
 <div class="chart-grid">
 ${card('per-image', 'Transmission time per image', `${whichSection} Gaps are images that never arrived; × marks a corrupt image.${bucketed ? ' Long runs: the fastest and slowest image of each stretch.' : ''}`, '<label class="toggle"><input type="checkbox" data-log-toggle="per-image"> log scale</label>')}
 ${card('latency-percentiles', 'Latency distribution', `${whichSection} Intact images only, slowest to the right; the axis stretches the tail (p99, p99.9).`)}
-${card('throughput', 'Throughput', 'MB/s: 10⁶ intact bytes per second over the total transfer time; higher is better.')}
+${card('throughput', 'Throughput', `MB/s: 10⁶ intact bytes per second over the total transfer time; higher is better.${hasOpenLoop(transports) ? ' Under RATE: the offered load as delivered, not a capacity.' : ''}`)}
 ${card('cpu-per-image', 'CPU per image', `User + system CPU time of each side over the recorded images, divided by their count; lower is better.${hasBroker(transports) ? ' Broker: the server the transport goes through, by its own counters.' : ''}`)}
 ${card('peak-rss', 'Peak memory', 'Largest resident set size (RSS) of each side during the section, in MiB.')}
 </div>
@@ -745,9 +745,15 @@ const BROKER_COLUMN: Column = {
 };
 
 const OPEN_LOOP_COLUMNS: readonly Column[] = [
-  { header: 'Achieved/s', hint: 'RATE: images per second actually sent, first send to last', digits: 1, lowerIsBetter: false, value: (r) => r.drawn?.openLoop?.achievedRatePerSecond ?? null },
-  { header: 'Unsent', hint: 'RATE: images due while WINDOW were unacknowledged, dropped at the sender and counted', digits: 0, lowerIsBetter: true, value: (r) => r.drawn?.openLoop?.unsentCount ?? null },
-  { header: 'p99 from due ms', hint: 'RATE: 99th percentile transmission time counted from each image’s due time (coordinated omission corrected)', digits: 3, lowerIsBetter: true, value: (r) => r.drawn?.openLoop?.latencyFromDue?.p99Ms ?? null },
+  { header: 'Sent/s', hint: 'RATE: images per second actually sent, first send to last', digits: 1, lowerIsBetter: false, value: (r) => r.drawn?.openLoop?.achievedRatePerSecond ?? null },
+  { header: 'Delivered/s', hint: 'RATE: images per second that arrived, first arrival to last', digits: 1, lowerIsBetter: false, value: (r) => r.drawn?.openLoop?.deliveredRatePerSecond ?? null },
+  {
+    header: 'p99 from due ms',
+    hint: 'RATE: 99th percentile transmission time counted from each image’s due time, a wait for a window slot included (coordinated omission corrected)',
+    digits: 3,
+    lowerIsBetter: true,
+    value: (r) => r.drawn?.openLoop?.latencyFromDue?.p99Ms ?? null,
+  },
 ];
 
 const CLIENT_COLUMNS: readonly Column[] = [
@@ -777,7 +783,12 @@ function resultHtml(run: TransportInRun | undefined, report: RunReport): string 
   if (run === undefined) return '<span class="badge absent">not run</span>';
   if (run.summary.ok) {
     const { notSteadyRepeats, repeats } = run.summary;
-    return notSteadyRepeats > 0 ? `<span class="badge ok">ok</span> <span class="reason">warm-up NOT STEADY in ${notSteadyRepeats} of ${repeats}: figures may include warm-up</span>` : '<span class="badge ok">ok</span>';
+    const overloaded = report.sections.filter((s) => s.transport === run.summary.transport && s.openLoop?.overloaded === true).length;
+    const notes = [
+      notSteadyRepeats > 0 ? `warm-up NOT STEADY in ${notSteadyRepeats} of ${repeats}: figures may include warm-up` : '',
+      overloaded > 0 ? `OVERLOADED at RATE${repeats > 1 ? ` in ${overloaded} of ${repeats}` : ''}: sent or delivered under ${OVERLOAD_RATE_SHARE * 100} % of RATE; see p99 from due` : '',
+    ].filter(Boolean);
+    return ['<span class="badge ok">ok</span>', ...notes.map((note) => `<span class="reason">${escapeHtml(note)}</span>`)].join(' ');
   }
   const { completedRepeats, repeats } = run.summary;
   // With repeats, a FAILED row may still have figures: they are its completed repeats'.
@@ -807,7 +818,10 @@ function renderTableSection(views: readonly RunView[], transports: readonly Tran
   // Across two clocks, the clock error sits right after the one-way figures it bounds.
   const beforeRtt = COLUMNS.findIndex((c) => c.header.startsWith('RTT'));
   const oneWayColumns = hasTwoClocks(transports) ? [...COLUMNS.slice(0, beforeRtt), CLOCK_COLUMN, ...COLUMNS.slice(beforeRtt)] : COLUMNS;
-  const columns = [...oneWayColumns, ...(hasBroker(transports) ? [BROKER_COLUMN] : []), ...(hasClients(transports) ? CLIENT_COLUMNS : []), ...(hasOpenLoop(transports) ? OPEN_LOOP_COLUMNS : [])];
+  const openLoop = hasOpenLoop(transports);
+  // Under RATE the MB/s is the offered load as delivered: its header says so.
+  const atRate = (c: Column): Column => (openLoop && (c.header === 'MB/s' || c.header === 'images/s') ? { ...c, header: `${c.header} at RATE`, hint: `${c.hint}. Under RATE: what was delivered at the offered load, not a capacity` } : c);
+  const columns = [...oneWayColumns.map(atRate), ...(hasBroker(transports) ? [BROKER_COLUMN] : []), ...(hasClients(transports) ? CLIENT_COLUMNS : []), ...(openLoop ? OPEN_LOOP_COLUMNS : [])];
   const headerCells = [
     `<th scope="col" data-type="text" class="text"><button type="button">Transport</button></th>`,
     ...columns.map((c) => `<th scope="col" data-type="number" title="${escapeHtml(c.hint)}"><button type="button">${escapeHtml(c.header)}</button></th>`),
@@ -850,6 +864,7 @@ ${cells.join('')}
     transports.some((t) => t.perRun.some((r) => percentileWithheld(r?.median?.latency) || percentileWithheld(r?.median?.rtt)))
       ? `A percentile shows – where the sample is too small for it: p90 needs ${MIN_SAMPLES_FOR.p90} images, p99 ${MIN_SAMPLES_FOR.p99}, p99.9 ${MIN_SAMPLES_FOR.p999.toLocaleString('en-US')} (with fewer, it is the max itself).`
       : '',
+    openLoop ? 'Under RATE, MB/s and images/s are what was delivered at the offered load (RATE × size when it kept up), not the transport’s capacity: the closed loop measures that.' : '',
     'Connect and First image are the cold start of a new connection, before its warm-up, apart from the steady figures.',
     twoRuns ? 'Each cell shows the after value, then the before value and the change: green is better, red is worse.' : '',
     'Click a column header to sort.',

@@ -1,7 +1,7 @@
 import type { ClockOffset } from './clock.js';
 import type { PublicConfig } from './config.js';
 import type { SideCost } from './cost.js';
-import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type ClientFairness, type ColdStart, type FanOut, type ImageRecord, type OpenLoopFigures, type SectionResult } from './section.js';
+import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, OVERLOAD_RATE_SHARE, type ClientFairness, type ColdStart, type FanOut, type ImageRecord, type OpenLoopFigures, type SectionResult } from './section.js';
 import { formatSize } from './size.js';
 import { medianOf, MIN_SAMPLES_FOR, rangeOf, type LatencySummary, type Range } from './stats.js';
 import { describeWarmup, describeWarmupOutcome, type WarmupPlan } from './warmup.js';
@@ -30,7 +30,7 @@ export const TIMING_DEFINITIONS = [
   'Transmission time of image i = receiver monotonic clock when the last byte of image i is in hand − transmitter monotonic clock when image i was stamped.',
   'Round trip of image i = transmitter monotonic clock when the ack of image i is processed − when image i was stamped.',
   'Across two kernels (two hosts, two clocks), stamps are moved onto the receiver clock by the offset estimated before each section: every one-way time then reads ± x ms, the bound on its clock error (the uncertainty of the offset, widened by its drift until the end of the section), and the round trip beside it, on the transmitter clock alone, is the clock-free figure.',
-  'RATE (open loop) = image i of a section is due at its start + i ÷ RATE, whatever the acks do; one due while WINDOW are unacknowledged is dropped at the sender and counted. Figures from due time add the stamp − due time of each image: coordinated omission corrected, as wrk2 does.',
+  `RATE (open loop) = image i of a section is due at its start + i ÷ RATE, whatever the acks do; one due while WINDOW are unacknowledged waits for a slot and goes late. Figures from due time add the stamp − due time of each image, that wait included: coordinated omission corrected, as wrk2 does. A section is OVERLOADED when its images went out or arrived at under ${OVERLOAD_RATE_SHARE * 100} % of RATE; its MB/s is the load it delivered, not a capacity.`,
   'Total transfer time of a transport = arrival of its last image − stamp of its first (warm-up images excluded).',
   'The receiver acknowledges an image as soon as it is in hand and verifies it afterwards: no time, total or MB/s includes hashing.',
   'Cold start = a new connection: the time its connect took, and the first image sent on it (one-way and round trip), before any warm-up; apart from the steady figures.',
@@ -264,11 +264,12 @@ function rateText(ratePerSecond: number): string {
   return `${Number(ratePerSecond.toFixed(3)).toLocaleString('en-US')} images/s`;
 }
 
-/** "RATE 100 images/s, achieved 99.9 images/s; 3 of 200 dropped at the sender …". */
+/** "RATE 100 images/s offered, sent at 99.9 and delivered at 99.9 images/s: kept up" (or OVERLOADED). */
 function openLoopText(open: OpenLoopFigures): string {
-  const achieved = open.achievedRatePerSecond === null ? 'achieved -' : `achieved ${open.achievedRatePerSecond.toFixed(1)} images/s`;
-  const unsent = open.unsentCount === 0 ? 'none dropped at the sender' : `${open.unsentCount} DROPPED AT THE SENDER (due while WINDOW were unacknowledged: the transport did not keep up with RATE at this WINDOW)`;
-  return `RATE ${rateText(open.ratePerSecond)}, ${achieved}; ${unsent}`;
+  const rates = `RATE ${rateText(open.ratePerSecond)} offered, sent at ${fixed(open.achievedRatePerSecond, 1)} and delivered at ${fixed(open.deliveredRatePerSecond, 1)} images/s`;
+  return open.overloaded
+    ? `${rates}: OVERLOADED (under ${OVERLOAD_RATE_SHARE * 100} % of RATE; images waited for a window slot and went late: see the send lag and the times from due)`
+    : `${rates}: kept up`;
 }
 
 /** " ± 0.150 ms" after a one-way time that crossed two clocks; '' on one clock. */
@@ -289,8 +290,7 @@ function renderSection(section: SectionResult, repeats: number): string {
   const clockError = clockErrorText(section);
   const beside = (image: ImageRecord): string => (clockError === '' ? '' : `${clockError} (two clocks); round trip ${ms(image.rttMs)} ms (one clock)`);
   for (const image of section.images) {
-    if (image.status === 'unsent') lines.push(`Image ${image.image}: NOT SENT (fell due while WINDOW images were unacknowledged: dropped at the sender)`);
-    else if (image.timeMs === null && image.status === 'ok') lines.push(`Image ${image.image}: acknowledged, time and checksum verdict unknown (the receiver's record was lost)`);
+    if (image.timeMs === null && image.status === 'ok') lines.push(`Image ${image.image}: acknowledged, time and checksum verdict unknown (the receiver's record was lost)`);
     else if (image.timeMs === null) lines.push(`Image ${image.image}: LOST (never arrived)`);
     else if (image.status === 'corrupt') lines.push(`Image ${image.image} transmission time: ${ms(image.timeMs)} ms${beside(image)} (CORRUPT: checksum or size mismatch)`);
     else lines.push(`Image ${image.image} transmission time: ${ms(image.timeMs)} ms${beside(image)}`);
@@ -298,7 +298,7 @@ function renderSection(section: SectionResult, repeats: number): string {
   lines.push(section.totalMs === null ? 'Total transfer time: - (no image arrived)' : `Total transfer time: ${ms(section.totalMs)} ms`);
   if (section.latency !== null) {
     lines.push(`Latency${clockError === '' ? '' : ` (one-way across two clocks: each figure${clockError})`}: ${distributionLine(section.latency)}`);
-    lines.push(`Throughput: ${throughputText(section)}`);
+    lines.push(`Throughput${section.openLoop === null ? '' : ' (delivered at the offered RATE: the load, not a capacity)'}: ${throughputText(section)}`);
   }
   if (section.rtt !== null) {
     lines.push(`Round trip${clockError === '' ? '' : ' (one clock: no offset)'}: ${distributionLine(section.rtt)}`);
@@ -340,6 +340,21 @@ function percentileWithheld(l: LatencySummary | null): boolean {
   return l !== null && (l.p90Ms === null || l.p99Ms === null || l.p999Ms === null);
 }
 
+/** Sections of `transport` that were OVERLOADED under RATE. */
+function overloadedRepeats(sections: readonly SectionResult[], transport: string): number {
+  return sections.filter((s) => s.transport === transport && s.openLoop?.overloaded === true).length;
+}
+
+/** The Result cell: ok (with any warm-up not steady, any repeat OVERLOADED under RATE), or FAILED with the first failure. */
+function resultText(t: TransportSummary, overloaded: number): string {
+  if (!t.ok) return `FAILED${t.failure ? `: ${t.failure}` : ''}`;
+  const notes = [
+    t.notSteadyRepeats > 0 ? `warm-up NOT STEADY in ${t.notSteadyRepeats} of ${t.repeats}` : '',
+    overloaded > 0 ? `OVERLOADED at RATE${t.repeats > 1 ? ` in ${overloaded} of ${t.repeats}` : ''} (see Open loop)` : '',
+  ].filter(Boolean);
+  return ['ok', ...notes].join(', ');
+}
+
 /** The summary tables: latency, round trip and throughput per transport, cost per side, and spread across repeats. */
 export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>): string {
   const median = (t: TransportSummary): SectionResult | undefined => (t.medianSection === null ? undefined : report.sections[t.medianSection]);
@@ -365,7 +380,7 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
       ms(s?.totalMs),
       `${s !== undefined && t.throughputIndicative ? '~' : ''}${fixed(s?.throughputMBps, 1)}`,
       `${s !== undefined && t.throughputIndicative ? '~' : ''}${fixed(s?.imagesPerSecond, 1)}`,
-      t.ok ? (t.notSteadyRepeats > 0 ? `ok, warm-up NOT STEADY in ${t.notSteadyRepeats} of ${t.repeats}` : 'ok') : `FAILED${t.failure ? `: ${t.failure}` : ''}`,
+      resultText(t, overloadedRepeats(report.sections, t.transport)),
     ];
   });
   const coldRows = report.transports.map((t) => [sectionTitle(t), ms(t.coldStart.connectMs), ms(t.coldStart.firstImageMs), ms(t.coldStart.firstImageRttMs)]);
@@ -396,14 +411,18 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
   const openRows = report.transports.flatMap((t) => {
     const open = figureOf(t, 'openLoop');
     if (!open) return [];
-    return [[sectionTitle(t), fixed(open.ratePerSecond, 1), fixed(open.achievedRatePerSecond, 1), String(open.unsentCount), ms(open.sendLag?.p99Ms), ms(open.latencyFromDue?.p50Ms), ms(open.latencyFromDue?.p99Ms), ms(open.rttFromDue?.p50Ms), ms(open.rttFromDue?.p99Ms)]];
+    const load = open.overloaded ? 'OVERLOADED' : 'kept up';
+    return [[sectionTitle(t), fixed(open.ratePerSecond, 1), fixed(open.achievedRatePerSecond, 1), fixed(open.deliveredRatePerSecond, 1), ms(open.sendLag?.p99Ms), ms(open.latencyFromDue?.p50Ms), ms(open.latencyFromDue?.p99Ms), ms(open.rttFromDue?.p50Ms), ms(open.rttFromDue?.p99Ms), load]];
   });
+  const openLoop = openRows.length > 0;
   const tooFew = report.transports.some((t) => percentileWithheld(median(t)?.latency ?? null) || percentileWithheld(median(t)?.rtt ?? null));
   const blocks = [
     `Times in ms; one-way: p50 … mean ± sample sd${twoClocks ? ', across two clocks: each within clock ± of the truth (the offset\'s bound)' : ''}; RTT: round trip, stamp → ack processed${twoClocks ? ', on one clock (no offset)' : ''}:\n${renderTable(
-      ['Transport', 'OK', 'Lost', 'Corrupt', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'mean ± sd ms', ...(twoClocks ? ['clock ± ms'] : []), 'RTT p50', 'RTT p99', 'Total ms', 'MB/s', 'images/s', 'Result'],
+      ['Transport', 'OK', 'Lost', 'Corrupt', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'mean ± sd ms', ...(twoClocks ? ['clock ± ms'] : []), 'RTT p50', 'RTT p99', 'Total ms', ...(openLoop ? ['MB/s at RATE', 'images/s at RATE'] : ['MB/s', 'images/s']), 'Result'],
       latencyRows,
-    )}${tooFew ? `\n${TOO_FEW_NOTE}` : ''}${indicative ? `\n${INDICATIVE_NOTE}` : ''}`,
+    )}${tooFew ? `\n${TOO_FEW_NOTE}` : ''}${indicative ? `\n${INDICATIVE_NOTE}` : ''}${
+      openLoop ? `\nAt RATE: MB/s and images/s are what was delivered at the offered load (RATE × size when it kept up), not the transport's capacity: the closed loop measures that.` : ''
+    }`,
     `Cold start, a new connection before its warm-up (median of the repeats; not part of the figures above):\n${renderTable(['Transport', 'connect ms', 'first image ms', 'first image RTT ms'], coldRows, false)}`,
     `Cost per side (TX transmitter, RX receiver${withBroker ? ', broker: the server the transport goes through, from its own counters' : ''}; CPU = user + system from the first recorded image to the last ack):\n${renderTable(
       ['Transport', 'TX CPU ms/img', 'RX CPU ms/img', ...(withBroker ? ['Broker CPU ms/img'] : []), 'TX CPU ms', 'RX CPU ms', 'TX peak RSS MiB', 'RX peak RSS MiB', 'TX loop busy', 'RX loop busy'],
@@ -441,10 +460,9 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
   }
   if (openRows.length > 0) {
     blocks.push(
-      `Open loop (RATE; "from due": counted from each image's due time, coordinated omission corrected):\n${renderTable(
-        ['Transport', 'RATE/s', 'achieved/s', 'unsent', 'send lag p99', 'from due p50', 'from due p99', 'RTT from due p50', 'RTT from due p99'],
+      `Open loop (RATE offered; sent/s and delivered/s achieved; "from due": counted from each image's due time, a wait for a window slot included: coordinated omission corrected; OVERLOADED: sent or delivered under ${OVERLOAD_RATE_SHARE * 100} % of RATE):\n${renderTable(
+        ['Transport', 'RATE/s', 'sent/s', 'delivered/s', 'send lag p99', 'from due p50', 'from due p99', 'RTT from due p50', 'RTT from due p99', 'Load'],
         openRows,
-        false,
       )}`,
     );
   }
@@ -513,11 +531,11 @@ export function renderOutputLog(report: RunReport): string {
     'Clock offset, receiver − transmitter, estimated before each section and again after its last ack (lowest of 8 round trips over the control endpoint; ± half that round trip):',
     ...clockLines,
   ].join('\n');
-  const unsent = report.sections.reduce((sum, s) => sum + (s.openLoop?.unsentCount ?? 0), 0);
+  const overloaded = report.sections.filter((s) => s.openLoop?.overloaded === true).length;
   const verdict = runSucceeded(report)
-    ? unsent === 0
+    ? overloaded === 0
       ? 'Result: every transport delivered every image intact.'
-      : `Result: every transport delivered every image it sent intact; ${unsent} image${unsent === 1 ? ' was' : 's were'} dropped at the sender under RATE (see Open loop).`
+      : `Result: every transport delivered every image intact; ${overloaded} section${overloaded === 1 ? ' was' : 's were'} OVERLOADED at RATE (see Open loop): their times from due, not their MB/s, say what the load cost.`
     : report.stopReason
       ? `Result: INCOMPLETE: ${report.stopReason}.`
       : 'Result: FAILED: at least one transport lost, corrupted or failed to deliver images (see above).';

@@ -65,7 +65,7 @@ Definitions:
   Transmission time of image i = receiver monotonic clock when the last byte of image i is in hand − transmitter monotonic clock when image i was stamped.
   Round trip of image i = transmitter monotonic clock when the ack of image i is processed − when image i was stamped.
   Across two kernels (two hosts, two clocks), stamps are moved onto the receiver clock by the offset estimated before each section: every one-way time then reads ± x ms, the bound on its clock error (the uncertainty of the offset, widened by its drift until the end of the section), and the round trip beside it, on the transmitter clock alone, is the clock-free figure.
-  RATE (open loop) = image i of a section is due at its start + i ÷ RATE, whatever the acks do; one due while WINDOW are unacknowledged is dropped at the sender and counted. Figures from due time add the stamp − due time of each image: coordinated omission corrected, as wrk2 does.
+  RATE (open loop) = image i of a section is due at its start + i ÷ RATE, whatever the acks do; one due while WINDOW are unacknowledged waits for a slot and goes late. Figures from due time add the stamp − due time of each image, that wait included: coordinated omission corrected, as wrk2 does. A section is OVERLOADED when its images went out or arrived at under 95 % of RATE; its MB/s is the load it delivered, not a capacity.
   Total transfer time of a transport = arrival of its last image − stamp of its first (warm-up images excluded).
   The receiver acknowledges an image as soon as it is in hand and verifies it afterwards: no time, total or MB/s includes hashing.
   Cold start = a new connection: the time its connect took, and the first image sent on it (one-way and round trip), before any warm-up; apart from the steady figures.
@@ -336,34 +336,50 @@ describe('runSucceeded and renderResultsJson', () => {
 });
 
 describe('an open-loop run (RATE)', () => {
-  // Image 2 fell due while the window was full; the others were sent on time or 2 ms late.
-  function openLoopReport(): RunReport {
+  // Due every 10 ms. With `lateMs`, image 2 waited that long for a window slot and image 3 went 2 ms late.
+  function openLoopReport(lateMs: number): RunReport {
     const plan = fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true, imageCount: 3, ratePerSecond: 100 });
     const recorder = new SectionRecorder(plan);
     recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null });
-    recorder.record({ sectionId: 1, seq: 0, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs: 0n }, 1_000_000n);
-    recorder.record({ sectionId: 1, seq: 2, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs: 22_000_000n }, 23_000_000n);
-    recorder.verified(0, true);
-    recorder.verified(2, true);
-    const section = recorder.result(null, { rttNs: [1_500_000, null, 1_500_000], dueLagNs: [0, null, 2_000_000], achievedRatePerSecond: 45.5 });
+    const lagsNs = lateMs === 0 ? [0, 0, 0] : [0, lateMs * 1e6, 2e6];
+    lagsNs.forEach((lagNs, seq) => {
+      const sentAtNs = BigInt(seq * 10_000_000 + lagNs);
+      recorder.record({ sectionId: 1, seq, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs }, sentAtNs + 1_000_000n);
+      recorder.verified(seq, true);
+    });
+    const sentPerSecond = 2e9 / (20e6 + lagsNs[2]!);
+    const section = recorder.result(null, { rttNs: [1_500_000, 1_500_000, 1_500_000], dueLagNs: lagsNs, achievedRatePerSecond: sentPerSecond });
     const report = fixtureReport([section]);
     return { ...report, run: { ...report.run, config: { ...report.run.config, ratePerSecond: 100 } } };
   }
 
-  it('says the schedule, marks the image never sent, gives the figures from due time, and keeps the verdict honest', () => {
-    const log = renderOutputLog(openLoopReport());
+  it('says the schedule, counts a late image from its due time, says OVERLOADED with both rates, and labels MB/s as the load', () => {
+    const log = renderOutputLog(openLoopReport(8));
     expect(log).toContain('Send schedule: open loop at RATE 100 images/s (WINDOW bounds the images in flight; latency also counted from each image\'s due time)');
     expect(log).toContain('=== TCP (baseline) performance test: 3 images transfer (533.0 KiB each, window 1, RATE 100 images/s) ===');
-    expect(log).toContain('Image 2: NOT SENT (fell due while WINDOW images were unacknowledged: dropped at the sender)');
-    expect(log).toContain('Open loop: RATE 100 images/s, achieved 45.5 images/s; 1 DROPPED AT THE SENDER');
-    // Two times from due: no p90 yet.
-    expect(log).toContain('Latency from due time: p50 1.000, p90 -, p99 -, p99.9 -, max 3.000');
-    expect(log).toMatch(/RATE\/s +achieved\/s +unsent +send lag p99 +from due p50 +from due p99 +RTT from due p50 +RTT from due p99\n[- ]+\nTCP \(baseline\) +100\.0 +45\.5 +1 +- +1\.000 +- +1\.500 +-\n/);
-    expect(log).toContain('Result: every transport delivered every image it sent intact; 1 image was dropped at the sender under RATE (see Open loop).');
+    expect(log).toContain('Image 2 transmission time: 1.000 ms\n');
+    expect(log).not.toContain('NOT SENT');
+    // Sent at 0, 18 and 22 ms, arrived 1 ms later each: 2 images after the first in 22 ms, 90.9 images/s.
+    expect(log).toContain('Open loop: RATE 100 images/s offered, sent at 90.9 and delivered at 90.9 images/s: OVERLOADED (under 95 % of RATE;');
+    // From due: 1, 9 and 3 ms; three times support no p90.
+    expect(log).toContain('Latency from due time: p50 3.000, p90 -, p99 -, p99.9 -, max 9.000');
+    expect(log).toMatch(/^Throughput \(delivered at the offered RATE: the load, not a capacity\): ~/m);
+    expect(log).toMatch(/Total ms +MB\/s at RATE +images\/s at RATE +Result\n/);
+    expect(log).toMatch(/^TCP \(baseline\) .* ok, OVERLOADED at RATE \(see Open loop\)$/m);
+    expect(log).toMatch(/RATE\/s +sent\/s +delivered\/s +send lag p99 +from due p50 +from due p99 +RTT from due p50 +RTT from due p99 +Load\n[- ]+\nTCP \(baseline\) +100\.0 +90\.9 +90\.9 +- +3\.000 +- +3\.500 +- +OVERLOADED\n/);
+    expect(log).toContain('Result: every transport delivered every image intact; 1 section was OVERLOADED at RATE (see Open loop): their times from due, not their MB/s, say what the load cost.');
+  });
+
+  it('says a section that kept up kept up, and gives the plain verdict', () => {
+    const log = renderOutputLog(openLoopReport(0));
+    expect(log).toContain('Open loop: RATE 100 images/s offered, sent at 100.0 and delivered at 100.0 images/s: kept up');
+    expect(log).toMatch(/^TCP \(baseline\) +100\.0 +100\.0 +100\.0 +- +1\.000 +- +1\.500 +- +kept up$/m);
+    expect(log).not.toMatch(/ok, OVERLOADED|: OVERLOADED/);
+    expect(log).toContain('Result: every transport delivered every image intact.');
   });
 
   it('writes results.json that its schema accepts', () => {
-    expect(resultsSchemaErrors(JSON.parse(renderResultsJson(openLoopReport())))).toEqual([]);
+    for (const lateMs of [0, 8]) expect(resultsSchemaErrors(JSON.parse(renderResultsJson(openLoopReport(lateMs))))).toEqual([]);
   });
 });
 
