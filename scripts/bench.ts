@@ -683,7 +683,7 @@ async function rateSweep(): Promise<{ lines: string[]; cells: Cell[]; charts: Sw
     RATE_SWEEP.rates.map((rate) => {
       const s = sectionAt(transport, rate);
       const open = s?.openLoop;
-      return [transportByName(transport).label, String(rate), fixed(open?.achievedRatePerSecond, 0), open ? String(open.unsentCount) : '-', fixed(open?.sendLag?.p99Ms, 3), fixed(open?.latencyFromDue?.p50Ms, 3), fixed(open?.latencyFromDue?.p99Ms, 3), fixed(s?.latency?.p99Ms, 3), s?.ok ? 'ok' : `FAILED${s?.failure ? `: ${s.failure}` : ''}`];
+      return [transportByName(transport).label, String(rate), fixed(open?.achievedRatePerSecond, 0), fixed(open?.deliveredRatePerSecond, 0), open ? (open.overloaded ? 'OVERLOADED' : 'kept up') : '-', fixed(open?.sendLag?.p99Ms, 3), fixed(open?.latencyFromDue?.p50Ms, 3), fixed(open?.latencyFromDue?.p99Ms, 3), fixed(s?.latency?.p99Ms, 3), s?.ok ? 'ok' : `FAILED${s?.failure ? `: ${s.failure}` : ''}`];
     }),
   );
   const rateChart = (id: string, title: string, chartNote: string, yLabel: string, of: (section: SectionResult | undefined) => number | null | undefined): SweepChart => ({
@@ -694,7 +694,7 @@ async function rateSweep(): Promise<{ lines: string[]; cells: Cell[]; charts: Sw
     yLabel,
     series: TRANSPORTS.map((transport) => ({ label: transportByName(transport).label, points: RATE_SWEEP.rates.map((rate) => ({ x: rate, y: of(sectionAt(transport, rate)) ?? null })) })),
   });
-  const note = `${formatSize(RATE_SWEEP.bytes)} images on an open-loop schedule, ${RATE_SWEEP.seconds} s per rate (at least ${RATE_SWEEP.minCount} images) after ${RATE_SWEEP.warmup} untimed, WINDOW=${RATE_SWEEP.window} bounding the images in flight: past saturation the achieved rate stops rising and images are dropped at the sender.`;
+  const note = `${formatSize(RATE_SWEEP.bytes)} images on an open-loop schedule, ${RATE_SWEEP.seconds} s per rate (at least ${RATE_SWEEP.minCount} images) after ${RATE_SWEEP.warmup} untimed, WINDOW=${RATE_SWEEP.window} bounding the images in flight: past saturation the sent and delivered rates stop rising, the images due wait for a window slot and go late (their wait is in the times from due), and the section is OVERLOADED; it then lasts as long as the transport needs, not ${RATE_SWEEP.seconds} s.`;
   return {
     cells,
     charts: [
@@ -702,12 +702,12 @@ async function rateSweep(): Promise<{ lines: string[]; cells: Cell[]; charts: Sw
       rateChart(
         'achieved-vs-rate',
         'Achieved rate against offered load',
-        'Images per second actually sent (first send to last) against RATE: on the diagonal below saturation, flat past it, where the images that fell due while WINDOW were in flight are dropped at the sender.',
+        'Images per second actually sent (first send to last) against RATE: on the diagonal below saturation, flat past it, where the images that fall due while WINDOW are in flight wait for a slot and go late.',
         'images/s achieved',
         (section) => section?.openLoop?.achievedRatePerSecond,
       ),
     ],
-    lines: [`Rate: ${note}`, renderTable(['Transport', 'RATE/s', 'achieved/s', 'unsent', 'send lag p99', 'from due p50', 'from due p99', 'one-way p99', 'Result'], rows)],
+    lines: [`Rate: ${note}`, renderTable(['Transport', 'RATE/s', 'sent/s', 'delivered/s', 'load', 'send lag p99', 'from due p50', 'from due p99', 'one-way p99', 'Result'], rows)],
   };
 }
 

@@ -1,6 +1,7 @@
-import { nodeDescription, peersText, TIMING_DEFINITIONS, sectionTitle, type HostFacts, type RunReport, type TransportSummary } from './report.js';
-import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type SectionResult } from './section.js';
+import { MIN_STABLE_REPEATS, nodeDescription, peersText, STABLE_SPREAD_SHARE, TIMING_DEFINITIONS, sectionTitle, type HostFacts, type RunReport, type TransportSummary } from './report.js';
+import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, OVERLOAD_RATE_SHARE, type SectionResult } from './section.js';
 import { formatSize } from './size.js';
+import { MIN_SAMPLES_FOR, type LatencySummary } from './stats.js';
 import { describeWarmup } from './warmup.js';
 
 // report.html: one self-contained page per run (or a before/after pair) with charts and the
@@ -532,7 +533,7 @@ function factRows(view: RunView, transports: readonly TransportView[], withArriv
       'Send schedule',
       run.config.ratePerSecond === undefined
         ? 'closed loop: the next image goes as soon as the window has room'
-        : `open loop at RATE ${run.config.ratePerSecond.toLocaleString('en-US')} images/s; an image due while WINDOW are in flight is dropped at the sender and counted`,
+        : `open loop at RATE ${run.config.ratePerSecond.toLocaleString('en-US')} images/s; an image due while WINDOW are in flight waits for a slot and goes late, its wait counted from its due time; MB/s is the load delivered, not a capacity`,
     ],
     ['Warm-up', describeWarmup(run.warmup)],
     [
@@ -673,7 +674,7 @@ ${chartNote(views, spec, transports)}</figure>`;
 <div class="chart-grid">
 ${card('per-image', 'Transmission time per image', `${whichSection} Gaps are images that never arrived; × marks a corrupt image.${bucketed ? ' Long runs: the fastest and slowest image of each stretch.' : ''}`, '<label class="toggle"><input type="checkbox" data-log-toggle="per-image"> log scale</label>')}
 ${card('latency-percentiles', 'Latency distribution', `${whichSection} Intact images only, slowest to the right; the axis stretches the tail (p99, p99.9).`)}
-${card('throughput', 'Throughput', 'MB/s: 10⁶ intact bytes per second over the total transfer time; higher is better.')}
+${card('throughput', 'Throughput', `MB/s: 10⁶ intact bytes per second over the total transfer time; higher is better.${hasOpenLoop(transports) ? ' Under RATE: the offered load as delivered, not a capacity.' : ''}`)}
 ${card('cpu-per-image', 'CPU per image', `User + system CPU time of each side over the recorded images, divided by their count; lower is better.${hasBroker(transports) ? ' Broker: the server the transport goes through, by its own counters.' : ''}`)}
 ${card('peak-rss', 'Peak memory', 'Largest resident set size (RSS) of each side during the section, in MiB.')}
 </div>
@@ -713,14 +714,14 @@ const COLUMNS: readonly Column[] = [
   { header: 'Total ms', hint: 'arrival of the last image − send start of the first', digits: 3, lowerIsBetter: true, value: (r) => r.median?.totalMs ?? null, spread: (r) => r.summary.spread.totalMs },
   {
     header: 'MB/s',
-    hint: `10⁶ intact bytes per second of total transfer time; ~ marks an indicative figure (under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms recorded)`,
+    hint: `10⁶ intact bytes per second of total transfer time; ~ marks an indicative figure (fewer than ${MIN_STABLE_REPEATS} completed repeats within ±${STABLE_SPREAD_SHARE * 100} % of their median, or a section under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms)`,
     digits: 1,
     lowerIsBetter: false,
     value: (r) => r.median?.throughputMBps ?? null,
     spread: (r) => r.summary.spread.throughputMBps,
-    indicative: (r) => r.median?.throughputIndicative === true,
+    indicative: (r) => r.summary.throughputIndicative,
   },
-  { header: 'images/s', hint: 'intact images per second of total transfer time', digits: 1, lowerIsBetter: false, value: (r) => r.median?.imagesPerSecond ?? null, indicative: (r) => r.median?.throughputIndicative === true },
+  { header: 'images/s', hint: 'intact images per second of total transfer time', digits: 1, lowerIsBetter: false, value: (r) => r.median?.imagesPerSecond ?? null, indicative: (r) => r.summary.throughputIndicative },
   { header: 'Connect ms', hint: 'cold start: time a new connection took to connect, before its warm-up (median of the repeats)', digits: 3, lowerIsBetter: true, value: (r) => r.summary.coldStart.connectMs },
   { header: 'First image ms', hint: 'cold start: one-way time of the first image on a new connection, before its warm-up (median of the repeats)', digits: 3, lowerIsBetter: true, value: (r) => r.summary.coldStart.firstImageMs },
   { header: 'TX CPU ms/img', hint: 'transmitter CPU (user + system) per image', digits: 3, lowerIsBetter: true, value: (r) => r.median?.cost.transmitter?.cpuMsPerImage ?? null },
@@ -751,9 +752,15 @@ const BROKER_COLUMN: Column = {
 };
 
 const OPEN_LOOP_COLUMNS: readonly Column[] = [
-  { header: 'Achieved/s', hint: 'RATE: images per second actually sent, first send to last', digits: 1, lowerIsBetter: false, value: (r) => r.drawn?.openLoop?.achievedRatePerSecond ?? null },
-  { header: 'Unsent', hint: 'RATE: images due while WINDOW were unacknowledged, dropped at the sender and counted', digits: 0, lowerIsBetter: true, value: (r) => r.drawn?.openLoop?.unsentCount ?? null },
-  { header: 'p99 from due ms', hint: 'RATE: 99th percentile transmission time counted from each image’s due time (coordinated omission corrected)', digits: 3, lowerIsBetter: true, value: (r) => r.drawn?.openLoop?.latencyFromDue?.p99Ms ?? null },
+  { header: 'Sent/s', hint: 'RATE: images per second actually sent, first send to last', digits: 1, lowerIsBetter: false, value: (r) => r.drawn?.openLoop?.achievedRatePerSecond ?? null },
+  { header: 'Delivered/s', hint: 'RATE: images per second that arrived, first arrival to last', digits: 1, lowerIsBetter: false, value: (r) => r.drawn?.openLoop?.deliveredRatePerSecond ?? null },
+  {
+    header: 'p99 from due ms',
+    hint: 'RATE: 99th percentile transmission time counted from each image’s due time, a wait for a window slot included (coordinated omission corrected)',
+    digits: 3,
+    lowerIsBetter: true,
+    value: (r) => r.drawn?.openLoop?.latencyFromDue?.p99Ms ?? null,
+  },
 ];
 
 const CLIENT_COLUMNS: readonly Column[] = [
@@ -783,7 +790,12 @@ function resultHtml(run: TransportInRun | undefined, report: RunReport): string 
   if (run === undefined) return '<span class="badge absent">not run</span>';
   if (run.summary.ok) {
     const { notSteadyRepeats, repeats } = run.summary;
-    return notSteadyRepeats > 0 ? `<span class="badge ok">ok</span> <span class="reason">warm-up NOT STEADY in ${notSteadyRepeats} of ${repeats}: figures may include warm-up</span>` : '<span class="badge ok">ok</span>';
+    const overloaded = report.sections.filter((s) => s.transport === run.summary.transport && s.openLoop?.overloaded === true).length;
+    const notes = [
+      notSteadyRepeats > 0 ? `warm-up NOT STEADY in ${notSteadyRepeats} of ${repeats}: figures may include warm-up` : '',
+      overloaded > 0 ? `OVERLOADED at RATE${repeats > 1 ? ` in ${overloaded} of ${repeats}` : ''}: sent or delivered under ${OVERLOAD_RATE_SHARE * 100} % of RATE; see p99 from due` : '',
+    ].filter(Boolean);
+    return ['<span class="badge ok">ok</span>', ...notes.map((note) => `<span class="reason">${escapeHtml(note)}</span>`)].join(' ');
   }
   const { completedRepeats, repeats } = run.summary;
   // With repeats, a FAILED row may still have figures: they are its completed repeats'.
@@ -813,7 +825,10 @@ function renderTableSection(views: readonly RunView[], transports: readonly Tran
   // Across two clocks, the clock error sits right after the one-way figures it bounds.
   const beforeRtt = COLUMNS.findIndex((c) => c.header.startsWith('RTT'));
   const oneWayColumns = hasTwoClocks(transports) ? [...COLUMNS.slice(0, beforeRtt), CLOCK_COLUMN, ...COLUMNS.slice(beforeRtt)] : COLUMNS;
-  const columns = [...oneWayColumns, ...(hasBroker(transports) ? [BROKER_COLUMN] : []), ...(hasClients(transports) ? CLIENT_COLUMNS : []), ...(hasOpenLoop(transports) ? OPEN_LOOP_COLUMNS : [])];
+  const openLoop = hasOpenLoop(transports);
+  // Under RATE the MB/s is the offered load as delivered: its header says so.
+  const atRate = (c: Column): Column => (openLoop && (c.header === 'MB/s' || c.header === 'images/s') ? { ...c, header: `${c.header} at RATE`, hint: `${c.hint}. Under RATE: what was delivered at the offered load, not a capacity` } : c);
+  const columns = [...oneWayColumns.map(atRate), ...(hasBroker(transports) ? [BROKER_COLUMN] : []), ...(hasClients(transports) ? CLIENT_COLUMNS : []), ...(openLoop ? OPEN_LOOP_COLUMNS : [])];
   const headerCells = [
     `<th scope="col" data-type="text" class="text"><button type="button">Transport</button></th>`,
     ...columns.map((c) => `<th scope="col" data-type="number" title="${escapeHtml(c.hint)}"><button type="button">${escapeHtml(c.header)}</button></th>`),
@@ -850,9 +865,13 @@ ${cells.join('')}
       ? 'Latency, round trip (RTT), total, throughput and CPU come from the median completed repeat, every image intact (hover a cell for the spread across completed repeats); OK, Lost and Corrupt count every repeat.'
       : '',
     anyIncomplete ? 'A transport with no completed repeat has no figures (–): a failed repeat’s partial figures are not a result.' : '',
-    transports.some((t) => t.perRun.some((r) => r?.median?.throughputIndicative))
-      ? `~ marks an indicative MB/s: fewer than ${MIN_STABLE_IMAGES} images or under ${MIN_STABLE_SPAN_MS} ms recorded; raise IMAGE_COUNT for a stable figure.`
+    transports.some((t) => t.perRun.some((r) => r?.median !== undefined && r.summary.throughputIndicative))
+      ? `~ marks an indicative MB/s: fewer than ${MIN_STABLE_REPEATS} completed repeats, or their MB/s beyond ±${STABLE_SPREAD_SHARE * 100} % of the median (or a section under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms); run with REPEAT=${MIN_STABLE_REPEATS} or more for a figure its repeats vouch for.`
       : '',
+    transports.some((t) => t.perRun.some((r) => percentileWithheld(r?.median?.latency) || percentileWithheld(r?.median?.rtt)))
+      ? `A percentile shows – where the sample is too small for it: p90 needs ${MIN_SAMPLES_FOR.p90} images, p99 ${MIN_SAMPLES_FOR.p99}, p99.9 ${MIN_SAMPLES_FOR.p999.toLocaleString('en-US')} (with fewer, it is the max itself).`
+      : '',
+    openLoop ? 'Under RATE, MB/s and images/s are what was delivered at the offered load (RATE × size when it kept up), not the transport’s capacity: the closed loop measures that.' : '',
     'Connect and First image are the cold start of a new connection, before its warm-up, apart from the steady figures.',
     twoRuns ? 'Each cell shows the after value, then the before value and the change: green is better, red is worse.' : '',
     'Click a column header to sort.',
@@ -871,9 +890,14 @@ ${rows.join('\n')}
 </section>`;
 }
 
+/** True when a distribution has times but too few for one of its percentiles. */
+function percentileWithheld(l: LatencySummary | null | undefined): boolean {
+  return l != null && (l.p90Ms === null || l.p99Ms === null || l.p999Ms === null);
+}
+
 function renderFootnotes(): string {
   return `<footer class="footnotes">
 <p>${TIMING_DEFINITIONS.map(escapeHtml).join('<br>')}</p>
-<p>Percentiles come from an HDR histogram (3 significant digits); max, mean and standard deviation (in results.json and output.log) from the raw times, the standard deviation being the sample one (n − 1). MB/s counts 10⁶ bytes of intact images per second of total transfer time. This page is self-contained: it loads nothing from any network.</p>
+<p>Percentiles come from an HDR histogram (3 significant digits), each only where the sample supports it (p90 from ${MIN_SAMPLES_FOR.p90} times, p99 from ${MIN_SAMPLES_FOR.p99}, p99.9 from ${MIN_SAMPLES_FOR.p999.toLocaleString('en-US')}; with fewer it is the max itself, shown as –); max, mean and standard deviation (in results.json and output.log) from the raw times, the standard deviation being the sample one (n − 1). MB/s counts 10⁶ bytes of intact images per second of total transfer time. This page is self-contained: it loads nothing from any network.</p>
 </footer>`;
 }

@@ -1,16 +1,28 @@
 import type { ClockOffset } from './clock.js';
 import type { PublicConfig } from './config.js';
 import type { SideCost } from './cost.js';
-import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type ClientFairness, type ColdStart, type FanOut, type ImageRecord, type OpenLoopFigures, type SectionResult } from './section.js';
+import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, OVERLOAD_RATE_SHARE, type ClientFairness, type ColdStart, type FanOut, type ImageRecord, type OpenLoopFigures, type SectionResult } from './section.js';
 import { formatSize } from './size.js';
-import { medianOf, rangeOf, type LatencySummary, type Range } from './stats.js';
+import { medianOf, MIN_SAMPLES_FOR, rangeOf, type LatencySummary, type Range } from './stats.js';
 import { describeWarmup, describeWarmupOutcome, type WarmupPlan } from './warmup.js';
 
 // One report object per run, rendered several ways: output.log text, the summary tables printed
 // at the end, and results.json. Renderers are pure functions of the report.
 
 /** Version of results.json's shape (services/core/results.schema.json); bump it when a field changes meaning or goes away. */
-export const RESULTS_SCHEMA_VERSION = 5;
+export const RESULTS_SCHEMA_VERSION = 6;
+
+/** Fewest completed repeats whose spread can show a transport's MB/s to be more than indicative. */
+export const MIN_STABLE_REPEATS = 3;
+/**
+ * Widest half-range (max − min) ÷ 2 of the completed repeats' MB/s, as a share of their median,
+ * for that median to be shown unmarked (without ~). One section cannot say how far its MB/s would
+ * move: five interleaved repeats of the default transports on the 2-core build machine spread by
+ * ±17–42 % at 100 images and still ±7–46 % at 1,000, so no image count makes a lone figure stable
+ * there; the repeats' own spread is the measure. ±10 % keeps a 20 % gap between two transports
+ * from being noise.
+ */
+export const STABLE_SPREAD_SHARE = 0.1;
 
 /** The timing definitions, printed in output.log's header exactly as measured. */
 export const TIMING_DEFINITIONS = [
@@ -18,11 +30,11 @@ export const TIMING_DEFINITIONS = [
   'Transmission time of image i = receiver monotonic clock when the last byte of image i is in hand − transmitter monotonic clock when image i was stamped.',
   'Round trip of image i = transmitter monotonic clock when the ack of image i is processed − when image i was stamped.',
   'Across two kernels (two hosts, two clocks), stamps are moved onto the receiver clock by the offset estimated before each section: every one-way time then reads ± x ms, the bound on its clock error (the uncertainty of the offset, widened by its drift until the end of the section), and the round trip beside it, on the transmitter clock alone, is the clock-free figure.',
-  'RATE (open loop) = image i of a section is due at its start + i ÷ RATE, whatever the acks do; one due while WINDOW are unacknowledged is dropped at the sender and counted. Figures from due time add the stamp − due time of each image: coordinated omission corrected, as wrk2 does.',
+  `RATE (open loop) = image i of a section is due at its start + i ÷ RATE, whatever the acks do; one due while WINDOW are unacknowledged waits for a slot and goes late. Figures from due time add the stamp − due time of each image, that wait included: coordinated omission corrected, as wrk2 does. A section is OVERLOADED when its images went out or arrived at under ${OVERLOAD_RATE_SHARE * 100} % of RATE; its MB/s is the load it delivered, not a capacity.`,
   'Total transfer time of a transport = arrival of its last image − stamp of its first (warm-up images excluded).',
   'The receiver acknowledges an image as soon as it is in hand and hashes it afterwards, on the same thread: no image waits for its own hash, but bytes that arrive during a hash are stamped after it, so when the receiver is busy (a full window) one-way times, round trips and MB/s include waiting behind the hashing of earlier images. Each section gives the share of the receiver thread busy time spent hashing; VERIFY=false measures without it.',
   'Cold start = a new connection: the time its connect took, and the first image sent on it (one-way and round trip), before any warm-up; apart from the steady figures.',
-  `MB/s marked ~ is indicative: fewer than ${MIN_STABLE_IMAGES} recorded images or a span under ${MIN_STABLE_SPAN_MS} ms moves by more than the run-to-run spread.`,
+  `MB/s marked ~ is indicative: one section cannot say how far its MB/s moves from run to run (±7–46 % across five repeats of 1,000 images on a shared 2-core machine), so the MB/s of a summary is unmarked only when REPEAT gave at least ${MIN_STABLE_REPEATS} completed repeats within ±${STABLE_SPREAD_SHARE * 100} % of their median; a section under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms is marked whatever the repeats.`,
 ] as const;
 
 /** Facts about one side's machine and software. */
@@ -90,6 +102,12 @@ export interface TransportSummary {
   coldStart: ColdStart;
   /** Repeats whose warm-up reached its cap before the round trips were steady. */
   notSteadyRepeats: number;
+  /**
+   * True unless at least {@link MIN_STABLE_REPEATS} repeats completed, their MB/s lie within
+   * ±{@link STABLE_SPREAD_SHARE} of the median's, and the median section's own span was long enough
+   * (SectionResult.throughputIndicative): the median MB/s and images/s are then shown as ~.
+   */
+  throughputIndicative: boolean;
 }
 
 /** A whole run: its facts, every section in run order, and one summary per transport. */
@@ -122,6 +140,7 @@ export function summarizeTransports(sections: readonly SectionResult[], order: r
       });
       return rangeOf(values) ?? null;
     };
+    const medianSection = completed.length > 0 ? completed[Math.floor((completed.length - 1) / 2)]! : null;
     return [
       {
         transport,
@@ -131,7 +150,7 @@ export function summarizeTransports(sections: readonly SectionResult[], order: r
         failure: own.find((s) => s.failure !== null)?.failure ?? null,
         repeats: own.length,
         completedRepeats: completed.length,
-        medianSection: completed.length > 0 ? completed[Math.floor((completed.length - 1) / 2)]! : null,
+        medianSection,
         okCount: own.reduce((n, s) => n + s.okCount, 0),
         lostCount: own.reduce((n, s) => n + s.lostCount, 0),
         corruptCount: own.reduce((n, s) => n + s.corruptCount, 0),
@@ -148,9 +167,16 @@ export function summarizeTransports(sections: readonly SectionResult[], order: r
           firstImageRttMs: medianOf(own.flatMap((s) => s.coldStart.firstImageRttMs ?? [])) ?? null,
         },
         notSteadyRepeats: own.filter((s) => s.warmedUp?.steady === false).length,
+        throughputIndicative: !throughputStable(medianSection === null ? undefined : sections[medianSection], pick((s) => s.throughputMBps), completed.length),
       },
     ];
   });
+}
+
+/** True when the completed repeats show the median section's MB/s to be stable (see {@link STABLE_SPREAD_SHARE}). */
+export function throughputStable(median: Pick<SectionResult, 'throughputMBps' | 'throughputIndicative'> | undefined, spread: Range | null, completedRepeats: number): boolean {
+  if (median === undefined || median.throughputIndicative || median.throughputMBps === null || spread === null || completedRepeats < MIN_STABLE_REPEATS) return false;
+  return (spread.max - spread.min) / 2 <= STABLE_SPREAD_SHARE * median.throughputMBps;
 }
 
 /** A run's report from its facts and sections: the one builder both services use. */
@@ -220,14 +246,15 @@ function costLine(side: string, cost: SideCost | null): string {
 
 /** "p50 …, p90 …, p99 …, p99.9 …, max …, mean … ± … ms" of a distribution. */
 function distributionLine(l: LatencySummary): string {
-  return `p50 ${ms(l.p50Ms)}, p90 ${ms(l.p90Ms)}, p99 ${ms(l.p99Ms)}, p99.9 ${ms(l.p999Ms)}, max ${ms(l.maxMs)}, mean ${ms(l.meanMs)} ± ${ms(l.stdDevMs)} ms (sample sd)`;
+  const withheld = percentileWithheld(l) ? `; ${l.count} time${l.count === 1 ? '' : 's'}, too few for the percentiles shown as -` : '';
+  return `p50 ${ms(l.p50Ms)}, p90 ${ms(l.p90Ms)}, p99 ${ms(l.p99Ms)}, p99.9 ${ms(l.p999Ms)}, max ${ms(l.maxMs)}, mean ${ms(l.meanMs)} ± ${ms(l.stdDevMs)} ms (sample sd)${withheld}`;
 }
 
 /** "12.3 MB/s, 45.6 images/s", marked indicative (~) when the recorded span is too short for a stable figure. */
 function throughputText(section: SectionResult): string {
   const figures = `${fixed(section.throughputMBps, 1)} MB/s, ${fixed(section.imagesPerSecond, 1)} images/s`;
   if (!section.throughputIndicative) return figures;
-  return `~${figures} (indicative: ${section.okCount} image${section.okCount === 1 ? '' : 's'} over ${ms(section.totalMs)} ms; a stable figure needs at least ${MIN_STABLE_IMAGES} images and ${MIN_STABLE_SPAN_MS} ms: raise IMAGE_COUNT)`;
+  return `~${figures} (indicative: ${section.okCount} image${section.okCount === 1 ? '' : 's'} over ${ms(section.totalMs)} ms; under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms a section's MB/s is indicative whatever its repeats: raise IMAGE_COUNT)`;
 }
 
 /** "10 clients, each its own window: 17–23 images each, slowest 12.3 MB/s, …". */
@@ -250,11 +277,12 @@ function rateText(ratePerSecond: number): string {
   return `${Number(ratePerSecond.toFixed(3)).toLocaleString('en-US')} images/s`;
 }
 
-/** "RATE 100 images/s, achieved 99.9 images/s; 3 of 200 dropped at the sender …". */
+/** "RATE 100 images/s offered, sent at 99.9 and delivered at 99.9 images/s: kept up" (or OVERLOADED). */
 function openLoopText(open: OpenLoopFigures): string {
-  const achieved = open.achievedRatePerSecond === null ? 'achieved -' : `achieved ${open.achievedRatePerSecond.toFixed(1)} images/s`;
-  const unsent = open.unsentCount === 0 ? 'none dropped at the sender' : `${open.unsentCount} DROPPED AT THE SENDER (due while WINDOW were unacknowledged: the transport did not keep up with RATE at this WINDOW)`;
-  return `RATE ${rateText(open.ratePerSecond)}, ${achieved}; ${unsent}`;
+  const rates = `RATE ${rateText(open.ratePerSecond)} offered, sent at ${fixed(open.achievedRatePerSecond, 1)} and delivered at ${fixed(open.deliveredRatePerSecond, 1)} images/s`;
+  return open.overloaded
+    ? `${rates}: OVERLOADED (under ${OVERLOAD_RATE_SHARE * 100} % of RATE; images waited for a window slot and went late: see the send lag and the times from due)`
+    : `${rates}: kept up`;
 }
 
 /** "15.8 of 16 images in flight on average …": the window's occupancy by Little's law, and what it does not show. */
@@ -283,8 +311,7 @@ function renderSection(section: SectionResult, repeats: number): string {
   const clockError = clockErrorText(section);
   const beside = (image: ImageRecord): string => (clockError === '' ? '' : `${clockError} (two clocks); round trip ${ms(image.rttMs)} ms (one clock)`);
   for (const image of section.images) {
-    if (image.status === 'unsent') lines.push(`Image ${image.image}: NOT SENT (fell due while WINDOW images were unacknowledged: dropped at the sender)`);
-    else if (image.timeMs === null && image.status === 'ok') lines.push(`Image ${image.image}: acknowledged, time and checksum verdict unknown (the receiver's record was lost)`);
+    if (image.timeMs === null && image.status === 'ok') lines.push(`Image ${image.image}: acknowledged, time and checksum verdict unknown (the receiver's record was lost)`);
     else if (image.timeMs === null) lines.push(`Image ${image.image}: LOST (never arrived)`);
     else if (image.status === 'corrupt') lines.push(`Image ${image.image} transmission time: ${ms(image.timeMs)} ms${beside(image)} (CORRUPT: checksum or size mismatch)`);
     else lines.push(`Image ${image.image} transmission time: ${ms(image.timeMs)} ms${beside(image)}`);
@@ -292,7 +319,7 @@ function renderSection(section: SectionResult, repeats: number): string {
   lines.push(section.totalMs === null ? 'Total transfer time: - (no image arrived)' : `Total transfer time: ${ms(section.totalMs)} ms`);
   if (section.latency !== null) {
     lines.push(`Latency${clockError === '' ? '' : ` (one-way across two clocks: each figure${clockError})`}: ${distributionLine(section.latency)}`);
-    lines.push(`Throughput: ${throughputText(section)}`);
+    lines.push(`Throughput${section.openLoop === null ? '' : ' (delivered at the offered RATE: the load, not a capacity)'}: ${throughputText(section)}`);
   }
   if (section.rtt !== null) {
     lines.push(`Round trip${clockError === '' ? '' : ' (one clock: no offset)'}: ${distributionLine(section.rtt)}`);
@@ -323,6 +350,32 @@ function renderSection(section: SectionResult, repeats: number): string {
   return lines.join('\n');
 }
 
+/** Below the tables where a MB/s shows ~. */
+const INDICATIVE_NOTE = `~ indicative: fewer than ${MIN_STABLE_REPEATS} completed repeats, or their MB/s beyond ±${STABLE_SPREAD_SHARE * 100} % of the median (or a section under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms): run with REPEAT=${MIN_STABLE_REPEATS} or more for a figure its repeats vouch for.`;
+
+/** Below the tables where a percentile shows '-' for want of images. */
+const TOO_FEW_NOTE = `p90, p99 and p99.9 show - below ${MIN_SAMPLES_FOR.p90}, ${MIN_SAMPLES_FOR.p99} and ${MIN_SAMPLES_FOR.p999.toLocaleString('en-US')} images: with fewer, the percentile is the max itself; raise IMAGE_COUNT.`;
+
+/** True when the distribution has times but too few for one of its percentiles. */
+function percentileWithheld(l: LatencySummary | null): boolean {
+  return l !== null && (l.p90Ms === null || l.p99Ms === null || l.p999Ms === null);
+}
+
+/** Sections of `transport` that were OVERLOADED under RATE. */
+function overloadedRepeats(sections: readonly SectionResult[], transport: string): number {
+  return sections.filter((s) => s.transport === transport && s.openLoop?.overloaded === true).length;
+}
+
+/** The Result cell: ok (with any warm-up not steady, any repeat OVERLOADED under RATE), or FAILED with the first failure. */
+function resultText(t: TransportSummary, overloaded: number): string {
+  if (!t.ok) return `FAILED${t.failure ? `: ${t.failure}` : ''}`;
+  const notes = [
+    t.notSteadyRepeats > 0 ? `warm-up NOT STEADY in ${t.notSteadyRepeats} of ${t.repeats}` : '',
+    overloaded > 0 ? `OVERLOADED at RATE${t.repeats > 1 ? ` in ${overloaded} of ${t.repeats}` : ''} (see Open loop)` : '',
+  ].filter(Boolean);
+  return ['ok', ...notes].join(', ');
+}
+
 /** The summary tables: latency, round trip and throughput per transport, cost per side, and spread across repeats. */
 export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>): string {
   const median = (t: TransportSummary): SectionResult | undefined => (t.medianSection === null ? undefined : report.sections[t.medianSection]);
@@ -346,13 +399,13 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
       ms(s?.rtt?.p50Ms),
       ms(s?.rtt?.p99Ms),
       ms(s?.totalMs),
-      `${s?.throughputIndicative ? '~' : ''}${fixed(s?.throughputMBps, 1)}`,
-      fixed(s?.imagesPerSecond, 1),
-      t.ok ? (t.notSteadyRepeats > 0 ? `ok, warm-up NOT STEADY in ${t.notSteadyRepeats} of ${t.repeats}` : 'ok') : `FAILED${t.failure ? `: ${t.failure}` : ''}`,
+      `${s !== undefined && t.throughputIndicative ? '~' : ''}${fixed(s?.throughputMBps, 1)}`,
+      `${s !== undefined && t.throughputIndicative ? '~' : ''}${fixed(s?.imagesPerSecond, 1)}`,
+      resultText(t, overloadedRepeats(report.sections, t.transport)),
     ];
   });
   const coldRows = report.transports.map((t) => [sectionTitle(t), ms(t.coldStart.connectMs), ms(t.coldStart.firstImageMs), ms(t.coldStart.firstImageRttMs)]);
-  const indicative = report.transports.some((t) => median(t)?.throughputIndicative);
+  const indicative = report.transports.some((t) => median(t) !== undefined && t.throughputIndicative);
   const withBroker = report.transports.some((t) => median(t)?.cost.broker);
   const costRows = report.transports.map((t) => {
     const c = median(t)?.cost;
@@ -379,13 +432,18 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
   const openRows = report.transports.flatMap((t) => {
     const open = figureOf(t, 'openLoop');
     if (!open) return [];
-    return [[sectionTitle(t), fixed(open.ratePerSecond, 1), fixed(open.achievedRatePerSecond, 1), String(open.unsentCount), ms(open.sendLag?.p99Ms), ms(open.latencyFromDue?.p50Ms), ms(open.latencyFromDue?.p99Ms), ms(open.rttFromDue?.p50Ms), ms(open.rttFromDue?.p99Ms)]];
+    const load = open.overloaded ? 'OVERLOADED' : 'kept up';
+    return [[sectionTitle(t), fixed(open.ratePerSecond, 1), fixed(open.achievedRatePerSecond, 1), fixed(open.deliveredRatePerSecond, 1), ms(open.sendLag?.p99Ms), ms(open.latencyFromDue?.p50Ms), ms(open.latencyFromDue?.p99Ms), ms(open.rttFromDue?.p50Ms), ms(open.rttFromDue?.p99Ms), load]];
   });
+  const openLoop = openRows.length > 0;
+  const tooFew = report.transports.some((t) => percentileWithheld(median(t)?.latency ?? null) || percentileWithheld(median(t)?.rtt ?? null));
   const blocks = [
     `Times in ms; one-way: p50 … mean ± sample sd${twoClocks ? ', across two clocks: each within clock ± of the truth (the offset\'s bound)' : ''}; RTT: round trip, stamp → ack processed${twoClocks ? ', on one clock (no offset)' : ''}:\n${renderTable(
-      ['Transport', 'OK', 'Lost', 'Corrupt', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'mean ± sd ms', ...(twoClocks ? ['clock ± ms'] : []), 'RTT p50', 'RTT p99', 'Total ms', 'MB/s', 'images/s', 'Result'],
+      ['Transport', 'OK', 'Lost', 'Corrupt', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'mean ± sd ms', ...(twoClocks ? ['clock ± ms'] : []), 'RTT p50', 'RTT p99', 'Total ms', ...(openLoop ? ['MB/s at RATE', 'images/s at RATE'] : ['MB/s', 'images/s']), 'Result'],
       latencyRows,
-    )}${indicative ? `\n~ indicative: fewer than ${MIN_STABLE_IMAGES} images or under ${MIN_STABLE_SPAN_MS} ms recorded; raise IMAGE_COUNT for a stable MB/s.` : ''}`,
+    )}${tooFew ? `\n${TOO_FEW_NOTE}` : ''}${indicative ? `\n${INDICATIVE_NOTE}` : ''}${
+      openLoop ? `\nAt RATE: MB/s and images/s are what was delivered at the offered load (RATE × size when it kept up), not the transport's capacity: the closed loop measures that.` : ''
+    }`,
     `Cold start, a new connection before its warm-up (median of the repeats; not part of the figures above):\n${renderTable(['Transport', 'connect ms', 'first image ms', 'first image RTT ms'], coldRows, false)}`,
     `Cost per side (TX transmitter, RX receiver${withBroker ? ', broker: the server the transport goes through, from its own counters' : ''}; CPU = user + system from the first recorded image to the last ack):\n${renderTable(
       ['Transport', 'TX CPU ms/img', 'RX CPU ms/img', ...(withBroker ? ['Broker CPU ms/img'] : []), 'TX CPU ms', 'RX CPU ms', 'TX peak RSS MiB', 'RX peak RSS MiB', 'TX loop busy', 'RX loop busy'],
@@ -423,10 +481,9 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
   }
   if (openRows.length > 0) {
     blocks.push(
-      `Open loop (RATE; "from due": counted from each image's due time, coordinated omission corrected):\n${renderTable(
-        ['Transport', 'RATE/s', 'achieved/s', 'unsent', 'send lag p99', 'from due p50', 'from due p99', 'RTT from due p50', 'RTT from due p99'],
+      `Open loop (RATE offered; sent/s and delivered/s achieved; "from due": counted from each image's due time, a wait for a window slot included: coordinated omission corrected; OVERLOADED: sent or delivered under ${OVERLOAD_RATE_SHARE * 100} % of RATE):\n${renderTable(
+        ['Transport', 'RATE/s', 'sent/s', 'delivered/s', 'send lag p99', 'from due p50', 'from due p99', 'RTT from due p50', 'RTT from due p99', 'Load'],
         openRows,
-        false,
       )}`,
     );
   }
@@ -487,6 +544,7 @@ export function renderOutputLog(report: RunReport): string {
     ...TIMING_DEFINITIONS.map((d) => `  ${d}`),
     ...(run.arrivalNotes.length > 0 ? ['Arrivals handed over in batches:', ...run.arrivalNotes.map((n) => `  ${n}.`)] : []),
     'Times are milliseconds; percentiles come from an HDR histogram (3 significant digits), max, mean and sample sd (n − 1) from the raw times.',
+    `A percentile is shown only where the sample supports it: p90 from ${MIN_SAMPLES_FOR.p90} times, p99 from ${MIN_SAMPLES_FOR.p99}, p99.9 from ${MIN_SAMPLES_FOR.p999.toLocaleString('en-US')} (with fewer, the nearest-rank percentile is the max itself); - otherwise.`,
     'MB/s counts 10^6 bytes of intact images per second of total transfer time.',
     run.config.verify === false
       ? 'Integrity: NOT VERIFIED (VERIFY=false, to measure what verification costs): a corrupt image would count as intact.'
@@ -494,11 +552,11 @@ export function renderOutputLog(report: RunReport): string {
     'Clock offset, receiver − transmitter, estimated before each section and again after its last ack (lowest of 8 round trips over the control endpoint; ± half that round trip):',
     ...clockLines,
   ].join('\n');
-  const unsent = report.sections.reduce((sum, s) => sum + (s.openLoop?.unsentCount ?? 0), 0);
+  const overloaded = report.sections.filter((s) => s.openLoop?.overloaded === true).length;
   const verdict = runSucceeded(report)
-    ? unsent === 0
+    ? overloaded === 0
       ? 'Result: every transport delivered every image intact.'
-      : `Result: every transport delivered every image it sent intact; ${unsent} image${unsent === 1 ? ' was' : 's were'} dropped at the sender under RATE (see Open loop).`
+      : `Result: every transport delivered every image intact; ${overloaded} section${overloaded === 1 ? ' was' : 's were'} OVERLOADED at RATE (see Open loop): their times from due, not their MB/s, say what the load cost.`
     : report.stopReason
       ? `Result: INCOMPLETE: ${report.stopReason}.`
       : 'Result: FAILED: at least one transport lost, corrupted or failed to deliver images (see above).';

@@ -36,16 +36,16 @@ export class OpenLoopSchedule {
 }
 
 /**
- * Images per second actually sent: images after the first over the span from the first send to
- * the last; null with fewer than two sends.
+ * Images per second of a series of times on one clock (sends, or arrivals): images after the
+ * first over the span from the first to the last; null with fewer than two or no span.
  */
-export function achievedRate(sendTimesNs: readonly bigint[]): number | null {
-  if (sendTimesNs.length < 2) return null;
-  let first = sendTimesNs[0]!;
+export function achievedRate(timesNs: readonly bigint[]): number | null {
+  if (timesNs.length < 2) return null;
+  let first = timesNs[0]!;
   let last = first;
-  for (const t of sendTimesNs) {
+  for (const t of timesNs) {
     if (t < first) first = t;
     if (t > last) last = t;
   }
-  return last === first ? null : ((sendTimesNs.length - 1) * 1e9) / Number(last - first);
+  return last === first ? null : ((timesNs.length - 1) * 1e9) / Number(last - first);
 }

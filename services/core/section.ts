@@ -1,6 +1,7 @@
 import { oneWayClockErrorNs, type ClockOffset } from './clock.js';
 import type { SideCost } from './cost.js';
 import type { AckStatus, FrameHeader } from './frame.js';
+import { achievedRate } from './schedule.js';
 import { imagesPerSecond, nsToMs, summarizeLatency, throughputMBps, type LatencySummary } from './stats.js';
 import { warmupImageLimit, type WarmupOutcome, type WarmupPlan } from './warmup.js';
 
@@ -66,32 +67,50 @@ export type TransmitterColdStart = Omit<ColdStart, 'firstImageMs'>;
 
 /**
  * One recorded image's fate: `timeMs` is its one-way transmission time (null when it never
- * arrived), `rttMs` the transmitter's stamp → ack processed (null without an ack). 'unsent': under
- * RATE, it fell due while WINDOW images were unacknowledged and the transmitter dropped it.
+ * arrived), `rttMs` the transmitter's stamp → ack processed (null without an ack).
  */
 export interface ImageRecord {
   image: number;
   timeMs: number | null;
   rttMs: number | null;
-  status: 'ok' | 'corrupt' | 'lost' | 'unsent';
+  status: 'ok' | 'corrupt' | 'lost';
 }
 
 /**
+ * An open-loop section is overloaded when its images went out, or arrived, at under this share of
+ * RATE. Healthy sections measured here keep both within 0.5 % of RATE (jitter at the two ends of
+ * the span), so 5 % is a shortfall of the transport (or of the sender on its core), not noise; a
+ * stall that the section catches up on is not overload, and its wait is in the times from due.
+ */
+export const OVERLOAD_RATE_SHARE = 0.95;
+
+/**
  * An open-loop section's figures (RATE): images are due on a schedule, so latency also counts from
- * the due time (coordinated omission corrected, as wrk2 does) besides the actual send.
+ * the due time (coordinated omission corrected, as wrk2 does) besides the actual send. An image
+ * due while every window is full waits for a slot and goes late: its wait is in its send lag and
+ * in every figure from due, so a section that cannot keep up shows it in its tail.
  */
 export interface OpenLoopFigures {
+  /** RATE: images per second offered. */
   ratePerSecond: number;
-  /** Images per second actually sent (first send to last); null with fewer than two. */
+  /** Images per second actually sent (first stamp to last); null with fewer than two. */
   achievedRatePerSecond: number | null;
-  /** Images due while WINDOW were unacknowledged: dropped at the sender, never sent. */
-  unsentCount: number;
-  /** How late sends were against their due times (stamp − due). */
+  /** Images per second that arrived, intact or not (first arrival to last, on the receiver's clock); null with fewer than two. */
+  deliveredRatePerSecond: number | null;
+  /** The sent or the delivered rate fell below {@link OVERLOAD_RATE_SHARE} of RATE: the section did not keep up with its schedule. */
+  overloaded: boolean;
+  /** How late sends were against their due times (stamp − due): a wait for a window slot included. */
   sendLag: LatencySummary | null;
   /** One-way times of intact images counted from their due times. */
   latencyFromDue: LatencySummary | null;
   /** Round trips counted from their due times. */
   rttFromDue: LatencySummary | null;
+}
+
+/** True when an open-loop section with these rates did not keep up with `ratePerSecond` (see {@link OVERLOAD_RATE_SHARE}). */
+export function isOverloaded(ratePerSecond: number, sentPerSecond: number | null, deliveredPerSecond: number | null): boolean {
+  const floor = OVERLOAD_RATE_SHARE * ratePerSecond;
+  return (sentPerSecond !== null && sentPerSecond < floor) || (deliveredPerSecond !== null && deliveredPerSecond < floor);
 }
 
 /** One client's share of a section (CLIENTS > 1), as the transmitter counted it. */
@@ -231,7 +250,7 @@ export interface SectionExtras {
   verifyBusyShare?: number | null;
   /** The transmitter's connect time and first round trip. */
   coldStart?: TransmitterColdStart;
-  /** Open loop: every recorded image's stamp − due time in nanoseconds, by image; null for an image dropped at the sender. */
+  /** Open loop: every recorded image's stamp − due time in nanoseconds, by image; null for an image never sent (the section failed first). */
   dueLagNs?: readonly (number | null)[] | null;
   /** Open loop: images per second actually sent. */
   achievedRatePerSecond?: number | null;
@@ -439,6 +458,7 @@ export class SectionRecorder {
     const rttsFromDueMs: number[] = [];
     let firstSentAtNs: bigint | undefined;
     let lastArrivalNs: bigint | undefined;
+    const arrivalsNs: bigint[] = [];
     const first = this.firstRecordedSeq;
     const flights: Flight[] = [];
     for (let image = 1; image <= this.plan.imageCount; image++) {
@@ -452,10 +472,11 @@ export class SectionRecorder {
       if (lag != null) sendLagsMs.push(lag);
       const arrival = first === undefined ? undefined : this.arrivals.get(first + image - 1);
       if (!arrival) {
-        images.push({ image, timeMs: null, rttMs, status: lag === null ? 'unsent' : 'lost' });
+        images.push({ image, timeMs: null, rttMs, status: 'lost' });
         continue;
       }
       if (rttNs !== null) flights.push({ sentAtNs: arrival.sentAtNs, rttNs });
+      arrivalsNs.push(arrival.arrivalNs);
       const timeMs = nsToMs(arrival.arrivalNs - arrival.sentAtNs);
       const intact = arrival.sizeOk && arrival.checksumOk === true;
       images.push({ image, timeMs, rttMs, status: intact ? 'ok' : 'corrupt' });
@@ -475,18 +496,16 @@ export class SectionRecorder {
     const okCount = images.filter((i) => i.status === 'ok').length;
     const corruptCount = images.filter((i) => i.status === 'corrupt').length;
     const lostCount = images.filter((i) => i.status === 'lost').length;
-    const unsentCount = images.filter((i) => i.status === 'unsent').length;
     const totalMs = firstSentAtNs !== undefined && lastArrivalNs !== undefined ? nsToMs(lastArrivalNs - firstSentAtNs) : null;
     const rtt = summarizeLatency(rttsMs) ?? null;
+    const deliveredPerSecond = achievedRate(arrivalsNs);
     const firstArrival = this.arrivals.get(0);
     const clockAfter = extras.clockAfter ?? null;
     return {
       ...this.plan,
       clockAfter,
       oneWayClockErrorMs: this.plan.clock?.applied ? oneWayClockErrorNs(this.plan.clock, clockAfter) / 1e6 : null,
-      // Images dropped at the sender under RATE are the load's answer, counted and shown, not a
-      // fault of the transport: every image it was given must still arrive intact.
-      ok: sectionFailure === null && okCount + unsentCount === this.plan.imageCount && this.duplicateCount === 0 && this.strayCount === 0,
+      ok: sectionFailure === null && okCount === this.plan.imageCount && this.duplicateCount === 0 && this.strayCount === 0,
       failure: sectionFailure,
       images,
       okCount,
@@ -513,7 +532,8 @@ export class SectionRecorder {
           : {
               ratePerSecond: this.plan.ratePerSecond,
               achievedRatePerSecond: extras.achievedRatePerSecond ?? null,
-              unsentCount,
+              deliveredRatePerSecond: deliveredPerSecond,
+              overloaded: isOverloaded(this.plan.ratePerSecond, extras.achievedRatePerSecond ?? null, deliveredPerSecond),
               sendLag: summarizeLatency(sendLagsMs) ?? null,
               latencyFromDue: summarizeLatency(okFromDueMs) ?? null,
               rttFromDue: summarizeLatency(rttsFromDueMs) ?? null,

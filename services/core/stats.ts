@@ -1,13 +1,23 @@
 import { build as buildHistogram } from 'hdr-histogram-js';
 
+/**
+ * Fewest times a percentile needs before it is reported: below 1 ÷ (1 − p) times the nearest-rank
+ * p-th percentile is the slowest time itself (with 99 times, p99 is the max), so it would be the
+ * max printed under another name. p50 is always reported (of one time, that time).
+ */
+export const MIN_SAMPLES_FOR = { p90: 10, p99: 100, p999: 1000 } as const;
+
 /** Distribution of per-image transmission times, all in milliseconds. */
 export interface LatencySummary {
   count: number;
-  /** Percentiles from an HDR histogram at 3 significant digits (within 0.1 % of the true value). */
+  /**
+   * Percentiles from an HDR histogram at 3 significant digits (within 0.1 % of the true value);
+   * p90, p99 and p99.9 are null below {@link MIN_SAMPLES_FOR} times (the sample cannot tell them from the max).
+   */
   p50Ms: number;
-  p90Ms: number;
-  p99Ms: number;
-  p999Ms: number;
+  p90Ms: number | null;
+  p99Ms: number | null;
+  p999Ms: number | null;
   /** Exact, from the raw times. */
   minMs: number;
   maxMs: number;
@@ -59,12 +69,13 @@ export function summarizeLatency(timesMs: readonly number[]): LatencySummary | u
   const variance = timesMs.length > 1 ? timesMs.reduce((acc, t) => acc + (t - mean) ** 2, 0) / (timesMs.length - 1) : 0;
   // The histogram reports a bucket's highest equivalent value; it can never exceed the true max.
   const at = (p: number): number => Math.min(max, histogram.getValueAtPercentile(p) / 1e6);
+  const supported = (p: number, minSamples: number): number | null => (timesMs.length >= minSamples ? at(p) : null);
   const summary: LatencySummary = {
     count: timesMs.length,
     p50Ms: at(50),
-    p90Ms: at(90),
-    p99Ms: at(99),
-    p999Ms: at(99.9),
+    p90Ms: supported(90, MIN_SAMPLES_FOR.p90),
+    p99Ms: supported(99, MIN_SAMPLES_FOR.p99),
+    p999Ms: supported(99.9, MIN_SAMPLES_FOR.p999),
     minMs: min,
     maxMs: max,
     meanMs: mean,

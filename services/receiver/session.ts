@@ -154,7 +154,7 @@ export class RunSession {
     this.verifier.flush();
     const { plan } = open.recorder;
     const measureEnd = open.measureEnd ?? { reading: readResources(), peakRssBytes: open.rss.stop() };
-    // Per image means per image sent: under RATE some may have been dropped at the sender.
+    // Per image means per image sent: under RATE a section that failed may not have sent them all.
     const sentImages = end.dueLagNs === null ? plan.imageCount : end.dueLagNs.filter((lag) => lag !== null).length;
     const receiverCost = open.measureStart === undefined ? null : sideCost(open.measureStart, measureEnd.reading, measureEnd.peakRssBytes, sentImages);
     const [brokerStart, brokerEnd] = await Promise.all([open.brokerStart, open.brokerEnd ?? (open.brokerStart && this.brokerReading(plan.transport))]);

@@ -19,7 +19,8 @@ import { readResources, RssPeakTracker } from '../shared/resources.js';
 import type { TransmitterLink, Transport } from '../transports/contract.js';
 import { transportByName } from '../transports/index.js';
 import { ControlClient } from './control-client.js';
-import { AckWaiter, Flight, sleepUntil, type SectionProgress } from './flight.js';
+import { DueTimer } from './due-timer.js';
+import { AckWaiter, Flight, type SectionProgress } from './flight.js';
 import { receiverAddresses } from './peers.js';
 
 export type { SectionProgress } from './flight.js';
@@ -77,6 +78,8 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   const checksum = imageChecksum(image.bytes);
   const transmitterHost = hostFacts(config.transports.map(transportByName));
   let receiverLost: string | undefined;
+  // Under RATE, one for the whole run, started before the first section (never on the timed path).
+  let dueTimer: DueTimer | undefined;
 
   // Sends seqs from `from` on while `more(seq)` holds, and returns the seq after the last one sent.
   // Every image some window admits (its client has fewer than WINDOW stamped and unacknowledged) is
@@ -105,12 +108,16 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   }
 
   // Open loop (RATE): recorded image i is due at schedule.dueNs(i) whatever the acks do. Every
-  // image due is stamped and handed over at once by the next client whose window has room, or,
-  // when every window is full, dropped at the sender and counted (the bound that keeps an
-  // overloaded transport from queueing without end). Stamp − due is kept per image: latency from
-  // the due time corrects coordinated omission. Then waits for every ack.
+  // image due is stamped and handed over at once by the next client whose window has room; when
+  // every window is full, the images due wait, in order, for slots, and go late (wrk2's choice):
+  // stamp − due is kept per image, so the wait is in the send lag and in every time from due,
+  // and a transport that cannot keep up shows it in its tail instead of in a count of images
+  // dropped beside percentiles that left them out. The queue is only seq numbers (every image is
+  // the same buffer) and WINDOW still bounds what is in flight. Then waits for every ack.
   async function openLoopPhase(links: readonly (readonly TransmitterLink[])[], flight: Flight, from: number, ratePerSecond: number, waiter: AckWaiter, progress: SectionProgress): Promise<void> {
     const { plan } = flight;
+    const timer = dueTimer;
+    if (timer === undefined) throw new Error('open loop without a due timer');
     const lags: (number | null)[] = (flight.dueLagNs = new Array<number | null>(plan.imageCount).fill(null));
     const schedule = new OpenLoopSchedule(ratePerSecond, process.hrtime.bigint());
     const admitted: [client: number, header: Buffer][] = [];
@@ -119,22 +126,22 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     while (index < plan.imageCount) {
       if (waiter.failure) throw waiter.failure;
       const due = Math.min(plan.imageCount, schedule.dueCount(process.hrtime.bigint()));
-      for (; index < due; index++) {
-        const seq = from + index;
+      while (index < due) {
         const client = flight.clientWithRoom();
-        if (client === undefined) {
-          flight.dropAtSender(seq);
-          continue;
-        }
-        const { header, stampNs } = flight.stamp(seq, client);
+        if (client === undefined) break;
+        const { header, stampNs } = flight.stamp(from + index, client);
         lags[index] = Number(stampNs - schedule.dueNs(index));
         sendTimesNs.push(stampNs);
         admitted.push([client, header]);
+        index++;
       }
       for (const [client, header] of admitted) for (const link of links[client]!) link.send(header, image.bytes);
       progress.sent += admitted.length;
       admitted.length = 0;
-      if (index < plan.imageCount) await sleepUntil(schedule.dueNs(index));
+      if (index >= plan.imageCount) break;
+      // Behind the schedule: the next image is due already and waits for a slot; else for its due time.
+      if (index < due) await waiter.until(() => flight.hasRoom(), config.imageTimeoutMs, () => `a free slot in a window for image seq ${from + index}, due ${nsToMs(process.hrtime.bigint() - schedule.dueNs(index)).toFixed(3)} ms ago`);
+      else await timer.until(schedule.dueNs(index));
     }
     flight.achievedRatePerSecond = achievedRate(sendTimesNs);
     await waiter.until(() => flight.completed >= flight.stamped, config.imageTimeoutMs, () => `${flight.stamped - flight.completed} outstanding acknowledgements`);
@@ -238,7 +245,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       if (plan.ratePerSecond === null) await sendPhase(links, flight, from, (seq) => seq < from + plan.imageCount, waiter, progress);
       else await openLoopPhase(links, flight, from, plan.ratePerSecond, waiter, progress);
       const end = flight.end ?? { reading: readResources(), peakRssBytes: flight.rss.stop() };
-      cost = sideCost(start, end.reading, end.peakRssBytes, plan.imageCount - flight.unsent);
+      cost = sideCost(start, end.reading, end.peakRssBytes, plan.imageCount);
       // Never silent: the receiver's record has the exact count of images that did not arrive.
       const lost = flight.lostAmongRecorded();
       const failure = lost > 0 ? `${transport.label} dropped images, as it may by design (${transport.dropsImages}): ${lost} never acknowledged` : null;
@@ -391,6 +398,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
           hosts: { transmitter: transmitterHost },
         };
         await Promise.all(peers.map((peer) => peer.control.startRun({ ...announcement, receiverIndex: peer.index })));
+        if (config.ratePerSecond !== undefined) dueTimer = await DueTimer.open();
         // WARMUP=0 is a cold run on purpose: nothing is warmed, not even the shared paths.
         if (config.warmup !== 0) exerciseSharedPaths(image.bytes);
         // Interleaved, one section of every transport per repeat, in an order rotated each repeat,
@@ -412,6 +420,8 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
         return { report, summary: renderSummary(report), succeeded: false, receiverLost };
       } finally {
         for (const control of controls) control.close();
+        await dueTimer?.close();
+        dueTimer = undefined;
       }
     },
   };

@@ -38,17 +38,6 @@ const DROP_SETTLE_FLOOR_MS = 1000;
 const DROP_SETTLE_RTT_FACTOR = 4;
 
 /**
- * Resolves at `dueNs` on the monotonic clock: a timer for the whole milliseconds, then the event
- * loop's next turns (setImmediate) for the rest, so a due time is met to well under a millisecond
- * without holding the core.
- */
-export async function sleepUntil(dueNs: bigint): Promise<void> {
-  const waitMs = Number(dueNs - process.hrtime.bigint()) / 1e6;
-  if (waitMs >= 2) await new Promise<void>((resolve) => setTimeout(resolve, Math.floor(waitMs) - 1));
-  while (process.hrtime.bigint() < dueNs) await new Promise<void>((resolve) => setImmediate(resolve));
-}
-
-/**
  * Waits for acks: resolves when `ready()` holds; rejects on a link failure, or when no ack has
  * arrived for `timeoutMs` (the clock restarts at every ack, so slow but moving transfers go on).
  */
@@ -137,11 +126,9 @@ export class Flight {
   completed = 0;
   /** (seq, receiver) pairs settled as lost and never acknowledged since. */
   private lostPairs = 0;
-  /** One past the highest seq stamped (equals `stamped` unless RATE dropped some at the sender). */
+  /** One past the highest seq stamped. */
   nextSeq = 0;
-  /** Recorded images dropped at the sender under RATE (due while every client's window was full). */
-  unsent = 0;
-  /** Under RATE: each recorded image's stamp − due time in ns, by image; null when dropped at the sender. */
+  /** Under RATE: each recorded image's stamp − due time in ns, by image; null until it is sent. */
   dueLagNs: (number | null)[] | null = null;
   achievedRatePerSecond: number | null = null;
   /**
@@ -273,7 +260,7 @@ export class Flight {
       this.acked++;
       if (this.recordedFrom !== undefined && seq >= this.recordedFrom) {
         this.progress.acked++;
-        if (this.progress.acked + this.unsent === this.plan.imageCount) this.end = { reading: readResources(), peakRssBytes: this.rss.stop() };
+        if (this.progress.acked === this.plan.imageCount) this.end = { reading: readResources(), peakRssBytes: this.rss.stop() };
       } else {
         this.steadiness?.add(Number(processedNs - this.stampsNs[seq]!));
       }
@@ -292,12 +279,6 @@ export class Flight {
     this.stampedBy[client]!++;
     this.nextSeq = seq + 1;
     return { header, stampNs };
-  }
-
-  /** Under RATE: `seq` fell due while every window was full and is never sent. */
-  dropAtSender(seq: number): void {
-    this.unsent++;
-    this.nextSeq = seq + 1;
   }
 
   /** Seqs every receiver acknowledged, warm-up included: what the transmitter knows arrived when a receiver's record is gone. */

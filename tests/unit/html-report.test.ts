@@ -220,7 +220,9 @@ describe('renderHtmlReport: round trip and broker figures', () => {
     expect(grpc.rtt).not.toBeNull();
     const cells = cellsOf(html, 'grpc');
     expect(cells['RTT p50 ms']).toBe(grpc.rtt!.p50Ms.toFixed(3));
-    expect(cells['RTT p99 ms']).toBe(grpc.rtt!.p99Ms.toFixed(3));
+    // Fewer than 100 round trips: p99 would be the max, so the cell shows a dash.
+    expect([grpc.rtt!.count < 100, grpc.rtt!.p99Ms]).toEqual([true, null]);
+    expect(cells['RTT p99 ms']).toBe('–');
     const roundTrip = TIMING_DEFINITIONS.find((d) => d.startsWith('Round trip'))!;
     expect(html).toMatch(new RegExp(`<th scope="col" data-type="number" title="median round trip\\. ${roundTrip.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"><button type="button">RTT p50 ms</button>`));
     // No transport went through a broker: no broker column.
@@ -259,17 +261,26 @@ describe('renderHtmlReport: round trip and broker figures', () => {
     expect(html).not.toContain('p99 from due ms');
   });
 
-  it('under RATE, says the schedule and adds achieved rate, unsent and p99 from due time per transport', () => {
+  it('under RATE, says the schedule, labels MB/s as the load delivered, and gives the sent and delivered rates and OVERLOADED', () => {
     const plan = fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true, imageCount: 2, ratePerSecond: 50 });
     const recorder = new SectionRecorder(plan);
     recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null });
+    // Due at 0 and 20 ms; the second waited 5 ms for a window slot: both went out and arrived 25 ms apart, 40 images/s.
     recorder.record({ sectionId: 1, seq: 0, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs: 0n }, 2_000_000n);
+    recorder.record({ sectionId: 1, seq: 1, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs: 25_000_000n }, 27_000_000n);
     recorder.verified(0, true);
-    const section = recorder.result(null, { rttNs: [2_500_000, null], dueLagNs: [1_000_000, null], achievedRatePerSecond: null });
+    recorder.verified(1, true);
+    const section = recorder.result(null, { rttNs: [2_500_000, 2_500_000], dueLagNs: [0, 5_000_000], achievedRatePerSecond: 40 });
     const report = fixtureReport([section]);
     const html = renderHtmlReport([{ ...report, run: { ...report.run, config: { ...report.run.config, ratePerSecond: 50 } } }], LIBRARIES);
-    expect(html).toContain('<th scope="row">Send schedule</th><td>open loop at RATE 50 images/s; an image due while WINDOW are in flight is dropped at the sender and counted</td>');
-    expect(cellsOf(html, 'tcp')).toMatchObject({ 'Achieved/s': '–', Unsent: '1', 'p99 from due ms': '3.000' });
+    expect(html).toContain(
+      '<th scope="row">Send schedule</th><td>open loop at RATE 50 images/s; an image due while WINDOW are in flight waits for a slot and goes late, its wait counted from its due time; MB/s is the load delivered, not a capacity</td>',
+    );
+    // Two images: p99 from due is withheld, not the max under another name.
+    expect(cellsOf(html, 'tcp')).toMatchObject({ 'Sent/s': '40.0', 'Delivered/s': '40.0', 'p99 from due ms': '–', 'MB/s at RATE': '~40.4' });
+    expect(html).not.toContain('Unsent');
+    expect(rowOf(html, 'tcp')).toContain('<span class="badge ok">ok</span> <span class="reason">OVERLOADED at RATE: sent or delivered under 95 % of RATE; see p99 from due</span>');
+    expect(html).toContain('Under RATE, MB/s and images/s are what was delivered at the offered load');
   });
 
   it('colours a broker CPU change as lower is better', () => {

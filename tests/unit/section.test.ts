@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { FrameHeader } from '../../services/core/frame.js';
-import { acknowledgedOnlyResult, clientFairness, fanOutOf, withFanOut, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, SectionRecorder, type SectionPlan } from '../../services/core/section.js';
+import { acknowledgedOnlyResult, clientFairness, fanOutOf, isOverloaded, withFanOut, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, SectionRecorder, type SectionPlan } from '../../services/core/section.js';
 import type { WarmupOutcome } from '../../services/core/warmup.js';
 import { NO_WARMUP } from '../helpers/fixtures.js';
 
@@ -343,30 +343,44 @@ describe('acknowledgedOnlyResult', () => {
 });
 
 describe('SectionRecorder under RATE (open loop)', () => {
-  it('keeps images dropped at the sender apart from lost ones, counts latency from the due time too, and stays ok', () => {
+  it('counts latency from the due time too, a late send\'s wait included, and stays ok', () => {
     const recorder = unwarmed({ imageCount: 4, ratePerSecond: 100 });
-    // Image 2 (seq 1) fell due while the window was full: never sent. Image 4 (seq 3) was sent 2 ms late.
+    // Due every 10 ms. Image 2 (seq 1) waited 8 ms for a window slot; image 4 (seq 3) was sent 2 ms late.
     take(recorder, frame(0, 0n), 1_000_000n);
+    take(recorder, frame(1, 18_000_000n), 19_000_000n);
     take(recorder, frame(2, 20_000_000n), 23_000_000n);
     take(recorder, frame(3, 32_000_000n), 33_000_000n);
-    const result = recorder.result(null, { rttNs: [2_000_000, null, 4_000_000, 2_000_000], dueLagNs: [0, null, 0, 2_000_000], achievedRatePerSecond: 62.5 });
-    expect(result.images.map((i) => i.status)).toEqual(['ok', 'unsent', 'ok', 'ok']);
-    expect([result.okCount, result.lostCount, result.ok]).toEqual([3, 0, true]);
-    expect(result.openLoop).toMatchObject({ ratePerSecond: 100, achievedRatePerSecond: 62.5, unsentCount: 1 });
-    expect(result.openLoop?.sendLag).toMatchObject({ count: 3, minMs: 0, maxMs: 2 });
-    // One-way 1, 3, 1 ms from the stamp; 1, 3, 3 ms from the due time.
-    expect(result.latency).toMatchObject({ count: 3, minMs: 1, maxMs: 3 });
-    expect(result.openLoop?.latencyFromDue).toMatchObject({ count: 3, minMs: 1, maxMs: 3, p50Ms: 3 });
-    // Round trips 2, 4, 2 ms from the stamp; 2, 4, 4 ms from the due time.
-    expect(result.openLoop?.rttFromDue).toMatchObject({ count: 3, minMs: 2, maxMs: 4, p50Ms: 4 });
+    const result = recorder.result(null, { rttNs: [2_000_000, 2_000_000, 4_000_000, 2_000_000], dueLagNs: [0, 8_000_000, 0, 2_000_000], achievedRatePerSecond: 93.75 });
+    expect(result.images.map((i) => i.status)).toEqual(['ok', 'ok', 'ok', 'ok']);
+    expect([result.okCount, result.lostCount, result.ok]).toEqual([4, 0, true]);
+    // Arrivals at 1, 19, 23 and 33 ms: 3 images after the first in 32 ms.
+    expect(result.openLoop).toMatchObject({ ratePerSecond: 100, achievedRatePerSecond: 93.75, deliveredRatePerSecond: 93.75, overloaded: true });
+    expect(result.openLoop?.sendLag).toMatchObject({ count: 4, minMs: 0, maxMs: 8 });
+    // One-way 1, 1, 3, 1 ms from the stamp; 1, 9, 3, 3 ms from the due time.
+    expect(result.latency).toMatchObject({ count: 4, minMs: 1, maxMs: 3 });
+    // p50 is 3 ms as the histogram reads it (its bucket's top, 3 significant digits).
+    expect(result.openLoop?.latencyFromDue).toMatchObject({ count: 4, minMs: 1, maxMs: 9, p50Ms: 3.000319 });
+    // Round trips 2, 2, 4, 2 ms from the stamp; 2, 10, 4, 4 ms from the due time.
+    expect(result.openLoop?.rttFromDue).toMatchObject({ count: 4, minMs: 2, maxMs: 10, p50Ms: 4.001791 });
   });
 
-  it('still fails on an image sent and never arrived', () => {
-    const recorder = unwarmed({ imageCount: 2, ratePerSecond: 10 });
+  it('is overloaded when images went out, or arrived, at under 95 % of RATE, and not at 95 % or over', () => {
+    const recorder = unwarmed({ imageCount: 3, ratePerSecond: 100 });
+    // Arrivals 20 ms apart: 50 images/s delivered, though sent on time.
     take(recorder, frame(0, 0n), 1_000_000n);
-    const result = recorder.result(null, { rttNs: [2_000_000, null], dueLagNs: [0, 5] });
-    expect(result.images.map((i) => i.status)).toEqual(['ok', 'lost']);
-    expect([result.ok, result.lostCount, result.openLoop?.unsentCount]).toEqual([false, 1, 0]);
+    take(recorder, frame(1, 10_000_000n), 21_000_000n);
+    take(recorder, frame(2, 20_000_000n), 41_000_000n);
+    const slow = recorder.result(null, { dueLagNs: [0, 0, 0], achievedRatePerSecond: 100 });
+    expect(slow.openLoop).toMatchObject({ achievedRatePerSecond: 100, deliveredRatePerSecond: 50, overloaded: true });
+    expect([isOverloaded(100, 95, 95), isOverloaded(100, 94.9, 100), isOverloaded(100, 100, 94.9), isOverloaded(100, null, null)]).toEqual([false, true, true, false]);
+  });
+
+  it('still fails on an image sent and never arrived, and on one never sent (the section failed first: lost)', () => {
+    const recorder = unwarmed({ imageCount: 3, ratePerSecond: 10 });
+    take(recorder, frame(0, 0n), 1_000_000n);
+    const result = recorder.result(null, { rttNs: [2_000_000, null, null], dueLagNs: [0, 5, null] });
+    expect(result.images.map((i) => i.status)).toEqual(['ok', 'lost', 'lost']);
+    expect([result.ok, result.lostCount, result.openLoop?.deliveredRatePerSecond]).toEqual([false, 2, null]);
   });
 
   it('has no open-loop figures in a closed loop, whatever lags are given', () => {

@@ -32,7 +32,27 @@ describe('summarizeLatency', () => {
     expect(summary.stdDevMs).toBeCloseTo(Math.sqrt(0.05 / 3), 15);
     // 0.2 ms lands in a histogram bucket 128 ns wide: reported as its highest equivalent value.
     expect(summary.p50Ms).toBe(0.200063);
-    expect([summary.p90Ms, summary.p99Ms, summary.p999Ms]).toEqual([0.4, 0.4, 0.4]);
+    // Four times support no tail percentile: each would be the max under another name.
+    expect([summary.p90Ms, summary.p99Ms, summary.p999Ms]).toEqual([null, null, null]);
+  });
+
+  it.each([
+    [9, [null, null, null]],
+    [10, ['p90', null, null]],
+    [99, ['p90', null, null]],
+    [100, ['p90', 'p99', null]],
+    [999, ['p90', 'p99', null]],
+    [1000, ['p90', 'p99', 'p999']],
+  ])('of %d times reports exactly the percentiles the sample supports', (count, expected) => {
+    const summary = summarizeLatency(Array.from({ length: count }, (_, i) => i + 1))!;
+    const named = [summary.p90Ms === null ? null : 'p90', summary.p99Ms === null ? null : 'p99', summary.p999Ms === null ? null : 'p999'];
+    expect(named).toEqual(expected);
+  });
+
+  it('at the threshold, gives a percentile below the max: the 100-time p99 is the 99th time', () => {
+    const summary = summarizeLatency(Array.from({ length: 100 }, (_, i) => i + 1))!;
+    // The histogram reports the top of the bucket (times in ns, 3 significant digits) holding 99 ms: within 0.1 %.
+    expect([summary.p99Ms, summary.maxMs]).toEqual([99.024895, 100]);
   });
 
   it('keeps every percentile within 0.1 % of the nearest-rank value over 10,000 times', () => {
@@ -41,14 +61,17 @@ describe('summarizeLatency', () => {
     const summary = summarizeLatency(times)!;
     for (const [p, value] of [[50, summary.p50Ms], [90, summary.p90Ms], [99, summary.p99Ms], [99.9, summary.p999Ms]] as const) {
       const exact = percentile(ascending, p);
-      expect(Math.abs(value - exact) / exact).toBeLessThan(0.001);
+      expect(value).not.toBeNull();
+      expect(Math.abs(value! - exact) / exact).toBeLessThan(0.001);
     }
     expect(summary.maxMs).toBe(ascending.at(-1));
   });
 
   it('never reports a percentile above the true maximum', () => {
     const summary = summarizeLatency([2.413])!;
-    expect([summary.p50Ms, summary.p99Ms, summary.p999Ms]).toEqual([2.413, 2.413, 2.413]);
+    expect([summary.p50Ms, summary.maxMs]).toEqual([2.413, 2.413]);
+    const thousand = summarizeLatency(Array.from({ length: 1000 }, () => 2.413))!;
+    expect([thousand.p90Ms, thousand.p99Ms, thousand.p999Ms]).toEqual([2.413, 2.413, 2.413]);
     expect(summary.stdDevMs).toBe(0);
   });
 
