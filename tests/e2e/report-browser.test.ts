@@ -63,7 +63,7 @@ function sideCost(cpuMsPerImage: number, peakRssMiB: number, eventLoopUtilizatio
   return { cpuUserMs: cpuMs * 0.8, cpuSystemMs: cpuMs * 0.2, cpuMs, cpuMsPerImage, peakRssBytes: Math.round(peakRssMiB * 1024 * 1024), eventLoopUtilization };
 }
 
-/** A window-1 section: each image is sent as soon as the previous one arrived, as the transmitter does. */
+/** A window-1 section: each image is sent as soon as the previous one's ack (0.08 ms after its arrival) is in, as the transmitter does. */
 function sequentialSection(plan: SectionPlan, timesMs: readonly (number | null)[], failure: string | null, cost: SectionResult['cost']): SectionResult {
   const recorder = new SectionRecorder({ ...plan, imageCount: timesMs.length });
   // No warm-up (the plan's WARMUP=0): the recorded images start at seq 0.
@@ -75,7 +75,7 @@ function sequentialSection(plan: SectionPlan, timesMs: readonly (number | null)[
       recorder.record({ sectionId: plan.sectionId, seq, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs }, sentAtNs + flightNs);
       recorder.verified(seq, true);
     }
-    sentAtNs += flightNs + 40_000n;
+    sentAtNs += flightNs + 80_000n;
   });
   return recorder.result(failure, { cost, rttNs: timesMs.map((timeMs) => (timeMs === null ? null : Math.round(timeMs * 1e6) + 80_000)) });
 }
