@@ -1,4 +1,4 @@
-import { MIN_STABLE_REPEATS, nodeDescription, peersText, STABLE_SPREAD_SHARE, TIMING_DEFINITIONS, sectionTitle, type HostFacts, type RunReport, type TransportSummary } from './report.js';
+import { MIN_STABLE_REPEATS, nodeDescription, peersText, SHORT_RUN_NOTE, shortRun, STABLE_SPREAD_SHARE, TIMING_DEFINITIONS, sectionTitle, type HostFacts, type RunReport, type TransportSummary } from './report.js';
 import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, OVERLOAD_RATE_SHARE, type SectionResult } from './section.js';
 import { formatSize } from './size.js';
 import { MIN_SAMPLES_FOR, type LatencySummary } from './stats.js';
@@ -871,6 +871,7 @@ ${cells.join('')}
     transports.some((t) => t.perRun.some((r) => percentileWithheld(r?.median?.latency) || percentileWithheld(r?.median?.rtt)))
       ? `A percentile shows – where the sample is too small for it: p90 needs ${MIN_SAMPLES_FOR.p90} images, p99 ${MIN_SAMPLES_FOR.p99}, p99.9 ${MIN_SAMPLES_FOR.p999.toLocaleString('en-US')} (with fewer, it is the max itself).`
       : '',
+    transports.some((t) => t.perRun.some((r) => shortRun(r?.median))) ? SHORT_RUN_NOTE : '',
     openLoop ? 'Under RATE, MB/s and images/s are what was delivered at the offered load (RATE × size when it kept up), not the transport’s capacity: the closed loop measures that.' : '',
     'Connect and First image are the cold start of a new connection, before its warm-up, apart from the steady figures.',
     twoRuns ? 'Each cell shows the after value, then the before value and the change: green is better, red is worse.' : '',

@@ -1,7 +1,7 @@
 import type { ClockOffset } from './clock.js';
 import type { PublicConfig } from './config.js';
 import type { SideCost } from './cost.js';
-import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, OVERLOAD_RATE_SHARE, type ClientFairness, type ColdStart, type FanOut, type ImageRecord, type OpenLoopFigures, type SectionResult } from './section.js';
+import { COMPARABLE_RUN_IMAGES, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, OVERLOAD_RATE_SHARE, type ClientFairness, type ColdStart, type FanOut, type ImageRecord, type OpenLoopFigures, type SectionResult } from './section.js';
 import { formatSize } from './size.js';
 import { medianOf, MIN_SAMPLES_FOR, rangeOf, type LatencySummary, type Range } from './stats.js';
 import { describeWarmup, describeWarmupOutcome, type WarmupPlan } from './warmup.js';
@@ -34,7 +34,7 @@ export const TIMING_DEFINITIONS = [
   'Total transfer time of a transport = arrival of its last image − stamp of its first (warm-up images excluded).',
   'The receiver acknowledges an image as soon as it is in hand and hashes it afterwards, on the same thread: no image waits for its own hash, but bytes that arrive during a hash are stamped after it, so when the receiver is busy (a full window) one-way times, round trips and MB/s include waiting behind the hashing of earlier images. Each section gives the share of the receiver thread busy time spent hashing; VERIFY=false measures without it.',
   'Cold start = a new connection: the time its connect took, and the first image sent on it (one-way and round trip), before any warm-up; apart from the steady figures.',
-  `MB/s marked ~ is indicative: one section cannot say how far its MB/s moves from run to run (±7–46 % across five repeats of 1,000 images on a shared 2-core machine), so the MB/s of a summary is unmarked only when REPEAT gave at least ${MIN_STABLE_REPEATS} completed repeats within ±${STABLE_SPREAD_SHARE * 100} % of their median; a section under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms is marked whatever the repeats.`,
+  `MB/s marked ~ is indicative: one section cannot say how far its MB/s moves from run to run (README, Warm-up and sample size: how far it moved here), so the MB/s of a summary is unmarked only when REPEAT gave at least ${MIN_STABLE_REPEATS} completed repeats within ±${STABLE_SPREAD_SHARE * 100} % of their median; a section under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms is marked whatever the repeats.`,
 ] as const;
 
 /** Facts about one side's machine and software. */
@@ -356,6 +356,14 @@ const INDICATIVE_NOTE = `~ indicative: fewer than ${MIN_STABLE_REPEATS} complete
 /** Below the tables where a percentile shows '-' for want of images. */
 const TOO_FEW_NOTE = `p90, p99 and p99.9 show - below ${MIN_SAMPLES_FOR.p90}, ${MIN_SAMPLES_FOR.p99} and ${MIN_SAMPLES_FOR.p999.toLocaleString('en-US')} images: with fewer, the percentile is the max itself; raise IMAGE_COUNT.`;
 
+/** Below the tables when a section's percentiles come from a short run. */
+export const SHORT_RUN_NOTE = `Short run: fewer than ${COMPARABLE_RUN_IMAGES.toLocaleString('en-US')} images per section, so even the p50 is not comparable with another run's: from one process pair to the next it moves by more than transports differ (README, Warm-up and sample size). Compare runs of IMAGE_COUNT=${COMPARABLE_RUN_IMAGES} or more with REPEAT=${MIN_STABLE_REPEATS}.`;
+
+/** True when a transport's figures come from a section too short to compare (see SHORT_RUN_NOTE). */
+export function shortRun(section: Pick<SectionResult, 'imageCount'> | undefined): boolean {
+  return section !== undefined && section.imageCount < COMPARABLE_RUN_IMAGES;
+}
+
 /** True when the distribution has times but too few for one of its percentiles. */
 function percentileWithheld(l: LatencySummary | null): boolean {
   return l !== null && (l.p90Ms === null || l.p99Ms === null || l.p999Ms === null);
@@ -437,11 +445,12 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
   });
   const openLoop = openRows.length > 0;
   const tooFew = report.transports.some((t) => percentileWithheld(median(t)?.latency ?? null) || percentileWithheld(median(t)?.rtt ?? null));
+  const short = report.transports.some((t) => shortRun(median(t)));
   const blocks = [
     `Times in ms; one-way: p50 … mean ± sample sd${twoClocks ? ', across two clocks: each within clock ± of the truth (the offset\'s bound)' : ''}; RTT: round trip, stamp → ack processed${twoClocks ? ', on one clock (no offset)' : ''}:\n${renderTable(
       ['Transport', 'OK', 'Lost', 'Corrupt', 'p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'mean ± sd ms', ...(twoClocks ? ['clock ± ms'] : []), 'RTT p50', 'RTT p99', 'Total ms', ...(openLoop ? ['MB/s at RATE', 'images/s at RATE'] : ['MB/s', 'images/s']), 'Result'],
       latencyRows,
-    )}${tooFew ? `\n${TOO_FEW_NOTE}` : ''}${indicative ? `\n${INDICATIVE_NOTE}` : ''}${
+    )}${tooFew ? `\n${TOO_FEW_NOTE}` : ''}${short ? `\n${SHORT_RUN_NOTE}` : ''}${indicative ? `\n${INDICATIVE_NOTE}` : ''}${
       openLoop ? `\nAt RATE: MB/s and images/s are what was delivered at the offered load (RATE × size when it kept up), not the transport's capacity: the closed loop measures that.` : ''
     }`,
     `Cold start, a new connection before its warm-up (median of the repeats; not part of the figures above):\n${renderTable(['Transport', 'connect ms', 'first image ms', 'first image RTT ms'], coldRows, false)}`,

@@ -51,6 +51,13 @@ export interface SectionPlan {
 export const MIN_STABLE_SPAN_MS = 200;
 /** Fewest recorded images for a throughput that is more than indicative. */
 export const MIN_STABLE_IMAGES = 30;
+/**
+ * Fewest recorded images for a p50 to compare with another run's. Below it, run-to-run spread
+ * outweighs what the warm-up can settle: a 10-image p50 ranged from 0.36 to 3.95 times a
+ * 1,000-image run's of the same transport in five interleaved rounds here (README, Warm-up and
+ * sample size), the 1,000-image p50 itself moving by up to 1.7 times between rounds.
+ */
+export const COMPARABLE_RUN_IMAGES = 1000;
 
 /**
  * A new connection's first steps, apart from the steady figures: the time `connect` took (until

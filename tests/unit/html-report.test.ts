@@ -411,6 +411,13 @@ describe('renderHtmlReport: header facts and footnotes', () => {
     expect(html).toContain('come from the median completed repeat');
   });
 
+  it('says a run of under 1,000 images per section is too short to compare, and no more above', () => {
+    const plan = fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true });
+    const html = (count: number): string => renderHtmlReport([fixtureReport([fixtureSection({ ...plan, imageCount: count }, Array<number>(count).fill(0.5), null, cost)])], LIBRARIES);
+    expect(html(10)).toContain('Short run: fewer than 1,000 images per section, so even the p50 is not comparable with another run&#39;s');
+    expect(html(1000)).not.toContain('Short run:');
+  });
+
   it('lists the arrival notes when there are any', () => {
     const plain = sampleReport();
     expect(renderHtmlReport([plain], LIBRARIES)).not.toContain('Batched arrivals');
