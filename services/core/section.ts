@@ -52,10 +52,10 @@ export const MIN_STABLE_SPAN_MS = 200;
 /** Fewest recorded images for a throughput that is more than indicative. */
 export const MIN_STABLE_IMAGES = 30;
 /**
- * Fewest recorded images for a p50 to compare with another run's. Below it, run-to-run spread
- * outweighs what the warm-up can settle: a 10-image p50 ranged from 0.36 to 3.95 times a
- * 1,000-image run's of the same transport in five interleaved rounds here (README, Warm-up and
- * sample size), the 1,000-image p50 itself moving by up to 1.7 times between rounds.
+ * Fewest recorded images for a p50 to compare with another run's. Below it, the spread from one
+ * process pair to the next outweighs what the warm-up can settle: a 10-image p50 ranged from 0.53
+ * to 2.26 times a 1,000-image run's of the same transport in five interleaved rounds here, two or
+ * three of five within 20 % per transport, with either warm-up rule (README, Warm-up and sample size).
  */
 export const COMPARABLE_RUN_IMAGES = 1000;
 
