@@ -356,7 +356,7 @@ const WINDOW_CHECK_SLACK = 1.000001;
  * Mean images in flight over the span from the first stamp to the last ack (Little's law, L = the
  * round trips summed ÷ the span); null without two distinct instants.
  */
-export function meanInFlight(flights: readonly Flight[]): number | null {
+function meanInFlight(flights: readonly Flight[]): number | null {
   if (flights.length === 0) return null;
   let startNs = flights[0]!.sentAtNs;
   let endNs = startNs;
