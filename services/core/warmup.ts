@@ -1,18 +1,20 @@
 import { percentile } from './stats.js';
 
 // How a section warms up before its recorded images. By default (`WARMUP=auto`) it sends images
-// until their round trips are steady: at least a minimum time and a minimum number of images,
-// then until the median round trips of the last few blocks of images all lie within a tolerance
-// of the lowest of them, capped by a maximum time (or image count) after which the section is
-// marked not steady. Two blocks were not enough: two medians within 5 % pass on a plateau that
-// later falls (a TCP warm-up was declared steady at 0.588 → 0.615 ms where the long run's p50 was
-// 0.285) or on noise that happens to agree once; four blocks in one band must agree three times
-// over, and a falling trend spreads them out of the band. `WARMUP=<n>` sends exactly n images instead, and `WARMUP=0` none: a cold run on purpose.
+// until their round trips stop falling: at least a minimum time and a minimum number of images,
+// then until neither of the last two blocks of images has a median round trip more than a
+// tolerance below the lower of the two blocks before, capped by a maximum time (or image count)
+// after which the section is marked not steady. What a warm-up waits out is a fall (JIT, caches,
+// buffers growing); noise goes both ways and never ends, so a rise does not hold it back. Comparing
+// two blocks alone let a slow fall pass (3 % a block is within 5 % of the block before at every
+// step), and noise that agreed once; two blocks against the two before catch a fall over four.
+// A band over four blocks (all within 5 % of the lowest) was tried and dropped: on a loaded 2-core
+// machine it often did not close within the 10 s cap. `WARMUP=<n>` sends exactly n images instead, and `WARMUP=0` none: a cold run on purpose.
 // Pure: times and round trips are given to it.
 
-/** Relative spread allowed among the medians of the last blocks of warm-up round trips: (highest − lowest) ÷ lowest. */
+/** How far below the earlier blocks' lowest median a later block may fall and still count as steady, relative to it. */
 export const STEADY_TOLERANCE = 0.05;
-/** Blocks whose medians must agree: three comparisons, so a trend or a lucky pair does not pass. */
+/** Blocks compared: the later half against the earlier half. */
 export const STEADY_BLOCKS = 4;
 /** Fewest images in a block: medians of fewer move by more than the tolerance on a quiet host. */
 export const MIN_BLOCK_IMAGES = 32;
@@ -36,7 +38,7 @@ export type WarmupPlan =
       blockImages: number;
       /** Blocks compared (absent in files written when it was always 2). */
       blocks?: number;
-      /** Largest relative spread of the blocks' medians ((highest − lowest) ÷ lowest) that counts as steady. */
+      /** Largest fall, relative to the earlier half's lowest median, of the later half's lowest that counts as steady. */
       tolerance: number;
     };
 
@@ -86,7 +88,7 @@ export function warmupImageLimit(plan: WarmupPlan): number {
   return plan.mode === 'images' ? plan.images : plan.maxImages;
 }
 
-/** The medians compared, oldest first, and whether they all lie within the tolerance of the lowest. */
+/** The medians compared, oldest first, and whether the later half's lowest is within the tolerance of the earlier half's lowest, or above it. */
 export interface SteadinessReading {
   mediansNs: number[];
   steady: boolean;
@@ -127,8 +129,10 @@ export class SteadinessCheck {
       return values.sort((a, b) => a - b);
     };
     const mediansNs = Array.from({ length: this.blocks }, (_, b) => percentile(block(oldest + b * k), 50));
-    const lowestNs = Math.min(...mediansNs);
-    return { mediansNs, steady: Math.max(...mediansNs) - lowestNs <= this.tolerance * lowestNs };
+    const half = Math.floor(this.blocks / 2);
+    const earlierLowestNs = Math.min(...mediansNs.slice(0, half));
+    const laterLowestNs = Math.min(...mediansNs.slice(half));
+    return { mediansNs, steady: laterLowestNs >= (1 - this.tolerance) * earlierLowestNs };
   }
 }
 
@@ -168,7 +172,9 @@ export function describeWarmup(plan: WarmupPlan): string {
   if (plan.mode === 'images') return plan.images === 0 ? 'none (WARMUP=0: a cold run)' : `${plan.images.toLocaleString('en-US')} unrecorded image${plan.images === 1 ? '' : 's'} (WARMUP=${plan.images})`;
   const percent = `${+(plan.tolerance * 100).toFixed(2)} %`;
   const blocks = plan.blocks ?? 2;
-  return `until steady: at least ${plan.minMs.toLocaleString('en-US')} ms and ${plan.minImages} images, then until the median round trips of the last ${blocks} blocks of ${plan.blockImages} images are within ${percent} of the lowest of them; at most ${plan.maxMs.toLocaleString('en-US')} ms (WARMUP=auto)`;
+  const half = Math.floor(blocks / 2);
+  const blocksText = half === 1 ? `block of ${plan.blockImages} images` : `${half} blocks of ${plan.blockImages} images`;
+  return `until steady: at least ${plan.minMs.toLocaleString('en-US')} ms and ${plan.minImages} images, then until no median round trip of the last ${blocksText} is more than ${percent} below the lowest of the ${half === 1 ? 'block' : `${half}`} before; at most ${plan.maxMs.toLocaleString('en-US')} ms (WARMUP=auto)`;
 }
 
 /** How one section's warm-up went, in words: "steady after 1,234 ms, 2,000 images (medians 0.301 → 0.299 ms)". */

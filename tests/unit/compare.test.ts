@@ -271,11 +271,11 @@ describe('settingDifferences of warm-up plans', () => {
     before.run.warmup = steady;
     after.run.warmup = { mode: 'images', images: 2 };
     expect(settingDifferences(before, after)).toEqual([
-      'WARMUP: until steady: at least 500 ms and 128 images, then until the median round trips of the last 4 blocks of 32 images are within 5 % of the lowest of them; at most 10,000 ms (WARMUP=auto) → 2 unrecorded images (WARMUP=2)',
+      'WARMUP: until steady: at least 500 ms and 128 images, then until no median round trip of the last 2 blocks of 32 images is more than 5 % below the lowest of the 2 before; at most 10,000 ms (WARMUP=auto) → 2 unrecorded images (WARMUP=2)',
     ]);
     after.run.warmup = { ...steady, maxMs: 20_000 };
     expect(settingDifferences(before, after)).toEqual([
-      'WARMUP: until steady: at least 500 ms and 128 images, then until the median round trips of the last 4 blocks of 32 images are within 5 % of the lowest of them; at most 10,000 ms (WARMUP=auto) → until steady: at least 500 ms and 128 images, then until the median round trips of the last 4 blocks of 32 images are within 5 % of the lowest of them; at most 20,000 ms (WARMUP=auto)',
+      'WARMUP: until steady: at least 500 ms and 128 images, then until no median round trip of the last 2 blocks of 32 images is more than 5 % below the lowest of the 2 before; at most 10,000 ms (WARMUP=auto) → until steady: at least 500 ms and 128 images, then until no median round trip of the last 2 blocks of 32 images is more than 5 % below the lowest of the 2 before; at most 20,000 ms (WARMUP=auto)',
     ]);
     after.run.warmup = { ...steady };
     expect(settingDifferences(before, after)).toEqual([]);

@@ -60,7 +60,7 @@ Images per transport: 2 (533.0 KiB each); window 1; repeat 1
 Peers: one transmitter, one connection per transport; one receiver
 Link: loopback, not shaped
 Send schedule: closed loop (the next image goes as soon as the window has room)
-Warm-up of each section, on its connection before the recorded images: until steady: at least 500 ms and 128 images, then until the median round trips of the last 4 blocks of 32 images are within 5 % of the lowest of them; at most 10,000 ms (WARMUP=auto)
+Warm-up of each section, on its connection before the recorded images: until steady: at least 500 ms and 128 images, then until no median round trip of the last 2 blocks of 32 images is more than 5 % below the lowest of the 2 before; at most 10,000 ms (WARMUP=auto)
 Transports: websocket, redis, tcp
 Definitions:
   WINDOW = the number of images stamped and not yet acknowledged. An image is stamped when the window admits it; any wait for library or kernel backpressure is inside its time.
