@@ -6,7 +6,7 @@ import { errorMessage } from '../../services/core/errors.js';
 import { stopChild } from '../../services/shared/child-process.js';
 import { freePort } from '../../services/shared/net.js';
 import { withTimeout } from '../../services/shared/waits.js';
-import { loadImage } from '../../services/transmitter/images.js';
+import { loadImage } from '../../services/shared/images.js';
 import { ceilingFor } from './index.js';
 import { arrivalClock, receiveOptions, runSender, type CeilingRunOptions } from './run.js';
 

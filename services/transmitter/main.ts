@@ -4,7 +4,7 @@ import { configFromEnvOrExit, effectiveLogLevel, ExitCode, imagePathIssues, onSh
 import { transports } from '../transports/index.js';
 import { createLogger } from '../shared/logger.js';
 import { buildTransmitter } from './app.js';
-import { loadImage } from './images.js';
+import { loadImage } from '../shared/images.js';
 import { createProgressDisplay } from './progress.js';
 
 // Transmitter entry: validates the environment, loads the image, runs every transport's section

@@ -2,7 +2,7 @@ import { parseConfig, type Config } from '../../services/core/config.js';
 import { buildReceiver, type ReceiverApp } from '../../services/receiver/app.js';
 import type { RunOutcome } from '../../services/core/control-protocol.js';
 import { buildTransmitter, type RunObserver } from '../../services/transmitter/app.js';
-import { loadImage } from '../../services/transmitter/images.js';
+import { loadImage } from '../../services/shared/images.js';
 import { transports } from '../../services/transports/index.js';
 import { TEST_AUTH_TOKEN, testLog } from './harness.js';
 

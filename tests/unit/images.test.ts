@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ErrorCode, ItbError } from '../../services/core/errors.js';
 import { generatePng } from '../../services/core/png.js';
-import { ASSET_PATH, ASSET_SIZE_BYTES, loadImage } from '../../services/transmitter/images.js';
+import { ASSET_PATH, ASSET_SIZE_BYTES, loadImage } from '../../services/shared/images.js';
 import { projectPath } from '../../services/shared/paths.js';
 
 const tmpDir = mkdtempSync(path.join(os.tmpdir(), 'itb-images-'));

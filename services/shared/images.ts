@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { ErrorCode, ItbError, errorMessage } from '../core/errors.js';
 import { describePng, generatePng, SAMPLE_ASSET_BYTES, SAMPLE_ASSET_PATH } from '../core/png.js';
-import { projectPath } from '../shared/paths.js';
+import { projectPath } from './paths.js';
 
 /** Where the bundled sample picture lives (made by `npm run make-asset`). */
 export const ASSET_PATH: string = projectPath(SAMPLE_ASSET_PATH);
