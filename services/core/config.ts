@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AUTH_TOKEN_PATTERN } from './auth.js';
+import { DURATION_UNITS_HELP, formatDurationMs, parseDurationMs } from './duration.js';
 import { MIN_GENERATED_PNG_BYTES } from './png.js';
 import { formatSize, parseSize, SIZE_UNITS_HELP } from './size.js';
 import { DELAY_ALLOWED, isLoopbackHost, isShaped, LOSS_ALLOWED, parseBitRate, parseDelayMs, parseLossPercent, RATE_ALLOWED, type NetworkShaping } from './link.js';
@@ -34,7 +35,13 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 
 /** The validated configuration both services run with. */
 export interface Config {
+  /** IMAGE_COUNT: recorded images per section; when durationMs is set, IMAGE_COUNT is unset and this is its default, unused. */
   imageCount: number;
+  /**
+   * DURATION: each section sends its recorded images for this long instead of imageCount (under
+   * RATE, a soak at a fixed rate); undefined: a count of images, the default.
+   */
+  durationMs: number | undefined;
   /** Requested image size; undefined means the bundled asset as it is. */
   imageSizeBytes: number | undefined;
   imagePath: string | undefined;
@@ -120,6 +127,13 @@ export const MAX_RECEIVERS = 32;
 /** Most images IMAGE_COUNT allows in a section. */
 export const MAX_IMAGE_COUNT = 1_000_000;
 
+/** Shortest DURATION: the run's series are per second, and a shorter section has not one point. */
+export const MIN_DURATION_MS = 1000;
+/** Longest DURATION: a week, already a soak per section (times transports, times REPEAT). */
+export const MAX_DURATION_MS = 7 * 24 * 3_600_000;
+/** What DURATION allows, in words. */
+export const DURATION_ALLOWED = `${DURATION_UNITS_HELP}; from ${formatDurationMs(MIN_DURATION_MS)} (the figures are per second) to 7 days (${formatDurationMs(MAX_DURATION_MS)})`;
+
 /** Largest MAX_IMAGE_SIZE: gRPC's message limits are signed 32-bit. */
 export const MAX_IMAGE_SIZE_LIMIT = 2 ** 31 - 1 - 1024 * 1024;
 const DEFAULT_MAX_IMAGE_BYTES = 256 * 1024 * 1024;
@@ -189,6 +203,14 @@ function schemaFor(specs: readonly TransportSpec[]) {
   );
   return z.object({
     IMAGE_COUNT: wholeNumber(1, MAX_IMAGE_COUNT, 10),
+    DURATION: variable<number | undefined>(
+      DURATION_ALLOWED,
+      (raw) => {
+        const durationMs = parseDurationMs(raw);
+        return durationMs !== undefined && durationMs >= MIN_DURATION_MS && durationMs <= MAX_DURATION_MS ? durationMs : undefined;
+      },
+      undefined,
+    ),
     IMAGE_SIZE: size(undefined),
     IMAGE_PATH: text(undefined),
     TRANSPORTS: variable(
@@ -281,9 +303,21 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
   if (parsedOk('WARMUP_MIN_MS') && parsedOk('WARMUP_MAX_MS') && (v.WARMUP_MIN_MS as number) > (v.WARMUP_MAX_MS as number)) {
     issues.push({ variable: 'WARMUP_MIN_MS', value: env.WARMUP_MIN_MS, allowed: `at most WARMUP_MAX_MS (${v.WARMUP_MAX_MS as number})` });
   }
+  // DURATION or IMAGE_COUNT, never both: which one ends a section would be a guess. Judged on what
+  // was set, so a DURATION without units is reported together with the clash, not instead of it.
+  const isSet = (name: string): boolean => (env[name]?.trim() ?? '') !== '';
+  const byDuration = isSet('DURATION');
+  if (byDuration && isSet('IMAGE_COUNT')) {
+    issues.push({
+      variable: 'IMAGE_COUNT',
+      value: env.IMAGE_COUNT,
+      allowed: `unset when DURATION is set (DURATION=${JSON.stringify(env.DURATION)}): a section runs either IMAGE_COUNT images or for DURATION, so set one of the two`,
+    });
+  }
   const clients = v.CLIENTS as number | undefined;
   const receivers = v.RECEIVERS as number | undefined;
-  if (clients !== undefined && clients > 1 && parsedOk('IMAGE_COUNT') && clients > (v.IMAGE_COUNT as number)) {
+  // Under DURATION the count is not what ends a section, so it does not bound CLIENTS.
+  if (!byDuration && clients !== undefined && clients > 1 && parsedOk('IMAGE_COUNT') && clients > (v.IMAGE_COUNT as number)) {
     issues.push({ variable: 'CLIENTS', value: env.CLIENTS, allowed: `at most IMAGE_COUNT (${v.IMAGE_COUNT as number}): every client sends at least one recorded image` });
   }
   // CLIENTS and RECEIVERS within what each transport of the run can take (websocket-push: one).
@@ -355,6 +389,7 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
     ok: true,
     config: Object.freeze({
       imageCount: v.IMAGE_COUNT as number,
+      durationMs: v.DURATION as number | undefined,
       imageSizeBytes,
       imagePath: v.IMAGE_PATH as string | undefined,
       transports: Object.freeze([...(v.TRANSPORTS as string[])]),

@@ -2,7 +2,7 @@
 // services use these types and schemas and meet only over the wire. Bodies are checked against
 // the schemas (fastify validates them, without type coercion), and kept small.
 
-import { MAX_CLIENTS, MAX_IMAGE_COUNT, MAX_RECEIVERS } from './config.js';
+import { MAX_CLIENTS, MAX_DURATION_MS, MAX_IMAGE_COUNT, MAX_RECEIVERS, MIN_DURATION_MS } from './config.js';
 import type { SideCost } from './cost.js';
 import { MAX_RATE_PER_SECOND } from './schedule.js';
 import type { HostFacts, RunInfo, RunReport } from './report.js';
@@ -133,7 +133,14 @@ export const runInfoSchema = {
     repeat: wholeNumber,
     transports: { type: 'array', maxItems: 64, items: { type: 'string', maxLength: 64 } },
     arrivalNotes: { type: 'array', maxItems: 64, items: shortText },
-    config: anyObject,
+    // The transmitter's public config, open to what it holds; the fields named are checked.
+    config: {
+      type: 'object',
+      properties: {
+        // DURATION: each section ran for this long instead of imageCount images; absent when unset.
+        durationMs: { type: 'integer', minimum: MIN_DURATION_MS, maximum: MAX_DURATION_MS },
+      },
+    },
     receivers: { type: 'integer', minimum: 1, maximum: MAX_RECEIVERS },
     receiverIndex: { type: 'integer', minimum: 0, maximum: MAX_RECEIVERS - 1 },
     hosts: { type: 'object', additionalProperties: false, required: ['transmitter'], properties: { transmitter: anyObject } },

@@ -1,5 +1,9 @@
+import { readFileSync } from 'node:fs';
+import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
-import { configVariables, formatConfigIssues, parseConfig, publicConfig, type TransportSpec } from '../../services/core/config.js';
+import { configVariables, DURATION_ALLOWED, formatConfigIssues, MAX_DURATION_MS, MIN_DURATION_MS, parseConfig, publicConfig, type TransportSpec } from '../../services/core/config.js';
+import { runInfoSchema } from '../../services/core/control-protocol.js';
+import { projectPath } from '../../services/shared/paths.js';
 
 const specs: TransportSpec[] = [
   { name: 'websocket', setting: { kind: 'port', envVar: 'WEBSOCKET_PORT', defaultPort: 8081 }, defaultRun: true },
@@ -47,6 +51,7 @@ describe('parseConfig', () => {
       ok: true,
       config: {
         imageCount: 10,
+        durationMs: undefined,
         imageSizeBytes: undefined,
         imagePath: undefined,
         transports: ['websocket', 'redis', 'tcp'],
@@ -151,6 +156,82 @@ describe('parseConfig', () => {
       return result.ok ? result.config.ratePerSecond : result.issues;
     };
     expect([rate(undefined), rate(''), rate('100'), rate('2.5'), rate('0.001'), rate('1000000')]).toEqual([undefined, undefined, 100, 2.5, 0.001, 1_000_000]);
+  });
+
+  describe('DURATION', () => {
+    const parsed = (env: Record<string, string>) => {
+      const result = parseConfig(env, specs);
+      return result.ok ? result.config : result.issues;
+    };
+
+    it('is unset by default: a section runs IMAGE_COUNT images', () => {
+      expect(parsed({})).toMatchObject({ durationMs: undefined, imageCount: 10 });
+      expect(parsed({ DURATION: '  ' })).toMatchObject({ durationMs: undefined });
+    });
+
+    it.each([
+      ['1s', 1000],
+      ['30s', 30_000],
+      ['1500ms', 1500],
+      ['2m30s', 150_000],
+      ['10m', 600_000],
+      ['1h30m', 5_400_000],
+      [' 1h ', 3_600_000],
+      ['168h', 604_800_000],
+    ])('reads DURATION=%j as %d ms', (raw, durationMs) => {
+      expect(parsed({ DURATION: raw })).toMatchObject({ durationMs });
+    });
+
+    it.each(['5', '999ms', '0s', '168h1ms', '169h', '1.5h', '1h 30m', '30S', '-30s', 'forever'])('refuses DURATION=%j: units, from 1 s to 7 days', (raw) => {
+      expect(parsed({ DURATION: raw })).toEqual([{ variable: 'DURATION', value: raw, allowed: DURATION_ALLOWED }]);
+    });
+
+    it('says what is allowed: units (a bare number has none), the grammar, and both bounds', () => {
+      expect(DURATION_ALLOWED).toBe(
+        'a time with units (a bare number has none): whole numbers with h, m, s or ms, largest first, e.g. 30s, 10m, 1h30m, 2m30s, 500ms; from 1s (the figures are per second) to 7 days (168h)',
+      );
+    });
+
+    it('refuses DURATION together with IMAGE_COUNT, naming both and their values', () => {
+      expect(parsed({ DURATION: '30s', IMAGE_COUNT: '10' })).toEqual([
+        { variable: 'IMAGE_COUNT', value: '10', allowed: 'unset when DURATION is set (DURATION="30s"): a section runs either IMAGE_COUNT images or for DURATION, so set one of the two' },
+      ]);
+      // An empty IMAGE_COUNT is unset, as in .env.example.
+      expect(parsed({ DURATION: '30s', IMAGE_COUNT: '' })).toMatchObject({ durationMs: 30_000 });
+    });
+
+    it('reports a DURATION without units and the clash with IMAGE_COUNT at once, with every other bad variable', () => {
+      const result = parseConfig({ DURATION: '5', IMAGE_COUNT: '3', WINDOW: '0' }, specs);
+      expect(result.ok).toBe(false);
+      if (result.ok) return;
+      expect(result.issues.map((i) => i.variable).sort()).toEqual(['DURATION', 'IMAGE_COUNT', 'WINDOW']);
+      const message = formatConfigIssues(result.issues);
+      expect(message.split('\n')[0]).toBe('Invalid configuration (3 bad variables):');
+      expect(message).toContain('  DURATION="5": expected a time with units (a bare number has none)');
+      expect(message).toContain('  IMAGE_COUNT="3": expected unset when DURATION is set (DURATION="5"): a section runs either IMAGE_COUNT images or for DURATION');
+    });
+
+    it('lets CLIENTS pass the default IMAGE_COUNT, which a section under DURATION does not count to', () => {
+      expect(parsed({ DURATION: '1m', CLIENTS: '50' })).toMatchObject({ durationMs: 60_000, clients: 50 });
+    });
+
+    it('goes into the public config, which results.json\'s schema and the control protocol\'s run schema accept', () => {
+      const result = parseConfig({ DURATION: '1h30m' }, specs);
+      if (!result.ok) throw new Error('config refused');
+      const shown = JSON.parse(JSON.stringify(publicConfig(result.config))) as Record<string, unknown>;
+      expect(shown.durationMs).toBe(5_400_000);
+      const resultsSchema = JSON.parse(readFileSync(projectPath('services', 'core', 'results.schema.json'), 'utf8')) as { definitions: { config: object } };
+      const ajv = new Ajv({ allErrors: true });
+      const resultsConfig = ajv.compile(resultsSchema.definitions.config);
+      const runConfig = ajv.compile(runInfoSchema.properties.config);
+      for (const validate of [resultsConfig, runConfig]) {
+        expect(validate(shown), JSON.stringify(validate.errors)).toBe(true);
+        // Absent when unset (JSON drops undefined), never anything but milliseconds.
+        const { durationMs: _d, ...unset } = shown;
+        expect(validate(unset)).toBe(true);
+        for (const bad of ['1h30m', null, MIN_DURATION_MS - 1, MAX_DURATION_MS + 1, 1500.5]) expect(validate({ ...shown, durationMs: bad }), String(bad)).toBe(false);
+      }
+    });
   });
 
   it('treats empty values as unset, as a .env file with blank lines would give', () => {
@@ -314,7 +395,7 @@ describe('parseConfig', () => {
 describe('configVariables', () => {
   it('lists every variable the config reads, ports included', () => {
     expect(configVariables(specs).sort()).toEqual(
-      ['AUTH_TOKEN', 'AUTH_TOKEN_FILE', 'BIND_HOST', 'CLIENTS', 'CONNECT_TIMEOUT_MS', 'CONTROL_PORT', 'IMAGE_COUNT', 'IMAGE_PATH', 'IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'LOG_LEVEL', 'MAX_IMAGE_SIZE',
+      ['AUTH_TOKEN', 'AUTH_TOKEN_FILE', 'BIND_HOST', 'CLIENTS', 'CONNECT_TIMEOUT_MS', 'CONTROL_PORT', 'DURATION', 'IMAGE_COUNT', 'IMAGE_PATH', 'IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'LOG_LEVEL', 'MAX_IMAGE_SIZE',
         'NETWORK_DELAY', 'NETWORK_LOSS', 'NETWORK_RATE', 'OUTPUT_DIR', 'RATE', 'RECEIVER_HOST', 'RECEIVERS', 'REDIS_URL', 'REPEAT', 'TCP_PORT', 'TRANSPORTS', 'VERIFY', 'WARMUP', 'WARMUP_MAX_MS',
         'WARMUP_MIN_MS', 'WEBSOCKET_PORT', 'WINDOW'].sort(),
     );
