@@ -12,7 +12,7 @@ const SECOND_MS = 1000;
 const DURATION_PATTERN = /^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$/;
 
 /** Units parseDurationMs accepts, for error messages. */
-export const DURATION_UNITS_HELP = 'a time with units (a bare number has none): whole numbers with h, m, s or ms, largest first, e.g. 30s, 10m, 1h30m, 2m30s, 500ms';
+export const DURATION_UNITS_HELP = 'a time with units (a bare number has none): whole numbers with h, m, s or ms, largest first, e.g. 30s, 10m, 1h30m, 2m30s, 1500ms';
 
 /** Milliseconds of "1h30m", "30s", "500ms"; undefined when it is not a duration in that grammar. */
 export function parseDurationMs(text: string): number | undefined {

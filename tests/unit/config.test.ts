@@ -188,7 +188,7 @@ describe('parseConfig', () => {
 
     it('says what is allowed: units (a bare number has none), the grammar, and both bounds', () => {
       expect(DURATION_ALLOWED).toBe(
-        'a time with units (a bare number has none): whole numbers with h, m, s or ms, largest first, e.g. 30s, 10m, 1h30m, 2m30s, 500ms; from 1s (the figures are per second) to 7 days (168h)',
+        'a time with units (a bare number has none): whole numbers with h, m, s or ms, largest first, e.g. 30s, 10m, 1h30m, 2m30s, 1500ms; from 1s (the figures are per second) to 7 days (168h)',
       );
     });
 
