@@ -92,6 +92,9 @@ function runtimeStage(): string[] {
 describe('docker-compose.yml, resolved by docker-compose', () => {
   it('validates with and without a .env, and takes the knobs from .env', async () => {
     await resolveCompose({});
+    // DURATION alone reaches both services, and IMAGE_COUNT stays unset: no clash between the two.
+    const byDuration = await resolveCompose({ DURATION: '30s' });
+    for (const name of ['receiver', 'transmitter']) expect(configOf(service(byDuration, name).environment)).toMatchObject({ durationMs: 30_000, imageCount: 10 });
     const envFile = path.join(projectDir, '.env');
     await writeFile(envFile, 'IMAGE_COUNT=50\nWINDOW=8\n');
     try {
