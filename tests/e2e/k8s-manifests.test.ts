@@ -49,7 +49,7 @@ type Overlay = (typeof OVERLAYS)[number];
 const NAMESPACE = 'image-transfer-bench';
 
 /** The benchmark's knobs, in knobs.env's order: no address, port, secret, IMAGE_PATH or NETWORK_*. */
-const KNOBS = ['IMAGE_COUNT', 'IMAGE_SIZE', 'TRANSPORTS', 'WINDOW', 'CLIENTS', 'RECEIVERS', 'RATE', 'WARMUP', 'WARMUP_MIN_MS', 'WARMUP_MAX_MS', 'REPEAT', 'VERIFY', 'LOG_LEVEL', 'MAX_IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'CONNECT_TIMEOUT_MS'];
+const KNOBS = ['IMAGE_COUNT', 'DURATION', 'IMAGE_SIZE', 'TRANSPORTS', 'WINDOW', 'CLIENTS', 'RECEIVERS', 'RATE', 'WARMUP', 'WARMUP_MIN_MS', 'WARMUP_MAX_MS', 'REPEAT', 'VERIFY', 'LOG_LEVEL', 'MAX_IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'CONNECT_TIMEOUT_MS'];
 
 /** Fails with one clear message when kubectl is missing or its kustomize is older than v5. */
 function requireKubectl(): void {
