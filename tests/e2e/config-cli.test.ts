@@ -29,6 +29,7 @@ const firstPortVariable = transports.flatMap(({ setting }) => (setting.kind === 
 const badValues: [variable: string, value: string, expected: string][] = [
   ['IMAGE_COUNT', '0', 'IMAGE_COUNT="0": expected a whole number from 1 to 1,000,000'],
   ['IMAGE_COUNT', '-5', 'IMAGE_COUNT="-5": expected a whole number'],
+  ['DURATION', '5', 'DURATION="5": expected a time with units (a bare number has none): whole numbers with h, m, s or ms'],
   ['IMAGE_SIZE', 'abc', 'IMAGE_SIZE="abc": expected a whole number of bytes, or a number with'],
   ['IMAGE_SIZE', '300MiB', 'IMAGE_SIZE="300MiB": expected at most MAX_IMAGE_SIZE'],
   ['TRANSPORTS', 'websocket,pigeon', `TRANSPORTS="websocket,pigeon": expected all, or a comma-separated list of distinct transports from: ${transports.map((t) => t.name).join(', ')}`],
@@ -69,6 +70,16 @@ describe('bad configuration', () => {
     const result = await runEntry('transmitter', { [variable]: value });
     expect(result.code).toBe(2);
     expect(result.stderr).toContain(expected);
+    expect(await readFile(path.join(outputDir, 'output.log'), 'utf8')).toBe(previousLog);
+  }, 15_000);
+
+  it.each(['transmitter', 'receiver', 'start'] as const)('DURATION=5 with IMAGE_COUNT=3: %s names both problems, exit 2, output untouched', async (entry) => {
+    const result = await runEntry(entry, { DURATION: '5', IMAGE_COUNT: '3' });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('Invalid configuration (2 bad variables):');
+    expect(result.stderr).toContain('  DURATION="5": expected a time with units (a bare number has none)');
+    expect(result.stderr).toContain('  IMAGE_COUNT="3": expected unset when DURATION is set (DURATION="5")');
+    expect(result.stdout).toBe('');
     expect(await readFile(path.join(outputDir, 'output.log'), 'utf8')).toBe(previousLog);
   }, 15_000);
 
