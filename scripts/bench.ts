@@ -716,14 +716,14 @@ async function main(parts: readonly Part[]): Promise<void> {
   const narrowed = `${OPTIONS.transports === undefined ? '' : `; transports: ${OPTIONS.transports.join(', ')}`}${parts.includes('ceiling') ? `; ceiling: ${OPTIONS.shapes.join(', ')}, ${CEILING_ROUNDS} rounds` : ''}`;
   const lines: string[] = [`image-transfer-bench benchmark, ${started.toISOString()} (parts: ${parts.join(', ')}${narrowed})`];
   const record: Record<string, unknown> = { startedAt: started.toISOString(), parts, transports: OPTIONS.transports ?? null };
-  // Per-image lists stay out (each run's results.json has them): the file keeps every section's figures.
-  const strip = (cell: Cell) => ({ name: cell.name, env: cell.env, seconds: cell.seconds, report: { ...cell.report, sections: cell.report.sections.map(({ images: _images, ...rest }) => rest) } });
+  // Per-second series and histograms stay out (each run's results.json has them): the file keeps every section's figures.
+  const strip = (cell: Cell) => ({ name: cell.name, env: cell.env, seconds: cell.seconds, report: { ...cell.report, sections: cell.report.sections.map(({ series: _series, histograms: _histograms, ...rest }) => rest) } });
   let host: HostFacts | undefined;
   const charts: BenchChart[] = [];
   if (parts.includes('ceiling')) {
     const result = await ceiling(OPTIONS.ceilingOnly);
     lines.push('', ...result.lines);
-    const section = (result: SectionResult | undefined) => result && (({ images: _images, ...rest }) => rest)(result);
+    const section = (result: SectionResult | undefined) => result && (({ series: _series, histograms: _histograms, ...rest }) => rest)(result);
     record.ceiling = {
       ceilingOnly: OPTIONS.ceilingOnly,
       shapes: CEILING_SHAPES,

@@ -8,15 +8,22 @@ import { MAX_RATE_PER_SECOND } from './schedule.js';
 import type { HostFacts, RunInfo, RunReport } from './report.js';
 import type { ClockOffset } from './clock.js';
 import type { ClientFigures, TransmitterColdStart } from './section.js';
+import type { SecondDistribution } from './series.js';
+import type { LatencySummary } from './stats.js';
 
 /** Largest control request body, in bytes: the protocol's messages are a few kilobytes. */
 export const CONTROL_BODY_LIMIT_BYTES = 64 * 1024;
 
-/**
- * Largest body of POST /sections/:id/end, which carries every recorded image's round trip and,
- * under RATE, its send lag: each a whole number of nanoseconds (at most 16 digits and a comma) or null.
- */
-export const SECTION_END_BODY_LIMIT_BYTES = CONTROL_BODY_LIMIT_BYTES + 2 * MAX_IMAGE_COUNT * 17;
+/** Numbers in one round-trip record of POST /sections/:id/round-trips: image (from 1), round trip in ns, stamp − due in ns (NaN: none), as float64 little-endian. */
+export const ROUND_TRIP_RECORD_VALUES = 3;
+/** Records in one full batch of round trips (1.5 MiB): a batch also goes when a second old. */
+export const ROUND_TRIPS_PER_BATCH = 65_536;
+/** Largest body of POST /sections/:id/round-trips. */
+export const ROUND_TRIPS_BODY_LIMIT_BYTES = ROUND_TRIPS_PER_BATCH * ROUND_TRIP_RECORD_VALUES * 8;
+/** Longest section under DURATION, in seconds: bounds the per-second series a section end carries. */
+const MAX_SECTION_SECONDS = 7 * 24 * 3600;
+/** Largest body of POST /sections/:id/end, which carries the round trips' per-second series: a few dozen bytes a second. */
+export const SECTION_END_BODY_LIMIT_BYTES = CONTROL_BODY_LIMIT_BYTES + MAX_SECTION_SECONDS * 160;
 
 /** POST /runs: what the transmitter announces at the start of a run (the receiver adds its own host). */
 export type RunAnnouncement = Omit<RunInfo, 'hosts'> & { hosts: Pick<RunInfo['hosts'], 'transmitter'> };
@@ -25,10 +32,17 @@ export type RunAnnouncement = Omit<RunInfo, 'hosts'> & { hosts: Pick<RunInfo['ho
 export interface SectionEnd {
   failure: string | null;
   transmitterCost: SideCost | null;
-  /** Round trip of every recorded image in whole nanoseconds, by image; null where no ack came. */
-  rttNs: (number | null)[];
-  /** Under RATE: every recorded image's stamp − due time in whole nanoseconds, by image; null for one dropped at the sender. Null in a closed loop. */
-  dueLagNs: (number | null)[] | null;
+  /** Recorded images stamped and handed to the transport: the section's image count under DURATION, and fewer than planned when it failed. */
+  imagesSent: number;
+  /** Round-trip records posted to this receiver before this end (POST /sections/:id/round-trips): it checks that every one came. */
+  roundTripsShipped: number;
+  /** Under RATE: stamp − due of the recorded images sent, and their round trips counted from due; null in a closed loop. */
+  sendLag: LatencySummary | null;
+  rttFromDue: LatencySummary | null;
+  /** Mean recorded images in flight (Little's law: round trips summed ÷ first stamp to last ack, the transmitter's clock); null without a span. */
+  meanInFlight: number | null;
+  /** Round trips (to every receiver's ack) by the second since the first recorded stamp their ack was processed in. */
+  rttSeconds: { second: number; rtt: SecondDistribution | null }[];
   /** Under RATE: images per second actually sent; null in a closed loop or with fewer than two sends. */
   achievedRatePerSecond: number | null;
   /** CLIENTS > 1: each client's acknowledged recorded images and its rate, by client; null with one client. */
@@ -41,14 +55,24 @@ export interface SectionEnd {
 
 /** The end of a section that failed before the transmitter had figures: only the reason. */
 export function failedSectionEnd(failure: string): SectionEnd {
-  return { failure, transmitterCost: null, rttNs: [], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null }, clockAfter: null };
+  return { failure, transmitterCost: null, imagesSent: 0, roundTripsShipped: 0, sendLag: null, rttFromDue: null, meanInFlight: null, rttSeconds: [], achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null }, clockAfter: null };
 }
 
-/** POST /runs/finish's answer, and what a transmitter's run ends with. */
+/** POST /runs/finish's answer: the run's summary and where its files went, never the whole report (a long run's would be large). */
+export interface RunFinish {
+  summary: string;
+  succeeded: boolean;
+  /** The run's folder on the receiver, relative to its OUTPUT_DIR (runs/<start time>-<id>). */
+  runFolder: string;
+}
+
+/** What a transmitter's run ends with: the receiver's summary, and the report of the sections' results it got back. */
 export interface RunOutcome {
   report: RunReport;
   summary: string;
   succeeded: boolean;
+  /** The run's folder on the receiver, relative to its OUTPUT_DIR; absent when the receiver went away. */
+  runFolder?: string;
   /** Set when the receiver went away mid-run: the report is the transmitter's own, and no output.log was written. */
   receiverLost?: string;
 }
@@ -179,6 +203,7 @@ export const sectionPlanSchema = {
     baseline: { type: 'boolean' },
     repeat: wholeNumber,
     imageCount: wholeNumber,
+    durationMs: { type: ['integer', 'null'], minimum: 1000, maximum: MAX_SECTION_SECONDS * 1000 },
     warmup: warmupPlanSchema,
     imageSizeBytes: wholeNumber,
     window: wholeNumber,
@@ -209,16 +234,45 @@ const sideCostSchema = {
   ],
 } as const;
 
+const msValue = { type: 'number', minimum: 0 } as const;
+const msValueOrNull = { type: ['number', 'null'], minimum: 0 } as const;
+
+/** A LatencySummary (stats.ts), or null. */
+const latencySummarySchema = {
+  anyOf: [
+    { type: 'null' },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['count', 'p50Ms', 'p90Ms', 'p99Ms', 'p999Ms', 'minMs', 'maxMs', 'meanMs', 'stdDevMs'],
+      properties: { count: { type: 'integer', minimum: 1 }, p50Ms: msValue, p90Ms: msValueOrNull, p99Ms: msValueOrNull, p999Ms: msValueOrNull, minMs: msValue, maxMs: msValue, meanMs: msValue, stdDevMs: msValue },
+    },
+  ],
+} as const;
+
+/** A SecondDistribution (series.ts), or null. */
+const secondDistributionSchema = {
+  anyOf: [{ type: 'null' }, { type: 'object', additionalProperties: false, required: ['minMs', 'p50Ms', 'p99Ms', 'maxMs'], properties: { minMs: msValue, p50Ms: msValue, p99Ms: msValueOrNull, maxMs: msValue } }],
+} as const;
+
 /** POST /sections/:sectionId/end: the transmitter's side of how the section ended and what it cost. */
 export const sectionEndSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['failure', 'transmitterCost', 'rttNs', 'dueLagNs', 'achievedRatePerSecond', 'clientFigures', 'coldStart', 'clockAfter'],
+  required: ['failure', 'transmitterCost', 'imagesSent', 'roundTripsShipped', 'sendLag', 'rttFromDue', 'meanInFlight', 'rttSeconds', 'achievedRatePerSecond', 'clientFigures', 'coldStart', 'clockAfter'],
   properties: {
     failure: { type: ['string', 'null'], maxLength: 4096 },
     transmitterCost: sideCostSchema,
-    rttNs: { type: 'array', maxItems: MAX_IMAGE_COUNT, items: { type: ['integer', 'null'], minimum: 0, maximum: 2 ** 53 - 1 } },
-    dueLagNs: { anyOf: [{ type: 'null' }, { type: 'array', maxItems: MAX_IMAGE_COUNT, items: { type: ['integer', 'null'], minimum: 0, maximum: 2 ** 53 - 1 } }] },
+    imagesSent: { type: 'integer', minimum: 0, maximum: MAX_IMAGE_COUNT },
+    roundTripsShipped: { type: 'integer', minimum: 0, maximum: MAX_IMAGE_COUNT * MAX_RECEIVERS },
+    sendLag: latencySummarySchema,
+    rttFromDue: latencySummarySchema,
+    meanInFlight: { type: ['number', 'null'], minimum: 0 },
+    rttSeconds: {
+      type: 'array',
+      maxItems: MAX_SECTION_SECONDS,
+      items: { type: 'object', additionalProperties: false, required: ['second', 'rtt'], properties: { second: { type: 'integer', minimum: 0 }, rtt: secondDistributionSchema } },
+    },
     achievedRatePerSecond: { type: ['number', 'null'], minimum: 0 },
     clientFigures: {
       anyOf: [

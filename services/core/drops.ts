@@ -5,32 +5,34 @@
 // caller decides how long). An image settled as lost whose ack comes after all is taken back. The
 // receiver's record stays the exact count of what arrived; this only keeps the window moving.
 
-const OPEN = 0;
-const ACKED = 1;
-const LOST = 2;
-/** Not sent through this ledger: dropped at the sender under RATE, or carried by another client. */
-const UNSENT = 3;
-
 /** Which seqs are acknowledged, and which settled as lost; see the module comment. */
 export class DropLedger {
-  private readonly states: Uint8Array;
-  /** No seq below this is open. */
-  private lowestOpen = 0;
-  /** Seqs settled as lost and not taken back. */
-  lost = 0;
+  /** Seqs sent through this ledger and neither acknowledged nor settled, in the order they were opened (ascending). */
+  private readonly openSeqs = new Set<number>();
+  private readonly openOrder: number[] = [];
+  private openHead = 0;
+  /** Seqs settled as lost and not taken back: as many as were lost, which a healthy run keeps at none. */
+  private readonly lostSeqs = new Set<number>();
 
-  /**
-   * `allOpen` false: every seq starts as not this ledger's, and {@link open} adds the ones it
-   * carries (one ledger per client and receiver). `onLost` hears each seq as it is settled as lost.
-   */
-  constructor(seqs: number, allOpen = true, private readonly onLost?: (seq: number) => void) {
-    this.states = new Uint8Array(seqs);
-    if (!allOpen) this.states.fill(UNSENT);
+  /** `onLost` hears each seq as it is settled as lost. Memory follows the seqs open and lost, not the seqs sent. */
+  constructor(private readonly onLost?: (seq: number) => void) {}
+
+  /** A ledger with seqs 0 … count − 1 open: one client that carries every seq. */
+  static opened(count: number, onLost?: (seq: number) => void): DropLedger {
+    const ledger = new DropLedger(onLost);
+    for (let seq = 0; seq < count; seq++) ledger.open(seq);
+    return ledger;
   }
 
-  /** `seq` was sent through this ledger's client: open until acknowledged or settled. */
+  /** Seqs settled as lost and not taken back. */
+  get lost(): number {
+    return this.lostSeqs.size;
+  }
+
+  /** `seq` was sent through this ledger's client: open until acknowledged or settled (seqs are opened in ascending order). */
   open(seq: number): void {
-    this.states[seq] = OPEN;
+    this.openSeqs.add(seq);
+    this.openOrder.push(seq);
   }
 
   /**
@@ -39,30 +41,44 @@ export class DropLedger {
    * `seq` itself is taken back if it was. Returns how many seqs were newly settled as lost.
    */
   acknowledged(seq: number, settlesEarlier = true): number {
-    if (this.states[seq] === LOST) this.lost--;
-    this.states[seq] = ACKED;
-    return settlesEarlier ? this.settleBelow(seq) : 0;
+    this.lostSeqs.delete(seq);
+    this.openSeqs.delete(seq);
+    const settled = settlesEarlier ? this.settleBelow(seq) : 0;
+    this.dropClosedHead();
+    return settled;
   }
 
   /** Settles every open seq below `end` (the stamped ones, when the link fell silent) as lost; returns how many. */
   settleBelow(end: number): number {
     let settled = 0;
-    const stop = Math.min(end, this.states.length);
-    for (let seq = this.lowestOpen; seq < stop; seq++) {
-      if (this.states[seq] !== OPEN) continue;
-      this.states[seq] = LOST;
+    while (this.openHead < this.openOrder.length && this.openOrder[this.openHead]! < end) {
+      const seq = this.openOrder[this.openHead++]!;
+      if (!this.openSeqs.delete(seq)) continue;
+      this.lostSeqs.add(seq);
       settled++;
       this.onLost?.(seq);
     }
-    this.lowestOpen = Math.max(this.lowestOpen, stop);
-    this.lost += settled;
+    this.compact();
     return settled;
   }
 
   /** Seqs from `from` (count of them) settled as lost and not taken back. */
   lostIn(from: number, count: number): number {
     let lost = 0;
-    for (const state of this.states.subarray(from, from + count)) if (state === LOST) lost++;
+    for (const seq of this.lostSeqs) if (seq >= from && seq < from + count) lost++;
     return lost;
+  }
+
+  // The order list keeps only what is still open from its oldest on: acknowledged seqs at its head go.
+  private dropClosedHead(): void {
+    while (this.openHead < this.openOrder.length && !this.openSeqs.has(this.openOrder[this.openHead]!)) this.openHead++;
+    this.compact();
+  }
+
+  private compact(): void {
+    if (this.openHead > 4096 && this.openHead * 2 > this.openOrder.length) {
+      this.openOrder.splice(0, this.openHead);
+      this.openHead = 0;
+    }
   }
 }

@@ -216,7 +216,7 @@ function medianOf(report: RunReport, summary: TransportSummary): SectionResult |
 
 function transportInRun(report: RunReport, summary: TransportSummary): TransportInRun {
   const median = medianOf(report, summary);
-  const lastArrived = [...report.sections].reverse().find((s) => s.transport === summary.transport && s.images.some((i) => i.timeMs !== null));
+  const lastArrived = [...report.sections].reverse().find((s) => s.transport === summary.transport && s.okCount + s.corruptCount > 0);
   return { summary, median, drawn: median ?? lastArrived };
 }
 
@@ -267,7 +267,8 @@ function withAlpha(hex: string, alpha: number): string {
 
 /** The per-image line of one section: every image's time, or min and max per bucket on long runs. */
 function perImagePoints(section: SectionResult): { points: Point[]; corrupt: boolean[] } {
-  const images = section.images;
+  // Interim until the series-based charts land: no per-image list in a result any more.
+  const images = (section as unknown as { images?: { image: number; timeMs: number | null; status: string }[] }).images ?? [];
   const bucketSize = Math.max(1, Math.ceil(images.length / PER_IMAGE_MAX_BUCKETS));
   const points: Point[] = [];
   const corrupt: boolean[] = [];
@@ -297,7 +298,7 @@ function perImagePoints(section: SectionResult): { points: Point[]; corrupt: boo
  * x = 1 / (1 − p), which spreads the tail over a log axis.
  */
 function percentilePoints(section: SectionResult): Point[] {
-  const times = section.images.flatMap((i) => (i.status === 'ok' && i.timeMs !== null ? [i.timeMs] : [])).sort((a, b) => a - b);
+  const times = ((section as unknown as { images?: { timeMs: number | null; status: string }[] }).images ?? []).flatMap((i) => (i.status === 'ok' && i.timeMs !== null ? [i.timeMs] : [])).sort((a, b) => a - b);
   const n = times.length;
   let indexes: number[];
   if (n <= PERCENTILE_MAX_POINTS) {
@@ -432,7 +433,7 @@ function chartSpecs(views: readonly RunView[], transports: readonly TransportVie
   const drawn = transports.flatMap((t) => t.perRun.flatMap((r) => (r?.drawn === undefined ? [] : [r.drawn])));
   const perImage = lineDatasets(views, transports, perImagePoints);
   const percentiles = lineDatasets(views, transports, (s) => ({ points: percentilePoints(s) }));
-  const maxImages = Math.max(1, ...drawn.map((s) => s.images.length));
+  const maxImages = Math.max(1, ...drawn.map((s) => s.imageCount));
   const maxX = Math.max(1, ...percentiles.flatMap((d) => d.data.map((p) => p.x)));
   // Bars are figures: the median completed repeat's, never a failed repeat's partial ones.
   const cost = (side: Side | null, r: TransportInRun | undefined) => (side === null ? undefined : (r?.median?.cost[side] ?? undefined));

@@ -31,7 +31,8 @@ export function exerciseSharedPaths(image: Buffer, frames = SHARED_PATH_FRAMES):
     clock: null,
   };
   const recorder = new SectionRecorder(plan);
-  recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null });
+  recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null }, 0n);
+  const roundTrips = new Float64Array(frames * 3);
   const checksum = imageChecksum(image);
   let accepted = 0;
   for (let seq = 0; seq < frames; seq++) {
@@ -39,8 +40,10 @@ export function exerciseSharedPaths(image: Buffer, frames = SHARED_PATH_FRAMES):
     const header = decodeFrameHeader(encodeFrameHeader({ sectionId: plan.sectionId, seq, sizeBytes: image.length, checksum, sentAtNs }), image.length);
     const status = recorder.record(header, sentAtNs + 500n);
     recorder.verified(seq, true);
+    roundTrips.set([seq + 1, 1000, Number.NaN], seq * 3);
     if (decodeAck(encodeAck({ sectionId: header.sectionId, seq: header.seq, status })).status === 'accepted') accepted++;
   }
+  recorder.roundTrips(roundTrips);
   const hashRounds = Math.max(1, Math.min(20, Math.floor(HASHED_BYTES_LIMIT / Math.max(1, image.length))));
   for (let round = 0; round < hashRounds; round++) if (imageChecksum(image) === checksum) accepted++;
   return accepted + recorder.result(null).okCount;

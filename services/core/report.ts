@@ -1,7 +1,8 @@
 import type { ClockOffset } from './clock.js';
 import type { PublicConfig } from './config.js';
 import type { SideCost } from './cost.js';
-import { COMPARABLE_RUN_IMAGES, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, OVERLOAD_RATE_SHARE, type ClientFairness, type ColdStart, type FanOut, type ImageRecord, type OpenLoopFigures, type SectionResult } from './section.js';
+import { COMPARABLE_RUN_IMAGES, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, OVERLOAD_RATE_SHARE, type ClientFairness, type ColdStart, type FanOut, type ImageRecord, type OpenLoopFigures, type SectionPlan, type SectionResult } from './section.js';
+import { formatDurationMs } from './duration.js';
 import { formatSize } from './size.js';
 import { medianOf, MIN_SAMPLES_FOR, rangeOf, type LatencySummary, type Range } from './stats.js';
 import { describeWarmup, describeWarmupOutcome, type WarmupPlan } from './warmup.js';
@@ -10,7 +11,7 @@ import { describeWarmup, describeWarmupOutcome, type WarmupPlan } from './warmup
 // at the end, and results.json. Renderers are pure functions of the report.
 
 /** Version of results.json's shape (services/core/results.schema.json); bump it when a field changes meaning or goes away. */
-export const RESULTS_SCHEMA_VERSION = 6;
+export const RESULTS_SCHEMA_VERSION = 7;
 
 /** Fewest completed repeats whose spread can show a transport's MB/s to be more than indicative. */
 export const MIN_STABLE_REPEATS = 3;
@@ -302,20 +303,28 @@ function coldStartText(cold: ColdStart, clockError = ''): string {
   return `connect ${ms(cold.connectMs)} ms, first image ${ms(cold.firstImageMs)} ms${clockError} one-way, ${ms(cold.firstImageRttMs)} ms round trip`;
 }
 
-function renderSection(section: SectionResult, repeats: number): string {
-  const repeatNote = repeats > 1 ? `, repeat ${section.repeat}/${repeats}` : '';
-  const lines = [
-    `=== ${sectionTitle(section)} performance test: ${section.imageCount} images transfer (${formatSize(section.imageSizeBytes)} each, window ${section.window}${section.clients > 1 ? `, ${section.clients} clients` : ''}${section.ratePerSecond === null ? '' : `, RATE ${rateText(section.ratePerSecond)}`}${repeatNote}) ===`,
-  ];
-  // Across two clocks each one-way time carries its error bound, and the clock-free round trip beside it.
+/** output.log's heading of a section, written when it opens. */
+export function renderSectionHeading(plan: SectionPlan, repeats: number): string {
+  const repeatNote = repeats > 1 ? `, repeat ${plan.repeat}/${repeats}` : '';
+  const what = plan.durationMs == null ? `${plan.imageCount} images transfer` : `images for ${formatDurationMs(plan.durationMs)}`;
+  return `=== ${sectionTitle(plan)} performance test: ${what} (${formatSize(plan.imageSizeBytes)} each, window ${plan.window}${plan.clients > 1 ? `, ${plan.clients} clients` : ''}${plan.ratePerSecond === null ? '' : `, RATE ${rateText(plan.ratePerSecond)}`}${repeatNote}) ===`;
+}
+
+/**
+ * output.log's line for one recorded image, written as it arrives (in arrival order). Across two
+ * clocks (`twoClocks`) its one-way time carries the section's error bound, given below its lines.
+ */
+export function renderImageLine(image: number, oneWayNs: number | null, status: ImageRecord['status'], twoClocks: boolean): string {
+  if (oneWayNs === null) return `Image ${image}: LOST (never arrived)`;
+  const beside = twoClocks ? ' (two clocks: ± the bound below)' : '';
+  return status === 'corrupt' ? `Image ${image} transmission time: ${ms(oneWayNs / 1e6)} ms${beside} (CORRUPT: checksum or size mismatch)` : `Image ${image} transmission time: ${ms(oneWayNs / 1e6)} ms${beside}`;
+}
+
+/** output.log's lines of a section after its images: its figures, written when it ends. */
+export function renderSectionFooter(section: SectionResult, repeats: number): string {
+  const lines: string[] = [];
   const clockError = clockErrorText(section);
-  const beside = (image: ImageRecord): string => (clockError === '' ? '' : `${clockError} (two clocks); round trip ${ms(image.rttMs)} ms (one clock)`);
-  for (const image of section.images) {
-    if (image.timeMs === null && image.status === 'ok') lines.push(`Image ${image.image}: acknowledged, time and checksum verdict unknown (the receiver's record was lost)`);
-    else if (image.timeMs === null) lines.push(`Image ${image.image}: LOST (never arrived)`);
-    else if (image.status === 'corrupt') lines.push(`Image ${image.image} transmission time: ${ms(image.timeMs)} ms${beside(image)} (CORRUPT: checksum or size mismatch)`);
-    else lines.push(`Image ${image.image} transmission time: ${ms(image.timeMs)} ms${beside(image)}`);
-  }
+  if (section.imagesFile !== null) lines.push(`Per-image records: ${section.imagesFile}`);
   lines.push(section.totalMs === null ? 'Total transfer time: - (no image arrived)' : `Total transfer time: ${ms(section.totalMs)} ms`);
   if (section.latency !== null) {
     lines.push(`Latency${clockError === '' ? '' : ` (one-way across two clocks: each figure${clockError})`}: ${distributionLine(section.latency)}`);
@@ -346,6 +355,7 @@ function renderSection(section: SectionResult, repeats: number): string {
     section.strayCount > 0 ? `${section.strayCount} stray frames` : '',
   ].filter(Boolean);
   if (anomalies.length > 0) lines.push(`Anomalies: ${anomalies.join(', ')}`);
+  lines.push(`Clock: ${clockText(section, repeats)}`);
   if (section.failure !== null) lines.push(`FAILED: ${section.failure}`);
   return lines.join('\n');
 }
@@ -523,27 +533,27 @@ function hostLine(side: string, host: HostFacts): string {
   return `${side} host: ${host.hostname} (${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}, ${host.platform} ${host.kernel}, ${nodeDescription(host)})`;
 }
 
-/** output.log: header, one section per transport and repeat, then the summary. */
-export function renderOutputLog(report: RunReport): string {
-  const { run } = report;
-  const clockLines = report.sections.map((s) => {
-    const where = `${sectionTitle(s)}${run.repeat > 1 ? ` repeat ${s.repeat}` : ''}`;
-    if (s.clock === null) return `  ${where}: not estimated`;
-    const offset = (o: ClockOffset): string => `${signedMs(o.offsetNs)} ± ${(o.uncertaintyNs / 1e6).toFixed(3)} ms`;
-    const estimates = s.clockAfter ? `${offset(s.clock)} before, ${offset(s.clockAfter)} after` : offset(s.clock);
-    const use = s.clock.applied ? `applied: one-way times ± ${ms(s.oneWayClockErrorMs)} ms` : 'same kernel, not applied';
-    return `  ${where}: ${estimates} (${use})`;
-  });
+/** A section's clock offset estimates, and whether its one-way times were moved by them. */
+function clockText(s: SectionResult, repeats: number): string {
+  void repeats;
+  if (s.clock === null) return 'offset not estimated';
+  const offset = (o: ClockOffset): string => `${signedMs(o.offsetNs)} ± ${(o.uncertaintyNs / 1e6).toFixed(3)} ms`;
+  const estimates = s.clockAfter ? `${offset(s.clock)} before, ${offset(s.clockAfter)} after` : offset(s.clock);
+  const use = s.clock.applied ? `applied: one-way times ± ${ms(s.oneWayClockErrorMs)} ms` : 'same kernel, not applied';
+  return `receiver − transmitter ${estimates} (${use})`;
+}
+
+/** output.log's header, written when the run starts. */
+export function renderOutputLogHeader(run: RunInfo): string {
   const libraries = Object.entries(run.hosts.receiver.libraries).map(([name, version]) => `${name} ${version}`).join(', ');
-  const header = [
+  return [
     'image-transfer-bench results',
-    ...(report.stopReason ? [`RUN INCOMPLETE: ${report.stopReason}. Sections not listed below did not run.`] : []),
-    `Date: ${run.startedAt} (finished ${report.finishedAt})`,
+    `Date: ${run.startedAt}`,
     hostLine('Transmitter', run.hosts.transmitter),
     hostLine('Receiver', run.hosts.receiver),
     `Libraries: ${libraries}`,
     `Image: ${run.imageDescription}`,
-    `Images per transport: ${run.imageCount} (${formatSize(run.imageSizeBytes)} each); window ${run.window}; repeat ${run.repeat}`,
+    run.config.durationMs === undefined ? `Images per transport: ${run.imageCount} (${formatSize(run.imageSizeBytes)} each); window ${run.window}; repeat ${run.repeat}` : `Each transport sends for ${formatDurationMs(run.config.durationMs)} (DURATION; ${formatSize(run.imageSizeBytes)} images); window ${run.window}; repeat ${run.repeat}`,
     `Peers: ${peersText(run)}`,
     `Link: ${run.config.link ?? 'not recorded'}`,
     `Send schedule: ${run.config.ratePerSecond === undefined ? 'closed loop (the next image goes as soon as the window has room)' : `open loop at RATE ${rateText(run.config.ratePerSecond)} (WINDOW bounds the images in flight; latency also counted from each image's due time)`}`,
@@ -552,27 +562,40 @@ export function renderOutputLog(report: RunReport): string {
     'Definitions:',
     ...TIMING_DEFINITIONS.map((d) => `  ${d}`),
     ...(run.arrivalNotes.length > 0 ? ['Arrivals handed over in batches:', ...run.arrivalNotes.map((n) => `  ${n}.`)] : []),
-    'Times are milliseconds; percentiles come from an HDR histogram (3 significant digits), max, mean and sample sd (n − 1) from the raw times.',
+    'Times are milliseconds; percentiles come from an HDR histogram (3 significant digits), max, mean and sample sd (n − 1) exact from the times as they came.',
     `A percentile is shown only where the sample supports it: p90 from ${MIN_SAMPLES_FOR.p90} times, p99 from ${MIN_SAMPLES_FOR.p99}, p99.9 from ${MIN_SAMPLES_FOR.p999.toLocaleString('en-US')} (with fewer, the nearest-rank percentile is the max itself); - otherwise.`,
     'MB/s counts 10^6 bytes of intact images per second of total transfer time.',
     run.config.verify === false
       ? 'Integrity: NOT VERIFIED (VERIFY=false, to measure what verification costs): a corrupt image would count as intact.'
       : 'Integrity: every image verified by the receiver (size and xxHash64 checksum), after its ack, on the thread that stamps arrivals (see Verification in each section).',
-    'Clock offset, receiver − transmitter, estimated before each section and again after its last ack (lowest of 8 round trips over the control endpoint; ± half that round trip):',
-    ...clockLines,
+    'Per-image lines are written as the images arrive (in arrival order; the lost ones when the section ends); each section\'s CSV (named below it) holds every image with its round trip.',
+    'Clock offset, receiver − transmitter, estimated before each section and again after its last ack (lowest of 8 round trips over the control endpoint; ± half that round trip): in each section.',
   ].join('\n');
+}
+
+/** output.log's end: the summary and the verdict, written when the run ends. */
+export function renderOutputLogEnd(report: RunReport): string {
   const overloaded = report.sections.filter((s) => s.openLoop?.overloaded === true).length;
   const verdict = runSucceeded(report)
     ? overloaded === 0
       ? 'Result: every transport delivered every image intact.'
       : `Result: every transport delivered every image intact; ${overloaded} section${overloaded === 1 ? ' was' : 's were'} OVERLOADED at RATE (see Open loop): their times from due, not their MB/s, say what the load cost.`
     : report.stopReason
-      ? `Result: INCOMPLETE: ${report.stopReason}.`
+      ? `Result: INCOMPLETE: ${report.stopReason}. Sections not listed above did not run.`
       : 'Result: FAILED: at least one transport lost, corrupted or failed to deliver images (see above).';
-  return [header, ...report.sections.map((s) => renderSection(s, run.repeat)), `=== Summary ===\n${renderSummary(report)}\n\n${verdict}`].join('\n\n') + '\n';
+  return `=== Summary (finished ${report.finishedAt}) ===\n${renderSummary(report)}\n\n${verdict}\n`;
 }
 
-/** results.json: the same report, for tools, with every per-image time. */
+/**
+ * output.log of a whole report at once, without per-image lines (the receiver streams those as
+ * images arrive): header, each section's heading and figures, the summary.
+ */
+export function renderOutputLog(report: RunReport): string {
+  const repeats = report.run.repeat;
+  return [renderOutputLogHeader(report.run), ...report.sections.map((s) => `${renderSectionHeading(s, repeats)}\n${renderSectionFooter(s, repeats)}`), renderOutputLogEnd(report)].join('\n\n');
+}
+
+/** results.json: the same report, for tools: summaries, distributions and per-second series (the per-image records are in each section's CSV). */
 export function renderResultsJson(report: RunReport): string {
   return JSON.stringify(report, null, 2) + '\n';
 }

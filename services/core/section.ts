@@ -1,15 +1,18 @@
 import { oneWayClockErrorNs, type ClockOffset } from './clock.js';
 import type { SideCost } from './cost.js';
 import type { AckStatus, FrameHeader } from './frame.js';
-import { achievedRate } from './schedule.js';
-import { imagesPerSecond, nsToMs, summarizeLatency, throughputMBps, type LatencySummary } from './stats.js';
+import { SecondSeries, joinSeries } from './second-series.js';
+import { SeenSet } from './seen.js';
+import type { SecondDistribution, SecondSample } from './series.js';
+import { imagesPerSecond, LatencyRecorder, mergeLatency, nsToMs, throughputMBps, type LatencySummary } from './stats.js';
 import { warmupImageLimit, type WarmupOutcome, type WarmupPlan } from './warmup.js';
 
 // The receiver's record of one transport's section: which images came, when, and whether intact.
 // An image is recorded when it arrives (and acknowledged at once); its checksum verdict comes
-// later, after the ack. The transmitter adds each image's round trip at the end. Pure:
-// arrival times, verdicts, round trips and the clock offset are given to it, so tests drive it
-// exactly.
+// later, after the ack, and its round trip later still, in the transmitter's next batch. Each
+// image's record leaves for the receiver's files as soon as it is whole; what stays are
+// histograms and sums. Pure: arrival times, verdicts, round trips and the clock offset are given
+// to it, so tests drive it exactly.
 
 /** The clock offset estimated at the start of a section, and whether times were corrected by it. */
 export interface SectionClock extends ClockOffset {
@@ -29,7 +32,10 @@ export interface SectionPlan {
   baseline: boolean;
   /** Which repeat of this transport's section this is, from 1. */
   repeat: number;
+  /** Recorded images to send; under DURATION the most the section may send, its result's count being those sent. */
   imageCount: number;
+  /** DURATION: the recorded images go for this long instead of a count; null for a count. Absent in files written before it existed. */
+  durationMs?: number | null;
   warmup: WarmupPlan;
   imageSizeBytes: number;
   window: number;
@@ -190,8 +196,6 @@ export interface FanOut {
 
 /** The fan-out figures of one section from every receiver's result (the first receiver's first). */
 export function fanOutOf(results: readonly SectionResult[], mode: FanOut['mode']): FanOut {
-  const times = results.flatMap((r) => r.images.flatMap((i) => (i.status === 'ok' && i.timeMs !== null ? [i.timeMs] : [])));
-  const rtts = results.flatMap((r) => r.images.flatMap((i) => (i.rttMs === null ? [] : [i.rttMs])));
   const sum = (of: (r: SectionResult) => number): number => results.reduce((total, r) => total + of(r), 0);
   return {
     mode,
@@ -212,8 +216,9 @@ export function fanOutOf(results: readonly SectionResult[], mode: FanOut['mode']
       okCount: sum((r) => r.okCount),
       lostCount: sum((r) => r.lostCount),
       corruptCount: sum((r) => r.corruptCount),
-      latency: summarizeLatency(times) ?? null,
-      rtt: summarizeLatency(rtts) ?? null,
+      // Every receiver's times as one distribution: their histograms added, their moments pooled.
+      latency: mergeLatency(results.map((r) => ({ summary: r.latency, histogramNs: r.histograms?.oneWayNs ?? null }))) ?? null,
+      rtt: mergeLatency(results.map((r) => ({ summary: r.rtt, histogramNs: r.histograms?.rttNs ?? null }))) ?? null,
       oneWayClockErrorMs: largestClockError(results),
     },
   };
@@ -245,11 +250,13 @@ export interface SectionCost {
   broker: SideCost | null;
 }
 
-/** What the section's result takes besides the receiver's own record. */
+/** What the section's result takes besides the receiver's own record: mostly the transmitter's side of it (SectionEnd). */
 export interface SectionExtras {
   cost?: SectionCost;
-  /** Round trip of every recorded image in nanoseconds, by image (index 0 = image 1); null without an ack. */
-  rttNs?: readonly (number | null)[];
+  /** Recorded images the transmitter sent (DURATION: the section's image count); the plan's count when absent. */
+  imagesSent?: number;
+  /** Round-trip records the transmitter posted; the result says when fewer came. */
+  roundTripsShipped?: number;
   /** Receiver's time spent hashing this section's recorded images, after their acks; null when VERIFY=false. */
   verifyMs?: number | null;
   /** Longest run of hashing in one turn of the receiver's event loop while the recorded images arrived; null when VERIFY=false. */
@@ -258,10 +265,15 @@ export interface SectionExtras {
   verifyBusyShare?: number | null;
   /** The transmitter's connect time and first round trip. */
   coldStart?: TransmitterColdStart;
-  /** Open loop: every recorded image's stamp − due time in nanoseconds, by image; null for an image never sent (the section failed first). */
-  dueLagNs?: readonly (number | null)[] | null;
+  /** Open loop: the recorded images' stamp − due, and their round trips from due (the transmitter's). */
+  sendLag?: LatencySummary | null;
+  rttFromDue?: LatencySummary | null;
   /** Open loop: images per second actually sent. */
   achievedRatePerSecond?: number | null;
+  /** Mean recorded images in flight, by Little's law on the transmitter's clock. */
+  meanInFlight?: number | null;
+  /** Round trips by the second their ack was processed in. */
+  rttSeconds?: readonly { second: number; rtt: SecondDistribution | null }[];
   /** CLIENTS > 1: each client's share, by client. */
   clientFigures?: readonly ClientFigures[] | null;
   /** The clock offset estimated again after the section's last ack; null when it was not. */
@@ -282,7 +294,12 @@ export interface SectionResult extends SectionPlan {
    * one-way times need no offset; absent in files written before it was recorded.
    */
   oneWayClockErrorMs?: number | null;
-  images: ImageRecord[];
+  /** The per-image file (CSV, one line per recorded image) beside results.json, relative to the run's folder; null when the receiver wrote none. */
+  imagesFile: string | null;
+  /** Per-second figures of the measured span, in order; seconds with no arrival are absent. */
+  series: SecondSample[];
+  /** HDR histograms (hdr-histogram-js compressed base64, whole ns, 3 significant digits) of intact one-way times and of round trips: what several receivers' distributions are merged from. */
+  histograms: { oneWayNs: string | null; rttNs: string | null };
   okCount: number;
   corruptCount: number;
   lostCount: number;
@@ -344,60 +361,81 @@ export interface SectionResult extends SectionPlan {
   cost: SectionCost;
 }
 
-/** One acknowledged image's time in flight: from its stamp, for its round trip (the stamp's clock). */
-interface Flight {
-  sentAtNs: bigint;
-  rttNs: number;
-}
-
 // The window check allows for rounding only: the round trips and stamps are whole nanoseconds.
 const WINDOW_CHECK_SLACK = 1.000001;
 
 /**
- * Mean images in flight over the span from the first stamp to the last ack (Little's law, L = the
- * round trips summed ÷ the span); null without two distinct instants.
+ * Where a section's per-image records go as they are made (the receiver's files), so the recorder
+ * keeps none: times in whole ns, null where there is none.
  */
-function meanInFlight(flights: readonly Flight[]): number | null {
-  if (flights.length === 0) return null;
-  let startNs = flights[0]!.sentAtNs;
-  let endNs = startNs;
-  let sumNs = 0;
-  for (const f of flights) {
-    if (f.sentAtNs < startNs) startNs = f.sentAtNs;
-    const ackNs = f.sentAtNs + BigInt(Math.round(f.rttNs));
-    if (ackNs > endNs) endNs = ackNs;
-    sumNs += f.rttNs;
-  }
-  const spanNs = Number(endNs - startNs);
-  return spanNs > 0 ? sumNs / spanNs : null;
+export interface SectionSink {
+  /** A recorded image arrived and was verified: output.log's line for it, as it happens. */
+  arrived(image: number, oneWayNs: number, intact: boolean): void;
+  /** A recorded image's whole record once its round trip is in (or the section is over without one): each image once, the lost last. */
+  recorded(image: number, status: ImageRecord['status'], oneWayNs: number | null, rttNs: number | null, dueLagNs: number | null): void;
 }
+
+const NO_SINK: SectionSink = { arrived() {}, recorded() {} };
 
 interface Arrival {
   sentAtNs: bigint;
   arrivalNs: bigint;
   sizeOk: boolean;
-  /** The checksum verdict, once the receiver has hashed the image; undefined until then. */
-  checksumOk: boolean | undefined;
 }
 
-/** Collects one section's frames on the receiver and turns them into a {@link SectionResult}. */
+/** A verified arrival waiting for its round trip, or a round trip waiting for its verified arrival. */
+interface Verified {
+  oneWayNs: number;
+  intact: boolean;
+}
+interface RoundTrip {
+  rttNs: number;
+  dueLagNs: number;
+}
+
+/**
+ * Collects one section's frames on the receiver and turns them into a {@link SectionResult}, in
+ * memory that does not grow with the section: each image is held only from its arrival to its
+ * verdict (the verifier's queue) and from then to its round trip (the transmitter's batch, a
+ * second at most), then goes to the sink; the figures are histograms and running sums.
+ */
 export class SectionRecorder {
-  private readonly arrivals = new Map<number, Arrival>();
+  private readonly seen = new SeenSet();
+  private readonly awaitingVerdict = new Map<number, Arrival>();
+  private readonly awaitingRoundTrip = new Map<number, Verified>();
+  private readonly awaitingArrival = new Map<number, RoundTrip>();
   private readonly offsetNs: bigint;
+  private readonly latency = new LatencyRecorder();
+  private readonly rtt = new LatencyRecorder();
+  private readonly latencyFromDue = new LatencyRecorder();
+  private series: SecondSeries | undefined;
   private duplicateCount = 0;
   private outOfOrderCount = 0;
   private strayCount = 0;
   private highestSeq = -1;
   private recordedArrivals = 0;
+  private okCount = 0;
+  private corruptCount = 0;
+  private arrivalsAfterAck = 0;
+  private roundTripsTaken = 0;
+  private strayRoundTrips = 0;
+  private firstSentAtNs: bigint | undefined;
+  private firstArrivalNs: bigint | undefined;
+  private lastArrivalNs: bigint | undefined;
+  private verifiedArrivals = 0;
+  private firstImageMs: number | null = null;
   private warmedUp: WarmupOutcome | undefined;
 
-  constructor(readonly plan: SectionPlan) {
+  constructor(
+    readonly plan: SectionPlan,
+    private readonly sink: SectionSink = NO_SINK,
+  ) {
     this.offsetNs = plan.clock?.applied ? BigInt(Math.round(plan.clock.offsetNs)) : 0n;
   }
 
   /** Frames taken so far, warm-up included, duplicates and strays not. */
   get receivedCount(): number {
-    return this.arrivals.size;
+    return this.seen.size;
   }
 
   /** Recorded (not warm-up) images taken so far: the section's last ack is due when this reaches imageCount. */
@@ -410,12 +448,20 @@ export class SectionRecorder {
     return this.warmedUp?.images;
   }
 
+  /** Images held now for a verdict or a round trip: bounded by the verifier's queue and a batch of round trips, not by the section. */
+  get heldImages(): number {
+    return this.awaitingVerdict.size + this.awaitingRoundTrip.size + this.awaitingArrival.size;
+  }
+
   /**
    * The warm-up is over (every warm-up image acknowledged): seqs from `outcome.images` on are
-   * the recorded ones. The transmitter sends none of them before this.
+   * the recorded ones, and the per-second series counts from `atNs` (the receiver's clock). The
+   * transmitter sends none of them before this.
    */
-  beginRecording(outcome: WarmupOutcome): void {
-    this.warmedUp ??= outcome;
+  beginRecording(outcome: WarmupOutcome, atNs: bigint): void {
+    if (this.warmedUp !== undefined) return;
+    this.warmedUp = outcome;
+    this.series = new SecondSeries(atNs);
   }
 
   /**
@@ -430,7 +476,7 @@ export class SectionRecorder {
       this.strayCount++;
       return 'rejected';
     }
-    if (this.arrivals.has(seq)) {
+    if (!this.seen.add(seq)) {
       this.duplicateCount++;
       return 'rejected';
     }
@@ -438,84 +484,122 @@ export class SectionRecorder {
     this.highestSeq = Math.max(this.highestSeq, seq);
     if (first !== undefined && seq >= first) this.recordedArrivals++;
     // The send time moves onto the receiver's clock when the two clocks differ.
-    this.arrivals.set(seq, { sentAtNs: header.sentAtNs + this.offsetNs, arrivalNs, sizeOk: header.sizeBytes === this.plan.imageSizeBytes, checksumOk: undefined });
+    const sentAtNs = header.sentAtNs + this.offsetNs;
+    if (seq === 0) this.firstImageMs = nsToMs(arrivalNs - sentAtNs);
+    this.awaitingVerdict.set(seq, { sentAtNs, arrivalNs, sizeOk: header.sizeBytes === this.plan.imageSizeBytes });
     return 'accepted';
   }
 
-  /** Takes the checksum verdict of an accepted frame. */
+  /** Takes the checksum verdict of an accepted frame: a recorded image goes to output.log's sink now. */
   verified(seq: number, checksumOk: boolean): void {
-    const arrival = this.arrivals.get(seq);
-    if (arrival !== undefined) arrival.checksumOk = checksumOk;
+    const arrival = this.awaitingVerdict.get(seq);
+    if (arrival === undefined) return;
+    this.awaitingVerdict.delete(seq);
+    const first = this.firstRecordedSeq;
+    if (first === undefined || seq < first) return;
+    this.takeArrival(seq - first + 1, arrival, arrival.sizeOk && checksumOk);
+  }
+
+  private takeArrival(image: number, arrival: Arrival, intact: boolean): void {
+    const oneWayNs = Number(arrival.arrivalNs - arrival.sentAtNs);
+    const oneWayMs = oneWayNs / 1e6;
+    if (intact) {
+      this.okCount++;
+      this.latency.record(oneWayMs);
+    } else this.corruptCount++;
+    this.verifiedArrivals++;
+    if (this.firstSentAtNs === undefined || arrival.sentAtNs < this.firstSentAtNs) this.firstSentAtNs = arrival.sentAtNs;
+    if (this.firstArrivalNs === undefined || arrival.arrivalNs < this.firstArrivalNs) this.firstArrivalNs = arrival.arrivalNs;
+    if (this.lastArrivalNs === undefined || arrival.arrivalNs > this.lastArrivalNs) this.lastArrivalNs = arrival.arrivalNs;
+    this.series?.add(arrival.arrivalNs, intact ? this.plan.imageSizeBytes : 0, intact ? oneWayMs : null);
+    this.sink.arrived(image, oneWayNs, intact);
+    const roundTrip = this.awaitingArrival.get(image);
+    if (roundTrip === undefined) this.awaitingRoundTrip.set(image, { oneWayNs, intact });
+    else {
+      this.awaitingArrival.delete(image);
+      this.join(image, { oneWayNs, intact }, roundTrip);
+    }
+  }
+
+  /**
+   * Takes a batch of the transmitter's round trips (records of {@link ROUND_TRIP_RECORD_VALUES}:
+   * image, round trip ns, stamp − due ns or NaN), each joined with its image's arrival.
+   */
+  roundTrips(records: Float64Array): void {
+    const lastImage = this.plan.imageCount;
+    for (let at = 0; at + 2 < records.length; at += 3) {
+      const image = records[at]!;
+      const rttNs = records[at + 1]!;
+      if (!Number.isInteger(image) || image < 1 || image > lastImage || !(rttNs >= 0)) {
+        this.strayRoundTrips++;
+        continue;
+      }
+      this.roundTripsTaken++;
+      const roundTrip = { rttNs, dueLagNs: records[at + 2]! };
+      const arrival = this.awaitingRoundTrip.get(image);
+      if (arrival === undefined) this.awaitingArrival.set(image, roundTrip);
+      else {
+        this.awaitingRoundTrip.delete(image);
+        this.join(image, arrival, roundTrip);
+      }
+    }
+  }
+
+  // An image's arrival and its round trip together: the figures that need both, and its record.
+  private join(image: number, arrival: Verified | undefined, roundTrip: RoundTrip | undefined): void {
+    const rttNs = roundTrip?.rttNs ?? null;
+    const dueLagNs = roundTrip === undefined || Number.isNaN(roundTrip.dueLagNs) ? null : roundTrip.dueLagNs;
+    if (rttNs !== null) this.rtt.record(rttNs / 1e6);
+    if (arrival !== undefined && rttNs !== null && arrival.oneWayNs > rttNs) this.arrivalsAfterAck++;
+    if (arrival?.intact && dueLagNs !== null) this.latencyFromDue.record((arrival.oneWayNs + dueLagNs) / 1e6);
+    const status = arrival === undefined ? 'lost' : arrival.intact ? 'ok' : 'corrupt';
+    this.sink.recorded(image, status, arrival?.oneWayNs ?? null, rttNs, dueLagNs);
   }
 
   /**
    * The section's result; `failure` is the reason it ended early, if it did. An image whose
-   * verdict never came counts as corrupt: it was not shown to be intact.
+   * verdict never came counts as corrupt: it was not shown to be intact. Call once: it sends the
+   * images still held, and the lost ones, to the sink.
    */
   result(failure: string | null, extras: SectionExtras = {}): SectionResult {
-    const images: ImageRecord[] = [];
-    const okTimesMs: number[] = [];
-    const rttsMs: number[] = [];
-    const lags = this.plan.ratePerSecond === null ? undefined : extras.dueLagNs;
-    const lagMs = (image: number): number | null | undefined => {
-      const lagNs = lags?.[image - 1];
-      return lagNs === undefined ? undefined : lagNs === null ? null : lagNs / 1e6;
-    };
-    const sendLagsMs: number[] = [];
-    const okFromDueMs: number[] = [];
-    const rttsFromDueMs: number[] = [];
-    let firstSentAtNs: bigint | undefined;
-    let lastArrivalNs: bigint | undefined;
-    const arrivalsNs: bigint[] = [];
     const first = this.firstRecordedSeq;
-    const flights: Flight[] = [];
-    for (let image = 1; image <= this.plan.imageCount; image++) {
-      const rttNs = extras.rttNs?.[image - 1] ?? null;
-      const rttMs = rttNs === null ? null : rttNs / 1e6;
-      const lag = lagMs(image);
-      if (rttMs !== null) {
-        rttsMs.push(rttMs);
-        if (lag != null) rttsFromDueMs.push(rttMs + lag);
-      }
-      if (lag != null) sendLagsMs.push(lag);
-      const arrival = first === undefined ? undefined : this.arrivals.get(first + image - 1);
-      if (!arrival) {
-        images.push({ image, timeMs: null, rttMs, status: 'lost' });
-        continue;
-      }
-      if (rttNs !== null) flights.push({ sentAtNs: arrival.sentAtNs, rttNs });
-      arrivalsNs.push(arrival.arrivalNs);
-      const timeMs = nsToMs(arrival.arrivalNs - arrival.sentAtNs);
-      const intact = arrival.sizeOk && arrival.checksumOk === true;
-      images.push({ image, timeMs, rttMs, status: intact ? 'ok' : 'corrupt' });
-      if (intact) {
-        okTimesMs.push(timeMs);
-        if (lag != null) okFromDueMs.push(timeMs + lag);
-      }
-      if (firstSentAtNs === undefined || arrival.sentAtNs < firstSentAtNs) firstSentAtNs = arrival.sentAtNs;
-      if (lastArrivalNs === undefined || arrival.arrivalNs > lastArrivalNs) lastArrivalNs = arrival.arrivalNs;
+    const imageCount = this.plan.durationMs != null && extras.imagesSent !== undefined ? extras.imagesSent : this.plan.imageCount;
+    if (first !== undefined) {
+      for (const [seq, arrival] of this.awaitingVerdict) if (seq >= first && seq < first + imageCount) this.takeArrival(seq - first + 1, arrival, false);
+      this.awaitingVerdict.clear();
+      for (const [image, arrival] of this.awaitingRoundTrip) this.join(image, arrival, undefined);
+      this.awaitingRoundTrip.clear();
+      // A round trip without an arrival: acknowledged, yet not recorded here (cannot happen with one receiver per record).
+      this.strayRoundTrips += this.awaitingArrival.size;
+      this.awaitingArrival.clear();
+      for (const seq of this.seen.missing(first, first + imageCount)) this.sink.recorded(seq - first + 1, 'lost', null, null, null);
     }
-    const inFlight = this.plan.ratePerSecond === null && this.plan.receivers === 1 ? meanInFlight(flights) : null;
-    const arrivalsAfterAck = this.plan.clock?.applied || rttsMs.length === 0 ? null : images.filter((i) => i.timeMs !== null && i.rttMs !== null && i.timeMs > i.rttMs).length;
-    const timingFailure = arrivalsAfterAck ? `timing check: ${arrivalsAfterAck} of ${rttsMs.length} images stamped as arriving after their ack was processed (one-way time over round trip on one clock): an arrival stamp came late` : null;
+    const okCount = this.okCount;
+    const corruptCount = this.corruptCount;
+    const lostCount = Math.max(0, imageCount - okCount - corruptCount);
+    const rtt = this.rtt.summary() ?? null;
+    const rttCount = rtt?.count ?? 0;
+    const inFlight = this.plan.ratePerSecond === null && this.plan.receivers === 1 ? (extras.meanInFlight ?? null) : null;
+    const arrivalsAfterAck = this.plan.clock?.applied || rttCount === 0 ? null : this.arrivalsAfterAck;
+    const timingFailure = arrivalsAfterAck ? `timing check: ${arrivalsAfterAck} of ${rttCount} images stamped as arriving after their ack was processed (one-way time over round trip on one clock): an arrival stamp came late` : null;
     const windowFailure = inFlight !== null && inFlight > this.plan.clients * this.plan.window * WINDOW_CHECK_SLACK ? `window check: ${inFlight.toFixed(2)} images in flight on average, more than CLIENTS × WINDOW = ${this.plan.clients * this.plan.window}` : null;
-    const checkFailures = [timingFailure, windowFailure].filter((f): f is string => f !== null);
+    const shipped = extras.roundTripsShipped;
+    const roundTripFailure = shipped !== undefined && shipped > this.roundTripsTaken ? `round trips: ${shipped - this.roundTripsTaken} of ${shipped} the transmitter sent never reached the receiver's record` : null;
+    const checkFailures = [timingFailure, windowFailure, roundTripFailure].filter((f): f is string => f !== null);
     const sectionFailure = failure === null && checkFailures.length === 0 ? null : [failure, ...checkFailures].filter((f): f is string => f !== null).join('; ');
-    const okCount = images.filter((i) => i.status === 'ok').length;
-    const corruptCount = images.filter((i) => i.status === 'corrupt').length;
-    const lostCount = images.filter((i) => i.status === 'lost').length;
-    const totalMs = firstSentAtNs !== undefined && lastArrivalNs !== undefined ? nsToMs(lastArrivalNs - firstSentAtNs) : null;
-    const rtt = summarizeLatency(rttsMs) ?? null;
-    const deliveredPerSecond = achievedRate(arrivalsNs);
-    const firstArrival = this.arrivals.get(0);
+    const totalMs = this.firstSentAtNs !== undefined && this.lastArrivalNs !== undefined ? nsToMs(this.lastArrivalNs - this.firstSentAtNs) : null;
+    const deliveredPerSecond = this.verifiedArrivals < 2 || this.firstArrivalNs === undefined || this.lastArrivalNs === undefined || this.lastArrivalNs === this.firstArrivalNs ? null : ((this.verifiedArrivals - 1) * 1e9) / Number(this.lastArrivalNs - this.firstArrivalNs);
     const clockAfter = extras.clockAfter ?? null;
-    return {
+    const result: SectionResult = {
       ...this.plan,
+      imageCount,
       clockAfter,
       oneWayClockErrorMs: this.plan.clock?.applied ? oneWayClockErrorNs(this.plan.clock, clockAfter) / 1e6 : null,
-      ok: sectionFailure === null && okCount === this.plan.imageCount && this.duplicateCount === 0 && this.strayCount === 0,
+      ok: sectionFailure === null && okCount === imageCount && this.duplicateCount === 0 && this.strayCount === 0,
       failure: sectionFailure,
-      images,
+      imagesFile: null,
+      series: joinSeries(this.series?.seconds() ?? [], extras.rttSeconds ?? []),
+      histograms: { oneWayNs: this.latency.encoded(), rttNs: this.rtt.encoded() },
       okCount,
       corruptCount,
       lostCount,
@@ -523,7 +607,7 @@ export class SectionRecorder {
       outOfOrderCount: this.outOfOrderCount,
       strayCount: this.strayCount,
       totalMs,
-      latency: summarizeLatency(okTimesMs) ?? null,
+      latency: this.latency.summary() ?? null,
       rtt,
       littleRatio: inFlight === null ? null : inFlight / (this.plan.clients * this.plan.window),
       meanInFlight: inFlight,
@@ -542,40 +626,38 @@ export class SectionRecorder {
               achievedRatePerSecond: extras.achievedRatePerSecond ?? null,
               deliveredRatePerSecond: deliveredPerSecond,
               overloaded: isOverloaded(this.plan.ratePerSecond, extras.achievedRatePerSecond ?? null, deliveredPerSecond),
-              sendLag: summarizeLatency(sendLagsMs) ?? null,
-              latencyFromDue: summarizeLatency(okFromDueMs) ?? null,
-              rttFromDue: summarizeLatency(rttsFromDueMs) ?? null,
+              sendLag: extras.sendLag ?? null,
+              latencyFromDue: this.latencyFromDue.summary() ?? null,
+              rttFromDue: extras.rttFromDue ?? null,
             },
       clientFairness: extras.clientFigures ? clientFairness(extras.clientFigures, this.plan.imageSizeBytes) : null,
       fanOut: null,
       warmedUp: this.warmedUp ?? null,
       coldStart: {
         connectMs: extras.coldStart?.connectMs ?? null,
-        firstImageMs: firstArrival === undefined ? null : nsToMs(firstArrival.arrivalNs - firstArrival.sentAtNs),
+        firstImageMs: this.firstImageMs,
         firstImageRttMs: extras.coldStart?.firstImageRttMs ?? null,
       },
       cost: extras.cost ?? { transmitter: null, receiver: null, broker: null },
     };
+    this.latency.destroy();
+    this.rtt.destroy();
+    this.latencyFromDue.destroy();
+    this.series?.destroy();
+    return result;
   }
 }
 
 /**
  * A section the transmitter must report on its own because the receiver's record is gone (the
- * receiver died): acknowledged images count as delivered intact but without a time, the rest as
- * lost, and nothing is timed.
+ * receiver died): acknowledged images count as delivered intact but without a one-way time, the
+ * rest as lost; round trips are the transmitter's own.
  */
-export function acknowledgedOnlyResult(
-  plan: SectionPlan,
-  acknowledgedSeqs: ReadonlySet<number>,
-  failure: string,
-  warmedUp: WarmupOutcome | undefined,
-  extras: SectionExtras = {},
-): SectionResult {
+export function acknowledgedOnlyResult(plan: SectionPlan, acknowledgedImages: number, failure: string, warmedUp: WarmupOutcome | undefined, extras: SectionExtras & { rtt?: LatencySummary | null } = {}): SectionResult {
   const recorder = new SectionRecorder(plan);
-  if (warmedUp !== undefined) recorder.beginRecording(warmedUp);
+  if (warmedUp !== undefined) recorder.beginRecording(warmedUp, 0n);
   const result = recorder.result(failure, extras);
-  const first = warmedUp?.images;
-  const images = result.images.map((record): ImageRecord => (first !== undefined && acknowledgedSeqs.has(first + record.image - 1) ? { ...record, status: 'ok' } : record));
-  const okCount = images.filter((i) => i.status === 'ok').length;
-  return { ...result, images, okCount, lostCount: images.filter((i) => i.status === 'lost').length };
+  const imageCount = result.imageCount;
+  const okCount = Math.min(acknowledgedImages, imageCount);
+  return { ...result, okCount, lostCount: imageCount - okCount, rtt: extras.rtt ?? null };
 }

@@ -1,4 +1,4 @@
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -7,6 +7,8 @@ import type { Config } from '../core/config.js';
 import {
   CLOCK_HEADER,
   CONTROL_BODY_LIMIT_BYTES,
+  ROUND_TRIP_RECORD_VALUES,
+  ROUND_TRIPS_BODY_LIMIT_BYTES,
   runInfoSchema,
   SECTION_END_BODY_LIMIT_BYTES,
   fanOutSchema,
@@ -16,19 +18,18 @@ import {
   type HealthResponse,
   type ListenerStatus,
   type RunAnnouncement,
-  type RunOutcome,
+  type RunFinish,
   type SectionEnd,
 } from '../core/control-protocol.js';
 import { errorMessage } from '../core/errors.js';
-import { renderHtmlReport } from '../core/html-report.js';
-import { renderOutputLog, renderResultsJson, renderSummary, runSucceeded } from '../core/report.js';
-import type { FanOut, SectionPlan } from '../core/section.js';
+import { renderSummary, runSucceeded } from '../core/report.js';
+import type { FanOut, SectionPlan, SectionResult } from '../core/section.js';
 import type { WarmupOutcome } from '../core/warmup.js';
 import { receiverAuthToken } from '../shared/auth-token.js';
-import { writeFileAtomic } from '../shared/files.js';
 import { hostFacts } from '../shared/host.js';
 import { unmappedAddress } from '../shared/net.js';
 import { reportLibraries } from '../shared/report-assets.js';
+import { OUTPUT_FILES, RunFolder } from '../shared/run-folder.js';
 import { transportByName } from '../transports/index.js';
 import { connectionsPerSection, Doorkeeper } from '../transports/kit/door.js';
 import { Listeners } from './listeners.js';
@@ -46,8 +47,7 @@ export interface ReceiverApp {
   close(reason?: string): Promise<void>;
 }
 
-/** Files the receiver writes in OUTPUT_DIR, by fixed names: nothing from the network names a path. */
-export const OUTPUT_FILES = { log: 'output.log', results: 'results.json', report: 'report.html' } as const;
+export { OUTPUT_FILES } from '../shared/run-folder.js';
 
 /** Extra time the watchdog allows beyond the transmitter's own longest wait before declaring it gone. */
 const WATCHDOG_GRACE_MS = 5000;
@@ -86,6 +86,8 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
   });
   const session = new RunSession(log, receiverHost, config.verify, (transport) => listeners.readBroker(transport));
   let control: FastifyInstance | undefined;
+  // The open run's folder: its files are written as the run goes.
+  let folder: RunFolder | undefined;
   let watchdog: NodeJS.Timeout | undefined;
   let closing: Promise<void> | undefined;
   // The transmitter never stays silent longer than its longest wait (a connect, or an ack).
@@ -116,20 +118,45 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
     return undefined;
   }
 
-  // Ends the run in progress and writes its files: results.json first, output.log last, each
-  // replaced whole, so a reader never sees half of any.
-  async function endRun(stopReason: string | null): Promise<RunOutcome | undefined> {
+  // Starts a run's folder; a run whose folder cannot be made does not start (the reason names the path).
+  async function startRun(announcement: RunAnnouncement): Promise<void> {
+    session.start(announcement);
+    try {
+      folder = await RunFolder.create(path.resolve(session.outputDir(config.outputDir)), session.runInfo!);
+    } catch (err) {
+      folder = undefined;
+      await session.finish('its files could not be written');
+      throw err;
+    }
+  }
+
+  // A section's result into its run's files (output.log's figures, results.json); returns it as recorded there.
+  async function recordSection(result: SectionResult | undefined): Promise<SectionResult | undefined> {
+    if (result === undefined || folder === undefined) return result;
+    return folder.endSection(result);
+  }
+
+  // Ends the run in progress: its open section (if any) fails with `stopReason`, then the summary,
+  // results.json and report.html go into the run's folder and OUTPUT_DIR's links switch to it.
+  // A failed write throws naming the path and the reason; the previous run's files stay linked.
+  async function endRun(stopReason: string | null): Promise<RunFinish | undefined> {
     await closeDataSection();
+    if (stopReason !== null) await recordSection(await session.endOpenSection(stopReason));
     const report = await session.finish(stopReason);
-    if (report === undefined) return undefined;
-    const outputDir = path.resolve(session.outputDir(config.outputDir));
-    await mkdir(outputDir, { recursive: true });
-    await writeFileAtomic(path.join(outputDir, OUTPUT_FILES.results), renderResultsJson(report));
-    await writeFileAtomic(path.join(outputDir, OUTPUT_FILES.report), renderHtmlReport([report], reportLibraries()));
-    await writeFileAtomic(path.join(outputDir, OUTPUT_FILES.log), renderOutputLog(report));
-    if (stopReason === null) log.info({ outputDir, strayFrames: session.strayFrames, rejectedInputs }, 'run finished; output files written');
-    else log.warn({ outputDir, stopReason, strayFrames: session.strayFrames, rejectedInputs }, 'run ended incomplete; output files written');
-    return { report, summary: renderSummary(report), succeeded: runSucceeded(report) };
+    const runFolder = folder;
+    folder = undefined;
+    if (report === undefined || runFolder === undefined) return undefined;
+    try {
+      await runFolder.finish(report, reportLibraries());
+    } catch (err) {
+      await runFolder.abandon();
+      log.error({ runFolder: runFolder.dir, err: errorMessage(err) }, 'run ended but its files could not be written: the previous run stays the latest');
+      throw err;
+    }
+    const outputDir = runFolder.baseDir;
+    if (stopReason === null) log.info({ outputDir, runFolder: runFolder.name, strayFrames: session.strayFrames, rejectedInputs }, 'run finished; output files written');
+    else log.warn({ outputDir, runFolder: runFolder.name, stopReason, strayFrames: session.strayFrames, rejectedInputs }, 'run ended incomplete; output files written');
+    return { summary: renderSummary(report), succeeded: runSucceeded(report), runFolder: path.relative(outputDir, runFolder.dir) };
   }
 
   function checkTransmitterAlive(): void {
@@ -172,7 +199,7 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
       // A new run while one is open: the old transmitter is gone; keep what it got.
       if (session.inProgress) await endRun('a new run started before this one finished');
       const announcement = request.body as RunAnnouncement;
-      session.start(announcement);
+      await startRun(announcement);
       log.info({ imageCount: announcement.imageCount, imageSizeBytes: announcement.imageSizeBytes, window: announcement.window, repeat: announcement.repeat, transports: announcement.transports }, 'run started');
       return reply.code(204).send();
     });
@@ -187,7 +214,8 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
           ? `images of ${plan.imageSizeBytes} bytes are over the receiver's MAX_IMAGE_SIZE (${config.maxImageBytes} bytes)`
           : await openDataSection(plan, unmappedAddress(request.ip));
       // A refused section stays in the report as failed, with the reason: never silently missing.
-      session.openSection(plan, refusal);
+      if (refusal !== undefined) await recordSection(session.openSection(plan, refusal));
+      else session.openSection(plan, undefined, await folder?.openSection(plan));
       if (refusal !== undefined) {
         log.error({ transport: plan.transport, reason: refusal }, 'section refused');
         return reply.code(409).send({ error: refusal });
@@ -199,13 +227,22 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
       if (!session.isOpen((request.params as { sectionId: string }).sectionId)) return reply.code(409).send({ error: 'that section is not open' });
       const refusal = session.startMeasuring(request.body as WarmupOutcome);
       if (refusal !== undefined) return reply.code(409).send({ error: refusal });
+      await folder?.measuring(request.body as WarmupOutcome);
       return reply.code(204).send();
     });
-    // The one body that lists a figure per image (every round trip): its own, larger limit.
+    // The transmitter's round trips, in binary batches as its acks come (see ROUND_TRIP_RECORD_VALUES).
+    app.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: ROUND_TRIPS_BODY_LIMIT_BYTES }, (request, body, done) => done(null, body));
+    app.post('/sections/:sectionId/round-trips', { onRequest, bodyLimit: ROUND_TRIPS_BODY_LIMIT_BYTES }, async (request, reply) => {
+      const body = request.body;
+      if (!Buffer.isBuffer(body) || body.byteLength % (ROUND_TRIP_RECORD_VALUES * 8) !== 0) return reply.code(400).send({ error: `expected application/octet-stream of ${ROUND_TRIP_RECORD_VALUES * 8}-byte round-trip records` });
+      if (!(await session.roundTrips((request.params as { sectionId: string }).sectionId, body))) return reply.code(409).send({ error: 'that section is not open' });
+      return reply.code(204).send();
+    });
+    // The transmitter's side of a section, with its per-second round trips: its own, larger limit. (every round trip): its own, larger limit.
     app.post('/sections/:sectionId/end', { onRequest, schema: { body: sectionEndSchema }, bodyLimit: SECTION_END_BODY_LIMIT_BYTES }, async (request, reply) => {
       if (!session.isOpen((request.params as { sectionId: string }).sectionId)) return reply.code(409).send({ error: 'that section is not open' });
       await closeDataSection();
-      const result = (await session.endSection(request.body as SectionEnd))!;
+      const result = (await recordSection(await session.endSection(request.body as SectionEnd)))!;
       log.info({ transport: result.transport, repeat: result.repeat, ok: result.ok, okCount: result.okCount, lostCount: result.lostCount, corruptCount: result.corruptCount, totalMs: result.totalMs }, 'section ended');
       return result;
     });
@@ -213,6 +250,7 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
     app.post('/sections/:sectionId/fan-out', { onRequest, schema: { body: fanOutSchema } }, async (request, reply) => {
       const result = session.attachFanOut(Number((request.params as { sectionId: string }).sectionId), request.body as FanOut);
       if (result === undefined) return reply.code(409).send({ error: 'no such section in this run' });
+      await folder?.replaceSection(result);
       return result;
     });
     app.post('/runs/finish', { onRequest }, async (request, reply) => {

@@ -11,6 +11,7 @@ import { exerciseSharedPaths } from '../core/prewarm.js';
 import { nsToMs } from '../core/stats.js';
 import { warmupImagesAllowed, type WarmupOutcome } from '../core/warmup.js';
 import { readResources, RssPeakTracker } from '../shared/resources.js';
+import type { OpenSectionFiles } from '../shared/run-folder.js';
 import type { ReceivedFrame } from '../transports/contract.js';
 import { Verifier } from './verifier.js';
 
@@ -25,6 +26,9 @@ export interface RunProgress {
   open: { transport: string; label: string; repeat: number; imageCount: number; warmingUp: boolean; warmupImages: number; recorded: number } | undefined;
 }
 
+/** Round-trip values taken in one turn of the event loop (2,048 records, well under a millisecond). */
+const ROUND_TRIP_SLICE_VALUES = 2048 * 3;
+
 /** Largest stand-in image the receiver warms its shared paths with: hashing speed does not depend on size beyond this. */
 const SHARED_PATH_IMAGE_BYTES_LIMIT = 16 * 1024 * 1024;
 
@@ -36,6 +40,8 @@ export type BrokerReader = (transport: string) => Promise<BrokerReading> | undef
 // warm-up is over, just before the first recorded stamp) to the ack of the last recorded image.
 interface OpenSection {
   recorder: SectionRecorder;
+  /** Its per-image CSV, relative to the run's folder; null when none is written. */
+  imagesFile: string | null;
   rss: RssPeakTracker;
   measureStart: ResourceReading | undefined;
   measureEnd: { reading: ResourceReading; peakRssBytes: number } | undefined;
@@ -75,6 +81,11 @@ export class RunSession {
     this.verifier = makeVerifier((runNs) => this.hashRun(runNs));
   }
 
+  /** The run in progress; undefined between runs. */
+  get runInfo(): RunInfo | undefined {
+    return this.info;
+  }
+
   /** True between a run's start and its end. */
   get inProgress(): boolean {
     return this.info !== undefined;
@@ -105,14 +116,18 @@ export class RunSession {
     return index === 0 ? base : path.join(base, `receiver-${index + 1}`);
   }
 
-  /** Opens a section; a refusal (listener down, image too large) is recorded as a failed section. */
-  openSection(plan: SectionPlan, refusal: string | undefined): void {
+  /**
+   * Opens a section whose records go to `files` as they are made; a refusal (listener down, image
+   * too large) is recorded as a failed section at once and returned.
+   */
+  openSection(plan: SectionPlan, refusal: string | undefined, files?: OpenSectionFiles): SectionResult | undefined {
     this.closeOpen();
     if (refusal !== undefined) {
-      this.sections.push(new SectionRecorder(plan).result(refusal));
-      return;
+      const result = new SectionRecorder(plan).result(refusal);
+      this.sections.push(result);
+      return result;
     }
-    this.open = { recorder: new SectionRecorder(plan), rss: new RssPeakTracker(), measureStart: undefined, measureEnd: undefined, brokerStart: undefined, brokerEnd: undefined, verifyNs: 0n, spanHashNs: 0n, longestHashRunNs: 0n, listenerFailure: undefined };
+    this.open = { recorder: new SectionRecorder(plan, files?.sink), imagesFile: files?.imagesFile ?? null, rss: new RssPeakTracker(), measureStart: undefined, measureEnd: undefined, brokerStart: undefined, brokerEnd: undefined, verifyNs: 0n, spanHashNs: 0n, longestHashRunNs: 0n, listenerFailure: undefined };
   }
 
   /** True when `sectionId` (as given in a URL) is the open section. */
@@ -130,7 +145,7 @@ export class RunSession {
     if (open === undefined) return 'no section is open';
     if (open.recorder.firstRecordedSeq !== undefined) return 'this section is already measuring';
     if (!warmupImagesAllowed(open.recorder.plan.warmup, warmedUp.images)) return `a warm-up of ${warmedUp.images} images is not what the section's plan allows`;
-    open.recorder.beginRecording(warmedUp);
+    open.recorder.beginRecording(warmedUp, process.hrtime.bigint());
     open.rss.start();
     open.measureStart = readResources();
     open.brokerStart = this.brokerReading(open.recorder.plan.transport);
@@ -154,16 +169,20 @@ export class RunSession {
     this.verifier.flush();
     const { plan } = open.recorder;
     const measureEnd = open.measureEnd ?? { reading: readResources(), peakRssBytes: open.rss.stop() };
-    // Per image means per image sent: under RATE a section that failed may not have sent them all.
-    const sentImages = end.dueLagNs === null ? plan.imageCount : end.dueLagNs.filter((lag) => lag !== null).length;
+    // Per image means per image sent: a section that failed (or ran for DURATION) sent what it sent.
+    const sentImages = end.imagesSent;
     const receiverCost = open.measureStart === undefined ? null : sideCost(open.measureStart, measureEnd.reading, measureEnd.peakRssBytes, sentImages);
     const [brokerStart, brokerEnd] = await Promise.all([open.brokerStart, open.brokerEnd ?? (open.brokerStart && this.brokerReading(plan.transport))]);
     const broker: SideCost | null = brokerStart && brokerEnd ? brokerCost(brokerStart, brokerEnd, sentImages) : null;
     const failure = open.listenerFailure === undefined ? end.failure : end.failure === null ? open.listenerFailure : `${open.listenerFailure}; transmitter: ${end.failure}`;
     const result = open.recorder.result(failure, {
       cost: { transmitter: end.transmitterCost, receiver: receiverCost, broker },
-      rttNs: end.rttNs,
-      dueLagNs: end.dueLagNs,
+      imagesSent: end.imagesSent,
+      roundTripsShipped: end.roundTripsShipped,
+      sendLag: end.sendLag,
+      rttFromDue: end.rttFromDue,
+      meanInFlight: end.meanInFlight,
+      rttSeconds: end.rttSeconds,
       achievedRatePerSecond: end.achievedRatePerSecond,
       clientFigures: end.clientFigures,
       coldStart: end.coldStart,
@@ -172,8 +191,43 @@ export class RunSession {
       verifyLongestRunMs: this.verify ? nsToMs(open.longestHashRunNs) : null,
       verifyBusyShare: this.verify && open.measureStart !== undefined ? busyShare(nsToMs(open.spanHashNs), open.measureStart, measureEnd.reading) : null,
     });
-    this.sections.push(result);
-    return result;
+    const recorded = { ...result, imagesFile: open.imagesFile };
+    this.sections.push(recorded);
+    return recorded;
+  }
+
+  /**
+   * Takes a batch of the transmitter's round trips for the open section (`sectionIdText` as in the
+   * URL), a slice at a time between turns of the event loop, so frames arriving meanwhile are
+   * stamped without waiting for the whole batch. False when that section is not open.
+   */
+  async roundTrips(sectionIdText: string, body: Buffer): Promise<boolean> {
+    if (!this.isOpen(sectionIdText)) return false;
+    const { recorder } = this.open!;
+    // Copied to an aligned buffer: the body's bytes may start anywhere in a pooled one.
+    const records = new Float64Array(body.byteLength >> 3);
+    new Uint8Array(records.buffer).set(body.subarray(0, records.length * 8));
+    for (let at = 0; at < records.length; at += ROUND_TRIP_SLICE_VALUES) {
+      recorder.roundTrips(records.subarray(at, Math.min(records.length, at + ROUND_TRIP_SLICE_VALUES)));
+      if (at + ROUND_TRIP_SLICE_VALUES < records.length) await new Promise((resolve) => setImmediate(resolve));
+    }
+    this.touch();
+    return true;
+  }
+
+  /** Ends the open section as failed with `reason` (the run is ending without the transmitter's word); its result, or undefined when none is open. */
+  async endOpenSection(reason: string): Promise<SectionResult | undefined> {
+    if (this.open === undefined) return undefined;
+    const { recorder } = this.open;
+    return this.endSection(failedSectionEnd(`${reason}; got ${recorder.recordedCount} of ${recorder.plan.durationMs == null ? recorder.plan.imageCount : 'the'} images`));
+  }
+
+  /** Replaces a section's result (every receiver's figures added); false when no such section. */
+  replaceSection(result: SectionResult): boolean {
+    const index = this.sections.findIndex((s) => s.sectionId === result.sectionId);
+    if (index < 0) return false;
+    this.sections[index] = result;
+    return true;
   }
 
   /**
@@ -235,10 +289,7 @@ export class RunSession {
   async finish(stopReason: string | null): Promise<RunReport | undefined> {
     const info = this.info;
     if (info === undefined) return undefined;
-    if (this.open !== undefined && stopReason !== null) {
-      const { recorder } = this.open;
-      await this.endSection(failedSectionEnd(`${stopReason}; got ${recorder.recordedCount} of ${recorder.plan.imageCount} images`));
-    }
+    if (stopReason !== null) await this.endOpenSection(stopReason);
     this.closeOpen();
     this.info = undefined;
     return buildRunReport(info, this.sections, stopReason);

@@ -16,3 +16,11 @@ export async function writeFileAtomic(target: string, text: string): Promise<voi
     throw err;
   }
 }
+
+/** An error naming the file a write failed on and the system's reason (ENOSPC, EACCES, EROFS, EFBIG, …). */
+export function describeWriteFailure(filePath: string, err: unknown): Error {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  const reason = err instanceof Error ? err.message : String(err);
+  // The system's message already starts with its code (`ENOSPC: no space left on device, write`).
+  return new Error(`could not write ${filePath}: ${code !== undefined && !reason.startsWith(code) ? `${code}: ` : ''}${reason}`, { cause: err });
+}

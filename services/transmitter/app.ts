@@ -3,13 +3,13 @@ import type { Logger } from 'pino';
 import { sectionCredential, type SectionCredential } from '../core/auth.js';
 import { imageChecksum } from '../core/checksum.js';
 import { estimateClockOffset, type ClockOffset, type ClockSample } from '../core/clock.js';
-import { publicConfig, type Config } from '../core/config.js';
+import { MAX_IMAGE_COUNT, publicConfig, type Config } from '../core/config.js';
 import { failedSectionEnd, type HealthResponse, type RunAnnouncement, type RunOutcome } from '../core/control-protocol.js';
 import { sideCost, type SideCost } from '../core/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { buildRunReport, renderSummary } from '../core/report.js';
 import { acknowledgedOnlyResult, fanOutOf, SectionRecorder, type SectionClock, type SectionPlan, type SectionResult, type TransmitterColdStart } from '../core/section.js';
-import { achievedRate, OpenLoopSchedule } from '../core/schedule.js';
+import { OpenLoopSchedule } from '../core/schedule.js';
 import { exerciseSharedPaths } from '../core/prewarm.js';
 import { nsToMs } from '../core/stats.js';
 import { warmupDecision, warmupPlan, type SteadinessReading, type WarmupDecision, type WarmupOutcome } from '../core/warmup.js';
@@ -22,6 +22,7 @@ import { ControlClient } from './control-client.js';
 import { DueTimer } from './due-timer.js';
 import { AckWaiter, Flight, type SectionProgress } from './flight.js';
 import { receiverAddresses } from './peers.js';
+import { RoundTripShipper } from './round-trips.js';
 
 export type { SectionProgress } from './flight.js';
 
@@ -59,9 +60,9 @@ interface Peer {
 interface TransferOutcome {
   failure: string | null;
   cost: SideCost | null;
-  /** Round trip of every recorded image in nanoseconds, by image; null where no ack came. */
-  rttNs: (number | null)[];
   coldStart: TransmitterColdStart;
+  /** Round trips posted to each receiver, by its place. */
+  roundTripsShipped: number[];
 }
 
 /**
@@ -114,36 +115,37 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   // and a transport that cannot keep up shows it in its tail instead of in a count of images
   // dropped beside percentiles that left them out. The queue is only seq numbers (every image is
   // the same buffer) and WINDOW still bounds what is in flight. Then waits for every ack.
-  async function openLoopPhase(links: readonly (readonly TransmitterLink[])[], flight: Flight, from: number, ratePerSecond: number, waiter: AckWaiter, progress: SectionProgress): Promise<void> {
+  async function openLoopPhase(links: readonly (readonly TransmitterLink[])[], flight: Flight, from: number, ratePerSecond: number, waiter: AckWaiter, progress: SectionProgress, within: () => boolean): Promise<void> {
     const { plan } = flight;
     const timer = dueTimer;
     if (timer === undefined) throw new Error('open loop without a due timer');
-    const lags: (number | null)[] = (flight.dueLagNs = new Array<number | null>(plan.imageCount).fill(null));
     const schedule = new OpenLoopSchedule(ratePerSecond, process.hrtime.bigint());
     const admitted: [client: number, header: Buffer][] = [];
-    const sendTimesNs: bigint[] = [];
+    let firstStampNs: bigint | undefined;
+    let lastStampNs: bigint | undefined;
     let index = 0;
-    while (index < plan.imageCount) {
+    while (index < plan.imageCount && within()) {
       if (waiter.failure) throw waiter.failure;
       const due = Math.min(plan.imageCount, schedule.dueCount(process.hrtime.bigint()));
       while (index < due) {
         const client = flight.clientWithRoom();
         if (client === undefined) break;
-        const { header, stampNs } = flight.stamp(from + index, client);
-        lags[index] = Number(stampNs - schedule.dueNs(index));
-        sendTimesNs.push(stampNs);
+        const { header, stampNs } = flight.stamp(from + index, client, schedule.dueNs(index));
+        firstStampNs ??= stampNs;
+        lastStampNs = stampNs;
         admitted.push([client, header]);
         index++;
       }
       for (const [client, header] of admitted) for (const link of links[client]!) link.send(header, image.bytes);
       progress.sent += admitted.length;
       admitted.length = 0;
-      if (index >= plan.imageCount) break;
+      if (index >= plan.imageCount || !within()) break;
       // Behind the schedule: the next image is due already and waits for a slot; else for its due time.
       if (index < due) await waiter.until(() => flight.hasRoom(), config.imageTimeoutMs, () => `a free slot in a window for image seq ${from + index}, due ${nsToMs(process.hrtime.bigint() - schedule.dueNs(index)).toFixed(3)} ms ago`);
       else await timer.until(schedule.dueNs(index));
     }
-    flight.achievedRatePerSecond = achievedRate(sendTimesNs);
+    // Sends per second over the first stamp to the last (as achievedRate does), without a time per image.
+    flight.achievedRatePerSecond = index < 2 || firstStampNs === undefined || lastStampNs === undefined || lastStampNs === firstStampNs ? null : ((index - 1) * 1e9) / Number(lastStampNs - firstStampNs);
     await waiter.until(() => flight.completed >= flight.stamped, config.imageTimeoutMs, () => `${flight.stamped - flight.completed} outstanding acknowledgements`);
   }
 
@@ -222,11 +224,14 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   async function transfer(transport: Transport, plan: SectionPlan, credential: SectionCredential, progress: SectionProgress, peers: readonly Peer[]): Promise<TransferOutcome & { flight: Flight; warmedUp: WarmupOutcome | undefined }> {
     const waiter = new AckWaiter();
     const flight = new Flight(plan, { sizeBytes: image.bytes.length, checksum }, progress, waiter, new RssPeakTracker(), transport.dropsImages !== undefined);
+    // Each recorded round trip leaves for its receiver's record in batches as acks come: none is kept here.
+    const shippers = peers.map((peer) => new RoundTripShipper((body) => peer.control.roundTrips(plan.sectionId, body)));
     let links: TransmitterLink[][] = [];
     let cost: SideCost | null = null;
     let connectMs: number | null = null;
     let warmedUp: WarmupOutcome | undefined;
-    const coldStart = (): TransmitterColdStart => ({ connectMs, firstImageRttMs: flight.stamped > 0 ? nullableMs(flight.rttOf(0)) : null });
+    const coldStart = (): TransmitterColdStart => ({ connectMs, firstImageRttMs: nullableMs(flight.firstImageRttNs) });
+    const shipped = (): number[] => shippers.map((shipper) => shipper.shipped);
     try {
       const connectStartNs = process.hrtime.bigint();
       links = await connectLinks(transport, plan, credential, flight, waiter, peers);
@@ -237,23 +242,30 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       const outcome = warmedUp;
       await Promise.all(peers.map((peer) => peer.control.startMeasuring(plan.sectionId, outcome)));
       const from = warmedUp.images;
-      flight.recordedFrom = from;
+      flight.startRecording(from, (receiver, imageNumber, rttNs, dueLagNs) => shippers[receiver]?.add(imageNumber, rttNs, dueLagNs));
       waiter.notify();
       flight.rss.start();
       const start = readResources();
       progress.startedAtMs = Date.now();
-      if (plan.ratePerSecond === null) await sendPhase(links, flight, from, (seq) => seq < from + plan.imageCount, waiter, progress);
-      else await openLoopPhase(links, flight, from, plan.ratePerSecond, waiter, progress);
+      // DURATION: recorded images go until it is over (the last ones' acks still come in).
+      const deadlineNs = plan.durationMs == null ? undefined : process.hrtime.bigint() + BigInt(plan.durationMs) * 1_000_000n;
+      const within = (): boolean => deadlineNs === undefined || process.hrtime.bigint() < deadlineNs;
+      if (plan.ratePerSecond === null) await sendPhase(links, flight, from, (seq) => seq < from + plan.imageCount && within(), waiter, progress);
+      else await openLoopPhase(links, flight, from, plan.ratePerSecond, waiter, progress, within);
       const end = flight.end ?? { reading: readResources(), peakRssBytes: flight.rss.stop() };
-      cost = sideCost(start, end.reading, end.peakRssBytes, plan.imageCount);
+      cost = sideCost(start, end.reading, end.peakRssBytes, flight.recordedStamped);
+      await Promise.all(shippers.map((shipper) => shipper.flush()));
       // Never silent: the receiver's record has the exact count of images that did not arrive.
       const lost = flight.lostAmongRecorded();
       const failure = lost > 0 ? `${transport.label} dropped images, as it may by design (${transport.dropsImages}): ${lost} never acknowledged` : null;
       if (lost > 0) log.warn({ transport: transport.name, unacknowledged: lost }, 'images dropped by the transport');
-      return { failure, cost, rttNs: flight.rttNs(), coldStart: coldStart(), flight, warmedUp };
+      return { failure, cost, coldStart: coldStart(), roundTripsShipped: shipped(), flight, warmedUp };
     } catch (err) {
-      return { failure: errorMessage(err), cost, rttNs: flight.rttNs(), coldStart: coldStart(), flight, warmedUp };
+      // What was batched still goes: the receiver's record of a failed section keeps every round trip it can.
+      await Promise.all(shippers.map((shipper) => shipper.flush().catch(() => undefined)));
+      return { failure: errorMessage(err), cost, coldStart: coldStart(), roundTripsShipped: shipped(), flight, warmedUp };
     } finally {
+      for (const shipper of shippers) shipper.close();
       flight.rss.stop();
       await closeLinks(transport, links.flat());
     }
@@ -303,7 +315,9 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       label: transport.label,
       baseline: transport.baseline,
       repeat,
-      imageCount: config.imageCount,
+      // DURATION: the count is only a ceiling; the section's is what it sent in that time.
+      imageCount: config.durationMs === undefined ? config.imageCount : MAX_IMAGE_COUNT,
+      durationMs: config.durationMs ?? null,
       warmup: warmupPlan(config),
       imageSizeBytes: image.bytes.length,
       window: config.window,
@@ -340,8 +354,12 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
           peer.control.endSection(plan.sectionId, {
             failure: done.failure,
             transmitterCost: done.cost,
-            rttNs: flight.rttNs(peer.index),
-            dueLagNs: flight.dueLagNs,
+            imagesSent: flight.recordedStamped,
+            roundTripsShipped: done.roundTripsShipped[peer.index] ?? 0,
+            sendLag: flight.tally.sendLag.summary() ?? null,
+            rttFromDue: flight.tally.rttFromDue.summary() ?? null,
+            meanInFlight: flight.meanInFlight(),
+            rttSeconds: (flight.tally.rttSeconds?.seconds() ?? []).map((second) => ({ second: second.second, rtt: second.times })),
             achievedRatePerSecond: flight.achievedRatePerSecond,
             clientFigures: flight.clientFigures(),
             coldStart: done.coldStart,
@@ -361,11 +379,20 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       const reason = errorMessage(err);
       await Promise.all([...opened].map((peer) => peer.control.endSection(plan.sectionId, failedSectionEnd(reason)).catch(() => undefined)));
       const flight = outcome?.flight;
-      const ackedSeqs = flight?.acknowledgedSeqs() ?? new Set<number>();
       result =
-        ackedSeqs.size > 0
-          ? acknowledgedOnlyResult(plan, ackedSeqs, reason, outcome?.warmedUp, { rttNs: outcome?.rttNs, coldStart: outcome?.coldStart, dueLagNs: flight?.dueLagNs, achievedRatePerSecond: flight?.achievedRatePerSecond, clientFigures: flight?.clientFigures() })
+        flight !== undefined && flight.recordedAcked > 0
+          ? acknowledgedOnlyResult(plan, flight.recordedAcked, reason, outcome?.warmedUp, {
+              imagesSent: flight.recordedStamped,
+              rtt: flight.tally.rtt.summary() ?? null,
+              coldStart: outcome?.coldStart,
+              sendLag: flight.tally.sendLag.summary() ?? null,
+              rttFromDue: flight.tally.rttFromDue.summary() ?? null,
+              achievedRatePerSecond: flight.achievedRatePerSecond,
+              clientFigures: flight.clientFigures(),
+            })
           : new SectionRecorder(plan).result(reason, { coldStart: outcome?.coldStart });
+    } finally {
+      outcome?.flight.destroy();
     }
     log.info({ transport: transport.name, repeat, ok: result.ok, okCount: result.okCount, lostCount: result.lostCount, corruptCount: result.corruptCount, totalMs: result.totalMs, failure: result.failure }, 'section end');
     observer?.sectionEnded(progress, result);
@@ -411,9 +438,12 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
           }
         }
         if (receiverLost === undefined) {
-          // The first receiver's outcome is the run's: it holds every receiver's figures.
-          const outcomes = await Promise.all(peers.map((peer) => peer.control.finishRun()));
-          return outcomes[0]!;
+          // The first receiver's outcome is the run's: it holds every receiver's figures. Each
+          // answers with its summary; the report here is built from the sections' results it sent back.
+          const finishes = await Promise.all(peers.map((peer) => peer.control.finishRun()));
+          const first = finishes[0]!;
+          const report = buildRunReport({ ...announcement, hosts: { transmitter: transmitterHost, receiver: peers[0]!.health.host } }, sections, null);
+          return { report, summary: first.summary, succeeded: first.succeeded, runFolder: first.runFolder };
         }
         // A receiver is gone with its record: report what the transmitter knows, and stop.
         const report = buildRunReport({ ...announcement, hosts: { transmitter: transmitterHost, receiver: peers[0]!.health.host } }, sections, `receiver went away: ${receiverLost}`);

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { ClockSample } from '../core/clock.js';
-import { CLOCK_HEADER, type HealthResponse, type RunAnnouncement, type RunOutcome, type SectionEnd } from '../core/control-protocol.js';
+import { CLOCK_HEADER, type HealthResponse, type RunAnnouncement, type RunFinish, type SectionEnd } from '../core/control-protocol.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import type { FanOut, SectionPlan, SectionResult } from '../core/section.js';
 import type { WarmupOutcome } from '../core/warmup.js';
@@ -112,14 +112,19 @@ export class ControlClient {
     return (await this.post(`/sections/${sectionId}/end`, end)) as SectionResult;
   }
 
-  /** Ends the run: the receiver writes output.log and results.json and returns the report. */
+  /** A batch of recorded round trips (binary records, see ROUND_TRIP_RECORD_VALUES) for the receiver's record of the open section. */
+  async roundTrips(sectionId: number, records: Buffer): Promise<void> {
+    await this.post(`/sections/${sectionId}/round-trips`, records);
+  }
+
   /** RECEIVERS > 1, to the first receiver: every receiver's figures; answers with its record of the section, now holding them. */
   async fanOut(sectionId: number, fanOut: FanOut): Promise<SectionResult> {
     return (await this.post(`/sections/${sectionId}/fan-out`, fanOut)) as SectionResult;
   }
 
-  async finishRun(): Promise<RunOutcome> {
-    return (await this.post('/runs/finish', undefined)) as RunOutcome;
+  /** Ends the run: the receiver writes its files and answers with the summary. */
+  async finishRun(): Promise<RunFinish> {
+    return (await this.post('/runs/finish', undefined)) as RunFinish;
   }
 
   private async post(route: string, body: unknown): Promise<unknown> {
@@ -127,8 +132,8 @@ export class ControlClient {
     try {
       response = await fetch(`${this.baseUrl}${route}`, {
         method: 'POST',
-        headers: body === undefined ? this.authorization : { ...this.authorization, 'content-type': 'application/json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
+        headers: body === undefined ? this.authorization : { ...this.authorization, 'content-type': Buffer.isBuffer(body) ? 'application/octet-stream' : 'application/json' },
+        body: body === undefined ? undefined : Buffer.isBuffer(body) ? new Uint8Array(body.buffer as ArrayBuffer, body.byteOffset, body.byteLength) : JSON.stringify(body),
         signal: AbortSignal.timeout(this.requestTimeoutMs),
       });
     } catch (err) {

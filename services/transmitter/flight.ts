@@ -2,12 +2,14 @@ import { ErrorCode, ItbError } from '../core/errors.js';
 import { DropLedger } from '../core/drops.js';
 import { encodeFrameHeader, type Ack } from '../core/frame.js';
 import type { ClientFigures, SectionPlan } from '../core/section.js';
-import { SteadinessCheck, warmupImageLimit } from '../core/warmup.js';
+import { SteadinessCheck } from '../core/warmup.js';
+import { SecondSeries } from '../core/second-series.js';
+import { LatencyRecorder } from '../core/stats.js';
 import type { ResourceReading } from '../core/cost.js';
 import { readResources, type RssPeakTracker } from '../shared/resources.js';
 
-// One section's bookkeeping on the transmitter: stamps and acks of every seq, and which client
-// (connection) carried it. Each client has its own WINDOW; the section's images are dealt, one at
+// One section's bookkeeping on the transmitter: stamps and acks of the seqs in flight, and which
+// client (connection) carried each. Each client has its own WINDOW; the section's images are dealt, one at
 // a time and in turn, to whichever client has room.
 
 /**
@@ -91,45 +93,62 @@ export interface FrameFacts {
   checksum: bigint;
 }
 
-/** A (seq, receiver) pair's state: no ack yet, acknowledged, or settled as lost. */
-const PAIR_OPEN = 0;
-const PAIR_ACKED = 1;
-const PAIR_LOST = 2;
+/** One stamped image some receiver is not done with: what its acks need, and nothing once it is done. */
+interface InFlight {
+  stampNs: bigint;
+  client: number;
+  /** Under RATE: stamp − due time in ns; NaN in a closed loop or for a warm-up image. */
+  dueLagNs: number;
+  /** Receivers that acknowledged it, and those settled as lost, one bit each (RECEIVERS ≤ 32). */
+  ackedMask: number;
+  lostMask: number;
+}
+
+/** Where each recorded (image, receiver) round trip goes as its ack is processed: to that receiver, in batches. */
+export type RoundTripSink = (receiver: number, image: number, rttNs: number, dueLagNs: number) => void;
+
+/** The transmitter's own figures of the recorded images, kept as they come (nothing per image). */
+export interface TransmitterTally {
+  /** Round trips to the last receiver's ack, of every image every receiver acknowledged. */
+  rtt: LatencyRecorder;
+  /** Under RATE: stamp − due of every recorded image sent, and round trips counted from due. */
+  sendLag: LatencyRecorder;
+  rttFromDue: LatencyRecorder;
+  /** Round trips by the second (since the first recorded stamp) their ack was processed in. */
+  rttSeconds: SecondSeries | undefined;
+  /** Little's law over the recorded images: round trips summed, first stamp, last ack. */
+  rttSumNs: number;
+  firstStampNs: bigint | undefined;
+  lastAckNs: bigint | undefined;
+}
 
 /**
  * One section's bookkeeping of stamps and acks, shared by its warm-up and recorded phases. Each
  * image is stamped once and goes to every receiver (RECEIVERS); it holds its client's window slot
  * until every receiver has acknowledged it or it is settled as lost for the ones that have not.
+ * Only images in flight are held (a window's worth), so memory does not grow with the section:
+ * each recorded round trip leaves at its ack for the receiver's record.
  */
 export class Flight {
-  /** Stamp of every seq, warm-up included (0 until stamped). */
-  readonly stampsNs: BigInt64Array;
-  /** When each (seq, receiver) ack was processed, at seq × receivers + receiver (0 until then). */
-  private readonly pairAckedNs: BigInt64Array;
-  private readonly pairStates: Uint8Array;
-  /** Per seq: receivers that acknowledged it, and receivers done with it (acknowledged or settled as lost). */
-  private readonly acksOf: Uint8Array;
-  private readonly resolvedOf: Uint8Array;
-  /** When the last receiver's ack of each seq was processed (0 until every receiver acknowledged it). */
-  private readonly ackedAtNs: BigInt64Array;
-  /** The client that carried each seq. */
-  private readonly clientOfSeq: Uint16Array;
+  private readonly inFlight = new Map<number, InFlight>();
+  /** Images done with some receiver settled as lost: kept so a late ack can still be taken back. */
+  private readonly settledWithLoss = new Map<number, InFlight>();
   private readonly stampedBy: Int32Array;
   private readonly completedBy: Int32Array;
   /** The client the next image is offered to first: clients take turns. */
   private nextClient = 0;
   private readonly receivers: number;
+  private readonly allReceiversMask: number;
   stamped = 0;
   /** Images every receiver acknowledged. */
   acked = 0;
   /** Images every receiver is done with (acknowledged, or settled as lost): they no longer hold a window slot. */
   completed = 0;
-  /** (seq, receiver) pairs settled as lost and never acknowledged since. */
+  /** (seq, receiver) pairs settled as lost and never acknowledged since; those among the recorded images. */
   private lostPairs = 0;
+  private recordedLostPairs = 0;
   /** One past the highest seq stamped. */
   nextSeq = 0;
-  /** Under RATE: each recorded image's stamp − due time in ns, by image; null until it is sent. */
-  dueLagNs: (number | null)[] | null = null;
   achievedRatePerSecond: number | null = null;
   /**
    * For a transport that drops images by design: one ledger per client and receiver (a pipe),
@@ -144,6 +163,15 @@ export class Flight {
   readonly steadiness: SteadinessCheck | undefined;
   /** Readings when the last recorded ack was processed: the end of the transmitter's cost span. */
   end: { reading: ResourceReading; peakRssBytes: number } | undefined;
+  /** Round trip of seq 0 (the connection's first image) to its last receiver's ack, in ns. */
+  firstImageRttNs: number | null = null;
+  /** Recorded images stamped: the section's image count under DURATION. */
+  recordedStamped = 0;
+  readonly tally: TransmitterTally = { rtt: new LatencyRecorder(), sendLag: new LatencyRecorder(), rttFromDue: new LatencyRecorder(), rttSeconds: undefined, rttSumNs: 0, firstStampNs: undefined, lastAckNs: undefined };
+  /** Per client: recorded images every receiver acknowledged, its first recorded stamp and its last such ack. */
+  private readonly clientSpans: { images: number; firstStampNs: bigint; lastAckNs: bigint }[];
+  /** Set once recording starts: where recorded round trips go. */
+  roundTrips: RoundTripSink | undefined;
 
   constructor(
     readonly plan: SectionPlan,
@@ -153,20 +181,14 @@ export class Flight {
     readonly rss: RssPeakTracker,
     dropsImages: boolean,
   ) {
-    const seqs = warmupImageLimit(plan.warmup) + plan.imageCount;
     this.receivers = plan.receivers;
-    this.stampsNs = new BigInt64Array(seqs);
-    this.ackedAtNs = new BigInt64Array(seqs);
-    this.pairAckedNs = new BigInt64Array(seqs * plan.receivers);
-    this.pairStates = new Uint8Array(seqs * plan.receivers);
-    this.acksOf = new Uint8Array(seqs);
-    this.resolvedOf = new Uint8Array(seqs);
-    this.clientOfSeq = new Uint16Array(seqs);
+    this.allReceiversMask = plan.receivers >= 32 ? 0xffffffff : (1 << plan.receivers) - 1;
     this.stampedBy = new Int32Array(plan.clients);
     this.completedBy = new Int32Array(plan.clients);
+    this.clientSpans = Array.from({ length: plan.clients }, () => ({ images: 0, firstStampNs: 0n, lastAckNs: 0n }));
     if (plan.warmup.mode === 'steady') this.steadiness = new SteadinessCheck(plan.warmup.blockImages, plan.warmup.tolerance, plan.warmup.blocks);
     if (dropsImages) {
-      const ledgers = Array.from({ length: plan.clients * plan.receivers }, (_, pipe) => new DropLedger(seqs, false, (seq) => this.settleLost(seq, pipe % plan.receivers)));
+      const ledgers = Array.from({ length: plan.clients * plan.receivers }, (_, pipe) => new DropLedger((seq) => this.settleLost(seq, pipe % plan.receivers)));
       this.ledgers = ledgers;
       waiter.silence = {
         afterMs: () => Math.max(DROP_SETTLE_FLOOR_MS, (DROP_SETTLE_RTT_FACTOR * this.slowestRttNs) / 1e6),
@@ -182,17 +204,17 @@ export class Flight {
 
   /** Recorded (image, receiver) pairs settled as lost and never acknowledged since. */
   lostAmongRecorded(): number {
-    const from = this.recordedFrom;
-    if (from === undefined || this.ledgers === undefined) return 0;
-    let lost = 0;
-    const end = (from + this.plan.imageCount) * this.receivers;
-    for (let pair = from * this.receivers; pair < end; pair++) if (this.pairStates[pair] === PAIR_LOST) lost++;
-    return lost;
+    return this.recordedLostPairs;
   }
 
   /** Images stamped that some receiver is not done with: what holds the windows. */
   get outstanding(): number {
     return this.stamped - this.completed;
+  }
+
+  /** Images held for their acks now (in flight, or done with a receiver's loss that a late ack may take back): bounded by the windows and the losses. */
+  get heldImages(): number {
+    return this.inFlight.size + this.settledWithLoss.size;
   }
 
   private outstandingOf(client: number): number {
@@ -218,91 +240,117 @@ export class Flight {
     return false;
   }
 
-  // One more receiver is done with `seq`: the image completes (frees its slot) with the last one.
-  private resolve(seq: number): void {
-    if (++this.resolvedOf[seq]! < this.receivers) return;
+  private isRecorded(seq: number): boolean {
+    return this.recordedFrom !== undefined && seq >= this.recordedFrom;
+  }
+
+  // Every receiver is done with the image: it frees its client's slot, and is forgotten unless a
+  // receiver's loss may still be taken back by a late ack.
+  private maybeComplete(seq: number, entry: InFlight): void {
+    if (((entry.ackedMask | entry.lostMask) >>> 0) !== this.allReceiversMask >>> 0 || !this.inFlight.has(seq)) return;
+    this.inFlight.delete(seq);
+    if (entry.lostMask !== 0) this.settledWithLoss.set(seq, entry);
     this.completed++;
-    this.completedBy[this.clientOfSeq[seq]!]!++;
+    this.completedBy[entry.client]!++;
   }
 
   // A pipe's ledger settled `seq` as lost for `receiver`.
   private settleLost(seq: number, receiver: number): void {
-    const pair = seq * this.receivers + receiver;
-    if (this.pairStates[pair] !== PAIR_OPEN) return;
-    this.pairStates[pair] = PAIR_LOST;
+    const entry = this.inFlight.get(seq);
+    const bit = 1 << receiver;
+    if (entry === undefined || (entry.ackedMask & bit) !== 0 || (entry.lostMask & bit) !== 0) return;
+    entry.lostMask |= bit;
     this.lostPairs++;
-    this.resolve(seq);
+    if (this.isRecorded(seq)) this.recordedLostPairs++;
+    this.maybeComplete(seq, entry);
   }
 
   /** Takes `receiver`'s ack (RECEIVERS > 1: the ack names it, or the link it came on does). */
   onAck(ack: Ack, receiver: number): void {
     const processedNs = process.hrtime.bigint();
     const { seq } = ack;
-    if (ack.sectionId !== this.plan.sectionId || seq >= this.stampsNs.length || receiver >= this.receivers || this.stampsNs[seq] === 0n) return;
-    const pair = seq * this.receivers + receiver;
-    const state = this.pairStates[pair];
-    if (state === PAIR_ACKED) return;
-    const client = this.clientOfSeq[seq]!;
-    const ledger = this.ledgers?.[client * this.receivers + receiver];
+    if (ack.sectionId !== this.plan.sectionId || receiver >= this.receivers) return;
+    const entry = this.inFlight.get(seq) ?? this.settledWithLoss.get(seq);
+    const bit = 1 << receiver;
+    if (entry === undefined || (entry.ackedMask & bit) !== 0) return;
+    const ledger = this.ledgers?.[entry.client * this.receivers + receiver];
+    const rttNs = Number(processedNs - entry.stampNs);
     if (ledger !== undefined) {
       // With several clients, a receiver's acks reach any client's link (ZeroMQ's PUSH deals them
       // out), so a later image's ack may overtake an earlier one's: then only silence settles.
       ledger.acknowledged(seq, this.plan.clients === 1);
-      this.slowestRttNs = Math.max(this.slowestRttNs, Number(processedNs - this.stampsNs[seq]!));
+      this.slowestRttNs = Math.max(this.slowestRttNs, rttNs);
     }
-    this.pairStates[pair] = PAIR_ACKED;
-    this.pairAckedNs[pair] = processedNs;
+    entry.ackedMask |= bit;
+    const recorded = this.isRecorded(seq);
     // Settled as lost and acknowledged after all: taken back; it was already done with.
-    if (state === PAIR_LOST) this.lostPairs--;
-    else this.resolve(seq);
-    if (++this.acksOf[seq]! === this.receivers) {
-      this.ackedAtNs[seq] = processedNs;
+    if ((entry.lostMask & bit) !== 0) {
+      entry.lostMask &= ~bit;
+      this.lostPairs--;
+      if (recorded) this.recordedLostPairs--;
+      if (entry.lostMask === 0) this.settledWithLoss.delete(seq);
+    } else this.maybeComplete(seq, entry);
+    if (recorded) this.roundTrips?.(receiver, seq - this.recordedFrom! + 1, rttNs, entry.dueLagNs);
+    if ((entry.ackedMask >>> 0) === this.allReceiversMask >>> 0) {
       this.acked++;
-      if (this.recordedFrom !== undefined && seq >= this.recordedFrom) {
-        this.progress.acked++;
-        if (this.progress.acked === this.plan.imageCount) this.end = { reading: readResources(), peakRssBytes: this.rss.stop() };
-      } else {
-        this.steadiness?.add(Number(processedNs - this.stampsNs[seq]!));
-      }
+      if (seq === 0) this.firstImageRttNs = rttNs;
+      if (recorded) this.tallyAcked(entry, processedNs, rttNs);
+      else this.steadiness?.add(rttNs);
     }
     this.waiter.notify();
   }
 
-  /** Stamps `seq`, carried by `client`, now and returns its encoded header. */
-  stamp(seq: number, client: number): { header: Buffer; stampNs: bigint } {
+  // A recorded image every receiver acknowledged: the transmitter's own figures of it.
+  private tallyAcked(entry: InFlight, processedNs: bigint, rttNs: number): void {
+    const tally = this.tally;
+    tally.rtt.record(rttNs / 1e6);
+    if (!Number.isNaN(entry.dueLagNs)) tally.rttFromDue.record((rttNs + entry.dueLagNs) / 1e6);
+    tally.rttSumNs += rttNs;
+    if (tally.firstStampNs === undefined || entry.stampNs < tally.firstStampNs) tally.firstStampNs = entry.stampNs;
+    if (tally.lastAckNs === undefined || processedNs > tally.lastAckNs) tally.lastAckNs = processedNs;
+    tally.rttSeconds?.add(processedNs, 0, rttNs / 1e6);
+    const span = this.clientSpans[entry.client]!;
+    span.images++;
+    if (span.firstStampNs === 0n || entry.stampNs < span.firstStampNs) span.firstStampNs = entry.stampNs;
+    if (processedNs > span.lastAckNs) span.lastAckNs = processedNs;
+    this.progress.acked++;
+    if (this.progress.acked === this.plan.imageCount) this.end = { reading: readResources(), peakRssBytes: this.rss.stop() };
+  }
+
+  /** Stamps `seq`, carried by `client`, now and returns its encoded header; `dueNs` is its due time under RATE. */
+  stamp(seq: number, client: number, dueNs?: bigint): { header: Buffer; stampNs: bigint } {
     const stampNs = process.hrtime.bigint();
     const header = encodeFrameHeader({ sectionId: this.plan.sectionId, seq, sizeBytes: this.frame.sizeBytes, checksum: this.frame.checksum, sentAtNs: stampNs });
-    this.stampsNs[seq] = stampNs;
-    this.clientOfSeq[seq] = client;
+    const dueLagNs = dueNs === undefined ? Number.NaN : Number(stampNs - dueNs);
+    this.inFlight.set(seq, { stampNs, client, dueLagNs, ackedMask: 0, lostMask: 0 });
     if (this.ledgers !== undefined) for (let receiver = 0; receiver < this.receivers; receiver++) this.ledgers[client * this.receivers + receiver]!.open(seq);
+    if (this.isRecorded(seq)) {
+      this.recordedStamped++;
+      if (!Number.isNaN(dueLagNs)) this.tally.sendLag.record(dueLagNs / 1e6);
+    }
     this.stamped++;
     this.stampedBy[client]!++;
     this.nextSeq = seq + 1;
     return { header, stampNs };
   }
 
-  /** Seqs every receiver acknowledged, warm-up included: what the transmitter knows arrived when a receiver's record is gone. */
-  acknowledgedSeqs(): Set<number> {
-    const seqs = new Set<number>();
-    for (let seq = 0; seq < this.ackedAtNs.length; seq++) if (this.ackedAtNs[seq] !== 0n) seqs.add(seq);
-    return seqs;
+  /** The warm-up is over: seqs from `from` on are recorded, and their round trips go to `roundTrips`. */
+  startRecording(from: number, roundTrips: RoundTripSink | undefined): void {
+    this.recordedFrom = from;
+    this.roundTrips = roundTrips;
+    this.tally.rttSeconds = new SecondSeries(process.hrtime.bigint());
   }
 
-  /** Round trip of seq in nanoseconds, to its last receiver's ack; null until every receiver acknowledged it. */
-  rttOf(seq: number): number | null {
-    const acked = this.ackedAtNs[seq] ?? 0n;
-    return acked === 0n ? null : Number(acked - this.stampsNs[seq]!);
+  /** Recorded images every receiver acknowledged: what the transmitter knows arrived when a receiver's record is gone. */
+  get recordedAcked(): number {
+    return this.progress.acked;
   }
 
-  /** Round trip of every recorded image to `receiver`'s ack in nanoseconds, by image; null where it sent none. */
-  rttNs(receiver = 0): (number | null)[] {
-    const from = this.recordedFrom;
-    return Array.from({ length: this.plan.imageCount }, (_, image) => {
-      if (from === undefined) return null;
-      const seq = from + image;
-      const acked = this.pairAckedNs[seq * this.receivers + receiver] ?? 0n;
-      return acked === 0n ? null : Number(acked - this.stampsNs[seq]!);
-    });
+  /** Mean images in flight over the recorded span (Little's law: round trips summed ÷ first stamp to last ack); null without a span. */
+  meanInFlight(): number | null {
+    const { firstStampNs, lastAckNs, rttSumNs } = this.tally;
+    if (firstStampNs === undefined || lastAckNs === undefined || lastAckNs <= firstStampNs) return null;
+    return rttSumNs / Number(lastAckNs - firstStampNs);
   }
 
   /**
@@ -311,18 +359,15 @@ export class Flight {
    * say it all.
    */
   clientFigures(): ClientFigures[] | null {
-    const from = this.recordedFrom;
-    if (this.plan.clients === 1 || from === undefined) return null;
-    const figures = Array.from({ length: this.plan.clients }, () => ({ images: 0, firstStampNs: 0n, lastAckNs: 0n }));
-    for (let seq = from; seq < from + this.plan.imageCount; seq++) {
-      const ackedNs = this.ackedAtNs[seq]!;
-      if (ackedNs === 0n) continue;
-      const client = figures[this.clientOfSeq[seq]!]!;
-      const stampNs = this.stampsNs[seq]!;
-      client.images++;
-      if (client.firstStampNs === 0n || stampNs < client.firstStampNs) client.firstStampNs = stampNs;
-      if (ackedNs > client.lastAckNs) client.lastAckNs = ackedNs;
-    }
-    return figures.map(({ images, firstStampNs, lastAckNs }) => ({ images, imagesPerSecond: images === 0 || lastAckNs <= firstStampNs ? null : (images * 1e9) / Number(lastAckNs - firstStampNs) }));
+    if (this.plan.clients === 1 || this.recordedFrom === undefined) return null;
+    return this.clientSpans.map(({ images, firstStampNs, lastAckNs }) => ({ images, imagesPerSecond: images === 0 || lastAckNs <= firstStampNs ? null : (images * 1e9) / Number(lastAckNs - firstStampNs) }));
+  }
+
+  /** Frees the histograms. */
+  destroy(): void {
+    this.tally.rtt.destroy();
+    this.tally.sendLag.destroy();
+    this.tally.rttFromDue.destroy();
+    this.tally.rttSeconds?.destroy();
   }
 }

@@ -90,7 +90,7 @@ describe('zeromq-pubsub transport', () => {
     });
     const seen = { acks: [] as number[], failures: [] as Error[] };
     // The transmitter app's own account of drops, fed as it would be.
-    const ledger = new DropLedger(sent);
+    const ledger = DropLedger.opened(sent);
     const options = linkOptions(listener.port, section, seen, 1024);
     const link = await zeromqPubsubTransport.connect({
       ...options,

@@ -4,7 +4,7 @@ import { DropLedger } from '../../services/core/drops.js';
 
 describe('DropLedger', () => {
   it('settles every open seq below an ack as lost, once', () => {
-    const ledger = new DropLedger(10);
+    const ledger = DropLedger.opened(10);
     expect(ledger.acknowledged(0)).toBe(0);
     expect(ledger.acknowledged(3)).toBe(2);
     expect(ledger.lost).toBe(2);
@@ -16,7 +16,7 @@ describe('DropLedger', () => {
   });
 
   it('settles the tail on silence, up to the stamped seqs only', () => {
-    const ledger = new DropLedger(10);
+    const ledger = DropLedger.opened(10);
     expect(ledger.acknowledged(1)).toBe(1);
     expect(ledger.settleBelow(5)).toBe(3);
     expect(ledger.lost).toBe(4);
@@ -26,7 +26,7 @@ describe('DropLedger', () => {
   });
 
   it('never settles a seq it did not carry (another client\'s, or dropped at the sender) as lost, by an ack or by silence', () => {
-    const ledger = new DropLedger(6, false);
+    const ledger = new DropLedger();
     for (const seq of [0, 2, 4, 5]) ledger.open(seq);
     expect(ledger.acknowledged(2)).toBe(1);
     expect(ledger.settleBelow(6)).toBe(2);
@@ -34,7 +34,7 @@ describe('DropLedger', () => {
   });
 
   it('settles nothing on an ack that may have overtaken earlier ones (several clients): silence does', () => {
-    const ledger = new DropLedger(6);
+    const ledger = DropLedger.opened(6);
     expect(ledger.acknowledged(4, false)).toBe(0);
     expect(ledger.lost).toBe(0);
     expect(ledger.acknowledged(1, false)).toBe(0);
@@ -43,7 +43,7 @@ describe('DropLedger', () => {
   });
 
   it('takes back a seq settled as lost whose ack comes after all', () => {
-    const ledger = new DropLedger(6);
+    const ledger = DropLedger.opened(6);
     ledger.settleBelow(4);
     expect(ledger.lost).toBe(4);
     expect(ledger.acknowledged(2)).toBe(0);
@@ -53,7 +53,7 @@ describe('DropLedger', () => {
   });
 
   it('never settles beyond its seqs', () => {
-    const ledger = new DropLedger(3);
+    const ledger = DropLedger.opened(3);
     expect(ledger.settleBelow(100)).toBe(3);
     expect(ledger.lostIn(0, 100)).toBe(3);
   });
@@ -61,7 +61,7 @@ describe('DropLedger', () => {
   it('for any in-order delivery with drops, lost = stamped - acknowledged once the tail is settled', () => {
     fc.assert(
       fc.property(fc.array(fc.boolean(), { minLength: 1, maxLength: 200 }), (delivered) => {
-        const ledger = new DropLedger(delivered.length);
+        const ledger = DropLedger.opened(delivered.length);
         let acked = 0;
         delivered.forEach((arrives, seq) => {
           if (!arrives) return;

@@ -1,0 +1,379 @@
+import { randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdir, open, readdir, readFile, readlink, rename, rm, symlink, type FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { encodeFrameHeader, decodeFrameHeader } from '../core/frame.js';
+import { renderHtmlReport, type HtmlReportLibraries } from '../core/html-report.js';
+import { buildRunReport, renderImageLine, renderOutputLogEnd, renderOutputLogHeader, renderResultsJson, renderSectionFooter, renderSectionHeading, type RunInfo, type RunReport } from '../core/report.js';
+import { SectionRecorder, type SectionPlan, type SectionResult, type SectionSink } from '../core/section.js';
+import type { WarmupOutcome } from '../core/warmup.js';
+import { describeWriteFailure, writeFileAtomic } from './files.js';
+
+// Where a run's results go, written as they are made: each run in a folder of its own under
+// OUTPUT_DIR/runs/, output.log and each section's per-image CSV appended as images arrive,
+// results.json rewritten (whole) when each section starts and ends, report.html at the end. The
+// files at the top of OUTPUT_DIR are links through `latest`, switched in one rename when a run
+// ends: a reader sees the previous run's set or the new one, never a mix. A receiver killed in a
+// section leaves the finished sections whole and the open one's records so far, which
+// {@link completeRun} turns into a run marked incomplete.
+
+/** The files a run writes, by fixed names: nothing from the network names a path. */
+export const OUTPUT_FILES = { log: 'output.log', results: 'results.json', report: 'report.html' } as const;
+/** Where run folders go, under OUTPUT_DIR. */
+export const RUNS_FOLDER = 'runs';
+/** The link in OUTPUT_DIR to the last run that ended. */
+export const LATEST_LINK = 'latest';
+/** The per-image CSV's header line. */
+export const IMAGES_CSV_HEADER = 'image,status,one_way_ns,round_trip_ns,due_lag_ns';
+
+/** Bytes buffered before a write goes out; a timer sends less every {@link FLUSH_INTERVAL_MS}. */
+const FLUSH_BYTES = 256 * 1024;
+/** Most time buffered records wait before they go to the kernel: what a killed receiver can lose. */
+const FLUSH_INTERVAL_MS = 500;
+
+/**
+ * An append-only text file written in the background: lines are buffered and go out in order,
+ * a chunk at a time, off the caller's path. The first failure is kept with the path and the
+ * system's reason; later writes are dropped and {@link flush} throws it.
+ */
+export class AppendFile {
+  private pending: string[] = [];
+  private pendingBytes = 0;
+  private chain: Promise<void> = Promise.resolve();
+  private readonly timer: NodeJS.Timeout;
+  failure: Error | undefined;
+
+  private constructor(
+    readonly filePath: string,
+    private readonly handle: FileHandle,
+  ) {
+    this.timer = setInterval(() => this.send(), FLUSH_INTERVAL_MS).unref();
+  }
+
+  /** Creates `filePath` (it must not exist: nothing is written through a link planted in its place). */
+  static async create(filePath: string): Promise<AppendFile> {
+    try {
+      return new AppendFile(filePath, await open(filePath, 'wx', 0o644));
+    } catch (err) {
+      throw describeWriteFailure(filePath, err);
+    }
+  }
+
+  /** Opens an existing file of this run's to append to (a run being completed). */
+  static async reopen(filePath: string): Promise<AppendFile> {
+    try {
+      return new AppendFile(filePath, await open(filePath, 'a'));
+    } catch (err) {
+      throw describeWriteFailure(filePath, err);
+    }
+  }
+
+  /** Appends `text` (with its own line ends). */
+  write(text: string): void {
+    if (this.failure !== undefined) return;
+    this.pending.push(text);
+    this.pendingBytes += text.length;
+    if (this.pendingBytes >= FLUSH_BYTES) this.send();
+  }
+
+  /** Everything written so far on disk (synced): throws the first failure. */
+  async flush(): Promise<void> {
+    this.send();
+    this.chain = this.chain.then(() => (this.failure === undefined ? this.handle.datasync().catch((err: unknown) => this.fail(err)) : undefined));
+    await this.chain;
+    if (this.failure !== undefined) throw this.failure;
+  }
+
+  /** Flushes and closes; throws the first failure (the file is closed either way). */
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    try {
+      await this.flush();
+    } finally {
+      await this.handle.close().catch(() => undefined);
+    }
+  }
+
+  private send(): void {
+    if (this.pending.length === 0 || this.failure !== undefined) return;
+    const chunk = Buffer.from(this.pending.join(''));
+    this.pending = [];
+    this.pendingBytes = 0;
+    this.chain = this.chain.then(async () => {
+      if (this.failure !== undefined) return;
+      await this.handle.write(chunk).catch((err: unknown) => this.fail(err));
+    });
+  }
+
+  private fail(err: unknown): void {
+    this.failure ??= describeWriteFailure(this.filePath, err);
+  }
+}
+
+/** What results.json says while a run is open: the report so far and the section in progress. */
+interface OpenSnapshot {
+  openSection?: { plan: SectionPlan; imagesFile: string; warmedUp: WarmupOutcome | null };
+}
+
+/** A section's files while it is open: its CSV, and the sink the recorder writes both files through. */
+export interface OpenSectionFiles {
+  imagesFile: string;
+  sink: SectionSink;
+}
+
+/** One run's folder: see the module comment. */
+export class RunFolder {
+  private readonly sections: SectionResult[] = [];
+  private open: { plan: SectionPlan; csv: AppendFile; imagesFile: string; warmedUp: WarmupOutcome | null } | undefined;
+  private sectionNumber = 0;
+
+  private constructor(
+    /** OUTPUT_DIR (or a receiver's own folder in it): where `latest` and the top-level links are. */
+    readonly baseDir: string,
+    /** This run's folder. */
+    readonly dir: string,
+    private readonly info: RunInfo,
+    private readonly log: AppendFile,
+  ) {}
+
+  /** Creates the run's folder (`runs/<start time>-<id>`) and its output.log with the header. */
+  static async create(baseDir: string, info: RunInfo): Promise<RunFolder> {
+    const runsDir = path.join(baseDir, RUNS_FOLDER);
+    try {
+      await mkdir(runsDir, { recursive: true });
+    } catch (err) {
+      throw describeWriteFailure(runsDir, err);
+    }
+    const stamp = info.startedAt.replace(/[-:]/g, '').replace(/\.\d+/, '');
+    const dir = path.join(runsDir, `${stamp}-${randomBytes(3).toString('hex')}`);
+    try {
+      await mkdir(dir);
+    } catch (err) {
+      throw describeWriteFailure(dir, err);
+    }
+    const log = await AppendFile.create(path.join(dir, OUTPUT_FILES.log));
+    log.write(`${renderOutputLogHeader(info)}\n\n`);
+    const folder = new RunFolder(baseDir, dir, info, log);
+    await folder.writeSnapshot();
+    return folder;
+  }
+
+  /** The folder's name under runs/. */
+  get name(): string {
+    return path.basename(this.dir);
+  }
+
+  /** Opens a section's files: its heading in output.log, its CSV; results.json names it as in progress. */
+  async openSection(plan: SectionPlan): Promise<OpenSectionFiles> {
+    this.sectionNumber++;
+    const imagesFile = `images-${String(this.sectionNumber).padStart(2, '0')}-${plan.transport}${this.info.repeat > 1 ? `-repeat${plan.repeat}` : ''}.csv`;
+    const csv = await AppendFile.create(path.join(this.dir, imagesFile));
+    csv.write(`${IMAGES_CSV_HEADER}\n`);
+    this.log.write(`${renderSectionHeading(plan, this.info.repeat)}\n`);
+    this.open = { plan, csv, imagesFile, warmedUp: null };
+    await this.writeSnapshot();
+    const log = this.log;
+    const twoClocks = plan.clock?.applied === true;
+    return {
+      imagesFile,
+      sink: {
+        arrived(image, oneWayNs, intact) {
+          log.write(`${renderImageLine(image, oneWayNs, intact ? 'ok' : 'corrupt', twoClocks)}\n`);
+        },
+        recorded(image, status, oneWayNs, rttNs, dueLagNs) {
+          csv.write(`${image},${status},${oneWayNs ?? ''},${rttNs ?? ''},${dueLagNs ?? ''}\n`);
+          if (status === 'lost') log.write(`${renderImageLine(image, null, status, twoClocks)}\n`);
+        },
+      },
+    };
+  }
+
+  /** The open section's warm-up is over: results.json says so (a completed run uses it). */
+  async measuring(warmedUp: WarmupOutcome): Promise<void> {
+    if (this.open === undefined) return;
+    this.open.warmedUp = warmedUp;
+    await this.writeSnapshot();
+  }
+
+  /**
+   * A section is over (`result` from its recorder, whose sink wrote through this folder; or a
+   * section that never opened): its figures in output.log, its CSV closed, results.json rewritten.
+   * Every file is on disk when this returns; a failed write throws, naming the path and reason.
+   */
+  async endSection(result: SectionResult): Promise<SectionResult> {
+    const open = this.open;
+    this.open = undefined;
+    const recorded: SectionResult = open !== undefined && open.plan.sectionId === result.sectionId ? { ...result, imagesFile: open.imagesFile } : result;
+    if (open === undefined || open.plan.sectionId !== result.sectionId) this.log.write(`${renderSectionHeading(result, this.info.repeat)}\n`);
+    this.log.write(`${renderSectionFooter(recorded, this.info.repeat)}\n\n`);
+    this.sections.push(recorded);
+    await open?.csv.close();
+    await this.log.flush();
+    await this.writeSnapshot();
+    return recorded;
+  }
+
+  /** Replaces a recorded section's result (RECEIVERS > 1: every receiver's figures added); results.json follows. */
+  async replaceSection(result: SectionResult): Promise<void> {
+    const index = this.sections.findIndex((s) => s.sectionId === result.sectionId);
+    if (index < 0) return;
+    this.sections[index] = { ...result, imagesFile: this.sections[index]!.imagesFile };
+    await this.writeSnapshot();
+  }
+
+  /** The report so far (the sections ended). */
+  report(stopReason: string | null): RunReport {
+    return buildRunReport(this.info, this.sections, stopReason);
+  }
+
+  /**
+   * Ends the run: the summary in output.log, results.json and report.html whole, then the
+   * top-level links switched to this run. A failed write throws, naming the path and reason, and
+   * leaves the links on the previous run.
+   */
+  async finish(report: RunReport, libraries: HtmlReportLibraries): Promise<void> {
+    await this.open?.csv.close().catch(() => undefined);
+    this.open = undefined;
+    this.log.write(renderOutputLogEnd(report));
+    await this.log.close();
+    await writeAtomicNamed(path.join(this.dir, OUTPUT_FILES.results), renderResultsJson(report));
+    await writeAtomicNamed(path.join(this.dir, OUTPUT_FILES.report), renderHtmlReport([report], libraries));
+    await pointLatestAt(this.baseDir, this.dir);
+  }
+
+  /** Closes the files without ending the run (the receiver is going away without a word). */
+  async abandon(): Promise<void> {
+    await this.open?.csv.close().catch(() => undefined);
+    await this.log.close().catch(() => undefined);
+  }
+
+  private async writeSnapshot(): Promise<void> {
+    const snapshot: RunReport & OpenSnapshot = { ...buildRunReport(this.info, this.sections, 'in progress: the run has not ended') };
+    if (this.open !== undefined) snapshot.openSection = { plan: this.open.plan, imagesFile: this.open.imagesFile, warmedUp: this.open.warmedUp };
+    await writeAtomicNamed(path.join(this.dir, OUTPUT_FILES.results), renderResultsJson(snapshot));
+  }
+}
+
+async function writeAtomicNamed(target: string, text: string): Promise<void> {
+  try {
+    await writeFileAtomic(target, text);
+  } catch (err) {
+    throw describeWriteFailure(target, err);
+  }
+}
+
+/**
+ * Switches OUTPUT_DIR's `latest` link to `runDir` in one rename, and makes output.log,
+ * results.json and report.html at the top links through it (once; a file left there by an older
+ * version is replaced by its link).
+ */
+export async function pointLatestAt(baseDir: string, runDir: string): Promise<void> {
+  const temporary = path.join(baseDir, `.${LATEST_LINK}.${randomBytes(6).toString('hex')}`);
+  try {
+    await symlink(path.relative(baseDir, runDir), temporary);
+    await rename(temporary, path.join(baseDir, LATEST_LINK));
+  } catch (err) {
+    await rm(temporary, { force: true });
+    throw describeWriteFailure(path.join(baseDir, LATEST_LINK), err);
+  }
+  for (const file of Object.values(OUTPUT_FILES)) {
+    const top = path.join(baseDir, file);
+    const target = path.join(LATEST_LINK, file);
+    const current = await readlink(top).catch(() => undefined);
+    if (current === target) continue;
+    const linkTemporary = `${top}.${randomBytes(6).toString('hex')}.link`;
+    try {
+      await symlink(target, linkTemporary);
+      await rename(linkTemporary, top);
+    } catch (err) {
+      await rm(linkTemporary, { force: true });
+      throw describeWriteFailure(top, err);
+    }
+  }
+}
+
+/** True when `dir` holds a run whose results.json says it never ended (its receiver died). */
+export async function unfinishedRun(dir: string): Promise<boolean> {
+  const text = await readFile(path.join(dir, OUTPUT_FILES.results), 'utf8').catch(() => undefined);
+  if (text === undefined) return false;
+  try {
+    return (JSON.parse(text) as RunReport).stopReason === 'in progress: the run has not ended';
+  } catch {
+    return false;
+  }
+}
+
+/** The run folders under `baseDir`, newest last (their names start with the start time). */
+export async function runFolders(baseDir: string): Promise<string[]> {
+  const names = await readdir(path.join(baseDir, RUNS_FOLDER)).catch(() => [] as string[]);
+  return names.sort().map((name) => path.join(baseDir, RUNS_FOLDER, name));
+}
+
+/**
+ * Completes a run whose receiver died (`reason` says how): the sections that ended stay as they
+ * are; the one open is rebuilt from its per-image CSV (each image that arrived, its verdict, its
+ * one-way time and round trip) and fails with `reason`, the images not in it counted lost; then
+ * the summary, results.json and report.html are written and `latest` points at the run. Returns
+ * the report, or undefined when `dir` holds no unfinished run.
+ */
+export async function completeRun(baseDir: string, dir: string, reason: string, libraries: HtmlReportLibraries): Promise<RunReport | undefined> {
+  if (!(await unfinishedRun(dir))) return undefined;
+  const snapshot = JSON.parse(await readFile(path.join(dir, OUTPUT_FILES.results), 'utf8')) as RunReport & OpenSnapshot;
+  const sections = [...snapshot.sections];
+  const log = await AppendFile.reopen(path.join(dir, OUTPUT_FILES.log));
+  const open = snapshot.openSection;
+  if (open !== undefined) {
+    const result = await rebuildSection(path.join(dir, open.imagesFile), open.plan, open.warmedUp, reason, log);
+    const recorded = { ...result, imagesFile: open.imagesFile };
+    log.write(`\n${renderSectionFooter(recorded, snapshot.run.repeat)}\n\n`);
+    sections.push(recorded);
+  }
+  const report = buildRunReport(snapshot.run, sections, reason);
+  log.write(renderOutputLogEnd(report));
+  await log.close();
+  await writeAtomicNamed(path.join(dir, OUTPUT_FILES.results), renderResultsJson(report));
+  await writeAtomicNamed(path.join(dir, OUTPUT_FILES.report), renderHtmlReport([report], libraries));
+  await pointLatestAt(baseDir, dir);
+  return report;
+}
+
+// The open section's record from its CSV: each line replayed through a recorder (so the figures
+// are computed as for any section), the lost ones appended to the CSV and output.log. The span
+// (first stamp to last arrival) is not in the CSV: the section's MB/s and total are unknown.
+async function rebuildSection(csvPath: string, plan: SectionPlan, warmedUp: WarmupOutcome | null, reason: string, log: AppendFile): Promise<SectionResult> {
+  const csv = await AppendFile.reopen(csvPath);
+  const twoClocks = plan.clock?.applied === true;
+  // The images in the CSV are replayed for the figures only; what the recorder adds is the lost.
+  const recorder = new SectionRecorder(
+    { ...plan, clock: null },
+    {
+      arrived() {},
+      recorded(image, status) {
+        if (status !== 'lost') return;
+        csv.write(`${image},lost,,,\n`);
+        log.write(`${renderImageLine(image, null, status, twoClocks)}\n`);
+      },
+    },
+  );
+  const first = warmedUp?.images;
+  let arrived = 0;
+  if (warmedUp !== null && first !== undefined) {
+    recorder.beginRecording(warmedUp, 0n);
+    const lines = createInterface({ input: createReadStream(csvPath), crlfDelay: Infinity });
+    for await (const line of lines) {
+      const [imageText, status, oneWay, rtt, lag] = line.split(',');
+      const image = Number(imageText);
+      if (!Number.isInteger(image) || image < 1 || (status !== 'ok' && status !== 'corrupt') || oneWay === undefined || oneWay === '') continue;
+      const seq = first + image - 1;
+      const header = decodeFrameHeader(encodeFrameHeader({ sectionId: plan.sectionId, seq, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs: 0n }), plan.imageSizeBytes);
+      recorder.record(header, BigInt(Math.round(Number(oneWay))));
+      recorder.verified(seq, status === 'ok');
+      arrived++;
+      if (rtt !== undefined && rtt !== '') recorder.roundTrips(Float64Array.of(image, Number(rtt), lag === undefined || lag === '' ? Number.NaN : Number(lag)));
+    }
+  }
+  const result = recorder.result(`${reason}; got ${arrived} images (those in its per-image file)`, {});
+  await csv.close();
+  return { ...result, clock: plan.clock, totalMs: null, throughputMBps: null, imagesPerSecond: null, throughputIndicative: true };
+}
