@@ -12,7 +12,7 @@ import { RESULTS_SCHEMA_VERSION, renderResultsJson, type RunReport } from '../..
 import { SectionRecorder, type SectionPlan, type SectionResult } from '../../services/core/section.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';
-import { fixturePlan, fixtureReport, NO_WARMUP } from '../helpers/fixtures.js';
+import { fixturePlan, fixtureReport, NO_WARMUP, resultWith } from '../helpers/fixtures.js';
 import { renderSweepPage } from '../../scripts/lib/sweep-page.js';
 
 // report.html as a reader sees it: rendered with the real Chart.js, opened from file:// in a real
@@ -67,7 +67,7 @@ function sideCost(cpuMsPerImage: number, peakRssMiB: number, eventLoopUtilizatio
 function sequentialSection(plan: SectionPlan, timesMs: readonly (number | null)[], failure: string | null, cost: SectionResult['cost']): SectionResult {
   const recorder = new SectionRecorder({ ...plan, imageCount: timesMs.length });
   // No warm-up (the plan's WARMUP=0): the recorded images start at seq 0.
-  recorder.beginRecording(NO_WARMUP);
+  recorder.beginRecording(NO_WARMUP, 0n);
   let sentAtNs = 1_000_000_000n;
   timesMs.forEach((timeMs, seq) => {
     const flightNs = BigInt(Math.round((timeMs ?? 1) * 1e6));
@@ -77,7 +77,7 @@ function sequentialSection(plan: SectionPlan, timesMs: readonly (number | null)[
     }
     sentAtNs += flightNs + 80_000n;
   });
-  return recorder.result(failure, { cost, rttNs: timesMs.map((timeMs) => (timeMs === null ? null : Math.round(timeMs * 1e6) + 80_000)) });
+  return resultWith(recorder, failure, { cost, rttNs: timesMs.map((timeMs) => (timeMs === null ? null : Math.round(timeMs * 1e6) + 80_000)) });
 }
 
 interface TransportFixture {

@@ -1,6 +1,7 @@
 import { parseConfig } from '../../services/core/config.js';
 import { RESULTS_SCHEMA_VERSION, summarizeTransports, type HostFacts, type RunReport } from '../../services/core/report.js';
-import { SectionRecorder, type SectionPlan, type SectionResult } from '../../services/core/section.js';
+import { SectionRecorder, type SectionExtras, type SectionPlan, type SectionResult } from '../../services/core/section.js';
+import { summarizeLatency } from '../../services/core/stats.js';
 import type { WarmupOutcome } from '../../services/core/warmup.js';
 import { transports } from '../../services/transports/index.js';
 
@@ -33,19 +34,66 @@ export function fixturePlan(overrides: Partial<SectionPlan> & Pick<SectionPlan, 
 export function fixtureSection(plan: SectionPlan, timesMs: readonly (number | null)[], failure: string | null = null, cost: SectionResult['cost'] = { transmitter: null, receiver: null, broker: null }): SectionResult {
   const recorder = new SectionRecorder({ ...plan, imageCount: timesMs.length });
   // No warm-up images: the transmitter announces the end of the (empty) warm-up before the first recorded one.
-  recorder.beginRecording(NO_WARMUP);
+  recorder.beginRecording(NO_WARMUP, 0n);
   // Round trips: the one-way time and 0.1 ms back, for every image that arrived.
   const rttNs = timesMs.map((timeMs) => (timeMs === null ? null : Math.round(timeMs * 1e6) + 100_000));
   let nextSendNs = 0n;
+  const sentAtNs: bigint[] = [];
   timesMs.forEach((timeMs, seq) => {
-    const sentAtNs = nextSendNs;
-    nextSendNs = sentAtNs + 1_000_000n;
+    const sentAt = nextSendNs;
+    sentAtNs.push(sentAt);
+    nextSendNs = sentAt + 1_000_000n;
     if (timeMs === null) return;
-    nextSendNs = sentAtNs + BigInt(Math.max(1_000_000, rttNs[seq]!));
-    recorder.record({ sectionId: plan.sectionId, seq, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs }, sentAtNs + BigInt(Math.round(timeMs * 1e6)));
+    nextSendNs = sentAt + BigInt(Math.max(1_000_000, rttNs[seq]!));
+    recorder.record({ sectionId: plan.sectionId, seq, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs: sentAt }, sentAt + BigInt(Math.round(timeMs * 1e6)));
     recorder.verified(seq, true);
   });
-  return recorder.result(failure, { cost, rttNs });
+  return resultWith(recorder, failure, { cost, rttNs, sentAtNs });
+}
+
+/** The transmitter's side of a section given per image, as the tests write it: each round trip (ns, null without an ack), under RATE each stamp − due (ns). */
+export interface PerImageExtras extends SectionExtras {
+  rttNs?: readonly (number | null)[];
+  dueLagNs?: readonly (number | null)[] | null;
+  /** Each image's stamp (ns, the transmitter's clock), for the mean in flight the transmitter would compute. */
+  sentAtNs?: readonly bigint[];
+}
+
+/**
+ * Ends a recorder's section the way the receiver does, from per-image figures: the round trips go
+ * in as the transmitter's batches would bring them, and the transmitter's own figures (send lag,
+ * round trips from due, mean in flight) are computed as it would.
+ */
+export function resultWith(recorder: SectionRecorder, failure: string | null, extras: PerImageExtras = {}): SectionResult {
+  const { rttNs = [], dueLagNs, sentAtNs, ...rest } = extras;
+  const records: number[] = [];
+  const lagsMs: number[] = [];
+  const rttFromDueMs: number[] = [];
+  let rttSumNs = 0;
+  let firstNs: bigint | undefined;
+  let lastAckNs: bigint | undefined;
+  rttNs.forEach((rtt, index) => {
+    const lag = dueLagNs?.[index] ?? null;
+    if (lag !== null) lagsMs.push(lag / 1e6);
+    if (rtt === null) return;
+    records.push(index + 1, rtt, lag ?? Number.NaN);
+    if (lag !== null) rttFromDueMs.push((rtt + lag) / 1e6);
+    rttSumNs += rtt;
+    const sent = sentAtNs?.[index];
+    if (sent !== undefined) {
+      if (firstNs === undefined || sent < firstNs) firstNs = sent;
+      const ack = sent + BigInt(rtt);
+      if (lastAckNs === undefined || ack > lastAckNs) lastAckNs = ack;
+    }
+  });
+  recorder.roundTrips(Float64Array.from(records));
+  const meanInFlight = firstNs !== undefined && lastAckNs !== undefined && lastAckNs > firstNs ? rttSumNs / Number(lastAckNs - firstNs) : null;
+  return recorder.result(failure, {
+    meanInFlight,
+    ...(dueLagNs ? { sendLag: summarizeLatency(lagsMs) ?? null, rttFromDue: summarizeLatency(rttFromDueMs) ?? null } : {}),
+    roundTripsShipped: records.length / 3,
+    ...rest,
+  });
 }
 
 /** A whole report around the given sections, as the receiver would build it. */
@@ -86,11 +134,11 @@ export const TWO_CLOCKS = {
 /** A section across two hosts: images of 1.2 and 2.0 ms one-way (stamps on the transmitter clock, arrivals on the receiver's), round trips 1.5 and 2.3 ms, the second sent at the first's ack. */
 export function twoClockSection(overrides: Partial<SectionPlan> & Pick<SectionPlan, 'transport' | 'label'>): SectionResult {
   const recorder = new SectionRecorder(fixturePlan({ ...overrides, clock: { ...TWO_CLOCKS.before } }));
-  recorder.beginRecording(NO_WARMUP);
+  recorder.beginRecording(NO_WARMUP, 0n);
   const offsetNs = BigInt(TWO_CLOCKS.before.offsetNs);
   recorder.record({ sectionId: 1, seq: 0, sizeBytes: 545_792, checksum: 0n, sentAtNs: 0n }, offsetNs + 1_200_000n);
   recorder.record({ sectionId: 1, seq: 1, sizeBytes: 545_792, checksum: 0n, sentAtNs: 1_500_000n }, offsetNs + 3_500_000n);
   recorder.verified(0, true);
   recorder.verified(1, true);
-  return recorder.result(null, { rttNs: [1_500_000, 2_300_000], clockAfter: { ...TWO_CLOCKS.after } });
+  return resultWith(recorder, null, { rttNs: [1_500_000, 2_300_000], sentAtNs: [0n, 1_500_000n], clockAfter: { ...TWO_CLOCKS.after } });
 }

@@ -193,7 +193,7 @@ describe('compareRuns', () => {
   it('reads figures of sections recorded by SectionRecorder', () => {
     const recorded = (arrivalNs: bigint): SectionResult => {
       const recorder = new SectionRecorder({ sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 1, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 1_000_000, window: 1, ratePerSecond: null, clients: 1, receivers: 1, receiverIndex: 0, clock: null });
-      recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null });
+      recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null }, 0n);
       recorder.record({ sectionId: 1, seq: 0, sizeBytes: 1_000_000, checksum: 0n, sentAtNs: 0n }, arrivalNs);
       recorder.verified(0, true);
       return recorder.result(null);

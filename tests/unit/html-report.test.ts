@@ -3,7 +3,7 @@ import { HTML_REPORT_CSP, jsonForScript, renderHtmlReport, scriptForInline, styl
 import { TIMING_DEFINITIONS, type RunReport } from '../../services/core/report.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';
 import { SectionRecorder } from '../../services/core/section.js';
-import { fixturePlan, fixtureReport, fixtureSection, twoClockSection } from '../helpers/fixtures.js';
+import { fixturePlan, fixtureReport, fixtureSection, twoClockSection, resultWith } from '../helpers/fixtures.js';
 
 // The page as text: what it inlines, what it carries, what it must never contain. The browser
 // test (tests/e2e/report-browser.test.ts) draws it.
@@ -264,13 +264,13 @@ describe('renderHtmlReport: round trip and broker figures', () => {
   it('under RATE, says the schedule, labels MB/s as the load delivered, and gives the sent and delivered rates and OVERLOADED', () => {
     const plan = fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true, imageCount: 2, ratePerSecond: 50 });
     const recorder = new SectionRecorder(plan);
-    recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null });
+    recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null }, 0n);
     // Due at 0 and 20 ms; the second waited 5 ms for a window slot: both went out and arrived 25 ms apart, 40 images/s.
     recorder.record({ sectionId: 1, seq: 0, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs: 0n }, 2_000_000n);
     recorder.record({ sectionId: 1, seq: 1, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs: 25_000_000n }, 27_000_000n);
     recorder.verified(0, true);
     recorder.verified(1, true);
-    const section = recorder.result(null, { rttNs: [2_500_000, 2_500_000], dueLagNs: [0, 5_000_000], achievedRatePerSecond: 40 });
+    const section = resultWith(recorder, null, { rttNs: [2_500_000, 2_500_000], dueLagNs: [0, 5_000_000], achievedRatePerSecond: 40 });
     const report = fixtureReport([section]);
     const html = renderHtmlReport([{ ...report, run: { ...report.run, config: { ...report.run.config, ratePerSecond: 50 } } }], LIBRARIES);
     expect(html).toContain(

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { renderOutputLog, renderResultsJson, renderSummary, runSucceeded, summarizeTransports, type RunReport } from '../../services/core/report.js';
 import { fanOutOf, SectionRecorder, withFanOut, type ColdStart, type SectionResult } from '../../services/core/section.js';
 import type { WarmupOutcome, WarmupPlan } from '../../services/core/warmup.js';
-import { fixturePlan, fixtureReport, fixtureSection, twoClockSection } from '../helpers/fixtures.js';
+import { fixturePlan, fixtureReport, fixtureSection, twoClockSection, resultWith } from '../helpers/fixtures.js';
 import { resultsSchemaErrors } from '../../scripts/lib/results-schema.js';
 
 const cost = {
@@ -355,7 +355,7 @@ describe('an open-loop run (RATE)', () => {
   function openLoopReport(lateMs: number): RunReport {
     const plan = fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true, imageCount: 3, ratePerSecond: 100 });
     const recorder = new SectionRecorder(plan);
-    recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null });
+    recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null }, 0n);
     const lagsNs = lateMs === 0 ? [0, 0, 0] : [0, lateMs * 1e6, 2e6];
     lagsNs.forEach((lagNs, seq) => {
       const sentAtNs = BigInt(seq * 10_000_000 + lagNs);
@@ -363,7 +363,7 @@ describe('an open-loop run (RATE)', () => {
       recorder.verified(seq, true);
     });
     const sentPerSecond = 2e9 / (20e6 + lagsNs[2]!);
-    const section = recorder.result(null, { rttNs: [1_500_000, 1_500_000, 1_500_000], dueLagNs: lagsNs, achievedRatePerSecond: sentPerSecond });
+    const section = resultWith(recorder, null, { rttNs: [1_500_000, 1_500_000, 1_500_000], dueLagNs: lagsNs, achievedRatePerSecond: sentPerSecond });
     const report = fixtureReport([section]);
     return { ...report, run: { ...report.run, config: { ...report.run.config, ratePerSecond: 100 } } };
   }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { FrameHeader } from '../../services/core/frame.js';
 import { acknowledgedOnlyResult, clientFairness, fanOutOf, isOverloaded, withFanOut, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, SectionRecorder, type SectionPlan } from '../../services/core/section.js';
 import type { WarmupOutcome } from '../../services/core/warmup.js';
-import { NO_WARMUP } from '../helpers/fixtures.js';
+import { NO_WARMUP, resultWith } from '../helpers/fixtures.js';
 
 const plan: SectionPlan = { sectionId: 5, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 3, warmup: { mode: 'images', images: 2 }, imageSizeBytes: 1_000_000, window: 1, ratePerSecond: null, clients: 1, receivers: 1, receiverIndex: 0, clock: null };
 const frame = (seq: number, sentAtNs: bigint, sizeBytes = 1_000_000): FrameHeader => ({ sectionId: 5, seq, sizeBytes, checksum: 1n, sentAtNs });
@@ -11,7 +11,7 @@ const warmedUp = (images: number): WarmupOutcome => ({ images, ms: 0, steady: nu
 /** A recorder for a section without warm-up, recording from its first frame: the transmitter ends the (empty) warm-up before it sends. */
 const unwarmed = (overrides: Partial<SectionPlan>): SectionRecorder => {
   const recorder = new SectionRecorder({ ...plan, warmup: { mode: 'images', images: 0 }, ...overrides });
-  recorder.beginRecording(NO_WARMUP);
+  recorder.beginRecording(NO_WARMUP, 0n);
   return recorder;
 };
 
@@ -30,7 +30,7 @@ describe('SectionRecorder', () => {
     expect(recorder.recordedCount).toBe(0);
     expect(recorder.firstRecordedSeq).toBeUndefined();
     // Both warm-up images acknowledged: the transmitter says so before it sends the recorded ones.
-    recorder.beginRecording(warmedUp(2));
+    recorder.beginRecording(warmedUp(2), 0n);
     expect(recorder.firstRecordedSeq).toBe(2);
     expect(take(recorder, frame(2, 1_000_000n), 3_000_000n)).toBe('accepted');
     expect(take(recorder, frame(3, 3_100_000n), 4_100_000n)).toBe('accepted');
@@ -102,7 +102,7 @@ describe('SectionRecorder', () => {
     const recorder = unwarmed({ imageCount: 4, window: 2 });
     [0n, 0n, 2_000_000n, 2_000_000n].forEach((sentAtNs, seq) => take(recorder, frame(seq, sentAtNs), sentAtNs + (seq % 2 === 0 ? 1_500_000n : 2_000_000n)));
     const rttNs = [2_000_000, 2_000_000, 2_000_000, null];
-    const result = recorder.result(null, { rttNs, verifyMs: 0.25 });
+    const result = resultWith(recorder, null, { rttNs, verifyMs: 0.25 });
     expect(result.images.map((i) => i.rttMs)).toEqual([2, 2, 2, null]);
     expect(result.rtt).toMatchObject({ count: 3, minMs: 2, maxMs: 2, meanMs: 2, stdDevMs: 0, p50Ms: 2 });
     expect(result.totalMs).toBe(4);
@@ -118,20 +118,20 @@ describe('SectionRecorder', () => {
     // Two images in flight at once for 2 ms, where WINDOW = 1 allows one.
     const broken = unwarmed({ imageCount: 2, window: 1 });
     [0n, 0n].forEach((sentAtNs, seq) => take(broken, frame(seq, sentAtNs), 1_000_000n));
-    const result = broken.result(null, { rttNs: [2_000_000, 2_000_000] });
+    const result = resultWith(broken, null, { rttNs: [2_000_000, 2_000_000] });
     expect([result.meanInFlight, result.littleRatio, result.ok]).toEqual([2, 2, false]);
     expect(result.failure).toBe('window check: 2.00 images in flight on average, more than CLIENTS × WINDOW = 1');
     // The same flights from two clients of WINDOW = 1: the window is full, not broken.
     const twoClients = unwarmed({ imageCount: 2, window: 1, clients: 2 });
     [0n, 0n].forEach((sentAtNs, seq) => take(twoClients, frame(seq, sentAtNs), 1_000_000n));
-    expect(twoClients.result(null, { rttNs: [2_000_000, 2_000_000] })).toMatchObject({ littleRatio: 1, ok: true, failure: null });
+    expect(resultWith(twoClients, null, { rttNs: [2_000_000, 2_000_000] })).toMatchObject({ littleRatio: 1, ok: true, failure: null });
   });
 
   it('shows no window figure under RATE or with several receivers, where no single window bounds the flights', () => {
     for (const overrides of [{ ratePerSecond: 100 }, { receivers: 2 }]) {
       const recorder = unwarmed({ imageCount: 1, ...overrides });
       take(recorder, frame(0, 0n), 1_000_000n);
-      expect(recorder.result(null, { rttNs: [2_000_000] })).toMatchObject({ littleRatio: null, meanInFlight: null });
+      expect(resultWith(recorder, null, { rttNs: [2_000_000] })).toMatchObject({ littleRatio: null, meanInFlight: null });
     }
   });
 
@@ -140,15 +140,15 @@ describe('SectionRecorder', () => {
     const late = unwarmed({ imageCount: 2 });
     take(late, frame(0, 0n), 1_000_000n);
     take(late, frame(1, 10_000_000n), 13_000_000n);
-    const result = late.result(null, { rttNs: [2_000_000, 2_000_000] });
+    const result = resultWith(late, null, { rttNs: [2_000_000, 2_000_000] });
     expect([result.arrivalsAfterAck, result.ok]).toEqual([1, false]);
     expect(result.failure).toBe('timing check: 1 of 2 images stamped as arriving after their ack was processed (one-way time over round trip on one clock): an arrival stamp came late');
     // A transport's own failure comes first, the check's after it.
-    expect(late.result('link broke', { rttNs: [2_000_000, 2_000_000] }).failure).toMatch(/^link broke; timing check: /);
+    expect(resultWith(late, 'link broke', { rttNs: [2_000_000, 2_000_000] }).failure).toMatch(/^link broke; timing check: /);
     // Across two kernels the one-way time carries the offset's error: no verdict.
     const acrossHosts = unwarmed({ imageCount: 1, clock: { offsetNs: 0, uncertaintyNs: 2_000_000, roundTripNs: 100_000, samples: 8, applied: true } });
     take(acrossHosts, frame(0, 0n), 3_000_000n);
-    expect(acrossHosts.result(null, { rttNs: [2_000_000] })).toMatchObject({ arrivalsAfterAck: null, ok: true });
+    expect(resultWith(acrossHosts, null, { rttNs: [2_000_000] })).toMatchObject({ arrivalsAfterAck: null, ok: true });
   });
 });
 
@@ -196,7 +196,7 @@ describe('SectionRecorder: where the recorded images start', () => {
     for (let seq = 0; seq < 5; seq++) expect(take(recorder, frame(seq, BigInt(seq) * 1_000_000n), BigInt(seq + 1) * 1_000_000n)).toBe('accepted');
     expect([recorder.receivedCount, recorder.recordedCount, recorder.firstRecordedSeq]).toEqual([5, 0, undefined]);
     const outcome: WarmupOutcome = { images: 5, ms: 5.5, steady: true, mediansMs: [1, 1] };
-    recorder.beginRecording(outcome);
+    recorder.beginRecording(outcome, 0n);
     expect(recorder.firstRecordedSeq).toBe(5);
     expect(take(recorder, frame(5, 10_000_000n), 12_000_000n)).toBe('accepted');
     expect(take(recorder, frame(6, 12_000_000n), 13_000_000n)).toBe('accepted');
@@ -219,8 +219,8 @@ describe('SectionRecorder: where the recorded images start', () => {
 
   it('keeps the first beginRecording: a second one moves nothing', () => {
     const recorder = new SectionRecorder(steadyPlan);
-    recorder.beginRecording(warmedUp(4));
-    recorder.beginRecording(warmedUp(7));
+    recorder.beginRecording(warmedUp(4), 0n);
+    recorder.beginRecording(warmedUp(7), 0n);
     expect(recorder.firstRecordedSeq).toBe(4);
     expect(recorder.result(null).warmedUp).toEqual(warmedUp(4));
   });
@@ -242,7 +242,7 @@ describe('SectionRecorder: where the recorded images start', () => {
   it('takes a late warm-up frame after beginRecording without recording it', () => {
     const recorder = new SectionRecorder(plan);
     take(recorder, frame(0, 0n), 1_000_000n);
-    recorder.beginRecording(warmedUp(2));
+    recorder.beginRecording(warmedUp(2), 0n);
     // Seq 1 was a warm-up image; it is not one of the recorded ones.
     expect(take(recorder, frame(1, 1_000_000n), 2_000_000n)).toBe('accepted');
     expect(recorder.recordedCount).toBe(0);
@@ -292,7 +292,7 @@ describe('SectionResult.coldStart', () => {
     // Seq 0: sent at 0, in hand at 7.5 ms (a new connection's first image is slow); seq 1: 1 ms.
     take(recorder, frame(0, 0n), 7_500_000n);
     take(recorder, frame(1, 8_000_000n), 9_000_000n);
-    recorder.beginRecording(warmedUp(2));
+    recorder.beginRecording(warmedUp(2), 0n);
     for (const seq of [2, 3, 4]) take(recorder, frame(seq, BigInt(seq) * 10_000_000n), BigInt(seq) * 10_000_000n + 1_000_000n);
     const result = recorder.result(null, { coldStart: { connectMs: 12.25, firstImageRttMs: 9.5 } });
     expect(result.coldStart).toEqual({ connectMs: 12.25, firstImageMs: 7.5, firstImageRttMs: 9.5 });
@@ -350,7 +350,7 @@ describe('SectionRecorder under RATE (open loop)', () => {
     take(recorder, frame(1, 18_000_000n), 19_000_000n);
     take(recorder, frame(2, 20_000_000n), 23_000_000n);
     take(recorder, frame(3, 32_000_000n), 33_000_000n);
-    const result = recorder.result(null, { rttNs: [2_000_000, 2_000_000, 4_000_000, 2_000_000], dueLagNs: [0, 8_000_000, 0, 2_000_000], achievedRatePerSecond: 93.75 });
+    const result = resultWith(recorder, null, { rttNs: [2_000_000, 2_000_000, 4_000_000, 2_000_000], dueLagNs: [0, 8_000_000, 0, 2_000_000], achievedRatePerSecond: 93.75 });
     expect(result.images.map((i) => i.status)).toEqual(['ok', 'ok', 'ok', 'ok']);
     expect([result.okCount, result.lostCount, result.ok]).toEqual([4, 0, true]);
     // Arrivals at 1, 19, 23 and 33 ms: 3 images after the first in 32 ms.
@@ -370,7 +370,7 @@ describe('SectionRecorder under RATE (open loop)', () => {
     take(recorder, frame(0, 0n), 1_000_000n);
     take(recorder, frame(1, 10_000_000n), 21_000_000n);
     take(recorder, frame(2, 20_000_000n), 41_000_000n);
-    const slow = recorder.result(null, { dueLagNs: [0, 0, 0], achievedRatePerSecond: 100 });
+    const slow = resultWith(recorder, null, { dueLagNs: [0, 0, 0], achievedRatePerSecond: 100 });
     expect(slow.openLoop).toMatchObject({ achievedRatePerSecond: 100, deliveredRatePerSecond: 50, overloaded: true });
     expect([isOverloaded(100, 95, 95), isOverloaded(100, 94.9, 100), isOverloaded(100, 100, 94.9), isOverloaded(100, null, null)]).toEqual([false, true, true, false]);
   });
@@ -378,7 +378,7 @@ describe('SectionRecorder under RATE (open loop)', () => {
   it('still fails on an image sent and never arrived, and on one never sent (the section failed first: lost)', () => {
     const recorder = unwarmed({ imageCount: 3, ratePerSecond: 10 });
     take(recorder, frame(0, 0n), 1_000_000n);
-    const result = recorder.result(null, { rttNs: [2_000_000, null, null], dueLagNs: [0, 5, null] });
+    const result = resultWith(recorder, null, { rttNs: [2_000_000, null, null], dueLagNs: [0, 5, null] });
     expect(result.images.map((i) => i.status)).toEqual(['ok', 'lost', 'lost']);
     expect([result.ok, result.lostCount, result.openLoop?.deliveredRatePerSecond]).toEqual([false, 2, null]);
   });
@@ -386,7 +386,7 @@ describe('SectionRecorder under RATE (open loop)', () => {
   it('has no open-loop figures in a closed loop, whatever lags are given', () => {
     const recorder = unwarmed({ imageCount: 1 });
     take(recorder, frame(0, 0n), 1_000_000n);
-    expect(recorder.result(null, { dueLagNs: [null] }).openLoop).toBeNull();
+    expect(resultWith(recorder, null, { dueLagNs: [null] }).openLoop).toBeNull();
   });
 });
 
@@ -417,7 +417,7 @@ describe('fanOutOf and withFanOut (RECEIVERS > 1)', () => {
   const receiverResult = (receiverIndex: number, arrivals: [seq: number, arrivalNs: bigint][]) => {
     const recorder = unwarmed({ imageCount: 2, receivers: 2, receiverIndex });
     for (const [seq, arrivalNs] of arrivals) take(recorder, frame(seq, 0n), arrivalNs);
-    return recorder.result(null, { rttNs: arrivals.map(([, ns]) => Number(ns) + 500_000) });
+    return resultWith(recorder, null, { rttNs: arrivals.map(([, ns]) => Number(ns) + 500_000) });
   };
   const first = receiverResult(0, [[0, 1_000_000n], [1, 3_000_000n]]);
   const second = receiverResult(1, [[0, 2_000_000n]]);
