@@ -18,6 +18,8 @@ function distributionOf(recorder: LatencyRecorder): SecondDistribution | null {
 export class SecondSeries {
   private readonly samples: { second: number; images: number; intactBytes: number; times: SecondDistribution | null }[] = [];
   private current = -1;
+  // The open second's end on the origin's clock: a compare per image, a division only at a new second.
+  private currentEndNs = -1n;
   private images = 0;
   private intactBytes = 0;
   // Two significant digits: a per-second p50 or p99 within 1 %, in a few KiB.
@@ -27,14 +29,16 @@ export class SecondSeries {
 
   /** Takes one image at `atNs` (same clock as the origin): its intact bytes (0 when corrupt) and its time, if it has one. */
   add(atNs: bigint, intactBytes: number, timeMs: number | null): void {
-    const second = Math.max(0, Number((atNs - this.originNs) / 1_000_000_000n));
-    if (second > this.current) this.close(second);
+    if (atNs >= this.currentEndNs) {
+      const second = Math.max(0, Number((atNs - this.originNs) / 1_000_000_000n));
+      if (second > this.current) this.close(second);
+    }
     this.images++;
     this.intactBytes += intactBytes;
     if (timeMs !== null) this.times.record(timeMs);
   }
 
-  /** The seconds so far, the open one included; `timeKey` names what the times are in each sample. */
+  /** The seconds so far, the open one included. */
   seconds(): { second: number; images: number; intactBytes: number; times: SecondDistribution | null }[] {
     const open = this.current >= 0 && this.images > 0 ? [{ second: this.current, images: this.images, intactBytes: this.intactBytes, times: distributionOf(this.times) }] : [];
     return [...this.samples, ...open];
@@ -48,6 +52,7 @@ export class SecondSeries {
   private close(next: number): void {
     if (this.current >= 0 && this.images > 0) this.samples.push({ second: this.current, images: this.images, intactBytes: this.intactBytes, times: distributionOf(this.times) });
     this.current = next;
+    this.currentEndNs = this.originNs + BigInt(next + 1) * 1_000_000_000n;
     this.images = 0;
     this.intactBytes = 0;
     this.times.reset();

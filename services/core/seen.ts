@@ -13,6 +13,10 @@ export class SeenSet {
   private readonly chunks = new Map<number, Uint8Array | typeof FULL>();
   private readonly counts = new Map<number, number>();
   private total = 0;
+  // The chunk the last add went to: arrivals come in order, so the next one almost always goes there too.
+  private lastIndex = -1;
+  private lastChunk: Uint8Array | undefined;
+  private lastCount = 0;
 
   /** Seqs in the set. */
   get size(): number {
@@ -31,22 +35,30 @@ export class SeenSet {
   /** Adds `seq`; false when it was in the set already. */
   add(seq: number): boolean {
     const index = Math.floor(seq / CHUNK_SEQS);
-    let chunk = this.chunks.get(index);
-    if (chunk === FULL) return false;
-    if (chunk === undefined) {
-      chunk = new Uint8Array(CHUNK_SEQS / 8);
-      this.chunks.set(index, chunk);
+    if (index !== this.lastIndex) {
+      let chunk = this.chunks.get(index);
+      if (chunk === FULL) return false;
+      if (chunk === undefined) {
+        chunk = new Uint8Array(CHUNK_SEQS / 8);
+        this.chunks.set(index, chunk);
+      }
+      if (this.lastChunk !== undefined) this.counts.set(this.lastIndex, this.lastCount);
+      this.lastIndex = index;
+      this.lastChunk = chunk;
+      this.lastCount = this.counts.get(index) ?? 0;
     }
+    const chunk = this.lastChunk!;
     const bit = seq % CHUNK_SEQS;
     const mask = 1 << (bit & 7);
     if ((chunk[bit >> 3]! & mask) !== 0) return false;
     chunk[bit >> 3]! |= mask;
     this.total++;
-    const count = (this.counts.get(index) ?? 0) + 1;
-    if (count === CHUNK_SEQS) {
+    if (++this.lastCount === CHUNK_SEQS) {
       this.chunks.set(index, FULL);
       this.counts.delete(index);
-    } else this.counts.set(index, count);
+      this.lastIndex = -1;
+      this.lastChunk = undefined;
+    }
     return true;
   }
 

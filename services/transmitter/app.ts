@@ -304,6 +304,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       repeat,
       repeats: config.repeat,
       imageCount: config.imageCount,
+      durationMs: config.durationMs ?? null,
       imageSizeBytes: image.bytes.length,
       sent: 0,
       acked: 0,

@@ -22,6 +22,8 @@ export interface SectionProgress {
   repeat: number;
   repeats: number;
   imageCount: number;
+  /** DURATION: the section sends for this long instead of imageCount; null for a count. */
+  durationMs?: number | null;
   imageSizeBytes: number;
   /** Recorded images handed to the transport, and acknowledged (warm-up not counted). */
   sent: number;

@@ -1,6 +1,7 @@
 import cliProgress from 'cli-progress';
 import type { SectionResult } from '../core/section.js';
 import { formatSize } from '../core/size.js';
+import { formatDurationMs } from '../core/duration.js';
 import type { RunObserver, SectionProgress } from './app.js';
 
 // The transmitter's live progress. The transmitter only increments SectionProgress counters; this
@@ -56,10 +57,20 @@ function rateMBps(entry: SectionEntry, nowMs: number): number | undefined {
 
 // Seconds left at the acknowledgement rate so far; undefined until one image is acknowledged.
 function secondsLeft(entry: SectionEntry, nowMs: number): number | undefined {
-  const { startedAtMs, acked, imageCount } = entry.progress;
+  const { startedAtMs, acked, imageCount, durationMs } = entry.progress;
   if (startedAtMs === undefined || acked === 0) return undefined;
   const elapsedS = (nowMs - startedAtMs) / 1000;
+  // DURATION: the clock says it, not the count.
+  if (durationMs != null) return Math.max(0, durationMs / 1000 - elapsedS);
   return (Math.max(0, imageCount - acked) * elapsedS) / acked;
+}
+
+// Where a bar stands: images acknowledged of the count, or under DURATION seconds gone of its seconds.
+function barPosition(progress: SectionProgress, nowMs: number): { value: number; total: number } {
+  if (progress.durationMs == null) return { value: progress.acked, total: progress.imageCount };
+  const elapsedS = progress.startedAtMs === undefined ? 0 : Math.floor((nowMs - progress.startedAtMs) / 1000);
+  const total = Math.round(progress.durationMs / 1000);
+  return { value: Math.min(total, elapsedS), total };
 }
 
 // "12.3 MB/s, about 4 s left" while running; "warming up" before the first recorded image.
@@ -89,8 +100,8 @@ function plainDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: ()
   const tick = (): void => {
     const nowMs = now();
     for (const entry of running) {
-      const { acked, imageCount } = entry.progress;
-      write(`${name(entry.progress)}: ${acked}/${imageCount} images acknowledged, ${runningDetail(entry, nowMs)}`);
+      const { acked, imageCount, durationMs } = entry.progress;
+      write(`${name(entry.progress)}: ${durationMs == null ? `${acked}/${imageCount}` : acked} images acknowledged, ${runningDetail(entry, nowMs)}`);
     }
   };
 
@@ -98,7 +109,7 @@ function plainDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: ()
     sectionStarted(progress) {
       if (stopped) return;
       running.add({ progress, endedAtMs: undefined, result: undefined });
-      write(`${progress.label} repeat ${progress.repeat}/${progress.repeats} started: ${progress.imageCount} images of ${formatSize(progress.imageSizeBytes)} each`);
+      write(`${progress.label} repeat ${progress.repeat}/${progress.repeats} started: ${progress.durationMs == null ? `${progress.imageCount} images` : `images for ${formatDurationMs(progress.durationMs)}`} of ${formatSize(progress.imageSizeBytes)} each`);
       if (timer === undefined) {
         timer = setInterval(tick, intervalMs);
         timer.unref();
@@ -145,7 +156,9 @@ function ttyDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: () =
     const nowMs = now();
     const width = Math.max(0, ...[...bars.keys()].map((entry) => label(entry.progress).length));
     for (const [entry, bar] of bars) {
-      bar.update(entry.progress.acked, { label: label(entry.progress).padEnd(width), detail: detail(entry, nowMs) });
+      const position = barPosition(entry.progress, nowMs);
+      if (bar.getTotal() !== position.total) bar.setTotal(position.total);
+      bar.update(position.value, { label: label(entry.progress).padEnd(width), detail: detail(entry, nowMs) });
     }
   };
   // cli-progress keeps a plain (ref'd) setTimeout for its redraws; unref each one it schedules so
@@ -161,7 +174,8 @@ function ttyDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: () =
     sectionStarted(progress) {
       if (stopped) return;
       const entry: SectionEntry = { progress, endedAtMs: undefined, result: undefined };
-      bars.set(entry, multibar.create(progress.imageCount, progress.acked, { label: label(progress), detail: 'warming up' }));
+      const position = barPosition(progress, now());
+      bars.set(entry, multibar.create(position.total, position.value, { label: label(progress), detail: 'warming up' }));
     },
     sectionEnded(progress, result) {
       if (stopped) return;

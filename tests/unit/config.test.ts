@@ -240,9 +240,9 @@ describe('parseConfig', () => {
   });
 
   it.each([
-    ['IMAGE_COUNT', '0', 'a whole number from 1 to 1,000,000'],
-    ['IMAGE_COUNT', '-3', 'a whole number from 1 to 1,000,000'],
-    ['IMAGE_COUNT', '2.5', 'a whole number from 1 to 1,000,000'],
+    ['IMAGE_COUNT', '0', 'a whole number from 1 to 1,000,000,000'],
+    ['IMAGE_COUNT', '-3', 'a whole number from 1 to 1,000,000,000'],
+    ['IMAGE_COUNT', '2.5', 'a whole number from 1 to 1,000,000,000'],
     ['IMAGE_SIZE', 'abc', 'a whole number of bytes, or a number with B, KB, MB, GB (×1000) or KiB, MiB, GiB (×1024), e.g. 533KB, 4MB, 1MiB, at least 1 byte'],
     ['IMAGE_SIZE', '300MiB', 'at most MAX_IMAGE_SIZE, 268435456 bytes (256.0 MiB)'],
     ['IMAGE_SIZE', '10', 'at least 84 bytes, the smallest valid PNG it can generate'],
