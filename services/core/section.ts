@@ -1,6 +1,7 @@
 import { oneWayClockErrorNs, type ClockOffset } from './clock.js';
 import type { SideCost } from './cost.js';
 import type { AckStatus, FrameHeader } from './frame.js';
+import type { SecondSample } from './series.js';
 import { achievedRate } from './schedule.js';
 import { imagesPerSecond, nsToMs, summarizeLatency, throughputMBps, type LatencySummary } from './stats.js';
 import { warmupImageLimit, type WarmupOutcome, type WarmupPlan } from './warmup.js';
@@ -283,6 +284,10 @@ export interface SectionResult extends SectionPlan {
    */
   oneWayClockErrorMs?: number | null;
   images: ImageRecord[];
+  /** Per-second aggregates of the measured span, in order; seconds with no arrival are absent. Absent in files written before it was recorded. */
+  series?: SecondSample[];
+  /** HDR histograms (hdr-histogram-js, encodeIntoCompressedBase64), values in whole ns, 3 significant digits, of intact one-way times and of round trips. Absent in files written before they were recorded. */
+  histograms?: { oneWayNs: string | null; rttNs: string | null };
   okCount: number;
   corruptCount: number;
   lostCount: number;
