@@ -59,25 +59,54 @@
     },
   };
 
-  function perImageConfig(spec) {
+  // "45 s", "6 min 40 s", "2 h 5 min": a time since the section began, for axes and tooltips.
+  function duration(seconds) {
+    var s = Math.round(seconds);
+    if (s < 60) return s + ' s';
+    var h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), rest = s % 60;
+    var parts = h > 0 ? [h + ' h', m > 0 ? m + ' min' : '', rest > 0 ? rest + ' s' : ''] : [m + ' min', rest > 0 ? rest + ' s' : ''];
+    return parts.filter(Boolean).join(' ');
+  }
+  // A tick step of whole seconds, minutes or hours, about eight ticks across.
+  var STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400];
+  function stepFor(span) {
+    for (var i = 0; i < STEPS.length; i++) if (span / STEPS[i] <= 9) return STEPS[i];
+    return Math.ceil(span / 9 / 86400) * 86400;
+  }
+
+  function overTimeConfig(spec) {
+    var value = spec.unit === 'ms' ? function (v) { return ms(v) + ' ms'; } : function (v) { return fixed(v, 1) + ' MB/s'; };
+    var step = stepFor(spec.xMax);
+    var figures = spec.datasets.some(function (d) { return d.figure !== ''; });
     return {
       type: 'line',
       data: { datasets: spec.datasets },
       options: {
-        interaction: { mode: 'nearest', axis: 'x', intersect: false },
+        // Each line's x ascends, no two alike: Chart.js may skip the sorting and checks it would do.
+        normalized: true,
+        // One line a transport: every transport at that second. Several (p50, p99, band): the line nearest the pointer, or twenty rows would cover the chart.
+        interaction: { mode: 'nearest', axis: figures ? 'xy' : 'x', intersect: false },
         scales: {
-          x: { type: 'linear', min: 1, max: spec.xMax, title: axisTitle(spec.xTitle), ticks: { precision: 0 }, grid: { display: false } },
+          x: {
+            type: 'linear', min: 0, max: spec.xMax, title: axisTitle(spec.xTitle), grid: { display: false },
+            // Whole steps only: the axis's end (6 min 40 s) would crowd the last one (6 min).
+            afterBuildTicks: function (axis) { axis.ticks = axis.ticks.filter(function (t) { return t.value % step === 0; }); },
+            ticks: { stepSize: step, maxRotation: 0, callback: function (v) { return duration(v); } },
+          },
           y: { type: 'linear', beginAtZero: true, title: axisTitle(spec.yTitle) },
         },
         plugins: {
           legend: transportLegend,
           tooltip: {
+            filter: function (item) { return item.parsed.y !== null && !Number.isNaN(item.parsed.y); },
             callbacks: {
-              title: function (items) { return items.length ? 'image ' + items[0].parsed.x : ''; },
-              label: function (ctx) {
-                var corrupt = ctx.dataset.corrupt && ctx.dataset.corrupt[ctx.dataIndex];
-                return ctx.dataset.label + ': ' + ms(ctx.parsed.y) + ' ms' + (corrupt ? ' (CORRUPT)' : '');
+              title: function (items) {
+                if (!items.length) return '';
+                var ds = items[0].dataset, from = items[0].parsed.x;
+                var to = Math.min(from + (ds.bucketSeconds || 1), ds.spanSeconds || from + 1);
+                return duration(from) + ' – ' + duration(to);
               },
+              label: function (ctx) { return ctx.dataset.label + ': ' + value(ctx.parsed.y); },
             },
           },
         },
@@ -172,7 +201,7 @@
     };
   }
 
-  var builders = { 'per-image': perImageConfig, percentiles: percentilesConfig, bars: barsConfig };
+  var builders = { 'over-time': overTimeConfig, percentiles: percentilesConfig, bars: barsConfig };
   specs.forEach(function (spec) {
     var canvas = document.querySelector('canvas[data-chart="' + spec.name + '"]');
     charts[spec.name] = new Chart(canvas, builders[spec.kind](spec));

@@ -1,5 +1,6 @@
 import { MIN_STABLE_REPEATS, nodeDescription, peersText, SHORT_RUN_NOTE, shortRun, STABLE_SPREAD_SHARE, TIMING_DEFINITIONS, sectionTitle, type HostFacts, type RunReport, type TransportSummary } from './report.js';
 import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, OVERLOAD_RATE_SHARE, type SectionResult } from './section.js';
+import { bucketSeries, latencyCurve, type SeriesBucket } from './series.js';
 import { formatSize } from './size.js';
 import { MIN_SAMPLES_FOR, type LatencySummary } from './stats.js';
 import { describeWarmup } from './warmup.js';
@@ -8,9 +9,11 @@ import { describeWarmup } from './warmup.js';
 // summary table. Pure: the caller reads results.json and the inlined libraries. The page fetches
 // nothing, so it opens from file:// on a machine without network, and a strict CSP proves it.
 //
-// The page carries two JSON blocks: the runs exactly as given (the data of record), and chart
-// specifications computed here (typed, testable, downsampled for long runs); the page's script
-// (assets/report-page/report.js) only turns specifications into Chart.js charts and sorts the table.
+// The page carries two JSON blocks: the runs as given less their bulk (per-image records and
+// per-second series, which results.json keeps: a day's soak would put megabytes of them in the
+// page), and chart specifications computed here (typed, testable, downsampled for long runs); the
+// page's script (assets/report-page/report.js) only turns specifications into Chart.js charts and
+// sorts the table. Its size is bounded by the number of transports, not of images or seconds.
 
 /** Sources the page inlines: the chart library and the page's own style and script. */
 export interface HtmlReportLibraries {
@@ -26,17 +29,19 @@ export interface HtmlReportLibraries {
 export const HTML_REPORT_CSP = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'";
 
 /** Names of the charts, as their canvases' data-chart attributes and window.__charts keys. */
-export const CHART_NAMES = ['per-image', 'latency-percentiles', 'throughput', 'cpu-per-image', 'peak-rss'] as const;
+export const CHART_NAMES = ['time-over-run', 'latency-percentiles', 'mbps-over-time', 'p99-over-time', 'throughput', 'cpu-per-image', 'peak-rss'] as const;
 
 /** One of {@link CHART_NAMES}. */
 export type ChartName = (typeof CHART_NAMES)[number];
 
 type RunRole = 'only' | 'before' | 'after';
 
-/** Above this many images a per-image line is drawn as the min and max of each bucket of images. */
-const PER_IMAGE_MAX_BUCKETS = 1000;
-/** Above this many times a percentile curve keeps about this many points, spaced evenly on its log axis. */
+/** Most points of a line over time: beyond it consecutive seconds merge (bucketSeries). */
+const SERIES_MAX_POINTS = 2000;
+/** Most points of a percentile curve: beyond it they are spaced evenly on its log axis (latencyCurve). */
 const PERCENTILE_MAX_POINTS = 2000;
+/** What a chart over time says of a section from a file written before per-second series were recorded. */
+const NO_SERIES = 'no series in this file';
 /** Positions on the percentile axis, 1/(1 − p): 0 %, 50 %, 75 %, 90 %, 95 %, 99 %, 99.9 %, … */
 const PERCENTILE_TICKS = [1, 2, 4, 10, 20, 100, 1000, 1e4, 1e5, 1e6, 1e7];
 
@@ -67,8 +72,8 @@ interface TransportInRun {
   /** The median completed repeat, the only source of figures (table, bars); undefined when no repeat completed. */
   median: SectionResult | undefined;
   /**
-   * What the per-image and percentile charts draw: the median, or with no completed repeat the
-   * last repeat with any arrival, so a failure can still be diagnosed from its times.
+   * What the line charts draw: the median, or with no completed repeat the last repeat with any
+   * arrival, so a failure can still be diagnosed from its times.
    */
   drawn: SectionResult | undefined;
 }
@@ -87,28 +92,35 @@ interface Point {
   y: number | null;
 }
 
-/** A line chart's dataset: one transport in one run. */
+/** A line chart's dataset: one figure (p50, p99, …) of one transport in one run. */
 interface LineDataset {
   label: string;
   legendLabel: string;
   transport: string;
   run: RunRole;
   color: string;
-  /** True when this dataset has points; anyData when any run of the transport has. */
+  /** The figure it draws, named in its label ("p99", "min", …); "" for a transport's only line. */
+  figure: string;
+  /** True when the transport has points in this run; anyData when in any run. */
   hasData: boolean;
   anyData: boolean;
+  /** Why the transport draws nothing in this run ("no data", "no series in this file", …); null when it draws. */
+  missing: string | null;
   /** True when the points come from a failed repeat (the transport has no completed one). */
   failedRepeat: boolean;
   data: Point[];
-  /** Per point: the image arrived corrupt (per-image chart only). */
-  corrupt?: boolean[];
+  /** Charts over time: the seconds each point covers from its x, the last up to spanSeconds. */
+  bucketSeconds?: number;
+  spanSeconds?: number;
   borderColor: string;
   backgroundColor: string;
   pointBackgroundColor: string;
   borderWidth: number;
   borderDash: number[];
-  pointRadius: number | number[];
-  pointStyle: string | string[];
+  /** '-1' on the upper edge of a min–max band: filled down to its lower edge, the dataset before it. */
+  fill: '-1' | false;
+  pointRadius: number;
+  pointStyle: string;
   pointHoverRadius: number;
   spanGaps: false;
   tension: 0;
@@ -131,7 +143,7 @@ interface BarDataset {
 
 /** What the page needs to draw one chart. */
 type ChartSpec =
-  | { name: ChartName; kind: 'per-image'; xTitle: string; yTitle: string; xMax: number; datasets: LineDataset[] }
+  | { name: ChartName; kind: 'over-time'; xTitle: string; yTitle: string; unit: 'ms' | 'MB/s'; xMax: number; datasets: LineDataset[] }
   | { name: ChartName; kind: 'percentiles'; xTitle: string; yTitle: string; xMax: number; ticks: number[]; datasets: LineDataset[] }
   | { name: ChartName; kind: 'bars'; yTitle: string; unit: string; digits: number; legend: boolean; labels: (string | string[])[]; titles: string[]; datasets: BarDataset[] };
 
@@ -153,7 +165,7 @@ ${renderCharts(views, transports, specs)}
 ${renderTableSection(views, transports)}
 ${renderFootnotes()}
 </main>
-<script type="application/json" id="itb-results">${jsonForScript(runs)}</script>
+<script type="application/json" id="itb-results">${jsonForScript(runs.map(withoutBulk))}</script>
 <script type="application/json" id="itb-chart-specs">${jsonForScript(specs)}</script>
 <script>${scriptForInline(libraries.chartJs)}</script>
 <script>${scriptForInline(libraries.pageScript)}</script>
@@ -220,6 +232,31 @@ function transportInRun(report: RunReport, summary: TransportSummary): Transport
   return { summary, median, drawn: median ?? lastArrived };
 }
 
+/** One image's record as files written before per-second series held it inline (SectionResult.images then). */
+interface LegacyImageRecord {
+  timeMs: number | null;
+  status: 'ok' | 'corrupt' | 'lost';
+}
+
+/** A section as any results.json of this schema may hold it: with every image's record (older files) or not. */
+type StoredSection = Omit<SectionResult, 'images'> & { images?: readonly LegacyImageRecord[] };
+
+/** The per-image records of a section from an older file; undefined in a file that keeps them apart. */
+function legacyImages(section: SectionResult): readonly LegacyImageRecord[] | undefined {
+  return (section as StoredSection).images;
+}
+
+/** A run as the page carries it: its sections without per-image records and per-second series. */
+function withoutBulk(report: RunReport): unknown {
+  return {
+    ...report,
+    sections: report.sections.map((section) => {
+      const { images: _images, series: _series, ...rest } = section as StoredSection;
+      return rest;
+    }),
+  };
+}
+
 /** True when the figures to show include a broker's cost, in any run: the broker's bars and column appear only then. */
 function hasBroker(transports: readonly TransportView[]): boolean {
   return transports.some((t) => t.perRun.some((r) => (r?.median?.cost.broker ?? null) !== null));
@@ -265,40 +302,97 @@ function withAlpha(hex: string, alpha: number): string {
 // ---------------------------------------------------------------------------------------------
 // Chart specifications
 
-/** The per-image line of one section: every image's time, or min and max per bucket on long runs. */
-function perImagePoints(section: SectionResult): { points: Point[]; corrupt: boolean[] } {
-  // Interim until the series-based charts land: no per-image list in a result any more.
-  const images = (section as unknown as { images?: { image: number; timeMs: number | null; status: string }[] }).images ?? [];
-  const bucketSize = Math.max(1, Math.ceil(images.length / PER_IMAGE_MAX_BUCKETS));
-  const points: Point[] = [];
-  const corrupt: boolean[] = [];
-  for (let start = 0; start < images.length; start += bucketSize) {
-    const bucket = images.slice(start, start + bucketSize);
-    // An image with no time (lost, or acknowledged but its record gone) breaks the line.
-    const timed = bucket.filter((i) => i.timeMs !== null);
-    let picked = timed;
-    if (bucketSize > 1 && timed.length > 0) {
-      const fastest = timed.reduce((a, b) => (b.timeMs! < a.timeMs! ? b : a));
-      const slowest = timed.reduce((a, b) => (b.timeMs! > a.timeMs! ? b : a));
-      picked = fastest === slowest ? [fastest] : [fastest, slowest];
-    }
-    const gap = bucket.find((i) => i.timeMs === null);
-    const entries = [...picked.map((i) => ({ x: i.image, y: i.timeMs, corrupt: i.status === 'corrupt' })), ...(gap ? [{ x: gap.image, y: null, corrupt: false }] : [])].sort((a, b) => a.x - b.x);
-    for (const e of entries) {
-      points.push({ x: e.x, y: e.y });
-      corrupt.push(e.corrupt);
-    }
-  }
-  return { points, corrupt };
+/** How a line chart tells the before run from the after: dashed, or faint where its dashes already mark a figure (p99, round trip). */
+type BeforeStyle = 'dashed' | 'faint';
+
+/** One line a section contributes to a chart, among its others. */
+interface SectionLine {
+  /** Named in its label ("p50", "p99", "min", …); "" for a chart's only line of a section. */
+  figure: string;
+  points: Point[];
+  /** A dash that marks the figure, in either run (p99, round trip). */
+  dash?: number[];
+  /** An edge of the min–max band: 'max' is filled down to the 'min' line pushed just before it. */
+  band?: 'min' | 'max';
+}
+
+/** What one section gives a line chart: its lines, and why it has none when that is not a lack of arrivals. */
+interface SectionDrawing {
+  lines: SectionLine[];
+  /** Why there is nothing to draw, said in the legend and under the chart; "no data" when not given. */
+  missing?: string;
+  /** Charts over time: the seconds each point covers from its x, and the section's span in seconds. */
+  bucketSeconds?: number;
+  spanSeconds?: number;
+}
+
+/** A section's per-second series as chart buckets, drawn by `lines`; none in a file written before series were recorded. */
+function seriesDrawing(section: SectionResult, lines: (buckets: readonly SeriesBucket[]) => SectionLine[], missing?: string): SectionDrawing {
+  if (section.series === undefined) return { lines: [], missing: NO_SERIES };
+  const buckets = bucketSeries(section.series, SERIES_MAX_POINTS);
+  const last = buckets.at(-1);
+  return {
+    lines: lines(buckets),
+    ...(missing === undefined ? {} : { missing }),
+    bucketSeconds: buckets[0]?.seconds ?? 1,
+    spanSeconds: last === undefined ? 0 : last.startSecond + last.seconds,
+  };
+}
+
+/** One figure of every bucket, at its first second; null (a gap) where a bucket has none. */
+function bucketPoints(buckets: readonly SeriesBucket[], figure: (bucket: SeriesBucket) => number | null | undefined): Point[] {
+  return buckets.map((b) => ({ x: b.startSecond, y: figure(b) ?? null }));
+}
+
+/** Chart (a): one-way times over the run: the p50 line, the min–max band, the p99 dashed. */
+function timeOverRunDrawing(section: SectionResult): SectionDrawing {
+  return seriesDrawing(section, (buckets) => [
+    { figure: 'p50', points: bucketPoints(buckets, (b) => b.oneWay?.p50Ms) },
+    { figure: 'p99', points: bucketPoints(buckets, (b) => b.oneWay?.p99Ms), dash: [5, 4] },
+    { figure: 'min', points: bucketPoints(buckets, (b) => b.oneWay?.minMs), band: 'min' },
+    { figure: 'max', points: bucketPoints(buckets, (b) => b.oneWay?.maxMs), band: 'max' },
+  ]);
+}
+
+/** Chart (b): MB/s of every bucket; 0 where nothing intact arrived. */
+function mbpsOverTimeDrawing(section: SectionResult): SectionDrawing {
+  return seriesDrawing(section, (buckets) => [{ figure: '', points: bucketPoints(buckets, (b) => b.throughputMBps) }]);
+}
+
+/** Chart (c): the p99 of every bucket, one-way solid, round trip dashed. */
+function p99OverTimeDrawing(section: SectionResult): SectionDrawing {
+  return seriesDrawing(
+    section,
+    (buckets) => [
+      { figure: 'p99', points: bucketPoints(buckets, (b) => b.oneWay?.p99Ms) },
+      { figure: 'RTT p99', points: bucketPoints(buckets, (b) => b.rtt?.p99Ms), dash: [5, 4] },
+    ],
+    // Seconds arrived in, but none with enough images for a p99.
+    `no second of ${MIN_SAMPLES_FOR.p99} images`,
+  );
 }
 
 /**
- * The latency percentile curve of one section's intact images: the i-th fastest of n at
- * p = (i + 0.5) / n (Hazen's plotting position, so the slowest is not at p = 1), placed at
- * x = 1 / (1 − p), which spreads the tail over a log axis.
+ * The latency percentile curve of a section's intact images, at x = 1 / (1 − p), which spreads
+ * the tail over a log axis: from its HDR histogram, or in an older file from its per-image times.
  */
-function percentilePoints(section: SectionResult): Point[] {
-  const times = ((section as unknown as { images?: { timeMs: number | null; status: string }[] }).images ?? []).flatMap((i) => (i.status === 'ok' && i.timeMs !== null ? [i.timeMs] : [])).sort((a, b) => a - b);
+function percentileDrawing(section: SectionResult): SectionDrawing {
+  if (section.histograms !== undefined) {
+    const encoded = section.histograms.oneWayNs;
+    // A histogram bucket's highest value can pass the true slowest time (by under 0.1 %): the table's max caps it, as it caps the table's percentiles.
+    const maxMs = section.latency?.maxMs ?? Infinity;
+    const points = encoded === null ? [] : latencyCurve(encoded, PERCENTILE_MAX_POINTS).map((p) => ({ x: 100 / (100 - p.percentile), y: Math.min(maxMs, p.ms) }));
+    return { lines: [{ figure: '', points }] };
+  }
+  return { lines: [{ figure: '', points: legacyPercentilePoints(legacyImages(section) ?? []) }] };
+}
+
+/**
+ * The percentile curve from per-image records (files written before histograms were): the i-th
+ * fastest of n at p = (i + 0.5) / n (Hazen's plotting position, as latencyCurve places them).
+ */
+function legacyPercentilePoints(images: readonly LegacyImageRecord[]): Point[] {
+  const times = images.flatMap((i) => (i.status === 'ok' && i.timeMs !== null ? [i.timeMs] : [])).sort((a, b) => a - b);
   const n = times.length;
   let indexes: number[];
   if (n <= PERCENTILE_MAX_POINTS) {
@@ -316,10 +410,18 @@ function percentilePoints(section: SectionResult): Point[] {
   return indexes.map((i) => ({ x: n / (n - i - 0.5), y: times[i]! }));
 }
 
-function noDataSuffix(views: readonly RunView[], has: readonly boolean[]): string {
-  if (has.every(Boolean)) return '';
-  if (views.length === 1 || has.every((h) => !h)) return 'no data';
-  return `no data ${views[has.indexOf(false)]!.role}`;
+/**
+ * What a chart lacks of a transport: per run, why it draws nothing (null where it draws); the
+ * run is named when only some runs lack it.
+ */
+function noDataSuffix(views: readonly RunView[], missing: readonly (string | null)[]): string {
+  const reasons = [...new Set(missing.filter((m): m is string => m !== null))];
+  return reasons
+    .map((reason) => {
+      const runs = views.filter((_, i) => missing[i] === reason);
+      return views.length === 1 || runs.length === views.length ? reason : `${reason} ${runs.map((v) => v.role).join(', ')}`;
+    })
+    .join('; ');
 }
 
 /** "FAILED repeat shown" (with the run, when only one of two is) for the runs drawn from a failed repeat. */
@@ -329,50 +431,60 @@ function failedShownSuffix(views: readonly RunView[], failed: readonly boolean[]
   return `${FAILED_SHOWN} ${views[failed.indexOf(true)]!.role}`;
 }
 
-function lineDatasets(views: readonly RunView[], transports: readonly TransportView[], pointsOf: (section: SectionResult) => { points: Point[]; corrupt?: boolean[] }): LineDataset[] {
+function lineDatasets(views: readonly RunView[], transports: readonly TransportView[], drawingOf: (section: SectionResult) => SectionDrawing, beforeStyle: BeforeStyle): LineDataset[] {
   const datasets: LineDataset[] = [];
   for (const t of transports) {
-    const series = t.perRun.map((r) => (r?.drawn === undefined ? undefined : pointsOf(r.drawn)));
-    const has = series.map((s) => s !== undefined && s.points.some((p) => p.y !== null));
+    const drawings = t.perRun.map((r) => (r?.drawn === undefined ? undefined : drawingOf(r.drawn)));
+    const has = drawings.map((d) => d !== undefined && d.lines.some((line) => line.points.some((p) => p.y !== null)));
+    const missing = drawings.map((d, i) => (has[i] ? null : (d?.missing ?? 'no data')));
     // Only a failed repeat that draws something needs the tag; one with no points is plain "no data".
     const failed = t.perRun.map((r, i) => has[i]! && r !== undefined && r.median === undefined);
-    const suffix = [noDataSuffix(views, has), failedShownSuffix(views, failed)].filter(Boolean).join('; ');
+    const suffix = [noDataSuffix(views, missing), failedShownSuffix(views, failed)].filter(Boolean).join('; ');
     const legendLabel = suffix === '' ? t.title : `${t.title} (${suffix})`;
     // The latest run first: Chart.js draws the first dataset on top.
     for (let i = views.length - 1; i >= 0; i--) {
       const view = views[i]!;
       if (t.perRun[i] === undefined) continue;
-      const s = series[i];
-      const points = s?.points ?? [];
+      const drawing = drawings[i];
+      // A section with nothing to draw still gets a line: its legend entry says why.
+      const lines: readonly SectionLine[] = drawing === undefined || drawing.lines.length === 0 ? [{ figure: '', points: [] }] : drawing.lines;
       const before = view.role === 'before';
-      const radius = points.length <= 60 ? (before ? 2 : 2.5) : points.length <= 300 ? 1.2 : 0;
-      const corrupt = s?.corrupt;
-      const anyCorrupt = corrupt?.some(Boolean) ?? false;
+      const faint = before && beforeStyle === 'faint';
       const drawn = t.perRun[i]!.drawn;
       // The tooltip names the failed repeat, so a reader hovering a point cannot take it for a result.
       const failedNote = failed[i] && drawn !== undefined ? (view.report.run.repeat > 1 ? ` (FAILED repeat ${drawn.repeat})` : ' (FAILED)') : '';
-      datasets.push({
-        label: `${before ? `${t.title} · before` : view.role === 'after' ? `${t.title} · after` : t.title}${failedNote}`,
-        legendLabel,
-        transport: t.key,
-        run: view.role,
-        color: t.color,
-        hasData: has[i]!,
-        anyData: has.some(Boolean),
-        failedRepeat: failed[i]!,
-        data: points,
-        ...(corrupt && anyCorrupt ? { corrupt } : {}),
-        borderColor: before ? withAlpha(t.color, 0.6) : t.color,
-        backgroundColor: before ? withAlpha(t.color, 0.6) : t.color,
-        pointBackgroundColor: before ? '#ffffff' : t.color,
-        borderWidth: before ? 1.5 : 2,
-        borderDash: before ? [6, 4] : [],
-        pointRadius: anyCorrupt ? corrupt!.map((c) => (c ? 6 : radius)) : radius,
-        pointStyle: anyCorrupt ? corrupt!.map((c) => (c ? 'crossRot' : 'circle')) : 'circle',
-        pointHoverRadius: 4,
-        spanGaps: false,
-        tension: 0,
-      });
+      const name = before ? `${t.title} · before` : view.role === 'after' ? `${t.title} · after` : t.title;
+      const lineColor = before ? withAlpha(t.color, faint ? 0.45 : 0.6) : t.color;
+      const bandColor = withAlpha(t.color, before ? 0.07 : 0.14);
+      for (const line of lines) {
+        const points = line.points;
+        const radius = line.band !== undefined ? 0 : points.length <= 60 ? (before ? 2 : 2.5) : points.length <= 300 ? 1.2 : 0;
+        datasets.push({
+          label: `${name}${line.figure === '' ? '' : ` ${line.figure}`}${failedNote}`,
+          legendLabel,
+          transport: t.key,
+          run: view.role,
+          color: t.color,
+          figure: line.figure,
+          hasData: has[i]!,
+          anyData: has.some(Boolean),
+          missing: missing[i] ?? null,
+          failedRepeat: failed[i]!,
+          data: points,
+          ...(drawing?.bucketSeconds === undefined ? {} : { bucketSeconds: drawing.bucketSeconds, spanSeconds: drawing.spanSeconds ?? 0 }),
+          borderColor: line.band !== undefined ? bandColor : lineColor,
+          backgroundColor: line.band !== undefined ? bandColor : lineColor,
+          pointBackgroundColor: before && !faint ? '#ffffff' : lineColor,
+          borderWidth: line.band !== undefined ? 0 : before ? (faint ? 1.25 : 1.5) : line.dash !== undefined ? 1.5 : 2,
+          borderDash: line.dash ?? (before && !faint ? [6, 4] : []),
+          fill: line.band === 'max' ? '-1' : false,
+          pointRadius: radius,
+          pointStyle: 'circle',
+          pointHoverRadius: line.band !== undefined ? 0 : 4,
+          spanGaps: false,
+          tension: 0,
+        });
+      }
     }
   }
   return datasets;
@@ -430,16 +542,18 @@ function barSpec(views: readonly RunView[], transports: readonly TransportView[]
 }
 
 function chartSpecs(views: readonly RunView[], transports: readonly TransportView[]): ChartSpec[] {
-  const drawn = transports.flatMap((t) => t.perRun.flatMap((r) => (r?.drawn === undefined ? [] : [r.drawn])));
-  const perImage = lineDatasets(views, transports, perImagePoints);
-  const percentiles = lineDatasets(views, transports, (s) => ({ points: percentilePoints(s) }));
-  const maxImages = Math.max(1, ...drawn.map((s) => s.imageCount));
+  const timeOverRun = lineDatasets(views, transports, timeOverRunDrawing, 'faint');
+  const mbpsOverTime = lineDatasets(views, transports, mbpsOverTimeDrawing, 'dashed');
+  const p99OverTime = lineDatasets(views, transports, p99OverTimeDrawing, 'faint');
+  const percentiles = lineDatasets(views, transports, percentileDrawing, 'dashed');
   const maxX = Math.max(1, ...percentiles.flatMap((d) => d.data.map((p) => p.x)));
+  const maxSeconds = Math.max(1, ...mbpsOverTime.map((d) => d.spanSeconds ?? 0));
+  const xTitle = 'time since the first recorded image was sent (by arrival, receiver clock)';
   // Bars are figures: the median completed repeat's, never a failed repeat's partial ones.
   const cost = (side: Side | null, r: TransportInRun | undefined) => (side === null ? undefined : (r?.median?.cost[side] ?? undefined));
   const cpuSides: Side[] = hasBroker(transports) ? ['transmitter', 'receiver', 'broker'] : ['transmitter', 'receiver'];
   return [
-    { name: 'per-image', kind: 'per-image', xTitle: 'image number', yTitle: 'transmission time (ms)', xMax: maxImages, datasets: perImage },
+    { name: 'time-over-run', kind: 'over-time', xTitle, yTitle: 'transmission time (ms)', unit: 'ms', xMax: maxSeconds, datasets: timeOverRun },
     {
       name: 'latency-percentiles',
       kind: 'percentiles',
@@ -449,6 +563,8 @@ function chartSpecs(views: readonly RunView[], transports: readonly TransportVie
       ticks: PERCENTILE_TICKS,
       datasets: percentiles,
     },
+    { name: 'mbps-over-time', kind: 'over-time', xTitle, yTitle: 'MB/s', unit: 'MB/s', xMax: maxSeconds, datasets: mbpsOverTime },
+    { name: 'p99-over-time', kind: 'over-time', xTitle, yTitle: 'p99 (ms)', unit: 'ms', xMax: maxSeconds, datasets: p99OverTime },
     barSpec(views, transports, { name: 'throughput', yTitle: 'MB/s', unit: 'MB/s', digits: 1, sides: [null], value: (r) => r?.median?.throughputMBps ?? null }),
     barSpec(views, transports, { name: 'cpu-per-image', yTitle: 'CPU ms per image', unit: 'ms', digits: 2, sides: cpuSides, value: (r, side) => cost(side, r)?.cpuMsPerImage ?? null }),
     barSpec(views, transports, {
@@ -626,22 +742,28 @@ ${renderFacts(views, transports)}
 // ---------------------------------------------------------------------------------------------
 // Charts
 
-function runKey(views: readonly RunView[], style: 'line' | 'bar'): string {
+/** How a chart's key draws the two runs: lines with the before dashed, faint lines, or bars. */
+type KeyStyle = 'line' | 'faint' | 'bar';
+
+function runKey(views: readonly RunView[], style: KeyStyle): string {
   if (views.length === 1) return '';
   const [before, after] = [views[0]!, views[1]!];
-  const sample = (role: 'before' | 'after'): string => `<span class="key-${style} key-${role}" aria-hidden="true"></span>`;
+  const sample = (role: 'before' | 'after'): string => `<span class="key-${style === 'faint' ? 'line key-faint' : style} key-${role}" aria-hidden="true"></span>`;
   const short = (view: RunView): string => escapeHtml(shortDate(view.report.run.startedAt));
   return `<p class="run-key"><span class="key-item">${sample('after')}after (${short(after)})</span> <span class="key-item">${sample('before')}before (${short(before)})</span></p>`;
 }
 
-/** Under a chart: the transports it has no data for, and those it draws from a failed repeat, in every run or in one. */
+/** Under a chart: the transports it has no data for (and why), and those it draws from a failed repeat, in every run or in one. */
 function chartNote(views: readonly RunView[], spec: ChartSpec, transports: readonly TransportView[]): string {
-  const hasData = (t: TransportView, ti: number, role: RunRole): boolean =>
-    spec.kind === 'bars' ? spec.datasets.some((d) => d.run === role && d.data[ti] !== null) : spec.datasets.some((d) => d.run === role && d.transport === t.key && d.hasData);
+  const missing = (t: TransportView, ti: number, role: RunRole): string | null => {
+    if (spec.kind === 'bars') return spec.datasets.some((d) => d.run === role && d.data[ti] !== null) ? null : 'no data';
+    const line = spec.datasets.find((d) => d.run === role && d.transport === t.key);
+    return line === undefined ? 'no data' : line.missing;
+  };
   const failedShown = (t: TransportView, role: RunRole): boolean => spec.kind !== 'bars' && spec.datasets.some((d) => d.run === role && d.transport === t.key && d.failedRepeat);
   const groups = new Map<string, string[]>();
   transports.forEach((t, ti) => {
-    const suffixes = [noDataSuffix(views, views.map((v) => hasData(t, ti, v.role))), failedShownSuffix(views, views.map((v) => failedShown(t, v.role)))];
+    const suffixes = [noDataSuffix(views, views.map((v) => missing(t, ti, v.role))), failedShownSuffix(views, views.map((v) => failedShown(t, v.role)))];
     for (const suffix of suffixes) if (suffix !== '') groups.set(suffix, [...(groups.get(suffix) ?? []), t.title]);
   });
   if (groups.size === 0) return '';
@@ -653,31 +775,39 @@ function renderCharts(views: readonly RunView[], transports: readonly TransportV
   const repeats = Math.max(...views.map((v) => v.report.run.repeat));
   const whichSection = repeats > 1 ? 'The median completed repeat of each transport (by total transfer time).' : 'Each transport’s section.';
   const anyFailedShown = transports.some((t) => t.perRun.some((r) => r !== undefined && r.median === undefined && r.drawn !== undefined));
+  const anyWithoutSeries = transports.some((t) => t.perRun.some((r) => r?.drawn !== undefined && r.drawn.series === undefined));
   // Said once above the charts: in every card's note it would push the charts of a row out of line.
   const intro = [
     `Bars come from each transport’s ${repeats > 1 ? 'median ' : ''}completed repeat (every image intact) only: none for a transport without one.`,
     anyFailedShown ? `Lines of a transport with no completed repeat show its last repeat with any arrival, tagged “${FAILED_SHOWN}”: for diagnosis, not a result.` : '',
+    anyWithoutSeries
+      ? `A section from a file written before per-second series were recorded has nothing to draw over time (tagged “${NO_SERIES}”); its latency distribution comes from its per-image times.`
+      : '',
   ]
     .filter(Boolean)
     .join(' ');
-  const card = (name: ChartName, title: string, note: string, extra = ''): string => {
+  const card = (name: ChartName, title: string, note: string, key: KeyStyle, extra = ''): string => {
     const spec = specs.find((s) => s.name === name)!;
     return `<figure class="card chart-card chart-${name}">
-<figcaption><h3>${escapeHtml(title)}</h3>${extra}<p class="note">${escapeHtml(note)}</p>${runKey(views, spec.kind === 'bars' ? 'bar' : 'line')}</figcaption>
+<figcaption><h3>${escapeHtml(title)}</h3>${extra}<p class="note">${escapeHtml(note)}</p>${runKey(views, key)}</figcaption>
 <div class="chart-box"><canvas data-chart="${name}" role="img" aria-label="${escapeHtml(title)}"></canvas></div>
 ${chartNote(views, spec, transports)}</figure>`;
   };
-  const perImage = specs.find((s) => s.name === 'per-image');
-  const bucketed = perImage !== undefined && perImage.kind === 'per-image' && perImage.xMax > PER_IMAGE_MAX_BUCKETS;
+  // Past SERIES_MAX_POINTS seconds a point merges several, whose percentiles do not merge: the notes say what is drawn instead.
+  const merged = specs.some((s) => s.kind === 'over-time' && s.datasets.some((d) => (d.bucketSeconds ?? 1) > 1));
+  const mergedNote = merged ? ` Over ${SERIES_MAX_POINTS.toLocaleString('en-US')} s a point merges consecutive seconds: the median of their p50s, the largest of their p99s (an upper bound: percentiles do not merge).` : '';
+  const p99Needs = `a second needs ${MIN_SAMPLES_FOR.p99} images for a p99`;
   return `<section class="charts" aria-label="Charts">
 <h2>Charts</h2>
 <p class="note">${escapeHtml(intro)}</p>
 <div class="chart-grid">
-${card('per-image', 'Transmission time per image', `${whichSection} Gaps are images that never arrived; × marks a corrupt image.${bucketed ? ' Long runs: the fastest and slowest image of each stretch.' : ''}`, '<label class="toggle"><input type="checkbox" data-log-toggle="per-image"> log scale</label>')}
-${card('latency-percentiles', 'Latency distribution', `${whichSection} Intact images only, slowest to the right; the axis stretches the tail (p99, p99.9).`)}
-${card('throughput', 'Throughput', `MB/s: 10⁶ intact bytes per second over the total transfer time; higher is better.${hasOpenLoop(transports) ? ' Under RATE: the offered load as delivered, not a capacity.' : ''}`)}
-${card('cpu-per-image', 'CPU per image', `User + system CPU time of each side over the recorded images, divided by their count; lower is better.${hasBroker(transports) ? ' Broker: the server the transport goes through, by its own counters.' : ''}`)}
-${card('peak-rss', 'Peak memory', 'Largest resident set size (RSS) of each side during the section, in MiB.')}
+${card('time-over-run', 'Transmission time over the run', `${whichSection} One-way times of intact images by the second they arrived in: the line is the p50, the band the fastest to the slowest, dashed the p99 (${p99Needs}); gaps where none arrived.${mergedNote}`, 'faint', '<label class="toggle"><input type="checkbox" data-log-toggle="time-over-run"> log scale</label>')}
+${card('latency-percentiles', 'Latency distribution', `${whichSection} Intact images only, slowest to the right; the axis stretches the tail (p99, p99.9).`, 'line')}
+${card('mbps-over-time', 'MB/s over time', `${whichSection} 10⁶ intact bytes per second, by the second they arrived in; 0 where nothing intact arrived.${merged ? ' Over 2,000 s a point is the mean of the seconds it merges.' : ''}`, 'line')}
+${card('p99-over-time', 'p99 over time', `${whichSection} The 99th percentile of each second (${p99Needs}): one-way solid, round trip (stamp → ack processed, transmitter clock) dashed.${mergedNote}`, 'faint')}
+${card('throughput', 'Throughput', `MB/s: 10⁶ intact bytes per second over the total transfer time; higher is better.${hasOpenLoop(transports) ? ' Under RATE: the offered load as delivered, not a capacity.' : ''}`, 'bar')}
+${card('cpu-per-image', 'CPU per image', `User + system CPU time of each side over the recorded images, divided by their count; lower is better.${hasBroker(transports) ? ' Broker: the server the transport goes through, by its own counters.' : ''}`, 'bar')}
+${card('peak-rss', 'Peak memory', 'Largest resident set size (RSS) of each side during the section, in MiB.', 'bar')}
 </div>
 </section>`;
 }

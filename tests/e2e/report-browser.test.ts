@@ -13,6 +13,7 @@ import { SectionRecorder, type SectionPlan, type SectionResult } from '../../ser
 import { projectPath } from '../../services/shared/paths.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';
 import { fixturePlan, fixtureReport, NO_WARMUP, resultWith } from '../helpers/fixtures.js';
+import { asLegacy, histogramOf, random, soakSection, syntheticSeries, twentyMillionSections, withSeries } from '../helpers/series-fixtures.js';
 import { renderSweepPage } from '../../scripts/lib/sweep-page.js';
 
 // report.html as a reader sees it: rendered with the real Chart.js, opened from file:// in a real
@@ -35,18 +36,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
 });
-
-/** Deterministic pseudo-random numbers in [0, 1) (mulberry32). */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Per-image times (ms) around `typicalMs`, with jitter and a few slow outliers. */
 function times(seed: number, typicalMs: number, jitterMs: number, lost: readonly number[] = []): (number | null)[] {
@@ -103,24 +92,43 @@ const TRANSPORTS: readonly TransportFixture[] = [
 const GRPC_FAILURE = '14 UNAVAILABLE: No connection established. Last error: connect ECONNREFUSED 127.0.0.1:50051';
 const REDIS_NOTE = 'Redis: ioredis hands over an XREADGROUP reply whole';
 
+/** Seconds of every section's per-second series, and ZeroMQ's stall (no arrival) in the "after" run. */
+const SERIES_SECONDS = 120;
+const ZEROMQ_STALL = [50, 60] as const;
+
 /**
  * A run over every transport, Redis with its broker's cost. The "after" run has gRPC failing
  * before any image (no data) and ZeroMQ losing images 17 and 18 (no completed repeat: its failed
  * one is drawn, with a gap); in the "before" run every transport delivers every image.
+ *
+ * The table's figures and the latency distribution (its histograms) come from the 40 images; the
+ * per-second series is synthetic, two minutes at 500 images a second around the same typical
+ * time (ZeroMQ's with a 10 s stall in the after run): enough seconds and images for every chart
+ * over time to have lines to draw. `legacy` gives the sections as files written before per-second
+ * series hold them: per-image records, no series.
  */
-function run(role: 'before' | 'after'): RunReport {
+function run(role: 'before' | 'after', legacy = false): RunReport {
   const speed = role === 'before' ? 1.15 : 1;
   const sections = TRANSPORTS.map((t, index) => {
     const plan = fixturePlan({ transport: t.transport, label: t.label, baseline: t.baseline ?? false, sectionId: index + 1 });
     const seed = index * 7 + (role === 'before' ? 100 : 1);
-    if (role === 'after' && t.transport === 'grpc') return sequentialSection(plan, Array(IMAGE_COUNT).fill(null), GRPC_FAILURE, { transmitter: null, receiver: null, broker: null });
+    const failed = role === 'after' && t.transport === 'grpc';
     const lost = role === 'after' && t.transport === 'zeromq' ? [17, 18] : [];
-    const cost = {
-      transmitter: sideCost(t.tx[0] * speed, t.tx[1], t.tx[2]),
-      receiver: sideCost(t.rx[0] * speed, t.rx[1] * speed, t.rx[2]),
-      broker: t.broker === undefined ? null : sideCost(t.broker[0] * speed, t.broker[1], null),
-    };
-    return sequentialSection(plan, times(seed, t.typicalMs * speed, t.jitterMs, lost), null, cost);
+    const cost = failed
+      ? { transmitter: null, receiver: null, broker: null }
+      : {
+          transmitter: sideCost(t.tx[0] * speed, t.tx[1], t.tx[2]),
+          receiver: sideCost(t.rx[0] * speed, t.rx[1] * speed, t.rx[2]),
+          broker: t.broker === undefined ? null : sideCost(t.broker[0] * speed, t.broker[1], null),
+        };
+    const timesMs = failed ? Array<number | null>(IMAGE_COUNT).fill(null) : times(seed, t.typicalMs * speed, t.jitterMs, lost);
+    const section = sequentialSection(plan, timesMs, failed ? GRPC_FAILURE : null, cost);
+    if (legacy) return asLegacy(section, timesMs);
+    const intact = timesMs.filter((x): x is number => x !== null);
+    if (intact.length === 0) return withSeries(section, [], { oneWayNs: null, rttNs: null });
+    const stall = lost.length > 0 ? { stall: ZEROMQ_STALL } : {};
+    const series = syntheticSeries({ seconds: SERIES_SECONDS, imagesPerSecond: 500, typicalMs: t.typicalMs * speed, seed, ...stall }, plan.imageSizeBytes);
+    return withSeries(section, series, { oneWayNs: histogramOf(intact), rttNs: histogramOf(intact.map((x) => x + 0.08)) });
   });
   const report = fixtureReport(sections, { startedAt: role === 'before' ? '2026-11-22T09:30:00.000Z' : '2026-11-23T08:00:00.000Z' });
   return { ...report, run: { ...report.run, arrivalNotes: [REDIS_NOTE] } };
@@ -218,14 +226,17 @@ async function drawnCharts(page: Page): Promise<DrawnChart[]> {
   });
 }
 
+/** A section some image arrived in, intact or not. */
+const arrived = (s: SectionResult): boolean => s.okCount + s.corruptCount > 0;
+
 /** Transports whose median (completed) repeat has arrivals: the ones with bars and figures. */
 function transportsWithFigures(report: RunReport): string[] {
-  return report.transports.filter((t) => t.medianSection !== null && report.sections[t.medianSection]!.images.some((i) => i.timeMs !== null)).map((t) => t.transport);
+  return report.transports.filter((t) => t.medianSection !== null && arrived(report.sections[t.medianSection]!)).map((t) => t.transport);
 }
 
 /** Transports with any section that has arrivals: the lines drawn, from a failed repeat when none completed. */
 function transportsWithArrivals(report: RunReport): string[] {
-  return report.transports.filter((t) => report.sections.some((s) => s.transport === t.transport && s.images.some((i) => i.timeMs !== null))).map((t) => t.transport);
+  return report.transports.filter((t) => report.sections.some((s) => s.transport === t.transport && arrived(s))).map((t) => t.transport);
 }
 
 /** Transports whose median repeat has a broker cost. */
@@ -235,9 +246,10 @@ function transportsWithBroker(report: RunReport): string[] {
 
 /**
  * Every line chart drew every transport with arrivals, and every bar chart a bar for exactly the
- * transports with figures (the broker's bars: those with a broker), in every run given.
+ * transports with figures (the broker's bars: those with a broker), in every run given (the charts
+ * over time: in the runs with series, `withoutSeries` naming those without).
  */
-function expectEveryTransportDrawn(charts: readonly DrawnChart[], runs: Record<string, RunReport>): void {
+function expectEveryTransportDrawn(charts: readonly DrawnChart[], runs: Record<string, RunReport>, withoutSeries: readonly string[] = []): void {
   expect(charts.map((c) => c.name)).toEqual([...CHART_NAMES]);
   for (const chart of charts) {
     expect(chart.canvasName).toBe(chart.name);
@@ -246,6 +258,7 @@ function expectEveryTransportDrawn(charts: readonly DrawnChart[], runs: Record<s
       const own = chart.datasets.filter((d) => d.run === role);
       expect(own.length, `${chart.name} has no ${role} dataset`).toBeGreaterThan(0);
       if (chart.type === 'line') {
+        if (chart.name !== 'latency-percentiles' && withoutSeries.includes(role)) continue;
         for (const transport of transportsWithArrivals(report)) {
           const line = own.find((d) => d.transport === transport);
           expect(line?.drawnPoints, `${chart.name}: ${transport} (${role}) drew no points`).toBeGreaterThan(0);
@@ -273,22 +286,25 @@ describe('report.html in Chromium', () => {
       const charts = await drawnCharts(page);
       expectEveryTransportDrawn(charts, { only: after });
       // gRPC failed before any image: no points anywhere, and its legend says so. ZeroMQ lost two
-      // images: no completed repeat, so no bars, but its failed repeat's line, gap and tag.
+      // images: no completed repeat, so no bars, but its failed repeat's lines and tag; over time,
+      // its stall is a gap in its times and 0 MB/s.
+      const stalled = SERIES_SECONDS - (ZEROMQ_STALL[1] - ZEROMQ_STALL[0]);
+      const zeromqPoints: Record<string, number> = { 'time-over-run': stalled, 'latency-percentiles': IMAGE_COUNT - 2, 'mbps-over-time': SERIES_SECONDS, 'p99-over-time': stalled };
       for (const chart of charts) {
         if (chart.type === 'line') {
           const grpc = chart.datasets.find((d) => d.transport === 'grpc')!;
           expect(grpc.drawnPoints).toBe(0);
           expect(grpc.legendLabel).toBe('gRPC (no data)');
           const zeromq = chart.datasets.find((d) => d.transport === 'zeromq')!;
-          expect(zeromq.drawnPoints).toBe(IMAGE_COUNT - 2);
+          expect(zeromq.drawnPoints, chart.name).toBe(zeromqPoints[chart.name]);
           expect(zeromq.legendLabel).toBe('ZeroMQ (FAILED repeat shown)');
         } else {
           expect(chart.labels[1]).toEqual(['gRPC', '(no data)']);
           expect(chart.labels[2]).toEqual(['ZeroMQ', '(no data)']);
         }
       }
-      await expect(page.locator('figure.chart-card .no-data').count()).resolves.toBe(5);
-      await expect(page.locator('figure.chart-per-image .no-data').innerText()).resolves.toBe('no data gRPC FAILED repeat shown ZeroMQ');
+      await expect(page.locator('figure.chart-card .no-data').count()).resolves.toBe(CHART_NAMES.length);
+      await expect(page.locator('figure.chart-time-over-run .no-data').innerText()).resolves.toBe('no data gRPC FAILED repeat shown ZeroMQ');
       await expect(page.locator('figure.chart-throughput .no-data').innerText()).resolves.toBe('no data gRPC, ZeroMQ');
 
       // The broker is the CPU chart's third side, in its own colour, with a bar for Redis only.
@@ -351,10 +367,10 @@ describe('report.html in Chromium', () => {
       await page.locator('table.summary-table thead th', { hasText: 'Transport' }).locator('button').click();
       await expect(rowTransports()).resolves.toEqual(['grpc', 'redis', 'tcp', 'websocket', 'zeromq']);
 
-      // The log-scale switch redraws the per-image chart.
-      await page.locator('input[data-log-toggle="per-image"]').check();
-      await expect(page.evaluate(() => (window as unknown as { __charts: Record<string, { scales: Record<string, { type: string }> }> }).__charts['per-image']!.scales.y!.type)).resolves.toBe('logarithmic');
-      await page.locator('input[data-log-toggle="per-image"]').uncheck();
+      // The log-scale switch redraws the transmission time over the run.
+      await page.locator('input[data-log-toggle="time-over-run"]').check();
+      await expect(page.evaluate(() => (window as unknown as { __charts: Record<string, { scales: Record<string, { type: string }> }> }).__charts['time-over-run']!.scales.y!.type)).resolves.toBe('logarithmic');
+      await page.locator('input[data-log-toggle="time-over-run"]').uncheck();
 
       expectCleanAndOffline(opened);
     } finally {
@@ -378,12 +394,12 @@ describe('report.html in Chromium', () => {
     try {
       const charts = await drawnCharts(page);
       expectEveryTransportDrawn(charts, { before, after });
-      // ZeroMQ lost two images after: its after line (a failed repeat) has a gap, two points fewer.
-      const perImage = charts.find((c) => c.name === 'per-image')!;
-      expect(perImage.datasets.find((d) => d.transport === 'zeromq' && d.run === 'after')!.drawnPoints).toBe(IMAGE_COUNT - 2);
-      expect(perImage.datasets.find((d) => d.transport === 'zeromq' && d.run === 'before')!.drawnPoints).toBe(IMAGE_COUNT);
-      expect(perImage.datasets.find((d) => d.transport === 'zeromq')!.legendLabel).toBe('ZeroMQ (FAILED repeat shown after)');
-      expect(perImage.datasets.find((d) => d.transport === 'grpc')!.legendLabel).toBe('gRPC (no data after)');
+      // ZeroMQ lost two images after: its after curve (a failed repeat) has two points fewer.
+      const percentiles = charts.find((c) => c.name === 'latency-percentiles')!;
+      expect(percentiles.datasets.find((d) => d.transport === 'zeromq' && d.run === 'after')!.drawnPoints).toBe(IMAGE_COUNT - 2);
+      expect(percentiles.datasets.find((d) => d.transport === 'zeromq' && d.run === 'before')!.drawnPoints).toBe(IMAGE_COUNT);
+      expect(percentiles.datasets.find((d) => d.transport === 'zeromq')!.legendLabel).toBe('ZeroMQ (FAILED repeat shown after)');
+      expect(percentiles.datasets.find((d) => d.transport === 'grpc')!.legendLabel).toBe('gRPC (no data after)');
       // The broker's bars in both runs.
       const cpu = charts.find((c) => c.name === 'cpu-per-image')!;
       expect(cpu.datasets.filter((d) => d.side === 'broker').map((d) => [d.label, d.drawnBars])).toEqual([
@@ -403,6 +419,97 @@ describe('report.html in Chromium', () => {
       await page.close();
     }
   }, 60_000);
+
+  it('overlays a file written before per-second series (before) on one with them (after): the charts over time draw the after run and say the before has none', async () => {
+    const older = run('before', true);
+    const file = path.join(dir, 'legacy-overlay.html');
+    await writeFile(file, renderHtmlReport([older, after], reportLibraries()));
+    const opened = await open(file);
+    const { page } = opened;
+    try {
+      const charts = await drawnCharts(page);
+      expectEveryTransportDrawn(charts, { before: older, after }, ['before']);
+      for (const chart of charts.filter((c) => c.type === 'line' && c.name !== 'latency-percentiles')) {
+        expect(chart.datasets.filter((d) => d.run === 'before').every((d) => d.drawnPoints === 0), chart.name).toBe(true);
+        expect(chart.datasets.find((d) => d.transport === 'websocket')!.legendLabel).toBe('WebSocket (no series in this file before)');
+      }
+      // The latency distribution draws the older file from its per-image times.
+      const percentiles = charts.find((c) => c.name === 'latency-percentiles')!;
+      expect(percentiles.datasets.find((d) => d.transport === 'websocket' && d.run === 'before')!.drawnPoints).toBe(IMAGE_COUNT);
+      await expect(page.locator('figure.chart-mbps-over-time .no-data').innerText()).resolves.toContain('no series in this file before');
+      expectCleanAndOffline(opened);
+    } finally {
+      await page.close();
+    }
+  }, 60_000);
+
+  it('draws every chart of a run of 20 million images (five transports of 4,000,000), and of a day’s soak', async () => {
+    const large = fixtureReport(twentyMillionSections());
+    const soak = fixtureReport([soakSection()]);
+    for (const [name, report] of [
+      ['twenty-million', large],
+      ['soak', soak],
+    ] as const) {
+      const file = path.join(dir, `${name}.html`);
+      await writeFile(file, renderHtmlReport([report], reportLibraries()));
+      const opened = await open(file);
+      const { page } = opened;
+      try {
+        const charts = await drawnCharts(page);
+        expectEveryTransportDrawn(charts, { only: report });
+        // Every line over time has its points: 400 seconds, or a day merged into 1,964 buckets of 44 s.
+        const perLine = name === 'soak' ? 1964 : 400;
+        for (const chart of charts.filter((c) => c.name.includes('over'))) {
+          for (const transport of transportsWithArrivals(report)) {
+            const line = chart.datasets.find((d) => d.transport === transport)!;
+            // ZeroMQ's 5 s stall leaves gaps in its times, not in its MB/s (0 there).
+            const gaps = name === 'twenty-million' && transport === 'zeromq' && chart.name !== 'mbps-over-time' ? 5 : 0;
+            expect(line.drawnPoints, `${name} ${chart.name} ${transport}`).toBe(perLine - gaps);
+          }
+        }
+        const screenshot = path.join(dir, `${name}.png`);
+        await page.screenshot({ path: screenshot, fullPage: true });
+        console.log(`${name} page: ${file}, screenshot: ${screenshot}`);
+        expectCleanAndOffline(opened);
+      } finally {
+        await page.close();
+      }
+    }
+  }, 120_000);
+});
+
+// How long Chromium takes to open the page of 20 million images, from navigation to every chart
+// drawn, five times. Off by default (ITB_MEASURE_RENDER=1 runs it) and asserting nothing of the
+// times: they depend on the machine and its load. The page script draws every chart before the
+// load event (animations off), so the load event's end is "charts drawn"; the two frames after it
+// are the first paint of them.
+describe.runIf(process.env.ITB_MEASURE_RENDER === '1')('render time of the page of 20 million images', () => {
+  it('opens five times', async () => {
+    const file = path.join(dir, 'measure-twenty-million.html');
+    const html = renderHtmlReport([fixtureReport(twentyMillionSections())], reportLibraries());
+    await writeFile(file, html);
+    const rows: string[] = [];
+    for (let i = 1; i <= 5; i++) {
+      const page = await browser.newPage({ viewport: { width: 1360, height: 900 } });
+      try {
+        const startedMs = performance.now();
+        await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
+        const timing = await page.evaluate(
+          () =>
+            new Promise<{ loadEndMs: number; paintedMs: number; charts: number }>((resolve) => {
+              const nav = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
+              requestAnimationFrame(() => requestAnimationFrame(() => resolve({ loadEndMs: nav.loadEventEnd, paintedMs: performance.now(), charts: Object.keys((window as unknown as { __charts: object }).__charts).length })));
+            }),
+        );
+        const wallMs = performance.now() - startedMs;
+        expect(timing.charts).toBe(CHART_NAMES.length);
+        rows.push(`run ${i}: load event end ${timing.loadEndMs.toFixed(0)} ms, painted ${timing.paintedMs.toFixed(0)} ms after navigation start; ${wallMs.toFixed(0)} ms from goto to painted`);
+      } finally {
+        await page.close();
+      }
+    }
+    console.log(`report.html of 20 million images, ${Buffer.byteLength(html).toLocaleString('en-US')} bytes:\n${rows.join('\n')}`);
+  }, 120_000);
 });
 
 function runReport(...args: string[]): { code: number | null; stdout: string; stderr: string } {

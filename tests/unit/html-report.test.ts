@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { HTML_REPORT_CSP, jsonForScript, renderHtmlReport, scriptForInline, styleForInline, type HtmlReportLibraries } from '../../services/core/html-report.js';
+import { CHART_NAMES, HTML_REPORT_CSP, jsonForScript, renderHtmlReport, scriptForInline, styleForInline, type HtmlReportLibraries } from '../../services/core/html-report.js';
 import { TIMING_DEFINITIONS, type RunReport } from '../../services/core/report.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';
-import { SectionRecorder } from '../../services/core/section.js';
-import { fixturePlan, fixtureReport, fixtureSection, twoClockSection, resultWith } from '../helpers/fixtures.js';
+import { SectionRecorder, type SectionResult } from '../../services/core/section.js';
+import { fixturePlan, fixtureReport, fixtureSection, resultWith, twoClockSection } from '../helpers/fixtures.js';
+import type { SecondDistribution, SecondSample } from '../../services/core/series.js';
+import { asLegacy, histogramOf, soakSection, twentyMillionSections, withSeries } from '../helpers/series-fixtures.js';
 
 // The page as text: what it inlines, what it carries, what it must never contain. The browser
 // test (tests/e2e/report-browser.test.ts) draws it.
@@ -18,15 +20,31 @@ const cost = {
   broker: null,
 };
 
+/** A section of the given times (ms; null = lost) as a file written before per-second series holds it: per-image records inline. */
+function legacySection(plan: Parameters<typeof fixtureSection>[0], timesMs: readonly (number | null)[], failure: string | null = null, sectionCost: Parameters<typeof fixtureSection>[3] = undefined): ReturnType<typeof fixtureSection> {
+  return asLegacy(fixtureSection(plan, timesMs, failure, sectionCost), timesMs);
+}
+
 function sampleReport(startedAt = '2026-11-23T08:00:00.000Z'): RunReport {
   return fixtureReport(
     [
-      fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [2.413, 1.2, null, 1.9], null, cost),
-      fixtureSection(fixturePlan({ transport: 'grpc', label: 'gRPC <&> "quoted"' }), [3.1, 2.9, 3.3, 3.0], null, cost),
-      fixtureSection(fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true }), [null, null, null, null], 'connect ECONNREFUSED 127.0.0.1:7001 </script><img src=x>'),
+      legacySection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [2.413, 1.2, null, 1.9], null, cost),
+      legacySection(fixturePlan({ transport: 'grpc', label: 'gRPC <&> "quoted"' }), [3.1, 2.9, 3.3, 3.0], null, cost),
+      legacySection(fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true }), [null, null, null, null], 'connect ECONNREFUSED 127.0.0.1:7001 </script><img src=x>'),
     ],
     { startedAt },
   );
+}
+
+/** The runs as the page carries them: sections without per-image records and per-second series. */
+function withoutBulk(report: RunReport): unknown {
+  return {
+    ...report,
+    sections: report.sections.map((section) => {
+      const { images: _images, series: _series, ...rest } = section as SectionResult & { images?: unknown };
+      return rest;
+    }),
+  };
 }
 
 /** The text of the element `<script ... id="id">`, which must be there exactly once. */
@@ -39,7 +57,25 @@ function scriptBlock(html: string, id: string): string {
 /** The chart specifications the page carries. */
 interface Spec {
   name: string;
-  datasets: { transport?: string; run: string; side?: string | null; label: string; legendLabel?: string; failedRepeat?: boolean; hasData?: boolean; backgroundColor?: unknown; data: unknown[] }[];
+  datasets: {
+    transport?: string;
+    run: string;
+    side?: string | null;
+    label: string;
+    legendLabel?: string;
+    failedRepeat?: boolean;
+    hasData?: boolean;
+    backgroundColor?: unknown;
+    data: unknown[];
+    /** Line charts only. */
+    figure?: string;
+    missing?: string | null;
+    fill?: unknown;
+    borderDash?: number[];
+    bucketSeconds?: number;
+    spanSeconds?: number;
+  }[];
+  xMax?: number;
   labels?: unknown[];
 }
 function specsOf(html: string): Spec[] {
@@ -100,10 +136,11 @@ describe('renderHtmlReport', () => {
     expect(scriptElements(page)).toContain(scriptForInline(pageScript));
   });
 
-  it('carries the runs as a JSON block that round-trips to the input', () => {
+  it('carries the runs as a JSON block that round-trips to the input, less per-image records and series (results.json keeps them)', () => {
     const block = scriptBlock(html, 'itb-results');
     expect(block).not.toContain('<');
-    expect(JSON.parse(block)).toEqual([report]);
+    expect(JSON.parse(block)).toEqual([withoutBulk(report)]);
+    expect(block).not.toContain('"images":[');
     expect(jsonForScript({ text: '</script><!--' })).toBe('{"text":"\\u003c/script>\\u003c!--"}');
   });
 
@@ -115,20 +152,20 @@ describe('renderHtmlReport', () => {
 
   it('gives every chart a canvas with a data-chart name, and a specification for it', () => {
     const names = [...html.matchAll(/<canvas data-chart="([^"]+)"/g)].map((m) => m[1]);
-    expect(names).toEqual(['per-image', 'latency-percentiles', 'throughput', 'cpu-per-image', 'peak-rss']);
-    const specs = JSON.parse(scriptBlock(html, 'itb-chart-specs')) as { name: string; datasets: { transport?: string; data: unknown[] }[] }[];
+    expect(names).toEqual(['time-over-run', 'latency-percentiles', 'mbps-over-time', 'p99-over-time', 'throughput', 'cpu-per-image', 'peak-rss']);
+    expect(names).toEqual([...CHART_NAMES]);
+    const specs = specsOf(html);
     expect(specs.map((s) => s.name)).toEqual(names);
-    const perImage = specs[0]!;
-    // One line per transport; a lost image is a gap (null), a transport with no arrival has no points.
+    const percentiles = specs[1]!;
+    // One line per transport: the i-th fastest of n intact times at x = n / (n − i − 0.5); a transport with no arrival has no points.
     // WebSocket lost an image, so it has no completed repeat: its failed one is drawn for diagnosis.
-    expect(perImage.datasets.map((d) => d.transport)).toEqual(['websocket', 'grpc', 'tcp']);
-    expect(perImage.datasets[0]!.data).toEqual([
-      { x: 1, y: 2.413 },
-      { x: 2, y: 1.2 },
-      { x: 3, y: null },
-      { x: 4, y: 1.9 },
+    expect(percentiles.datasets.map((d) => d.transport)).toEqual(['websocket', 'grpc', 'tcp']);
+    expect(percentiles.datasets[0]!.data).toEqual([
+      { x: 3 / 2.5, y: 1.2 },
+      { x: 3 / 1.5, y: 1.9 },
+      { x: 3 / 0.5, y: 2.413 },
     ]);
-    expect(perImage.datasets[2]!.data).toEqual([]);
+    expect(percentiles.datasets[2]!.data).toEqual([]);
   });
 
   it('gives each of thirteen transports (TRANSPORTS=all) a colour of its own, the baseline grey', () => {
@@ -137,8 +174,8 @@ describe('renderHtmlReport', () => {
       ...names.map((transport) => fixtureSection(fixturePlan({ transport, label: transport }), [1, 2], null, cost)),
       fixtureSection(fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true }), [1, 2], null, cost),
     ]);
-    const perImage = specsOf(renderHtmlReport([all], LIBRARIES))[0]!;
-    const colours = perImage.datasets.map((d) => [d.transport, (d as { borderColor?: string }).borderColor]);
+    const percentiles = specsOf(renderHtmlReport([all], LIBRARIES)).find((s) => s.name === 'latency-percentiles')!;
+    const colours = percentiles.datasets.map((d) => [d.transport, (d as { borderColor?: string }).borderColor]);
     expect(colours.map(([transport]) => transport)).toEqual([...names, 'tcp']);
     expect(new Set(colours.map(([, colour]) => colour)).size).toBe(13);
     expect(colours.at(-1)![1]).toBe('#6f7782');
@@ -170,7 +207,7 @@ describe('renderHtmlReport', () => {
     const before = sampleReport('2026-11-22T08:00:00.000Z');
     const after = sampleReport();
     const two = renderHtmlReport([before, after], LIBRARIES);
-    expect(JSON.parse(scriptBlock(two, 'itb-results'))).toEqual([before, after]);
+    expect(JSON.parse(scriptBlock(two, 'itb-results'))).toEqual([withoutBulk(before), withoutBulk(after)]);
     const specs = JSON.parse(scriptBlock(two, 'itb-chart-specs')) as { name: string; datasets: { run: string }[] }[];
     for (const spec of specs) expect(new Set(spec.datasets.map((d) => d.run))).toEqual(new Set(['before', 'after']));
     expect(two).toContain('Before (2026-11-22 08:00:00 UTC) against after (2026-11-23 08:00:00 UTC)');
@@ -322,8 +359,8 @@ describe('renderHtmlReport: a transport with no completed repeat', () => {
   const specs = specsOf(page);
   const figure = (name: string): string => new RegExp(`<figure class="card chart-card chart-${name}">[\\s\\S]*?</figure>`).exec(page)![0];
 
-  it('still draws its last repeat with arrivals on the per-image and percentile charts, tagged', () => {
-    for (const name of ['per-image', 'latency-percentiles']) {
+  it('still draws its last repeat with arrivals on the percentile chart, tagged', () => {
+    for (const name of ['latency-percentiles']) {
       const websocket = specs.find((s) => s.name === name)!.datasets.find((d) => d.transport === 'websocket')!;
       expect(websocket.hasData).toBe(true);
       expect(websocket.failedRepeat).toBe(true);
@@ -335,9 +372,9 @@ describe('renderHtmlReport: a transport with no completed repeat', () => {
       const tcp = specs.find((s) => s.name === name)!.datasets.find((d) => d.transport === 'tcp')!;
       expect([tcp.hasData, tcp.failedRepeat, tcp.legendLabel]).toEqual([false, false, 'TCP (baseline) (no data)']);
     }
-    expect(page).toContain('<p class="note">Bars come from each transport’s completed repeat (every image intact) only: none for a transport without one. Lines of a transport with no completed repeat show its last repeat with any arrival, tagged “FAILED repeat shown”: for diagnosis, not a result.</p>');
+    expect(page).toContain('<p class="note">Bars come from each transport’s completed repeat (every image intact) only: none for a transport without one. Lines of a transport with no completed repeat show its last repeat with any arrival, tagged “FAILED repeat shown”: for diagnosis, not a result. A section from a file written before per-second series were recorded has nothing to draw over time (tagged “no series in this file”); its latency distribution comes from its per-image times.</p>');
     // A completed transport is not tagged.
-    const grpc = specs[0]!.datasets.find((d) => d.transport === 'grpc')!;
+    const grpc = specs[1]!.datasets.find((d) => d.transport === 'grpc')!;
     expect([grpc.failedRepeat, grpc.legendLabel]).toEqual([false, 'gRPC <&> "quoted"']);
   });
 
@@ -360,30 +397,27 @@ describe('renderHtmlReport: a transport with no completed repeat', () => {
     const plan = (transport: string, label: string, repeat: number) => fixturePlan({ transport, label, repeat, sectionId: repeat });
     const repeated = fixtureReport(
       [
-        fixtureSection(plan('websocket', 'WebSocket', 1), [1.5, null], null, cost),
-        fixtureSection(plan('grpc', 'gRPC', 1), [1, 1], null, cost),
-        fixtureSection(plan('websocket', 'WebSocket', 2), [null, 2.5], null, cost),
-        fixtureSection(plan('grpc', 'gRPC', 2), [2, null], null, cost),
-        fixtureSection(plan('websocket', 'WebSocket', 3), [null, null], 'connection reset', cost),
-        fixtureSection(plan('grpc', 'gRPC', 3), [3, null], null, cost),
+        legacySection(plan('websocket', 'WebSocket', 1), [1.5, null], null, cost),
+        legacySection(plan('grpc', 'gRPC', 1), [1, 1], null, cost),
+        legacySection(plan('websocket', 'WebSocket', 2), [null, 2.5], null, cost),
+        legacySection(plan('grpc', 'gRPC', 2), [2, null], null, cost),
+        legacySection(plan('websocket', 'WebSocket', 3), [null, null], 'connection reset', cost),
+        legacySection(plan('grpc', 'gRPC', 3), [3, null], null, cost),
       ],
       { repeat: 3 },
     );
     const two = renderHtmlReport([repeated], LIBRARIES);
-    const perImage = specsOf(two)[0]!;
-    const websocket = perImage.datasets.find((d) => d.transport === 'websocket')!;
-    // Repeat 3 had no arrival: repeat 2 is the last that shows anything.
+    const percentiles = specsOf(two).find((s) => s.name === 'latency-percentiles')!;
+    const websocket = percentiles.datasets.find((d) => d.transport === 'websocket')!;
+    // Repeat 3 had no arrival: repeat 2 is the last that shows anything, its one time at p50 (x = 2).
     expect(websocket.label).toBe('WebSocket (FAILED repeat 2)');
-    expect(websocket.data).toEqual([
-      { x: 1, y: null },
-      { x: 2, y: 2.5 },
-    ]);
+    expect(websocket.data).toEqual([{ x: 2, y: 2.5 }]);
     // gRPC completed one of its repeats: that one is its median, drawn and tabled without a tag.
-    const grpc = perImage.datasets.find((d) => d.transport === 'grpc')!;
+    const grpc = percentiles.datasets.find((d) => d.transport === 'grpc')!;
     expect([grpc.failedRepeat, grpc.label]).toEqual([false, 'gRPC']);
     expect(grpc.data).toEqual([
-      { x: 1, y: 1 },
-      { x: 2, y: 1 },
+      { x: 2 / 1.5, y: 1 },
+      { x: 4, y: 1 },
     ]);
     expect(cellsOf(two, 'grpc')['p50 ms']).toBe('1.000');
     expect(rowOf(two, 'grpc')).toContain('<span class="badge failed">FAILED</span> <span class="reason">2 lost</span> <span class="completed">1 of 3 repeats completed</span>');
@@ -391,9 +425,9 @@ describe('renderHtmlReport: a transport with no completed repeat', () => {
   });
 
   it('says which run a failed repeat is drawn from when only one of two is', () => {
-    const completed = fixtureReport([fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [1, 1], null, cost)], { startedAt: '2026-11-24T08:00:00.000Z' });
+    const completed = fixtureReport([legacySection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [1, 1], null, cost)], { startedAt: '2026-11-24T08:00:00.000Z' });
     const two = renderHtmlReport([report, completed], LIBRARIES);
-    const websocket = specsOf(two)[0]!.datasets.filter((d) => d.transport === 'websocket');
+    const websocket = specsOf(two)[1]!.datasets.filter((d) => d.transport === 'websocket');
     expect(websocket.map((d) => [d.run, d.failedRepeat, d.label])).toEqual([
       ['after', false, 'WebSocket · after'],
       ['before', true, 'WebSocket · before (FAILED)'],
@@ -452,5 +486,150 @@ describe('renderHtmlReport: header facts and footnotes', () => {
     expect(footer).toContain('Round trip of image i');
     expect(footer).toContain('hashes it afterwards, on the same thread');
     expect(footer).toContain('the sample one (n − 1)');
+  });
+});
+
+describe('renderHtmlReport: charts from per-second series and histograms', () => {
+  const dist = (minMs: number, p50Ms: number, maxMs: number, p99Ms: number | null = null): SecondDistribution => ({ minMs, p50Ms, p99Ms, maxMs });
+  const size = 545_792;
+  // Second 2 had no arrival; second 3 one corrupt image (no intact bytes, no one-way time, a round trip).
+  const series: SecondSample[] = [
+    { second: 0, images: 150, intactBytes: 150 * size, oneWay: dist(1, 2, 9, 5), rtt: dist(1.1, 2.1, 9.1, 5.1) },
+    { second: 1, images: 40, intactBytes: 40 * size, oneWay: dist(1.5, 2.5, 4), rtt: dist(1.6, 2.6, 4.1) },
+    { second: 3, images: 1, intactBytes: 0, oneWay: null, rtt: dist(3, 3, 3) },
+  ];
+  // The table's max is 5 ms exactly; the histogram's bucket of 5 ms tops out at 5.001215 ms.
+  const websocket = withSeries(fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [1, 5], null, cost), series, { oneWayNs: histogramOf([1, 5]), rttNs: histogramOf([1.1, 5.1]) });
+  const fewPerSecond = [{ second: 0, images: 10, intactBytes: 10 * size, oneWay: dist(1, 2, 3), rtt: dist(1.1, 2.1, 3.1) }];
+  const grpc = withSeries(fixtureSection(fixturePlan({ transport: 'grpc', label: 'gRPC', sectionId: 2 }), [2, 2], null, cost), fewPerSecond, { oneWayNs: histogramOf([2, 2]), rttNs: null });
+  const report = fixtureReport([websocket, grpc]);
+  const page = renderHtmlReport([report], LIBRARIES);
+  const specs = specsOf(page);
+  const spec = (name: string): Spec => specs.find((s) => s.name === name)!;
+  const figure = (name: string, html = page): string => new RegExp(`<figure class="card chart-card chart-${name}">[\\s\\S]*?</figure>`).exec(html)![0];
+
+  it('draws the transmission time over the run: per second the p50, the p99 dashed, and the min–max band, a gap where none arrived', () => {
+    const lines = spec('time-over-run').datasets.filter((d) => d.transport === 'websocket');
+    expect(lines.map((d) => [d.figure, d.label, d.fill, d.borderDash])).toEqual([
+      ['p50', 'WebSocket p50', false, []],
+      ['p99', 'WebSocket p99', false, [5, 4]],
+      ['min', 'WebSocket min', false, []],
+      ['max', 'WebSocket max', '-1', []],
+    ]);
+    const ys = (d: { data: unknown[] }) => (d.data as { x: number; y: number | null }[]).map((p) => [p.x, p.y]);
+    expect(lines.map(ys)).toEqual([
+      [[0, 2], [1, 2.5], [2, null], [3, null]],
+      [[0, 5], [1, null], [2, null], [3, null]],
+      [[0, 1], [1, 1.5], [2, null], [3, null]],
+      [[0, 9], [1, 4], [2, null], [3, null]],
+    ]);
+    expect([lines[0]!.bucketSeconds, lines[0]!.spanSeconds, spec('time-over-run').xMax]).toEqual([1, 4, 4]);
+    expect(page).toContain('data-log-toggle="time-over-run"');
+  });
+
+  it('draws MB/s over time, 0 in the seconds nothing intact arrived', () => {
+    const [line] = spec('mbps-over-time').datasets.filter((d) => d.transport === 'websocket');
+    expect(line!.data).toEqual([
+      { x: 0, y: (150 * size) / 1e6 },
+      { x: 1, y: (40 * size) / 1e6 },
+      { x: 2, y: 0 },
+      { x: 3, y: 0 },
+    ]);
+  });
+
+  it('draws the p99 over time, one-way and round trip dashed, and says why a transport has none', () => {
+    const lines = spec('p99-over-time').datasets.filter((d) => d.transport === 'websocket');
+    expect(lines.map((d) => [d.figure, d.borderDash, (d.data as { y: number | null }[]).map((p) => p.y)])).toEqual([
+      ['p99', [], [5, null, null, null]],
+      ['RTT p99', [5, 4], [5.1, null, null, null]],
+    ]);
+    // gRPC's only second had 10 images: no p99 in it.
+    const grpcLines = spec('p99-over-time').datasets.filter((d) => d.transport === 'grpc');
+    expect(grpcLines.map((d) => [d.hasData, d.missing, d.legendLabel])).toEqual([
+      [false, 'no second of 100 images', 'gRPC (no second of 100 images)'],
+      [false, 'no second of 100 images', 'gRPC (no second of 100 images)'],
+    ]);
+    expect(figure('p99-over-time')).toContain('<span class="tag failed">no second of 100 images</span> gRPC');
+    expect(figure('time-over-run')).not.toContain('no-data');
+  });
+
+  it('draws the latency distribution from the histogram, capped at the table’s max', () => {
+    const [line] = spec('latency-percentiles').datasets.filter((d) => d.transport === 'websocket');
+    // 1 ms is in a bucket whose top is 1.000447 ms; 5 ms's top (5.001215) is past the true max.
+    expect(line!.data).toEqual([
+      { x: 2 / 1.5, y: 1.000447 },
+      { x: 4, y: 5 },
+    ]);
+  });
+
+  it('leaves the per-second series out of the runs it carries', () => {
+    expect(scriptBlock(page, 'itb-results')).not.toContain('"series"');
+    expect(scriptBlock(page, 'itb-results')).toContain('"histograms"');
+    expect(page).not.toContain('no series in this file');
+  });
+
+  it('merges seconds past 2,000, and says how', () => {
+    const long = Array.from({ length: 5000 }, (_, second): SecondSample => ({ second, images: 200, intactBytes: 200 * size, oneWay: dist(1, 2, 3, 2.5), rtt: dist(1, 2, 3, 2.5) }));
+    const html = renderHtmlReport([fixtureReport([withSeries(websocket, long, websocket.histograms!)])], LIBRARIES);
+    for (const s of specsOf(html).filter((x) => x.name.endsWith('over-time') || x.name === 'time-over-run')) {
+      for (const d of s.datasets) expect(d.data.length, s.name).toBe(1667);
+      expect(s.datasets[0]!.bucketSeconds).toBe(3);
+    }
+    expect(html).toContain('Over 2,000 s a point merges consecutive seconds: the median of their p50s, the largest of their p99s (an upper bound: percentiles do not merge).');
+  });
+
+  it('overlays a file without series (before) on one with (after): the charts over time say which has none, the distribution draws both', () => {
+    const older = fixtureReport([legacySection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [1.5, 2.5], null, cost)], { startedAt: '2026-11-22T08:00:00.000Z' });
+    const two = renderHtmlReport([older, fixtureReport([websocket])], LIBRARIES);
+    const twoSpecs = specsOf(two);
+    for (const name of ['time-over-run', 'mbps-over-time', 'p99-over-time']) {
+      const lines = twoSpecs.find((s) => s.name === name)!.datasets;
+      expect(lines.filter((d) => d.run === 'after').every((d) => d.hasData && d.missing === null), name).toBe(true);
+      expect(lines.filter((d) => d.run === 'before').map((d) => [d.hasData, d.missing, d.data.length]), name).toEqual([[false, 'no series in this file', 0]]);
+      expect(lines[0]!.legendLabel).toBe('WebSocket (no series in this file before)');
+      expect(figure(name, two)).toContain('<span class="tag failed">no series in this file before</span> WebSocket');
+    }
+    const percentiles = twoSpecs.find((s) => s.name === 'latency-percentiles')!.datasets;
+    expect(percentiles.map((d) => [d.run, d.data])).toEqual([
+      ['after', [{ x: 2 / 1.5, y: 1.000447 }, { x: 4, y: 5 }]],
+      ['before', [{ x: 2 / 1.5, y: 1.5 }, { x: 4, y: 2.5 }]],
+    ]);
+    expect(two).toContain('A section from a file written before per-second series were recorded has nothing to draw over time');
+    // Where dashes mark a figure (p99, round trip) the before run is faint, not dashed: the key says which.
+    expect(figure('time-over-run', two)).toContain('<span class="key-line key-faint key-before"');
+    expect(figure('p99-over-time', two)).toContain('<span class="key-line key-faint key-before"');
+    expect(figure('mbps-over-time', two)).toContain('<span class="key-line key-before"');
+  });
+});
+
+describe('renderHtmlReport: a run of 20 million images', () => {
+  const MAX_PAGE_BYTES = 5_000_000;
+
+  it('is a page under 5 MB: five transports of 4,000,000 images (400 s each), alone and overlaid on another', () => {
+    const sections = twentyMillionSections();
+    // About 20 million: 10,000 a second ± 10 % at random, less ZeroMQ's 5 s stall.
+    expect(sections.reduce((n, s) => n + s.okCount, 0)).toBeGreaterThan(19_500_000);
+    expect(sections.reduce((n, s) => n + s.okCount, 0)).toBeLessThan(20_500_000);
+    const after = fixtureReport(sections);
+    const page = renderHtmlReport([after], reportLibraries());
+    const pair = renderHtmlReport([fixtureReport(twentyMillionSections(1.15), { startedAt: '2026-11-22T08:00:00.000Z' }), after], reportLibraries());
+    console.log(`20 million images: report.html ${Buffer.byteLength(page)} bytes; before/after pair ${Buffer.byteLength(pair)} bytes`);
+    expect(Buffer.byteLength(page)).toBeLessThan(MAX_PAGE_BYTES);
+    expect(Buffer.byteLength(pair)).toBeLessThan(MAX_PAGE_BYTES);
+    // Every line over time is one point a second (400 of them), every percentile curve at most 2,000 points.
+    for (const spec of specsOf(page)) {
+      if (spec.name === 'latency-percentiles') for (const d of spec.datasets) expect(d.data.length).toBeLessThanOrEqual(2000);
+      else if (spec.name.includes('over')) for (const d of spec.datasets) expect(d.data.length).toBe(400);
+    }
+  });
+
+  it('is a page under 5 MB for a day’s soak: one section of 86,400 seconds', () => {
+    const soak = soakSection();
+    expect(soak.series).toHaveLength(86_400);
+    expect(soak.okCount).toBeGreaterThan(19_500_000);
+    const page = renderHtmlReport([fixtureReport([soak])], reportLibraries());
+    console.log(`a day's soak (86,400 s, ${soak.okCount.toLocaleString('en-US')} images): report.html ${Buffer.byteLength(page)} bytes`);
+    expect(Buffer.byteLength(page)).toBeLessThan(MAX_PAGE_BYTES);
+    for (const spec of specsOf(page).filter((s) => s.name.includes('over'))) for (const d of spec.datasets) expect(d.data.length).toBe(1964);
   });
 });
