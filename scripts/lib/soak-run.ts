@@ -17,8 +17,9 @@ import { soakCharts, soakEnv, soakLines, soakPlan, soakVerdict, vmRssBytes, SOAK
 // The soak's processes: the receiver and the transmitter started as `npm start` starts them (two
 // node processes, so both pids are ours to read), a fresh AUTH_TOKEN, free ports, OUTPUT_DIR in a
 // fresh temporary folder; every --sample-ms both RSS from /proc and the receiver's count of
-// recorded images, until the transmitter exits; then the files, the verdict (./soak.ts) and the
-// folder removed (a 20-million-image results.json is gigabytes).
+// recorded images, until the transmitter has exited and the receiver has written its files; then
+// the files, the verdict (./soak.ts) and the folder removed (a 20-million-image results.json is
+// gigabytes).
 
 /** Bound on the receiver's start (listeners and control port up). */
 const RECEIVER_START_MS = 30_000;
@@ -72,7 +73,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     const startedAt = Date.now();
     transmitter = startService('transmitter', childEnv);
     const pids = { transmitter: transmitter.child.pid!, receiver: receiver.child.pid! };
-    const { samples, stopped } = await sample(options.sampleMs, startedAt, pids, controlUrl, transmitter);
+    const { samples, stopped } = await sample(options.sampleMs, startedAt, pids, controlUrl, { transmitter, receiver }, outputDir);
     const seconds = (Date.now() - startedAt) / 1000;
     await stopChild(receiver.child, STOP_GRACE_MS);
     const files = await outputFiles(outputDir);
@@ -151,34 +152,49 @@ async function rssOf(pid: number): Promise<number | null> {
 }
 
 /**
- * Samples both processes on a fixed cadence from `startedAt` until the transmitter exits (or
- * stalls: then it is stopped and the reason returned). The receiver's answer is waited for within
- * the sample only: a receiver busy building a report leaves the count unknown, never the RSS.
+ * Samples both processes on a fixed cadence from `startedAt` until the transmitter has exited and
+ * the receiver is done with the run's files (or stalls: then the transmitter is stopped and the
+ * reason returned). A transmitter that gave up waiting for POST /runs/finish leaves the receiver
+ * still writing: stopping it then would cut its files short, and miss its peak. The receiver's
+ * answer is waited for within the sample only: a receiver busy building a report leaves the count
+ * unknown, never the RSS.
  */
-async function sample(sampleMs: number, startedAt: number, pids: { transmitter: number; receiver: number }, controlUrl: string, transmitter: Service): Promise<{ samples: SoakSample[]; stopped: string | null }> {
+async function sample(sampleMs: number, startedAt: number, pids: { transmitter: number; receiver: number }, controlUrl: string, services: { transmitter: Service; receiver: Service }, outputDir: string): Promise<{ samples: SoakSample[]; stopped: string | null }> {
+  const { transmitter, receiver } = services;
   const samples: SoakSample[] = [];
-  let exited = false;
-  void transmitter.exited.then(() => (exited = true));
+  let transmitterExited = false;
+  void transmitter.exited.then(() => (transmitterExited = true));
   let lastImages = -1;
   let lastChangeMs = Date.now();
-  for (let tick = 1; !exited; tick++) {
-    // One wait per tick, cut short by the exit: a run of 20,000 images must not wait a whole second.
-    await Promise.race([sleep(Math.max(0, startedAt + tick * sampleMs - Date.now())), transmitter.exited]);
-    if (exited) break;
+  let idleSamples = 0;
+  for (let tick = 1; receiver.child.exitCode === null && receiver.child.signalCode === null; tick++) {
+    // One wait per tick, cut short by the transmitter's exit: a run of 50,000 images must not wait a whole second.
+    await Promise.race([sleep(Math.max(0, startedAt + tick * sampleMs - Date.now())), ...(transmitterExited ? [] : [transmitter.exited])]);
+    const files = transmitterExited ? await filesState(outputDir) : undefined;
+    if (files?.written) break;
     const atMs = Date.now() - startedAt;
     const [transmitterRssBytes, receiverRssBytes, progress] = await Promise.all([rssOf(pids.transmitter), rssOf(pids.receiver), getJson<ProgressResponse>(`${controlUrl}/progress`, Math.max(10, sampleMs * 0.9))]);
     const images = progress?.recorded ?? null;
     samples.push({ atMs, images, streaming: progress === undefined ? null : progress.inProgress && progress.recorded < progress.imageCount, transmitterRssBytes, receiverRssBytes });
+    // Idle: answering at once, no run open, no file half written; three samples in a row, so a
+    // pause between two files is not taken for the end (nor a report that failed for one).
+    idleSamples = files !== undefined && progress?.inProgress === false && !files.writing ? idleSamples + 1 : 0;
+    if (idleSamples >= 3) break;
     if (images !== null && images !== lastImages) {
       lastImages = images;
       lastChangeMs = Date.now();
     } else if (Date.now() - lastChangeMs > STALL_MS) {
-      const stopped = `no new image for ${STALL_MS / 60_000} min: the soak stopped the transmitter`;
       await stopChild(transmitter.child, STOP_GRACE_MS);
-      return { samples, stopped };
+      return { samples, stopped: `no new image for ${STALL_MS / 60_000} min: the soak stopped the transmitter` };
     }
   }
   return { samples, stopped: null };
+}
+
+/** Whether the receiver has written its last file (output.log, written after the others), or is writing one now (a temporary file beside it). */
+async function filesState(outputDir: string): Promise<{ written: boolean; writing: boolean }> {
+  const names = await readdir(outputDir).catch(() => [] as string[]);
+  return { written: names.includes('output.log') && !names.some((name) => name.endsWith('.tmp')), writing: names.some((name) => name.endsWith('.tmp')) };
 }
 
 /** The receiver's fixed files and every other file it wrote in `outputDir`, with their sizes. */
