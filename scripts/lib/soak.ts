@@ -155,8 +155,8 @@ export interface SoakVerdict {
 }
 
 /**
- * Judges the samples: per side, RSS at the sample nearest the `fromImage`-th image against the last
- * sample while images still arrived (the end: the last sample the receiver answered as streaming),
+ * Judges the samples: per side, RSS at the sample nearest the `fromImage`-th image (the last of
+ * several at the same count) against the last sample while images still arrived (the end: the last sample the receiver answered as streaming),
  * each side's peak after it apart; the files; the run's own exit code. Pass: both growths within
  * `limitBytes`, every file there and non-empty, the run exited 0.
  */
@@ -167,8 +167,10 @@ export function soakVerdict(samples: readonly SoakSample[], files: readonly Soak
       const rssBytes = rssOf(s);
       return s.images === null || rssBytes === null ? [] : [{ images: s.images, rssBytes }];
     });
-    // Ties go to the earlier sample: the first one at the image.
-    const from = points.reduce<(typeof points)[number] | null>((best, p) => (best === null || Math.abs(p.images - fromImage) < Math.abs(best.images - fromImage) ? p : best), null);
+    // Ties go to the later sample: at a pause (a section's end, the next one's warm-up) the count
+    // stays put, and the last sample at it is the one just before the next image, past the step a
+    // section's end makes once (the chart shows it): growth per image, not a section's working set.
+    const from = points.reduce<(typeof points)[number] | null>((best, p) => (best === null || Math.abs(p.images - fromImage) <= Math.abs(best.images - fromImage) ? p : best), null);
     const last = points.at(-1) ?? null;
     const measured = from !== null && last !== null && last.images > from.images;
     const growthBytes = measured ? last.rssBytes - from.rssBytes : null;

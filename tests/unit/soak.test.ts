@@ -67,16 +67,17 @@ describe('vmRssBytes', () => {
 });
 
 describe('soakVerdict', () => {
-  // Warm-up at 0 images, a section boundary at 1,000 (two samples there), the last streaming
-  // sample at 1,900, then the end: the receiver busy (no answer), then the run over.
+  // Warm-up at 0 images, a section boundary at 1,000 (the section's end, then the next one's
+  // warm-up, both at that count), the receiver busy once, the last streaming sample at 1,900, then
+  // the end: the receiver busy (no answer), then the run over.
   const samples = [
     at(100, 0, false, 90, 100),
     at(200, 0, true, 95, 110),
     at(300, 600, true, 98, 120),
     at(400, 1000, true, 100, 130),
-    at(500, 1000, true, 140, 180),
+    at(500, 1000, true, 110, 150),
     at(600, null, null, 150, 190),
-    at(700, 1900, true, 120, 170),
+    at(700, 1900, true, 120, 190),
     at(800, null, null, 300, 400),
     at(900, 2000, false, 310, 420),
     at(1000, 0, false, null, 200),
@@ -88,18 +89,18 @@ describe('soakVerdict', () => {
     expect(ending.map((s) => s.atMs)).toEqual([800, 900, 1000]);
   });
 
-  it('measures each side from the first sample at the image nearest --from to the last while images arrived, the end\'s peak apart', () => {
+  it('measures each side from the last sample at the image nearest --from to the last while images arrived, the end\'s peak apart', () => {
     const verdict = soakVerdict(samples, FILES, 0, 1000, 32 * MiB);
     expect(verdict.transmitter).toEqual({
-      from: { images: 1000, rssBytes: 100 * MiB },
+      from: { images: 1000, rssBytes: 110 * MiB },
       last: { images: 1900, rssBytes: 120 * MiB },
-      growthBytes: 20 * MiB,
-      growthBytesPerImage: (20 * MiB) / 900,
+      growthBytes: 10 * MiB,
+      growthBytesPerImage: (10 * MiB) / 900,
       peakWritingRssBytes: 310 * MiB,
       peakRssBytes: 310 * MiB,
       pass: true,
     });
-    expect(verdict.receiver).toMatchObject({ from: { images: 1000, rssBytes: 130 * MiB }, last: { images: 1900, rssBytes: 170 * MiB }, growthBytes: 40 * MiB, peakWritingRssBytes: 420 * MiB, pass: false });
+    expect(verdict.receiver).toMatchObject({ from: { images: 1000, rssBytes: 150 * MiB }, last: { images: 1900, rssBytes: 190 * MiB }, growthBytes: 40 * MiB, peakWritingRssBytes: 420 * MiB, pass: false });
     expect(verdict.pass).toBe(false);
     expect(verdict.reasons).toEqual(['receiver grew 40.0 MiB from image 1,000 to 1,900, over 32.0 MiB']);
     // Nearest, not first past: 600 is nearer 700 than 1,000 is.
