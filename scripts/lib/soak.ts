@@ -119,7 +119,7 @@ export function soakPhases(samples: readonly SoakSample[]): { running: SoakSampl
 
 /** One side's memory over the soak. */
 export interface SideVerdict {
-  /** The sample nearest the --from-th image. */
+  /** The first sample at or past the --from-th image taken while images flowed (see soakVerdict). */
   from: { images: number; rssBytes: number } | null;
   /** The last sample while images were still arriving. */
   last: { images: number; rssBytes: number } | null;
@@ -155,23 +155,27 @@ export interface SoakVerdict {
 }
 
 /**
- * Judges the samples: per side, RSS at the sample nearest the `fromImage`-th image (the last of
- * several at the same count) against the last sample while images still arrived (the end: the last sample the receiver answered as streaming),
- * each side's peak after it apart; the files; the run's own exit code. Pass: both growths within
- * `limitBytes`, every file there and non-empty, the run exited 0.
+ * Judges the samples: per side, RSS at the first sample at or past the `fromImage`-th image taken
+ * while images flowed (the count rose into it and rises out of it) against the last sample while
+ * images still arrived (the last one the receiver answered as streaming), each side's peak after
+ * it apart; the files; the run's own exit code. Pass: both growths within `limitBytes`, every file
+ * there and non-empty, the run exited 0. Why "while images flowed": at 1,000,000-image sections
+ * the 1,000,000th image is a section's end, whose one-off step in RSS (hundreds of MiB on today's
+ * code) the samples at that count catch or miss by chance; the chart shows the step, the growth
+ * measured is the images'.
  */
 export function soakVerdict(samples: readonly SoakSample[], files: readonly SoakFile[], runExitCode: number | null, fromImage: number, limitBytes = SOAK_LIMIT_BYTES): SoakVerdict {
   const { running, ending } = soakPhases(samples);
+  const flows = flowing(samples);
   const side = (rssOf: (s: SoakSample) => number | null): SideVerdict => {
-    const points = running.flatMap((s) => {
+    const points = running.flatMap((s, index) => {
       const rssBytes = rssOf(s);
-      return s.images === null || rssBytes === null ? [] : [{ images: s.images, rssBytes }];
+      return s.images === null || rssBytes === null ? [] : [{ images: s.images, rssBytes, flowing: flows[index]! }];
     });
-    // Ties go to the later sample: at a pause (a section's end, the next one's warm-up) the count
-    // stays put, and the last sample at it is the one just before the next image, past the step a
-    // section's end makes once (the chart shows it): growth per image, not a section's working set.
-    const from = points.reduce<(typeof points)[number] | null>((best, p) => (best === null || Math.abs(p.images - fromImage) <= Math.abs(best.images - fromImage) ? p : best), null);
-    const last = points.at(-1) ?? null;
+    const first = points.find((p) => p.flowing && p.images >= fromImage);
+    const final = points.at(-1);
+    const from = first === undefined ? null : { images: first.images, rssBytes: first.rssBytes };
+    const last = final === undefined ? null : { images: final.images, rssBytes: final.rssBytes };
     const measured = from !== null && last !== null && last.images > from.images;
     const growthBytes = measured ? last.rssBytes - from.rssBytes : null;
     const peak = (of: readonly SoakSample[]): number | null => {
@@ -201,6 +205,21 @@ export function soakVerdict(samples: readonly SoakSample[], files: readonly Soak
   }
   if (runExitCode !== 0) reasons.push(`the run itself failed (transmitter exit ${runExitCode ?? 'by a signal'})`);
   return { fromImage, limitBytes, transmitter, receiver, files: [...files], runExitCode, pass: reasons.length === 0, reasons };
+}
+
+/**
+ * Whether each sample was taken while images flowed: the count rose from the sample before and
+ * rises again by the one after (samples the receiver left unanswered skipped); not at a pause (a
+ * section's end, the next one's warm-up) nor at either end.
+ */
+function flowing(samples: readonly SoakSample[]): boolean[] {
+  const known = samples.flatMap((s, index) => (s.images === null ? [] : [index]));
+  const result = samples.map(() => false);
+  for (let k = 1; k + 1 < known.length; k++) {
+    const [before, at, after] = [known[k - 1]!, known[k]!, known[k + 1]!].map((index) => samples[index]!.images!) as [number, number, number];
+    result[known[k]!] = before < at && at < after;
+  }
+  return result;
 }
 
 /** Bytes in MiB, one decimal. */
@@ -236,7 +255,7 @@ export function soakLines(facts: SoakRunFacts, samples: readonly SoakSample[], v
     ];
   });
   return [
-    `Soak: ${soakDescription(facts)}; RSS of each process (VmRSS, /proc) and the receiver's count of recorded images (GET /progress) every ${facts.sampleMs} ms, ${samples.length} samples over ${facts.seconds.toFixed(0)} s. Target: each side gains at most ${mibText(verdict.limitBytes)} MiB from the sample nearest image ${verdict.fromImage.toLocaleString('en-US')} to the last before the last image arrived; every file written.`,
+    `Soak: ${soakDescription(facts)}; RSS of each process (VmRSS, /proc) and the receiver's count of recorded images (GET /progress) every ${facts.sampleMs} ms, ${samples.length} samples over ${facts.seconds.toFixed(0)} s. Target: each side gains at most ${mibText(verdict.limitBytes)} MiB from the first sample past image ${verdict.fromImage.toLocaleString('en-US')} taken while images flowed (not at a section's end) to the last before the last image arrived; every file written.`,
     renderTable(['Side', 'pid', 'from image', 'RSS MiB', 'last image', 'RSS MiB', 'growth MiB', 'B/image', 'peak writing MiB', 'peak MiB', 'Result'], rows, false),
     `Files: ${verdict.files.map((f) => `${f.name} ${f.bytes === null ? 'MISSING' : formatSize(f.bytes)}`).join(', ')}; the run ${verdict.runExitCode === 0 ? 'delivered every image intact' : `failed (transmitter exit ${verdict.runExitCode ?? 'by a signal'})`}.`,
     verdict.pass ? 'Soak: PASS.' : `Soak: FAILED: ${verdict.reasons.join('; ')}.`,

@@ -67,44 +67,46 @@ describe('vmRssBytes', () => {
 });
 
 describe('soakVerdict', () => {
-  // Warm-up at 0 images, a section boundary at 1,000 (the section's end, then the next one's
-  // warm-up, both at that count), the receiver busy once, the last streaming sample at 1,900, then
-  // the end: the receiver busy (no answer), then the run over.
+  // Warm-up at 0 images, a section's end at 1,000 (its step caught by the second sample at that
+  // count), the receiver busy once, the next section from 1,200, the last streaming sample at
+  // 1,900, then the end: the receiver busy (no answer), then the run over.
   const samples = [
     at(100, 0, false, 90, 100),
     at(200, 0, true, 95, 110),
     at(300, 600, true, 98, 120),
     at(400, 1000, true, 100, 130),
-    at(500, 1000, true, 110, 150),
+    at(500, 1000, true, 160, 200),
     at(600, null, null, 150, 190),
-    at(700, 1900, true, 120, 190),
-    at(800, null, null, 300, 400),
-    at(900, 2000, false, 310, 420),
-    at(1000, 0, false, null, 200),
+    at(700, 1200, true, 110, 150),
+    at(800, 1900, true, 120, 190),
+    at(900, null, null, 300, 400),
+    at(1000, 2000, false, 310, 420),
+    at(1100, 0, false, null, 200),
   ];
 
   it('splits the samples at the last one the receiver answered as streaming', () => {
     const { running, ending } = soakPhases(samples);
-    expect(running.map((s) => s.atMs)).toEqual([100, 200, 300, 400, 500, 600, 700]);
-    expect(ending.map((s) => s.atMs)).toEqual([800, 900, 1000]);
+    expect(running.map((s) => s.atMs)).toEqual([100, 200, 300, 400, 500, 600, 700, 800]);
+    expect(ending.map((s) => s.atMs)).toEqual([900, 1000, 1100]);
   });
 
-  it('measures each side from the last sample at the image nearest --from to the last while images arrived, the end\'s peak apart', () => {
+  it('measures each side from the first sample past --from taken while images flowed to the last while images arrived, the end\'s peak apart', () => {
     const verdict = soakVerdict(samples, FILES, 0, 1000, 32 * MiB);
+    // Not either sample at 1,000: the count stood still there (the section's end).
     expect(verdict.transmitter).toEqual({
-      from: { images: 1000, rssBytes: 110 * MiB },
+      from: { images: 1200, rssBytes: 110 * MiB },
       last: { images: 1900, rssBytes: 120 * MiB },
       growthBytes: 10 * MiB,
-      growthBytesPerImage: (10 * MiB) / 900,
+      growthBytesPerImage: (10 * MiB) / 700,
       peakWritingRssBytes: 310 * MiB,
       peakRssBytes: 310 * MiB,
       pass: true,
     });
-    expect(verdict.receiver).toMatchObject({ from: { images: 1000, rssBytes: 150 * MiB }, last: { images: 1900, rssBytes: 190 * MiB }, growthBytes: 40 * MiB, peakWritingRssBytes: 420 * MiB, pass: false });
+    expect(verdict.receiver).toMatchObject({ from: { images: 1200, rssBytes: 150 * MiB }, last: { images: 1900, rssBytes: 190 * MiB }, growthBytes: 40 * MiB, peakWritingRssBytes: 420 * MiB, pass: false });
     expect(verdict.pass).toBe(false);
-    expect(verdict.reasons).toEqual(['receiver grew 40.0 MiB from image 1,000 to 1,900, over 32.0 MiB']);
-    // Nearest, not first past: 600 is nearer 700 than 1,000 is.
-    expect(soakVerdict(samples, FILES, 0, 700).transmitter.from).toEqual({ images: 600, rssBytes: 98 * MiB });
+    expect(verdict.reasons).toEqual(['receiver grew 40.0 MiB from image 1,200 to 1,900, over 32.0 MiB']);
+    // Mid-section, the first sample past --from: 600 flowed (0 before, 1,000 after).
+    expect(soakVerdict(samples, FILES, 0, 500).transmitter.from).toEqual({ images: 600, rssBytes: 98 * MiB });
   });
 
   it('passes only with both sides within the limit, every file there and non-empty, and the run exiting 0', () => {
@@ -113,9 +115,10 @@ describe('soakVerdict', () => {
     expect(soakVerdict(samples, files, 1, 1000, 40 * MiB).reasons).toEqual(['report.html was not written', 'images.ndjson is empty', 'the run itself failed (transmitter exit 1)']);
   });
 
-  it('fails a side it could not measure: no sample past --from', () => {
-    const verdict = soakVerdict(samples.slice(0, 4), FILES, 0, 1000);
-    expect(verdict.transmitter).toMatchObject({ from: { images: 1000 }, last: { images: 1000 }, growthBytes: null, growthBytesPerImage: null, peakWritingRssBytes: null, pass: false });
+  it('fails a side it could not measure: no sample past --from while images flowed, or none after it', () => {
+    const verdict = soakVerdict(samples.slice(0, 5), FILES, 0, 1000);
+    expect(verdict.transmitter).toMatchObject({ from: null, last: { images: 1000 }, growthBytes: null, growthBytesPerImage: null, peakWritingRssBytes: null, pass: false });
+    expect(soakVerdict(samples, FILES, 0, 1900).transmitter).toMatchObject({ from: { images: 1900 }, last: { images: 1900 }, growthBytes: null, pass: false });
     expect(verdict.reasons).toContain('transmitter: no two samples from image 1,000 on to compare');
   });
 });
