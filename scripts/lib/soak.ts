@@ -274,7 +274,7 @@ export function soakCharts(facts: SoakRunFacts, samples: readonly SoakSample[], 
   const sides = [['transmitter', (s: SoakSample) => s.transmitterRssBytes], ['receiver', (s: SoakSample) => s.receiverRssBytes]] as const;
   const { running } = soakPhases(samples);
   const endAtMs = running.at(-1)?.atMs;
-  const growth = `growth from image ${verdict.fromImage.toLocaleString('en-US')}: transmitter ${mibText(verdict.transmitter.growthBytes)} MiB, receiver ${mibText(verdict.receiver.growthBytes)} MiB (target at most ${mibText(verdict.limitBytes)} MiB each): ${verdict.pass ? 'PASS' : 'FAILED'}`;
+  const growth = `growth from the first sample past image ${verdict.fromImage.toLocaleString('en-US')} while images flowed: transmitter ${mibText(verdict.transmitter.growthBytes)} MiB, receiver ${mibText(verdict.receiver.growthBytes)} MiB (target at most ${mibText(verdict.limitBytes)} MiB each): ${verdict.pass ? 'PASS' : 'FAILED'}`;
   return [
     {
       id: 'soak-rss-images',
