@@ -16,6 +16,8 @@ import { MIN_CLAIM_ROUNDS, percentText, summarizeOverhead, summarizeTimeOverhead
 import type { CeilingFigures } from './ceiling/drive.js';
 import { renderSweepPage, type BenchChart, type SweepChart } from './lib/sweep-page.js';
 import { reportLibraries } from '../services/shared/report-assets.js';
+import { soakArgs, SOAK_USAGE } from './lib/soak.js';
+import { runSoak } from './lib/soak-run.js';
 
 // `npm run bench [-- ceiling verify matrix steady clients rate] [--transports=a,b] [--ceiling-only]
 // [--shapes=large,small,latency] [--rounds=N]`:
@@ -39,14 +41,17 @@ import { reportLibraries } from '../services/shared/report-assets.js';
 // - clients: latency and per-client fairness against CLIENTS (1, 10, 50, 200), rounds interleaved;
 // - rate: an open loop (RATE) from light load to past saturation: achieved rate, images dropped at
 //   the sender, latency from the due time.
+// And, only when named: soak, 1 KB images over TCP for 20 million images with both sides' RSS
+// sampled, and a verdict on its growth (scripts/lib/soak.ts); a failed verdict exits 1.
+// --out=<dir> writes the files there instead of bench/.
 // Prints tables and writes bench/results-<date>.json, and its charts (each transport beside its
 // ceiling, the two sweeps) in bench/charts-<date>.html. A benchmark, not a test: `npm test` never runs it.
 
 const PARTS = ['ceiling', 'verify', 'matrix', 'steady', 'clients', 'rate'] as const;
-type Part = (typeof PARTS)[number];
+type Part = (typeof PARTS)[number] | 'soak';
 const SHAPE_NAMES = ['large', 'small', 'latency'] as const;
 type ShapeName = (typeof SHAPE_NAMES)[number];
-const USAGE = `usage: npm run bench [-- [${PARTS.join(' ')}] [--transports=<name>,<name>...] [--ceiling-only] [--shapes=${SHAPE_NAMES.join(',')}] [--rounds=<N>]]`;
+const USAGE = `usage: npm run bench [-- [${PARTS.join(' ')}] [--transports=<name>,<name>...] [--ceiling-only] [--shapes=${SHAPE_NAMES.join(',')}] [--rounds=<N>] [--out=<dir>]]\n       npm run bench -- ${SOAK_USAGE} [--out=<dir>]`;
 
 /** What the command line asks for; see optionsFrom. */
 interface BenchOptions {
@@ -57,22 +62,26 @@ interface BenchOptions {
   shapes: ShapeName[];
   /** The ceiling part's rounds: MIN_CLAIM_ROUNDS unless --rounds= says otherwise. */
   rounds: number;
+  /** Where results and charts go: bench/ unless --out= says otherwise. */
+  outDir: string;
 }
 
 /**
  * The parts named on the command line (all when none is), the transports `--transports=` names,
- * --ceiling-only (the ceiling part with its ceiling clients alone, no suite run), and the ceiling
- * part's --shapes= and --rounds=; anything else exits 2, every problem said at once.
+ * --ceiling-only (the ceiling part with its ceiling clients alone, no suite run), the ceiling
+ * part's --shapes= and --rounds=, and --out=; anything else exits 2, every problem said at once
+ * (`problems`: those soakArgs found already, as it took the soak's flags out of `args`).
  */
-function optionsFrom(args: readonly string[]): BenchOptions {
-  const problems: string[] = [];
+function optionsFrom(args: readonly string[], problems: string[]): BenchOptions {
   let chosen: string[] | undefined;
   let ceilingOnly = false;
   let shapes: ShapeName[] = [...SHAPE_NAMES];
   let rounds = MIN_CLAIM_ROUNDS;
+  let outDir = projectPath('bench');
   const partNames: string[] = [];
   for (const arg of args) {
     if (arg === '--ceiling-only') ceilingOnly = true;
+    else if (arg.startsWith('--out=')) outDir = path.resolve(arg.slice('--out='.length));
     else if (arg.startsWith('--shapes=')) {
       const named = arg.slice('--shapes='.length).split(',').map((name) => name.trim()).filter((name) => name !== '');
       const unknown = named.filter((name) => !(SHAPE_NAMES as readonly string[]).includes(name));
@@ -87,19 +96,20 @@ function optionsFrom(args: readonly string[]): BenchOptions {
       chosen = arg.slice('--transports='.length).split(',').map((name) => name.trim()).filter((name) => name !== '');
       const unknown = chosen.filter((name) => !transports.some((t) => t.name === name));
       if (unknown.length > 0 || chosen.length === 0) problems.push(`unknown transport ${unknown.join(', ') || '(none given)'}; transports: ${transports.map((t) => t.name).join(', ')}`);
-    } else if ((PARTS as readonly string[]).includes(arg)) partNames.push(arg);
-    else problems.push(`unknown part ${arg}; parts: ${PARTS.join(', ')}`);
+    } else if ((PARTS as readonly string[]).includes(arg) || arg === 'soak') partNames.push(arg);
+    else problems.push(`unknown part ${arg}; parts: ${PARTS.join(', ')}, soak`);
   }
   if (ceilingOnly && partNames.some((p) => p !== 'ceiling')) problems.push(`--ceiling-only runs the ceiling part alone, not ${partNames.filter((p) => p !== 'ceiling').join(', ')}`);
   if (problems.length > 0) {
     process.stderr.write(`bench: ${problems.join('\n')}\n${USAGE}\n`);
     process.exit(2);
   }
-  if (ceilingOnly) return { parts: ['ceiling'], transports: chosen, ceilingOnly, shapes, rounds };
-  return { parts: partNames.length === 0 ? [...PARTS] : PARTS.filter((p) => partNames.includes(p)), transports: chosen, ceilingOnly, shapes, rounds };
+  if (ceilingOnly) return { parts: ['ceiling'], transports: chosen, ceilingOnly, shapes, rounds, outDir };
+  return { parts: partNames.length === 0 ? [...PARTS] : [...PARTS, 'soak' as const].filter((p) => partNames.includes(p)), transports: chosen, ceilingOnly, shapes, rounds, outDir };
 }
 
-const OPTIONS = optionsFrom(process.argv.slice(2));
+const SOAK = soakArgs(process.argv.slice(2));
+const OPTIONS = optionsFrom(SOAK.rest, SOAK.problems);
 /** The ceiling runs every transport, the matrix and steady parts the default ones, unless --transports= names others. */
 const CEILING_TRANSPORTS = OPTIONS.transports === undefined ? transports : OPTIONS.transports.map(transportByName);
 const TRANSPORTS = OPTIONS.transports ?? defaultTransports.map((t) => t.name);
@@ -769,6 +779,14 @@ async function main(parts: readonly Part[]): Promise<void> {
     charts.push(...result.charts);
     host ??= result.cells[0]?.report.run.hosts.receiver;
   }
+  if (parts.includes('soak')) {
+    const result = await runSoak(SOAK.options);
+    lines.push('', ...result.lines);
+    record.soak = result.record;
+    charts.push(...result.charts);
+    host ??= result.host;
+    if (!result.verdict.pass) process.exitCode = 1;
+  }
   if (host) {
     lines.splice(1, 0, `Host: ${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}, ${host.platform} ${host.kernel}, ${nodeDescription(host)}`, `Libraries: ${Object.entries(host.libraries).map(([n, v]) => `${n} ${v}`).join(', ')}`);
   }
@@ -776,14 +794,14 @@ async function main(parts: readonly Part[]): Promise<void> {
   lines.push('', `Benchmark took ${totalSeconds.toFixed(0)} s.`);
   const text = lines.join('\n');
   process.stdout.write(`${text}\n`);
-  await mkdir(projectPath('bench'), { recursive: true });
+  await mkdir(OPTIONS.outDir, { recursive: true });
   // A run of some parts only gets a name of its own, so it never overwrites the day's full run.
   const suffix = `${parts.length === PARTS.length ? '' : `-${parts.join('-')}`}${OPTIONS.ceilingOnly ? '-only' : ''}${OPTIONS.transports === undefined ? '' : `-${OPTIONS.transports.join('-')}`}${OPTIONS.shapes.length === SHAPE_NAMES.length ? '' : `-${OPTIONS.shapes.join('-')}`}`;
-  const file = projectPath('bench', `results-${started.toISOString().slice(0, 10)}${suffix}.json`);
+  const file = path.join(OPTIONS.outDir, `results-${started.toISOString().slice(0, 10)}${suffix}.json`);
   await writeFile(file, `${JSON.stringify({ ...record, totalSeconds, text }, null, 1)}\n`);
   process.stdout.write(`Written: ${path.relative(process.cwd(), file)}\n`);
   if (charts.length > 0) {
-    const page = projectPath('bench', `charts-${started.toISOString().slice(0, 10)}${suffix}.html`);
+    const page = path.join(OPTIONS.outDir, `charts-${started.toISOString().slice(0, 10)}${suffix}.html`);
     await writeFile(page, renderSweepPage(`image-transfer-bench benchmark, ${started.toISOString()}`, charts, reportLibraries()));
     process.stdout.write(`Written: ${path.relative(process.cwd(), page)}\n`);
   }

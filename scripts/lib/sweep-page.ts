@@ -2,7 +2,7 @@ import { escapeHtml, jsonForScript, pageHead, scriptForInline } from '../../serv
 
 // The bench's charts drawn as one self-contained HTML page (Chart.js inlined, as report.html does):
 // each transport beside its library's ceiling (bars), latency against clients and against offered
-// load (lines). Pure: the libraries' sources are given.
+// load, the soak's RSS against images (lines). Pure: the libraries' sources are given.
 
 /** One line of a chart: a transport's points. */
 export interface SweepSeries {
@@ -34,10 +34,12 @@ export interface SweepChart {
   xLabel: string;
   yLabel: string;
   series: SweepSeries[];
+  /** Both axes' scale: logarithmic unless said (clients and rates span decades); linear for RSS against images. */
+  scale?: 'log' | 'linear';
 }
 
-// Draws every chart from the JSON block: bars by category on a linear axis; sweeps with a
-// log-scaled x (clients and rates span decades), one line per series.
+// Draws every chart from the JSON block: bars by category on a linear axis; lines, one per series,
+// on log-scaled axes (clients and rates span decades) unless the chart asks for linear ones.
 const DRAW_SCRIPT = `
 const charts = JSON.parse(document.getElementById('itb-sweeps').textContent);
 const colours = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf', '#393b79', '#637939', '#843c39'];
@@ -52,10 +54,11 @@ for (const chart of charts) {
     });
     continue;
   }
+  const axis = chart.scale === 'linear' ? 'linear' : 'logarithmic';
   window.__charts[chart.id] = new Chart(canvas, {
     type: 'line',
     data: { datasets: chart.series.map((s, i) => ({ label: s.label, data: s.points, borderColor: colours[i % colours.length], backgroundColor: colours[i % colours.length], spanGaps: false })) },
-    options: { animation: false, parsing: false, scales: { x: { type: 'logarithmic', title: { display: true, text: chart.xLabel } }, y: { type: 'logarithmic', title: { display: true, text: chart.yLabel } } } },
+    options: { animation: false, parsing: false, scales: { x: { type: axis, title: { display: true, text: chart.xLabel } }, y: { type: axis, title: { display: true, text: chart.yLabel } } } },
   });
 }
 `;

@@ -99,6 +99,17 @@ export interface HealthResponse {
   counters: { rejectedInputs: number; rejectedFrames: number; refusedConnections: number; refusedRequests: number };
 }
 
+/** GET /progress's answer: where the run stands, counted over the whole run (every transport and repeat); no secret in it. */
+export interface ProgressResponse {
+  inProgress: boolean;
+  /** The open section's transport; null between sections and runs. */
+  transport: string | null;
+  /** Recorded images that arrived so far in the run (warm-up left out); 0 when none is in progress. */
+  recorded: number;
+  /** Recorded images the run plans: IMAGE_COUNT × REPEAT × transports; 0 when none is in progress. */
+  imageCount: number;
+}
+
 /** Header of GET /clock's answer: the receiver's monotonic clock, in decimal nanoseconds. */
 export const CLOCK_HEADER = 'x-receiver-clock-ns';
 

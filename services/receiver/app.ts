@@ -17,6 +17,7 @@ import {
   warmupOutcomeSchema,
   type HealthResponse,
   type ListenerStatus,
+  type ProgressResponse,
   type RunAnnouncement,
   type RunFinish,
   type SectionEnd,
@@ -170,7 +171,7 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
     // protocol is refused, not reinterpreted.
     const app = Fastify({ logger: false, bodyLimit: CONTROL_BODY_LIMIT_BYTES, ajv: { customOptions: { coerceTypes: false, removeAdditional: false } } });
     // Only the transmitter holding AUTH_TOKEN may change anything or keep a run alive; GET /,
-    // /health and /results.json only read and stay open. Checked on request, so a refused
+    // /health, /progress and /results.json only read and stay open. Checked on request, so a refused
     // request's body is never parsed, validated or acted on.
     const onRequest = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
       const presented = bearerToken(request.headers.authorization);
@@ -190,6 +191,12 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
       host: receiverHost(),
       counters: { rejectedInputs, rejectedFrames, refusedConnections, refusedRequests },
     }));
+    // Read-only and secret-free like /health, for a soak's sampler (npm run bench -- soak): finished sections' arrivals plus the open one's.
+    app.get('/progress', async (): Promise<ProgressResponse> => {
+      const progress = session.progress();
+      const done = progress?.sections.reduce((sum, section) => sum + section.okCount + section.corruptCount, 0) ?? 0;
+      return { inProgress: progress !== undefined, transport: progress?.open?.transport ?? null, recorded: done + (progress?.open?.recorded ?? 0), imageCount: progress === undefined ? 0 : progress.info.imageCount * progress.info.repeat * progress.info.transports.length };
+    });
     // Read as late as the request allows before answering: the transmitter brackets this with its
     // own clock and reads it at the response headers.
     app.get('/clock', { onRequest }, (request, reply) => {

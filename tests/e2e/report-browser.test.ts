@@ -560,12 +560,13 @@ describe('npm run report', () => {
 });
 
 describe('the bench\'s page in Chromium', () => {
-  it('draws each transport\'s bar beside its ceiling\'s, a gap where a run has no figure, and a sweep as lines', async () => {
+  it('draws each transport\'s bar beside its ceiling\'s, a gap where a run has no figure, a sweep as lines on log axes, the soak\'s on linear ones', async () => {
     const page = renderSweepPage(
       'bench',
       [
         { kind: 'bars', id: 'ceiling-large', title: 'beside the ceiling', note: '', yLabel: 'MB/s', categories: ['TCP', 'gRPC'], series: [{ label: 'ceiling', values: [2400, 260] }, { label: 'ours', values: [1900, null] }] },
         { id: 'latency-vs-clients', title: 'p99 against clients', note: '', xLabel: 'CLIENTS', yLabel: 'p99 ms', series: [{ label: 'TCP', points: [{ x: 1, y: 0.5 }, { x: 10, y: 2 }] }] },
+        { id: 'soak-rss-images', title: 'RSS against images', note: '', xLabel: 'images', yLabel: 'RSS, MiB', scale: 'linear', series: [{ label: 'receiver', points: [{ x: 0, y: 100 }, { x: 1000, y: 101 }] }] },
       ],
       reportLibraries(),
     );
@@ -578,12 +579,12 @@ describe('the bench\'s page in Chromium', () => {
     try {
       await tab.goto(pathToFileURL(file).href);
       const drawn = await tab.evaluate(() => {
-        const charts = (window as unknown as { __charts: Record<string, { config: { type: string }; data: { labels?: string[]; datasets: { label: string; data: unknown[] }[] }; getDatasetMeta(i: number): { data: unknown[] } }> }).__charts;
+        const charts = (window as unknown as { __charts: Record<string, { config: { type: string }; data: { labels?: string[]; datasets: { label: string; data: unknown[] }[] }; scales: Record<string, { type: string }>; getDatasetMeta(i: number): { data: unknown[] } }> }).__charts;
         return Object.fromEntries(
-          Object.entries(charts).map(([id, chart]) => [id, { type: chart.config.type, labels: chart.data.labels ?? null, datasets: chart.data.datasets.map((d, i) => ({ label: d.label, data: d.data, elements: chart.getDatasetMeta(i).data.length })) }]),
+          Object.entries(charts).map(([id, chart]) => [id, { type: chart.config.type, axes: [chart.scales.x?.type, chart.scales.y?.type], labels: chart.data.labels ?? null, datasets: chart.data.datasets.map((d, i) => ({ label: d.label, data: d.data, elements: chart.getDatasetMeta(i).data.length })) }]),
         );
       });
-      expect(drawn['ceiling-large']).toEqual({
+      expect(drawn['ceiling-large']).toMatchObject({
         type: 'bar',
         labels: ['TCP', 'gRPC'],
         datasets: [
@@ -591,7 +592,9 @@ describe('the bench\'s page in Chromium', () => {
           { label: 'ours', data: [1900, null], elements: 2 },
         ],
       });
-      expect(drawn['latency-vs-clients']?.type).toBe('line');
+      expect(drawn['latency-vs-clients']).toMatchObject({ type: 'line', axes: ['logarithmic', 'logarithmic'] });
+      // The soak's RSS starts at image 0 and is read in MiB: linear axes, as it asks.
+      expect(drawn['soak-rss-images']).toMatchObject({ type: 'line', axes: ['linear', 'linear'], datasets: [{ label: 'receiver', elements: 2 }] });
       expect(errors).toEqual([]);
     } finally {
       await tab.close();

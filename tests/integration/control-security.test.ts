@@ -56,8 +56,11 @@ describe('control endpoint', () => {
     expect(await (await fetch(url('/'))).text()).toContain('No run has finished yet');
   });
 
-  it('keeps GET /, /health, /results.json and /output.log open to anyone', async () => {
+  it('keeps GET /, /health, /progress, /results.json and /output.log open to anyone', async () => {
     expect((await fetch(url('/health'))).status).toBe(200);
+    const progress = await fetch(url('/progress'));
+    expect(progress.status).toBe(200);
+    expect(await progress.json()).toEqual({ inProgress: false, transport: null, recorded: 0, imageCount: 0 });
     expect((await fetch(url('/'))).status).toBe(200);
     expect((await fetch(url('/results.json'))).status).toBe(404); // open, but no run has finished
     expect((await fetch(url('/output.log'))).status).toBe(404);

@@ -52,6 +52,13 @@ describe('renderSweepPage with bars', () => {
     expect(JSON.parse(json!)).toEqual([bars, chart]);
   });
 
+  it('carries a chart\'s linear scale to the page; a sweep without one keeps its log axes', () => {
+    const linear: SweepChart = { ...chart, id: 'soak-rss-images', scale: 'linear' };
+    const page = renderSweepPage('bench', [linear, chart], { chartJs: '', pageCss: '' });
+    const json = /<script type="application\/json" id="itb-sweeps">([\s\S]*?)<\/script>/.exec(page)?.[1];
+    expect((JSON.parse(json!) as SweepChart[]).map((c) => c.scale)).toEqual(['linear', undefined]);
+  });
+
   it('draws bars as a bar chart by category, sweeps as lines', () => {
     expect(html).toContain("if (chart.kind === 'bars')");
     expect(html).toContain("type: 'bar'");
