@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { LATEST_LINK } from '../../services/shared/run-folder.js';
 import os from 'node:os';
 import path from 'node:path';
 import type { HealthResponse, ProgressResponse } from '../../services/core/control-protocol.js';
@@ -191,14 +192,15 @@ async function sample(sampleMs: number, startedAt: number, pids: { transmitter: 
   return { samples, stopped: null };
 }
 
-/** Whether the receiver has written its last file (output.log, written after the others), or is writing one now (a temporary file beside it). */
+/** Whether the receiver has ended the run (OUTPUT_DIR's links appear once its files are whole), or is still writing its run's folder. */
 async function filesState(outputDir: string): Promise<{ written: boolean; writing: boolean }> {
   const names = await readdir(outputDir).catch(() => [] as string[]);
-  return { written: names.includes('output.log') && !names.some((name) => name.endsWith('.tmp')), writing: names.some((name) => name.endsWith('.tmp')) };
+  return { written: names.includes(LATEST_LINK), writing: !names.includes(LATEST_LINK) };
 }
 
-/** The receiver's fixed files and every other file it wrote in `outputDir`, with their sizes. */
-async function outputFiles(outputDir: string): Promise<SoakFile[]> {
+/** The run's files (in the folder `latest` points at): the fixed ones and every other (each section's CSV), with their sizes. */
+async function outputFiles(baseDir: string): Promise<SoakFile[]> {
+  const outputDir = path.join(baseDir, LATEST_LINK);
   const names = await readdir(outputDir).catch(() => [] as string[]);
   const others = names.filter((name) => !(SOAK_REQUIRED_FILES as readonly string[]).includes(name)).sort();
   const sized = async (name: string, required: boolean): Promise<SoakFile> => ({ name, required, bytes: await stat(path.join(outputDir, name)).then((s) => s.size, () => null) });

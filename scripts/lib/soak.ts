@@ -1,4 +1,5 @@
 import { MAX_IMAGE_COUNT } from '../../services/core/config.js';
+import { OUTPUT_FILES } from '../../services/shared/run-folder.js';
 import { renderTable } from '../../services/core/report.js';
 import { formatSize } from '../../services/core/size.js';
 import type { SweepChart } from './sweep-page.js';
@@ -25,11 +26,10 @@ export const SOAK_DEFAULTS: Readonly<SoakOptions> = { images: 20_000_000, fromIm
 export const SOAK_LIMIT_BYTES = 32 * 1024 * 1024;
 /** The run's shape: 1 KB images (many per MB, so per-image costs show), TCP, WINDOW=64; WARMUP stays the default. */
 export const SOAK_SHAPE = { transport: 'tcp', imageSize: '1KB', imageSizeBytes: 1000, window: 64 } as const;
-/** REPEAT's most (services/core/config.ts): the soak's longest run is that many sections of MAX_IMAGE_COUNT. */
-const MAX_REPEAT = 100;
-const MAX_SOAK_IMAGES = MAX_IMAGE_COUNT * MAX_REPEAT;
-/** The receiver's fixed output files (its OUTPUT_FILES, in services/receiver/app.ts, which a script may not import). */
-export const SOAK_REQUIRED_FILES = ['output.log', 'results.json', 'report.html'] as const;
+/** The soak's longest run: one section of IMAGE_COUNT's most. */
+const MAX_SOAK_IMAGES = MAX_IMAGE_COUNT;
+/** The run's fixed files (OUTPUT_FILES of services/shared/run-folder.ts). */
+export const SOAK_REQUIRED_FILES = [OUTPUT_FILES.log, OUTPUT_FILES.results, OUTPUT_FILES.report] as const;
 export const SOAK_USAGE = 'soak [--images <N>] [--from <N>] [--sample-ms <ms>]';
 
 const FLAGS = { '--images': 'images', '--from': 'fromImage', '--sample-ms': 'sampleMs' } as const;
@@ -61,7 +61,7 @@ export function soakArgs(args: readonly string[]): { options: SoakOptions; rest:
     if (problems.length > 0 || Object.keys(given).length > 0) problems.push(`${Object.keys(FLAGS).join(', ')} are the soak part's: name it (npm run bench -- soak --images 2000000)`);
     return { options, rest, problems };
   }
-  if (given.images !== undefined && (options.images < 2 || options.images > MAX_SOAK_IMAGES)) problems.push(`--images ${options.images}: expected 2 to ${MAX_SOAK_IMAGES.toLocaleString('en-US')} (REPEAT × IMAGE_COUNT at most)`);
+  if (given.images !== undefined && (options.images < 2 || options.images > MAX_SOAK_IMAGES)) problems.push(`--images ${options.images}: expected 2 to ${MAX_SOAK_IMAGES.toLocaleString('en-US')} (IMAGE_COUNT's most)`);
   else if (options.fromImage < 1 || options.fromImage >= options.images) problems.push(`--from ${options.fromImage}${given.fromImage === undefined ? ' (the default)' : ''}: expected at least 1 and below --images (${options.images})`);
   if (given.sampleMs !== undefined && (options.sampleMs < 10 || options.sampleMs > 60_000)) problems.push(`--sample-ms ${options.sampleMs}: expected 10 to 60000`);
   return { options, rest, problems };
