@@ -51,6 +51,12 @@ export interface RunOutcome {
   succeeded: boolean;
   /** Set when the receiver went away mid-run: the report is the transmitter's own, and no output.log was written. */
   receiverLost?: string;
+  /**
+   * Set when the receiver could not write the run's output files: the file and the system's
+   * reason ("could not write /x/output.log: ENOSPC: no space left on device"). The report is
+   * whole but only here; the previous run's files were left as they were, and the run fails.
+   */
+  filesNotWritten?: string;
 }
 
 /** State of one transport's listener, as GET /health reports it. */

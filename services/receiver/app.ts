@@ -1,4 +1,4 @@
-import { mkdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -21,11 +21,11 @@ import {
 } from '../core/control-protocol.js';
 import { errorMessage } from '../core/errors.js';
 import { renderHtmlReport } from '../core/html-report.js';
-import { renderOutputLog, renderResultsJson, renderSummary, runSucceeded } from '../core/report.js';
+import { renderOutputLog, renderResultsJson, renderSummary, runSucceeded, type RunReport } from '../core/report.js';
 import type { FanOut, SectionPlan } from '../core/section.js';
 import type { WarmupOutcome } from '../core/warmup.js';
 import { receiverAuthToken } from '../shared/auth-token.js';
-import { writeFileAtomic } from '../shared/files.js';
+import { writeFilesAtomic } from '../shared/files.js';
 import { hostFacts } from '../shared/host.js';
 import { unmappedAddress } from '../shared/net.js';
 import { reportLibraries } from '../shared/report-assets.js';
@@ -51,6 +51,25 @@ export const OUTPUT_FILES = { log: 'output.log', results: 'results.json', report
 
 /** Extra time the watchdog allows beyond the transmitter's own longest wait before declaring it gone. */
 const WATCHDOG_GRACE_MS = 5000;
+
+/**
+ * Writes a run's files in `outputDir`, none replaced unless all were written whole; returns why
+ * not ("could not write <file>: <the system's reason>"), or undefined once all are in place.
+ */
+async function writeOutputFiles(outputDir: string, report: RunReport): Promise<string | undefined> {
+  // Rendered before anything is written: a failure here is a bug, not the disk's.
+  const files = [
+    { target: path.join(outputDir, OUTPUT_FILES.results), text: renderResultsJson(report) },
+    { target: path.join(outputDir, OUTPUT_FILES.report), text: renderHtmlReport([report], reportLibraries()) },
+    { target: path.join(outputDir, OUTPUT_FILES.log), text: renderOutputLog(report) },
+  ];
+  try {
+    await writeFilesAtomic(files);
+    return undefined;
+  } catch (err) {
+    return errorMessage(err);
+  }
+}
 
 /** Builds a receiver from a validated config; nothing listens until start(). */
 export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverApp {
@@ -116,20 +135,23 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
     return undefined;
   }
 
-  // Ends the run in progress and writes its files: results.json first, output.log last, each
-  // replaced whole, so a reader never sees half of any.
+  // Ends the run in progress and writes its files: results.json first, output.log last, none
+  // replaced unless all were written whole, so a reader never sees half of any, nor a mix of two
+  // runs. Files that cannot be written fail the run, which still returns its report.
   async function endRun(stopReason: string | null): Promise<RunOutcome | undefined> {
     await closeDataSection();
     const report = await session.finish(stopReason);
     if (report === undefined) return undefined;
     const outputDir = path.resolve(session.outputDir(config.outputDir));
-    await mkdir(outputDir, { recursive: true });
-    await writeFileAtomic(path.join(outputDir, OUTPUT_FILES.results), renderResultsJson(report));
-    await writeFileAtomic(path.join(outputDir, OUTPUT_FILES.report), renderHtmlReport([report], reportLibraries()));
-    await writeFileAtomic(path.join(outputDir, OUTPUT_FILES.log), renderOutputLog(report));
+    const outcome: RunOutcome = { report, summary: renderSummary(report), succeeded: runSucceeded(report) };
+    const filesNotWritten = await writeOutputFiles(outputDir, report);
+    if (filesNotWritten !== undefined) {
+      log.error({ outputDir, err: filesNotWritten, stopReason }, 'output files not written; the previous ones are left as they were');
+      return { ...outcome, succeeded: false, filesNotWritten };
+    }
     if (stopReason === null) log.info({ outputDir, strayFrames: session.strayFrames, rejectedInputs }, 'run finished; output files written');
     else log.warn({ outputDir, stopReason, strayFrames: session.strayFrames, rejectedInputs }, 'run ended incomplete; output files written');
-    return { report, summary: renderSummary(report), succeeded: runSucceeded(report) };
+    return outcome;
   }
 
   function checkTransmitterAlive(): void {

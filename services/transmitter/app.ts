@@ -411,9 +411,11 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
           }
         }
         if (receiverLost === undefined) {
-          // The first receiver's outcome is the run's: it holds every receiver's figures.
+          // The first receiver's outcome is the run's: it holds every receiver's figures. Any
+          // receiver that could not write its files fails the run.
           const outcomes = await Promise.all(peers.map((peer) => peer.control.finishRun()));
-          return outcomes[0]!;
+          const notWritten = outcomes.flatMap((outcome, index) => (outcome.filesNotWritten === undefined ? [] : [peers.length > 1 ? `receiver ${index + 1}: ${outcome.filesNotWritten}` : outcome.filesNotWritten]));
+          return notWritten.length === 0 ? outcomes[0]! : { ...outcomes[0]!, succeeded: false, filesNotWritten: notWritten.join('; ') };
         }
         // A receiver is gone with its record: report what the transmitter knows, and stop.
         const report = buildRunReport({ ...announcement, hosts: { transmitter: transmitterHost, receiver: peers[0]!.health.host } }, sections, `receiver went away: ${receiverLost}`);
