@@ -105,9 +105,15 @@ export class RunSession {
     return index === 0 ? base : path.join(base, `receiver-${index + 1}`);
   }
 
-  /** Opens a section; a refusal (listener down, image too large) is recorded as a failed section. */
-  openSection(plan: SectionPlan, refusal: string | undefined): void {
-    this.closeOpen();
+  /**
+   * Opens a section; a refusal (listener down, image too large) is recorded as a failed section,
+   * and so is a section still open (its end never came), with the count of images it got.
+   */
+  async openSection(plan: SectionPlan, refusal: string | undefined): Promise<void> {
+    if (this.open !== undefined) {
+      const { recorder } = this.open;
+      await this.endSection(failedSectionEnd(`a new section opened before this one ended; got ${recorder.recordedCount} of ${recorder.plan.imageCount} images`));
+    }
     if (refusal !== undefined) {
       this.sections.push(new SectionRecorder(plan).result(refusal));
       return;
