@@ -127,8 +127,17 @@ for (const receiver of receivers) {
   });
 }
 const [transmitterCode] = (await once(transmitter, 'exit')) as [number | null];
-const died = receivers.find((receiver) => receiver.exitCode !== null);
-const receiverDied = died !== undefined;
+// A receiver killed by a signal (the OOM killer's SIGKILL) has no exit code, only the signal.
+const died = receivers.find((receiver) => receiver.exitCode !== null || receiver.signalCode !== null);
 await cleanUp();
-if (died !== undefined) process.stderr.write(`npm start: ${receivers.length > 1 ? `receiver ${receivers.indexOf(died) + 1}` : 'the receiver'} exited early (code ${died.exitCode}); see its log above.\n`);
-process.exit(transmitterCode === ExitCode.ok && !receiverDied ? ExitCode.ok : (transmitterCode ?? ExitCode.failed));
+if (died !== undefined) {
+  const which = receivers.length > 1 ? `receiver ${receivers.indexOf(died) + 1}` : 'the receiver';
+  process.stderr.write(`npm start: ${which} ${receiverEnd(died)}; see its log above.\n`);
+}
+// A receiver that died fails the run even when the transmitter, stopped, exited 0.
+process.exit(died === undefined && transmitterCode !== null ? transmitterCode : transmitterCode || ExitCode.failed);
+
+/** How a receiver ended before its time: "was killed by SIGKILL", or "exited early (code 1)". */
+function receiverEnd(child: ChildProcess): string {
+  return child.signalCode !== null ? `was killed by ${child.signalCode}` : `exited early (code ${child.exitCode})`;
+}
