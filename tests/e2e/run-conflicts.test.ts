@@ -96,7 +96,8 @@ describe('one run at a time', () => {
     expect(first.stdout()).toContain('Every transport delivered every image intact.');
     const log = await readFile(path.join(env.OUTPUT_DIR!, 'output.log'), 'utf8');
     expect(log.match(/^=== .* performance test: 40 images transfer /gm)).toHaveLength(2);
-    expect(log).toContain('Result: every transport delivered every image intact.');
+    // Held stopped, its RATE schedule fell behind: the verdict may add that it was OVERLOADED.
+    expect(log).toMatch(/^Result: every transport delivered every image intact[.;]/m);
     const results = JSON.parse(await readFile(path.join(env.OUTPUT_DIR!, 'results.json'), 'utf8')) as { run: { startedAt: string }; sections: { transport: string; okCount: number }[] };
     expect(results.sections.map((s) => [s.transport, s.okCount])).toEqual([['tcp', 40], ['websocket', 40]]);
     expect(receiver.stderr()).toContain('"msg":"second run refused"');
@@ -122,7 +123,8 @@ describe('one run at a time', () => {
     }
     expect(refusals.length).toBeGreaterThan(0);
     expect(refusals[0]).toMatch(RUN_IN_PROGRESS);
-    expect(receiver.stderr()).toMatch(/"stopReason":"transmitter went away: no frame or control request for \d+ s".*"msg":"run ended incomplete; output files written"/);
+    // The run is over before its files are: the line comes once they are written.
+    await receiver.waitForLog(/"stopReason":"transmitter went away: no frame or control request for \d+ s".*"msg":"run ended incomplete; output files written"/, 30_000);
     // The run that took its place finishes like any other.
     const finished = await fetch(`http://127.0.0.1:${env.CONTROL_PORT}/runs/finish`, { method: 'POST', headers: { authorization: `Bearer ${TEST_AUTH_TOKEN}` }, signal: AbortSignal.timeout(10_000) });
     expect(finished.status).toBe(200);
