@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import path from 'node:path';
 import { errorMessage } from '../services/core/errors.js';
 import { newAuthToken } from '../services/shared/auth-token.js';
 import { stopChild } from '../services/shared/child-process.js';
@@ -9,6 +10,8 @@ import { createLogger } from '../services/shared/logger.js';
 import { bracketHost } from '../services/shared/net.js';
 import { SERVICE_NODE_FLAGS } from '../services/shared/node-flags.js';
 import { projectPath } from '../services/shared/paths.js';
+import { reportLibraries } from '../services/shared/report-assets.js';
+import { completeRun, runFolders } from '../services/shared/run-folder.js';
 import { isLoopbackHost, isShaped } from '../services/core/link.js';
 import type { LocalServer } from '../services/transports/contract.js';
 import { transportByName, transports } from '../services/transports/index.js';
@@ -127,8 +130,36 @@ for (const receiver of receivers) {
   });
 }
 const [transmitterCode] = (await once(transmitter, 'exit')) as [number | null];
-const died = receivers.find((receiver) => receiver.exitCode !== null);
-const receiverDied = died !== undefined;
+// A receiver killed by a signal (the OOM killer's SIGKILL) has no exit code, only the signal.
+const died = receivers.find((receiver) => receiver.exitCode !== null || receiver.signalCode !== null);
 await cleanUp();
-if (died !== undefined) process.stderr.write(`npm start: ${receivers.length > 1 ? `receiver ${receivers.indexOf(died) + 1}` : 'the receiver'} exited early (code ${died.exitCode}); see its log above.\n`);
-process.exit(transmitterCode === ExitCode.ok && !receiverDied ? ExitCode.ok : (transmitterCode ?? ExitCode.failed));
+if (died !== undefined) {
+  const index = receivers.indexOf(died);
+  const which = receivers.length > 1 ? `receiver ${index + 1}` : 'the receiver';
+  process.stderr.write(`npm start: ${which} ${receiverEnd(died)}; see its log above.\n`);
+  await completeRunOf(index, `${which} ${receiverEnd(died)}`);
+}
+// A receiver that died fails the run even when the transmitter, stopped, exited 0.
+process.exit(died === undefined && transmitterCode !== null ? transmitterCode : transmitterCode || ExitCode.failed);
+
+/**
+ * What a dead receiver's run wrote stays: its newest run folder, if unfinished, is completed
+ * (finished sections as they were, the open one from its per-image file, marked incomplete) and
+ * becomes OUTPUT_DIR's latest.
+ */
+async function completeRunOf(index: number, reason: string): Promise<void> {
+  const base = path.resolve(index === 0 ? config.outputDir : path.join(config.outputDir, `receiver-${index + 1}`));
+  const newest = (await runFolders(base)).at(-1);
+  if (newest === undefined) return;
+  try {
+    const report = await completeRun(base, newest, reason, reportLibraries());
+    if (report !== undefined) process.stderr.write(`npm start: kept what the run wrote: ${report.sections.length} section(s) in ${path.relative(process.cwd(), newest) || newest} (the open one marked incomplete), now OUTPUT_DIR's latest.\n`);
+  } catch (err) {
+    process.stderr.write(`npm start: could not complete the run in ${newest}: ${errorMessage(err)}\n`);
+  }
+}
+
+/** How a receiver ended before its time: "was killed by SIGKILL", or "exited early (code 1)". */
+function receiverEnd(child: ChildProcess): string {
+  return child.signalCode !== null ? `was killed by ${child.signalCode}` : `exited early (code ${child.exitCode})`;
+}

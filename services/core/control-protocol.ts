@@ -64,6 +64,8 @@ export interface RunFinish {
   succeeded: boolean;
   /** The run's folder on the receiver, relative to its OUTPUT_DIR (runs/<start time>-<id>). */
   runFolder: string;
+  /** Set when the receiver could not write the run's files: the file and the system's reason; OUTPUT_DIR's links stay on the previous run. */
+  filesNotWritten?: string;
 }
 
 /** What a transmitter's run ends with: the receiver's summary, and the report of the sections' results it got back. */
@@ -75,6 +77,12 @@ export interface RunOutcome {
   runFolder?: string;
   /** Set when the receiver went away mid-run: the report is the transmitter's own, and no output.log was written. */
   receiverLost?: string;
+  /**
+   * Set when the receiver could not write the run's output files: the file and the system's
+   * reason ("could not write /x/output.log: ENOSPC: no space left on device"). The report is
+   * whole but only here; OUTPUT_DIR's links stay on the previous run, and the run fails.
+   */
+  filesNotWritten?: string;
 }
 
 /** State of one transport's listener, as GET /health reports it. */

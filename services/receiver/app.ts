@@ -53,6 +53,18 @@ export { OUTPUT_FILES } from '../shared/run-folder.js';
 /** Extra time the watchdog allows beyond the transmitter's own longest wait before declaring it gone. */
 const WATCHDOG_GRACE_MS = 5000;
 
+/** The run in progress: when this receiver accepted it (its own clock) and the transmitter's address as it saw it. */
+interface RunHolder {
+  startedAt: string;
+  peer: string;
+}
+
+/** Why a second POST /runs is refused: the run in progress, and how long a silent one can still hold the receiver. */
+function runInProgress(holder: RunHolder | undefined, idleLimitMs: number): string {
+  const who = holder === undefined ? '' : `: started ${holder.startedAt} by ${holder.peer}`;
+  return `a run is in progress${who}; it keeps its files; wait for it to end (or for the receiver's watchdog, ${idleLimitMs / 1000} s after the transmitter goes silent: the longer of IMAGE_TIMEOUT_MS and CONNECT_TIMEOUT_MS, plus 5 s)`;
+}
+
 /** Builds a receiver from a validated config; nothing listens until start(). */
 export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverApp {
   // The libraries this receiver's listeners use: only theirs are loaded.
@@ -93,6 +105,8 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
   let closing: Promise<void> | undefined;
   // The transmitter never stays silent longer than its longest wait (a connect, or an ack).
   const idleLimitMs = Math.max(config.imageTimeoutMs, config.connectTimeoutMs) + WATCHDOG_GRACE_MS;
+  // Who holds the run in progress, named to a second transmitter when it is refused.
+  let runHolder: RunHolder | undefined;
 
   // Shuts the door on the section's links and lets its listener release what it prepared.
   async function closeDataSection(): Promise<void> {
@@ -147,17 +161,20 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
     const runFolder = folder;
     folder = undefined;
     if (report === undefined || runFolder === undefined) return undefined;
+    const outputDir = runFolder.baseDir;
+    const finish: RunFinish = { summary: renderSummary(report), succeeded: runSucceeded(report), runFolder: path.relative(outputDir, runFolder.dir) };
     try {
       await runFolder.finish(report, reportLibraries());
     } catch (err) {
+      // The run's figures still reach the transmitter; OUTPUT_DIR's links stay on the previous run.
       await runFolder.abandon();
-      log.error({ runFolder: runFolder.dir, err: errorMessage(err) }, 'run ended but its files could not be written: the previous run stays the latest');
-      throw err;
+      const filesNotWritten = errorMessage(err);
+      log.error({ outputDir, runFolder: runFolder.name, err: filesNotWritten, stopReason }, 'output files not written; the previous run stays the latest');
+      return { ...finish, succeeded: false, filesNotWritten };
     }
-    const outputDir = runFolder.baseDir;
     if (stopReason === null) log.info({ outputDir, runFolder: runFolder.name, strayFrames: session.strayFrames, rejectedInputs }, 'run finished; output files written');
     else log.warn({ outputDir, runFolder: runFolder.name, stopReason, strayFrames: session.strayFrames, rejectedInputs }, 'run ended incomplete; output files written');
-    return { summary: renderSummary(report), succeeded: runSucceeded(report), runFolder: path.relative(outputDir, runFolder.dir) };
+    return finish;
   }
 
   function checkTransmitterAlive(): void {
@@ -183,7 +200,9 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
         await reply.code(status).send({ error: presented === undefined ? 'this request needs the AUTH_TOKEN the receiver was started with (Authorization: Bearer <token>)' : 'wrong AUTH_TOKEN' });
         return;
       }
-      session.touch();
+      // A refused second POST /runs is not the run's transmitter: it must not keep the run alive
+      // against the watchdog (the route touches on success).
+      if (request.routeOptions.url !== '/runs') session.touch();
     };
     app.get('/health', async (): Promise<HealthResponse> => ({
       status: 'ready',
@@ -203,10 +222,16 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
       void reply.header(CLOCK_HEADER, String(process.hrtime.bigint())).send();
     });
     app.post('/runs', { onRequest, schema: { body: runInfoSchema } }, async (request, reply) => {
-      // A new run while one is open: the old transmitter is gone; keep what it got.
-      if (session.inProgress) await endRun('a new run started before this one finished');
+      // One run at a time: a second transmitter is refused, and the run in progress goes on and
+      // keeps its files; one whose transmitter went silent is ended by the watchdog.
+      if (session.inProgress) {
+        const refusal = runInProgress(runHolder, idleLimitMs);
+        log.warn({ from: unmappedAddress(request.ip), reason: refusal }, 'second run refused');
+        return reply.code(409).send({ error: refusal });
+      }
       const announcement = request.body as RunAnnouncement;
       await startRun(announcement);
+      runHolder = { startedAt: new Date().toISOString(), peer: unmappedAddress(request.ip) };
       log.info({ imageCount: announcement.imageCount, imageSizeBytes: announcement.imageSizeBytes, window: announcement.window, repeat: announcement.repeat, transports: announcement.transports }, 'run started');
       return reply.code(204).send();
     });
@@ -221,6 +246,8 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
           ? `images of ${plan.imageSizeBytes} bytes are over the receiver's MAX_IMAGE_SIZE (${config.maxImageBytes} bytes)`
           : await openDataSection(plan, unmappedAddress(request.ip));
       // A refused section stays in the report as failed, with the reason: never silently missing.
+      // A section still open (its end never came) is recorded as failed, with the count it got.
+      await recordSection(await session.endOpenSection('a new section opened before this one ended'));
       if (refusal !== undefined) await recordSection(session.openSection(plan, refusal));
       else session.openSection(plan, undefined, await folder?.openSection(plan));
       if (refusal !== undefined) {

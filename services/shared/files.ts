@@ -1,26 +1,60 @@
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
+
+/**
+ * "could not write /x/output.log: ENOSPC: no space left on device": the file meant (not its
+ * temporary) and the system's reason, without the syscall and path Node appends to it.
+ */
+export function describeWriteFailure(target: string, err: unknown): string {
+  const { syscall } = err as { syscall?: unknown };
+  let reason = errorMessage(err);
+  // Node words it "EFBIG: file too large, write" or "EACCES: permission denied, open '/x/y.tmp'".
+  if (typeof syscall === 'string') {
+    const suffix = reason.lastIndexOf(`, ${syscall}`);
+    if (suffix > 0) reason = reason.slice(0, suffix);
+  }
+  return `could not write ${target}: ${reason}`;
+}
 
 /**
  * Writes a file so that readers see either the old content or the whole new one, never half:
  * the text goes to a temporary file in the same folder, which is then renamed over the target.
+ * Fails with ITB_ERR_WRITE worded by {@link describeWriteFailure}.
  */
 export async function writeFileAtomic(target: string, text: string): Promise<void> {
-  await mkdir(path.dirname(target), { recursive: true });
-  const temporary = `${target}.${process.pid}.tmp`;
+  await writeFilesAtomic([{ target, text }]);
+}
+
+/**
+ * Writes several files so that none is replaced unless every one was written whole: all go to
+ * temporary files first (where a full disk or a file-size limit fails), and only then are they
+ * renamed over their targets, in the order given. On a failure the temporaries are removed and the
+ * targets keep their previous content; it rejects with ITB_ERR_WRITE naming the file and the
+ * system's reason.
+ */
+export async function writeFilesAtomic(files: readonly { target: string; text: string }[]): Promise<void> {
+  const written: string[] = [];
+  let current = files[0]?.target ?? '';
   try {
-    await writeFile(temporary, text);
-    await rename(temporary, target);
+    for (const { target, text } of files) {
+      current = target;
+      await mkdir(path.dirname(target), { recursive: true });
+      const temporary = temporaryFor(target);
+      written.push(temporary);
+      await writeFile(temporary, text);
+    }
+    for (const { target } of files) {
+      current = target;
+      await rename(temporaryFor(target), target);
+    }
   } catch (err) {
-    await rm(temporary, { force: true });
-    throw err;
+    await Promise.all(written.map((temporary) => rm(temporary, { force: true }).catch(() => undefined)));
+    throw new ItbError(ErrorCode.write, describeWriteFailure(current, err), { cause: err });
   }
 }
 
-/** An error naming the file a write failed on and the system's reason (ENOSPC, EACCES, EROFS, EFBIG, …). */
-export function describeWriteFailure(filePath: string, err: unknown): Error {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  const reason = err instanceof Error ? err.message : String(err);
-  // The system's message already starts with its code (`ENOSPC: no space left on device, write`).
-  return new Error(`could not write ${filePath}: ${code !== undefined && !reason.startsWith(code) ? `${code}: ` : ''}${reason}`, { cause: err });
+// Beside its target, so the rename stays on one file system; by pid, so two processes never share one.
+function temporaryFor(target: string): string {
+  return `${target}.${process.pid}.tmp`;
 }

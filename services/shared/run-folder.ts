@@ -8,6 +8,7 @@ import { renderHtmlReport, type HtmlReportLibraries } from '../core/html-report.
 import { buildRunReport, renderImageLine, renderOutputLogEnd, renderOutputLogHeader, renderResultsJson, renderSectionFooter, renderSectionHeading, type RunInfo, type RunReport } from '../core/report.js';
 import { SectionRecorder, type SectionPlan, type SectionResult, type SectionSink } from '../core/section.js';
 import type { WarmupOutcome } from '../core/warmup.js';
+import { ErrorCode, ItbError } from '../core/errors.js';
 import { describeWriteFailure, writeFileAtomic } from './files.js';
 
 // Where a run's results go, written as they are made: each run in a folder of its own under
@@ -56,7 +57,7 @@ export class AppendFile {
     try {
       return new AppendFile(filePath, await open(filePath, 'wx', 0o644));
     } catch (err) {
-      throw describeWriteFailure(filePath, err);
+      throw writeFailure(filePath, err);
     }
   }
 
@@ -65,7 +66,7 @@ export class AppendFile {
     try {
       return new AppendFile(filePath, await open(filePath, 'a'));
     } catch (err) {
-      throw describeWriteFailure(filePath, err);
+      throw writeFailure(filePath, err);
     }
   }
 
@@ -107,7 +108,7 @@ export class AppendFile {
   }
 
   private fail(err: unknown): void {
-    this.failure ??= describeWriteFailure(this.filePath, err);
+    this.failure ??= writeFailure(this.filePath, err);
   }
 }
 
@@ -143,14 +144,14 @@ export class RunFolder {
     try {
       await mkdir(runsDir, { recursive: true });
     } catch (err) {
-      throw describeWriteFailure(runsDir, err);
+      throw writeFailure(runsDir, err);
     }
     const stamp = info.startedAt.replace(/[-:]/g, '').replace(/\.\d+/, '');
     const dir = path.join(runsDir, `${stamp}-${randomBytes(3).toString('hex')}`);
     try {
       await mkdir(dir);
     } catch (err) {
-      throw describeWriteFailure(dir, err);
+      throw writeFailure(dir, err);
     }
     const log = await AppendFile.create(path.join(dir, OUTPUT_FILES.log));
     log.write(`${renderOutputLogHeader(info)}\n\n`);
@@ -255,12 +256,14 @@ export class RunFolder {
   }
 }
 
+// writeFileAtomic names the file and the reason already (ITB_ERR_WRITE).
 async function writeAtomicNamed(target: string, text: string): Promise<void> {
-  try {
-    await writeFileAtomic(target, text);
-  } catch (err) {
-    throw describeWriteFailure(target, err);
-  }
+  await writeFileAtomic(target, text);
+}
+
+/** ITB_ERR_WRITE naming `target` and the system's reason. */
+function writeFailure(target: string, err: unknown): ItbError {
+  return new ItbError(ErrorCode.write, describeWriteFailure(target, err), { cause: err });
 }
 
 /**
@@ -275,7 +278,7 @@ export async function pointLatestAt(baseDir: string, runDir: string): Promise<vo
     await rename(temporary, path.join(baseDir, LATEST_LINK));
   } catch (err) {
     await rm(temporary, { force: true });
-    throw describeWriteFailure(path.join(baseDir, LATEST_LINK), err);
+    throw writeFailure(path.join(baseDir, LATEST_LINK), err);
   }
   for (const file of Object.values(OUTPUT_FILES)) {
     const top = path.join(baseDir, file);
@@ -288,7 +291,7 @@ export async function pointLatestAt(baseDir: string, runDir: string): Promise<vo
       await rename(linkTemporary, top);
     } catch (err) {
       await rm(linkTemporary, { force: true });
-      throw describeWriteFailure(top, err);
+      throw writeFailure(top, err);
     }
   }
 }

@@ -440,11 +440,14 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
         }
         if (receiverLost === undefined) {
           // The first receiver's outcome is the run's: it holds every receiver's figures. Each
-          // answers with its summary; the report here is built from the sections' results it sent back.
+          // answers with its summary; the report here is built from the sections' results it sent
+          // back. Any receiver that could not write its files fails the run.
           const finishes = await Promise.all(peers.map((peer) => peer.control.finishRun()));
           const first = finishes[0]!;
           const report = buildRunReport({ ...announcement, hosts: { transmitter: transmitterHost, receiver: peers[0]!.health.host } }, sections, null);
-          return { report, summary: first.summary, succeeded: first.succeeded, runFolder: first.runFolder };
+          const notWritten = finishes.flatMap((finish, index) => (finish.filesNotWritten === undefined ? [] : [peers.length > 1 ? `receiver ${index + 1}: ${finish.filesNotWritten}` : finish.filesNotWritten]));
+          const outcome: RunOutcome = { report, summary: first.summary, succeeded: first.succeeded && notWritten.length === 0, runFolder: first.runFolder };
+          return notWritten.length === 0 ? outcome : { ...outcome, filesNotWritten: notWritten.join('; ') };
         }
         // A receiver is gone with its record: report what the transmitter knows, and stop.
         const report = buildRunReport({ ...announcement, hosts: { transmitter: transmitterHost, receiver: peers[0]!.health.host } }, sections, `receiver went away: ${receiverLost}`);

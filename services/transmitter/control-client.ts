@@ -141,18 +141,30 @@ export class ControlClient {
     }
     const text = await response.text();
     if (!response.ok) {
-      let reason = text;
-      try {
-        reason = (JSON.parse(text) as { error?: string; message?: string }).error ?? (JSON.parse(text) as { message?: string }).message ?? text;
-      } catch {
-        // not JSON: keep the text
-      }
       // 401/403: this transmitter's AUTH_TOKEN is not the receiver's; no request of this run can succeed.
       const code = response.status === 401 || response.status === 403 ? ErrorCode.refused : ErrorCode.transport;
-      throw new ItbError(code, `receiver refused POST ${route} (HTTP ${response.status}): ${reason}`);
+      throw new ItbError(code, `receiver refused POST ${route} (HTTP ${response.status}): ${refusalReason(text)}`);
     }
     return text.length > 0 ? JSON.parse(text) : undefined;
   }
+}
+
+/**
+ * The most specific text a refusal's body carries: `message` (fastify's own errors put the reason
+ * there, and the generic "Internal Server Error" in `error`), else `error` (the receiver's
+ * refusals), else the body itself.
+ */
+export function refusalReason(body: string): string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body);
+  } catch {
+    return body;
+  }
+  const { message, error } = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as { message?: unknown; error?: unknown };
+  if (typeof message === 'string' && message.length > 0) return message;
+  if (typeof error === 'string' && error.length > 0) return error;
+  return body;
 }
 
 // fetch wraps the real reason (ECONNREFUSED, timeout) in `cause`.

@@ -1,13 +1,14 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePortsEnv } from '../../scripts/lib/ports.js';
+import { stopChild } from '../../services/shared/child-process.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { transports } from '../../services/transports/index.js';
-import { escapeRegExp } from '../helpers/harness.js';
+import { escapeRegExp, eventually } from '../helpers/harness.js';
 
 // `npm start`'s entry as a user runs it: real processes, a private redis-server from PATH.
 // `npm test` builds dist/ first (its pretest step).
@@ -23,23 +24,29 @@ afterAll(async () => {
   await rm(outputDir, { recursive: true, force: true });
 });
 
+/** npm start's entry as a child of the test, with what it printed so far. */
+function spawnStart(env: Record<string, string>): { child: ChildProcess; stdout(): string; stderr(): string } {
+  // No broker URL from the caller's shell: npm start must start its own servers (Redis, NATS).
+  const urlVariables = new Set(transports.flatMap(({ setting }) => (setting.kind === 'url' ? [setting.envVar] : [])));
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !urlVariables.has(name)));
+  const child = spawn(process.execPath, [entry], { cwd: outputDir, env: { ...inherited, OUTPUT_DIR: outputDir, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  return { child, stdout: () => stdout, stderr: () => stderr };
+}
+
 function runStart(env: Record<string, string>, timeoutMs = 90_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    // No broker URL from the caller's shell: npm start must start its own servers (Redis, NATS).
-    const urlVariables = new Set(transports.flatMap(({ setting }) => (setting.kind === 'url' ? [setting.envVar] : [])));
-    const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !urlVariables.has(name)));
-    const child = spawn(process.execPath, [entry], { cwd: outputDir, env: { ...inherited, OUTPUT_DIR: outputDir, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const { child, stdout, stderr } = spawnStart(env);
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`npm start entry did not finish in ${timeoutMs} ms; stderr:\n${stderr}`));
+      reject(new Error(`npm start entry did not finish in ${timeoutMs} ms; stderr:\n${stderr()}`));
     }, timeoutMs);
     child.on('exit', (code) => {
       clearTimeout(timer);
-      resolve({ code, stdout, stderr });
+      resolve({ code, stdout: stdout(), stderr: stderr() });
     });
   });
 }
@@ -83,6 +90,30 @@ describe('npm start entry', () => {
     expect(result.stdout).toMatch(/^Redis\s+0\s+2\s+0\s.*FAILED: .*REDIS_URL/m);
     expect(result.stdout).toMatch(/^TCP \(baseline\)\s+2\s+0\s+0\s.*\sok$/m);
   }, 60_000);
+});
+
+describe('npm start when the receiver is killed', () => {
+  it('says the receiver was killed by SIGKILL, stops the transmitter and exits non-zero, within bounded waits', async () => {
+    // RATE paces the run over seconds, so the kill lands inside it whatever the machine's load.
+    const started = spawnStart({ TRANSPORTS: 'tcp', IMAGE_COUNT: '100', RATE: '20', WARMUP: '0', LOG_LEVEL: 'info', ...(await freePortsEnv()) });
+    const exited = new Promise<number | null>((resolve) => started.child.on('exit', (code) => resolve(code)));
+    try {
+      await eventually(() => /"service":"receiver".*"msg":"section started"/.test(started.stderr()), 30_000);
+      // The receiver is npm start's child running the receiver's entry.
+      const pids = execFileSync('pgrep', ['-P', String(started.child.pid), '-f', 'dist/services/receiver/main\\.js'], { encoding: 'utf8' }).trim().split('\n');
+      expect(pids).toHaveLength(1);
+      process.kill(Number(pids[0]), 'SIGKILL');
+      let timer: NodeJS.Timeout | undefined;
+      const code = await Promise.race([exited, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`npm start still running 30 s after its receiver was killed; stderr:\n${started.stderr().slice(-3000)}`)), 30_000)))]);
+      clearTimeout(timer);
+      expect(started.stderr()).toContain('npm start: the receiver was killed by SIGKILL; see its log above.');
+      expect(code).not.toBeNull();
+      expect(code).not.toBe(0);
+    } finally {
+      // On a failure above: npm start stops its own services on SIGTERM.
+      await stopChild(started.child, 10_000);
+    }
+  }, 90_000);
 });
 
 describe('npm start with RECEIVERS=2', () => {
