@@ -1,14 +1,15 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePortsEnv } from '../../scripts/lib/ports.js';
+import type { RunReport } from '../../services/core/report.js';
 import { stopChild } from '../../services/shared/child-process.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { transports } from '../../services/transports/index.js';
-import { escapeRegExp, eventually } from '../helpers/harness.js';
+import { escapeRegExp } from '../helpers/harness.js';
 
 // `npm start`'s entry as a user runs it: real processes, a private redis-server from PATH.
 // `npm test` builds dist/ first (its pretest step).
@@ -93,12 +94,26 @@ describe('npm start entry', () => {
 });
 
 describe('npm start when the receiver is killed', () => {
-  it('says the receiver was killed by SIGKILL, stops the transmitter and exits non-zero, within bounded waits', async () => {
-    // RATE paces the run over seconds, so the kill lands inside it whatever the machine's load.
-    const started = spawnStart({ TRANSPORTS: 'tcp', IMAGE_COUNT: '100', RATE: '20', WARMUP: '0', LOG_LEVEL: 'info', ...(await freePortsEnv()) });
+  it('says the receiver was killed by SIGKILL, stops the transmitter, exits non-zero and keeps what the run wrote: the finished section whole, the open one marked incomplete', async () => {
+    // RATE paces the run over seconds, so the kill lands inside the second section whatever the machine's load.
+    // A folder of its own: the run folders of this file's other tests are not this run's.
+    const ownDir = await mkdtemp(path.join(os.tmpdir(), 'itb-e2e-killed-'));
+    const started = spawnStart({ TRANSPORTS: 'tcp,websocket', IMAGE_COUNT: '100', RATE: '20', WARMUP: '0', LOG_LEVEL: 'info', OUTPUT_DIR: ownDir, ...(await freePortsEnv()) });
     const exited = new Promise<number | null>((resolve) => started.child.on('exit', (code) => resolve(code)));
     try {
-      await eventually(() => /"service":"receiver".*"msg":"section started"/.test(started.stderr()), 30_000);
+      // Killed once the second section's per-image file holds some records (on disk, as they come).
+      const secondCsv = async (): Promise<string | undefined> => {
+        const runs = await readdir(path.join(ownDir, 'runs')).catch(() => [] as string[]);
+        return runs.length === 1 ? path.join(ownDir, 'runs', runs[0]!, 'images-02-websocket.csv') : undefined;
+      };
+      let csvLines = 0;
+      const deadline = Date.now() + 60_000;
+      while (csvLines < 6) {
+        if (Date.now() > deadline) throw new Error(`the second section's CSV never filled; stderr:\n${started.stderr().slice(-3000)}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        const csv = await secondCsv();
+        csvLines = csv === undefined ? 0 : (await readFile(csv, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
+      }
       // The receiver is npm start's child running the receiver's entry.
       const pids = execFileSync('pgrep', ['-P', String(started.child.pid), '-f', 'dist/services/receiver/main\\.js'], { encoding: 'utf8' }).trim().split('\n');
       expect(pids).toHaveLength(1);
@@ -109,9 +124,23 @@ describe('npm start when the receiver is killed', () => {
       expect(started.stderr()).toContain('npm start: the receiver was killed by SIGKILL; see its log above.');
       expect(code).not.toBeNull();
       expect(code).not.toBe(0);
+      // What the finished section wrote is kept whole; the open one from its records, marked incomplete.
+      const report = JSON.parse(await readFile(path.join(ownDir, 'results.json'), 'utf8')) as RunReport;
+      expect(report.stopReason).toBe('the receiver was killed by SIGKILL');
+      const [first, second] = report.sections;
+      expect([first?.transport, first?.ok, first?.okCount]).toEqual(['tcp', true, 100]);
+      expect(second?.transport).toBe('websocket');
+      expect(second?.ok).toBe(false);
+      expect(second?.failure).toMatch(/^the receiver was killed by SIGKILL; got \d+ images/);
+      expect(second!.okCount).toBeGreaterThanOrEqual(csvLines - 1);
+      expect(second!.okCount + second!.lostCount).toBe(100);
+      const log = await readFile(path.join(ownDir, 'output.log'), 'utf8');
+      expect(log).toContain('Result: INCOMPLETE: the receiver was killed by SIGKILL');
+      expect(log.match(/^Image \d+ transmission time: /gm)?.length).toBeGreaterThanOrEqual(100 + csvLines - 1);
     } finally {
       // On a failure above: npm start stops its own services on SIGTERM.
       await stopChild(started.child, 10_000);
+      await rm(ownDir, { recursive: true, force: true });
     }
   }, 90_000);
 });
