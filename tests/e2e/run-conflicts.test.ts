@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sectionCredential } from '../../services/core/auth.js';
 import { imageChecksum } from '../../services/core/checksum.js';
+import type { RunReport } from '../../services/core/report.js';
 import { failedSectionEnd, type RunAnnouncement } from '../../services/core/control-protocol.js';
 import { encodeFrameHeader, type Ack } from '../../services/core/frame.js';
 import type { SectionPlan } from '../../services/core/section.js';
@@ -162,8 +163,9 @@ describe('one run at a time', () => {
       }
       await control.openSection(plan(2));
       await control.endSection(2, failedSectionEnd('the test ends it'));
-      const outcome = await control.finishRun();
-      expect(outcome.report.sections.map((s) => [s.sectionId, s.failure])).toEqual([
+      await control.finishRun();
+      const report = JSON.parse(await readFile(path.join(env.OUTPUT_DIR!, 'results.json'), 'utf8')) as RunReport;
+      expect(report.sections.map((s) => [s.sectionId, s.failure])).toEqual([
         [1, 'a new section opened before this one ended; got 2 of 3 images'],
         [2, 'the test ends it'],
       ]);

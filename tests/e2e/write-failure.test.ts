@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stopChild } from '../../services/shared/child-process.js';
-import { TEST_AUTH_TOKEN } from '../helpers/harness.js';
+import { escapeRegExp, TEST_AUTH_TOKEN } from '../helpers/harness.js';
 import { exitWithin, freePortsEnv, startService, stopService, type ServiceProcess } from '../helpers/processes.js';
 
 // A receiver that cannot write its files, without root: run under a file-size limit (RLIMIT_FSIZE,
@@ -53,20 +53,23 @@ describe('output files that cannot be written', () => {
     const failed = start('transmitter', { ...env, IMAGE_COUNT: '5' });
     expect(await exitWithin(failed, 30_000), failed.stderr().slice(-2000)).toBe(1);
 
-    const reason = `could not write ${path.join(outputDir, 'report.html')}: EFBIG: file too large`;
-    expect(failed.stdout()).toContain(`FAILED: the receiver could not save this run's files (${reason})`);
+    // The run's own folder is where its files go; report.html is the one over the limit.
+    const named = new RegExp(`could not write ${escapeRegExp(path.join(outputDir, 'runs'))}/\\d{8}T\\d{6}Z-[0-9a-f]{6}/report\\.html: EFBIG: file too large`);
+    const reason = named.exec(failed.stdout())?.[0];
+    expect(reason, failed.stdout()).toBeDefined();
+    expect(failed.stdout()).toContain(`FAILED: the receiver could not save this run's files (${reason!})`);
     // The run's figures are not lost with its files: the summary is printed.
     expect(failed.stdout()).toMatch(/^TCP \(baseline\)\s+5\s+0\s+0\s/m);
-    expect(failed.stderr()).toContain(reason);
+    expect(failed.stderr()).toContain(reason!);
     // The receiver logs it at error level, and goes on serving.
-    const errorLine = limited.stderr().split('\n').find((line) => line.includes('"msg":"output files not written; the previous ones are left as they were"'));
+    const errorLine = limited.stderr().split('\n').find((line) => line.includes('"msg":"output files not written; the previous run stays the latest"'));
     expect(errorLine).toBeDefined();
     expect(JSON.parse(errorLine!)).toMatchObject({ level: 50, err: reason, outputDir });
     const served = await fetch(`http://127.0.0.1:${env.CONTROL_PORT}/output.log`, { signal: AbortSignal.timeout(10_000) });
     expect(await served.text()).toBe(before['output.log']!.toString());
 
     for (const file of FILES) expect((await readFile(path.join(outputDir, file))).equals(before[file]!), file).toBe(true);
-    // No temporary file left behind either.
-    expect((await readdir(outputDir)).sort()).toEqual([...FILES].sort());
+    // No temporary file left behind either: the links, `latest` (still the previous run) and the run folders.
+    expect((await readdir(outputDir)).sort()).toEqual([...FILES, 'latest', 'runs'].sort());
   }, 90_000);
 });
