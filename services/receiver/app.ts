@@ -30,7 +30,7 @@ import { receiverAuthToken } from '../shared/auth-token.js';
 import { hostFacts } from '../shared/host.js';
 import { unmappedAddress } from '../shared/net.js';
 import { reportLibraries } from '../shared/report-assets.js';
-import { OUTPUT_FILES, RunFolder } from '../shared/run-folder.js';
+import { completeRun, lastWriteMs, OUTPUT_FILES, RunFolder, runFolders } from '../shared/run-folder.js';
 import { transportByName } from '../transports/index.js';
 import { connectionsPerSection, Doorkeeper } from '../transports/kit/door.js';
 import { Listeners } from './listeners.js';
@@ -49,6 +49,9 @@ export interface ReceiverApp {
 }
 
 export { OUTPUT_FILES } from '../shared/run-folder.js';
+
+/** How much longer than the watchdog's limit a run must have been silent before a starting receiver completes it. */
+const ABANDONED_RUN_GRACE_MS = 60_000;
 
 /** Extra time the watchdog allows beyond the transmitter's own longest wait before declaring it gone. */
 const WATCHDOG_GRACE_MS = 5000;
@@ -175,6 +178,24 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
     if (stopReason === null) log.info({ outputDir, runFolder: runFolder.name, strayFrames: session.strayFrames, rejectedInputs }, 'run finished; output files written');
     else log.warn({ outputDir, runFolder: runFolder.name, stopReason, strayFrames: session.strayFrames, rejectedInputs }, 'run ended incomplete; output files written');
     return finish;
+  }
+
+  // A run a receiver died in (killed, out of memory) is completed when one starts again here: its
+  // finished sections as they were, the open one from its per-image file, marked incomplete. Only
+  // a run nothing has written to for longer than the watchdog's limit (and a minute): never one
+  // another receiver sharing OUTPUT_DIR is still writing.
+  async function completeAbandonedRuns(): Promise<void> {
+    const base = path.resolve(config.outputDir);
+    for (const dir of await runFolders(base)) {
+      const quietMs = Date.now() - (await lastWriteMs(dir));
+      if (quietMs < idleLimitMs + ABANDONED_RUN_GRACE_MS) continue;
+      try {
+        const report = await completeRun(base, dir, 'the receiver stopped before the run ended (completed when a receiver started again)', reportLibraries());
+        if (report !== undefined) log.warn({ runFolder: path.basename(dir), sections: report.sections.length }, 'completed a run its receiver never ended: its open section is marked incomplete');
+      } catch (err) {
+        log.error({ runFolder: path.basename(dir), err: errorMessage(err) }, 'could not complete a run its receiver never ended');
+      }
+    }
   }
 
   function checkTransmitterAlive(): void {
@@ -322,6 +343,7 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
       const address = control.server.address();
       const controlPort = typeof address === 'object' && address !== null ? address.port : config.controlPort;
       watchdog = setInterval(checkTransmitterAlive, 1000).unref();
+      await completeAbandonedRuns();
       log.info({ controlPort }, 'receiver ready');
       return { controlPort, listeners: listeners.status() };
     },

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, open, readdir, readFile, readlink, rename, rm, symlink, type FileHandle } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, readlink, rename, rm, stat, symlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { encodeFrameHeader, decodeFrameHeader } from '../core/frame.js';
@@ -305,6 +305,13 @@ export async function unfinishedRun(dir: string): Promise<boolean> {
   } catch {
     return false;
   }
+}
+
+/** When anything in run folder `dir` was last written (ms since the epoch): its files are appended as a run goes. */
+export async function lastWriteMs(dir: string): Promise<number> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  const times = await Promise.all(names.map((name) => stat(path.join(dir, name)).then((s) => s.mtimeMs, () => 0)));
+  return Math.max(0, ...times);
 }
 
 /** The run folders under `baseDir`, newest last (their names start with the start time). */
