@@ -39,7 +39,7 @@ describe('a run of a million images', () => {
 
   it('keeps the receiver\'s memory bounded and writes every image as it goes', async () => {
     outputDir = await mkdtemp(path.join(os.tmpdir(), 'itb-long-'));
-    const env = { ...(await freePortsEnv()), TRANSPORTS: 'tcp', OUTPUT_DIR: outputDir, IMAGE_COUNT: String(IMAGES), IMAGE_SIZE: '1KB', WINDOW: '64', WARMUP: '1000', LOG_LEVEL: 'warn' };
+    const env = { ...(await freePortsEnv()), TRANSPORTS: 'tcp', OUTPUT_DIR: outputDir, IMAGE_COUNT: String(IMAGES), IMAGE_SIZE: '1KB', WINDOW: '64', WARMUP: '1000', LOG_LEVEL: 'info' };
     receiver = await startReadyReceiver(env);
     const transmitter = startService('transmitter', env);
     expect(await exitWithin(transmitter, 240_000), transmitter.stderr().slice(-2000)).toBe(0);
