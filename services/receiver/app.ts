@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { STATUS_CODES } from 'node:http';
 import path from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -208,6 +209,13 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
     // No type coercion and no silent dropping of unknown fields: a body that does not match the
     // protocol is refused, not reinterpreted.
     const app = Fastify({ logger: false, bodyLimit: CONTROL_BODY_LIMIT_BYTES, ajv: { customOptions: { coerceTypes: false, removeAdditional: false } } });
+    // fastify's own logger is off (it would log every request); a request that fails on the
+    // receiver's side (a write to a full disk) is logged here with its reason, which the reply carries too.
+    app.setErrorHandler((err: Error & { statusCode?: number }, request, reply) => {
+      const statusCode = err.statusCode ?? 500;
+      if (statusCode >= 500) log.error({ method: request.method, url: request.url, err: errorMessage(err) }, 'control request failed');
+      void reply.code(statusCode).send({ statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message: errorMessage(err) });
+    });
     // Only the transmitter holding AUTH_TOKEN may change anything or keep a run alive; GET /,
     // /health, /progress and /results.json only read and stay open. Checked on request, so a refused
     // request's body is never parsed, validated or acted on.
