@@ -23,7 +23,7 @@ export async function readImageCsv(outputDir: string, section: Pick<SectionResul
   if (lines.pop() !== '') throw new Error(`${file}: the last line is not ended`);
   const figure = (text: string | undefined, line: string): number | null => {
     if (text === '') return null;
-    if (text === undefined || !/^\d+$/.test(text)) throw new Error(`${file}: ${JSON.stringify(line)} has a figure that is not whole ns`);
+    if (text === undefined || !/^-?\d+$/.test(text)) throw new Error(`${file}: ${JSON.stringify(line)} has a figure that is not whole ns`);
     return Number(text);
   };
   return lines.map((line) => {
