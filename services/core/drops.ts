@@ -29,6 +29,11 @@ export class DropLedger {
     return this.lostSeqs.size;
   }
 
+  /** Entries the ledger holds now (for tests of its bound): its open and lost seqs, and the order list, acknowledged seqs at its head until it is compacted. */
+  get heldEntries(): number {
+    return this.openSeqs.size + this.lostSeqs.size + this.openOrder.length;
+  }
+
   /** `seq` was sent through this ledger's client: open until acknowledged or settled (seqs are opened in ascending order). */
   open(seq: number): void {
     this.openSeqs.add(seq);

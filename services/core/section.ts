@@ -658,6 +658,7 @@ export function acknowledgedOnlyResult(plan: SectionPlan, acknowledgedImages: nu
   if (warmedUp !== undefined) recorder.beginRecording(warmedUp, 0n);
   const result = recorder.result(failure, extras);
   const imageCount = result.imageCount;
-  const okCount = Math.min(acknowledgedImages, imageCount);
+  // Without a warm-up outcome no image was recorded: an acknowledged one was a warm-up image.
+  const okCount = warmedUp === undefined ? 0 : Math.min(acknowledgedImages, imageCount);
   return { ...result, okCount, lostCount: imageCount - okCount, rtt: extras.rtt ?? null };
 }

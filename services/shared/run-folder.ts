@@ -128,6 +128,8 @@ export class RunFolder {
   private readonly sections: SectionResult[] = [];
   private open: { plan: SectionPlan; csv: AppendFile; imagesFile: string; warmedUp: WarmupOutcome | null } | undefined;
   private sectionNumber = 0;
+  /** RECEIVERS > 1, the first receiver: a section ended whose output.log figures wait for every receiver's (its fan-out), which the transmitter sends next. */
+  private awaitingFanOut: SectionResult | undefined;
 
   private constructor(
     /** OUTPUT_DIR (or a receiver's own folder in it): where `latest` and the top-level links are. */
@@ -167,6 +169,7 @@ export class RunFolder {
 
   /** Opens a section's files: its heading in output.log, its CSV; results.json names it as in progress. */
   async openSection(plan: SectionPlan): Promise<OpenSectionFiles> {
+    this.writeAwaitedFooter();
     this.sectionNumber++;
     const imagesFile = `images-${String(this.sectionNumber).padStart(2, '0')}-${plan.transport}${this.info.repeat > 1 ? `-repeat${plan.repeat}` : ''}.csv`;
     const csv = await AppendFile.create(path.join(this.dir, imagesFile));
@@ -203,11 +206,14 @@ export class RunFolder {
    * Every file is on disk when this returns; a failed write throws, naming the path and reason.
    */
   async endSection(result: SectionResult): Promise<SectionResult> {
+    this.writeAwaitedFooter();
     const open = this.open;
     this.open = undefined;
     const recorded: SectionResult = open !== undefined && open.plan.sectionId === result.sectionId ? { ...result, imagesFile: open.imagesFile } : result;
     if (open === undefined || open.plan.sectionId !== result.sectionId) this.log.write(`${renderSectionHeading(result, this.info.repeat)}\n`);
-    this.log.write(`${renderSectionFooter(recorded, this.info.repeat)}\n\n`);
+    // The first of several receivers: its figures go with every receiver's (and fail when another's did), once the fan-out comes.
+    if (recorded.receivers > 1 && recorded.receiverIndex === 0 && recorded.fanOut === null) this.awaitingFanOut = recorded;
+    else this.log.write(`${renderSectionFooter(recorded, this.info.repeat)}\n\n`);
     this.sections.push(recorded);
     await open?.csv.close();
     await this.log.flush();
@@ -220,7 +226,18 @@ export class RunFolder {
     const index = this.sections.findIndex((s) => s.sectionId === result.sectionId);
     if (index < 0) return;
     this.sections[index] = { ...result, imagesFile: this.sections[index]!.imagesFile };
+    if (this.awaitingFanOut?.sectionId === result.sectionId) {
+      this.awaitingFanOut = this.sections[index];
+      this.writeAwaitedFooter();
+    }
     await this.writeSnapshot();
+  }
+
+  // The footer of a section that waited for its fan-out, as it stands now (without one when none came).
+  private writeAwaitedFooter(): void {
+    if (this.awaitingFanOut === undefined) return;
+    this.log.write(`${renderSectionFooter(this.awaitingFanOut, this.info.repeat)}\n\n`);
+    this.awaitingFanOut = undefined;
   }
 
   /** The report so far (the sections ended). */
@@ -234,6 +251,7 @@ export class RunFolder {
    * leaves the links on the previous run.
    */
   async finish(report: RunReport, libraries: HtmlReportLibraries): Promise<void> {
+    this.writeAwaitedFooter();
     await this.open?.csv.close().catch(() => undefined);
     this.open = undefined;
     this.log.write(renderOutputLogEnd(report));
@@ -245,6 +263,7 @@ export class RunFolder {
 
   /** Closes the files without ending the run (the receiver is going away without a word). */
   async abandon(): Promise<void> {
+    this.writeAwaitedFooter();
     await this.open?.csv.close().catch(() => undefined);
     await this.log.close().catch(() => undefined);
   }

@@ -48,6 +48,10 @@ describe('AUTH_TOKEN', () => {
     for (const file of ['output.log', 'results.json', 'report.html']) {
       expect(await readFile(path.join(env.OUTPUT_DIR!, file), 'utf8'), file).not.toContain(secret);
     }
+    // Nor in any file of the run's folder (each section's CSV among them).
+    const written = (await readdir(env.OUTPUT_DIR!, { recursive: true, withFileTypes: true })).filter((entry) => entry.isFile());
+    expect(written.map((entry) => entry.name)).toContainEqual(expect.stringMatching(/^images-01-tcp\.csv$/));
+    for (const entry of written) expect(await readFile(path.join(entry.parentPath, entry.name), 'utf8'), entry.name).not.toContain(secret);
   }, 40_000);
 
   it('an AUTH_TOKEN_FILE holding something else stops either service at start with exit 2, naming it', async () => {

@@ -5,7 +5,9 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stopChild } from '../../services/shared/child-process.js';
 import { freePort } from '../../services/shared/net.js';
+import type { RunReport } from '../../services/core/report.js';
 import { exitWithin, freePortsEnv, startService, type ServiceProcess } from '../helpers/processes.js';
+import { logSections, readImageCsv } from '../helpers/run-files.js';
 
 // Faults over real processes and sockets: nothing hangs, nothing is lost silently, and every
 // failure says what happened. Timeouts are short here so each case ends in seconds.
@@ -73,14 +75,29 @@ describe('faults', () => {
 
   it('transmitter killed mid-section: the receiver writes output.log marked incomplete with the count, and serves the next run', async () => {
     const dir = await mkdtemp(path.join(outputDir, 'tx-killed-'));
-    const env = await envFor(dir, { ...longSection, IMAGE_TIMEOUT_MS: '1000', CONNECT_TIMEOUT_MS: '1000' });
+    // No warm-up: the kill lands among the recorded images, some of which came.
+    const env = await envFor(dir, { ...longSection, WARMUP: '0', IMAGE_TIMEOUT_MS: '1000', CONNECT_TIMEOUT_MS: '1000' });
     const { receiver, transmitter } = await startInsideTcpSection(env);
     transmitter.child.kill('SIGKILL');
     // The receiver waits out the transmitter's longest wait (1 s) plus 5 s of grace.
     await receiver.waitForLog(/run ended incomplete/, 15_000);
     const log = await readFile(path.join(dir, 'output.log'), 'utf8');
-    expect(log).toMatch(/^RUN INCOMPLETE: transmitter went away: no frame or control request for \d+ s\./m);
-    expect(log).toMatch(/^FAILED: transmitter went away: .*; got \d+ of 50000 images$/m);
+    expect(log).toMatch(/\nResult: INCOMPLETE: transmitter went away: no frame or control request for \d+ s\. Sections not listed above did not run\.\n$/);
+    const got = Number(/^FAILED: transmitter went away: .*; got (\d+) of 50000 images$/m.exec(log)?.[1]);
+    expect(got).toBeGreaterThan(0);
+    // The open section's CSV has every image: those that came as they came, then the rest as lost.
+    const results = JSON.parse(await readFile(path.join(dir, 'results.json'), 'utf8')) as RunReport;
+    const tcp = results.sections.find((s) => s.transport === 'tcp')!;
+    expect([tcp.okCount, tcp.lostCount]).toEqual([got, 50_000 - got]);
+    const csv = await readImageCsv(dir, tcp);
+    expect(csv).toHaveLength(50_000);
+    expect(csv.slice(0, got).every((l) => l.status === 'ok' && l.oneWayNs !== null)).toBe(true);
+    expect(csv.slice(got).every((l) => l.status === 'lost' && l.oneWayNs === null)).toBe(true);
+    expect(new Set(csv.map((l) => l.image)).size).toBe(50_000);
+    // output.log lists the lost ones at the section's end, after the lines of those that came.
+    const [section] = logSections(log);
+    expect(section!.imageLines).toHaveLength(50_000);
+    expect(section!.imageLines.slice(got).every((line) => / LOST \(never arrived\)$/.test(line))).toBe(true);
 
     const next = start('transmitter', { ...env, IMAGE_COUNT: '3', IMAGE_SIZE: '' });
     expect(await exitWithin(next, 20_000)).toBe(0);
@@ -99,7 +116,7 @@ describe('faults', () => {
     expect(transmitterCode).toBe(1);
     expect(receiverCode).toBe(0);
     const log = await readFile(path.join(dir, 'output.log'), 'utf8');
-    expect(log).toMatch(/^RUN INCOMPLETE: receiver stopped by SIGTERM during the run\./m);
+    expect(log).toMatch(/\nResult: INCOMPLETE: receiver stopped by SIGTERM during the run\. Sections not listed above did not run\.\n$/);
     // Its ports are free again: nothing was left listening.
     expect(existsSync(path.join(dir, 'results.json'))).toBe(true);
     const again = start('receiver', env);

@@ -1,6 +1,6 @@
 import { parseConfig } from '../../services/core/config.js';
 import { RESULTS_SCHEMA_VERSION, summarizeTransports, type HostFacts, type RunReport } from '../../services/core/report.js';
-import { SectionRecorder, type SectionExtras, type SectionPlan, type SectionResult } from '../../services/core/section.js';
+import { SectionRecorder, type ImageRecord, type SectionExtras, type SectionPlan, type SectionResult, type SectionSink } from '../../services/core/section.js';
 import { summarizeLatency } from '../../services/core/stats.js';
 import type { WarmupOutcome } from '../../services/core/warmup.js';
 import { transports } from '../../services/transports/index.js';
@@ -21,6 +21,52 @@ export const fixtureHost = (hostname: string): HostFacts => ({
   bootId: 'boot-1',
   libraries: { ws: '8.23.0', zeromq: '6.8.0' },
 });
+
+/** One call of a {@link SectionSink}'s `recorded`, as it came (times in whole ns). */
+export interface SinkRecord {
+  image: number;
+  status: ImageRecord['status'];
+  oneWayNs: number | null;
+  rttNs: number | null;
+  dueLagNs: number | null;
+}
+
+/** What a {@link collectingSink} heard. */
+export interface CollectedImages {
+  sink: SectionSink;
+  /** Each recorded image's record (ms), sorted by image: what the section's CSV holds. */
+  records: ImageRecord[];
+  /** The `recorded` calls in the order they came (the CSV's line order). */
+  calls: SinkRecord[];
+  /** The `arrived` calls in the order they came (output.log's per-image lines). */
+  arrivals: { image: number; oneWayNs: number; intact: boolean }[];
+}
+
+/**
+ * A {@link SectionSink} that keeps what a section's recorder sends it, as the receiver's files
+ * would: `records` sorted by image. An image recorded twice throws: each goes to the CSV once.
+ */
+export function collectingSink(): CollectedImages {
+  const collected: CollectedImages = {
+    records: [],
+    calls: [],
+    arrivals: [],
+    sink: {
+      arrived(image, oneWayNs, intact) {
+        collected.arrivals.push({ image, oneWayNs, intact });
+      },
+      recorded(image, status, oneWayNs, rttNs, dueLagNs) {
+        if (collected.calls.some((c) => c.image === image)) throw new Error(`image ${image} recorded twice`);
+        collected.calls.push({ image, status, oneWayNs, rttNs, dueLagNs });
+        const record: ImageRecord = { image, timeMs: oneWayNs === null ? null : oneWayNs / 1e6, rttMs: rttNs === null ? null : rttNs / 1e6, status };
+        const at = collected.records.findIndex((r) => r.image > image);
+        if (at < 0) collected.records.push(record);
+        else collected.records.splice(at, 0, record);
+      },
+    },
+  };
+  return collected;
+}
 
 /** A section plan for a 545,792-byte image, with overrides. */
 export function fixturePlan(overrides: Partial<SectionPlan> & Pick<SectionPlan, 'transport' | 'label'>): SectionPlan {

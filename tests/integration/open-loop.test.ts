@@ -6,6 +6,7 @@ import type { RunReport } from '../../services/core/report.js';
 import { transportByName } from '../../services/transports/index.js';
 import { LocalServers } from '../helpers/harness.js';
 import { runBoth } from '../helpers/in-process.js';
+import { readImageCsv } from '../helpers/run-files.js';
 import { resultsSchemaErrors } from '../../scripts/lib/results-schema.js';
 
 // RATE: an open loop over real loopback sockets, both apps in this process.
@@ -57,6 +58,11 @@ describe('RATE (open loop)', () => {
       // The backlog grows through the section: the last image waited far longer than its own transfer took.
       expect(open?.sendLag?.maxMs, section.transport).toBeGreaterThan(section.latency!.maxMs);
       expect(open?.latencyFromDue?.p99Ms, section.transport).toBeGreaterThan(section.latency!.p99Ms!);
+      // Each image's record in the section's CSV carries its stamp − due beside its round trip: the send lags summarized above.
+      const csv = await readImageCsv(outputDir, section);
+      expect(csv.map((l) => l.image).sort((a, b) => a - b), section.transport).toEqual(Array.from({ length: 400 }, (_, i) => i + 1));
+      expect(csv.every((l) => l.status === 'ok' && l.dueLagNs !== null && l.rttNs !== null), section.transport).toBe(true);
+      expect(Math.max(...csv.map((l) => l.dueLagNs!)) / 1e6, section.transport).toBe(open?.sendLag?.maxMs);
     }
     const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
     expect(log).not.toContain('NOT SENT');

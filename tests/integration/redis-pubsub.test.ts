@@ -12,6 +12,7 @@ import { sectionKeys, startPrivateRedis } from '../../services/transports/kit/re
 import { redisPubsubTransport } from '../../services/transports/redis-pubsub.js';
 import { eventually, openPair, stampedHeader, testDoor, testLog } from '../helpers/harness.js';
 import { runBoth } from '../helpers/in-process.js';
+import { readImageRecords } from '../helpers/run-files.js';
 
 // Only what is PARTICULAR to Redis pub/sub; the shared suite (transports.test.ts) tests the
 // contract. Here: a subscriber Redis disconnects at its output-buffer limit fails its section with
@@ -69,12 +70,13 @@ describe('redis-pubsub transport: Redis pub/sub specifics', () => {
     expect(pubsub!.lostCount).toBeGreaterThan(0);
     expect(pubsub!.okCount + pubsub!.lostCount).toBe(imageCount);
 
-    // results.json has the same counts, image by image.
+    // results.json has the same counts, and the section's CSV the same, image by image.
     const results = JSON.parse(await readFile(path.join(outputDir, 'results.json'), 'utf8')) as RunReport;
     const section = results.sections.find((s) => s.transport === 'redis-pubsub')!;
     expect(section.ok).toBe(false);
-    expect(section.images).toHaveLength(imageCount);
-    const statuses = section.images.map((i) => i.status);
+    const images = await readImageRecords(outputDir, section);
+    expect(images.map((i) => i.image)).toEqual(Array.from({ length: imageCount }, (_, i) => i + 1));
+    const statuses = images.map((i) => i.status);
     expect(statuses.filter((s) => s === 'ok')).toHaveLength(section.okCount);
     expect(statuses.filter((s) => s === 'lost')).toHaveLength(section.lostCount);
     expect(section.okCount).toBe(pubsub!.okCount);

@@ -1,12 +1,13 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, readlink, realpath, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunReport } from '../../services/core/report.js';
+import { renderImageLine, type RunReport } from '../../services/core/report.js';
 import { freePort } from '../../services/shared/net.js';
 import { transports } from '../../services/transports/index.js';
-import { LocalServers, TEST_AUTH_TOKEN } from '../helpers/harness.js';
+import { escapeRegExp, LocalServers, TEST_AUTH_TOKEN } from '../helpers/harness.js';
 import { runBoth as runBothInProcess, runTransmitter, startReceiver } from '../helpers/in-process.js';
+import { logSections, readImageCsv, readImageRecords } from '../helpers/run-files.js';
 import { resultsSchemaErrors } from '../../scripts/lib/results-schema.js';
 
 // Both apps in this process, every transport over real loopback sockets and a real redis-server.
@@ -40,6 +41,10 @@ describe('a whole run in-process', () => {
     expect(log.match(/^Round trip: p50 \d+\.\d{3}, /gm)).toHaveLength(3 * n);
     expect(log).toContain('Spread across completed repeats (min–max):');
 
+    // OUTPUT_DIR's files are links through latest, which points at the run's own folder.
+    expect(outcome.runFolder).toMatch(/^runs\/\d{8}T\d{6}Z-[0-9a-f]{6}$/);
+    for (const file of ['output.log', 'results.json', 'report.html']) expect(await readlink(path.join(outputDir, file))).toBe(path.join('latest', file));
+    expect(await realpath(path.join(outputDir, 'latest'))).toBe(await realpath(path.join(outputDir, outcome.runFolder!)));
     const results = JSON.parse(await readFile(path.join(outputDir, 'results.json'), 'utf8')) as RunReport;
     expect(resultsSchemaErrors(results)).toEqual([]);
     // The shared secret is in no report, and the schema would refuse one that had it.
@@ -51,15 +56,25 @@ describe('a whole run in-process', () => {
     const rotated = (shift: number): string[] => [...order.slice(shift), ...order.slice(0, shift)];
     expect(results.sections.map((s) => `${s.transport}/${s.repeat}`)).toEqual([1, 2, 3].flatMap((repeat) => rotated(repeat - 1).map((t) => `${t}/${repeat}`)));
     expect(results.transports.map((t) => [t.transport, t.repeats, t.completedRepeats, t.okCount])).toEqual(order.map((t) => [t, 3, 3, 9]));
-    for (const section of results.sections) {
+    // output.log's sections are results.json's, in order, each image's line streamed as it arrived.
+    const logged = logSections(log);
+    expect(logged.map((s) => s.heading)).toEqual(results.sections.map((s) => expect.stringMatching(new RegExp(`^=== ${escapeRegExp(s.label)}.* repeat ${s.repeat}/3\\) ===$`))));
+    for (const [index, section] of results.sections.entries()) {
       expect(section.okCount).toBe(3);
-      expect(section.images.every((i) => i.timeMs !== null && i.timeMs > 0)).toBe(true);
+      // Each section's CSV, named in results.json and in output.log, holds every image with its round trip.
+      expect(logged[index]!.footer[0]).toBe(`Per-image records: ${section.imagesFile}`);
+      const csv = await readImageCsv(outputDir, section);
+      const images = await readImageRecords(outputDir, section);
+      expect(images.map((i) => [i.image, i.status])).toEqual([[1, 'ok'], [2, 'ok'], [3, 'ok']]);
+      expect(images.every((i) => i.timeMs !== null && i.timeMs > 0)).toBe(true);
       // Every image's round trip (stamp → ack processed on the transmitter) covers its one-way time.
-      for (const image of section.images) expect(image.rttMs).toBeGreaterThan(image.timeMs!);
+      for (const image of images) expect(image.rttMs).toBeGreaterThan(image.timeMs!);
+      // WINDOW 1: the images arrived in order, and so their lines were written: the figures the CSV has.
+      expect(logged[index]!.imageLines).toEqual([1, 2, 3].map((image) => renderImageLine(image, csv.find((l) => l.image === image)!.oneWayNs, 'ok', false)));
       expect(section.rtt?.count).toBe(3);
       expect(section.verifyMs).toBeGreaterThan(0);
       // The total spans from the first send to the last arrival, so it covers every image.
-      expect(section.totalMs).toBeGreaterThanOrEqual(Math.max(...section.images.map((i) => i.timeMs!)));
+      expect(section.totalMs).toBeGreaterThanOrEqual(Math.max(...images.map((i) => i.timeMs!)));
       expect(section.latency?.p50Ms).toBeGreaterThan(0);
       expect(section.throughputMBps).toBeGreaterThan(0);
       // Both sides in one process here: each side's CPU is that process's, so only its presence is checked.
@@ -97,16 +112,22 @@ describe('a whole run in-process', () => {
     const outcome = await runBoth({ IMAGE_COUNT: String(imageCount), IMAGE_SIZE: '64KB', WINDOW: '16', WARMUP: '16' });
     expect(outcome.succeeded, outcome.summary).toBe(true);
     expect(outcome.report.sections.map((s) => s.transport)).toEqual(transports.map((t) => t.name));
-    for (const section of outcome.report.sections) {
+    const log = logSections(await readFile(path.join(outputDir, 'output.log'), 'utf8'));
+    for (const [index, section] of outcome.report.sections.entries()) {
+      const images = await readImageRecords(outputDir, section, outcome.runFolder);
+      expect(images.map((i) => i.image)).toEqual(Array.from({ length: imageCount }, (_, i) => i + 1));
+      // output.log has a line for each image, once, written as it arrived.
+      expect(new Set(log[index]!.imageLines.map((line) => Number(/^Image (\d+) /.exec(line)?.[1])))).toEqual(new Set(images.map((i) => i.image)));
+      expect(log[index]!.imageLines).toHaveLength(imageCount);
       // Images stamped and not yet acknowledged, on average over the first stamp to the last ack
       // (Little's law from the round trips): WINDOW of them nearly the whole section, never more.
-      const flights = section.images.map((i) => i.rttMs!);
+      const flights = images.map((i) => i.rttMs!);
       expect(section.meanInFlight, section.transport).toBeGreaterThan(0.9 * 16);
       expect(section.meanInFlight, section.transport).toBeLessThanOrEqual(16 * 1.000001);
       expect(section.littleRatio).toBeCloseTo(section.meanInFlight! / 16, 9);
       // On one clock no image arrives after its ack.
       expect(section.arrivalsAfterAck).toBe(0);
-      expect(flights.every((rttMs, image) => rttMs >= section.images[image]!.timeMs!)).toBe(true);
+      expect(flights.every((rttMs, image) => rttMs >= images[image]!.timeMs!)).toBe(true);
     }
   }, 120_000);
 

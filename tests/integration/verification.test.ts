@@ -15,6 +15,7 @@ import { ControlClient } from '../../services/transmitter/control-client.js';
 import { transports } from '../../services/transports/index.js';
 import { escapeRegExp, eventually, LocalServers, TEST_AUTH_TOKEN, testLog } from '../helpers/harness.js';
 import { startReceiver } from '../helpers/in-process.js';
+import { readImageRecords } from '../helpers/run-files.js';
 
 // Verification comes after the ack: the receiver acknowledges an image as soon as it is in
 // hand and hashes it afterwards. A mismatch must still be counted, shown per image and in the
@@ -88,20 +89,28 @@ describe('a corrupt image, acknowledged before it is verified', () => {
           await link.close();
         }
         expect(acks.map((a) => [a.seq, a.status])).toEqual([[0, 'accepted'], [1, 'accepted'], [2, 'accepted']]);
-        const result = await control.endSection(plan.sectionId, { failure: null, transmitterCost: null, rttNs: [1, 2, 3], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: 1.5, firstImageRttMs: 0.25 }, clockAfter: null });
-        expect(result.images.map((i) => i.status)).toEqual(['ok', 'corrupt', 'ok']);
-        // The transmitter's cold-start figures pass through; the first image's one-way time is the receiver's own (seq 0, image 1).
-        expect(result.coldStart).toEqual({ connectMs: 1.5, firstImageMs: result.images[0]!.timeMs, firstImageRttMs: 0.25 });
+        // The transmitter's round trips (5 s each: over any one-way time here) come in a batch, then its end.
+        await control.roundTrips(plan.sectionId, Buffer.from(Float64Array.of(1, 5e9, Number.NaN, 2, 5e9, Number.NaN, 3, 5e9, Number.NaN).buffer));
+        const result = await control.endSection(plan.sectionId, {
+          failure: null, transmitterCost: null, imagesSent: 3, roundTripsShipped: 3, sendLag: null, rttFromDue: null, meanInFlight: null, rttSeconds: [],
+          achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: 1.5, firstImageRttMs: 0.25 }, clockAfter: null,
+        });
         expect(result.warmedUp).toEqual({ images: 0, ms: 0, steady: null, mediansMs: null });
         expect([result.okCount, result.corruptCount, result.lostCount]).toEqual([2, 1, 0]);
-        expect(result.ok).toBe(false);
-        // Only intact images are in the time figures; every image keeps its time.
+        // Not ok for the corrupt image alone: every round trip came, and none is shorter than its one-way time.
+        expect([result.ok, result.failure, result.rtt?.count]).toEqual([false, null, 3]);
+        // Only intact images are in the time figures.
         expect(result.latency?.count).toBe(2);
-        expect(result.images.every((i) => i.timeMs !== null && i.timeMs > 0)).toBe(true);
         expect(result.verifyMs).toBeGreaterThan(0);
         const finished = await control.finishRun();
         expect(finished.succeeded).toBe(false);
         expect(finished.summary).toMatch(new RegExp(`^${escapeRegExp(transport.label)}\\s.*\\s2\\s+0\\s+1\\s`, 'm'));
+        // The section's CSV in the run's folder: each image with its verdict, its time and its round trip.
+        const images = await readImageRecords(outputDir, result, finished.runFolder);
+        expect(images.map((i) => [i.image, i.status, i.rttMs])).toEqual([[1, 'ok', 5000], [2, 'corrupt', 5000], [3, 'ok', 5000]]);
+        expect(images.every((i) => i.timeMs !== null && i.timeMs > 0)).toBe(true);
+        // The transmitter's cold-start figures pass through; the first image's one-way time is the receiver's own (seq 0, image 1).
+        expect(result.coldStart).toEqual({ connectMs: 1.5, firstImageMs: images[0]!.timeMs, firstImageRttMs: 0.25 });
       } finally {
         control.close();
       }

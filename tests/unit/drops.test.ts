@@ -58,6 +58,24 @@ describe('DropLedger', () => {
     expect(ledger.lostIn(0, 100)).toBe(3);
   });
 
+  it('holds a window\'s worth, not the section: 1,000,000 seqs acknowledged in order, WINDOW 8', () => {
+    const ledger = new DropLedger();
+    const window = 8;
+    let mostHeld = 0;
+    for (let seq = 0; seq < 1_000_000; seq++) {
+      ledger.open(seq);
+      if (seq >= window - 1) ledger.acknowledged(seq - window + 1);
+      mostHeld = Math.max(mostHeld, ledger.heldEntries);
+    }
+    for (let seq = 1_000_000 - window + 1; seq < 1_000_000; seq++) ledger.acknowledged(seq);
+    expect(ledger.lost).toBe(0);
+    // The order list is compacted once over 4,096 acknowledged seqs lead it: a few thousand entries at most.
+    expect(mostHeld).toBeLessThan(2 * 4096 + 2 * window);
+    expect(ledger.heldEntries).toBeLessThan(4096 + window);
+    // Nothing open is left: silence settles nothing.
+    expect(ledger.settleBelow(1_000_000)).toBe(0);
+  });
+
   it('for any in-order delivery with drops, lost = stamped - acknowledged once the tail is settled', () => {
     fc.assert(
       fc.property(fc.array(fc.boolean(), { minLength: 1, maxLength: 200 }), (delivered) => {

@@ -1,18 +1,25 @@
 import { describe, expect, it } from 'vitest';
 import { RssPeakTracker } from '../../services/shared/resources.js';
-import { AckWaiter, Flight, type SectionProgress } from '../../services/transmitter/flight.js';
+import { AckWaiter, Flight, type RoundTripSink, type SectionProgress } from '../../services/transmitter/flight.js';
 import { fixturePlan } from '../helpers/fixtures.js';
 
 // The transmitter's bookkeeping of one section, driven by hand: which client carries the next
 // image, when a slot frees with several receivers, and what is settled as lost.
 
-const progress = (): SectionProgress => ({ transport: 'tcp', label: 'TCP', repeat: 1, repeats: 1, imageCount: 4, imageSizeBytes: 1000, sent: 0, acked: 0, startedAtMs: undefined });
+const progress = (imageCount: number): SectionProgress => ({ transport: 'tcp', label: 'TCP', repeat: 1, repeats: 1, imageCount, imageSizeBytes: 1000, sent: 0, acked: 0, startedAtMs: undefined });
 
-function flightOf(overrides: { clients?: number; receivers?: number; window?: number; dropsImages?: boolean }) {
-  const plan = fixturePlan({ transport: 'tcp', label: 'TCP', imageCount: 4, sectionId: 9, window: overrides.window ?? 1, clients: overrides.clients ?? 1, receivers: overrides.receivers ?? 1 });
+function flightOf(overrides: { clients?: number; receivers?: number; window?: number; dropsImages?: boolean; imageCount?: number }) {
+  const imageCount = overrides.imageCount ?? 4;
+  const plan = fixturePlan({ transport: 'tcp', label: 'TCP', imageCount, sectionId: 9, window: overrides.window ?? 1, clients: overrides.clients ?? 1, receivers: overrides.receivers ?? 1 });
   const waiter = new AckWaiter();
-  const flight = new Flight(plan, { sizeBytes: 1000, checksum: 1n }, progress(), waiter, new RssPeakTracker(), overrides.dropsImages ?? false);
+  const flight = new Flight(plan, { sizeBytes: 1000, checksum: 1n }, progress(imageCount), waiter, new RssPeakTracker(), overrides.dropsImages ?? false);
   return { flight, waiter };
+}
+
+/** A round-trip sink that keeps every call: [receiver, image, rttNs, dueLagNs]. */
+function roundTripLog(): { sink: RoundTripSink; calls: [number, number, number, number][] } {
+  const calls: [number, number, number, number][] = [];
+  return { sink: (receiver, image, rttNs, dueLagNs) => calls.push([receiver, image, rttNs, dueLagNs]), calls };
 }
 
 const ack = (seq: number, receiver?: number) => ({ sectionId: 9, seq, status: 'accepted' as const, ...(receiver === undefined ? {} : { receiver }) });
@@ -29,20 +36,81 @@ describe('Flight', () => {
     expect(flight.clientWithRoom()).toBe(1);
   });
 
-  it('holds an image\'s slot until every receiver has acknowledged it, and keeps each receiver\'s round trip', () => {
+  it('holds an image\'s slot until every receiver has acknowledged it, and sends each receiver\'s round trip on as its ack comes', () => {
     const { flight } = flightOf({ receivers: 2 });
-    flight.recordedFrom = 0;
+    const roundTrips = roundTripLog();
+    flight.startRecording(0, roundTrips.sink);
     flight.stamp(0, 0);
     flight.onAck(ack(0), 1);
     expect([flight.hasRoom(), flight.acked, flight.completed]).toEqual([false, 0, 0]);
-    // The same receiver twice counts once.
+    // Receiver 2's round trip of image 1 leaves at once; a closed loop has no due lag (NaN).
+    expect(roundTrips.calls).toEqual([[1, 1, expect.any(Number), Number.NaN]]);
+    expect(roundTrips.calls[0]![2]).toBeGreaterThan(0);
+    // The same receiver twice counts once, and sends no second round trip.
     flight.onAck(ack(0), 1);
-    expect(flight.completed).toBe(0);
+    expect([flight.completed, roundTrips.calls.length]).toEqual([0, 1]);
     flight.onAck(ack(0), 0);
     expect([flight.hasRoom(), flight.acked, flight.completed]).toEqual([true, 1, 1]);
-    expect(flight.rttNs(0)[0]).toBeGreaterThan(0);
-    expect(flight.rttNs(1)[0]).toBeGreaterThan(0);
-    expect(flight.rttNs(1)[1]).toBeNull();
+    expect(roundTrips.calls.map(([receiver, image]) => [receiver, image])).toEqual([[1, 1], [0, 1]]);
+    // Receiver 1's ack came last: the transmitter's own round trip of the image is to it.
+    expect(roundTrips.calls[1]![2]).toBeGreaterThanOrEqual(roundTrips.calls[0]![2]);
+    expect(flight.tally.rtt.summary()).toMatchObject({ count: 1, maxMs: roundTrips.calls[1]![2] / 1e6 });
+    // Done with by both: nothing of it is held.
+    expect(flight.heldImages).toBe(0);
+    flight.destroy();
+  });
+
+  it('numbers the recorded images from 1 after the warm-up, and sends no warm-up round trip', () => {
+    const { flight } = flightOf({ window: 4 });
+    const roundTrips = roundTripLog();
+    flight.stamp(0, 0);
+    flight.stamp(1, 0);
+    flight.onAck(ack(0), 0);
+    flight.startRecording(2, roundTrips.sink);
+    flight.stamp(2, 0);
+    flight.onAck(ack(1), 0);
+    flight.onAck(ack(2), 0);
+    expect(roundTrips.calls.map(([receiver, image]) => [receiver, image])).toEqual([[0, 1]]);
+    expect([flight.recordedAcked, flight.recordedStamped, flight.tally.rtt.size]).toEqual([1, 1, 1]);
+    expect(flight.meanInFlight()).toBeGreaterThan(0);
+    flight.destroy();
+  });
+
+  it('holds no more images than the window, however many went: 100,000 images over two receivers', () => {
+    const window = 8;
+    const imageCount = 100_000;
+    const { flight } = flightOf({ receivers: 2, window, imageCount });
+    let roundTrips = 0;
+    let lastImage = 0;
+    let inOrder = true;
+    flight.startRecording(0, (receiver, image) => {
+      roundTrips++;
+      if (receiver === 0) {
+        inOrder &&= image === lastImage + 1;
+        lastImage = image;
+      }
+    });
+    let mostHeld = 0;
+    let acked = 0;
+    for (let seq = 0; seq < imageCount; seq++) {
+      if (!flight.hasRoom()) {
+        // The oldest image's acks come in, from both receivers.
+        flight.onAck(ack(acked), 1);
+        flight.onAck(ack(acked), 0);
+        acked++;
+      }
+      flight.stamp(seq, flight.clientWithRoom()!);
+      mostHeld = Math.max(mostHeld, flight.heldImages);
+    }
+    while (acked < imageCount) {
+      flight.onAck(ack(acked), 0);
+      flight.onAck(ack(acked), 1);
+      acked++;
+    }
+    expect(mostHeld).toBe(window);
+    expect([flight.heldImages, flight.acked, flight.recordedAcked, roundTrips, lastImage, inOrder]).toEqual([0, imageCount, imageCount, 2 * imageCount, imageCount, true]);
+    expect(flight.tally.rtt.size).toBe(imageCount);
+    flight.destroy();
   });
 
   it('ignores acks of another section, of an unstamped seq, or naming no receiver of the section', () => {
@@ -79,7 +147,7 @@ describe('Flight', () => {
 
   it('gives each client\'s share of the recorded images', () => {
     const { flight } = flightOf({ clients: 2, window: 1 });
-    flight.recordedFrom = 0;
+    flight.startRecording(0, undefined);
     flight.stamp(0, 0);
     flight.stamp(1, 1);
     flight.onAck(ack(0), 0);

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { renderOutputLog, renderResultsJson, renderSummary, runSucceeded, summarizeTransports, type RunReport } from '../../services/core/report.js';
+import { renderImageLine, renderOutputLog, renderOutputLogEnd, renderOutputLogHeader, renderResultsJson, renderSectionFooter, renderSectionHeading, renderSummary, runSucceeded, summarizeTransports, type RunReport } from '../../services/core/report.js';
 import { fanOutOf, SectionRecorder, withFanOut, type ColdStart, type SectionResult } from '../../services/core/section.js';
 import type { WarmupOutcome, WarmupPlan } from '../../services/core/warmup.js';
-import { fixturePlan, fixtureReport, fixtureSection, twoClockSection, resultWith } from '../helpers/fixtures.js';
+import { mergeLatency } from '../../services/core/stats.js';
+import { collectingSink, fixturePlan, fixtureReport, fixtureSection, twoClockSection, resultWith } from '../helpers/fixtures.js';
 import { resultsSchemaErrors } from '../../scripts/lib/results-schema.js';
 
 const cost = {
@@ -45,13 +46,14 @@ function sampleReport(): RunReport {
   report.sections[1]!.verifyMs = 0.125;
   report.sections[1]!.verifyLongestRunMs = 0.0625;
   report.sections[1]!.verifyBusyShare = 0.25;
+  report.sections[0]!.imagesFile = 'images-01-websocket.csv';
   return report;
 }
 
 describe('renderOutputLog', () => {
-  it('renders header, sections with three decimals, and the summary tables', () => {
+  it('renders header, each section\'s heading and figures (no per-image lines: those are streamed), and the summary tables', () => {
     expect(renderOutputLog(sampleReport())).toBe(`image-transfer-bench results
-Date: 2026-11-23T08:00:00.000Z (finished 2026-11-23T08:00:01.000Z)
+Date: 2026-11-23T08:00:00.000Z
 Transmitter host: tx (Test CPU, 2 cores, 24.0 GiB, linux-x64 6.1.0, Node v20.20.2 --no-concurrent-marking)
 Receiver host: rx (Test CPU, 2 cores, 24.0 GiB, linux-x64 6.1.0, Node v20.20.2 --no-concurrent-marking)
 Libraries: ws 8.23.0, zeromq 6.8.0
@@ -74,18 +76,15 @@ Definitions:
   MB/s marked ~ is indicative: one section cannot say how far its MB/s moves from run to run (README, Warm-up and sample size: how far it moved here), so the MB/s of a summary is unmarked only when REPEAT gave at least 3 completed repeats within ±10 % of their median; a section under 30 images or 200 ms is marked whatever the repeats.
 Arrivals handed over in batches:
   Redis: one reply holds several images.
-Times are milliseconds; percentiles come from an HDR histogram (3 significant digits), max, mean and sample sd (n − 1) from the raw times.
+Times are milliseconds; percentiles come from an HDR histogram (3 significant digits), max, mean and sample sd (n − 1) exact from the times as they came.
 A percentile is shown only where the sample supports it: p90 from 10 times, p99 from 100, p99.9 from 1,000 (with fewer, the nearest-rank percentile is the max itself); - otherwise.
 MB/s counts 10^6 bytes of intact images per second of total transfer time.
 Integrity: every image verified by the receiver (size and xxHash64 checksum), after its ack, on the thread that stamps arrivals (see Verification in each section).
-Clock offset, receiver − transmitter, estimated before each section and again after its last ack (lowest of 8 round trips over the control endpoint; ± half that round trip):
-  WebSocket: −0.012 ± 0.150 ms (same kernel, not applied)
-  Redis: not estimated
-  TCP (baseline): not estimated
+Per-image lines are written as the images arrive (in arrival order; the lost ones when the section ends); each section's CSV (named below it) holds every image with its round trip.
+Clock offset, receiver − transmitter, estimated before each section and again after its last ack (lowest of 8 round trips over the control endpoint; ± half that round trip): in each section.
 
 === WebSocket performance test: 2 images transfer (533.0 KiB each, window 1) ===
-Image 1 transmission time: 2.413 ms
-Image 2 transmission time: 1.200 ms
+Per-image records: images-01-websocket.csv
 Total transfer time: 3.713 ms
 Latency: p50 1.200, p90 -, p99 -, p99.9 -, max 2.413, mean 1.806 ± 0.858 ms (sample sd); 2 times, too few for the percentiles shown as -
 Throughput: ~294.0 MB/s, 538.6 images/s (indicative: 2 images over 3.713 ms; under 30 images or 200 ms a section's MB/s is indicative whatever its repeats: raise IMAGE_COUNT)
@@ -95,10 +94,9 @@ Warm-up: steady after 812 ms, 1,234 images (median round trips 0.301 → 0.299 m
 Cold start (new connection, before the warm-up): connect 3.250 ms, first image 5.125 ms one-way, 6.500 ms round trip
 Cost, transmitter: CPU 4.0 ms (user 3.0, system 1.0), 2.000 ms/image, peak RSS 100.0 MiB, event loop 50% busy
 Cost, receiver: CPU 3.0 ms (user 2.0, system 1.0), 1.500 ms/image, peak RSS 80.0 MiB, event loop 25% busy
+Clock: receiver − transmitter −0.012 ± 0.150 ms (same kernel, not applied)
 
 === Redis performance test: 2 images transfer (533.0 KiB each, window 1) ===
-Image 1 transmission time: 1.500 ms
-Image 2 transmission time: 1.500 ms
 Total transfer time: 3.100 ms
 Latency: p50 1.500, p90 -, p99 -, p99.9 -, max 1.500, mean 1.500 ± 0.000 ms (sample sd); 2 times, too few for the percentiles shown as -
 Throughput: ~352.1 MB/s, 645.2 images/s (indicative: 2 images over 3.100 ms; under 30 images or 200 ms a section's MB/s is indicative whatever its repeats: raise IMAGE_COUNT)
@@ -110,10 +108,9 @@ Cost, transmitter: CPU 4.0 ms (user 3.0, system 1.0), 2.000 ms/image, peak RSS 1
 Cost, receiver: CPU 3.0 ms (user 2.0, system 1.0), 1.500 ms/image, peak RSS 80.0 MiB, event loop 25% busy
 Cost, broker: CPU 2.0 ms (user 1.0, system 1.0), 1.000 ms/image, RSS 20.0 MiB (larger of its two readings)
 Verification: 0.1 ms hashing the recorded images, each after its ack, on the receiver thread that stamps arrivals: 25% of its busy time in the span, which images queued behind it wait for when the window is full; bytes that arrive during a hash are stamped after it (longest run 0.063 ms); VERIFY=false measures without
+Clock: offset not estimated
 
 === TCP (baseline) performance test: 2 images transfer (533.0 KiB each, window 1) ===
-Image 1 transmission time: 0.500 ms
-Image 2: LOST (never arrived)
 Total transfer time: 0.500 ms
 Latency: p50 0.500, p90 -, p99 -, p99.9 -, max 0.500, mean 0.500 ± 0.000 ms (sample sd); 1 time, too few for the percentiles shown as -
 Throughput: ~1091.6 MB/s, 2000.0 images/s (indicative: 1 image over 0.500 ms; under 30 images or 200 ms a section's MB/s is indicative whatever its repeats: raise IMAGE_COUNT)
@@ -123,9 +120,10 @@ Warm-up: steady after 500 ms, 64 images (median round trips 0.600 → 0.600 ms)
 Cold start (new connection, before the warm-up): connect - ms, first image 0.750 ms one-way, - ms round trip
 Cost, transmitter: not measured
 Cost, receiver: not measured
+Clock: offset not estimated
 FAILED: no acknowledgement for 10000 ms
 
-=== Summary ===
+=== Summary (finished 2026-11-23T08:00:01.000Z) ===
 Times in ms; one-way: p50 … mean ± sample sd; RTT: round trip, stamp → ack processed:
 Transport       OK  Lost  Corrupt  p50 ms  p90 ms  p99 ms  p99.9 ms  max ms   mean ± sd ms  RTT p50  RTT p99  Total ms    MB/s  images/s  Result
 --------------  --  ----  -------  ------  ------  ------  --------  ------  -------------  -------  -------  --------  ------  --------  ------
@@ -152,6 +150,49 @@ TCP (baseline)              -              -                  -          -      
 
 Result: FAILED: at least one transport lost, corrupted or failed to deliver images (see above).
 `);
+  });
+
+  it('is the header, each section\'s heading and footer, and the end, as the receiver writes them one by one', () => {
+    const report = sampleReport();
+    const sections = report.sections.map((section) => `${renderSectionHeading(section, 1)}\n${renderSectionFooter(section, 1)}`);
+    expect(renderOutputLog(report)).toBe([renderOutputLogHeader(report.run), ...sections, renderOutputLogEnd(report)].join('\n\n'));
+    // The verdict comes last, after the summary, which says when the run finished; the header no longer does.
+    expect(renderOutputLogHeader(report.run)).not.toContain('finished');
+    expect(renderOutputLogEnd(report)).toMatch(/^=== Summary \(finished 2026-11-23T08:00:01\.000Z\) ===\n[^]*\nResult: FAILED: [^\n]*\n$/);
+  });
+
+  it('says an incomplete run is incomplete in its verdict, not its header', () => {
+    const report = { ...sampleReport(), stopReason: 'the transmitter went away' };
+    expect(renderOutputLogEnd(report)).toMatch(/\nResult: INCOMPLETE: the transmitter went away\. Sections not listed above did not run\.\n$/);
+    expect(renderOutputLog(report)).not.toContain('RUN INCOMPLETE');
+  });
+});
+
+describe('output.log\'s streamed pieces', () => {
+  it.each([
+    ['an intact image', 1, 2_413_000, 'ok', false, 'Image 1 transmission time: 2.413 ms'],
+    ['to three decimals', 7, 1_234_567, 'ok', false, 'Image 7 transmission time: 1.235 ms'],
+    ['a corrupt image', 2, 1_200_000, 'corrupt', false, 'Image 2 transmission time: 1.200 ms (CORRUPT: checksum or size mismatch)'],
+    ['a lost image', 3, null, 'lost', false, 'Image 3: LOST (never arrived)'],
+    ['an image across two clocks', 1, 1_200_000, 'ok', true, 'Image 1 transmission time: 1.200 ms (two clocks: ± the bound below)'],
+    ['a corrupt image across two clocks', 4, 2_000_000, 'corrupt', true, 'Image 4 transmission time: 2.000 ms (two clocks: ± the bound below) (CORRUPT: checksum or size mismatch)'],
+    ['a lost image across two clocks', 5, null, 'lost', true, 'Image 5: LOST (never arrived)'],
+  ] as const)('renderImageLine: %s', (_name, image, oneWayNs, status, twoClocks, line) => {
+    expect(renderImageLine(image, oneWayNs, status, twoClocks)).toBe(line);
+  });
+
+  it('renderSectionHeading names a count of images, or a DURATION, and the repeat when there are several', () => {
+    const plan = fixturePlan({ transport: 'grpc', label: 'gRPC', imageCount: 500, window: 4, clients: 2, repeat: 2 });
+    expect(renderSectionHeading(plan, 3)).toBe('=== gRPC performance test: 500 images transfer (533.0 KiB each, window 4, 2 clients, repeat 2/3) ===');
+    expect(renderSectionHeading({ ...plan, durationMs: 90_000, clients: 1 }, 1)).toBe('=== gRPC performance test: images for 1m30s (533.0 KiB each, window 4) ===');
+  });
+
+  it('renderSectionFooter names the section\'s CSV when it has one, and says its clock', () => {
+    const section = fixtureSection(fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true }), [1, 1]);
+    expect(renderSectionFooter(section, 1)).not.toContain('Per-image records');
+    const footer = renderSectionFooter({ ...section, imagesFile: 'images-03-tcp-repeat2.csv' }, 2).split('\n');
+    expect(footer[0]).toBe('Per-image records: images-03-tcp-repeat2.csv');
+    expect(footer.at(-1)).toBe('Clock: offset not estimated');
   });
 });
 
@@ -331,11 +372,17 @@ describe('runSucceeded and renderResultsJson', () => {
     expect(runSucceeded({ sections: [] })).toBe(false);
   });
 
-  it('keeps every per-image time and parses back to the same report', () => {
+  it('parses back to the same report: each section names its CSV and keeps its histograms, with no list per image', () => {
     const report = sampleReport();
     const parsed = JSON.parse(renderResultsJson(report)) as RunReport;
     expect(parsed).toEqual(report);
-    expect(parsed.sections[0]!.images.map((i) => i.timeMs)).toEqual([2.413, 1.2]);
+    const first = parsed.sections[0]!;
+    expect(first.imagesFile).toBe('images-01-websocket.csv');
+    expect(first).not.toHaveProperty('images');
+    // The histograms are what the one-way times and round trips were summarized from: merged alone, they give the same summaries.
+    expect(mergeLatency([{ summary: first.latency, histogramNs: first.histograms.oneWayNs }])).toEqual(first.latency);
+    expect(mergeLatency([{ summary: first.rtt, histogramNs: first.histograms.rttNs }])).toEqual(first.rtt);
+    expect(first.latency).toMatchObject({ count: 2, minMs: 1.2, maxMs: 2.413 });
   });
 
   it('writes results.json that the published schema accepts: steady, not steady and unfinished warm-ups, cold starts and fixed plans', () => {
@@ -352,9 +399,9 @@ describe('runSucceeded and renderResultsJson', () => {
 
 describe('an open-loop run (RATE)', () => {
   // Due every 10 ms. With `lateMs`, image 2 waited that long for a window slot and image 3 went 2 ms late.
-  function openLoopReport(lateMs: number): RunReport {
+  function openLoopReport(lateMs: number, images = collectingSink()): RunReport {
     const plan = fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true, imageCount: 3, ratePerSecond: 100 });
-    const recorder = new SectionRecorder(plan);
+    const recorder = new SectionRecorder(plan, images.sink);
     recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null }, 0n);
     const lagsNs = lateMs === 0 ? [0, 0, 0] : [0, lateMs * 1e6, 2e6];
     lagsNs.forEach((lagNs, seq) => {
@@ -369,10 +416,14 @@ describe('an open-loop run (RATE)', () => {
   }
 
   it('says the schedule, counts a late image from its due time, says OVERLOADED with both rates, and labels MB/s as the load', () => {
-    const log = renderOutputLog(openLoopReport(8));
+    const images = collectingSink();
+    const log = renderOutputLog(openLoopReport(8, images));
     expect(log).toContain('Send schedule: open loop at RATE 100 images/s (WINDOW bounds the images in flight; latency also counted from each image\'s due time)');
     expect(log).toContain('=== TCP (baseline) performance test: 3 images transfer (533.0 KiB each, window 1, RATE 100 images/s) ===');
-    expect(log).toContain('Image 2 transmission time: 1.000 ms\n');
+    // The late image's own line counts from its stamp; its wait is in the figures from due and in its CSV record.
+    const late = images.arrivals.find((a) => a.image === 2)!;
+    expect(renderImageLine(late.image, late.oneWayNs, late.intact ? 'ok' : 'corrupt', false)).toBe('Image 2 transmission time: 1.000 ms');
+    expect(images.calls.find((c) => c.image === 2)).toMatchObject({ status: 'ok', dueLagNs: 8_000_000 });
     expect(log).not.toContain('NOT SENT');
     // Sent at 0, 18 and 22 ms, arrived 1 ms later each: 2 images after the first in 22 ms, 90.9 images/s.
     expect(log).toContain('Open loop: RATE 100 images/s offered, sent at 90.9 and delivered at 90.9 images/s: OVERLOADED (under 95 % of RATE;');
@@ -407,21 +458,23 @@ describe('a run across two hosts (two kernels, two clocks)', () => {
     return fixtureReport([twoClockSection({ transport: 'websocket', label: 'WebSocket' }), tcp]);
   }
 
-  it('gives each one-way time its clock error bound and the clock-free round trip beside it', () => {
+  it('gives the one-way times their clock error bound below their lines, and the clock-free round trip beside it', () => {
     const log = renderOutputLog(twoHostReport());
-    expect(log).toContain('Image 1 transmission time: 1.200 ms ± 0.160 ms (two clocks); round trip 1.500 ms (one clock)\nImage 2 transmission time: 2.000 ms ± 0.160 ms (two clocks); round trip 2.300 ms (one clock)\n');
+    // Each image's line points to the section's bound; its round trip is in the section's CSV.
+    expect(renderImageLine(1, 1_200_000, 'ok', true)).toBe('Image 1 transmission time: 1.200 ms (two clocks: ± the bound below)');
     // Two images: no tail percentile, the max instead.
     expect(log).toContain('Latency (one-way across two clocks: each figure ± 0.160 ms): p50 1.200, p90 -, p99 -, p99.9 -, max 2.000');
     expect(log).toContain('Round trip (one clock: no offset): p50 1.500, p90 -, p99 -, p99.9 -, max 2.300');
     expect(log).toContain('first image 1.200 ms ± 0.160 ms one-way');
-    // The offset before and after, and the bound both give.
-    expect(log).toContain('  WebSocket: +5.000 ± 0.150 ms before, +5.040 ± 0.120 ms after (applied: one-way times ± 0.160 ms)');
-    expect(log).toContain('  TCP (baseline): +0.012 ± 0.050 ms (same kernel, not applied)');
+    // The offset before and after, and the bound both give, in each section's footer.
+    expect(log).toMatch(/^=== WebSocket performance test:[^\n]*\n(?:(?!===)[^\n]*\n)*Clock: receiver − transmitter \+5\.000 ± 0\.150 ms before, \+5\.040 ± 0\.120 ms after \(applied: one-way times ± 0\.160 ms\)\n/m);
+    expect(log).toMatch(/^=== TCP \(baseline\) performance test:[^\n]*\n(?:(?!===)[^\n]*\n)*Clock: receiver − transmitter \+0\.012 ± 0\.050 ms \(same kernel, not applied\)\n/m);
   });
 
   it('keeps the one-kernel section\'s lines as they were: no bound, the offset not applied', () => {
     const log = renderOutputLog(twoHostReport());
-    expect(log).toContain('=== TCP (baseline) performance test: 2 images transfer (533.0 KiB each, window 1) ===\nImage 1 transmission time: 0.500 ms\nImage 2 transmission time: 0.500 ms\n');
+    expect(renderImageLine(1, 500_000, 'ok', false)).toBe('Image 1 transmission time: 0.500 ms');
+    expect(log).toContain('=== TCP (baseline) performance test: 2 images transfer (533.0 KiB each, window 1) ===\nTotal transfer time: 1.500 ms\nLatency: p50 0.500');
     expect(log).toContain('Latency: p50 0.500');
     expect(log).toContain('Round trip: p50 0.600');
   });

@@ -1,16 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import type { FrameHeader } from '../../services/core/frame.js';
-import { acknowledgedOnlyResult, clientFairness, fanOutOf, isOverloaded, withFanOut, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, SectionRecorder, type SectionPlan } from '../../services/core/section.js';
+import { acknowledgedOnlyResult, clientFairness, fanOutOf, isOverloaded, withFanOut, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, SectionRecorder, type SectionPlan, type SectionSink } from '../../services/core/section.js';
 import type { WarmupOutcome } from '../../services/core/warmup.js';
-import { NO_WARMUP, resultWith } from '../helpers/fixtures.js';
+import { collectingSink, NO_WARMUP, resultWith } from '../helpers/fixtures.js';
 
 const plan: SectionPlan = { sectionId: 5, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 3, warmup: { mode: 'images', images: 2 }, imageSizeBytes: 1_000_000, window: 1, ratePerSecond: null, clients: 1, receivers: 1, receiverIndex: 0, clock: null };
 const frame = (seq: number, sentAtNs: bigint, sizeBytes = 1_000_000): FrameHeader => ({ sectionId: 5, seq, sizeBytes, checksum: 1n, sentAtNs });
 /** How a fixed warm-up of `images` images went, as the transmitter reports it. */
 const warmedUp = (images: number): WarmupOutcome => ({ images, ms: 0, steady: null, mediansMs: null });
 /** A recorder for a section without warm-up, recording from its first frame: the transmitter ends the (empty) warm-up before it sends. */
-const unwarmed = (overrides: Partial<SectionPlan>): SectionRecorder => {
-  const recorder = new SectionRecorder({ ...plan, warmup: { mode: 'images', images: 0 }, ...overrides });
+const unwarmed = (overrides: Partial<SectionPlan>, sink?: SectionSink): SectionRecorder => {
+  const recorder = new SectionRecorder({ ...plan, warmup: { mode: 'images', images: 0 }, ...overrides }, sink);
   recorder.beginRecording(NO_WARMUP, 0n);
   return recorder;
 };
@@ -24,7 +24,8 @@ const take = (recorder: SectionRecorder, header: FrameHeader, arrivalNs: bigint,
 
 describe('SectionRecorder', () => {
   it('times each recorded image and the whole transport, skipping warm-up', () => {
-    const recorder = new SectionRecorder(plan);
+    const images = collectingSink();
+    const recorder = new SectionRecorder(plan, images.sink);
     expect(take(recorder, frame(0, 0n), 500_000n)).toBe('accepted');
     expect(take(recorder, frame(1, 600_000n), 900_000n)).toBe('accepted');
     expect(recorder.recordedCount).toBe(0);
@@ -36,12 +37,21 @@ describe('SectionRecorder', () => {
     expect(take(recorder, frame(3, 3_100_000n), 4_100_000n)).toBe('accepted');
     expect(take(recorder, frame(4, 4_200_000n), 8_200_000n)).toBe('accepted');
     expect(recorder.recordedCount).toBe(3);
+    // Each image goes to output.log's sink as it is verified, the warm-up's not at all.
+    expect(images.arrivals).toEqual([
+      { image: 1, oneWayNs: 2_000_000, intact: true },
+      { image: 2, oneWayNs: 1_000_000, intact: true },
+      { image: 3, oneWayNs: 4_000_000, intact: true },
+    ]);
+    // No round trip came: the records wait for one until the section ends.
+    expect(images.records).toEqual([]);
     const result = recorder.result(null);
-    expect(result.images).toEqual([
+    expect(images.records).toEqual([
       { image: 1, timeMs: 2, rttMs: null, status: 'ok' },
       { image: 2, timeMs: 1, rttMs: null, status: 'ok' },
       { image: 3, timeMs: 4, rttMs: null, status: 'ok' },
     ]);
+    expect(result.imagesFile).toBeNull();
     expect(result.totalMs).toBe(7.2);
     expect(result.latency).toMatchObject({ count: 3, minMs: 1, maxMs: 4 });
     expect(result.latency?.meanMs).toBeCloseTo(7 / 3, 12);
@@ -56,7 +66,8 @@ describe('SectionRecorder', () => {
   });
 
   it('counts a checksum mismatch found after the ack, a wrong size, a gap, a duplicate, a stray and disorder, and fails', () => {
-    const recorder = unwarmed({ imageCount: 5 });
+    const images = collectingSink();
+    const recorder = unwarmed({ imageCount: 5 }, images.sink);
     // Accepted (acked) first; the verdict comes later and still makes the image corrupt.
     expect(take(recorder, frame(0, 0n), 1_000_000n, false)).toBe('accepted');
     expect(take(recorder, frame(2, 0n, 999), 1_000_000n, true)).toBe('accepted');
@@ -64,8 +75,12 @@ describe('SectionRecorder', () => {
     expect(take(recorder, frame(1, 0n), 2_000_000n, true)).toBe('rejected');
     expect(take(recorder, frame(9, 0n), 2_000_000n, true)).toBe('rejected');
     const result = recorder.result(null);
-    expect(result.images.map((i) => i.status)).toEqual(['corrupt', 'ok', 'corrupt', 'lost', 'lost']);
-    expect(result.images[3]!.timeMs).toBeNull();
+    expect(images.records.map((i) => i.status)).toEqual(['corrupt', 'ok', 'corrupt', 'lost', 'lost']);
+    expect(images.records[3]).toEqual({ image: 4, timeMs: null, rttMs: null, status: 'lost' });
+    // The lost go last, in order, after the images held for their round trips.
+    expect(images.calls.map((c) => c.image).slice(3)).toEqual([4, 5]);
+    // output.log's sink heard every arrival, corrupt ones too, in arrival order.
+    expect(images.arrivals.map((a) => [a.image, a.intact])).toEqual([[1, false], [3, false], [2, true]]);
     expect([result.okCount, result.corruptCount, result.lostCount]).toEqual([1, 2, 2]);
     expect([result.duplicateCount, result.strayCount, result.outOfOrderCount]).toEqual([1, 1, 1]);
     // Only intact images count in the time summary and the throughput.
@@ -90,20 +105,28 @@ describe('SectionRecorder', () => {
   });
 
   it('counts an image whose verdict never came as corrupt: it was not shown intact', () => {
-    const recorder = unwarmed({ imageCount: 1 });
+    const images = collectingSink();
+    const recorder = unwarmed({ imageCount: 1 }, images.sink);
     take(recorder, frame(0, 0n), 1_000_000n, null);
+    expect(images.arrivals).toEqual([]);
     const result = recorder.result(null);
-    expect(result.images[0]).toMatchObject({ status: 'corrupt', timeMs: 1 });
+    expect(images.arrivals).toEqual([{ image: 1, oneWayNs: 1_000_000, intact: false }]);
+    expect(images.records).toEqual([{ image: 1, timeMs: 1, rttMs: null, status: 'corrupt' }]);
+    expect(result.corruptCount).toBe(1);
     expect(result.ok).toBe(false);
   });
 
   it('adds the round trips, their distribution and the Little\'s law ratio', () => {
     // Window 2, four images of 1 MB: stamped at 0, 0, 2 and 2 ms; arrivals at 1.5, 2, 3.5 and 4 ms.
-    const recorder = unwarmed({ imageCount: 4, window: 2 });
+    const images = collectingSink();
+    const recorder = unwarmed({ imageCount: 4, window: 2 }, images.sink);
     [0n, 0n, 2_000_000n, 2_000_000n].forEach((sentAtNs, seq) => take(recorder, frame(seq, sentAtNs), sentAtNs + (seq % 2 === 0 ? 1_500_000n : 2_000_000n)));
     const rttNs = [2_000_000, 2_000_000, 2_000_000, null];
-    const result = resultWith(recorder, null, { rttNs, verifyMs: 0.25 });
-    expect(result.images.map((i) => i.rttMs)).toEqual([2, 2, 2, null]);
+    const result = resultWith(recorder, null, { rttNs, sentAtNs: [0n, 0n, 2_000_000n, 2_000_000n], verifyMs: 0.25 });
+    expect(images.records.map((i) => i.rttMs)).toEqual([2, 2, 2, null]);
+    // Each image's record goes as its round trip comes in; the one without waits for the end.
+    expect(images.calls.map((c) => c.image)).toEqual([1, 2, 3, 4]);
+    expect(images.calls[3]).toEqual({ image: 4, status: 'ok', oneWayNs: 2_000_000, rttNs: null, dueLagNs: null });
     expect(result.rtt).toMatchObject({ count: 3, minMs: 2, maxMs: 2, meanMs: 2, stdDevMs: 0, p50Ms: 2 });
     expect(result.totalMs).toBe(4);
     // Three acknowledged images, 2 ms each, from the first stamp (0) to the last ack (4 ms): 1.5 in
@@ -118,33 +141,37 @@ describe('SectionRecorder', () => {
     // Two images in flight at once for 2 ms, where WINDOW = 1 allows one.
     const broken = unwarmed({ imageCount: 2, window: 1 });
     [0n, 0n].forEach((sentAtNs, seq) => take(broken, frame(seq, sentAtNs), 1_000_000n));
-    const result = resultWith(broken, null, { rttNs: [2_000_000, 2_000_000] });
+    const result = resultWith(broken, null, { rttNs: [2_000_000, 2_000_000], sentAtNs: [0n, 0n] });
     expect([result.meanInFlight, result.littleRatio, result.ok]).toEqual([2, 2, false]);
     expect(result.failure).toBe('window check: 2.00 images in flight on average, more than CLIENTS × WINDOW = 1');
     // The same flights from two clients of WINDOW = 1: the window is full, not broken.
     const twoClients = unwarmed({ imageCount: 2, window: 1, clients: 2 });
     [0n, 0n].forEach((sentAtNs, seq) => take(twoClients, frame(seq, sentAtNs), 1_000_000n));
-    expect(resultWith(twoClients, null, { rttNs: [2_000_000, 2_000_000] })).toMatchObject({ littleRatio: 1, ok: true, failure: null });
+    expect(resultWith(twoClients, null, { rttNs: [2_000_000, 2_000_000], sentAtNs: [0n, 0n] })).toMatchObject({ littleRatio: 1, ok: true, failure: null });
   });
 
   it('shows no window figure under RATE or with several receivers, where no single window bounds the flights', () => {
     for (const overrides of [{ ratePerSecond: 100 }, { receivers: 2 }]) {
       const recorder = unwarmed({ imageCount: 1, ...overrides });
       take(recorder, frame(0, 0n), 1_000_000n);
-      expect(resultWith(recorder, null, { rttNs: [2_000_000] })).toMatchObject({ littleRatio: null, meanInFlight: null });
+      // The transmitter's mean in flight (1 here) is given; the recorder shows none.
+      expect(resultWith(recorder, null, { rttNs: [2_000_000], sentAtNs: [0n] })).toMatchObject({ littleRatio: null, meanInFlight: null });
     }
   });
 
   it('fails a section with an arrival stamped after its ack on one clock, and trusts the offset\'s bound across two', () => {
     // Image 2 is stamped arriving 3 ms after its send, but its ack was processed 2 ms after it.
-    const late = unwarmed({ imageCount: 2 });
-    take(late, frame(0, 0n), 1_000_000n);
-    take(late, frame(1, 10_000_000n), 13_000_000n);
-    const result = resultWith(late, null, { rttNs: [2_000_000, 2_000_000] });
+    const late = (): SectionRecorder => {
+      const recorder = unwarmed({ imageCount: 2 });
+      take(recorder, frame(0, 0n), 1_000_000n);
+      take(recorder, frame(1, 10_000_000n), 13_000_000n);
+      return recorder;
+    };
+    const result = resultWith(late(), null, { rttNs: [2_000_000, 2_000_000] });
     expect([result.arrivalsAfterAck, result.ok]).toEqual([1, false]);
     expect(result.failure).toBe('timing check: 1 of 2 images stamped as arriving after their ack was processed (one-way time over round trip on one clock): an arrival stamp came late');
     // A transport's own failure comes first, the check's after it.
-    expect(resultWith(late, 'link broke', { rttNs: [2_000_000, 2_000_000] }).failure).toMatch(/^link broke; timing check: /);
+    expect(resultWith(late(), 'link broke', { rttNs: [2_000_000, 2_000_000] }).failure).toMatch(/^link broke; timing check: /);
     // Across two kernels the one-way time carries the offset's error: no verdict.
     const acrossHosts = unwarmed({ imageCount: 1, clock: { offsetNs: 0, uncertaintyNs: 2_000_000, roundTripNs: 100_000, samples: 8, applied: true } });
     take(acrossHosts, frame(0, 0n), 3_000_000n);
@@ -152,37 +179,101 @@ describe('SectionRecorder', () => {
   });
 });
 
+describe('SectionRecorder: memory that does not grow with the section', () => {
+  it('holds only the images waiting for their verdict or round trip, when round trips come in batches: 100,000 images', () => {
+    const imageCount = 100_000;
+    const batchImages = 1024;
+    let records = 0;
+    let lastRecorded = 0;
+    let lostOrCorrupt = 0;
+    const recorder = unwarmed(
+      { imageCount, window: 8 },
+      {
+        arrived() {},
+        recorded(image, status) {
+          records++;
+          lastRecorded = Math.max(lastRecorded, image);
+          if (status !== 'ok') lostOrCorrupt++;
+        },
+      },
+    );
+    let batch: number[] = [];
+    let mostHeld = 0;
+    for (let seq = 0; seq < imageCount; seq++) {
+      const sentAtNs = BigInt(seq) * 100_000n;
+      recorder.record(frame(seq, sentAtNs), sentAtNs + 50_000n);
+      // Verdicts come a few images late (the verifier's queue).
+      if (seq >= 3) recorder.verified(seq - 3, true);
+      batch.push(seq + 1, 80_000, Number.NaN);
+      // The transmitter's batch of round trips, as its acks come: one every 1,024 images.
+      if (batch.length === batchImages * 3) {
+        recorder.roundTrips(Float64Array.from(batch));
+        batch = [];
+      }
+      mostHeld = Math.max(mostHeld, recorder.heldImages);
+    }
+    for (let seq = imageCount - 3; seq < imageCount; seq++) recorder.verified(seq, true);
+    recorder.roundTrips(Float64Array.from(batch));
+    expect(recorder.heldImages).toBe(0);
+    // At most a batch's worth and the verifier's queue: not the section.
+    expect(mostHeld).toBeLessThanOrEqual(batchImages + 3);
+    expect(records).toBe(imageCount);
+    const result = recorder.result(null, { roundTripsShipped: imageCount });
+    expect([records, lastRecorded, lostOrCorrupt]).toEqual([imageCount, imageCount, 0]);
+    expect([result.ok, result.okCount, result.latency?.count, result.rtt?.count]).toEqual([true, imageCount, imageCount, imageCount]);
+  });
+
+  it('fails a section some of whose shipped round trips never reached it, and counts round trips for no image as stray', () => {
+    const recorder = unwarmed({ imageCount: 2 });
+    take(recorder, frame(0, 0n), 1_000_000n);
+    take(recorder, frame(1, 0n), 1_000_000n);
+    // Image 3 is beyond the section, -1 is no image: neither is taken.
+    recorder.roundTrips(Float64Array.of(1, 2_000_000, Number.NaN, 3, 2_000_000, Number.NaN, -1, 2_000_000, Number.NaN));
+    const result = recorder.result(null, { roundTripsShipped: 2 });
+    expect([result.ok, result.rtt?.count]).toEqual([false, 1]);
+    expect(result.failure).toBe('round trips: 1 of 2 the transmitter sent never reached the receiver\'s record');
+  });
+});
+
 describe('SectionRecorder with a clock offset', () => {
   const clock = { offsetNs: 5_000_000, uncertaintyNs: 100_000, roundTripNs: 200_000, samples: 8 };
 
+  /** A section of one image sent at 1 ms (transmitter clock) and in hand at 8 ms (receiver clock), its verdict given; its records in `images`. */
+  const oneImage = (applied: boolean) => {
+    const images = collectingSink();
+    const recorder = unwarmed({ imageCount: 1, clock: { ...clock, applied } }, images.sink);
+    take(recorder, frame(0, 1_000_000n), 8_000_000n);
+    return { recorder, images };
+  };
+
   it('moves send times onto the receiver clock when the offset is applied (different kernels)', () => {
-    const recorder = unwarmed({ imageCount: 1, clock: { ...clock, applied: true } });
+    const { recorder, images } = oneImage(true);
     // Sent at 1 ms on the transmitter clock = 6 ms on the receiver clock; arrived at 8 ms.
-    recorder.record(frame(0, 1_000_000n), 8_000_000n);
-    expect(recorder.result(null).images[0]?.timeMs).toBe(2);
+    expect(images.arrivals).toEqual([{ image: 1, oneWayNs: 2_000_000, intact: true }]);
+    expect(recorder.result(null).latency).toMatchObject({ count: 1, minMs: 2, maxMs: 2 });
+    expect(images.records[0]?.timeMs).toBe(2);
   });
 
   it('reports but does not apply the offset on one kernel', () => {
-    const recorder = unwarmed({ imageCount: 1, clock: { ...clock, applied: false } });
-    recorder.record(frame(0, 1_000_000n), 8_000_000n);
+    const { recorder, images } = oneImage(false);
     const result = recorder.result(null);
-    expect(result.images[0]?.timeMs).toBe(7);
+    expect(images.records[0]?.timeMs).toBe(7);
+    expect(result.latency?.minMs).toBe(7);
     expect(result.clock?.offsetNs).toBe(5_000_000);
     // One clock: the one-way time carries no offset error, whatever the estimate after says.
-    expect(recorder.result(null, { clockAfter: { ...clock, offsetNs: 9_000_000 } }).oneWayClockErrorMs).toBeNull();
+    expect(oneImage(false).recorder.result(null, { clockAfter: { ...clock, offsetNs: 9_000_000 } }).oneWayClockErrorMs).toBeNull();
   });
 
   it('bounds the one-way times\' clock error by the estimate before, widened by the drift seen after', () => {
-    const recorder = unwarmed({ imageCount: 1, clock: { ...clock, applied: true } });
-    recorder.record(frame(0, 1_000_000n), 8_000_000n);
-    expect(recorder.result(null).oneWayClockErrorMs).toBe(0.1);
-    expect(recorder.result(null).clockAfter).toBeNull();
+    const before = oneImage(true).recorder.result(null);
+    expect([before.oneWayClockErrorMs, before.clockAfter]).toEqual([0.1, null]);
     // 30 µs of drift by the end, estimated ± 80 µs there: 0.11 ms.
+    const { recorder, images } = oneImage(true);
     const drifted = recorder.result(null, { clockAfter: { ...clock, offsetNs: 5_030_000, uncertaintyNs: 80_000 } });
     expect(drifted.oneWayClockErrorMs).toBeCloseTo(0.11, 12);
     expect(drifted.clockAfter?.offsetNs).toBe(5_030_000);
     // Times are moved by the offset before only: the bound covers the rest.
-    expect(drifted.images[0]?.timeMs).toBe(2);
+    expect(images.records[0]?.timeMs).toBe(2);
   });
 });
 
@@ -191,7 +282,8 @@ describe('SectionRecorder: where the recorded images start', () => {
   const steadyPlan: SectionPlan = { ...plan, warmup: { mode: 'steady', minMs: 0, minImages: 4, maxMs: 1000, maxImages: 10, blockImages: 2, tolerance: 0.05 } };
 
   it('records from the seq beginRecording names: a warm-up of any length, then imageCount images, then strays', () => {
-    const recorder = new SectionRecorder(steadyPlan);
+    const images = collectingSink();
+    const recorder = new SectionRecorder(steadyPlan, images.sink);
     // Five warm-up images, 1 ms each, sent 1 ms apart: accepted (acked) but not recorded.
     for (let seq = 0; seq < 5; seq++) expect(take(recorder, frame(seq, BigInt(seq) * 1_000_000n), BigInt(seq + 1) * 1_000_000n)).toBe('accepted');
     expect([recorder.receivedCount, recorder.recordedCount, recorder.firstRecordedSeq]).toEqual([5, 0, undefined]);
@@ -205,7 +297,7 @@ describe('SectionRecorder: where the recorded images start', () => {
     // seq 8 = first + imageCount: beyond the section.
     expect(take(recorder, frame(8, 16_000_000n), 17_000_000n)).toBe('rejected');
     const result = recorder.result(null);
-    expect(result.images.map((i) => [i.image, i.timeMs, i.status])).toEqual([
+    expect(images.records.map((i) => [i.image, i.timeMs, i.status])).toEqual([
       [1, 2, 'ok'],
       [2, 1, 'ok'],
       [3, 3, 'ok'],
@@ -302,12 +394,13 @@ describe('SectionResult.coldStart', () => {
 
   it('is seq 0 = image 1 without warm-up, on the receiver\'s clock when the offset is applied', () => {
     const clock = { offsetNs: 5_000_000, uncertaintyNs: 100_000, roundTripNs: 200_000, samples: 8, applied: true };
-    const recorder = unwarmed({ imageCount: 1, clock });
+    const images = collectingSink();
+    const recorder = unwarmed({ imageCount: 1, clock }, images.sink);
     // Sent at 1 ms on the transmitter clock = 6 ms on the receiver clock; arrived at 8 ms.
     take(recorder, frame(0, 1_000_000n), 8_000_000n);
     const result = recorder.result(null);
     expect(result.coldStart).toEqual({ connectMs: null, firstImageMs: 2, firstImageRttMs: null });
-    expect(result.coldStart.firstImageMs).toBe(result.images[0]!.timeMs);
+    expect(result.coldStart.firstImageMs).toBe(images.records[0]!.timeMs);
   });
 
   it('has no first image when seq 0 never arrived', () => {
@@ -320,23 +413,22 @@ describe('SectionResult.coldStart', () => {
 describe('acknowledgedOnlyResult', () => {
   it('with a warm-up outcome: counts acknowledged recorded seqs as intact, the rest lost, warm-up acks aside', () => {
     const outcome: WarmupOutcome = { images: 2, ms: 3, steady: null, mediansMs: null };
-    // Seqs 0 and 1 are the warm-up; 2 and 4 are images 1 and 3; seq 3 (image 2) never got its ack.
-    const result = acknowledgedOnlyResult(plan, new Set([0, 1, 2, 4]), 'receiver gone', outcome, { rttNs: [1_000_000, null, 3_000_000], dueLagNs: null, achievedRatePerSecond: null, coldStart: { connectMs: 4, firstImageRttMs: 1.5 } });
-    expect(result.images).toEqual([
-      { image: 1, timeMs: null, rttMs: 1, status: 'ok' },
-      { image: 2, timeMs: null, rttMs: null, status: 'lost' },
-      { image: 3, timeMs: null, rttMs: 3, status: 'ok' },
-    ]);
+    // Seqs 0 and 1 are the warm-up; images 1 and 3 were acknowledged (the transmitter's count), image 2 never.
+    const rtt = { count: 2, p50Ms: 1, p90Ms: null, p99Ms: null, p999Ms: null, minMs: 1, maxMs: 3, meanMs: 2, stdDevMs: Math.SQRT2 };
+    const result = acknowledgedOnlyResult(plan, 2, 'receiver gone', outcome, { rtt, achievedRatePerSecond: null, coldStart: { connectMs: 4, firstImageRttMs: 1.5 } });
     expect([result.okCount, result.lostCount, result.corruptCount, result.ok, result.failure]).toEqual([2, 1, 0, false, 'receiver gone']);
+    // The round trips are the transmitter's own; the receiver's record (and its file) is gone.
+    expect([result.rtt, result.imagesFile, result.histograms]).toEqual([rtt, null, { oneWayNs: null, rttNs: null }]);
     expect([result.totalMs, result.latency, result.throughputMBps, result.throughputIndicative]).toEqual([null, null, null, true]);
     expect(result.warmedUp).toEqual(outcome);
     // The receiver's record is gone: no one-way time for the first image.
     expect(result.coldStart).toEqual({ connectMs: 4, firstImageMs: null, firstImageRttMs: 1.5 });
+    // More acknowledged than the section's images cannot make more than its images intact.
+    expect(acknowledgedOnlyResult(plan, 5, 'receiver gone', outcome)).toMatchObject({ okCount: 3, lostCount: 0 });
   });
 
   it('without a warm-up outcome (the warm-up never ended): every recorded image is lost, whatever was acknowledged', () => {
-    const result = acknowledgedOnlyResult(plan, new Set([0, 1, 2]), 'receiver gone', undefined);
-    expect(result.images.map((i) => i.status)).toEqual(['lost', 'lost', 'lost']);
+    const result = acknowledgedOnlyResult(plan, 1, 'receiver gone', undefined);
     expect([result.okCount, result.lostCount, result.warmedUp]).toEqual([0, 3, null]);
     expect(result.coldStart).toEqual({ connectMs: null, firstImageMs: null, firstImageRttMs: null });
   });
@@ -344,14 +436,17 @@ describe('acknowledgedOnlyResult', () => {
 
 describe('SectionRecorder under RATE (open loop)', () => {
   it('counts latency from the due time too, a late send\'s wait included, and stays ok', () => {
-    const recorder = unwarmed({ imageCount: 4, ratePerSecond: 100 });
+    const images = collectingSink();
+    const recorder = unwarmed({ imageCount: 4, ratePerSecond: 100 }, images.sink);
     // Due every 10 ms. Image 2 (seq 1) waited 8 ms for a window slot; image 4 (seq 3) was sent 2 ms late.
     take(recorder, frame(0, 0n), 1_000_000n);
     take(recorder, frame(1, 18_000_000n), 19_000_000n);
     take(recorder, frame(2, 20_000_000n), 23_000_000n);
     take(recorder, frame(3, 32_000_000n), 33_000_000n);
     const result = resultWith(recorder, null, { rttNs: [2_000_000, 2_000_000, 4_000_000, 2_000_000], dueLagNs: [0, 8_000_000, 0, 2_000_000], achievedRatePerSecond: 93.75 });
-    expect(result.images.map((i) => i.status)).toEqual(['ok', 'ok', 'ok', 'ok']);
+    expect(images.records.map((i) => i.status)).toEqual(['ok', 'ok', 'ok', 'ok']);
+    // Each image's stamp − due goes to its record with its round trip.
+    expect(images.calls.map((c) => [c.image, c.rttNs, c.dueLagNs])).toEqual([[1, 2_000_000, 0], [2, 2_000_000, 8_000_000], [3, 4_000_000, 0], [4, 2_000_000, 2_000_000]]);
     expect([result.okCount, result.lostCount, result.ok]).toEqual([4, 0, true]);
     // Arrivals at 1, 19, 23 and 33 ms: 3 images after the first in 32 ms.
     expect(result.openLoop).toMatchObject({ ratePerSecond: 100, achievedRatePerSecond: 93.75, deliveredRatePerSecond: 93.75, overloaded: true });
@@ -376,10 +471,11 @@ describe('SectionRecorder under RATE (open loop)', () => {
   });
 
   it('still fails on an image sent and never arrived, and on one never sent (the section failed first: lost)', () => {
-    const recorder = unwarmed({ imageCount: 3, ratePerSecond: 10 });
+    const images = collectingSink();
+    const recorder = unwarmed({ imageCount: 3, ratePerSecond: 10 }, images.sink);
     take(recorder, frame(0, 0n), 1_000_000n);
     const result = resultWith(recorder, null, { rttNs: [2_000_000, null, null], dueLagNs: [0, 5, null] });
-    expect(result.images.map((i) => i.status)).toEqual(['ok', 'lost', 'lost']);
+    expect(images.records.map((i) => i.status)).toEqual(['ok', 'lost', 'lost']);
     expect([result.ok, result.lostCount, result.openLoop?.deliveredRatePerSecond]).toEqual([false, 2, null]);
   });
 

@@ -56,7 +56,12 @@ async function runSection(verify: boolean): Promise<SectionResult> {
   await nextTurn();
   // The last recorded image ends the span; its hash runs after it (here, in endSection's flush).
   deliver(WARMUP_IMAGES + 2);
-  const end: SectionEnd = { failure: null, transmitterCost: null, rttNs: [60_000_000, 60_000_000, 60_000_000], dueLagNs: null, achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null }, clockAfter: null };
+  // The transmitter's round trips of the three images (60 ms each) come in their batch, then its end.
+  expect(await session.roundTrips('4', Buffer.from(Float64Array.of(1, 60_000_000, Number.NaN, 2, 60_000_000, Number.NaN, 3, 60_000_000, Number.NaN).buffer))).toBe(true);
+  const end: SectionEnd = {
+    failure: null, transmitterCost: null, imagesSent: 3, roundTripsShipped: 3, sendLag: null, rttFromDue: null, meanInFlight: 3, rttSeconds: [],
+    achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null }, clockAfter: null,
+  };
   const result = await session.endSection(end);
   if (result === undefined) throw new Error('no section result');
   return result;
@@ -66,6 +71,7 @@ describe('RunSession: what verification costs the receiver thread', () => {
   it('reports the recorded images\' hashing, the longest run inside the span and its share of the busy time there', async () => {
     const result = await runSection(true);
     expect(result.ok).toBe(true);
+    expect(result.rtt).toMatchObject({ count: 3, minMs: 60, maxMs: 60 });
     // Three recorded hashes: 15 ms; with the warm-up's six it would be 45.
     expect(result.verifyMs).toBeGreaterThanOrEqual(3 * HASH_MS);
     expect(result.verifyMs).toBeLessThan(9 * HASH_MS);
