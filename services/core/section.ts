@@ -443,6 +443,12 @@ export class SectionRecorder {
     return this.recordedArrivals;
   }
 
+  /** The highest recorded image (from 1) that arrived; 0 before any. */
+  get highestRecordedImage(): number {
+    const first = this.firstRecordedSeq;
+    return first === undefined || this.highestSeq < first ? 0 : this.highestSeq - first + 1;
+  }
+
   /** Seq of the first recorded image; undefined while the section warms up. */
   get firstRecordedSeq(): number | undefined {
     return this.warmedUp?.images;

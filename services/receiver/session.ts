@@ -219,7 +219,9 @@ export class RunSession {
   async endOpenSection(reason: string): Promise<SectionResult | undefined> {
     if (this.open === undefined) return undefined;
     const { recorder } = this.open;
-    return this.endSection(failedSectionEnd(`${reason}; got ${recorder.recordedCount} of ${recorder.plan.durationMs == null ? recorder.plan.imageCount : 'the'} images`));
+    const planned = recorder.plan.durationMs == null ? ` of ${recorder.plan.imageCount}` : '';
+    // Without the transmitter's word, the images sent are at least up to the highest that came.
+    return this.endSection({ ...failedSectionEnd(`${reason}; got ${recorder.recordedCount}${planned} images`), imagesSent: recorder.highestRecordedImage });
   }
 
   /** Replaces a section's result (every receiver's figures added); false when no such section. */
