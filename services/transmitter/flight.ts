@@ -97,6 +97,9 @@ export interface FrameFacts {
 
 /** One stamped image some receiver is not done with: what its acks need, and nothing once it is done. */
 interface InFlight {
+  seq: number;
+  /** Every receiver is done with it (its slot is free); kept only while a receiver's loss may be taken back. */
+  done: boolean;
   stampNs: bigint;
   client: number;
   /** Under RATE: stamp − due time in ns; NaN in a closed loop or for a warm-up image. */
@@ -132,9 +135,13 @@ export interface TransmitterTally {
  * each recorded round trip leaves at its ack for the receiver's record.
  */
 export class Flight {
-  private readonly inFlight = new Map<number, InFlight>();
-  /** Images done with some receiver settled as lost: kept so a late ack can still be taken back. */
-  private readonly settledWithLoss = new Map<number, InFlight>();
+  // Images held by seq in a ring (seq & mask: no hashing on the ack path), one displaced to a map
+  // only when a newer seq needs its place while it is still held (an image stuck in flight, or
+  // done with a receiver's loss that a late ack may take back).
+  private readonly ring: (InFlight | undefined)[];
+  private readonly ringMask: number;
+  private readonly displaced = new Map<number, InFlight>();
+  private held = 0;
   private readonly stampedBy: Int32Array;
   private readonly completedBy: Int32Array;
   /** The client the next image is offered to first: clients take turns. */
@@ -184,6 +191,10 @@ export class Flight {
     dropsImages: boolean,
   ) {
     this.receivers = plan.receivers;
+    // Room for every image the windows admit at once, several times over, so a slot is free again long before its seq comes round.
+    const ringSize = 2 ** Math.ceil(Math.log2(Math.max(1024, 4 * plan.clients * plan.window)));
+    this.ring = new Array<InFlight | undefined>(ringSize).fill(undefined);
+    this.ringMask = ringSize - 1;
     this.allReceiversMask = plan.receivers >= 32 ? 0xffffffff : (1 << plan.receivers) - 1;
     this.stampedBy = new Int32Array(plan.clients);
     this.completedBy = new Int32Array(plan.clients);
@@ -216,7 +227,7 @@ export class Flight {
 
   /** Images held for their acks now (in flight, or done with a receiver's loss that a late ack may take back): bounded by the windows and the losses. */
   get heldImages(): number {
-    return this.inFlight.size + this.settledWithLoss.size;
+    return this.held;
   }
 
   private outstandingOf(client: number): number {
@@ -249,18 +260,33 @@ export class Flight {
   // Every receiver is done with the image: it frees its client's slot, and is forgotten unless a
   // receiver's loss may still be taken back by a late ack.
   private maybeComplete(seq: number, entry: InFlight): void {
-    if (((entry.ackedMask | entry.lostMask) >>> 0) !== this.allReceiversMask >>> 0 || !this.inFlight.has(seq)) return;
-    this.inFlight.delete(seq);
-    if (entry.lostMask !== 0) this.settledWithLoss.set(seq, entry);
+    if (entry.done || ((entry.ackedMask | entry.lostMask) >>> 0) !== this.allReceiversMask >>> 0) return;
+    entry.done = true;
+    if (entry.lostMask === 0) this.forget(seq, entry);
     this.completed++;
     this.completedBy[entry.client]!++;
   }
 
+  // The held image `seq`, wherever it is.
+  private entryOf(seq: number): InFlight | undefined {
+    const entry = this.ring[seq & this.ringMask];
+    if (entry !== undefined && entry.seq === seq) return entry;
+    return this.displaced.size === 0 ? undefined : this.displaced.get(seq);
+  }
+
+  // Nothing more can come for `seq`: its place goes.
+  private forget(seq: number, entry: InFlight): void {
+    const slot = seq & this.ringMask;
+    if (this.ring[slot] === entry) this.ring[slot] = undefined;
+    else this.displaced.delete(seq);
+    this.held--;
+  }
+
   // A pipe's ledger settled `seq` as lost for `receiver`.
   private settleLost(seq: number, receiver: number): void {
-    const entry = this.inFlight.get(seq);
+    const entry = this.entryOf(seq);
     const bit = 1 << receiver;
-    if (entry === undefined || (entry.ackedMask & bit) !== 0 || (entry.lostMask & bit) !== 0) return;
+    if (entry === undefined || entry.done || (entry.ackedMask & bit) !== 0 || (entry.lostMask & bit) !== 0) return;
     entry.lostMask |= bit;
     this.lostPairs++;
     if (this.isRecorded(seq)) this.recordedLostPairs++;
@@ -272,7 +298,7 @@ export class Flight {
     const processedNs = process.hrtime.bigint();
     const { seq } = ack;
     if (ack.sectionId !== this.plan.sectionId || receiver >= this.receivers) return;
-    const entry = this.inFlight.get(seq) ?? this.settledWithLoss.get(seq);
+    const entry = this.entryOf(seq);
     const bit = 1 << receiver;
     if (entry === undefined || (entry.ackedMask & bit) !== 0) return;
     const ledger = this.ledgers?.[entry.client * this.receivers + receiver];
@@ -290,7 +316,7 @@ export class Flight {
       entry.lostMask &= ~bit;
       this.lostPairs--;
       if (recorded) this.recordedLostPairs--;
-      if (entry.lostMask === 0) this.settledWithLoss.delete(seq);
+      if (entry.lostMask === 0 && entry.done) this.forget(seq, entry);
     } else this.maybeComplete(seq, entry);
     if (recorded) this.roundTrips?.(receiver, seq - this.recordedFrom! + 1, rttNs, entry.dueLagNs);
     if ((entry.ackedMask >>> 0) === this.allReceiversMask >>> 0) {
@@ -324,7 +350,11 @@ export class Flight {
     const stampNs = process.hrtime.bigint();
     const header = encodeFrameHeader({ sectionId: this.plan.sectionId, seq, sizeBytes: this.frame.sizeBytes, checksum: this.frame.checksum, sentAtNs: stampNs });
     const dueLagNs = dueNs === undefined ? Number.NaN : Number(stampNs - dueNs);
-    this.inFlight.set(seq, { stampNs, client, dueLagNs, ackedMask: 0, lostMask: 0 });
+    const slot = seq & this.ringMask;
+    const previous = this.ring[slot];
+    if (previous !== undefined) this.displaced.set(previous.seq, previous);
+    this.ring[slot] = { seq, done: false, stampNs, client, dueLagNs, ackedMask: 0, lostMask: 0 };
+    this.held++;
     if (this.ledgers !== undefined) for (let receiver = 0; receiver < this.receivers; receiver++) this.ledgers[client * this.receivers + receiver]!.open(seq);
     if (this.isRecorded(seq)) {
       this.recordedStamped++;
