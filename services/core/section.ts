@@ -394,6 +394,62 @@ interface RoundTrip {
 }
 
 /**
+ * Verified arrivals waiting for their round trips, by image: a ring of typed arrays, so holding an
+ * image costs no allocation and no hashing (it is on the receiver's path for every image); a map
+ * only for one whose place a later image needs while it still waits.
+ */
+class AwaitingRoundTrips {
+  private static readonly SIZE = 1 << 18;
+  private readonly images = new Float64Array(AwaitingRoundTrips.SIZE);
+  private readonly oneWayNs = new Float64Array(AwaitingRoundTrips.SIZE);
+  private readonly intact = new Uint8Array(AwaitingRoundTrips.SIZE);
+  private readonly overflow = new Map<number, Verified>();
+  private inRing = 0;
+
+  /** Images held. */
+  get size(): number {
+    return this.inRing + this.overflow.size;
+  }
+
+  /** Holds image `image` (from 1). */
+  set(image: number, verified: Verified): void {
+    const slot = image & (AwaitingRoundTrips.SIZE - 1);
+    const previous = this.images[slot]!;
+    if (previous !== 0) this.overflow.set(previous, { oneWayNs: this.oneWayNs[slot]!, intact: this.intact[slot] === 1 });
+    else this.inRing++;
+    this.images[slot] = image;
+    this.oneWayNs[slot] = verified.oneWayNs;
+    this.intact[slot] = verified.intact ? 1 : 0;
+  }
+
+  /** Takes image `image` out; undefined when it is not held. */
+  take(image: number): Verified | undefined {
+    const slot = image & (AwaitingRoundTrips.SIZE - 1);
+    if (this.images[slot] === image) {
+      this.images[slot] = 0;
+      this.inRing--;
+      return { oneWayNs: this.oneWayNs[slot]!, intact: this.intact[slot] === 1 };
+    }
+    const held = this.overflow.get(image);
+    if (held !== undefined) this.overflow.delete(image);
+    return held;
+  }
+
+  /** Every image held, taken out. */
+  *drain(): Generator<[number, Verified]> {
+    for (let slot = 0; slot < AwaitingRoundTrips.SIZE && this.inRing > 0; slot++) {
+      const image = this.images[slot]!;
+      if (image === 0) continue;
+      this.images[slot] = 0;
+      this.inRing--;
+      yield [image, { oneWayNs: this.oneWayNs[slot]!, intact: this.intact[slot] === 1 }];
+    }
+    yield* this.overflow;
+    this.overflow.clear();
+  }
+}
+
+/**
  * Collects one section's frames on the receiver and turns them into a {@link SectionResult}, in
  * memory that does not grow with the section: each image is held only from its arrival to its
  * verdict (the verifier's queue) and from then to its round trip (the transmitter's batch, a
@@ -402,7 +458,7 @@ interface RoundTrip {
 export class SectionRecorder {
   private readonly seen = new SeenSet();
   private readonly awaitingVerdict = new Map<number, Arrival>();
-  private readonly awaitingRoundTrip = new Map<number, Verified>();
+  private readonly awaitingRoundTrip = new AwaitingRoundTrips();
   private readonly awaitingArrival = new Map<number, RoundTrip>();
   private readonly offsetNs: bigint;
   private readonly latency = new LatencyRecorder();
@@ -519,7 +575,7 @@ export class SectionRecorder {
     if (this.lastArrivalNs === undefined || arrival.arrivalNs > this.lastArrivalNs) this.lastArrivalNs = arrival.arrivalNs;
     this.series?.add(arrival.arrivalNs, intact ? this.plan.imageSizeBytes : 0, intact ? oneWayMs : null);
     this.sink.arrived(image, oneWayNs, intact);
-    const roundTrip = this.awaitingArrival.get(image);
+    const roundTrip = this.awaitingArrival.size === 0 ? undefined : this.awaitingArrival.get(image);
     if (roundTrip === undefined) this.awaitingRoundTrip.set(image, { oneWayNs, intact });
     else {
       this.awaitingArrival.delete(image);
@@ -542,12 +598,9 @@ export class SectionRecorder {
       }
       this.roundTripsTaken++;
       const roundTrip = { rttNs, dueLagNs: records[at + 2]! };
-      const arrival = this.awaitingRoundTrip.get(image);
+      const arrival = this.awaitingRoundTrip.take(image);
       if (arrival === undefined) this.awaitingArrival.set(image, roundTrip);
-      else {
-        this.awaitingRoundTrip.delete(image);
-        this.join(image, arrival, roundTrip);
-      }
+      else this.join(image, arrival, roundTrip);
     }
   }
 
@@ -573,8 +626,7 @@ export class SectionRecorder {
     if (first !== undefined) {
       for (const [seq, arrival] of this.awaitingVerdict) if (seq >= first && seq < first + imageCount) this.takeArrival(seq - first + 1, arrival, false);
       this.awaitingVerdict.clear();
-      for (const [image, arrival] of this.awaitingRoundTrip) this.join(image, arrival, undefined);
-      this.awaitingRoundTrip.clear();
+      for (const [image, arrival] of this.awaitingRoundTrip.drain()) this.join(image, arrival, undefined);
       // A round trip without an arrival: acknowledged, yet not recorded here (cannot happen with one receiver per record).
       this.strayRoundTrips += this.awaitingArrival.size;
       this.awaitingArrival.clear();
