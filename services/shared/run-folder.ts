@@ -9,6 +9,7 @@ import { buildRunReport, renderImageLine, renderOutputLogEnd, renderOutputLogHea
 import { SectionRecorder, type SectionPlan, type SectionResult, type SectionSink } from '../core/section.js';
 import type { WarmupOutcome } from '../core/warmup.js';
 import { ErrorCode, ItbError } from '../core/errors.js';
+import { AsciiLines } from './ascii-lines.js';
 import { describeWriteFailure, writeFileAtomic } from './files.js';
 
 // Where a run's results go, written as they are made: each run in a folder of its own under
@@ -39,17 +40,18 @@ const FLUSH_INTERVAL_MS = 500;
  * system's reason; later writes are dropped and {@link flush} throws it.
  */
 export class AppendFile {
-  private pending: string[] = [];
-  private pendingBytes = 0;
   private chain: Promise<void> = Promise.resolve();
   private readonly timer: NodeJS.Timeout;
+  /** Where lines are written, as bytes: full chunks go out as they fill, the rest on the timer. */
+  readonly lines: AsciiLines;
   failure: Error | undefined;
 
   private constructor(
     readonly filePath: string,
     private readonly handle: FileHandle,
   ) {
-    this.timer = setInterval(() => this.send(), FLUSH_INTERVAL_MS).unref();
+    this.lines = new AsciiLines((chunk) => this.send(chunk), FLUSH_BYTES);
+    this.timer = setInterval(() => this.lines.flush(), FLUSH_INTERVAL_MS).unref();
   }
 
   /** Creates `filePath` (it must not exist: nothing is written through a link planted in its place). */
@@ -72,15 +74,12 @@ export class AppendFile {
 
   /** Appends `text` (with its own line ends). */
   write(text: string): void {
-    if (this.failure !== undefined) return;
-    this.pending.push(text);
-    this.pendingBytes += text.length;
-    if (this.pendingBytes >= FLUSH_BYTES) this.send();
+    this.lines.text(text);
   }
 
   /** Everything written so far on disk (synced): throws the first failure. */
   async flush(): Promise<void> {
-    this.send();
+    this.lines.flush();
     this.chain = this.chain.then(() => (this.failure === undefined ? this.handle.datasync().catch((err: unknown) => this.fail(err)) : undefined));
     await this.chain;
     if (this.failure !== undefined) throw this.failure;
@@ -96,11 +95,8 @@ export class AppendFile {
     }
   }
 
-  private send(): void {
-    if (this.pending.length === 0 || this.failure !== undefined) return;
-    const chunk = Buffer.from(this.pending.join(''));
-    this.pending = [];
-    this.pendingBytes = 0;
+  private send(chunk: Buffer): void {
+    if (this.failure !== undefined) return;
     this.chain = this.chain.then(async () => {
       if (this.failure !== undefined) return;
       await this.handle.write(chunk).catch((err: unknown) => this.fail(err));
@@ -183,11 +179,11 @@ export class RunFolder {
       imagesFile,
       sink: {
         arrived(image, oneWayNs, intact) {
-          log.write(`${renderImageLine(image, oneWayNs, intact ? 'ok' : 'corrupt', twoClocks)}\n`);
+          log.lines.imageLine(image, oneWayNs, intact ? 'ok' : 'corrupt', twoClocks);
         },
         recorded(image, status, oneWayNs, rttNs, dueLagNs) {
-          csv.write(`${image},${status},${oneWayNs ?? ''},${rttNs ?? ''},${dueLagNs ?? ''}\n`);
-          if (status === 'lost') log.write(`${renderImageLine(image, null, status, twoClocks)}\n`);
+          csv.lines.csvLine(image, status, oneWayNs, rttNs, dueLagNs);
+          if (status === 'lost') log.lines.imageLine(image, null, status, twoClocks);
         },
       },
     };
