@@ -172,11 +172,12 @@ async function sample(sampleMs: number, startedAt: number, pids: { transmitter: 
     // One wait per tick, cut short by the transmitter's exit: a run of 50,000 images must not wait a whole second.
     await Promise.race([sleep(Math.max(0, startedAt + tick * sampleMs - Date.now())), ...(transmitterExited ? [] : [transmitter.exited])]);
     const files = transmitterExited ? await filesState(outputDir) : undefined;
-    if (files?.written) break;
     const atMs = Date.now() - startedAt;
     const [transmitterRssBytes, receiverRssBytes, progress] = await Promise.all([rssOf(pids.transmitter), rssOf(pids.receiver), getJson<ProgressResponse>(`${controlUrl}/progress`, Math.max(10, sampleMs * 0.9))]);
     const images = progress?.recorded ?? null;
     samples.push({ atMs, images, streaming: progress === undefined ? null : progress.inProgress && progress.recorded < progress.imageCount, transmitterRssBytes, receiverRssBytes });
+    // The run's files are linked: one last reading (the run's final count, which /progress keeps) and done.
+    if (files?.written) break;
     // Idle: answering at once, no run open, no file half written; three samples in a row, so a
     // pause between two files is not taken for the end (nor a report that failed for one).
     idleSamples = files !== undefined && progress?.inProgress === false && !files.writing ? idleSamples + 1 : 0;

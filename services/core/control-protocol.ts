@@ -112,9 +112,9 @@ export interface ProgressResponse {
   inProgress: boolean;
   /** The open section's transport; null between sections and runs. */
   transport: string | null;
-  /** Recorded images that arrived so far in the run (warm-up left out); 0 when none is in progress. */
+  /** Recorded images that arrived so far in the run (warm-up left out); between runs, the last run's total (0 before any). */
   recorded: number;
-  /** Recorded images the run plans: IMAGE_COUNT × REPEAT × transports; 0 when none is in progress. */
+  /** Recorded images the run plans: IMAGE_COUNT × REPEAT × transports; between runs, the last run's (0 before any). */
   imageCount: number;
 }
 

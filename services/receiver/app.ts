@@ -103,6 +103,8 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
   });
   const session = new RunSession(log, receiverHost, config.verify, (transport) => listeners.readBroker(transport));
   let control: FastifyInstance | undefined;
+  // GET /progress's counts of the run in progress, or of the last one once it ended.
+  let lastRunCounts = { recorded: 0, imageCount: 0 };
   // The open run's folder: its files are written as the run goes.
   let folder: RunFolder | undefined;
   let watchdog: NodeJS.Timeout | undefined;
@@ -162,6 +164,7 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
     await closeDataSection();
     if (stopReason !== null) await recordSection(await session.endOpenSection(stopReason));
     const report = await session.finish(stopReason);
+    if (report !== undefined) lastRunCounts = { recorded: report.sections.reduce((sum, section) => sum + section.okCount + section.corruptCount, 0), imageCount: report.run.imageCount * report.run.repeat * report.run.transports.length };
     const runFolder = folder;
     folder = undefined;
     if (report === undefined || runFolder === undefined) return undefined;
@@ -242,8 +245,11 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
     // Read-only and secret-free like /health, for a soak's sampler (npm run bench -- soak): finished sections' arrivals plus the open one's.
     app.get('/progress', async (): Promise<ProgressResponse> => {
       const progress = session.progress();
-      const done = progress?.sections.reduce((sum, section) => sum + section.okCount + section.corruptCount, 0) ?? 0;
-      return { inProgress: progress !== undefined, transport: progress?.open?.transport ?? null, recorded: done + (progress?.open?.recorded ?? 0), imageCount: progress === undefined ? 0 : progress.info.imageCount * progress.info.repeat * progress.info.transports.length };
+      // Between runs the last run's counts stay: its end can fall between two readings of a sampler.
+      if (progress === undefined) return { inProgress: false, transport: null, ...lastRunCounts };
+      const done = progress.sections.reduce((sum, section) => sum + section.okCount + section.corruptCount, 0);
+      lastRunCounts = { recorded: done + (progress.open?.recorded ?? 0), imageCount: progress.info.imageCount * progress.info.repeat * progress.info.transports.length };
+      return { inProgress: true, transport: progress.open?.transport ?? null, ...lastRunCounts };
     });
     // Read as late as the request allows before answering: the transmitter brackets this with its
     // own clock and reads it at the response headers.
