@@ -331,7 +331,7 @@ export function msOfNs(ns: number): string {
 }
 
 /** output.log's lines of a section after its images: its figures, written when it ends. */
-export function renderSectionFooter(section: SectionResult, repeats: number): string {
+export function renderSectionFooter(section: SectionResult): string {
   const lines: string[] = [];
   const clockError = clockErrorText(section);
   if (section.imagesFile !== null) lines.push(`Per-image records: ${section.imagesFile}`);
@@ -365,7 +365,7 @@ export function renderSectionFooter(section: SectionResult, repeats: number): st
     section.strayCount > 0 ? `${section.strayCount} stray frames` : '',
   ].filter(Boolean);
   if (anomalies.length > 0) lines.push(`Anomalies: ${anomalies.join(', ')}`);
-  lines.push(`Clock: ${clockText(section, repeats)}`);
+  lines.push(`Clock: ${clockText(section)}`);
   if (section.failure !== null) lines.push(`FAILED: ${section.failure}`);
   return lines.join('\n');
 }
@@ -544,8 +544,7 @@ function hostLine(side: string, host: HostFacts): string {
 }
 
 /** A section's clock offset estimates, and whether its one-way times were moved by them. */
-function clockText(s: SectionResult, repeats: number): string {
-  void repeats;
+function clockText(s: SectionResult): string {
   if (s.clock === null) return 'offset not estimated';
   const offset = (o: ClockOffset): string => `${signedMs(o.offsetNs)} ± ${(o.uncertaintyNs / 1e6).toFixed(3)} ms`;
   const estimates = s.clockAfter ? `${offset(s.clock)} before, ${offset(s.clockAfter)} after` : offset(s.clock);
@@ -602,7 +601,7 @@ export function renderOutputLogEnd(report: RunReport): string {
  */
 export function renderOutputLog(report: RunReport): string {
   const repeats = report.run.repeat;
-  return [renderOutputLogHeader(report.run), ...report.sections.map((s) => `${renderSectionHeading(s, repeats)}\n${renderSectionFooter(s, repeats)}`), renderOutputLogEnd(report)].join('\n\n');
+  return [renderOutputLogHeader(report.run), ...report.sections.map((s) => `${renderSectionHeading(s, repeats)}\n${renderSectionFooter(s)}`), renderOutputLogEnd(report)].join('\n\n');
 }
 
 /** results.json: the same report, for tools: summaries, distributions and per-second series (the per-image records are in each section's CSV). */

@@ -6,7 +6,8 @@ import { brokerCost, busyShare, sideCost, type BrokerReading, type ResourceReadi
 import { errorMessage } from '../core/errors.js';
 import type { Ack } from '../core/frame.js';
 import { buildRunReport, type HostFacts, type RunInfo, type RunReport } from '../core/report.js';
-import { SectionRecorder, withFanOut, type FanOut, type SectionPlan, type SectionResult } from '../core/section.js';
+import { withFanOut, type FanOut, type SectionPlan, type SectionResult } from '../core/section.js';
+import { SectionRecorder } from '../core/recorder.js';
 import { exerciseSharedPaths } from '../core/prewarm.js';
 import { nsToMs } from '../core/stats.js';
 import { warmupImagesAllowed, type WarmupOutcome } from '../core/warmup.js';

@@ -6,7 +6,8 @@ import { createInterface } from 'node:readline';
 import { encodeFrameHeader, decodeFrameHeader } from '../core/frame.js';
 import { renderHtmlReport, type HtmlReportLibraries } from '../core/html-report.js';
 import { buildRunReport, renderImageLine, renderOutputLogEnd, renderOutputLogHeader, renderResultsJson, renderSectionFooter, renderSectionHeading, type RunInfo, type RunReport } from '../core/report.js';
-import { SectionRecorder, type SectionPlan, type SectionResult, type SectionSink } from '../core/section.js';
+import { type SectionPlan, type SectionResult } from '../core/section.js';
+import { SectionRecorder, type SectionSink } from '../core/recorder.js';
 import type { WarmupOutcome } from '../core/warmup.js';
 import { ErrorCode, ItbError } from '../core/errors.js';
 import { AsciiLines } from './ascii-lines.js';
@@ -26,6 +27,8 @@ export const OUTPUT_FILES = { log: 'output.log', results: 'results.json', report
 export const RUNS_FOLDER = 'runs';
 /** The link in OUTPUT_DIR to the last run that ended. */
 export const LATEST_LINK = 'latest';
+/** results.json's stopReason while its run is open: a run left so never ended (its receiver died). */
+const RUN_IN_PROGRESS = 'in progress: the run has not ended';
 /** The per-image CSV's header line. */
 export const IMAGES_CSV_HEADER = 'image,status,one_way_ns,round_trip_ns,due_lag_ns';
 
@@ -209,7 +212,7 @@ export class RunFolder {
     if (open === undefined || open.plan.sectionId !== result.sectionId) this.log.write(`${renderSectionHeading(result, this.info.repeat)}\n`);
     // The first of several receivers: its figures go with every receiver's (and fail when another's did), once the fan-out comes.
     if (recorded.receivers > 1 && recorded.receiverIndex === 0 && recorded.fanOut === null) this.awaitingFanOut = recorded;
-    else this.log.write(`${renderSectionFooter(recorded, this.info.repeat)}\n\n`);
+    else this.log.write(`${renderSectionFooter(recorded)}\n\n`);
     this.sections.push(recorded);
     await open?.csv.close();
     await this.log.flush();
@@ -232,7 +235,7 @@ export class RunFolder {
   // The footer of a section that waited for its fan-out, as it stands now (without one when none came).
   private writeAwaitedFooter(): void {
     if (this.awaitingFanOut === undefined) return;
-    this.log.write(`${renderSectionFooter(this.awaitingFanOut, this.info.repeat)}\n\n`);
+    this.log.write(`${renderSectionFooter(this.awaitingFanOut)}\n\n`);
     this.awaitingFanOut = undefined;
   }
 
@@ -265,7 +268,7 @@ export class RunFolder {
   }
 
   private async writeSnapshot(): Promise<void> {
-    const snapshot: RunReport & OpenSnapshot = { ...buildRunReport(this.info, this.sections, 'in progress: the run has not ended') };
+    const snapshot: RunReport & OpenSnapshot = { ...buildRunReport(this.info, this.sections, RUN_IN_PROGRESS) };
     if (this.open !== undefined) snapshot.openSection = { plan: this.open.plan, imagesFile: this.open.imagesFile, warmedUp: this.open.warmedUp };
     await writeAtomicNamed(path.join(this.dir, OUTPUT_FILES.results), renderResultsJson(snapshot));
   }
@@ -316,7 +319,7 @@ export async function unfinishedRun(dir: string): Promise<boolean> {
   const text = await readFile(path.join(dir, OUTPUT_FILES.results), 'utf8').catch(() => undefined);
   if (text === undefined) return false;
   try {
-    return (JSON.parse(text) as RunReport).stopReason === 'in progress: the run has not ended';
+    return (JSON.parse(text) as RunReport).stopReason === RUN_IN_PROGRESS;
   } catch {
     return false;
   }
@@ -351,7 +354,7 @@ export async function completeRun(baseDir: string, dir: string, reason: string, 
   if (open !== undefined) {
     const result = await rebuildSection(path.join(dir, open.imagesFile), open.plan, open.warmedUp, reason, log);
     const recorded = { ...result, imagesFile: open.imagesFile };
-    log.write(`\n${renderSectionFooter(recorded, snapshot.run.repeat)}\n\n`);
+    log.write(`\n${renderSectionFooter(recorded)}\n\n`);
     sections.push(recorded);
   }
   const report = buildRunReport(snapshot.run, sections, reason);

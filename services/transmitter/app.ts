@@ -8,7 +8,8 @@ import { failedSectionEnd, type HealthResponse, type RunAnnouncement, type RunOu
 import { sideCost, type SideCost } from '../core/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { buildRunReport, renderSummary } from '../core/report.js';
-import { acknowledgedOnlyResult, fanOutOf, SectionRecorder, type SectionClock, type SectionPlan, type SectionResult, type TransmitterColdStart } from '../core/section.js';
+import { fanOutOf, type SectionClock, type SectionPlan, type SectionResult, type TransmitterColdStart } from '../core/section.js';
+import { acknowledgedOnlyResult, SectionRecorder } from '../core/recorder.js';
 import { OpenLoopSchedule } from '../core/schedule.js';
 import { exerciseSharedPaths } from '../core/prewarm.js';
 import { nsToMs } from '../core/stats.js';

@@ -1,6 +1,7 @@
 import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { SectionRecorder, type SectionPlan, type SectionResult } from '../../services/core/section.js';
+import { type SectionPlan, type SectionResult } from '../../services/core/section.js';
+import { SectionRecorder } from '../../services/core/recorder.js';
 import type { SectionProgress } from '../../services/transmitter/app.js';
 import { createProgressDisplay, formatDurationSeconds } from '../../services/transmitter/progress.js';
 

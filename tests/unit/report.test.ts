@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { renderImageLine, renderOutputLog, renderOutputLogEnd, renderOutputLogHeader, renderResultsJson, renderSectionFooter, renderSectionHeading, renderSummary, runSucceeded, summarizeTransports, type RunReport } from '../../services/core/report.js';
-import { fanOutOf, SectionRecorder, withFanOut, type ColdStart, type SectionResult } from '../../services/core/section.js';
+import { fanOutOf, withFanOut, type ColdStart, type SectionResult } from '../../services/core/section.js';
+import { SectionRecorder } from '../../services/core/recorder.js';
 import type { WarmupOutcome, WarmupPlan } from '../../services/core/warmup.js';
 import { mergeLatency } from '../../services/core/stats.js';
 import { collectingSink, fixturePlan, fixtureReport, fixtureSection, twoClockSection, resultWith } from '../helpers/fixtures.js';
@@ -154,7 +155,7 @@ Result: FAILED: at least one transport lost, corrupted or failed to deliver imag
 
   it('is the header, each section\'s heading and footer, and the end, as the receiver writes them one by one', () => {
     const report = sampleReport();
-    const sections = report.sections.map((section) => `${renderSectionHeading(section, 1)}\n${renderSectionFooter(section, 1)}`);
+    const sections = report.sections.map((section) => `${renderSectionHeading(section, 1)}\n${renderSectionFooter(section)}`);
     expect(renderOutputLog(report)).toBe([renderOutputLogHeader(report.run), ...sections, renderOutputLogEnd(report)].join('\n\n'));
     // The verdict comes last, after the summary, which says when the run finished; the header no longer does.
     expect(renderOutputLogHeader(report.run)).not.toContain('finished');
@@ -189,8 +190,8 @@ describe('output.log\'s streamed pieces', () => {
 
   it('renderSectionFooter names the section\'s CSV when it has one, and says its clock', () => {
     const section = fixtureSection(fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true }), [1, 1]);
-    expect(renderSectionFooter(section, 1)).not.toContain('Per-image records');
-    const footer = renderSectionFooter({ ...section, imagesFile: 'images-03-tcp-repeat2.csv' }, 2).split('\n');
+    expect(renderSectionFooter(section)).not.toContain('Per-image records');
+    const footer = renderSectionFooter({ ...section, imagesFile: 'images-03-tcp-repeat2.csv' }).split('\n');
     expect(footer[0]).toBe('Per-image records: images-03-tcp-repeat2.csv');
     expect(footer.at(-1)).toBe('Clock: offset not estimated');
   });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { FrameHeader } from '../../services/core/frame.js';
-import { acknowledgedOnlyResult, clientFairness, fanOutOf, isOverloaded, withFanOut, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, SectionRecorder, type SectionPlan, type SectionSink } from '../../services/core/section.js';
+import { clientFairness, fanOutOf, isOverloaded, withFanOut, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type SectionPlan } from '../../services/core/section.js';
+import { acknowledgedOnlyResult, SectionRecorder, type SectionSink } from '../../services/core/recorder.js';
 import type { WarmupOutcome } from '../../services/core/warmup.js';
 import { collectingSink, NO_WARMUP, resultWith } from '../helpers/fixtures.js';
 

@@ -1,0 +1,374 @@
+import { oneWayClockErrorNs } from './clock.js';
+import type { AckStatus, FrameHeader } from './frame.js';
+import { SecondSeries, joinSeries } from './second-series.js';
+import { SeenSet } from './seen.js';
+import { clientFairness, isOverloaded, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type ImageRecord, type SectionExtras, type SectionPlan, type SectionResult } from './section.js';
+import { imagesPerSecond, LatencyRecorder, nsToMs, throughputMBps, type LatencySummary } from './stats.js';
+import { warmupImageLimit, type WarmupOutcome } from './warmup.js';
+
+// The receiver's record of one transport's section: which images came, when, and whether intact.
+// An image is recorded when it arrives (and acknowledged at once); its checksum verdict comes
+// later, after the ack, and its round trip later still, in the transmitter's next batch. Each
+// image's record leaves for the receiver's files as soon as it is whole; what stays are
+// histograms and sums. Pure: arrival times, verdicts, round trips and the clock offset are given
+// to it, so tests drive it exactly.
+
+// The window check allows for rounding only: the round trips and stamps are whole nanoseconds.
+const WINDOW_CHECK_SLACK = 1.000001;
+
+/**
+ * Where a section's per-image records go as they are made (the receiver's files), so the recorder
+ * keeps none: times in whole ns, null where there is none.
+ */
+export interface SectionSink {
+  /** A recorded image arrived and was verified: output.log's line for it, as it happens. */
+  arrived(image: number, oneWayNs: number, intact: boolean): void;
+  /** A recorded image's whole record once its round trip is in (or the section is over without one): each image once, the lost last. */
+  recorded(image: number, status: ImageRecord['status'], oneWayNs: number | null, rttNs: number | null, dueLagNs: number | null): void;
+}
+
+const NO_SINK: SectionSink = { arrived() {}, recorded() {} };
+
+interface Arrival {
+  sentAtNs: bigint;
+  arrivalNs: bigint;
+  sizeOk: boolean;
+}
+
+/** A verified arrival waiting for its round trip, or a round trip waiting for its verified arrival. */
+interface Verified {
+  oneWayNs: number;
+  intact: boolean;
+}
+interface RoundTrip {
+  rttNs: number;
+  dueLagNs: number;
+}
+
+/**
+ * Verified arrivals waiting for their round trips, by image: a ring of typed arrays, so holding an
+ * image costs no allocation and no hashing (it is on the receiver's path for every image); a map
+ * only for one whose place a later image needs while it still waits.
+ */
+class AwaitingRoundTrips {
+  private static readonly SIZE = 1 << 18;
+  private readonly images = new Float64Array(AwaitingRoundTrips.SIZE);
+  private readonly oneWayNs = new Float64Array(AwaitingRoundTrips.SIZE);
+  private readonly intact = new Uint8Array(AwaitingRoundTrips.SIZE);
+  private readonly overflow = new Map<number, Verified>();
+  private inRing = 0;
+
+  /** Images held. */
+  get size(): number {
+    return this.inRing + this.overflow.size;
+  }
+
+  /** Holds image `image` (from 1). */
+  set(image: number, verified: Verified): void {
+    const slot = image & (AwaitingRoundTrips.SIZE - 1);
+    const previous = this.images[slot]!;
+    if (previous !== 0) this.overflow.set(previous, { oneWayNs: this.oneWayNs[slot]!, intact: this.intact[slot] === 1 });
+    else this.inRing++;
+    this.images[slot] = image;
+    this.oneWayNs[slot] = verified.oneWayNs;
+    this.intact[slot] = verified.intact ? 1 : 0;
+  }
+
+  /** Takes image `image` out; undefined when it is not held. */
+  take(image: number): Verified | undefined {
+    const slot = image & (AwaitingRoundTrips.SIZE - 1);
+    if (this.images[slot] === image) {
+      this.images[slot] = 0;
+      this.inRing--;
+      return { oneWayNs: this.oneWayNs[slot]!, intact: this.intact[slot] === 1 };
+    }
+    const held = this.overflow.get(image);
+    if (held !== undefined) this.overflow.delete(image);
+    return held;
+  }
+
+  /** Every image held, taken out. */
+  *drain(): Generator<[number, Verified]> {
+    for (let slot = 0; slot < AwaitingRoundTrips.SIZE && this.inRing > 0; slot++) {
+      const image = this.images[slot]!;
+      if (image === 0) continue;
+      this.images[slot] = 0;
+      this.inRing--;
+      yield [image, { oneWayNs: this.oneWayNs[slot]!, intact: this.intact[slot] === 1 }];
+    }
+    yield* this.overflow;
+    this.overflow.clear();
+  }
+}
+
+/**
+ * Collects one section's frames on the receiver and turns them into a {@link SectionResult}, in
+ * memory that does not grow with the section: each image is held only from its arrival to its
+ * verdict (the verifier's queue) and from then to its round trip (the transmitter's batch, a
+ * second at most), then goes to the sink; the figures are histograms and running sums.
+ */
+export class SectionRecorder {
+  private readonly seen = new SeenSet();
+  private readonly awaitingVerdict = new Map<number, Arrival>();
+  private readonly awaitingRoundTrip = new AwaitingRoundTrips();
+  private readonly awaitingArrival = new Map<number, RoundTrip>();
+  private readonly offsetNs: bigint;
+  private readonly latency = new LatencyRecorder();
+  private readonly rtt = new LatencyRecorder();
+  private readonly latencyFromDue = new LatencyRecorder();
+  private series: SecondSeries | undefined;
+  private duplicateCount = 0;
+  private outOfOrderCount = 0;
+  private strayCount = 0;
+  private highestSeq = -1;
+  private recordedArrivals = 0;
+  private okCount = 0;
+  private corruptCount = 0;
+  private arrivalsAfterAck = 0;
+  private roundTripsTaken = 0;
+  private strayRoundTrips = 0;
+  private firstSentAtNs: bigint | undefined;
+  private firstArrivalNs: bigint | undefined;
+  private lastArrivalNs: bigint | undefined;
+  private verifiedArrivals = 0;
+  private firstImageMs: number | null = null;
+  private warmedUp: WarmupOutcome | undefined;
+
+  constructor(
+    readonly plan: SectionPlan,
+    private readonly sink: SectionSink = NO_SINK,
+  ) {
+    this.offsetNs = plan.clock?.applied ? BigInt(Math.round(plan.clock.offsetNs)) : 0n;
+  }
+
+  /** Frames taken so far, warm-up included, duplicates and strays not. */
+  get receivedCount(): number {
+    return this.seen.size;
+  }
+
+  /** Recorded (not warm-up) images taken so far: the section's last ack is due when this reaches imageCount. */
+  get recordedCount(): number {
+    return this.recordedArrivals;
+  }
+
+  /** The highest recorded image (from 1) that arrived; 0 before any. */
+  get highestRecordedImage(): number {
+    const first = this.firstRecordedSeq;
+    return first === undefined || this.highestSeq < first ? 0 : this.highestSeq - first + 1;
+  }
+
+  /** Seq of the first recorded image; undefined while the section warms up. */
+  get firstRecordedSeq(): number | undefined {
+    return this.warmedUp?.images;
+  }
+
+  /** Images held now for a verdict or a round trip: bounded by the verifier's queue and a batch of round trips, not by the section. */
+  get heldImages(): number {
+    return this.awaitingVerdict.size + this.awaitingRoundTrip.size + this.awaitingArrival.size;
+  }
+
+  /**
+   * The warm-up is over (every warm-up image acknowledged): seqs from `outcome.images` on are
+   * the recorded ones, and the per-second series counts from `atNs` (the receiver's clock). The
+   * transmitter sends none of them before this.
+   */
+  beginRecording(outcome: WarmupOutcome, atNs: bigint): void {
+    if (this.warmedUp !== undefined) return;
+    this.warmedUp = outcome;
+    this.series = new SecondSeries(atNs);
+  }
+
+  /**
+   * Records one frame of this section as it arrives and returns the ack status to send back at
+   * once: accepted (its checksum verdict comes later through {@link verified}) or rejected (a
+   * duplicate, or a seq the section never planned).
+   */
+  record(header: FrameHeader, arrivalNs: bigint): AckStatus {
+    const { seq } = header;
+    const first = this.firstRecordedSeq;
+    if (seq >= (first === undefined ? warmupImageLimit(this.plan.warmup) : first + this.plan.imageCount)) {
+      this.strayCount++;
+      return 'rejected';
+    }
+    if (!this.seen.add(seq)) {
+      this.duplicateCount++;
+      return 'rejected';
+    }
+    if (seq < this.highestSeq) this.outOfOrderCount++;
+    this.highestSeq = Math.max(this.highestSeq, seq);
+    if (first !== undefined && seq >= first) this.recordedArrivals++;
+    // The send time moves onto the receiver's clock when the two clocks differ.
+    const sentAtNs = header.sentAtNs + this.offsetNs;
+    if (seq === 0) this.firstImageMs = nsToMs(arrivalNs - sentAtNs);
+    this.awaitingVerdict.set(seq, { sentAtNs, arrivalNs, sizeOk: header.sizeBytes === this.plan.imageSizeBytes });
+    return 'accepted';
+  }
+
+  /** Takes the checksum verdict of an accepted frame: a recorded image goes to output.log's sink now. */
+  verified(seq: number, checksumOk: boolean): void {
+    const arrival = this.awaitingVerdict.get(seq);
+    if (arrival === undefined) return;
+    this.awaitingVerdict.delete(seq);
+    const first = this.firstRecordedSeq;
+    if (first === undefined || seq < first) return;
+    this.takeArrival(seq - first + 1, arrival, arrival.sizeOk && checksumOk);
+  }
+
+  private takeArrival(image: number, arrival: Arrival, intact: boolean): void {
+    const oneWayNs = Number(arrival.arrivalNs - arrival.sentAtNs);
+    const oneWayMs = oneWayNs / 1e6;
+    if (intact) {
+      this.okCount++;
+      this.latency.record(oneWayMs);
+    } else this.corruptCount++;
+    this.verifiedArrivals++;
+    if (this.firstSentAtNs === undefined || arrival.sentAtNs < this.firstSentAtNs) this.firstSentAtNs = arrival.sentAtNs;
+    if (this.firstArrivalNs === undefined || arrival.arrivalNs < this.firstArrivalNs) this.firstArrivalNs = arrival.arrivalNs;
+    if (this.lastArrivalNs === undefined || arrival.arrivalNs > this.lastArrivalNs) this.lastArrivalNs = arrival.arrivalNs;
+    this.series?.add(arrival.arrivalNs, intact ? this.plan.imageSizeBytes : 0, intact ? oneWayMs : null);
+    this.sink.arrived(image, oneWayNs, intact);
+    const roundTrip = this.awaitingArrival.size === 0 ? undefined : this.awaitingArrival.get(image);
+    if (roundTrip === undefined) this.awaitingRoundTrip.set(image, { oneWayNs, intact });
+    else {
+      this.awaitingArrival.delete(image);
+      this.join(image, { oneWayNs, intact }, roundTrip);
+    }
+  }
+
+  /**
+   * Takes a batch of the transmitter's round trips (records of {@link ROUND_TRIP_RECORD_VALUES}:
+   * image, round trip ns, stamp − due ns or NaN), each joined with its image's arrival.
+   */
+  roundTrips(records: Float64Array): void {
+    const lastImage = this.plan.imageCount;
+    for (let at = 0; at + 2 < records.length; at += 3) {
+      const image = records[at]!;
+      const rttNs = records[at + 1]!;
+      if (!Number.isInteger(image) || image < 1 || image > lastImage || !(rttNs >= 0)) {
+        this.strayRoundTrips++;
+        continue;
+      }
+      this.roundTripsTaken++;
+      const roundTrip = { rttNs, dueLagNs: records[at + 2]! };
+      const arrival = this.awaitingRoundTrip.take(image);
+      if (arrival === undefined) this.awaitingArrival.set(image, roundTrip);
+      else this.join(image, arrival, roundTrip);
+    }
+  }
+
+  // An image's arrival and its round trip together: the figures that need both, and its record.
+  private join(image: number, arrival: Verified | undefined, roundTrip: RoundTrip | undefined): void {
+    const rttNs = roundTrip?.rttNs ?? null;
+    const dueLagNs = roundTrip === undefined || Number.isNaN(roundTrip.dueLagNs) ? null : roundTrip.dueLagNs;
+    if (rttNs !== null) this.rtt.record(rttNs / 1e6);
+    if (arrival !== undefined && rttNs !== null && arrival.oneWayNs > rttNs) this.arrivalsAfterAck++;
+    if (arrival?.intact && dueLagNs !== null) this.latencyFromDue.record((arrival.oneWayNs + dueLagNs) / 1e6);
+    const status = arrival === undefined ? 'lost' : arrival.intact ? 'ok' : 'corrupt';
+    this.sink.recorded(image, status, arrival?.oneWayNs ?? null, rttNs, dueLagNs);
+  }
+
+  /**
+   * The section's result; `failure` is the reason it ended early, if it did. An image whose
+   * verdict never came counts as corrupt: it was not shown to be intact. Call once: it sends the
+   * images still held, and the lost ones, to the sink.
+   */
+  result(failure: string | null, extras: SectionExtras = {}): SectionResult {
+    const first = this.firstRecordedSeq;
+    const imageCount = this.plan.durationMs != null && extras.imagesSent !== undefined ? extras.imagesSent : this.plan.imageCount;
+    if (first !== undefined) {
+      for (const [seq, arrival] of this.awaitingVerdict) if (seq >= first && seq < first + imageCount) this.takeArrival(seq - first + 1, arrival, false);
+      this.awaitingVerdict.clear();
+      for (const [image, arrival] of this.awaitingRoundTrip.drain()) this.join(image, arrival, undefined);
+      // A round trip without an arrival: acknowledged, yet not recorded here (cannot happen with one receiver per record).
+      this.strayRoundTrips += this.awaitingArrival.size;
+      this.awaitingArrival.clear();
+      for (const seq of this.seen.missing(first, first + imageCount)) this.sink.recorded(seq - first + 1, 'lost', null, null, null);
+    }
+    const okCount = this.okCount;
+    const corruptCount = this.corruptCount;
+    const lostCount = Math.max(0, imageCount - okCount - corruptCount);
+    const rtt = this.rtt.summary() ?? null;
+    const rttCount = rtt?.count ?? 0;
+    const inFlight = this.plan.ratePerSecond === null && this.plan.receivers === 1 ? (extras.meanInFlight ?? null) : null;
+    const arrivalsAfterAck = this.plan.clock?.applied || rttCount === 0 ? null : this.arrivalsAfterAck;
+    const timingFailure = arrivalsAfterAck ? `timing check: ${arrivalsAfterAck} of ${rttCount} images stamped as arriving after their ack was processed (one-way time over round trip on one clock): an arrival stamp came late` : null;
+    const windowFailure = inFlight !== null && inFlight > this.plan.clients * this.plan.window * WINDOW_CHECK_SLACK ? `window check: ${inFlight.toFixed(2)} images in flight on average, more than CLIENTS × WINDOW = ${this.plan.clients * this.plan.window}` : null;
+    const shipped = extras.roundTripsShipped;
+    const roundTripFailure = shipped !== undefined && shipped > this.roundTripsTaken ? `round trips: ${shipped - this.roundTripsTaken} of ${shipped} the transmitter sent never reached the receiver's record` : null;
+    const checkFailures = [timingFailure, windowFailure, roundTripFailure].filter((f): f is string => f !== null);
+    const sectionFailure = failure === null && checkFailures.length === 0 ? null : [failure, ...checkFailures].filter((f): f is string => f !== null).join('; ');
+    const totalMs = this.firstSentAtNs !== undefined && this.lastArrivalNs !== undefined ? nsToMs(this.lastArrivalNs - this.firstSentAtNs) : null;
+    const deliveredPerSecond = this.verifiedArrivals < 2 || this.firstArrivalNs === undefined || this.lastArrivalNs === undefined || this.lastArrivalNs === this.firstArrivalNs ? null : ((this.verifiedArrivals - 1) * 1e9) / Number(this.lastArrivalNs - this.firstArrivalNs);
+    const clockAfter = extras.clockAfter ?? null;
+    const result: SectionResult = {
+      ...this.plan,
+      imageCount,
+      clockAfter,
+      oneWayClockErrorMs: this.plan.clock?.applied ? oneWayClockErrorNs(this.plan.clock, clockAfter) / 1e6 : null,
+      ok: sectionFailure === null && okCount === imageCount && this.duplicateCount === 0 && this.strayCount === 0,
+      failure: sectionFailure,
+      imagesFile: null,
+      series: joinSeries(this.series?.seconds() ?? [], extras.rttSeconds ?? []),
+      histograms: { oneWayNs: this.latency.encoded(), rttNs: this.rtt.encoded() },
+      okCount,
+      corruptCount,
+      lostCount,
+      duplicateCount: this.duplicateCount,
+      outOfOrderCount: this.outOfOrderCount,
+      strayCount: this.strayCount,
+      totalMs,
+      latency: this.latency.summary() ?? null,
+      rtt,
+      littleRatio: inFlight === null ? null : inFlight / (this.plan.clients * this.plan.window),
+      meanInFlight: inFlight,
+      arrivalsAfterAck,
+      verifyMs: extras.verifyMs ?? null,
+      verifyLongestRunMs: extras.verifyLongestRunMs ?? null,
+      verifyBusyShare: extras.verifyBusyShare ?? null,
+      throughputMBps: totalMs === null ? null : throughputMBps(okCount * this.plan.imageSizeBytes, totalMs),
+      imagesPerSecond: totalMs === null ? null : imagesPerSecond(okCount, totalMs),
+      throughputIndicative: totalMs === null || totalMs < MIN_STABLE_SPAN_MS || okCount < MIN_STABLE_IMAGES,
+      openLoop:
+        this.plan.ratePerSecond === null
+          ? null
+          : {
+              ratePerSecond: this.plan.ratePerSecond,
+              achievedRatePerSecond: extras.achievedRatePerSecond ?? null,
+              deliveredRatePerSecond: deliveredPerSecond,
+              overloaded: isOverloaded(this.plan.ratePerSecond, extras.achievedRatePerSecond ?? null, deliveredPerSecond),
+              sendLag: extras.sendLag ?? null,
+              latencyFromDue: this.latencyFromDue.summary() ?? null,
+              rttFromDue: extras.rttFromDue ?? null,
+            },
+      clientFairness: extras.clientFigures ? clientFairness(extras.clientFigures, this.plan.imageSizeBytes) : null,
+      fanOut: null,
+      warmedUp: this.warmedUp ?? null,
+      coldStart: {
+        connectMs: extras.coldStart?.connectMs ?? null,
+        firstImageMs: this.firstImageMs,
+        firstImageRttMs: extras.coldStart?.firstImageRttMs ?? null,
+      },
+      cost: extras.cost ?? { transmitter: null, receiver: null, broker: null },
+    };
+    this.latency.destroy();
+    this.rtt.destroy();
+    this.latencyFromDue.destroy();
+    this.series?.destroy();
+    return result;
+  }
+}
+
+/**
+ * A section the transmitter must report on its own because the receiver's record is gone (the
+ * receiver died): acknowledged images count as delivered intact but without a one-way time, the
+ * rest as lost; round trips are the transmitter's own.
+ */
+export function acknowledgedOnlyResult(plan: SectionPlan, acknowledgedImages: number, failure: string, warmedUp: WarmupOutcome | undefined, extras: SectionExtras & { rtt?: LatencySummary | null } = {}): SectionResult {
+  const recorder = new SectionRecorder(plan);
+  if (warmedUp !== undefined) recorder.beginRecording(warmedUp, 0n);
+  const result = recorder.result(failure, extras);
+  const imageCount = result.imageCount;
+  // Without a warm-up outcome no image was recorded: an acknowledged one was a warm-up image.
+  const okCount = warmedUp === undefined ? 0 : Math.min(acknowledgedImages, imageCount);
+  return { ...result, okCount, lostCount: imageCount - okCount, rtt: extras.rtt ?? null };
+}
