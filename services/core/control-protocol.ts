@@ -14,6 +14,41 @@ import type { LatencySummary } from './stats.js';
 /** Largest control request body, in bytes: the protocol's messages are a few kilobytes. */
 export const CONTROL_BODY_LIMIT_BYTES = 64 * 1024;
 
+/** How many connections an HTTP server keeps at once, and how long one may take to say what it wants. */
+export interface ConnectionLimits {
+  /**
+   * Connections kept at once that have not sent a whole request head (just opened, or idle
+   * between requests): one more closes the oldest of them, so a flood of silent or slow-header
+   * connections cannot crowd out a real request, which sends its head at once.
+   */
+  waitingConnections: number;
+  /** Connections kept at once in all; more are closed on arrival (net.Server's maxConnections). */
+  maxConnections: number;
+  /** How long a connection may wait before its request head is whole; then it is closed. */
+  headersTimeoutMs: number;
+  /** How long an idle keep-alive connection stays open (node's keepAliveTimeout, hinted to clients); under headersTimeoutMs, so node closes it first. */
+  keepAliveTimeoutMs: number;
+  /** How long one request may take to arrive whole, body included (node's requestTimeout). */
+  requestTimeoutMs: number;
+}
+
+/**
+ * The control port's limits. 32 waiting connections: a transmitter holds two or three at once
+ * (its requests, its clock's keep-alive connection, a soak's sampler) and a browser a few more;
+ * each holds at most node's 16 KiB of request head, 512 KiB in all. 128 in all bounds the file
+ * descriptors and bodies of connections with a request under way. 5 s for a request head, which
+ * an honest client sends in one write, even across hosts on a loaded machine. 10 min for a whole
+ * request: only AUTH_TOKEN's holder gets its body read, and the largest (a week-long section's
+ * end, SECTION_END_BODY_LIMIT_BYTES) arrives within it over 1.5 Mbit/s.
+ */
+export const CONTROL_CONNECTION_LIMITS: Readonly<ConnectionLimits> = Object.freeze({
+  waitingConnections: 32,
+  maxConnections: 128,
+  headersTimeoutMs: 5000,
+  keepAliveTimeoutMs: 4000,
+  requestTimeoutMs: 600_000,
+});
+
 /** Numbers in one round-trip record of POST /sections/:id/round-trips: image (from 1), round trip in ns, stamp − due in ns (NaN: none), as float64 little-endian. */
 export const ROUND_TRIP_RECORD_VALUES = 3;
 /** Records in one full batch of round trips (1.5 MiB): a batch also goes when a second old. */

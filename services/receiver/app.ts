@@ -8,6 +8,8 @@ import type { Config } from '../core/config.js';
 import {
   CLOCK_HEADER,
   CONTROL_BODY_LIMIT_BYTES,
+  CONTROL_CONNECTION_LIMITS,
+  type ConnectionLimits,
   ROUND_TRIP_RECORD_VALUES,
   ROUND_TRIPS_BODY_LIMIT_BYTES,
   runInfoSchema,
@@ -28,8 +30,9 @@ import { renderSummary, runSucceeded } from '../core/report.js';
 import type { FanOut, SectionPlan, SectionResult } from '../core/section.js';
 import type { WarmupOutcome } from '../core/warmup.js';
 import { receiverAuthToken } from '../shared/auth-token.js';
+import { guardConnections } from '../shared/connection-guard.js';
 import { hostFacts } from '../shared/host.js';
-import { unmappedAddress } from '../shared/net.js';
+import { hostPort, unmappedAddress } from '../shared/net.js';
 import { reportLibraries } from '../shared/report-assets.js';
 import { completeRun, lastWriteMs, OUTPUT_FILES, RunFolder, runFolders } from '../shared/run-folder.js';
 import { transportByName } from '../transports/index.js';
@@ -69,8 +72,8 @@ function runInProgress(holder: RunHolder | undefined, idleLimitMs: number): stri
   return `a run is in progress${who}; it keeps its files; wait for it to end (or for the receiver's watchdog, ${idleLimitMs / 1000} s after the transmitter goes silent: the longer of IMAGE_TIMEOUT_MS and CONNECT_TIMEOUT_MS, plus 5 s)`;
 }
 
-/** Builds a receiver from a validated config; nothing listens until start(). */
-export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverApp {
+/** Builds a receiver from a validated config; nothing listens until start(). `controlLimits` bound the control port's connections (tests shorten its timeouts). */
+export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimits: Readonly<ConnectionLimits> = CONTROL_CONNECTION_LIMITS): ReceiverApp {
   // The libraries this receiver's listeners use: only theirs are loaded.
   const receiverHost = (): ReturnType<typeof hostFacts> => hostFacts(config.transports.map(transportByName));
   let rejectedInputs = 0;
@@ -212,6 +215,16 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
     // No type coercion and no silent dropping of unknown fields: a body that does not match the
     // protocol is refused, not reinterpreted.
     const app = Fastify({ logger: false, bodyLimit: CONTROL_BODY_LIMIT_BYTES, ajv: { customOptions: { coerceTypes: false, removeAdditional: false } } });
+    // The port is open to anyone on the network (GET /health, /): a flood of connections that
+    // never finish a request must not shut out the transmitter or a health check.
+    let closedControlConnections = 0;
+    guardConnections(app.server, controlLimits, (socket, why) => {
+      closedControlConnections++;
+      log.warn({ from: hostPort(socket.remoteAddress ?? '?', socket.remotePort ?? 0), why, closedControlConnections }, 'control connection closed before a whole request');
+    });
+    app.server.on('drop', (dropped?: { remoteAddress?: string; remotePort?: number }) =>
+      log.warn({ from: hostPort(dropped?.remoteAddress ?? '?', dropped?.remotePort ?? 0), maxConnections: controlLimits.maxConnections }, 'control connection refused: the port has its connections'),
+    );
     // fastify's own logger is off (it would log every request); a request that fails on the
     // receiver's side (a write to a full disk) is logged here with its reason, which the reply carries too.
     app.setErrorHandler((err: Error & { statusCode?: number }, request, reply) => {

@@ -71,6 +71,30 @@ const ZMTP_FLAG_COMMAND = 0x04;
 /** Zeros: the payload's content never matters, since the message never completes. */
 const ZERO_CHUNK = Buffer.alloc(CHUNK_BYTES);
 
+/** What a slow-header connection sends: nothing, part of a request line, or a request head a byte at a time that never ends. */
+export type SlowHeaderMode = 'silent' | 'partial-line' | 'byte-at-a-time';
+
+/** How often a byte-at-a-time connection sends its next byte. */
+const SLOW_BYTE_INTERVAL_MS = 100;
+
+/**
+ * One connection to 127.0.0.1:`port` that never finishes a request head (`mode`); `isClosed()`
+ * tells at any time whether the peer has closed it. A refused connection is closed at once.
+ */
+export async function slowHeaders(port: number, mode: SlowHeaderMode): Promise<HostileConnection & { isClosed(): boolean }> {
+  const link = await openSocket(port, DEFAULT_TIMEOUT_MS);
+  const connection = { ...socketConnection(link, () => link.connected, () => 0), isClosed: () => link.closure.isClosed };
+  if (!link.connected) return connection;
+  link.inbox.discard();
+  if (mode === 'partial-line') link.socket.write('GET /hea', 'latin1');
+  if (mode === 'byte-at-a-time') {
+    link.socket.write(`GET /health HTTP/1.1\r\nHost: ${HOST}:${port}\r\nX-Slow: `, 'latin1');
+    const timer = setInterval(() => link.socket.write('a'), SLOW_BYTE_INTERVAL_MS);
+    void link.closure.closed.then(() => clearInterval(timer));
+  }
+  return connection;
+}
+
 /** Plain TCP: the hello record, the frame header, then `sendBytes` of the payload `announcedBytes` implies. */
 export async function tcpPartial(options: TcpPartialOptions): Promise<HostileConnection> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;

@@ -1,6 +1,7 @@
+import type { Logger } from 'pino';
 import { parseConfig, type Config } from '../../services/core/config.js';
 import { buildReceiver, type ReceiverApp } from '../../services/receiver/app.js';
-import type { RunOutcome } from '../../services/core/control-protocol.js';
+import type { ConnectionLimits, RunOutcome } from '../../services/core/control-protocol.js';
 import { buildTransmitter, type RunObserver } from '../../services/transmitter/app.js';
 import { loadImage } from '../../services/shared/images.js';
 import { transports } from '../../services/transports/index.js';
@@ -13,10 +14,10 @@ export function configFor(outputDir: string, env: Record<string, string>): Confi
   return { ...result.config, controlPort: 0, ports: Object.fromEntries(Object.keys(result.config.ports).map((name) => [name, 0])) };
 }
 
-/** A receiver started in this process, and the config a transmitter needs to reach it. */
-export async function startReceiver(outputDir: string, env: Record<string, string>): Promise<{ receiver: ReceiverApp; transmitterConfig: Config }> {
+/** A receiver started in this process (logging to `log`, its control port under `controlLimits` when given), and the config a transmitter needs to reach it. */
+export async function startReceiver(outputDir: string, env: Record<string, string>, log: Logger = testLog, controlLimits?: Readonly<ConnectionLimits>): Promise<{ receiver: ReceiverApp; transmitterConfig: Config }> {
   const receiverConfig = configFor(outputDir, env);
-  const receiver = buildReceiver(receiverConfig, testLog);
+  const receiver = buildReceiver(receiverConfig, log, controlLimits);
   const started = await receiver.start();
   // The ports the listeners bound, for the transports whose setting is a port.
   const ports = Object.fromEntries(Object.entries(started.listeners).flatMap(([name, s]) => (name in receiverConfig.ports ? [[name, s.port]] : [])));

@@ -5,9 +5,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeHello, sectionCredential, type SectionCredential } from '../../services/core/auth.js';
-import { failedSectionEnd, type HealthResponse, type RunAnnouncement } from '../../services/core/control-protocol.js';
+import { CONTROL_CONNECTION_LIMITS, failedSectionEnd, type ConnectionLimits, type HealthResponse, type RunAnnouncement } from '../../services/core/control-protocol.js';
 import { encodeFrameHeader } from '../../services/core/frame.js';
 import type { SectionPlan } from '../../services/core/section.js';
 import { hostFacts } from '../../services/shared/host.js';
@@ -15,9 +16,10 @@ import { ControlClient } from '../../services/transmitter/control-client.js';
 import { FRAME_HEADER_FIELD, PATH as HTTP_PATH } from '../../services/transports/http.js';
 import { jsonBodyLimitBytes } from '../../services/transports/http-json.js';
 import { transports } from '../../services/transports/index.js';
-import { connectionsPerSection, incompleteMessageBoundBytes } from '../../services/transports/kit/door.js';
+import { connectionsPerSection, incompleteMessageBoundBytes, MAX_CONNECTIONS_PER_LISTENER } from '../../services/transports/kit/door.js';
 import { LocalServers, TEST_AUTH_TOKEN } from '../helpers/harness.js';
-import { grpcPartial, httpPartial, tcpPartial, websocketPartial, zeromqPartial, type HostileConnection } from '../helpers/hostile-clients.js';
+import { grpcPartial, httpPartial, slowHeaders, tcpPartial, websocketPartial, zeromqPartial, type HostileConnection, type SlowHeaderMode } from '../helpers/hostile-clients.js';
+import { startReceiver } from '../helpers/in-process.js';
 import { exitWithin, freePortsEnv, startReadyReceiver, startService, stopService, type ServiceProcess } from '../helpers/processes.js';
 
 // Hostile peers against a receiver running as its own process, on every data port: floods of
@@ -33,6 +35,8 @@ const NEAR_MAX_BYTES = MAX_IMAGE_BYTES - 1024 * 1024;
 const PARTIAL_BYTES = 30 * 1024 * 1024;
 const IMAGE_TIMEOUT_MS = 3000;
 const HOSTILE_CONNECTIONS = 20;
+/** Raw connections opened to each data listener to find its cap: well over MAX_CONNECTIONS_PER_LISTENER. */
+const CAP_PROBE_CONNECTIONS = 40;
 /** What the runtime itself may add meanwhile (buffers, JIT, GC timing), on top of the documented bound. */
 const RUNTIME_SLACK_BYTES = 48 * 1024 * 1024;
 
@@ -57,6 +61,8 @@ const hostileClients: Record<string, (port: number, credential: SectionCredentia
 };
 /** Transports whose receiver takes connections on a port (websocket-push's receiver dials out instead). */
 const portTransports = transports.filter((t) => t.setting.kind === 'port' && t.receiverDials !== true);
+/** Port transports whose listener caps its connections: libzmq accepts ZeroMQ's itself, with no cap (a handshake timeout instead). */
+const cappedTransports = portTransports.filter((t) => !t.libraries.includes('zeromq'));
 /** Most one admitted connection can make the receiver hold: one image, or HTTP+JSON's body with it in base64. */
 const perConnectionBytes = Math.max(MAX_IMAGE_BYTES, jsonBodyLimitBytes(MAX_IMAGE_BYTES));
 /** The documented bound, for the most connections any section admits. */
@@ -140,6 +146,28 @@ describe('hostile peers', () => {
     }
   }, 60_000);
 
+  it(`with no section open, each data listener keeps at most ${MAX_CONNECTIONS_PER_LISTENER} of ${CAP_PROBE_CONNECTIONS} silent connections and closes the rest`, async () => {
+    // The six the README's bound counts.
+    expect(cappedTransports.map((t) => t.name).sort()).toEqual(['grpc', 'grpc-unary', 'http', 'http-json', 'tcp', 'websocket']);
+    const before = (await health()).counters;
+    for (const transport of cappedTransports) {
+      const port = Number(env[(transport.setting as { envVar: string }).envVar]);
+      const connections = await Promise.all(Array.from({ length: CAP_PROBE_CONNECTIONS }, () => slowHeaders(port, 'silent')));
+      try {
+        // The ones over the cap are closed on arrival: the client sees them close well before
+        // IMAGE_TIMEOUT_MS, when the listener would close silent ones anyway.
+        await expect.poll(() => connections.filter((c) => !c.isClosed()).length, { timeout: IMAGE_TIMEOUT_MS / 2, message: transport.name }).toBeLessThanOrEqual(MAX_CONNECTIONS_PER_LISTENER);
+        // And the cap is not lower: the ones kept stay open.
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect(connections.filter((c) => !c.isClosed()).length, transport.name).toBe(MAX_CONNECTIONS_PER_LISTENER);
+      } finally {
+        for (const connection of connections) connection.close();
+      }
+    }
+    const after = (await health()).counters;
+    expect(after.refusedConnections - before.refusedConnections).toBeGreaterThanOrEqual((CAP_PROBE_CONNECTIONS - MAX_CONNECTIONS_PER_LISTENER) * cappedTransports.length);
+  }, 120_000);
+
   it(`without the secret: ${HOSTILE_CONNECTIONS} partial near-maximum messages per data port are refused before any payload, memory stays under the bound, every refusal is counted`, async () => {
     const before = (await health()).counters;
     const { result: connections, growthBytes } = await measuringRss(async () => {
@@ -209,4 +237,56 @@ describe('hostile peers', () => {
     const code = await exitWithin(transmitter, 60_000);
     expect(code, transmitter.stderr().slice(-2000)).toBe(0);
   }, 90_000);
+});
+
+// The control port is open to anyone (GET /health, /): a flood of connections that never finish a
+// request head must not shut out a real request, and must not stay. The receiver runs in this
+// process with a short headers timeout, so the flood's end is seen within seconds.
+describe('control port under a slow-header flood', () => {
+  const FLOOD_CONNECTIONS = 200;
+  const MODES: readonly SlowHeaderMode[] = ['silent', 'partial-line', 'byte-at-a-time'];
+  const limits: Readonly<ConnectionLimits> = { ...CONTROL_CONNECTION_LIMITS, headersTimeoutMs: 3000, keepAliveTimeoutMs: 2000 };
+  const warnings: string[] = [];
+  let controlPort: number;
+  let close: () => Promise<void>;
+  let floodDir: string;
+
+  beforeAll(async () => {
+    floodDir = await mkdtemp(path.join(os.tmpdir(), 'itb-flood-'));
+    const log = pino({ level: 'warn' }, { write: (line: string) => warnings.push(line) });
+    const { receiver, transmitterConfig } = await startReceiver(floodDir, { TRANSPORTS: 'tcp' }, log, limits);
+    controlPort = transmitterConfig.controlPort;
+    close = () => receiver.close();
+  });
+  afterAll(async () => {
+    await close();
+    await rm(floodDir, { recursive: true, force: true });
+  });
+
+  /** GET /health on a connection of its own; its status, within a generous bound. */
+  async function healthStatus(): Promise<number> {
+    const response = await fetch(`http://127.0.0.1:${controlPort}/health`, { signal: AbortSignal.timeout(15_000), headers: { connection: 'close' } });
+    await response.arrayBuffer();
+    return response.status;
+  }
+
+  it(`answers GET /health during and after ${FLOOD_CONNECTIONS} slow-header connections, keeps at most ${CONTROL_CONNECTION_LIMITS.waitingConnections} of them, and closes those at the headers timeout`, async () => {
+    const opening = Promise.all(Array.from({ length: FLOOD_CONNECTIONS }, (_, i) => slowHeaders(controlPort, MODES[i % MODES.length]!)));
+    expect(await healthStatus()).toBe(200);
+    const flood = await opening;
+    try {
+      const open = (): number => flood.filter((c) => !c.isClosed()).length;
+      // Every arrival over the bound pushed the oldest waiting one out.
+      await expect.poll(open, { timeout: 10_000 }).toBeLessThanOrEqual(limits.waitingConnections);
+      expect(await healthStatus()).toBe(200);
+      // The newest ones stay until the headers timeout, byte-at-a-time ones included (they are never idle).
+      expect(open()).toBeGreaterThan(0);
+      await expect.poll(open, { timeout: limits.headersTimeoutMs + 10_000 }).toBe(0);
+      expect(warnings.some((line) => line.includes('pushed out by a newer waiting connection'))).toBe(true);
+      expect(warnings.some((line) => line.includes('headers timeout'))).toBe(true);
+      expect(await healthStatus()).toBe(200);
+    } finally {
+      for (const connection of flood) connection.close();
+    }
+  }, 60_000);
 });
