@@ -12,12 +12,21 @@ import type { ConnectionLimits } from '../core/control-protocol.js';
 /** Why the guard closed a connection, for the log. */
 export type GuardClosure = 'headers timeout' | 'pushed out by a newer waiting connection';
 
+/** What a guarded server's owner can tell the guard. */
+export interface ConnectionGuard {
+  /** Connections now waiting for a whole request head. */
+  waiting(): number;
+  /** `socket` was upgraded to another protocol (a WebSocket the server took): never waiting again, its protocol's own timeouts apply. */
+  upgraded(socket: net.Socket): void;
+}
+
 /**
  * Applies `limits` to `server` (before it listens): the waiting-connection bound and its
  * headers timeout, the overall cap, node's keep-alive and request timeouts. `onClosed` hears of
- * every connection the guard closed; the counts are for /health and tests.
+ * every connection the guard closed. An upgrade request stays waiting until its owner calls
+ * upgraded(): one it refuses is closed like any other.
  */
-export function guardConnections(server: http.Server, limits: Readonly<ConnectionLimits>, onClosed: (socket: net.Socket, why: GuardClosure) => void): { waiting(): number } {
+export function guardConnections(server: http.Server, limits: Readonly<ConnectionLimits>, onClosed: (socket: net.Socket, why: GuardClosure) => void): ConnectionGuard {
   server.maxConnections = limits.maxConnections;
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.requestTimeout = limits.requestTimeoutMs;
@@ -57,5 +66,5 @@ export function guardConnections(server: http.Server, limits: Readonly<Connectio
       if (left === 0 && !socket.destroyed) wait(socket);
     });
   });
-  return { waiting: () => waiting.size };
+  return { waiting: () => waiting.size, upgraded: stopWaiting };
 }

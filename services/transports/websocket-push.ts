@@ -4,7 +4,9 @@ import type net from 'node:net';
 import type WebSocket from 'ws';
 import { bearerToken, credentialMatches } from '../core/auth.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
+import { CONTROL_CONNECTION_LIMITS, type ConnectionLimits } from '../core/control-protocol.js';
 import { ACK_BYTES, decodeAck, FRAME_HEADER_BYTES } from '../core/frame.js';
+import { guardConnections } from '../shared/connection-guard.js';
 import { freePort, hostPort } from '../shared/net.js';
 import { once } from '../shared/once.js';
 import type { DoorPass, ReceiverListener, ReceiverOptions, SectionOpening, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
@@ -38,6 +40,12 @@ import { closeSocket, imageWriter, PATH, receiveImages, wsLibrary } from './webs
 const BUFFERED_HIGH_WATER_BYTES = 8 * 1024 * 1024;
 /** Pause between the receiver's dial attempts while the transmitter's server is not up yet. */
 const DIAL_RETRY_MS = 25;
+/**
+ * The push server's connections: as many waiting for a whole upgrade request as any data listener
+ * keeps still proving itself (one more closes the oldest), plus the link's own; the control
+ * port's 5 s for a request head.
+ */
+const PUSH_SERVER_LIMITS: Readonly<ConnectionLimits> = { ...CONTROL_CONNECTION_LIMITS, waitingConnections: MAX_CONNECTIONS_PER_LISTENER, maxConnections: MAX_CONNECTIONS_PER_LISTENER + 1 };
 
 /** A raw upgrade request refused before any WebSocket exists: answered and closed, nothing read. */
 function refuseUpgrade(socket: net.Socket, status: 401 | 404): void {
@@ -72,8 +80,9 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
     socket.once('close', () => sockets.delete(socket));
     socket.on('error', (err) => options.log.debug({ err }, 'websocket-push server socket error'));
   });
-  // Only one receiver is ever taken, and only while connect() waits; the rest are turned away.
-  server.maxConnections = MAX_CONNECTIONS_PER_LISTENER;
+  // Only one receiver is ever taken, and only while connect() waits; the rest are turned away,
+  // and connections that never finish their upgrade request cannot keep the receiver out.
+  const waitingGuard = guardConnections(server, PUSH_SERVER_LIMITS, (socket, why) => options.log.warn({ from: hostPort(socket.remoteAddress ?? '?', socket.remotePort ?? 0), why }, 'websocket-push connection closed before a whole request'));
   server.on('request', (_request: http.IncomingMessage, response: http.ServerResponse) => {
     response.writeHead(426, { connection: 'close', upgrade: 'websocket' }).end();
   });
@@ -113,6 +122,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
           refuseUpgrade(socket, pathname !== PATH ? 404 : 401);
           return;
         }
+        waitingGuard.upgraded(socket);
         wss.handleUpgrade(request, socket, head, (accepted) => {
           if (taken) {
             accepted.terminate();

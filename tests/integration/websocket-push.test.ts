@@ -8,6 +8,8 @@ import type { TransmitterLink, TransmitterOptions } from '../../services/transpo
 import { websocketPushTransport } from '../../services/transports/websocket-push.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
 import { eventually, stampedHeader, testDoor, testLog } from '../helpers/harness.js';
+import { slowHeaders, type HostileConnection } from '../helpers/hostile-clients.js';
+import { MAX_CONNECTIONS_PER_LISTENER } from '../../services/transports/kit/door.js';
 
 // Only what is PARTICULAR to websocket-push: the roles are swapped, so the transmitter runs the
 // server. The contract every transport shares is tested for it too by transports.test.ts. Here,
@@ -17,6 +19,8 @@ import { eventually, stampedHeader, testDoor, testLog } from '../helpers/harness
 
 const MIB = 1024 * 1024;
 const TIMEOUT_MS = 10_000;
+/** Connections that never finish their request, sent at the push server: well over what it keeps. */
+const FLOOD_CONNECTIONS = 40;
 
 /** What the transmitter's link reported. */
 interface Seen {
@@ -176,6 +180,40 @@ describe('websocket-push transport', () => {
       if (!(outcome instanceof Error)) await (outcome as TransmitterLink).close();
     }
     expect(await leakedResources(before)).toEqual([]);
+  }, TIMEOUT_MS);
+
+  it(`takes the receiver's upgrade while ${FLOOD_CONNECTIONS} connections hold partial requests: at most ${MAX_CONNECTIONS_PER_LISTENER} of them are kept`, async () => {
+    const port = await freePort();
+    const seen: Seen = { acks: [], failures: [] };
+    const options = transmitterOptions(port, seen);
+    const linking = websocketPushTransport.connect(options);
+    let link: TransmitterLink | undefined;
+    const flood: (HostileConnection & { isClosed(): boolean })[] = [];
+    try {
+      // The first once the server listens, then the rest at once.
+      for (;;) {
+        const first = await slowHeaders(port, 'partial-line');
+        if (first.admitted()) {
+          flood.push(first);
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      flood.push(...(await Promise.all(Array.from({ length: FLOOD_CONNECTIONS - 1 }, (_, i) => slowHeaders(port, i % 2 === 0 ? 'silent' : 'byte-at-a-time')))));
+      await eventually(() => flood.filter((c) => !c.isClosed()).length <= MAX_CONNECTIONS_PER_LISTENER);
+      const client = await rawUpgrade(port, `Bearer ${options.credential.text}`);
+      try {
+        expect(client.status).toBe(101);
+        link = await linking;
+        expect(seen.failures).toEqual([]);
+      } finally {
+        client.socket.destroy();
+      }
+    } finally {
+      for (const connection of flood) connection.close();
+      await link?.close();
+      await linking.catch(() => undefined);
+    }
   }, TIMEOUT_MS);
 
   it('pushes header and image as unmasked binary frames, byte for byte, and takes a masked ack back', async () => {
