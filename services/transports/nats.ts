@@ -325,10 +325,11 @@ export interface PrivateNats extends LocalServer {
 
 /**
  * A private nats-server on a free loopback port: core NATS, messages up to `maxPayloadBytes`
- * (NATS's hard limit unless a test asks for less). nats-server 2.9 takes max_payload from a config
- * file only, so one is written to a temporary directory and removed at close.
+ * (NATS's hard limit unless a test asks for less); with `auth`, one that refuses clients without
+ * that user and password. nats-server 2.9 takes max_payload from a config file only, so one is
+ * written to a private temporary directory and removed at close.
  */
-export async function startPrivateNats(maxPayloadBytes = NATS_MAX_PAYLOAD_BYTES, host = '127.0.0.1'): Promise<PrivateNats> {
+export async function startPrivateNats(maxPayloadBytes = NATS_MAX_PAYLOAD_BYTES, host = '127.0.0.1', auth?: { user: string; password: string }): Promise<PrivateNats> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'itb-nats-'));
   const configPath = path.join(dir, 'nats-server.conf');
   const removeDir = (): Promise<void> => rm(dir, { recursive: true, force: true });
@@ -341,6 +342,7 @@ export async function startPrivateNats(maxPayloadBytes = NATS_MAX_PAYLOAD_BYTES,
         `max_pending: ${NATS_MAX_PENDING_BYTES}`,
         // Its stderr is a pipe nobody reads: logging there could fill it and stall the server.
         'log_file: "/dev/null"',
+        ...(auth === undefined ? [] : [`authorization { user: ${JSON.stringify(auth.user)}, password: ${JSON.stringify(auth.password)} }`]),
         '',
       ].join('\n'),
     );

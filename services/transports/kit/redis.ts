@@ -286,17 +286,21 @@ export function readBroker(client: Redis): Promise<BrokerReading> {
   return withInfoTimeout(readInfo(client));
 }
 
-/** A private redis-server on a free loopback port: no persistence, the image limits above, and `extraArgs` (a test's own limits). */
-export async function startPrivateRedis(extraArgs: readonly string[] = [], host = '127.0.0.1'): Promise<LocalServer> {
+/**
+ * A private redis-server on a free loopback port: no persistence, the image limits above, and
+ * `extraArgs` (a test's own limits); with `password`, one that refuses clients without it (the
+ * URL returned has none: the caller decides where the password goes).
+ */
+export async function startPrivateRedis(extraArgs: readonly string[] = [], host = '127.0.0.1', password?: string): Promise<LocalServer> {
   const server = await startLocalProcess({
     command: 'redis-server',
     // Bound to one non-loopback address (a shaped link's end), Redis would refuse every client
     // without a password (protected mode): only the two sides of this run can reach that address.
     args: (port) => [
       '--port', String(port), '--bind', host, ...(host === '127.0.0.1' ? [] : ['--protected-mode', 'no']),
-      '--save', '', '--appendonly', 'no', ...REDIS_IMAGE_LIMIT_ARGS, '--loglevel', 'warning', '--logfile', '', ...extraArgs,
+      '--save', '', '--appendonly', 'no', ...REDIS_IMAGE_LIMIT_ARGS, '--loglevel', 'warning', '--logfile', '', ...(password === undefined ? [] : ['--requirepass', password]), ...extraArgs,
     ],
-    ready: (port) => answersWith(port, '+PONG', 'PING\r\n', host),
+    ready: (port) => (password === undefined ? answersWith(port, '+PONG', 'PING\r\n', host) : answersWith(port, '+OK', `AUTH ${password}\r\n`, host)),
   });
   return { url: `redis://${host}:${server.port}`, close: server.close };
 }
