@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { brokerVariables } from '../services/core/config.js';
 import { errorMessage } from '../services/core/errors.js';
 import { nodeDescription, renderTable, type HostFacts, type RunReport } from '../services/core/report.js';
 import type { SectionResult } from '../services/core/section.js';
@@ -160,7 +161,8 @@ async function runSuite(name: string, env: Record<string, string>): Promise<Cell
   const outputDir = await mkdtemp(path.join(os.tmpdir(), 'itb-bench-'));
   const ports = await freePortsEnv();
   // Each run starts its own servers (a private redis-server), never one that other work shares.
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !transports.some((t) => t.setting.kind === 'url' && t.setting.envVar === key)));
+  const brokers = new Set(brokerVariables(transports));
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !brokers.has(key)));
   const startedAt = Date.now();
   process.stderr.write(`bench: ${name} ...`);
   let stderr = '';

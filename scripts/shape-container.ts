@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { formatConfigIssues, parseConfig } from '../services/core/config.js';
 import { isShaped } from '../services/core/link.js';
-import { ExitCode } from '../services/shared/entry.js';
+import { ExitCode, readSecretFile } from '../services/shared/entry.js';
 import { transports } from '../services/transports/index.js';
 import { applyShaping, shapedText, shapingCommands, ShapingRefused } from './lib/shaped-link.js';
 
@@ -11,7 +11,7 @@ import { applyShaping, shapedText, shapingCommands, ShapingRefused } from './lib
 // (the service's ITB_LINK); exits 2 with the reason when it cannot shape (no NET_ADMIN, no netem).
 
 const device = process.env.ITB_SHAPE_DEVICE?.trim() || 'eth0';
-const parsed = parseConfig(process.env, transports, { shapesLink: true });
+const parsed = parseConfig(process.env, transports, { shapesLink: true, readSecretFile });
 if (!parsed.ok) {
   process.stderr.write(`${formatConfigIssues(parsed.issues)}\n`);
   process.exit(ExitCode.config);

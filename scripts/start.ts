@@ -13,6 +13,7 @@ import { projectPath } from '../services/shared/paths.js';
 import { reportLibraries } from '../services/shared/report-assets.js';
 import { completeRun, runFolders } from '../services/shared/run-folder.js';
 import { isLoopbackHost, isShaped } from '../services/core/link.js';
+import { redactUrl } from '../services/core/redact.js';
 import type { LocalServer } from '../services/transports/contract.js';
 import { transportByName, transports } from '../services/transports/index.js';
 import { freePortsEnv } from './lib/ports.js';
@@ -41,7 +42,7 @@ function shapedUrlIssues(processEnv: NodeJS.ProcessEnv): ConfigIssue[] {
   return [...new Set(transports.flatMap((t) => (t.setting.kind === 'url' ? [t.setting.envVar] : [])))].flatMap((envVar) => {
     const raw = processEnv[envVar]?.trim();
     if (!raw || !URL.canParse(raw) || !isLoopbackHost(new URL(raw).hostname.replace(/^\[|\]$/g, ''))) return [];
-    return [{ variable: envVar, value: raw, allowed: 'unset, or an address the transmitter can reach from its own network namespace when NETWORK_* shape the link: unset, a private server starts behind the shaped link' }];
+    return [{ variable: envVar, value: redactUrl(raw), allowed: 'unset, or an address the transmitter can reach from its own network namespace when NETWORK_* shape the link: unset, a private server starts behind the shaped link' }];
   });
 }
 

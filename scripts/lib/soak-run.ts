@@ -4,6 +4,7 @@ import { LATEST_LINK } from '../../services/shared/run-folder.js';
 import os from 'node:os';
 import path from 'node:path';
 import type { HealthResponse, ProgressResponse } from '../../services/core/control-protocol.js';
+import { brokerVariables } from '../../services/core/config.js';
 import type { HostFacts } from '../../services/core/report.js';
 import { newAuthToken } from '../../services/shared/auth-token.js';
 import { stopChild } from '../../services/shared/child-process.js';
@@ -60,8 +61,9 @@ export interface SoakResult {
 export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const plan = soakPlan(options.images);
   const outputDir = await mkdtemp(path.join(os.tmpdir(), 'itb-soak-'));
-  // Broker URLs stay out, as in the bench's other runs; TCP needs none.
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !transports.some((t) => t.setting.kind === 'url' && t.setting.envVar === key)));
+  // Broker URLs and passwords stay out, as in the bench's other runs; TCP needs none.
+  const brokers = new Set(brokerVariables(transports));
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !brokers.has(key)));
   const ports = await freePortsEnv();
   const env = { LOG_LEVEL: 'warn', ...ports, ...soakEnv(plan) };
   const childEnv = { ...inherited, ...env, OUTPUT_DIR: outputDir, AUTH_TOKEN: newAuthToken() };

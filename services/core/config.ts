@@ -1,9 +1,11 @@
 import { z } from 'zod';
 import { AUTH_TOKEN_PATTERN } from './auth.js';
+import { errorMessage } from './errors.js';
 import { DURATION_UNITS_HELP, formatDurationMs, parseDurationMs } from './duration.js';
 import { MIN_GENERATED_PNG_BYTES } from './png.js';
 import { formatSize, parseSize, SIZE_UNITS_HELP } from './size.js';
 import { DELAY_ALLOWED, isLoopbackHost, isShaped, LOSS_ALLOWED, parseBitRate, parseDelayMs, parseLossPercent, RATE_ALLOWED, type NetworkShaping } from './link.js';
+import { REDACTED, redactUrl, urlCredentials } from './redact.js';
 import { MAX_RATE_PER_SECOND } from './schedule.js';
 import { MAX_FIXED_WARMUP_IMAGES } from './warmup.js';
 
@@ -84,8 +86,14 @@ export interface Config {
   controlPort: number;
   /** Port of every transport whose setting is a port, by transport name. */
   ports: Readonly<Record<string, number>>;
-  /** URL of every transport whose setting is a URL, by transport name; undefined when unset. */
+  /** URL of every transport whose setting is a URL, by transport name; undefined when unset. May hold a user and password: reports show it through redactUrl(). */
   urls: Readonly<Record<string, string | undefined>>;
+  /**
+   * Password of the broker of every transport whose setting is a URL, by transport name, from its
+   * <NAME>_PASSWORD or <NAME>_PASSWORD_FILE (REDIS_PASSWORD for REDIS_URL); undefined: none apart
+   * from the URL. Never reported.
+   */
+  brokerPasswords: Readonly<Record<string, string | undefined>>;
   outputDir: string;
   logLevel: (typeof LOG_LEVELS)[number];
   maxImageBytes: number;
@@ -97,13 +105,20 @@ export interface Config {
   authTokenFile: string;
 }
 
-/** The configuration as reports show it: everything but the secret. */
-export type PublicConfig = Omit<Config, 'authToken'>;
+/** The configuration as reports show it: everything but the secrets, broker URLs without user and password. */
+export type PublicConfig = Omit<Config, 'authToken' | 'brokerPasswords'>;
 
-/** `config` without its secret, for results.json and the control protocol. */
+/** `config` without its secrets, for results.json and the control protocol: passwords dropped, every URL through redactUrl(). */
 export function publicConfig(config: Readonly<Config>): PublicConfig {
-  const { authToken: _secret, ...rest } = config;
-  return rest;
+  const { authToken: _secret, brokerPasswords: _passwords, ...rest } = config;
+  const urls = Object.fromEntries(Object.entries(rest.urls).map(([name, url]) => [name, url === undefined ? undefined : redactUrl(url)]));
+  return { ...rest, urls };
+}
+
+/** The two variables that give the password of the broker a URL setting names apart from the URL: REDIS_URL → REDIS_PASSWORD, REDIS_PASSWORD_FILE. */
+export function passwordVariables(urlEnvVar: string): { password: string; file: string } {
+  const password = `${urlEnvVar.replace(/_URL$/, '')}_PASSWORD`;
+  return { password, file: `${password}_FILE` };
 }
 
 /** What AUTH_TOKEN (and the content of AUTH_TOKEN_FILE) may be, in words. */
@@ -199,11 +214,25 @@ function url(schemes: readonly string[], example: string) {
 
 const text = (fallback: string | undefined) => variable<string | undefined>('a non-empty string', (raw) => raw, fallback);
 
+// A password is kept as given (a space may belong to it); only an empty or blank one counts as unset.
+const password = () => z.string().optional().transform((raw) => (raw === undefined || raw.trim() === '' ? undefined : raw));
+
+/** Names of the URL settings of `specs` (REDIS_URL once for the three Redis transports). */
+function urlVariables(specs: readonly TransportSpec[]): string[] {
+  return [...new Set(specs.flatMap(({ setting }) => (setting.kind === 'url' ? [setting.envVar] : [])))];
+}
+
 function schemaFor(specs: readonly TransportSpec[]) {
   const names = specs.map((s) => s.name);
   const defaultNames = specs.filter((s) => s.defaultRun).map((s) => s.name);
   const settingVars = Object.fromEntries(
     specs.map(({ setting }) => [setting.envVar, setting.kind === 'port' ? wholeNumber(1, 65535 - (setting.nextPorts ?? 0), setting.defaultPort) : url(setting.schemes, setting.example)] as const),
+  );
+  const passwordVars = Object.fromEntries(
+    urlVariables(specs).flatMap((envVar) => {
+      const names = passwordVariables(envVar);
+      return [[names.password, password()], [names.file, text(undefined)]] as const;
+    }),
   );
   return z.object({
     IMAGE_COUNT: wholeNumber(1, MAX_IMAGE_COUNT, 10),
@@ -255,6 +284,7 @@ function schemaFor(specs: readonly TransportSpec[]) {
     BIND_HOST: text('127.0.0.1'),
     CONTROL_PORT: wholeNumber(1, 65535, 8080),
     ...settingVars,
+    ...passwordVars,
     OUTPUT_DIR: text('./output'),
     LOG_LEVEL: variable(`one of ${LOG_LEVELS.join(', ')}`, (raw) => LOG_LEVELS.find((l) => l === raw.toLowerCase()), 'info'),
     MAX_IMAGE_SIZE: size(DEFAULT_MAX_IMAGE_BYTES),
@@ -268,27 +298,50 @@ function schemaFor(specs: readonly TransportSpec[]) {
   });
 }
 
+/** Every variable that names a broker or gives its password (REDIS_URL, REDIS_PASSWORD, REDIS_PASSWORD_FILE...): what a run on private brokers does not inherit. */
+export function brokerVariables(specs: readonly TransportSpec[]): string[] {
+  return urlVariables(specs).flatMap((envVar) => {
+    const names = passwordVariables(envVar);
+    return [envVar, names.password, names.file];
+  });
+}
+
 /** Names of every variable the config reads, given the transports' specs. */
 export function configVariables(specs: readonly TransportSpec[]): string[] {
   return Object.keys(schemaFor(specs).shape);
 }
 
-/**
- * Parses and checks the environment; every bad variable is reported at once, none is guessed.
- * `shapesLink`: the caller is the one that applies NETWORK_* (npm start), not a service.
- */
-export function parseConfig(env: Env, specs: readonly TransportSpec[], options: { shapesLink?: boolean } = {}): ConfigResult {
+/** What parseConfig() is told besides the environment. */
+export interface ParseOptions {
+  /** The caller is the one that applies NETWORK_* (npm start), not a service. */
+  shapesLink?: boolean;
+  /** Reads a *_PASSWORD_FILE (the caller's I/O; throws with the reason); without it such a variable is refused. */
+  readSecretFile?: (filePath: string) => string;
+}
+
+/** Parses and checks the environment; every bad variable is reported at once, none is guessed. */
+export function parseConfig(env: Env, specs: readonly TransportSpec[], options: ParseOptions = {}): ConfigResult {
   // Each variable on its own, so one bad value never hides another, including in the rules that
   // relate two variables (those run on whichever values did parse).
   const shape = schemaFor(specs).shape as Record<string, z.ZodType<unknown, string | undefined>>;
   const issues: ConfigIssue[] = [];
   const v: Record<string, unknown> = {};
+  const urlVars = urlVariables(specs);
+  const secretVars = new Set(urlVars.map((envVar) => passwordVariables(envVar).password));
+  // What an issue shows of a value (the message goes to stderr): never a password, a URL without its credentials.
+  const shown = (name: string): string | undefined => {
+    const raw = env[name];
+    if (raw === undefined) return raw;
+    if (secretVars.has(name)) return REDACTED;
+    return urlVars.includes(name) ? redactUrl(raw) : raw;
+  };
   for (const [name, schema] of Object.entries(shape)) {
     const parsed = schema.safeParse(env[name]);
     if (parsed.success) v[name] = parsed.data;
-    else issues.push({ variable: name, value: env[name], allowed: parsed.error.issues[0]?.message ?? 'a valid value' });
+    else issues.push({ variable: name, value: shown(name), allowed: parsed.error.issues[0]?.message ?? 'a valid value' });
   }
   const parsedOk = (name: string): boolean => name in v;
+  const passwordsByUrlVar = new Map(urlVars.map((envVar) => [envVar, brokerPassword(envVar, v, shown, options.readSecretFile, issues)] as const));
   const maxImageBytes = (v.MAX_IMAGE_SIZE as number | undefined) ?? DEFAULT_MAX_IMAGE_BYTES;
   if (maxImageBytes > MAX_IMAGE_SIZE_LIMIT) {
     issues.push({ variable: 'MAX_IMAGE_SIZE', value: env.MAX_IMAGE_SIZE, allowed: `at most ${formatSize(MAX_IMAGE_SIZE_LIMIT)} (${MAX_IMAGE_SIZE_LIMIT} bytes)` });
@@ -367,12 +420,14 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
   const link = appliedLink ?? (isLoopbackHost(receiverHost) ? 'loopback, not shaped' : `the network to ${receiverHost}, not shaped by image-transfer-bench`);
   const ports: Record<string, number> = {};
   const urls: Record<string, string | undefined> = {};
+  const brokerPasswords: Record<string, string | undefined> = {};
   const portOwners = new Map<number, string>();
   if (parsedOk('CONTROL_PORT')) portOwners.set(v.CONTROL_PORT as number, 'CONTROL_PORT');
   for (const { name, setting } of specs) {
     if (!parsedOk(setting.envVar)) continue;
     if (setting.kind === 'url') {
       urls[name] = v[setting.envVar] as string | undefined;
+      brokerPasswords[name] = passwordsByUrlVar.get(setting.envVar);
       continue;
     }
     const port = v[setting.envVar] as number;
@@ -414,6 +469,7 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
       controlPort: v.CONTROL_PORT as number,
       ports: Object.freeze(ports),
       urls: Object.freeze(urls),
+      brokerPasswords: Object.freeze(brokerPasswords),
       outputDir: (v.OUTPUT_DIR as string | undefined) ?? './output',
       logLevel: v.LOG_LEVEL as Config['logLevel'],
       maxImageBytes,
@@ -423,6 +479,40 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
       authTokenFile: (v.AUTH_TOKEN_FILE as string | undefined) ?? DEFAULT_AUTH_TOKEN_FILE,
     }),
   };
+}
+
+/**
+ * The password of the broker `urlVar` names, from <NAME>_PASSWORD or the file <NAME>_PASSWORD_FILE
+ * names (its trailing newlines dropped, as the official images' `_FILE` variables do); pushes an
+ * issue when both are set, the file cannot be read or is empty, the password has no URL to go
+ * with, or the URL carries a password too (which one wins would be the library's choice).
+ */
+function brokerPassword(urlVar: string, v: Record<string, unknown>, shown: (name: string) => string | undefined, readSecretFile: ParseOptions['readSecretFile'], issues: ConfigIssue[]): string | undefined {
+  const names = passwordVariables(urlVar);
+  const given = v[names.password] as string | undefined;
+  const file = v[names.file] as string | undefined;
+  let found = given;
+  if (file !== undefined && given !== undefined) {
+    issues.push({ variable: names.file, value: shown(names.file), allowed: `unset when ${names.password} is set: the password comes from one of the two` });
+  } else if (file !== undefined) {
+    try {
+      if (readSecretFile === undefined) throw new Error('this program reads no password file');
+      found = readSecretFile(file).replace(/[\r\n]+$/, '');
+      if (found === '') throw new Error('the file is empty');
+    } catch (err) {
+      found = undefined;
+      issues.push({ variable: names.file, value: shown(names.file), allowed: `a readable file holding the password of the server ${urlVar} names (${errorMessage(err)})` });
+    }
+  }
+  if (found === undefined || !(urlVar in v)) return found;
+  const source = given !== undefined ? names.password : names.file;
+  const url = v[urlVar] as string | undefined;
+  if (url === undefined) {
+    issues.push({ variable: source, value: shown(source), allowed: `unset while ${urlVar} is unset: it is the password of the server ${urlVar} names (a private server npm start runs has none)` });
+  } else if (urlCredentials(url).password !== undefined) {
+    issues.push({ variable: urlVar, value: shown(urlVar), allowed: `a URL without a password when ${source} is set: the password comes from one place` });
+  }
+  return found;
 }
 
 /** The message printed for bad configuration: one line per bad variable. */

@@ -83,6 +83,7 @@ export class Listeners {
         bindHost: this.config.bindHost,
         port,
         url: this.config.urls[name],
+        password: this.config.brokerPasswords[name],
         maxImageBytes: this.config.maxImageBytes,
         door: this.doorkeeper.door(name),
         idleTimeoutMs: this.config.imageTimeoutMs,

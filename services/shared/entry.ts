@@ -1,8 +1,8 @@
-import { accessSync, constants, existsSync, mkdirSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { errorMessage } from '../core/errors.js';
-import { formatConfigIssues, parseConfig, type Config, type ConfigIssue, type TransportSpec } from '../core/config.js';
+import { formatConfigIssues, parseConfig, type Config, type ConfigIssue, type ParseOptions, type TransportSpec } from '../core/config.js';
 
 /** Exit codes of every entry: 0 all intact, 1 a transport failed or lost images, 2 bad configuration. */
 export const ExitCode = { ok: 0, failed: 1, config: 2 } as const;
@@ -16,10 +16,10 @@ export const ExitCode = { ok: 0, failed: 1, config: 2 } as const;
 export function configFromEnvOrExit(
   transports: readonly TransportSpec[],
   extraChecks: (env: NodeJS.ProcessEnv) => ConfigIssue[] = () => [],
-  options: { shapesLink?: boolean } = {},
+  options: Pick<ParseOptions, 'shapesLink'> = {},
 ): Readonly<Config> {
   if (existsSync('.env')) process.loadEnvFile('.env');
-  const result = parseConfig(process.env, transports, options);
+  const result = parseConfig(process.env, transports, { ...options, readSecretFile });
   const issues = [...(result.ok ? [] : result.issues), ...extraChecks(process.env)];
   if (!result.ok || issues.length > 0) {
     process.stderr.write(`${formatConfigIssues(issues)}\n`);
@@ -94,4 +94,18 @@ export function outputDirIssues(env: NodeJS.ProcessEnv): ConfigIssue[] {
 export function effectiveLogLevel(config: Readonly<Config>, env: NodeJS.ProcessEnv = process.env): Config['logLevel'] {
   if (env.LOG_LEVEL?.trim()) return config.logLevel;
   return process.stderr.isTTY ? 'warn' : config.logLevel;
+}
+
+/** Most bytes a *_PASSWORD_FILE may hold: a password, not a data file. */
+const MAX_SECRET_FILE_BYTES = 64 * 1024;
+
+/**
+ * Reads a *_PASSWORD_FILE (REDIS_PASSWORD_FILE) for parseConfig(): a regular file, so a FIFO or a
+ * device never holds the start up; it may belong to anyone (Docker's /run/secrets files are root's).
+ */
+export function readSecretFile(filePath: string): string {
+  const stats = statSync(filePath);
+  if (!stats.isFile()) throw new Error(`${filePath} is not a regular file`);
+  if (stats.size > MAX_SECRET_FILE_BYTES) throw new Error(`${filePath} holds ${stats.size} bytes, more than the ${MAX_SECRET_FILE_BYTES} a password file may`);
+  return readFileSync(filePath, 'utf8');
 }

@@ -183,6 +183,7 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
           bindHost: config.bindHost,
           port: portOf(transport, peer),
           url: config.urls[transport.name],
+          password: config.brokerPasswords[transport.name],
           maxImageBytes: config.maxImageBytes,
           connectTimeoutMs: config.connectTimeoutMs,
           credential,

@@ -26,8 +26,10 @@ export interface TransportEndpoint {
   bindHost: string;
   /** The transport's port, when its setting is a port (0 on the receiver side: pick a free one); 0 otherwise. */
   port: number;
-  /** The transport's URL (the broker it goes through), when its setting is a URL; undefined otherwise. */
+  /** The transport's URL (the broker it goes through), when its setting is a URL; undefined otherwise. May hold a user and password: shown only through redactUrl(). */
   url: string | undefined;
+  /** The broker's password given apart from the URL (REDIS_PASSWORD, NATS_PASSWORD or their _FILE); undefined: none, or in the URL. */
+  password?: string | undefined;
   /** Largest image either side accepts, in bytes: limits are raised to fit exactly this. */
   maxImageBytes: number;
 }

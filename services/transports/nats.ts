@@ -10,6 +10,7 @@ import { answersWith, startLocalProcess } from '../shared/local-server.js';
 import { once } from '../shared/once.js';
 import { settlesWithin, withTimeout } from '../shared/waits.js';
 import type { LocalServer, ReceiverListener, ReceiverOptions, SectionOpening, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import { brokerAddress, type BrokerAddress } from './kit/broker.js';
 import { connectWithin } from './kit/connect.js';
 import { frameGate } from './kit/gate.js';
 import { LinkGuard } from './kit/link-guard.js';
@@ -58,7 +59,7 @@ const natsLibrary = lazyLibrary<typeof import('@nats-io/transport-node')>('@nats
 // connect), unsubscribes when the section ends, and publishes acks only to that section's ack
 // inboxes. A subject cannot be guessed without AUTH_TOKEN, but anyone allowed to subscribe on the
 // NATS server can watch subjects (`>`): NATS's own authentication and permissions (credentials in
-// NATS_URL, or a server only the two services reach, as under docker compose) guard the broker.
+// NATS_URL and NATS_PASSWORD, or a server only the two services reach, as under docker compose) guard the broker.
 
 /** The subjects of one section: images go to `frames`; acks come back on inboxes under `acks`. */
 export interface SectionSubjects {
@@ -98,13 +99,25 @@ const NO_RESPONDERS_CODE = 503;
  * Opens one connection to NATS within `timeoutMs`, retrying refused or failed attempts. The client
  * never reconnects by itself afterwards: a connection that drops mid-run is a failure.
  */
-function openConnection(url: string, timeoutMs: number, name: string): Promise<NatsConnection> {
+function openConnection(broker: BrokerAddress, timeoutMs: number, name: string): Promise<NatsConnection> {
   return connectWithin(
-    `NATS at ${url}`,
+    `NATS at ${broker.shown}`,
     timeoutMs,
-    (remainingMs) => natsLibrary().connect({ servers: url, name, reconnect: false, timeout: remainingMs, noRandomize: true, ignoreClusterUpdates: true }),
+    (remainingMs) => natsLibrary().connect({ servers: broker.url, ...natsAuth(broker), name, reconnect: false, timeout: remainingMs, noRandomize: true, ignoreClusterUpdates: true }),
     (late) => void closeConnection(late),
   );
+}
+
+/**
+ * The CONNECT credentials of `broker`. nats.js reads none from the URL (it keeps only host and
+ * port, and a password starting with a digit would even be taken for the port), so they go as
+ * options: a user with a password as user and pass; a user alone, or a password alone, as the
+ * server's token (nats-server --auth), as NATS's Go client and CLI read `nats://token@host`.
+ */
+function natsAuth(broker: BrokerAddress): { user: string; pass: string } | { token: string } | Record<string, never> {
+  if (broker.user !== undefined && broker.password !== undefined) return { user: broker.user, pass: broker.password };
+  const token = broker.user ?? broker.password;
+  return token === undefined ? {} : { token };
 }
 
 /** Closes the connection, bounded: nats.js first flushes what it queued, which a dead server may never take. */
@@ -141,7 +154,7 @@ function bufferOf(data: Uint8Array): Buffer {
  * that its messages fit the server's max_payload: a section whose images do not is rejected before
  * anything is sent. The header goes apart only when the header block fits too.
  */
-function chooseForm(nc: NatsConnection, imageBytes: number, url: string): { headerApart: boolean } {
+function chooseForm(nc: NatsConnection, imageBytes: number, shownUrl: string): { headerApart: boolean } {
   const maxPayloadBytes = nc.info?.max_payload;
   const frameBytes = FRAME_HEADER_BYTES + imageBytes;
   if (maxPayloadBytes !== undefined && frameBytes <= maxPayloadBytes) {
@@ -153,16 +166,16 @@ function chooseForm(nc: NatsConnection, imageBytes: number, url: string): { head
       : `raise max_payload in the nats-server config (docker compose's nats service runs with max_payload 64MB, NATS's hard limit)`;
   throw new ItbError(
     ErrorCode.transport,
-    `a ${imageBytes}-byte image makes a ${frameBytes}-byte NATS message, over the max_payload of ${maxPayloadBytes ?? 'unknown'} bytes of NATS at ${url}: ${how}`,
+    `a ${imageBytes}-byte image makes a ${frameBytes}-byte NATS message, over the max_payload of ${maxPayloadBytes ?? 'unknown'} bytes of NATS at ${shownUrl}: ${how}`,
   );
 }
 
 async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
-  const url = requireUrl(options.url);
+  const broker = requireBroker(options);
   const subjects = sectionSubjects(options.credential);
-  const nc = await openConnection(url, options.connectTimeoutMs, 'itb-transmitter');
+  const nc = await openConnection(broker, options.connectTimeoutMs, 'itb-transmitter');
   const statuses = nc.status();
-  const guard = new LinkGuard(options.onFailure, `NATS link through ${url}`);
+  const guard = new LinkGuard(options.onFailure, `NATS link through ${broker.shown}`);
   const ackInbox = `${subjects.acks}.${natsLibrary().nuid.next()}`;
   const onAck = (err: Error | null, msg: Msg): void => {
     if (err) {
@@ -170,7 +183,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
       return;
     }
     if (msg.headers?.code === NO_RESPONDERS_CODE) {
-      guard.fail(new ItbError(ErrorCode.receiverUnreachable, `no receiver is reading this section on NATS at ${url} (nobody subscribes to ${subjects.frames})`));
+      guard.fail(new ItbError(ErrorCode.receiverUnreachable, `no receiver is reading this section on NATS at ${broker.shown} (nobody subscribes to ${subjects.frames})`));
       return;
     }
     let ack: Ack;
@@ -184,10 +197,10 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   };
   let headerApart: boolean;
   try {
-    ({ headerApart } = chooseForm(nc, options.imageBytes, url));
+    ({ headerApart } = chooseForm(nc, options.imageBytes, broker.shown));
     nc.subscribe(ackInbox, { callback: onAck });
     // The server has the inbox before the first frame can be answered (and the connection works).
-    await withTimeout(nc.flush(), Math.min(options.connectTimeoutMs, FLUSH_TIMEOUT_MS), `subscribing to the ack inbox on NATS at ${url}`);
+    await withTimeout(nc.flush(), Math.min(options.connectTimeoutMs, FLUSH_TIMEOUT_MS), `subscribing to the ack inbox on NATS at ${broker.shown}`);
   } catch (err) {
     await closeConnection(nc);
     throw err;
@@ -206,17 +219,17 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
 }
 
 async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
-  const url = requireUrl(options.url);
+  const broker = requireBroker(options);
   const log = options.log;
-  const nc = await openConnection(url, RECEIVER_CONNECT_TIMEOUT_MS, 'itb-receiver');
+  const nc = await openConnection(broker, RECEIVER_CONNECT_TIMEOUT_MS, 'itb-receiver');
   const statuses = nc.status();
   let closing = false;
   let failed = false;
   const fail = (reason: string): void => {
     if (closing || failed) return;
     failed = true;
-    log.error({ url, reason }, 'nats: receiver can no longer read from NATS; no more images will arrive');
-    options.onFailure?.(`lost its connection to NATS at ${url}: ${reason}`);
+    log.error({ url: broker.shown, reason }, 'nats: receiver can no longer read from NATS; no more images will arrive');
+    options.onFailure?.(`lost its connection to NATS at ${broker.shown}: ${reason}`);
   };
   watchConnection(nc, statuses, fail);
   const gate = frameGate(options, 'nats');
@@ -276,7 +289,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       const subjects = sectionSubjects(opening.credential);
       section = nc.subscribe(subjects.frames, { callback: onFrame(subjects) });
       // The server has the subscription before the transmitter is told to connect.
-      await withTimeout(nc.flush(), FLUSH_TIMEOUT_MS, `subscribing to the section's subject on NATS at ${url}`);
+      await withTimeout(nc.flush(), FLUSH_TIMEOUT_MS, `subscribing to the section's subject on NATS at ${broker.shown}`);
     },
     closeSection() {
       endSection();
@@ -297,11 +310,12 @@ function headersOf(header: Buffer): MsgHdrs {
   return h;
 }
 
-function requireUrl(url: string | undefined): string {
-  if (url === undefined || url === '') {
+/** The NATS server of NATS_URL (and NATS_PASSWORD), or a clear error when it is not set. */
+function requireBroker(endpoint: Pick<TransmitterOptions, 'url' | 'password'>): BrokerAddress {
+  if (endpoint.url === undefined || endpoint.url === '') {
     throw new ItbError(ErrorCode.config, 'NATS_URL is not set: the nats transport needs a NATS server to go through (e.g. NATS_URL=nats://127.0.0.1:4222)');
   }
-  return url;
+  return brokerAddress(endpoint.url, endpoint.password);
 }
 
 /** A nats-server of this machine's, with the config file it was started with (removed at close). */
@@ -311,10 +325,11 @@ export interface PrivateNats extends LocalServer {
 
 /**
  * A private nats-server on a free loopback port: core NATS, messages up to `maxPayloadBytes`
- * (NATS's hard limit unless a test asks for less). nats-server 2.9 takes max_payload from a config
- * file only, so one is written to a temporary directory and removed at close.
+ * (NATS's hard limit unless a test asks for less); with `auth`, one that refuses clients without
+ * that user and password. nats-server 2.9 takes max_payload from a config file only, so one is
+ * written to a private temporary directory and removed at close.
  */
-export async function startPrivateNats(maxPayloadBytes = NATS_MAX_PAYLOAD_BYTES, host = '127.0.0.1'): Promise<PrivateNats> {
+export async function startPrivateNats(maxPayloadBytes = NATS_MAX_PAYLOAD_BYTES, host = '127.0.0.1', auth?: { user: string; password: string }): Promise<PrivateNats> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'itb-nats-'));
   const configPath = path.join(dir, 'nats-server.conf');
   const removeDir = (): Promise<void> => rm(dir, { recursive: true, force: true });
@@ -327,6 +342,7 @@ export async function startPrivateNats(maxPayloadBytes = NATS_MAX_PAYLOAD_BYTES,
         `max_pending: ${NATS_MAX_PENDING_BYTES}`,
         // Its stderr is a pipe nobody reads: logging there could fill it and stall the server.
         'log_file: "/dev/null"',
+        ...(auth === undefined ? [] : [`authorization { user: ${JSON.stringify(auth.user)}, password: ${JSON.stringify(auth.password)} }`]),
         '',
       ].join('\n'),
     );

@@ -16,7 +16,7 @@ import {
   RECEIVER_CONNECT_TIMEOUT_MS,
   redisLocalServer,
   redisUrlSetting,
-  requireUrl,
+  requireBroker,
   sectionKeyPrefix,
   sectionKeys,
   type SectionKeys,
@@ -61,15 +61,15 @@ function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   return connectRedisLink(options, keys, {
     transport: 'redis-list',
     label: 'Redis list',
-    async check(writer, url) {
+    async check(writer, shownUrl) {
       let readerPresent: number;
       try {
         readerPresent = await writer.exists(keys.reader);
       } catch (err) {
-        throw new ItbError(ErrorCode.transport, `cannot check for a receiver on Redis at ${url}: ${errorMessage(err)}`, { cause: err });
+        throw new ItbError(ErrorCode.transport, `cannot check for a receiver on Redis at ${shownUrl}: ${errorMessage(err)}`, { cause: err });
       }
       if (readerPresent === 0) {
-        throw new ItbError(ErrorCode.receiverUnreachable, `no receiver is reading this section on Redis at ${url} (${keys.reader} does not exist: do both services have the same REDIS_URL?)`);
+        throw new ItbError(ErrorCode.receiverUnreachable, `no receiver is reading this section on Redis at ${shownUrl} (${keys.reader} does not exist: do both services have the same REDIS_URL?)`);
       }
     },
     // The reply, the list's length, says nothing the acks do not: only an error is looked at.
@@ -83,15 +83,15 @@ function connect(options: TransmitterOptions): Promise<TransmitterLink> {
 }
 
 async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
-  const url = requireUrl(options.url, 'redis-list');
+  const broker = requireBroker(options, 'redis-list');
   const log = options.log;
-  const [reader, writer] = await openPair(url, RECEIVER_CONNECT_TIMEOUT_MS);
+  const [reader, writer] = await openPair(broker, RECEIVER_CONNECT_TIMEOUT_MS);
   let readerId: number;
   try {
     readerId = Number(await reader.client('ID'));
   } catch (err) {
     await Promise.all([closeClient(reader), closeClient(writer)]);
-    throw new ItbError(ErrorCode.transport, `cannot set up the receiver on Redis at ${url}: ${errorMessage(err)}`, { cause: err });
+    throw new ItbError(ErrorCode.transport, `cannot set up the receiver on Redis at ${broker.shown}: ${errorMessage(err)}`, { cause: err });
   }
   // The open section's keys and pop count (elements); undefined between sections, when nothing is read.
   let section: { keys: ReturnType<typeof listSectionKeys>; popCount: number } | undefined;
@@ -103,10 +103,10 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     await writer.client('UNBLOCK', readerId);
   };
   let closing = false;
-  failListenerOnClose([reader, writer], options, 'redis-list', url, () => closing);
+  failListenerOnClose([reader, writer], options, 'redis-list', broker.shown, () => closing);
 
   const pairer = new FramePairer(frameGate(options, 'redis-list'), false);
-  const pop = listPopper(reader, () => log.info({ url }, 'redis-list: no BLMPOP on this server (Redis < 7.0), popping images one element at a time'));
+  const pop = listPopper(reader, () => log.info({ url: broker.shown }, 'redis-list: no BLMPOP on this server (Redis < 7.0), popping images one element at a time'));
   // The acks of one pop go back in one LPUSH nobody waits on, as soon as every element of the
   // pop went through the gate: they were in hand together. They go on the reader's connection, in
   // the same write as its next pop, which follows at once: one system call per pop instead of two

@@ -16,7 +16,7 @@ import {
   RECEIVER_CONNECT_TIMEOUT_MS,
   redisLocalServer,
   redisUrlSetting,
-  requireUrl,
+  requireBroker,
   sectionKeys,
   withInfoTimeout,
   type SectionKeys,
@@ -103,22 +103,22 @@ function connect(options: TransmitterOptions): Promise<TransmitterLink> {
     transport: 'redis-pubsub',
     label: 'Redis pub/sub',
     // One message of this size alone would get the subscriber disconnected: say so before sending anything.
-    async check(writer, url) {
+    async check(writer, shownUrl) {
       const limit = await readPubsubLimit(writer, options.log);
       const messageBytes = (options.imageBytes < SPLIT_FROM_BYTES ? FRAME_HEADER_BYTES + options.imageBytes : options.imageBytes) + MESSAGE_FRAMING_BYTES;
       if (limit !== undefined && limit.hardBytes > 0 && outputBufferBytes(messageBytes) >= limit.hardBytes) {
         throw new ItbError(
           ErrorCode.transport,
-          `images of ${options.imageBytes} bytes cannot go through Redis pub/sub at ${url}: one such message alone can fill a subscriber's output buffer up to ${formatPubsubLimit(limit)}, and Redis disconnects the subscriber there (raise the limit, e.g. CONFIG SET client-output-buffer-limit "pubsub 512mb 128mb 60", or send smaller images)`,
+          `images of ${options.imageBytes} bytes cannot go through Redis pub/sub at ${shownUrl}: one such message alone can fill a subscriber's output buffer up to ${formatPubsubLimit(limit)}, and Redis disconnects the subscriber there (raise the limit, e.g. CONFIG SET client-output-buffer-limit "pubsub 512mb 128mb 60", or send smaller images)`,
         );
       }
       if (limit !== undefined && limit.hardBytes > 0 && options.window * outputBufferBytes(messageBytes) >= limit.hardBytes) {
         // Not refused: a subscriber that keeps up never holds a window of unread images.
-        options.log.warn({ url, window: options.window, imageBytes: options.imageBytes, limit: formatPubsubLimit(limit) }, 'redis-pubsub: a window of unread images would pass the subscriber\'s output-buffer limit: a receiver that falls that far behind is disconnected and the section fails');
+        options.log.warn({ url: shownUrl, window: options.window, imageBytes: options.imageBytes, limit: formatPubsubLimit(limit) }, 'redis-pubsub: a window of unread images would pass the subscriber\'s output-buffer limit: a receiver that falls that far behind is disconnected and the section fails');
       }
       limitWords = limit === undefined ? 'client-output-buffer-limit pubsub (CONFIG GET is not allowed here to read it)' : formatPubsubLimit(limit);
     },
-    writer(writer, guard, url) {
+    writer(writer, guard, shownUrl) {
       // Images a subscriber got so far: nobody ever (not prepared here) and nobody any more (the
       // subscriber is gone) fail alike, worded apart. A header sent on its own is not counted.
       let reached = 0;
@@ -130,8 +130,8 @@ function connect(options: TransmitterOptions): Promise<TransmitterLink> {
         if (guard.ended) return;
         const reason =
           reached === 0
-            ? `no receiver is reading this section on Redis at ${url} (PUBLISH to ${channel} reached no subscriber: do both services have the same REDIS_URL?)`
-            : `the receiver's subscriber left ${channel} on Redis at ${url} after ${reached} images reached it: Redis disconnects a subscriber whose output buffer passes ${limitWords} (the subscriber read slower than this link published), unless the receiver lost Redis (its log says)`;
+            ? `no receiver is reading this section on Redis at ${shownUrl} (PUBLISH to ${channel} reached no subscriber: do both services have the same REDIS_URL?)`
+            : `the receiver's subscriber left ${channel} on Redis at ${shownUrl} after ${reached} images reached it: Redis disconnects a subscriber whose output buffer passes ${limitWords} (the subscriber read slower than this link published), unless the receiver lost Redis (its log says)`;
         guard.fail(new ItbError(ErrorCode.receiverUnreachable, reason));
       };
       const onHeaderReply = (subscribers: number): void => onReply(subscribers, false);
@@ -185,9 +185,9 @@ async function readDisconnectCounters(client: Redis): Promise<DisconnectCounters
 }
 
 async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
-  const url = requireUrl(options.url, 'redis-pubsub');
+  const broker = requireBroker(options, 'redis-pubsub');
   const log = options.log;
-  const [subscriber, writer] = await openPair(url, RECEIVER_CONNECT_TIMEOUT_MS);
+  const [subscriber, writer] = await openPair(broker, RECEIVER_CONNECT_TIMEOUT_MS);
   // The open section: its keys and its channel as bytes (messages come with theirs).
   let section: { keys: SectionKeys; channel: Buffer } | undefined;
   // What words a lost subscriber, read when the last section opened: the limit, and the disconnect counters then.
@@ -229,7 +229,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 
   const fail = (reason: string): void => {
     if (closing) return;
-    log.error({ url, reason }, 'redis-pubsub: receiver can no longer receive');
+    log.error({ url: broker.shown, reason }, 'redis-pubsub: receiver can no longer receive');
     options.onFailure?.(reason);
   };
   // Why the subscriber connection closed while the writer's is still up: a Redis that went away
@@ -241,17 +241,17 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     try {
       now = await readDisconnectCounters(writer);
     } catch {
-      return `lost its connection to Redis at ${url}`;
+      return `lost its connection to Redis at ${broker.shown}`;
     }
     const limitWords = limit === undefined ? 'client-output-buffer-limit pubsub' : formatPubsubLimit(limit);
     const grew = (name: keyof DisconnectCounters): boolean | undefined => {
       const [was, is] = [before?.[name], now[name]];
       return was === undefined || is === undefined ? undefined : is > was;
     };
-    if (grew('outputBufferLimit') === true) return `Redis at ${url} closed the subscriber connection: its output buffer passed ${limitWords} (the subscriber read slower than the publisher wrote)`;
-    if (grew('evicted') === true) return `Redis at ${url} evicted the subscriber connection (maxmemory-clients: client memory over its limit)`;
-    if (grew('outputBufferLimit') === false) return `Redis at ${url} closed the subscriber connection while the server stayed up, not at its output-buffer limit (CLIENT KILL?)`;
-    return `Redis at ${url} closed the subscriber connection while the server stayed up: most likely its output buffer passed ${limitWords} (the subscriber read slower than the publisher wrote; this Redis does not count such disconnections to say for sure)`;
+    if (grew('outputBufferLimit') === true) return `Redis at ${broker.shown} closed the subscriber connection: its output buffer passed ${limitWords} (the subscriber read slower than the publisher wrote)`;
+    if (grew('evicted') === true) return `Redis at ${broker.shown} evicted the subscriber connection (maxmemory-clients: client memory over its limit)`;
+    if (grew('outputBufferLimit') === false) return `Redis at ${broker.shown} closed the subscriber connection while the server stayed up, not at its output-buffer limit (CLIENT KILL?)`;
+    return `Redis at ${broker.shown} closed the subscriber connection while the server stayed up: most likely its output buffer passed ${limitWords} (the subscriber read slower than the publisher wrote; this Redis does not count such disconnections to say for sure)`;
   };
   subscriber.on('close', () => {
     if (closing || failed) return;
@@ -261,7 +261,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   writer.on('close', () => {
     if (closing || failed) return;
     failed = true;
-    fail(`lost its connection to Redis at ${url}`);
+    fail(`lost its connection to Redis at ${broker.shown}`);
   });
 
   // Resolves when the subscriber's connection is gone (the 'close' above has run by then).

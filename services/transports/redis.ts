@@ -4,7 +4,7 @@ import { once } from '../shared/once.js';
 import { sleep } from '../shared/waits.js';
 import type { ReceiverListener, ReceiverOptions, SectionOpening, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
 import { frameGate } from './kit/gate.js';
-import { closeClient, connectRedisLink, dropKeys, failListenerOnClose, openPair, readBroker, RECEIVER_CONNECT_TIMEOUT_MS, redisLocalServer, redisUrlSetting, requireUrl, sectionKeys, type SectionKeys } from './kit/redis.js';
+import { closeClient, connectRedisLink, dropKeys, failListenerOnClose, openPair, readBroker, RECEIVER_CONNECT_TIMEOUT_MS, redisLocalServer, redisUrlSetting, requireBroker, sectionKeys, type SectionKeys } from './kit/redis.js';
 
 export { REDIS_IMAGE_LIMIT_ARGS, sectionKeys, type SectionKeys } from './kit/redis.js';
 
@@ -26,7 +26,7 @@ export { REDIS_IMAGE_LIMIT_ARGS, sectionKeys, type SectionKeys } from './kit/red
 // section's stream, prepared before the transmitter is told to connect, and deletes both keys
 // when the section ends. A name cannot be guessed without AUTH_TOKEN, but anyone allowed to run
 // commands on the Redis server can list keys: Redis's own access control (a password in
-// REDIS_URL, or a Redis only the two services reach, as under docker compose) guards the broker.
+// REDIS_PASSWORD or REDIS_URL, or a Redis only the two services reach, as under docker compose) guards the broker.
 
 const GROUP = 'itb-receivers';
 const HEADER_FIELD = 'h';
@@ -49,10 +49,10 @@ function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   return connectRedisLink(options, keys, {
     transport: 'redis',
     label: 'Redis',
-    writer(writer, guard, url) {
+    writer(writer, guard, shownUrl) {
       const onReply = (id: string | null): void => {
         // NOMKSTREAM: no stream means no receiver prepared this section on this Redis.
-        if (id === null && !guard.ended) guard.fail(new ItbError(ErrorCode.receiverUnreachable, `no receiver is reading this section on Redis at ${url} (stream ${keys.frames} does not exist)`));
+        if (id === null && !guard.ended) guard.fail(new ItbError(ErrorCode.receiverUnreachable, `no receiver is reading this section on Redis at ${shownUrl} (stream ${keys.frames} does not exist)`));
       };
       const onError = (err: unknown): void => guard.failWith(`XADD failed: ${errorMessage(err)}`, err);
       return (header, payload) => {
@@ -63,16 +63,16 @@ function connect(options: TransmitterOptions): Promise<TransmitterLink> {
 }
 
 async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
-  const url = requireUrl(options.url, 'redis');
+  const broker = requireBroker(options, 'redis');
   const log = options.log;
-  const [reader, writer] = await openPair(url, RECEIVER_CONNECT_TIMEOUT_MS);
+  const [reader, writer] = await openPair(broker, RECEIVER_CONNECT_TIMEOUT_MS);
   const consumer = `receiver-${process.pid}`;
   let readerId: number;
   try {
     readerId = Number(await reader.client('ID'));
   } catch (err) {
     await Promise.all([closeClient(reader), closeClient(writer)]);
-    throw new ItbError(ErrorCode.transport, `cannot set up the receiver on Redis at ${url}: ${errorMessage(err)}`, { cause: err });
+    throw new ItbError(ErrorCode.transport, `cannot set up the receiver on Redis at ${broker.shown}: ${errorMessage(err)}`, { cause: err });
   }
   // The open section's keys and read count; undefined between sections, when nothing is read.
   let section: { keys: SectionKeys; readCount: number } | undefined;
@@ -83,7 +83,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     await writer.client('UNBLOCK', readerId);
   };
   let closing = false;
-  failListenerOnClose([reader, writer], options, 'redis', url, () => closing);
+  failListenerOnClose([reader, writer], options, 'redis', broker.shown, () => closing);
 
   const gate = frameGate(options, 'redis');
   // The acks of one reply go back together with the XACK and XDEL of its entries, in one round

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePortsEnv } from '../../scripts/lib/ports.js';
+import { brokerVariables } from '../../services/core/config.js';
 import type { RunReport } from '../../services/core/report.js';
 import { stopChild } from '../../services/shared/child-process.js';
 import { projectPath } from '../../services/shared/paths.js';
@@ -27,9 +28,9 @@ afterAll(async () => {
 
 /** npm start's entry as a child of the test, with what it printed so far. */
 function spawnStart(env: Record<string, string>): { child: ChildProcess; stdout(): string; stderr(): string } {
-  // No broker URL from the caller's shell: npm start must start its own servers (Redis, NATS).
-  const urlVariables = new Set(transports.flatMap(({ setting }) => (setting.kind === 'url' ? [setting.envVar] : [])));
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !urlVariables.has(name)));
+  // No broker URL or password from the caller's shell: npm start must start its own servers (Redis, NATS).
+  const brokers = new Set(brokerVariables(transports));
+  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !brokers.has(name)));
   const child = spawn(process.execPath, [entry], { cwd: outputDir, env: { ...inherited, OUTPUT_DIR: outputDir, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

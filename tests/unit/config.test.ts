@@ -1,8 +1,23 @@
 import { readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { Ajv } from 'ajv';
-import { describe, expect, it } from 'vitest';
-import { configVariables, DURATION_ALLOWED, formatConfigIssues, MAX_DURATION_MS, MIN_DURATION_MS, parseConfig, publicConfig, type TransportSpec } from '../../services/core/config.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  brokerVariables,
+  configVariables,
+  DURATION_ALLOWED,
+  formatConfigIssues,
+  MAX_DURATION_MS,
+  MIN_DURATION_MS,
+  parseConfig,
+  passwordVariables,
+  publicConfig,
+  type TransportSpec,
+} from '../../services/core/config.js';
 import { runInfoSchema } from '../../services/core/control-protocol.js';
+import { readSecretFile } from '../../services/shared/entry.js';
 import { projectPath } from '../../services/shared/paths.js';
 
 const specs: TransportSpec[] = [
@@ -69,6 +84,7 @@ describe('parseConfig', () => {
         controlPort: 8080,
         ports: { websocket: 8081, tcp: 9000 },
         urls: { redis: undefined },
+        brokerPasswords: { redis: undefined },
         outputDir: './output',
         logLevel: 'info',
         maxImageBytes: 256 * 1024 * 1024,
@@ -392,11 +408,94 @@ describe('parseConfig', () => {
   });
 });
 
+describe('broker passwords', () => {
+  const withNats: TransportSpec[] = [...specs, { name: 'nats', setting: { kind: 'url', envVar: 'NATS_URL', schemes: ['nats'], example: 'nats://127.0.0.1:4222' }, defaultRun: false }];
+  const PASSWORD = 'S3cretRedisPw';
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'itb-config-password-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+  const parsed = (env: Record<string, string>) => parseConfig(env, withNats, { readSecretFile });
+  const issuesOf = (env: Record<string, string>) => {
+    const result = parsed(env);
+    if (result.ok) throw new Error('config accepted');
+    // Whatever is wrong, the message printed on stderr never holds the password.
+    expect(formatConfigIssues(result.issues)).not.toContain(PASSWORD);
+    return result.issues;
+  };
+
+  it('names the two variables after the URL setting, for any broker', () => {
+    expect(passwordVariables('REDIS_URL')).toEqual({ password: 'REDIS_PASSWORD', file: 'REDIS_PASSWORD_FILE' });
+    expect(passwordVariables('NATS_URL')).toEqual({ password: 'NATS_PASSWORD', file: 'NATS_PASSWORD_FILE' });
+    expect(configVariables(withNats)).toEqual(expect.arrayContaining(['REDIS_PASSWORD', 'REDIS_PASSWORD_FILE', 'NATS_PASSWORD', 'NATS_PASSWORD_FILE']));
+    expect(brokerVariables(withNats)).toEqual(['REDIS_URL', 'REDIS_PASSWORD', 'REDIS_PASSWORD_FILE', 'NATS_URL', 'NATS_PASSWORD', 'NATS_PASSWORD_FILE']);
+  });
+
+  it('takes REDIS_PASSWORD as given, for the transports of REDIS_URL only', () => {
+    const result = parsed({ REDIS_URL: 'redis://alice@host:6379', REDIS_PASSWORD: ` ${PASSWORD} ` });
+    expect(result.ok && result.config.brokerPasswords).toEqual({ redis: ` ${PASSWORD} `, nats: undefined });
+  });
+
+  it('reads REDIS_PASSWORD_FILE, its trailing newline dropped', async () => {
+    const file = path.join(dir, 'redis-password');
+    await writeFile(file, `${PASSWORD}\n`);
+    const result = parsed({ REDIS_URL: 'redis://host:6379', REDIS_PASSWORD_FILE: file, NATS_URL: 'nats://host:4222', NATS_PASSWORD: 'n4ts' });
+    expect(result.ok && result.config.brokerPasswords).toEqual({ redis: PASSWORD, nats: 'n4ts' });
+  });
+
+  it('refuses both variables set, naming the file variable', async () => {
+    const file = path.join(dir, 'both');
+    await writeFile(file, PASSWORD);
+    expect(issuesOf({ REDIS_URL: 'redis://host:6379', REDIS_PASSWORD: PASSWORD, REDIS_PASSWORD_FILE: file })).toEqual([
+      { variable: 'REDIS_PASSWORD_FILE', value: file, allowed: 'unset when REDIS_PASSWORD is set: the password comes from one of the two' },
+    ]);
+  });
+
+  it('refuses a file it cannot read, an empty one and one that is not a regular file, with the reason', async () => {
+    const empty = path.join(dir, 'empty');
+    await writeFile(empty, '\n');
+    const missing = path.join(dir, 'missing');
+    for (const [file, reason] of [[missing, `ENOENT: no such file or directory, stat '${missing}'`], [empty, 'the file is empty'], [dir, `${dir} is not a regular file`]] as const) {
+      expect(issuesOf({ REDIS_URL: 'redis://host:6379', REDIS_PASSWORD_FILE: file }), file).toEqual([
+        { variable: 'REDIS_PASSWORD_FILE', value: file, allowed: `a readable file holding the password of the server REDIS_URL names (${reason})` },
+      ]);
+    }
+  });
+
+  it('refuses a password also in the URL, and one with no URL, never printing either', () => {
+    expect(issuesOf({ REDIS_URL: `redis://:${PASSWORD}@host:6379`, REDIS_PASSWORD: PASSWORD })).toEqual([
+      { variable: 'REDIS_URL', value: 'redis://***@host:6379', allowed: 'a URL without a password when REDIS_PASSWORD is set: the password comes from one place' },
+    ]);
+    expect(issuesOf({ NATS_PASSWORD: PASSWORD })).toEqual([
+      { variable: 'NATS_PASSWORD', value: '***', allowed: 'unset while NATS_URL is unset: it is the password of the server NATS_URL names (a private server npm start runs has none)' },
+    ]);
+  });
+
+  it('shows a refused URL without its credentials', () => {
+    const issues = issuesOf({ REDIS_URL: `http://:${PASSWORD}@host:6379` });
+    expect(issues).toEqual([{ variable: 'REDIS_URL', value: 'http://***@host:6379', allowed: expect.stringContaining('redis:// or rediss:// URL') }]);
+  });
+
+  it('keeps passwords out of the configuration reports show, and every URL there redacted', () => {
+    const result = parsed({ TRANSPORTS: 'redis,nats', REDIS_URL: `redis://:${PASSWORD}@host:6379`, NATS_URL: 'nats://bob@nats:4222', NATS_PASSWORD: 'n4tsPw' });
+    if (!result.ok) throw new Error(formatConfigIssues(result.issues));
+    // The config the services connect with keeps them.
+    expect(result.config.urls).toEqual({ redis: `redis://:${PASSWORD}@host:6379`, nats: 'nats://bob@nats:4222' });
+    const shown = publicConfig(result.config);
+    expect(shown).not.toHaveProperty('brokerPasswords');
+    expect(shown.urls).toEqual({ redis: 'redis://***@host:6379', nats: 'nats://***@nats:4222' });
+    expect(JSON.stringify(shown)).not.toMatch(/S3cretRedisPw|n4tsPw/);
+  });
+});
+
 describe('configVariables', () => {
   it('lists every variable the config reads, ports included', () => {
     expect(configVariables(specs).sort()).toEqual(
       ['AUTH_TOKEN', 'AUTH_TOKEN_FILE', 'BIND_HOST', 'CLIENTS', 'CONNECT_TIMEOUT_MS', 'CONTROL_PORT', 'DURATION', 'IMAGE_COUNT', 'IMAGE_PATH', 'IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'LOG_LEVEL', 'MAX_IMAGE_SIZE',
-        'NETWORK_DELAY', 'NETWORK_LOSS', 'NETWORK_RATE', 'OUTPUT_DIR', 'RATE', 'RECEIVER_HOST', 'RECEIVERS', 'REDIS_URL', 'REPEAT', 'TCP_PORT', 'TRANSPORTS', 'VERIFY', 'WARMUP', 'WARMUP_MAX_MS',
+        'NETWORK_DELAY', 'NETWORK_LOSS', 'NETWORK_RATE', 'OUTPUT_DIR', 'RATE', 'RECEIVER_HOST', 'RECEIVERS', 'REDIS_PASSWORD', 'REDIS_PASSWORD_FILE', 'REDIS_URL', 'REPEAT', 'TCP_PORT', 'TRANSPORTS', 'VERIFY', 'WARMUP', 'WARMUP_MAX_MS',
         'WARMUP_MIN_MS', 'WEBSOCKET_PORT', 'WINDOW'].sort(),
     );
   });

@@ -9,6 +9,7 @@ import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type Ack, type FrameHeader } 
 import { answersWith, startLocalProcess } from '../../shared/local-server.js';
 import { drainOrClose, settlesWithin } from '../../shared/waits.js';
 import type { LocalServer, ReceiverOptions, TransmitterLink, TransmitterOptions } from '../contract.js';
+import { brokerAddress, type BrokerAddress } from './broker.js';
 import { connectWithin } from './connect.js';
 import type { FrameGate } from './gate.js';
 import { lazyLibrary } from './library.js';
@@ -65,12 +66,12 @@ const DROP_KEYS_TIMEOUT_MS = 500;
  */
 export const REDIS_IMAGE_LIMIT_ARGS: readonly string[] = ['--proto-max-bulk-len', '2gb', '--client-query-buffer-limit', '4gb'];
 
-/** REDIS_URL, or a clear error naming the transport that needs it. */
-export function requireUrl(url: string | undefined, transport: string): string {
-  if (url === undefined || url === '') {
+/** The Redis server of REDIS_URL (and REDIS_PASSWORD), or a clear error naming the transport that needs it. */
+export function requireBroker(endpoint: Pick<TransmitterOptions, 'url' | 'password'>, transport: string): BrokerAddress {
+  if (endpoint.url === undefined || endpoint.url === '') {
     throw new ItbError(ErrorCode.config, `REDIS_URL is not set: the ${transport} transport needs a Redis server to go through (e.g. REDIS_URL=redis://127.0.0.1:6379)`);
   }
-  return url;
+  return brokerAddress(endpoint.url, endpoint.password);
 }
 
 /**
@@ -78,12 +79,14 @@ export function requireUrl(url: string | undefined, transport: string): string {
  * client never reconnects by itself afterwards: a link that drops mid-run is a failure, not
  * something to paper over.
  */
-export function openClient(url: string, timeoutMs: number): Promise<Redis> {
+export function openClient(broker: BrokerAddress, timeoutMs: number): Promise<Redis> {
   return connectWithin(
-    `Redis at ${url}`,
+    `Redis at ${broker.shown}`,
     timeoutMs,
     async (remainingMs) => {
-      const client = new (ioredis().Redis)(url, {
+      const client = new (ioredis().Redis)(broker.url, {
+        username: broker.user,
+        password: broker.password,
         lazyConnect: true,
         // RESP2: replies have the nested-array shapes the transports check (stream entries),
         // pub/sub messages arrive as ordinary replies, and the handshake skips HELLO.
@@ -107,8 +110,8 @@ export function openClient(url: string, timeoutMs: number): Promise<Redis> {
 }
 
 /** Opens the two connections a side needs (one blocks in reads or subscribes, one writes); closes both if either fails. */
-export async function openPair(url: string, timeoutMs: number): Promise<[Redis, Redis]> {
-  const opened = await Promise.allSettled([openClient(url, timeoutMs), openClient(url, timeoutMs)]);
+export async function openPair(broker: BrokerAddress, timeoutMs: number): Promise<[Redis, Redis]> {
+  const opened = await Promise.allSettled([openClient(broker, timeoutMs), openClient(broker, timeoutMs)]);
   const [first, second] = opened;
   if (first?.status === 'fulfilled' && second?.status === 'fulfilled') return [first.value, second.value];
   await Promise.all(opened.map((r) => (r.status === 'fulfilled' ? closeClient(r.value) : undefined)));
@@ -169,16 +172,17 @@ export function failLinkOnClose(guard: LinkGuard, clients: readonly (readonly [R
 
 /**
  * Reports once, through `options.onFailure`, a receiver connection of `transport` that closes
- * while its listener is not closing itself: no more images will arrive through it.
+ * while its listener is not closing itself: no more images will arrive through it. `shownUrl`:
+ * the broker as messages name it (BrokerAddress.shown).
  */
-export function failListenerOnClose(clients: readonly Redis[], options: Pick<ReceiverOptions, 'log' | 'onFailure'>, transport: string, url: string, closing: () => boolean): void {
+export function failListenerOnClose(clients: readonly Redis[], options: Pick<ReceiverOptions, 'log' | 'onFailure'>, transport: string, shownUrl: string, closing: () => boolean): void {
   let failed = false;
   for (const client of clients) {
     client.on('close', () => {
       if (closing() || failed) return;
       failed = true;
-      options.log.error({ url }, `${transport}: receiver lost its connection to Redis; no more images will arrive`);
-      options.onFailure?.(`lost its connection to Redis at ${url}`);
+      options.log.error({ url: shownUrl }, `${transport}: receiver lost its connection to Redis; no more images will arrive`);
+      options.onFailure?.(`lost its connection to Redis at ${shownUrl}`);
     });
   }
 }
@@ -217,15 +221,15 @@ export interface AckLoopOptions {
   guard: LinkGuard;
   onAck(ack: Ack): void;
   log: Logger;
-  /** Transport name and URL, for the log. */
+  /** Transport name and the broker as messages name it (BrokerAddress.shown), for the log. */
   transport: string;
-  url: string;
+  shownUrl: string;
 }
 
 /** Pops the section's acks and passes them on until the link ends; a failed pop fails the link. */
 export async function popAcksUntilEnded(options: AckLoopOptions): Promise<void> {
   const { guard, log } = options;
-  const pop = listPopper(options.reader, () => log.info({ url: options.url }, `${options.transport}: no BLMPOP on this server (Redis < 7.0), popping acks one at a time`));
+  const pop = listPopper(options.reader, () => log.info({ url: options.shownUrl }, `${options.transport}: no BLMPOP on this server (Redis < 7.0), popping acks one at a time`));
   while (!guard.ended) {
     let items: Buffer[];
     try {
@@ -282,17 +286,21 @@ export function readBroker(client: Redis): Promise<BrokerReading> {
   return withInfoTimeout(readInfo(client));
 }
 
-/** A private redis-server on a free loopback port: no persistence, the image limits above, and `extraArgs` (a test's own limits). */
-export async function startPrivateRedis(extraArgs: readonly string[] = [], host = '127.0.0.1'): Promise<LocalServer> {
+/**
+ * A private redis-server on a free loopback port: no persistence, the image limits above, and
+ * `extraArgs` (a test's own limits); with `password`, one that refuses clients without it (the
+ * URL returned has none: the caller decides where the password goes).
+ */
+export async function startPrivateRedis(extraArgs: readonly string[] = [], host = '127.0.0.1', password?: string): Promise<LocalServer> {
   const server = await startLocalProcess({
     command: 'redis-server',
     // Bound to one non-loopback address (a shaped link's end), Redis would refuse every client
     // without a password (protected mode): only the two sides of this run can reach that address.
     args: (port) => [
       '--port', String(port), '--bind', host, ...(host === '127.0.0.1' ? [] : ['--protected-mode', 'no']),
-      '--save', '', '--appendonly', 'no', ...REDIS_IMAGE_LIMIT_ARGS, '--loglevel', 'warning', '--logfile', '', ...extraArgs,
+      '--save', '', '--appendonly', 'no', ...REDIS_IMAGE_LIMIT_ARGS, '--loglevel', 'warning', '--logfile', '', ...(password === undefined ? [] : ['--requirepass', password]), ...extraArgs,
     ],
-    ready: (port) => answersWith(port, '+PONG', 'PING\r\n', host),
+    ready: (port) => (password === undefined ? answersWith(port, '+PONG', 'PING\r\n', host) : answersWith(port, '+OK', `AUTH ${password}\r\n`, host)),
   });
   return { url: `redis://${host}:${server.port}`, close: server.close };
 }
@@ -354,13 +362,13 @@ export interface RedisLinkShape {
   transport: string;
   /** How the link is named in its failures ("Redis list"). */
   label: string;
-  /** Checks made before anything is sent (a receiver is there, an image fits); throws to refuse the link. */
-  check?(writer: Redis, url: string): Promise<void>;
+  /** Checks made before anything is sent (a receiver is there, an image fits); throws to refuse the link. `shownUrl` names the broker in messages. */
+  check?(writer: Redis, shownUrl: string): Promise<void>;
   /**
    * Made once per link: the function that hands one frame to `writer` without waiting for the
    * reply (replies are checked on the side, failing `guard`).
    */
-  writer(writer: Redis, guard: LinkGuard, url: string): (header: Buffer, payload: Buffer) => void;
+  writer(writer: Redis, guard: LinkGuard, shownUrl: string): (header: Buffer, payload: Buffer) => void;
 }
 
 /**
@@ -370,21 +378,21 @@ export interface RedisLinkShape {
  * over its high-water mark.
  */
 export async function connectRedisLink(options: TransmitterOptions, keys: SectionKeys, shape: RedisLinkShape): Promise<TransmitterLink> {
-  const url = requireUrl(options.url, shape.transport);
-  const [writer, ackReader] = await openPair(url, options.connectTimeoutMs);
+  const broker = requireBroker(options, shape.transport);
+  const [writer, ackReader] = await openPair(broker, options.connectTimeoutMs);
   try {
-    await shape.check?.(writer, url);
+    await shape.check?.(writer, broker.shown);
   } catch (err) {
     await Promise.all([closeClient(writer), closeClient(ackReader)]);
     throw err;
   }
-  const guard = new LinkGuard(options.onFailure, `${shape.label} link through ${url}`);
+  const guard = new LinkGuard(options.onFailure, `${shape.label} link through ${broker.shown}`);
   failLinkOnClose(guard, [
     [writer, 'writer'],
     [ackReader, 'ack reader'],
   ]);
-  const ackLoop = popAcksUntilEnded({ reader: ackReader, key: keys.acks, guard, onAck: options.onAck, log: options.log, transport: shape.transport, url });
-  const write = shape.writer(writer, guard, url);
+  const ackLoop = popAcksUntilEnded({ reader: ackReader, key: keys.acks, guard, onAck: options.onAck, log: options.log, transport: shape.transport, shownUrl: broker.shown });
+  const write = shape.writer(writer, guard, broker.shown);
   const queue = new SendQueue(
     (header, payload) => {
       write(header, payload);
