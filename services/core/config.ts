@@ -327,7 +327,8 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
   const issues: ConfigIssue[] = [];
   const v: Record<string, unknown> = {};
   const urlVars = urlVariables(specs);
-  const secretVars = new Set(urlVars.map((envVar) => passwordVariables(envVar).password));
+  // AUTH_TOKEN too: a refused secret is still someone's secret, perhaps with one character wrong.
+  const secretVars = new Set(['AUTH_TOKEN', ...urlVars.map((envVar) => passwordVariables(envVar).password)]);
   // What an issue shows of a value (the message goes to stderr): never a password, a URL without its credentials.
   const shown = (name: string): string | undefined => {
     const raw = env[name];

@@ -117,12 +117,12 @@ describe('parseConfig', () => {
     });
   });
 
-  it('refuses an AUTH_TOKEN that is short or holds characters a header cannot carry, naming what is allowed', () => {
+  it('refuses an AUTH_TOKEN that is short or holds characters a header cannot carry, naming what is allowed and never showing the value', () => {
     for (const token of ['short', 'has spaces in the middle', 'quote"inside-0123456789', 'x'.repeat(257)]) {
       const result = parseConfig({ AUTH_TOKEN: token }, specs);
       expect(result.ok, token).toBe(false);
       if (result.ok) continue;
-      expect(result.issues).toEqual([{ variable: 'AUTH_TOKEN', value: token, allowed: expect.stringContaining('16 to 256 characters') }]);
+      expect(result.issues).toEqual([{ variable: 'AUTH_TOKEN', value: '***', allowed: expect.stringContaining('16 to 256 characters') }]);
     }
     expect(parseConfig({ AUTH_TOKEN: 'a'.repeat(16) }, specs).ok).toBe(true);
   });
