@@ -32,7 +32,7 @@ import type { WarmupOutcome } from '../core/warmup.js';
 import { receiverAuthToken } from '../shared/auth-token.js';
 import { guardConnections } from '../shared/connection-guard.js';
 import { hostFacts } from '../shared/host.js';
-import { hostPort, unmappedAddress } from '../shared/net.js';
+import { hostPort, singleListenHost, unmappedAddress } from '../shared/net.js';
 import { reportLibraries } from '../shared/report-assets.js';
 import { completeRun, lastWriteMs, OUTPUT_FILES, RunFolder, runFolders } from '../shared/run-folder.js';
 import { transportByName } from '../transports/index.js';
@@ -366,7 +366,7 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
       if (resolved.createdFile !== undefined) log.info({ authTokenFile: resolved.createdFile }, 'AUTH_TOKEN is unset: created a random one in AUTH_TOKEN_FILE (mode 0600), where a transmitter started alongside reads it');
       await listeners.startAll();
       control = buildControl();
-      await control.listen({ port: config.controlPort, host: config.bindHost });
+      await control.listen({ port: config.controlPort, host: await singleListenHost(config.bindHost) });
       const address = control.server.address();
       const controlPort = typeof address === 'object' && address !== null ? address.port : config.controlPort;
       watchdog = setInterval(checkTransmitterAlive, 1000).unref();

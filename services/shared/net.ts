@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { lookup } from 'node:dns/promises';
 import net, { type AddressInfo } from 'node:net';
 
 // Address helpers every listener and dialer needs alike, so IPv6 literals and port 0 are handled
@@ -12,6 +13,16 @@ export function bracketHost(host: string): string {
 /** `host:port`, with an IPv6 literal bracketed. */
 export function hostPort(host: string, port: number | string): string {
   return `${bracketHost(host)}:${port}`;
+}
+
+/**
+ * The one address a fastify server should bind for `host`. Given "localhost", fastify binds a
+ * second server for each further address it resolves to (::1 beside 127.0.0.1), and caps set on
+ * `app.server` would not hold there; resolved first, it binds one address, as net.Server does.
+ */
+export async function singleListenHost(host: string): Promise<string> {
+  if (host.toLowerCase() !== 'localhost') return host;
+  return (await lookup(host)).address;
 }
 
 /** The port a server actually bound (the OS picks one for port 0); throws when it has none. */

@@ -4,7 +4,7 @@ import type { Client, Dispatcher } from 'undici';
 import { bearerToken, secretsEqual } from '../core/auth.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type Ack, type FrameHeader } from '../core/frame.js';
-import { boundPort, hostPort } from '../shared/net.js';
+import { boundPort, hostPort, singleListenHost } from '../shared/net.js';
 import { once } from '../shared/once.js';
 import type { DoorPass, ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
 import { connectWithin } from './kit/connect.js';
@@ -266,7 +266,7 @@ export async function listenHttp(options: ReceiverOptions, name: string, bodyLim
     refuse: refuseAndClose,
   });
   capConnections(app.server, options.door, name);
-  await app.listen({ port: options.port, host: options.bindHost });
+  await app.listen({ port: options.port, host: await singleListenHost(options.bindHost) });
   return {
     port: boundPort(app.server.address()),
     close: once(async () => {

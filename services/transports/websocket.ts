@@ -3,7 +3,7 @@ import type WebSocket from 'ws';
 import { bearerToken } from '../core/auth.js';
 import { ErrorCode, ItbError } from '../core/errors.js';
 import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type FrameHeader } from '../core/frame.js';
-import { boundPort, hostPort } from '../shared/net.js';
+import { boundPort, hostPort, singleListenHost } from '../shared/net.js';
 import { once } from '../shared/once.js';
 import type { ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
 import { connectWithin } from './kit/connect.js';
@@ -151,7 +151,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     receiveImages(socket, gate);
   });
   capConnections(app.server, options.door, 'websocket');
-  await app.listen({ port: options.port, host: options.bindHost });
+  await app.listen({ port: options.port, host: await singleListenHost(options.bindHost) });
   return {
     port: boundPort(app.server.address()),
     // fastify's close ends the WebSocket server, which terminates open client connections.

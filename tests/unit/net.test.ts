@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
+import { lookup } from 'node:dns/promises';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { freePort, portIsFree } from '../../services/shared/net.js';
+import { freePort, portIsFree, singleListenHost } from '../../services/shared/net.js';
 
 describe('freePort', () => {
   it('never gives this process the same port twice, even before the first taker binds it', async () => {
@@ -33,5 +34,17 @@ describe('freePort', () => {
       expect(port).toBeGreaterThanOrEqual(10_000);
       expect(port + 1).toBeLessThan(rangeStart!);
     }
+  });
+});
+
+describe('singleListenHost', () => {
+  it('resolves localhost (any case) to the one address dns.lookup gives, so fastify binds a single server its caps hold on', async () => {
+    const { address } = await lookup('localhost');
+    expect(await singleListenHost('localhost')).toBe(address);
+    expect(await singleListenHost('LocalHost')).toBe(address);
+  });
+
+  it('passes every other host through untouched', async () => {
+    for (const host of ['127.0.0.1', '::1', '0.0.0.0', '::', 'receiver']) expect(await singleListenHost(host)).toBe(host);
   });
 });
