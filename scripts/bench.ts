@@ -103,7 +103,7 @@ function optionsFrom(args: readonly string[], problems: string[]): BenchOptions 
   if (ceilingOnly && partNames.some((p) => p !== 'ceiling')) problems.push(`--ceiling-only runs the ceiling part alone, not ${partNames.filter((p) => p !== 'ceiling').join(', ')}`);
   // Checked now, made (one level at a time) only at the end: a benchmark of hours never ends unable to save.
   const outProblem = directoryProblem(outDir);
-  if (outProblem !== undefined) problems.push(`--out=${outDir}: a directory this user can create and write; ${outProblem}`);
+  if (outProblem !== undefined) problems.push(`--out=${outDir}: expected a directory this user can create and write; ${outDir}: ${outProblem}`);
   if (problems.length > 0) {
     process.stderr.write(`bench: ${problems.join('\n')}\n${USAGE}\n`);
     process.exit(2);
