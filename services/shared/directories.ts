@@ -41,15 +41,13 @@ function pseudoFileSystem(dir: string): string | undefined {
 
 /**
  * Why `dir` cannot be made or written, worded to follow "<dir>: ", or undefined when it can;
- * creates nothing. From the root
- * down, each level that exists must be a directory; the deepest one (`dir` itself when it exists)
- * must be on a file system of files and writable by this process.
+ * creates nothing. From the root down, each level that exists must be a directory; the deepest
+ * one (`dir` itself when it exists) must be on a file system of files and writable by this process.
  */
 export function directoryProblem(dir: string): string | undefined {
   const target = path.resolve(dir);
   let deepest = path.parse(target).root;
-  for (const name of path.relative(deepest, target).split(path.sep).filter((part) => part !== '')) {
-    const next = path.join(deepest, name);
+  for (const next of levels(target)) {
     let stats;
     try {
       stats = statSync(next, { throwIfNoEntry: false });
@@ -81,10 +79,7 @@ export function directoryProblem(dir: string): string | undefined {
  * ENOTDIR when a level exists and is not a directory.
  */
 export async function makeDirectories(dir: string): Promise<void> {
-  const target = path.resolve(dir);
-  let current = path.parse(target).root;
-  for (const name of path.relative(current, target).split(path.sep).filter((part) => part !== '')) {
-    current = path.join(current, name);
+  for (const current of levels(path.resolve(dir))) {
     try {
       await mkdir(current);
     } catch (err) {
@@ -92,6 +87,13 @@ export async function makeDirectories(dir: string): Promise<void> {
       if (!(await stat(current)).isDirectory()) throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${current}'`), { code: 'ENOTDIR', syscall: 'mkdir', path: current });
     }
   }
+}
+
+// "/a", "/a/b", "/a/b/c" for "/a/b/c": each level below the root, from the top.
+function levels(target: string): string[] {
+  const { root } = path.parse(target);
+  const names = path.relative(root, target).split(path.sep).filter((name) => name !== '');
+  return names.map((_, i) => path.join(root, ...names.slice(0, i + 1)));
 }
 
 // "EACCES: permission denied", without the syscall and path Node appends: the path is said already.
