@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { brokerVariables } from '../services/core/config.js';
@@ -8,6 +8,7 @@ import { nodeDescription, renderTable, type HostFacts, type RunReport } from '..
 import type { SectionResult } from '../services/core/section.js';
 import { medianOf } from '../services/core/stats.js';
 import { formatSize } from '../services/core/size.js';
+import { directoryProblem, makeDirectories } from '../services/shared/directories.js';
 import { projectPath } from '../services/shared/paths.js';
 import type { LocalServer } from '../services/transports/contract.js';
 import { defaultTransports, transportByName, transports } from '../services/transports/index.js';
@@ -101,6 +102,9 @@ function optionsFrom(args: readonly string[], problems: string[]): BenchOptions 
     else problems.push(`unknown part ${arg}; parts: ${PARTS.join(', ')}, soak`);
   }
   if (ceilingOnly && partNames.some((p) => p !== 'ceiling')) problems.push(`--ceiling-only runs the ceiling part alone, not ${partNames.filter((p) => p !== 'ceiling').join(', ')}`);
+  // Checked now, made (one level at a time) only at the end: a benchmark of hours never ends unable to save.
+  const outProblem = directoryProblem(outDir);
+  if (outProblem !== undefined) problems.push(`--out=${outDir}: expected a directory this user can create and write; ${outDir}: ${outProblem}`);
   if (problems.length > 0) {
     process.stderr.write(`bench: ${problems.join('\n')}\n${USAGE}\n`);
     process.exit(2);
@@ -767,7 +771,9 @@ async function main(parts: readonly Part[]): Promise<void> {
     record.steady = result.cells.map(strip);
     host ??= result.cells[0]?.report.run.hosts.receiver;
   }
-  if (parts.includes('clients')) {
+  // Only single-client transports chosen: nothing to sweep (and an empty TRANSPORTS is refused).
+  if (parts.includes('clients') && multiClientTransports().length === 0) lines.push('', `Clients: skipped, every transport chosen takes one client (${TRANSPORTS.join(', ')}).`);
+  else if (parts.includes('clients')) {
     const result = await clientSweep();
     lines.push('', ...result.lines);
     record.clients = result.cells.map(strip);
@@ -796,7 +802,7 @@ async function main(parts: readonly Part[]): Promise<void> {
   lines.push('', `Benchmark took ${totalSeconds.toFixed(0)} s.`);
   const text = lines.join('\n');
   process.stdout.write(`${text}\n`);
-  await mkdir(OPTIONS.outDir, { recursive: true });
+  await makeDirectories(OPTIONS.outDir);
   // A run of some parts only gets a name of its own, so it never overwrites the day's full run.
   const suffix = `${parts.length === PARTS.length ? '' : `-${parts.join('-')}`}${OPTIONS.ceilingOnly ? '-only' : ''}${OPTIONS.transports === undefined ? '' : `-${OPTIONS.transports.join('-')}`}${OPTIONS.shapes.length === SHAPE_NAMES.length ? '' : `-${OPTIONS.shapes.join('-')}`}`;
   const file = path.join(OPTIONS.outDir, `results-${started.toISOString().slice(0, 10)}${suffix}.json`);

@@ -5,7 +5,7 @@ import { errorMessage } from '../services/core/errors.js';
 import { newAuthToken } from '../services/shared/auth-token.js';
 import { stopChild } from '../services/shared/child-process.js';
 import type { ConfigIssue } from '../services/core/config.js';
-import { configFromEnvOrExit, effectiveLogLevel, ExitCode, imagePathIssues, outputDirIssues } from '../services/shared/entry.js';
+import { configFromEnvOrExit, effectiveLogLevel, ExitCode, imagePathIssues, makeOutputDirOrExit, outputDirIssues } from '../services/shared/entry.js';
 import { createLogger } from '../services/shared/logger.js';
 import { bracketHost } from '../services/shared/net.js';
 import { SERVICE_NODE_FLAGS } from '../services/shared/node-flags.js';
@@ -26,7 +26,8 @@ import { openShapedLink, ShapingRefused, type ShapedLink } from './lib/shaped-li
 // this run alone, unless one is set. With RECEIVERS=n it starts n receivers. With NETWORK_RATE, NETWORK_DELAY or NETWORK_LOSS the
 // transmitter runs in a network namespace of its own behind a shaped link (./lib/shaped-link.ts).
 
-// The services' own checks, here too, so bad input stops everything before any process starts.
+// The services' own checks, here too, so bad input stops everything before any process starts
+// (and before anything is created: OUTPUT_DIR is made only once the configuration is accepted).
 const config = configFromEnvOrExit(transports, (env) => [...imagePathIssues(env), ...outputDirIssues(env), ...shapedUrlIssues(env)], { shapesLink: true });
 const log = createLogger('start', effectiveLogLevel(config));
 const env: NodeJS.ProcessEnv = { ...process.env };
@@ -68,6 +69,8 @@ if (isShaped(config.network)) {
   env.ITB_LINK = link.description;
   log.info({ namespace: link.namespace, receiverAddress: link.receiverAddress, transmitterAddress: link.transmitterAddress }, `shaped link: ${link.description}`);
 }
+// After the shaping, which may still refuse the run (exit 2, nothing made); before any process.
+await makeOutputDirOrExit(config, async () => link?.close());
 
 function startService(name: 'receiver' | 'transmitter', ownEnv: NodeJS.ProcessEnv = {}): ChildProcess {
   const main = [...SERVICE_NODE_FLAGS, projectPath('dist', 'services', name, 'main.js')];

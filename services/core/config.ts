@@ -156,6 +156,9 @@ export const DURATION_ALLOWED = `${DURATION_UNITS_HELP}; from ${formatDurationMs
 /** Largest MAX_IMAGE_SIZE: gRPC's message limits are signed 32-bit. */
 export const MAX_IMAGE_SIZE_LIMIT = 2 ** 31 - 1 - 1024 * 1024;
 const DEFAULT_MAX_IMAGE_BYTES = 256 * 1024 * 1024;
+const DEFAULT_IMAGE_COUNT = 10;
+const DEFAULT_RECEIVERS = 1;
+const DEFAULT_CONTROL_PORT = 8080;
 /** Least time an automatic warm-up takes: see the README's "Warm-up" for the measurements behind it. */
 export const DEFAULT_WARMUP_MIN_MS = 500;
 /** Most time an automatic warm-up takes before the section goes on, marked not steady. */
@@ -165,13 +168,14 @@ export const DEFAULT_AUTH_TOKEN_FILE = '.itb-auth-token';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
-// Each variable is parsed from its raw string; an empty string counts as unset, as in .env files.
-function variable<T>(allowed: string, parse: (raw: string) => T | undefined, fallback: T) {
+// Each variable is parsed from its raw string; an empty string counts as unset, as in .env files,
+// unless `blankIsUnset` is false (TRANSPORTS: an empty list is a mistake, not a wish for the default).
+function variable<T>(allowed: string, parse: (raw: string) => T | undefined, fallback: T, blankIsUnset = true) {
   return z
     .string()
     .optional()
     .transform((raw, ctx): T => {
-      if (raw === undefined || raw.trim() === '') return fallback;
+      if (raw === undefined || (blankIsUnset && raw.trim() === '')) return fallback;
       const value = parse(raw.trim());
       if (value === undefined) {
         ctx.addIssue({ code: 'custom', message: allowed });
@@ -192,12 +196,12 @@ function wholeNumber(min: number, max: number, fallback: number) {
   );
 }
 
-function size(fallback: number | undefined) {
+function size(fallback: number | undefined, mostBytes = Infinity) {
   return variable<number | undefined>(
-    `${SIZE_UNITS_HELP}, at least 1 byte`,
+    `${SIZE_UNITS_HELP}, at least 1 byte${mostBytes === Infinity ? '' : ` and at most ${formatSize(mostBytes)} (${mostBytes} bytes)`}`,
     (raw) => {
       const bytes = parseSize(raw);
-      return bytes !== undefined && bytes >= 1 ? bytes : undefined;
+      return bytes !== undefined && bytes >= 1 && bytes <= mostBytes ? bytes : undefined;
     },
     fallback,
   );
@@ -235,7 +239,7 @@ function schemaFor(specs: readonly TransportSpec[]) {
     }),
   );
   return z.object({
-    IMAGE_COUNT: wholeNumber(1, MAX_IMAGE_COUNT, 10),
+    IMAGE_COUNT: wholeNumber(1, MAX_IMAGE_COUNT, DEFAULT_IMAGE_COUNT),
     DURATION: variable<number | undefined>(
       DURATION_ALLOWED,
       (raw) => {
@@ -246,8 +250,10 @@ function schemaFor(specs: readonly TransportSpec[]) {
     ),
     IMAGE_SIZE: size(undefined),
     IMAGE_PATH: text(undefined),
+    // Set but empty ("", " ", ",", "websocket,") is refused: an empty entry is most often a name
+    // deleted by mistake, and running other transports than meant would be a guess.
     TRANSPORTS: variable(
-      `all, or a comma-separated list of distinct transports from: ${names.join(', ')}`,
+      `all, or a comma-separated list of distinct transports from: ${names.join(', ')}; no entry empty (unset for the default run: ${(defaultNames.length > 0 ? defaultNames : names).join(',')})`,
       (raw) => {
         if (raw.toLowerCase() === 'all') return names;
         const list = raw.split(',').map((s) => s.trim().toLowerCase());
@@ -255,10 +261,11 @@ function schemaFor(specs: readonly TransportSpec[]) {
         return valid && list.length > 0 ? list : undefined;
       },
       defaultNames.length > 0 ? defaultNames : names,
+      false,
     ),
     WINDOW: wholeNumber(1, 1024, 1),
     CLIENTS: wholeNumber(1, MAX_CLIENTS, 1),
-    RECEIVERS: wholeNumber(1, MAX_RECEIVERS, 1),
+    RECEIVERS: wholeNumber(1, MAX_RECEIVERS, DEFAULT_RECEIVERS),
     RATE: variable<number | undefined>(
       `unset (a closed loop), or images per second above 0 and at most ${MAX_RATE_PER_SECOND.toLocaleString('en-US')}, e.g. 100 or 2.5`,
       (raw) => {
@@ -282,12 +289,12 @@ function schemaFor(specs: readonly TransportSpec[]) {
     VERIFY: variable('true or false', (raw) => ({ true: true, false: false, '1': true, '0': false, yes: true, no: false })[raw.toLowerCase()], true),
     RECEIVER_HOST: text('127.0.0.1'),
     BIND_HOST: text('127.0.0.1'),
-    CONTROL_PORT: wholeNumber(1, 65535, 8080),
+    CONTROL_PORT: wholeNumber(1, 65535, DEFAULT_CONTROL_PORT),
     ...settingVars,
     ...passwordVars,
     OUTPUT_DIR: text('./output'),
     LOG_LEVEL: variable(`one of ${LOG_LEVELS.join(', ')}`, (raw) => LOG_LEVELS.find((l) => l === raw.toLowerCase()), 'info'),
-    MAX_IMAGE_SIZE: size(DEFAULT_MAX_IMAGE_BYTES),
+    MAX_IMAGE_SIZE: size(DEFAULT_MAX_IMAGE_BYTES, MAX_IMAGE_SIZE_LIMIT),
     IMAGE_TIMEOUT_MS: wholeNumber(1, 3_600_000, 10_000),
     CONNECT_TIMEOUT_MS: wholeNumber(1, 3_600_000, 30_000),
     NETWORK_RATE: variable<number | undefined>(RATE_ALLOWED, parseBitRate, undefined),
@@ -343,27 +350,29 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
   }
   const parsedOk = (name: string): boolean => name in v;
   const passwordsByUrlVar = new Map(urlVars.map((envVar) => [envVar, brokerPassword(envVar, v, shown, options.readSecretFile, issues)] as const));
+  // A rule relating a variable to one that is itself bad judges it against that one's default
+  // (what runs once the bad one is unset) and says so, so that no bad variable hides another.
+  const standIn = (name: string): string => (parsedOk(name) ? '' : `, its default: ${name} itself is bad`);
+  // Rules about two variables set together are judged on what was set, whatever its value.
+  const isSet = (name: string): boolean => (env[name]?.trim() ?? '') !== '';
   const maxImageBytes = (v.MAX_IMAGE_SIZE as number | undefined) ?? DEFAULT_MAX_IMAGE_BYTES;
-  if (maxImageBytes > MAX_IMAGE_SIZE_LIMIT) {
-    issues.push({ variable: 'MAX_IMAGE_SIZE', value: env.MAX_IMAGE_SIZE, allowed: `at most ${formatSize(MAX_IMAGE_SIZE_LIMIT)} (${MAX_IMAGE_SIZE_LIMIT} bytes)` });
-  }
   const imageSizeBytes = v.IMAGE_SIZE as number | undefined;
   if (imageSizeBytes !== undefined) {
-    if (parsedOk('MAX_IMAGE_SIZE') && imageSizeBytes > maxImageBytes) {
-      issues.push({ variable: 'IMAGE_SIZE', value: env.IMAGE_SIZE, allowed: `at most MAX_IMAGE_SIZE, ${maxImageBytes} bytes (${formatSize(maxImageBytes)})` });
+    if (imageSizeBytes > maxImageBytes) {
+      issues.push({ variable: 'IMAGE_SIZE', value: env.IMAGE_SIZE, allowed: `at most MAX_IMAGE_SIZE, ${maxImageBytes} bytes (${formatSize(maxImageBytes)}${standIn('MAX_IMAGE_SIZE')})` });
     } else if (imageSizeBytes < MIN_GENERATED_PNG_BYTES) {
       issues.push({ variable: 'IMAGE_SIZE', value: env.IMAGE_SIZE, allowed: `at least ${MIN_GENERATED_PNG_BYTES} bytes, the smallest valid PNG it can generate` });
     }
-    if (v.IMAGE_PATH !== undefined) {
-      issues.push({ variable: 'IMAGE_PATH', value: env.IMAGE_PATH, allowed: 'unset when IMAGE_SIZE is set: the image is either a file or generated at a size' });
-    }
   }
-  if (parsedOk('WARMUP_MIN_MS') && parsedOk('WARMUP_MAX_MS') && (v.WARMUP_MIN_MS as number) > (v.WARMUP_MAX_MS as number)) {
-    issues.push({ variable: 'WARMUP_MIN_MS', value: env.WARMUP_MIN_MS, allowed: `at most WARMUP_MAX_MS (${v.WARMUP_MAX_MS as number})` });
+  if (isSet('IMAGE_SIZE') && isSet('IMAGE_PATH')) {
+    issues.push({ variable: 'IMAGE_PATH', value: env.IMAGE_PATH, allowed: 'unset when IMAGE_SIZE is set: the image is either a file or generated at a size' });
+  }
+  const warmupMaxMs = (v.WARMUP_MAX_MS as number | undefined) ?? DEFAULT_WARMUP_MAX_MS;
+  if (parsedOk('WARMUP_MIN_MS') && (v.WARMUP_MIN_MS as number) > warmupMaxMs) {
+    issues.push({ variable: 'WARMUP_MIN_MS', value: env.WARMUP_MIN_MS, allowed: `at most WARMUP_MAX_MS (${warmupMaxMs}${standIn('WARMUP_MAX_MS')})` });
   }
   // DURATION or IMAGE_COUNT, never both: which one ends a section would be a guess. Judged on what
   // was set, so a DURATION without units is reported together with the clash, not instead of it.
-  const isSet = (name: string): boolean => (env[name]?.trim() ?? '') !== '';
   const byDuration = isSet('DURATION');
   if (byDuration && isSet('IMAGE_COUNT')) {
     issues.push({
@@ -375,11 +384,13 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
   const clients = v.CLIENTS as number | undefined;
   const receivers = v.RECEIVERS as number | undefined;
   // Under DURATION the count is not what ends a section, so it does not bound CLIENTS.
-  if (!byDuration && clients !== undefined && clients > 1 && parsedOk('IMAGE_COUNT') && clients > (v.IMAGE_COUNT as number)) {
-    issues.push({ variable: 'CLIENTS', value: env.CLIENTS, allowed: `at most IMAGE_COUNT (${v.IMAGE_COUNT as number}): every client sends at least one recorded image` });
+  const imageCount = (v.IMAGE_COUNT as number | undefined) ?? DEFAULT_IMAGE_COUNT;
+  if (!byDuration && clients !== undefined && clients > 1 && clients > imageCount) {
+    issues.push({ variable: 'CLIENTS', value: env.CLIENTS, allowed: `at most IMAGE_COUNT (${imageCount}${standIn('IMAGE_COUNT')}): every client sends at least one recorded image` });
   }
-  // CLIENTS and RECEIVERS within what each transport of the run can take (websocket-push: one).
-  const chosen = (v.TRANSPORTS as string[] | undefined) ?? [];
+  // CLIENTS and RECEIVERS within what each transport of the run can take (websocket-push: one);
+  // with TRANSPORTS bad, each transport it does name is held to its limit all the same.
+  const chosen = (v.TRANSPORTS as string[] | undefined) ?? (env.TRANSPORTS ?? '').split(',').map((s) => s.trim().toLowerCase());
   const limits = [
     { variable: 'CLIENTS', value: clients, most: (spec: TransportSpec) => spec.maxClients && { count: spec.maxClients.clients, why: spec.maxClients.why } },
     { variable: 'RECEIVERS', value: receivers, most: (spec: TransportSpec) => spec.maxReceivers && { count: spec.maxReceivers.receivers, why: spec.maxReceivers.why } },
@@ -399,8 +410,9 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
       const match = /^(.+):(\d{1,5})$/.exec(entry.trim());
       return { host: (match?.[1] ?? '').replace(/^\[(.*)\]$/, '$1'), controlPort: Number(match?.[2] ?? 0) };
     });
-    if (receiverAddresses.some((a) => a.host === '' || a.controlPort < 1 || a.controlPort > 65535) || (receivers !== undefined && receiverAddresses.length !== receivers)) {
-      issues.push({ variable: 'ITB_RECEIVERS', value: env.ITB_RECEIVERS, allowed: `host:port of each of the RECEIVERS (${receivers ?? '?'}) receivers, comma-separated (npm start sets it)` });
+    const expected = receivers ?? DEFAULT_RECEIVERS;
+    if (receiverAddresses.some((a) => a.host === '' || a.controlPort < 1 || a.controlPort > 65535) || receiverAddresses.length !== expected) {
+      issues.push({ variable: 'ITB_RECEIVERS', value: env.ITB_RECEIVERS, allowed: `host:port of each of the RECEIVERS (${expected}${standIn('RECEIVERS')}) receivers, comma-separated (npm start sets it)` });
     }
   }
   const network: NetworkShaping = {
@@ -422,8 +434,12 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
   const ports: Record<string, number> = {};
   const urls: Record<string, string | undefined> = {};
   const brokerPasswords: Record<string, string | undefined> = {};
-  const portOwners = new Map<number, string>();
-  if (parsedOk('CONTROL_PORT')) portOwners.set(v.CONTROL_PORT as number, 'CONTROL_PORT');
+  // A bad port variable's default stands in for it, taken first, so a port set to it is named.
+  const portOwners = new Map<number, string>([[(v.CONTROL_PORT as number | undefined) ?? DEFAULT_CONTROL_PORT, parsedOk('CONTROL_PORT') ? 'CONTROL_PORT' : "CONTROL_PORT's default"]]);
+  for (const { setting } of specs) {
+    if (setting.kind !== 'port' || parsedOk(setting.envVar)) continue;
+    for (let offset = 0; offset <= (setting.nextPorts ?? 0); offset++) portOwners.set(setting.defaultPort + offset, `${setting.envVar}'s default${offset === 0 ? '' : ` + ${offset}`}`);
+  }
   for (const { name, setting } of specs) {
     if (!parsedOk(setting.envVar)) continue;
     if (setting.kind === 'url') {

@@ -1,6 +1,6 @@
 import { errorMessage } from '../core/errors.js';
 import { authTokenFileIssues } from '../shared/auth-token.js';
-import { configFromEnvOrExit, effectiveLogLevel, ExitCode, onShutdownSignal, outputDirIssues } from '../shared/entry.js';
+import { configFromEnvOrExit, effectiveLogLevel, ExitCode, makeOutputDirOrExit, onShutdownSignal, outputDirIssues } from '../shared/entry.js';
 import { transports } from '../transports/index.js';
 import { createLogger } from '../shared/logger.js';
 import { buildReceiver } from './app.js';
@@ -8,6 +8,7 @@ import { buildReceiver } from './app.js';
 // Receiver entry: validates the environment, starts every listener and the control endpoint, and
 // serves runs until SIGTERM/SIGINT.
 const config = configFromEnvOrExit(transports, (env) => [...outputDirIssues(env), ...authTokenFileIssues(env)]);
+await makeOutputDirOrExit(config);
 const log = createLogger('receiver', effectiveLogLevel(config));
 const receiver = buildReceiver(config, log);
 onShutdownSignal(async (signal) => {

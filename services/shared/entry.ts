@@ -1,8 +1,9 @@
-import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { errorMessage } from '../core/errors.js';
 import { formatConfigIssues, parseConfig, type Config, type ConfigIssue, type ParseOptions, type TransportSpec } from '../core/config.js';
+import { directoryProblem, makeDirectories } from './directories.js';
 
 /** Exit codes of every entry: 0 all intact, 1 a transport failed or lost images, 2 bad configuration. */
 export const ExitCode = { ok: 0, failed: 1, config: 2 } as const;
@@ -73,17 +74,31 @@ function processUser(): string {
 
 /**
  * OUTPUT_DIR must be a directory this process can create and write, checked at start so a run
- * never ends with results it cannot save (a root-owned bind mount is the usual cause).
+ * never ends with results it cannot save (a root-owned bind mount is the usual cause). Creates
+ * nothing: {@link makeOutputDirOrExit} does, once the whole configuration is accepted.
  */
 export function outputDirIssues(env: NodeJS.ProcessEnv): ConfigIssue[] {
   const outputDir = env.OUTPUT_DIR?.trim() || './output';
+  const problem = directoryProblem(outputDir);
+  return problem === undefined ? [] : [outputDirIssue(env.OUTPUT_DIR, `${path.resolve(outputDir)}: ${problem}`)];
+}
+
+/**
+ * Creates OUTPUT_DIR one level at a time; when that still fails (a race, a full disk), runs
+ * `undo` (what the caller set up already) and exits 2 naming OUTPUT_DIR and the reason.
+ */
+export async function makeOutputDirOrExit(config: Readonly<Config>, undo: () => Promise<void> = async () => undefined): Promise<void> {
   try {
-    mkdirSync(outputDir, { recursive: true });
-    accessSync(outputDir, constants.W_OK);
-    return [];
+    await makeDirectories(config.outputDir);
   } catch (err) {
-    return [{ variable: 'OUTPUT_DIR', value: env.OUTPUT_DIR, allowed: `a directory ${processUser()} can create and write; ${path.resolve(outputDir)}: ${errorMessage(err)}` }];
+    await undo().catch(() => undefined);
+    process.stderr.write(`${formatConfigIssues([outputDirIssue(process.env.OUTPUT_DIR, `${path.resolve(config.outputDir)}: ${errorMessage(err)}`)])}\n`);
+    process.exit(ExitCode.config);
   }
+}
+
+function outputDirIssue(value: string | undefined, problem: string): ConfigIssue {
+  return { variable: 'OUTPUT_DIR', value, allowed: `a directory ${processUser()} can create and write; ${problem}` };
 }
 
 /**

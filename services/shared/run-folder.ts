@@ -11,6 +11,7 @@ import { SectionRecorder, type SectionSink } from '../core/recorder.js';
 import type { WarmupOutcome } from '../core/warmup.js';
 import { ErrorCode, ItbError } from '../core/errors.js';
 import { AsciiLines } from './ascii-lines.js';
+import { makeDirectories } from './directories.js';
 import { describeWriteFailure, writeFileAtomic } from './files.js';
 
 // Where a run's results go, written as they are made: each run in a folder of its own under
@@ -143,7 +144,7 @@ export class RunFolder {
   static async create(baseDir: string, info: RunInfo): Promise<RunFolder> {
     const runsDir = path.join(baseDir, RUNS_FOLDER);
     try {
-      await mkdir(runsDir, { recursive: true });
+      await makeDirectories(runsDir);
     } catch (err) {
       throw writeFailure(runsDir, err);
     }

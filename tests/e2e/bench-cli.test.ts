@@ -30,6 +30,15 @@ describe('npm run bench arguments', () => {
     expect(bench('ceiling', '--shapes=').stderr).toContain('unknown shape (none given)');
   });
 
+  it('refuses an --out where nothing can be made (procfs, a device for a parent) at once, with the other problems, exit 2', () => {
+    // Checked at start, not when the results are written hours later; a hang fails on spawnSync's timeout.
+    const result = bench('ceiling', '--out=/proc/itb-bench', '--rounds=0');
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--out=/proc/itb-bench: expected a directory this user can create and write; /proc/itb-bench: /proc, the deepest part that exists, is on procfs');
+    expect(result.stderr).toContain('--rounds=0: expected a whole number of at least 1');
+    expect(bench('soak', '--out=/dev/null/x').stderr).toContain('--out=/dev/null/x: expected a directory this user can create and write; /dev/null/x: /dev/null is not a directory');
+  });
+
   it('refuses the soak\'s flags out of range, or without the soak part, with the bench\'s own problems, exit 2', () => {
     const result = bench('soak', '--images', '500000', '--sample-ms=5', '--rounds=0');
     expect(result.code).toBe(2);

@@ -1,9 +1,10 @@
+import { existsSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { transports } from '../../services/transports/index.js';
-import { exitWithin, startService } from '../helpers/processes.js';
+import { exitWithin, freePortsEnv, startReadyReceiver, startService, stopService } from '../helpers/processes.js';
 
 // Bad configuration, through the real entries: exit code 2, every bad variable named with its
 // value, nothing started, and the previous run's output.log left exactly as it was.
@@ -33,6 +34,8 @@ const badValues: [variable: string, value: string, expected: string][] = [
   ['IMAGE_SIZE', 'abc', 'IMAGE_SIZE="abc": expected a whole number of bytes, or a number with'],
   ['IMAGE_SIZE', '300MiB', 'IMAGE_SIZE="300MiB": expected at most MAX_IMAGE_SIZE'],
   ['TRANSPORTS', 'websocket,pigeon', `TRANSPORTS="websocket,pigeon": expected all, or a comma-separated list of distinct transports from: ${transports.map((t) => t.name).join(', ')}`],
+  // Set but empty is not the default run, unlike the other variables.
+  ['TRANSPORTS', '', `TRANSPORTS="": expected all, or a comma-separated list of distinct transports from: ${transports.map((t) => t.name).join(', ')}; no entry empty (unset for the default run:`],
   ['WINDOW', '0', 'WINDOW="0": expected a whole number from 1 to 1,024'],
   ['WARMUP', 'some', 'WARMUP="some": expected auto, or a whole number of images from 0 to 100,000 (0: a cold run on purpose)'],
   ['WARMUP_MIN_MS', '-1', 'WARMUP_MIN_MS="-1": expected a whole number from 0 to 600,000'],
@@ -41,7 +44,7 @@ const badValues: [variable: string, value: string, expected: string][] = [
   ['VERIFY', 'maybe', 'VERIFY="maybe": expected true or false'],
   ['CONTROL_PORT', '70000', 'CONTROL_PORT="70000": expected a whole number from 1 to 65,535'],
   ['LOG_LEVEL', 'chatty', 'LOG_LEVEL="chatty": expected one of fatal, error, warn, info, debug, trace, silent'],
-  ['MAX_IMAGE_SIZE', '3GiB', 'MAX_IMAGE_SIZE="3GiB": expected at most'],
+  ['MAX_IMAGE_SIZE', '3GiB', 'MAX_IMAGE_SIZE="3GiB": expected a whole number of bytes, or a number with B, KB, MB, GB (×1000) or KiB, MiB, GiB (×1024), e.g. 533KB, 4MB, 1MiB, at least 1 byte and at most 2.0 GiB (2146435071 bytes)'],
   ['IMAGE_TIMEOUT_MS', '0', 'IMAGE_TIMEOUT_MS="0": expected a whole number from 1 to 3,600,000'],
   ['CONNECT_TIMEOUT_MS', '1e3', 'CONNECT_TIMEOUT_MS="1e3": expected a whole number from 1 to 3,600,000'],
   // A refused secret is not printed either.
@@ -60,9 +63,11 @@ const badValues: [variable: string, value: string, expected: string][] = [
   [firstPortVariable, '8080', `${firstPortVariable}="8080": expected a port no other variable uses (CONTROL_PORT is 8080 too)`],
 ];
 
+// Generous: a refusal takes well under a second, and a hang (recursive mkdir on procfs spun
+// forever) fails the test here instead of holding vitest.
 async function runEntry(entry: 'transmitter' | 'receiver' | 'start', env: Record<string, string>) {
   const service = startService(entry, { OUTPUT_DIR: outputDir, ...env });
-  const code = await exitWithin(service, 10_000);
+  const code = await exitWithin(service, 12_000);
   return { code, stderr: service.stderr(), stdout: service.stdout() };
 }
 
@@ -115,7 +120,51 @@ describe('bad configuration', () => {
     await writeFile(blocked, 'x');
     const result = await runEntry('receiver', { OUTPUT_DIR: path.join(blocked, 'out') });
     expect(result.code).toBe(2);
-    expect(result.stderr).toMatch(/OUTPUT_DIR=".*file-not-dir\/out": expected a directory .* can create and write; .*(ENOTDIR|EEXIST)/);
+    expect(result.stderr).toContain(`  OUTPUT_DIR="${blocked}/out": expected a directory `);
+    expect(result.stderr).toContain(`can create and write; ${blocked}/out: ${blocked} is not a directory`);
     await mkdir(path.join(outputDir, 'ok'), { recursive: true });
   }, 15_000);
+});
+
+describe('an OUTPUT_DIR where nothing can be made', () => {
+  // Each refused in bounded time (recursive mkdir never returned on procfs), naming OUTPUT_DIR, the
+  // level that stops it and why, together with every other bad variable, with nothing made.
+  const cases: [string, string, string][] = [
+    ['procfs', '/proc/x', '/proc/x: /proc, the deepest part that exists, is on procfs'],
+    ['procfs, deeper', '/proc/itb/a/b', '/proc/itb/a/b: /proc, the deepest part that exists, is on procfs'],
+    ['procfs, existing', '/proc/self', '/proc/self: it is on procfs'],
+    ['sysfs', '/sys/x', '/sys/x: /sys, the deepest part that exists, is on sysfs'],
+    ['a device for a parent', '/dev/null/x', '/dev/null/x: /dev/null is not a directory'],
+  ];
+  const entries = ['receiver', 'start'] as const;
+  it.each(entries.flatMap((entry) => cases.map(([what, dir, reason]) => [entry, what, dir, reason] as const)))('%s, %s (%s): exit 2 naming OUTPUT_DIR, the reason and WINDOW too', async (entry, _what, dir, reason) => {
+    const result = await runEntry(entry, { OUTPUT_DIR: dir, WINDOW: '0' });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('Invalid configuration (2 bad variables):');
+    expect(result.stderr).toContain(`  OUTPUT_DIR="${dir}": expected a directory `);
+    expect(result.stderr).toContain(reason);
+    expect(result.stderr).toContain('  WINDOW="0": expected a whole number from 1 to 1,024');
+  }, 15_000);
+});
+
+describe('a refused configuration makes nothing', () => {
+  it.each(['receiver', 'start'] as const)('%s: a bad variable and a fresh OUTPUT_DIR and AUTH_TOKEN_FILE: exit 2, neither exists after', async (entry) => {
+    const fresh = path.join(outputDir, `fresh-${entry}`);
+    const tokenFile = path.join(outputDir, `token-${entry}`);
+    const result = await runEntry(entry, { OUTPUT_DIR: path.join(fresh, 'a', 'b'), AUTH_TOKEN_FILE: tokenFile, TRANSPORTS: '' });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('  TRANSPORTS="": expected all, or a comma-separated list');
+    expect(existsSync(fresh)).toBe(false);
+    expect(existsSync(tokenFile)).toBe(false);
+  }, 15_000);
+
+  it('accepted, the receiver makes a fresh OUTPUT_DIR two levels deep at start', async () => {
+    const fresh = path.join(outputDir, 'fresh-accepted');
+    const receiver = await startReadyReceiver({ ...(await freePortsEnv()), OUTPUT_DIR: path.join(fresh, 'a', 'b'), AUTH_TOKEN: 'a'.repeat(32), TRANSPORTS: 'tcp' });
+    try {
+      expect(existsSync(path.join(fresh, 'a', 'b'))).toBe(true);
+    } finally {
+      await stopService(receiver);
+    }
+  }, 30_000);
 });

@@ -146,7 +146,8 @@ export function resultWith(recorder: SectionRecorder, failure: string | null, ex
 /** A whole report around the given sections, as the receiver would build it. */
 export function fixtureReport(sections: SectionResult[], options: { repeat?: number; startedAt?: string } = {}): RunReport {
   const order = [...new Set(sections.map((s) => s.transport))];
-  const parsed = parseConfig({ TRANSPORTS: order.join(','), REPEAT: String(options.repeat ?? 1) }, transports);
+  // No sections: the default run (an empty TRANSPORTS is refused).
+  const parsed = parseConfig({ ...(order.length > 0 ? { TRANSPORTS: order.join(',') } : {}), REPEAT: String(options.repeat ?? 1) }, transports);
   if (!parsed.ok) throw new Error('fixture config');
   return {
     schemaVersion: RESULTS_SCHEMA_VERSION,

@@ -26,6 +26,10 @@ const specs: TransportSpec[] = [
   { name: 'tcp', setting: { kind: 'port', envVar: 'TCP_PORT', defaultPort: 9000 }, defaultRun: true },
 ];
 
+const TRANSPORTS_ALLOWED = 'all, or a comma-separated list of distinct transports from: websocket, redis, tcp; no entry empty (unset for the default run: websocket,redis,tcp)';
+// Says the limit whatever the fault: a value that is no size at all, or one over it.
+const MAX_IMAGE_SIZE_ALLOWED = 'a whole number of bytes, or a number with B, KB, MB, GB (×1000) or KiB, MiB, GiB (×1024), e.g. 533KB, 4MB, 1MiB, at least 1 byte and at most 2.0 GiB (2146435071 bytes)';
+
 describe('parseConfig', () => {
   describe('TRANSPORTS with transports outside the default run', () => {
     const withExtras: TransportSpec[] = [
@@ -39,9 +43,17 @@ describe('parseConfig', () => {
       return result.ok ? result.config.transports : formatConfigIssues(result.issues);
     };
 
-    it('runs only the default ones when unset or blank', () => {
+    it('runs only the default ones when unset', () => {
       expect(transportsOf({})).toEqual(['websocket', 'redis', 'tcp']);
-      expect(transportsOf({ TRANSPORTS: '  ' })).toEqual(['websocket', 'redis', 'tcp']);
+    });
+
+    // Unlike the other variables, TRANSPORTS set but empty is not the default: an empty entry is
+    // most often a name deleted by mistake, and running other transports than meant is a guess.
+    it.each(['', '  ', ',', ' , ', 'websocket,', ',tcp', 'websocket,,tcp'])('refuses TRANSPORTS=%j, an empty list or entry, saying what is allowed and how to get the default', (raw) => {
+      expect(parseConfig({ TRANSPORTS: raw }, withExtras)).toEqual({
+        ok: false,
+        issues: [{ variable: 'TRANSPORTS', value: raw, allowed: 'all, or a comma-separated list of distinct transports from: websocket, redis, redis-list, http, tcp; no entry empty (unset for the default run: websocket,redis,tcp)' }],
+      });
     });
 
     it('runs every one, in table order, with all (any case)', () => {
@@ -262,8 +274,8 @@ describe('parseConfig', () => {
     ['IMAGE_SIZE', 'abc', 'a whole number of bytes, or a number with B, KB, MB, GB (×1000) or KiB, MiB, GiB (×1024), e.g. 533KB, 4MB, 1MiB, at least 1 byte'],
     ['IMAGE_SIZE', '300MiB', 'at most MAX_IMAGE_SIZE, 268435456 bytes (256.0 MiB)'],
     ['IMAGE_SIZE', '10', 'at least 84 bytes, the smallest valid PNG it can generate'],
-    ['TRANSPORTS', 'websocket,carrier-pigeon', 'all, or a comma-separated list of distinct transports from: websocket, redis, tcp'],
-    ['TRANSPORTS', 'tcp,tcp', 'all, or a comma-separated list of distinct transports from: websocket, redis, tcp'],
+    ['TRANSPORTS', 'websocket,carrier-pigeon', TRANSPORTS_ALLOWED],
+    ['TRANSPORTS', 'tcp,tcp', TRANSPORTS_ALLOWED],
     ['WINDOW', '0', 'a whole number from 1 to 1,024'],
     ['RATE', '0', 'unset (a closed loop), or images per second above 0 and at most 1,000,000, e.g. 100 or 2.5'],
     ['RATE', '-5', 'unset (a closed loop), or images per second above 0 and at most 1,000,000, e.g. 100 or 2.5'],
@@ -278,7 +290,9 @@ describe('parseConfig', () => {
     ['CONTROL_PORT', 'http', 'a whole number from 1 to 65,535'],
     ['REDIS_URL', 'localhost:6379', 'a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379'],
     ['LOG_LEVEL', 'loud', 'one of fatal, error, warn, info, debug, trace, silent'],
-    ['MAX_IMAGE_SIZE', '3GiB', 'at most 2.0 GiB (2146435071 bytes)'],
+    ['MAX_IMAGE_SIZE', '3GiB', MAX_IMAGE_SIZE_ALLOWED],
+    ['MAX_IMAGE_SIZE', '2146435072', MAX_IMAGE_SIZE_ALLOWED],
+    ['MAX_IMAGE_SIZE', 'huge', MAX_IMAGE_SIZE_ALLOWED],
     ['IMAGE_TIMEOUT_MS', '0', 'a whole number from 1 to 3,600,000'],
     ['CONNECT_TIMEOUT_MS', 'soon', 'a whole number from 1 to 3,600,000'],
   ])('rejects %s=%j: expected %s', (variable, value, allowed) => {
@@ -344,7 +358,7 @@ describe('parseConfig', () => {
       });
     });
 
-    it('does not add the cross-rule when either bound is itself invalid', () => {
+    it('judges WARMUP_MIN_MS against the default maximum when WARMUP_MAX_MS is itself invalid', () => {
       const result = parseConfig({ WARMUP_MIN_MS: '5000', WARMUP_MAX_MS: '0' }, specs);
       expect(result.ok ? [] : result.issues).toEqual([{ variable: 'WARMUP_MAX_MS', value: '0', allowed: 'a whole number from 1 to 3,600,000' }]);
     });
@@ -488,6 +502,92 @@ describe('broker passwords', () => {
     expect(shown).not.toHaveProperty('brokerPasswords');
     expect(shown.urls).toEqual({ redis: 'redis://***@host:6379', nats: 'nats://***@nats:4222' });
     expect(JSON.stringify(shown)).not.toMatch(/S3cretRedisPw|n4tsPw/);
+  });
+});
+
+describe('parseConfig: a bad variable never hides one that depends on it', () => {
+  // Each cross-variable rule, with the variable it relates to bad too: both are named, the rule
+  // judged against the bad one's default (what runs once it is unset), and the message says so.
+  const issuesOf = (env: Record<string, string>, withSpecs: TransportSpec[] = specs) => {
+    const result = parseConfig(env, withSpecs);
+    return result.ok ? [] : result.issues;
+  };
+  const WHOLE = (min: string, max: string) => `a whole number from ${min} to ${max}`;
+
+  it('IMAGE_SIZE above the default MAX_IMAGE_SIZE, with MAX_IMAGE_SIZE no size or over its limit', () => {
+    for (const max of ['huge', '3GiB']) {
+      expect(issuesOf({ IMAGE_SIZE: '300MiB', MAX_IMAGE_SIZE: max }), max).toEqual([
+        { variable: 'MAX_IMAGE_SIZE', value: max, allowed: MAX_IMAGE_SIZE_ALLOWED },
+        { variable: 'IMAGE_SIZE', value: '300MiB', allowed: 'at most MAX_IMAGE_SIZE, 268435456 bytes (256.0 MiB, its default: MAX_IMAGE_SIZE itself is bad)' },
+      ]);
+    }
+    // Within the default: only MAX_IMAGE_SIZE is wrong.
+    expect(issuesOf({ IMAGE_SIZE: '100MiB', MAX_IMAGE_SIZE: '3GiB' })).toEqual([{ variable: 'MAX_IMAGE_SIZE', value: '3GiB', allowed: MAX_IMAGE_SIZE_ALLOWED }]);
+    expect(issuesOf({ IMAGE_SIZE: '10', MAX_IMAGE_SIZE: 'huge' })).toEqual([
+      { variable: 'MAX_IMAGE_SIZE', value: 'huge', allowed: MAX_IMAGE_SIZE_ALLOWED },
+      { variable: 'IMAGE_SIZE', value: '10', allowed: 'at least 84 bytes, the smallest valid PNG it can generate' },
+    ]);
+  });
+
+  it('IMAGE_PATH with an IMAGE_SIZE that is itself bad', () => {
+    expect(issuesOf({ IMAGE_SIZE: 'abc', IMAGE_PATH: '/tmp/x.png' }).map((i) => i.variable)).toEqual(['IMAGE_SIZE', 'IMAGE_PATH']);
+  });
+
+  it('WARMUP_MIN_MS above the default WARMUP_MAX_MS, with WARMUP_MAX_MS bad', () => {
+    expect(issuesOf({ WARMUP_MIN_MS: '20000', WARMUP_MAX_MS: '0' })).toEqual([
+      { variable: 'WARMUP_MAX_MS', value: '0', allowed: WHOLE('1', '3,600,000') },
+      { variable: 'WARMUP_MIN_MS', value: '20000', allowed: 'at most WARMUP_MAX_MS (10000, its default: WARMUP_MAX_MS itself is bad)' },
+    ]);
+  });
+
+  it('CLIENTS above the default IMAGE_COUNT, with IMAGE_COUNT bad', () => {
+    expect(issuesOf({ CLIENTS: '50', IMAGE_COUNT: '0' })).toEqual([
+      { variable: 'IMAGE_COUNT', value: '0', allowed: WHOLE('1', '1,000,000,000') },
+      { variable: 'CLIENTS', value: '50', allowed: 'at most IMAGE_COUNT (10, its default: IMAGE_COUNT itself is bad): every client sends at least one recorded image' },
+    ]);
+  });
+
+  it('CLIENTS and RECEIVERS above what a transport takes, named in a TRANSPORTS that is bad for another name', () => {
+    const single: TransportSpec[] = [...specs, { name: 'push', setting: { kind: 'port', envVar: 'PUSH_PORT', defaultPort: 8082 }, defaultRun: false, maxClients: { clients: 1, why: 'it dials back once' }, maxReceivers: { receivers: 1, why: 'one port' } }];
+    expect(issuesOf({ CLIENTS: '2', RECEIVERS: '2', TRANSPORTS: 'Push,pigeon' }, single)).toEqual([
+      { variable: 'TRANSPORTS', value: 'Push,pigeon', allowed: 'all, or a comma-separated list of distinct transports from: websocket, redis, tcp, push; no entry empty (unset for the default run: websocket,redis,tcp)' },
+      { variable: 'CLIENTS', value: '2', allowed: 'at most 1 with push in TRANSPORTS (it dials back once)' },
+      { variable: 'RECEIVERS', value: '2', allowed: 'at most 1 with push in TRANSPORTS (one port)' },
+    ]);
+  });
+
+  it('ITB_RECEIVERS against the default RECEIVERS, with RECEIVERS bad', () => {
+    expect(issuesOf({ RECEIVERS: 'two', ITB_RECEIVERS: '127.0.0.1:8080,127.0.0.1:9090' })).toEqual([
+      { variable: 'RECEIVERS', value: 'two', allowed: WHOLE('1', '32') },
+      { variable: 'ITB_RECEIVERS', value: '127.0.0.1:8080,127.0.0.1:9090', allowed: 'host:port of each of the RECEIVERS (1, its default: RECEIVERS itself is bad) receivers, comma-separated (npm start sets it)' },
+    ]);
+  });
+
+  it('a port equal to the default of a port variable that is bad, whichever comes first', () => {
+    expect(issuesOf({ CONTROL_PORT: 'http', WEBSOCKET_PORT: '8080' })).toEqual([
+      { variable: 'CONTROL_PORT', value: 'http', allowed: WHOLE('1', '65,535') },
+      { variable: 'WEBSOCKET_PORT', value: '8080', allowed: "a port no other variable uses (CONTROL_PORT's default is 8080 too)" },
+    ]);
+    // TCP_PORT comes after WEBSOCKET_PORT in the table; the bad one's default is taken first all the same.
+    expect(issuesOf({ WEBSOCKET_PORT: 'x', TCP_PORT: '8081' })).toEqual([
+      { variable: 'WEBSOCKET_PORT', value: 'x', allowed: WHOLE('1', '65,535') },
+      { variable: 'TCP_PORT', value: '8081', allowed: "a port no other variable uses (WEBSOCKET_PORT's default is 8081 too)" },
+    ]);
+  });
+
+  it("names all 8 of the issue's 8 bad values, each once, in one message", () => {
+    const env = { IMAGE_COUNT: '0', IMAGE_SIZE: '300MiB', MAX_IMAGE_SIZE: 'huge', TRANSPORTS: '', WINDOW: '0', WARMUP_MIN_MS: '20000', WARMUP_MAX_MS: '0', CLIENTS: '50' };
+    expect(issuesOf(env)).toEqual([
+      { variable: 'IMAGE_COUNT', value: '0', allowed: WHOLE('1', '1,000,000,000') },
+      { variable: 'TRANSPORTS', value: '', allowed: TRANSPORTS_ALLOWED },
+      { variable: 'WINDOW', value: '0', allowed: WHOLE('1', '1,024') },
+      { variable: 'WARMUP_MAX_MS', value: '0', allowed: WHOLE('1', '3,600,000') },
+      { variable: 'MAX_IMAGE_SIZE', value: 'huge', allowed: MAX_IMAGE_SIZE_ALLOWED },
+      { variable: 'IMAGE_SIZE', value: '300MiB', allowed: 'at most MAX_IMAGE_SIZE, 268435456 bytes (256.0 MiB, its default: MAX_IMAGE_SIZE itself is bad)' },
+      { variable: 'WARMUP_MIN_MS', value: '20000', allowed: 'at most WARMUP_MAX_MS (10000, its default: WARMUP_MAX_MS itself is bad)' },
+      { variable: 'CLIENTS', value: '50', allowed: 'at most IMAGE_COUNT (10, its default: IMAGE_COUNT itself is bad): every client sends at least one recorded image' },
+    ]);
+    expect(formatConfigIssues(issuesOf(env)).split('\n')[0]).toBe('Invalid configuration (8 bad variables):');
   });
 });
 
