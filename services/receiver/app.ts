@@ -143,7 +143,7 @@ export function buildReceiver(config: Readonly<Config>, log: Logger): ReceiverAp
   async function startRun(announcement: RunAnnouncement): Promise<void> {
     session.start(announcement);
     try {
-      folder = await RunFolder.create(path.resolve(session.outputDir(config.outputDir)), session.runInfo!);
+      folder = await RunFolder.create(path.resolve(session.outputDir(config.outputDir)), session.runInfo!, path.resolve(config.outputDir));
     } catch (err) {
       folder = undefined;
       await session.finish('its files could not be written');
