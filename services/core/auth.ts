@@ -64,3 +64,43 @@ export function helloCredentialText(hello: Buffer): string | undefined {
 export function credentialMatches(presented: string, credential: SectionCredential): boolean {
   return secretsEqual(presented, credential.text);
 }
+
+/** What fstat says of an open secret file: its kind, owner and permission bits. */
+export interface SecretFileFacts {
+  regularFile: boolean;
+  ownerUid: number;
+  mode: number;
+}
+
+/** A secret file's verdict: trusted (with why, for the log) or refused (with why and the fix). */
+export type SecretFileVerdict = { trusted: true; because: string } | { trusted: false; reason: string };
+
+/** A file mode as chmod writes it: 0640. */
+export function octalMode(mode: number): string {
+  return `0${(mode & 0o777).toString(8).padStart(3, '0')}`;
+}
+
+/**
+ * Whether a process running as `processUid` (undefined: a platform without POSIX owners) may
+ * trust the secret file `shownPath`, from the fstat of the open file. Its own file must be private
+ * (no group or other bits: 0600, 0400), since anyone who can read it can join a run and anyone who
+ * can write it can choose the secret. A file owned by root is trusted with group read: only root
+ * can have placed it, and an orchestrator's secret mount (Kubernetes with fsGroup) gives the
+ * service's group read and nothing more; group write or any other bit is refused. Any other owner
+ * can change the secret under the service: refused.
+ */
+export function judgeSecretFile(facts: SecretFileFacts, processUid: number | undefined, shownPath: string): SecretFileVerdict {
+  if (!facts.regularFile) return { trusted: false, reason: 'not a regular file' };
+  if (processUid === undefined) return { trusted: true, because: 'a regular file (this platform has no file owners to check)' };
+  const mode = octalMode(facts.mode);
+  const own = facts.ownerUid === processUid;
+  if (facts.ownerUid === 0 && (facts.mode & 0o027) === 0) {
+    return { trusted: true, because: `owned by root${own ? ' (this process)' : ''}, mode ${mode}: only root can have placed it (a secret mount), and no one outside its group can read it` };
+  }
+  if (own && (facts.mode & 0o077) === 0) return { trusted: true, because: `owned by this process's uid ${processUid}, mode ${mode}` };
+  if (own) return { trusted: false, reason: `mode ${mode} allows group/others to use it: \`chmod 600 ${shownPath}\`` };
+  if (facts.ownerUid === 0) {
+    return { trusted: false, reason: `owned by root with mode ${mode}, which lets its group write it or others use it (a root-owned secret may be readable by its group, no more): \`chmod g-w,o-rwx ${shownPath}\`` };
+  }
+  return { trusted: false, reason: `owned by uid ${facts.ownerUid}, not by uid ${processUid} (this process) or root, so uid ${facts.ownerUid} can change the secret: use a file of uid ${processUid}'s with mode 0600` };
+}

@@ -146,7 +146,7 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
   async function startRun(announcement: RunAnnouncement): Promise<void> {
     session.start(announcement);
     try {
-      folder = await RunFolder.create(path.resolve(session.outputDir(config.outputDir)), session.runInfo!);
+      folder = await RunFolder.create(path.resolve(session.outputDir(config.outputDir)), session.runInfo!, path.resolve(config.outputDir));
     } catch (err) {
       folder = undefined;
       await session.finish('its files could not be written');
@@ -363,7 +363,8 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
     async start() {
       const resolved = receiverAuthToken(config);
       authToken = resolved.token;
-      if (resolved.createdFile !== undefined) log.info({ authTokenFile: resolved.createdFile }, 'AUTH_TOKEN is unset: created a random one in AUTH_TOKEN_FILE (mode 0600), where a transmitter started alongside reads it');
+      if (resolved.file?.created === true) log.info({ authTokenFile: resolved.file.file }, 'AUTH_TOKEN is unset: created a random one in AUTH_TOKEN_FILE (mode 0600), where a transmitter started alongside reads it');
+      else if (resolved.file !== undefined) log.info({ authTokenFile: resolved.file.file, trustedBecause: resolved.file.trustedBecause }, 'AUTH_TOKEN is unset: using the secret in AUTH_TOKEN_FILE');
       await listeners.startAll();
       control = buildControl();
       await control.listen({ port: config.controlPort, host: await singleListenHost(config.bindHost) });

@@ -1,4 +1,4 @@
-import { errorMessage } from '../core/errors.js';
+import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { authTokenFileIssues } from '../shared/auth-token.js';
 import { configFromEnvOrExit, effectiveLogLevel, ExitCode, makeOutputDirOrExit, onShutdownSignal, outputDirIssues } from '../shared/entry.js';
 import { transports } from '../transports/index.js';
@@ -22,5 +22,6 @@ try {
   log.fatal({ err: errorMessage(err) }, 'receiver failed to start');
   process.stderr.write(`receiver failed to start: ${errorMessage(err)}\n`);
   await receiver.close();
-  process.exit(ExitCode.failed);
+  // A secret file refused at start (one planted after the start-up check) is configuration.
+  process.exit(err instanceof ItbError && err.code === ErrorCode.config ? ExitCode.config : ExitCode.failed);
 }

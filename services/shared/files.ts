@@ -1,4 +1,6 @@
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 
@@ -18,8 +20,16 @@ export function describeWriteFailure(target: string, err: unknown): string {
 }
 
 /**
+ * Flags that create a new file and nothing else: O_EXCL fails on anything already at the path, a
+ * link (dangling or not) included, and O_NOFOLLOW says so again, so a write never goes through a
+ * link planted at the name.
+ */
+export const CREATE_NEW_FILE = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | (constants.O_NOFOLLOW ?? 0);
+
+/**
  * Writes a file so that readers see either the old content or the whole new one, never half:
- * the text goes to a temporary file in the same folder, which is then renamed over the target.
+ * the text goes to a new temporary file in the same folder, which is then renamed over the target
+ * (a rename replaces a link at the target, never writes through it).
  * Fails with ITB_ERR_WRITE worded by {@link describeWriteFailure}.
  */
 export async function writeFileAtomic(target: string, text: string): Promise<void> {
@@ -41,12 +51,17 @@ export async function writeFilesAtomic(files: readonly { target: string; text: s
       current = target;
       await mkdir(path.dirname(target), { recursive: true });
       const temporary = temporaryFor(target);
+      const handle = await open(temporary, CREATE_NEW_FILE, 0o644);
       written.push(temporary);
-      await writeFile(temporary, text);
+      try {
+        await handle.writeFile(text);
+      } finally {
+        await handle.close();
+      }
     }
-    for (const { target } of files) {
+    for (const [index, { target }] of files.entries()) {
       current = target;
-      await rename(temporaryFor(target), target);
+      await rename(written[index]!, target);
     }
   } catch (err) {
     await Promise.all(written.map((temporary) => rm(temporary, { force: true }).catch(() => undefined)));
@@ -54,7 +69,8 @@ export async function writeFilesAtomic(files: readonly { target: string; text: s
   }
 }
 
-// Beside its target, so the rename stays on one file system; by pid, so two processes never share one.
+// Beside its target, so the rename stays on one file system; named at random, so no one can plant
+// a link at the name beforehand (a name by pid could be guessed) and two writers never share one.
 function temporaryFor(target: string): string {
-  return `${target}.${process.pid}.tmp`;
+  return `${target}.${randomBytes(8).toString('hex')}.tmp`;
 }

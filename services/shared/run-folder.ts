@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { mkdir, open, readdir, readFile, readlink, rename, rm, stat, symlink, type FileHandle } from 'node:fs/promises';
+import { constants, createReadStream } from 'node:fs';
+import { lstat, mkdir, open, readdir, readFile, readlink, rename, rm, stat, symlink, type FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { encodeFrameHeader, decodeFrameHeader } from '../core/frame.js';
@@ -12,7 +12,7 @@ import type { WarmupOutcome } from '../core/warmup.js';
 import { ErrorCode, ItbError } from '../core/errors.js';
 import { AsciiLines } from './ascii-lines.js';
 import { makeDirectories } from './directories.js';
-import { describeWriteFailure, writeFileAtomic } from './files.js';
+import { CREATE_NEW_FILE, describeWriteFailure, writeFileAtomic } from './files.js';
 
 // Where a run's results go, written as they are made: each run in a folder of its own under
 // OUTPUT_DIR/runs/, output.log and each section's per-image CSV appended as images arrive,
@@ -21,6 +21,12 @@ import { describeWriteFailure, writeFileAtomic } from './files.js';
 // ends: a reader sees the previous run's set or the new one, never a mix. A receiver killed in a
 // section leaves the finished sections whole and the open one's records so far, which
 // {@link completeRun} turns into a run marked incomplete.
+//
+// Nothing is written through a link the receiver did not make. OUTPUT_DIR itself may be a link
+// (the user chose it), but below it every folder is made here or must be a real folder of this
+// process's user that others cannot write (a `runs` planted in a shared OUTPUT_DIR is refused);
+// the run's folder is made exclusively (a new one every run, so nothing was planted in it), and
+// its files are created with O_EXCL|O_NOFOLLOW.
 
 /** The files a run writes, by fixed names: nothing from the network names a path. */
 export const OUTPUT_FILES = { log: 'output.log', results: 'results.json', report: 'report.html' } as const;
@@ -61,17 +67,21 @@ export class AppendFile {
   /** Creates `filePath` (it must not exist: nothing is written through a link planted in its place). */
   static async create(filePath: string): Promise<AppendFile> {
     try {
-      return new AppendFile(filePath, await open(filePath, 'wx', 0o644));
+      return new AppendFile(filePath, await open(filePath, CREATE_NEW_FILE, 0o644));
     } catch (err) {
       throw writeFailure(filePath, err);
     }
   }
 
-  /** Opens an existing file of this run's to append to (a run being completed). */
+  /** Opens an existing file of this run's to append to (a run being completed): a regular file, never through a link. */
   static async reopen(filePath: string): Promise<AppendFile> {
+    let handle: FileHandle | undefined;
     try {
-      return new AppendFile(filePath, await open(filePath, 'a'));
+      handle = await open(filePath, APPEND_NO_FOLLOW);
+      if (!(await handle.stat()).isFile()) throw new Error('not a regular file');
+      return new AppendFile(filePath, handle);
     } catch (err) {
+      await handle?.close();
       throw writeFailure(filePath, err);
     }
   }
@@ -140,13 +150,23 @@ export class RunFolder {
     private readonly log: AppendFile,
   ) {}
 
-  /** Creates the run's folder (`runs/<start time>-<id>`) and its output.log with the header. */
-  static async create(baseDir: string, info: RunInfo): Promise<RunFolder> {
-    const runsDir = path.join(baseDir, RUNS_FOLDER);
+  /**
+   * Creates the run's folder (`runs/<start time>-<id>` in `baseDir`) and its output.log with the
+   * header. `outputDir` is OUTPUT_DIR, which `baseDir` is or is in (a second receiver's
+   * `receiver-<k>`): every folder below it must be this process's own (see the module comment).
+   */
+  static async create(baseDir: string, info: RunInfo, outputDir = baseDir): Promise<RunFolder> {
     try {
-      await makeDirectories(runsDir);
+      await makeDirectories(outputDir);
     } catch (err) {
-      throw writeFailure(runsDir, err);
+      throw writeFailure(outputDir, err);
+    }
+    const below = path.relative(outputDir, baseDir);
+    if (below.startsWith('..') || path.isAbsolute(below)) throw writeFailure(baseDir, new Error(`not inside OUTPUT_DIR ${outputDir}`));
+    let runsDir = outputDir;
+    for (const name of [...(below === '' ? [] : below.split(path.sep)), RUNS_FOLDER]) {
+      runsDir = path.join(runsDir, name);
+      await ownFolder(runsDir);
     }
     const stamp = info.startedAt.replace(/[-:]/g, '').replace(/\.\d+/, '');
     const dir = path.join(runsDir, `${stamp}-${randomBytes(3).toString('hex')}`);
@@ -280,6 +300,38 @@ async function writeAtomicNamed(target: string, text: string): Promise<void> {
   await writeFileAtomic(target, text);
 }
 
+/** Appending to an existing file only, never through a link. */
+const APPEND_NO_FOLLOW = constants.O_WRONLY | constants.O_APPEND | (constants.O_NOFOLLOW ?? 0);
+
+/**
+ * Makes folder `dir` (its parent exists), or accepts the one there when it is a real folder (not a
+ * link) of this process's user that others cannot write: what was planted at the name is refused
+ * with ITB_ERR_WRITE naming it and why.
+ */
+async function ownFolder(dir: string): Promise<void> {
+  try {
+    await mkdir(dir);
+    return;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw writeFailure(dir, err);
+  }
+  const problem = await foreignFolder(dir);
+  if (problem !== undefined) throw writeFailure(dir, new Error(`${problem}, which this receiver did not make: remove it, or use an OUTPUT_DIR only you can write`));
+}
+
+// Why `dir` is not a folder of this process's own (undefined when it is).
+async function foreignFolder(dir: string): Promise<string | undefined> {
+  const stats = await lstat(dir).catch(() => undefined);
+  if (stats === undefined) return 'it cannot be examined';
+  if (stats.isSymbolicLink()) return `it is a symbolic link (to ${await readlink(dir).catch(() => '?')})`;
+  if (!stats.isDirectory()) return 'it is not a folder';
+  const uid = process.getuid?.();
+  if (uid !== undefined && stats.uid !== uid) return `it is owned by uid ${stats.uid}, not by uid ${uid} (this process)`;
+  // Others may write it only with the sticky bit, where no one can rename or remove what is not theirs.
+  if ((stats.mode & 0o002) !== 0 && (stats.mode & 0o1000) === 0) return 'others can write in it';
+  return undefined;
+}
+
 /** ITB_ERR_WRITE naming `target` and the system's reason. */
 function writeFailure(target: string, err: unknown): ItbError {
   return new ItbError(ErrorCode.write, describeWriteFailure(target, err), { cause: err });
@@ -333,10 +385,19 @@ export async function lastWriteMs(dir: string): Promise<number> {
   return Math.max(0, ...times);
 }
 
-/** The run folders under `baseDir`, newest last (their names start with the start time). */
+/**
+ * The run folders under `baseDir`, newest last (their names start with the start time): only real
+ * folders in a `runs` of this process's own, so a run is never completed through planted links.
+ */
 export async function runFolders(baseDir: string): Promise<string[]> {
-  const names = await readdir(path.join(baseDir, RUNS_FOLDER)).catch(() => [] as string[]);
-  return names.sort().map((name) => path.join(baseDir, RUNS_FOLDER, name));
+  const runsDir = path.join(baseDir, RUNS_FOLDER);
+  if ((await foreignFolder(runsDir)) !== undefined) return [];
+  const entries = await readdir(runsDir, { withFileTypes: true }).catch(() => []);
+  return entries
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name)
+    .sort()
+    .map((name) => path.join(runsDir, name));
 }
 
 /**

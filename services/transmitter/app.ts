@@ -410,7 +410,8 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
         const healths = await Promise.all(controls.map((control) => control.waitUntilReady(config.connectTimeoutMs)));
         const peers: Peer[] = addresses.map((address, index) => ({ index, host: address.host, control: controls[index]!, health: healths[index]! }));
         // Read once the receiver answers: without AUTH_TOKEN it is the file the receiver creates at start.
-        const authToken = transmitterAuthToken(config);
+        const { token: authToken, file: tokenFile } = transmitterAuthToken(config);
+        if (tokenFile !== undefined) log.info({ authTokenFile: tokenFile.file, trustedBecause: tokenFile.trustedBecause }, 'AUTH_TOKEN is unset: using the secret in AUTH_TOKEN_FILE');
         for (const control of controls) control.authorize(authToken);
         const announcement: RunAnnouncement = {
           startedAt: new Date().toISOString(),

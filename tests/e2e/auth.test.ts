@@ -56,11 +56,11 @@ describe('AUTH_TOKEN', () => {
 
   it('an AUTH_TOKEN_FILE holding something else stops either service at start with exit 2, naming it', async () => {
     const junk = path.join(dir, 'junk-token');
-    await writeFile(junk, 'not a secret\n');
+    await writeFile(junk, 'not a secret\n', { mode: 0o600 });
     for (const name of ['receiver', 'transmitter'] as const) {
       const service = startService(name, { ...(await freePortsEnv()), OUTPUT_DIR: path.join(dir, `out-${name}`), AUTH_TOKEN_FILE: junk });
       expect(await exitWithin(service, 10_000), name).toBe(2);
-      expect(service.stderr(), name).toMatch(/AUTH_TOKEN_FILE="[^"]*junk-token": expected a file holding a secret/);
+      expect(service.stderr(), name).toMatch(/AUTH_TOKEN_FILE="[^"]*junk-token": expected a regular file \(not a link\) holding a secret .*junk-token is refused: holds something other than a secret/);
     }
   }, 30_000);
 });

@@ -401,9 +401,11 @@ describe('what the manifests mean', () => {
         const { hostname, port } = new URL(url ?? 'missing://');
         expect(service(objects, hostname).spec?.ports?.map((p) => String(p.port)), url).toContain(port);
       }
-      // The user's Secret itb-auth, read-only, the token readable by owner and group (fsGroup).
-      expect(mountAt(path.posix.dirname(config.authTokenFile)), c.name).toMatchObject({ readOnly: true });
-      expect(volume(mountAt(path.posix.dirname(config.authTokenFile))?.name)?.secret, c.name).toEqual({
+      // The user's Secret itb-auth, read-only, the token readable by owner and group (fsGroup), mounted
+      // as the file itself (subPath): a regular file, where a whole secret volume's would be a link,
+      // which the services refuse.
+      expect(mountAt(config.authTokenFile), c.name).toMatchObject({ readOnly: true, subPath: path.posix.basename(config.authTokenFile) });
+      expect(volume(mountAt(config.authTokenFile)?.name)?.secret, c.name).toEqual({
         secretName: 'itb-auth',
         items: [{ key: 'token', path: path.posix.basename(config.authTokenFile) }],
         defaultMode: 0o440,
