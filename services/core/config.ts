@@ -111,7 +111,11 @@ export type PublicConfig = Omit<Config, 'authToken' | 'brokerPasswords'>;
 /** `config` without its secrets, for results.json and the control protocol: passwords dropped, every URL through redactUrl(). */
 export function publicConfig(config: Readonly<Config>): PublicConfig {
   const { authToken: _secret, brokerPasswords: _passwords, ...rest } = config;
-  const urls = Object.fromEntries(Object.entries(rest.urls).map(([name, url]) => [name, url === undefined ? undefined : redactUrl(url)]));
+  // The receiver runs this on a transmitter's announced config too, which the control protocol
+  // leaves open: a missing `urls`, or one holding other than strings, must not throw.
+  const given: unknown = rest.urls;
+  const entries = typeof given === 'object' && given !== null ? Object.entries(given) : [];
+  const urls = Object.fromEntries(entries.map(([name, url]) => [name, typeof url === 'string' ? redactUrl(url) : undefined]));
   return { ...rest, urls };
 }
 

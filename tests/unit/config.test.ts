@@ -14,6 +14,7 @@ import {
   parseConfig,
   passwordVariables,
   publicConfig,
+  type Config,
   type TransportSpec,
 } from '../../services/core/config.js';
 import { runInfoSchema } from '../../services/core/control-protocol.js';
@@ -502,6 +503,15 @@ describe('broker passwords', () => {
     expect(shown).not.toHaveProperty('brokerPasswords');
     expect(shown.urls).toEqual({ redis: 'redis://***@host:6379', nats: 'nats://***@nats:4222' });
     expect(JSON.stringify(shown)).not.toMatch(/S3cretRedisPw|n4tsPw/);
+  });
+});
+
+describe('publicConfig on an announced config', () => {
+  it('takes one without urls, or with other than strings in them, as the open control protocol may carry, without throwing', () => {
+    const announced = (urls: unknown) => publicConfig({ imageCount: 3, urls } as unknown as Config);
+    expect(announced(undefined).urls).toEqual({});
+    expect(announced(null).urls).toEqual({});
+    expect(announced({ redis: 'redis://u:pw@h:6379', odd: 42 }).urls).toEqual({ redis: 'redis://***@h:6379', odd: undefined });
   });
 });
 
