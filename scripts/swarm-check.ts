@@ -8,8 +8,8 @@ import { projectRoot } from '../services/shared/paths.js';
 import { defaultTransports } from '../services/transports/index.js';
 import { expectAllOk, fail, parseReport, throughputLine } from './lib/run-checks.js';
 
-// `node dist/scripts/swarm-check.js`: deploy/swarm/stack.yml for real, as README "Running on a
-// cluster" has a user do it, on a single-node swarm (the node labelled itb.role=receiver and the
+// `node dist/scripts/swarm-check.js`: deploy/swarm/stack.yml for real, as docs/clusters.md "Docker
+// Swarm" has a user do it, on a single-node swarm (the node labelled itb.role=receiver and the
 // transmitter let onto it with TRANSMITTER_NODE_ROLE=receiver), from a fresh clone of HEAD:
 // `docker stack deploy`, the transmitter job must complete once (no restart), every default
 // transport ok in output.log (served at GET /output.log on the published control port), a

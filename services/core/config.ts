@@ -163,7 +163,7 @@ const DEFAULT_MAX_IMAGE_BYTES = 256 * 1024 * 1024;
 const DEFAULT_IMAGE_COUNT = 10;
 const DEFAULT_RECEIVERS = 1;
 const DEFAULT_CONTROL_PORT = 8080;
-/** Least time an automatic warm-up takes: see the README's "Warm-up" for the measurements behind it. */
+/** Least time an automatic warm-up takes: docs/measurement.md, "Warm-up and sample size", has the measurements behind it. */
 export const DEFAULT_WARMUP_MIN_MS = 500;
 /** Most time an automatic warm-up takes before the section goes on, marked not steady. */
 export const DEFAULT_WARMUP_MAX_MS = 10_000;
@@ -430,7 +430,7 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
   if (isShaped(network) && appliedLink === undefined && options.shapesLink !== true) {
     for (const variable of ['NETWORK_RATE', 'NETWORK_DELAY', 'NETWORK_LOSS'] as const) {
       if (v[variable] === undefined) continue;
-      issues.push({ variable, value: env[variable], allowed: 'unset when a service is started on its own: `npm start` (or the compose override, see README) shapes the link and tells the services so' });
+      issues.push({ variable, value: env[variable], allowed: 'unset when a service is started on its own: `npm start` (or the compose override, see docs/clusters.md, Shaped links) shapes the link and tells the services so' });
     }
   }
   const receiverHost = (v.RECEIVER_HOST as string | undefined) ?? '127.0.0.1';

@@ -35,7 +35,7 @@ export const TIMING_DEFINITIONS = [
   'Total transfer time of a transport = arrival of its last image − stamp of its first (warm-up images excluded).',
   'The receiver acknowledges an image as soon as it is in hand and hashes it afterwards, on the same thread: no image waits for its own hash, but bytes that arrive during a hash are stamped after it, so when the receiver is busy (a full window) one-way times, round trips and MB/s include waiting behind the hashing of earlier images. Each section gives the share of the receiver thread busy time spent hashing; VERIFY=false measures without it.',
   'Cold start = a new connection: the time its connect took, and the first image sent on it (one-way and round trip), before any warm-up; apart from the steady figures.',
-  `MB/s marked ~ is indicative: one section cannot say how far its MB/s moves from run to run (README, Warm-up and sample size: how far it moved here), so the MB/s of a summary is unmarked only when REPEAT gave at least ${MIN_STABLE_REPEATS} completed repeats within ±${STABLE_SPREAD_SHARE * 100} % of their median; a section under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms is marked whatever the repeats.`,
+  `MB/s marked ~ is indicative: one section cannot say how far its MB/s moves from run to run (docs/measurement.md, Warm-up and sample size: how far it moved here), so the MB/s of a summary is unmarked only when REPEAT gave at least ${MIN_STABLE_REPEATS} completed repeats within ±${STABLE_SPREAD_SHARE * 100} % of their median; a section under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms is marked whatever the repeats.`,
 ] as const;
 
 /** Facts about one side's machine and software. */
@@ -377,7 +377,7 @@ const INDICATIVE_NOTE = `~ indicative: fewer than ${MIN_STABLE_REPEATS} complete
 const TOO_FEW_NOTE = `p90, p99 and p99.9 show - below ${MIN_SAMPLES_FOR.p90}, ${MIN_SAMPLES_FOR.p99} and ${MIN_SAMPLES_FOR.p999.toLocaleString('en-US')} images: with fewer, the percentile is the max itself; raise IMAGE_COUNT.`;
 
 /** Below the tables when a section's percentiles come from a short run. */
-export const SHORT_RUN_NOTE = `Short run: fewer than ${COMPARABLE_RUN_IMAGES.toLocaleString('en-US')} images per section, so even the p50 is not comparable with another run's: from one process pair to the next it moves by more than transports differ (README, Warm-up and sample size). Compare runs of IMAGE_COUNT=${COMPARABLE_RUN_IMAGES} or more with REPEAT=${MIN_STABLE_REPEATS}.`;
+export const SHORT_RUN_NOTE = `Short run: fewer than ${COMPARABLE_RUN_IMAGES.toLocaleString('en-US')} images per section, so even the p50 is not comparable with another run's: from one process pair to the next it moves by more than transports differ (docs/measurement.md, Warm-up and sample size). Compare runs of IMAGE_COUNT=${COMPARABLE_RUN_IMAGES} or more with REPEAT=${MIN_STABLE_REPEATS}.`;
 
 /** True when a transport's figures come from a section too short to compare (see SHORT_RUN_NOTE). */
 export function shortRun(section: Pick<SectionResult, 'imageCount'> | undefined): boolean {

@@ -54,8 +54,8 @@ export const MIN_STABLE_IMAGES = 30;
  * Fewest recorded images for a p50 to compare with another run's. Below it, the spread from one
  * process pair to the next outweighs what the warm-up can settle: a 10-image p50 ranged from 0.5
  * to 4.2 times a 1,000-image run's of the same transport in five interleaved rounds here, one to
- * three of five within 20 % per transport, under each warm-up rule tried (README, Warm-up and
- * sample size).
+ * three of five within 20 % per transport, under each warm-up rule tried (docs/measurement.md,
+ * Warm-up and sample size).
  */
 export const COMPARABLE_RUN_IMAGES = 1000;
 

@@ -147,7 +147,7 @@ describe('hostile peers', () => {
   }, 60_000);
 
   it(`with no section open, each data listener keeps at most ${MAX_CONNECTIONS_PER_LISTENER} of ${CAP_PROBE_CONNECTIONS} silent connections and closes the rest`, async () => {
-    // The six the README's bound counts.
+    // The six the bound in docs/failure-behaviour.md counts.
     expect(cappedTransports.map((t) => t.name).sort()).toEqual(['grpc', 'grpc-unary', 'http', 'http-json', 'tcp', 'websocket']);
     const before = (await health()).counters;
     for (const transport of cappedTransports) {

@@ -74,7 +74,7 @@ Definitions:
   Total transfer time of a transport = arrival of its last image − stamp of its first (warm-up images excluded).
   The receiver acknowledges an image as soon as it is in hand and hashes it afterwards, on the same thread: no image waits for its own hash, but bytes that arrive during a hash are stamped after it, so when the receiver is busy (a full window) one-way times, round trips and MB/s include waiting behind the hashing of earlier images. Each section gives the share of the receiver thread busy time spent hashing; VERIFY=false measures without it.
   Cold start = a new connection: the time its connect took, and the first image sent on it (one-way and round trip), before any warm-up; apart from the steady figures.
-  MB/s marked ~ is indicative: one section cannot say how far its MB/s moves from run to run (README, Warm-up and sample size: how far it moved here), so the MB/s of a summary is unmarked only when REPEAT gave at least 3 completed repeats within ±10 % of their median; a section under 30 images or 200 ms is marked whatever the repeats.
+  MB/s marked ~ is indicative: one section cannot say how far its MB/s moves from run to run (docs/measurement.md, Warm-up and sample size: how far it moved here), so the MB/s of a summary is unmarked only when REPEAT gave at least 3 completed repeats within ±10 % of their median; a section under 30 images or 200 ms is marked whatever the repeats.
 Arrivals handed over in batches:
   Redis: one reply holds several images.
 Times are milliseconds; percentiles come from an HDR histogram (3 significant digits), max, mean and sample sd (n − 1) exact from the times as they came.
@@ -132,7 +132,7 @@ WebSocket        2     0        0   1.200       -       -         -   2.413  1.8
 Redis            2     0        0   1.500       -       -         -   1.500  1.500 ± 0.000    1.600        -     3.100  ~352.1    ~645.2  ok, warm-up NOT STEADY in 1 of 1
 TCP (baseline)   1     1        0       -       -       -         -       -              -        -        -         -       -         -  FAILED: no acknowledgement for 10000 ms
 p90, p99 and p99.9 show - below 10, 100 and 1,000 images: with fewer, the percentile is the max itself; raise IMAGE_COUNT.
-Short run: fewer than 1,000 images per section, so even the p50 is not comparable with another run's: from one process pair to the next it moves by more than transports differ (README, Warm-up and sample size). Compare runs of IMAGE_COUNT=1000 or more with REPEAT=3.
+Short run: fewer than 1,000 images per section, so even the p50 is not comparable with another run's: from one process pair to the next it moves by more than transports differ (docs/measurement.md, Warm-up and sample size). Compare runs of IMAGE_COUNT=1000 or more with REPEAT=3.
 ~ indicative: fewer than 3 completed repeats, or their MB/s beyond ±10 % of the median (or a section under 30 images or 200 ms): run with REPEAT=3 or more for a figure its repeats vouch for.
 
 Cold start, a new connection before its warm-up (median of the repeats; not part of the figures above):
