@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'vitest';
@@ -27,14 +27,40 @@ function failureOf(file: string, args: readonly string[]): string | null {
   return `\`${[file, ...args].join(' ')}\` failed: ${said || `exit ${result.status ?? result.signal}`}`;
 }
 
+function notRoot(): string {
+  return `runs as uid ${process.getuid?.() ?? 'unknown'}, not root`;
+}
+
+/** Root that can give a file away: chown to uid 1000 and to nobody (65534), as the tests do; a user namespace's root may not. */
 function rootMissing(): string | null {
-  return process.getuid?.() === 0 ? null : `runs as uid ${process.getuid?.() ?? 'unknown'}, not root`;
+  if (process.getuid?.() !== 0) return notRoot();
+  return inTempDir((dir) => {
+    const file = path.join(dir, 'owned');
+    writeFileSync(file, '');
+    for (const uid of [1000, 65534]) {
+      try {
+        chownSync(file, uid, uid);
+      } catch (err) {
+        return `root here cannot chown to uid ${uid} (${(err as Error).message}): a user namespace's root`;
+      }
+    }
+    return null;
+  });
+}
+
+/** `use` given a fresh temporary folder, removed afterwards. */
+function inTempDir<T>(use: (dir: string) => T): T {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'itb-probe-'));
+  try {
+    return use(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** A namespace, a veth pair in it, and a tbf qdisc on it: what a shaped link (scripts/lib/shaped-link.ts) does. */
 function netnsMissing(): string | null {
-  const notRoot = rootMissing();
-  if (notRoot) return notRoot;
+  if (process.getuid?.() !== 0) return notRoot();
   const namespace = `itb-probe-${process.pid}`;
   const steps: [string, string[]][] = [
     ['ip', ['netns', 'add', namespace]],
@@ -55,19 +81,16 @@ function netnsMissing(): string | null {
 
 /** A user namespace with a mount namespace, and a bind mount over the boot id: what cross-host.test.ts does. */
 function usernsMissing(): string | null {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'itb-probe-'));
-  try {
+  return inTempDir((dir) => {
     const bootId = path.join(dir, 'boot_id');
     writeFileSync(bootId, '00000000-0000-4000-8000-000000000000\n');
     return failureOf('unshare', ['-Urm', 'sh', '-c', 'mount --bind "$0" /proc/sys/kernel/random/boot_id', bootId]);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 const PROBES: Readonly<Record<Privilege, () => string | null>> = { root: rootMissing, netns: netnsMissing, userns: usernsMissing };
 const NAMES: Readonly<Record<Privilege, string>> = {
-  root: 'root',
+  root: 'root that can chown to any uid',
   netns: 'network namespaces, veth and tc (root with CAP_NET_ADMIN and CAP_SYS_ADMIN)',
   userns: 'an unprivileged user namespace with its own mounts (unshare -Urm)',
 };

@@ -1,25 +1,24 @@
 import type { Reporter, TestModule } from 'vitest/node';
 
-// After vitest's own summary: every check that did not run, and why. A test that lacks a privilege
-// says why in its skip (tests/helpers/privileges.ts); a test skipped without a reason is an opt-in
-// one (describe.runIf on an environment variable) and is listed as such.
+// After vitest's own summary: every check the machine did not let run, and why. A test that lacks
+// a privilege says why in its skip (tests/helpers/privileges.ts, context.skip(reason)); other skips
+// (a -t filter, an opt-in describe.runIf) give no reason and are only counted.
 
-/** The skipped tests of a run, one line each: file, name, and the reason the test gave. */
-function skippedLines(testModules: readonly TestModule[]): string[] {
-  return testModules.flatMap((testModule) =>
-    [...testModule.children.allTests('skipped')].map((test) => {
-      const result = test.result();
-      const note = result.state === 'skipped' ? result.note : undefined;
-      return `  ${testModule.relativeModuleId} > ${test.fullName}: ${note ?? 'no reason given (an opt-in check)'}`;
-    }),
-  );
-}
-
-/** A vitest reporter that prints the skipped checks, with their reasons, once the run ends. */
+/** A vitest reporter that prints the checks skipped with a reason, and the reason, once the run ends. */
 export default class SkipsReporter implements Reporter {
   onTestRunEnd(testModules: readonly TestModule[]): void {
-    const lines = skippedLines(testModules);
+    const lines: string[] = [];
+    let others = 0;
+    for (const testModule of testModules) {
+      for (const test of testModule.children.allTests('skipped')) {
+        const result = test.result();
+        const note = result.state === 'skipped' ? result.note : undefined;
+        if (note === undefined) others += 1;
+        else lines.push(`  ${testModule.relativeModuleId} > ${test.fullName}\n      ${note}`);
+      }
+    }
     if (lines.length === 0) return;
-    process.stdout.write(`\nChecks that did not run (${lines.length}):\n${lines.join('\n')}\n\n`);
+    const rest = others > 0 ? `\n(and ${others} skipped without a reason: a -t filter, .skip or an opt-in runIf)` : '';
+    process.stdout.write(`\nChecks this machine did not let run (${lines.length}), and why:\n${lines.join('\n')}${rest}\n\n`);
   }
 }
