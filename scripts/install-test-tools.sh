@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
-# Installs what `npm test` needs besides npm packages, on Debian or Ubuntu (as root, or with sudo):
-# redis-server and nats-server (the tests start their own on free ports), docker-compose (the compose file is
-# resolved by a real Compose implementation) and chromium (the report is opened in a browser).
-# Only what is missing is installed. kubectl (1.27 or later: deploy/k8s is rendered by its
-# kustomize) is not in Debian's packages at a version that new: it is only checked for here.
+# Installs the programs `npm test` starts besides npm packages, on Debian or Ubuntu (as root, or
+# with sudo): redis-server and nats-server (the tests start their own on free ports), docker-compose
+# (the compose file is resolved by a real Compose implementation), chromium (the report is opened in
+# a browser), iproute2 (ip and tc: the shaped-link tests), procps (pgrep), and util-linux and mount
+# (unshare, setpriv, mount: the cross-host and token-file tests), which most images already have.
+# Only what is missing is installed. What no package gives is named, with the checks it leaves out.
 set -euo pipefail
-if ! command -v kubectl >/dev/null 2>&1; then
-  echo "install-test-tools: kubectl is not on PATH; npm test renders deploy/k8s with it: install kubectl 1.27 or later (https://kubernetes.io/docs/tasks/tools/)" >&2
-fi
-declare -A package_of=([redis-server]=redis-server [nats-server]=nats-server [docker-compose]=docker-compose [chromium]=chromium)
+
+# Each program and its package. ip and tc live in /usr/sbin, off an ordinary user's PATH.
+declare -A package_of=([redis-server]=redis-server [nats-server]=nats-server [docker-compose]=docker-compose
+  [chromium]=chromium [ip]=iproute2 [tc]=iproute2 [pgrep]=procps [unshare]=util-linux [setpriv]=util-linux [mount]=mount)
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
+
 missing=()
-for tool in redis-server nats-server docker-compose chromium; do
-  command -v "$tool" >/dev/null 2>&1 || missing+=("${package_of[$tool]}")
+for tool in redis-server nats-server docker-compose chromium ip tc pgrep unshare setpriv mount; do
+  package=${package_of[$tool]}
+  if ! have "$tool" && [[ " ${missing[*]} " != *" $package "* ]]; then missing+=("$package"); fi
 done
 if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-test-tools: redis-server, nats-server, docker-compose and chromium are already installed"
-  exit 0
+  echo "install-test-tools: every program npm test uses is installed"
+else
+  sudo=()
+  [ "$(id -u)" = 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
 fi
-sudo=()
-[ "$(id -u)" = 0 ] || sudo=(sudo)
-"${sudo[@]}" apt-get update
-DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+
+# kubectl 1.27 or later (deploy/k8s is rendered by its kustomize) is not in Debian's packages at a
+# version that new: npm test does not need it; .ci/run does.
+if ! command -v kubectl >/dev/null 2>&1; then
+  echo "install-test-tools: kubectl is not on PATH and no Debian package has one new enough; npm test does not need it." \
+    "Only .ci/run's check of deploy/k8s rendered by kustomize (npx vitest run --project k8s) does: install kubectl 1.27 or later (https://kubernetes.io/docs/tasks/tools/) to run it" >&2
+fi
+# No package gives a privilege: without root, or in a container without CAP_NET_ADMIN/CAP_SYS_ADMIN or
+# user namespaces, npm test skips the checks that need them and lists them at its end.

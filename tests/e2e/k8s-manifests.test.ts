@@ -1,230 +1,66 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { Deployment, type IDeployment } from 'kubernetes-models/apps/v1/Deployment';
-import { Job, type IJob } from 'kubernetes-models/batch/v1/Job';
-import { ConfigMap, type IConfigMap } from 'kubernetes-models/v1/ConfigMap';
+import { readdirSync, readFileSync } from 'node:fs';
+import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
 import type { IContainer } from 'kubernetes-models/v1/Container';
-import { Namespace, type INamespace } from 'kubernetes-models/v1/Namespace';
-import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
-import { Service, type IService } from 'kubernetes-models/v1/Service';
 import { describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
-import { parseConfig, type Config } from '../../services/core/config.js';
-import { SERVICE_NODE_FLAGS } from '../../services/shared/node-flags.js';
+import { parse } from 'yaml';
 import { projectPath } from '../../services/shared/paths.js';
-import { transports } from '../../services/transports/index.js';
-import { REDIS_IMAGE_LIMIT_ARGS } from '../../services/transports/redis.js';
+import { container, deployment, label, MODELS, parseManifests, podSpec, schemaProblems, typeProblems, type K8sObject } from '../helpers/k8s.js';
 
-// No cluster runs here, so deploy/k8s is checked without one: each overlay rendered by real
-// kustomize (`kubectl kustomize`), every object validated against Kubernetes' own OpenAPI schema
-// (kubernetes-models), and unknown fields, which that schema lets through, refused by TypeScript's
-// excess-property check against the same package's interfaces. Then what the manifests mean:
-// placement, resources, security, probes, wiring and the knobs. kubectl (1.27 or later, for
-// kustomize v5) must be on PATH: without it every test here fails, none is skipped.
+// deploy/k8s as written, with no binary: every object the kustomizations list, checked against
+// the Kubernetes schema and types (tests/helpers/k8s.ts). What kustomize makes of them (labels,
+// namespace, knobs, the one-node patches) needs kubectl, which Debian lacks: k8s-kustomize.test.ts,
+// run by .ci/run.
 
-/** One object as kustomize renders it. */
-interface K8sObject {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
-  [field: string]: unknown;
+/** The kustomizations, by folder under deploy/k8s, whose resources include manifest files. */
+const KUSTOMIZATIONS = ['base', 'overlays/default'] as const;
+
+/** A kustomization's `resources`, those that are files (a folder such as ../../base is another kustomization). */
+function resourceFiles(folder: string): string[] {
+  const kustomization = parse(readFileSync(projectPath('deploy', 'k8s', folder, 'kustomization.yaml'), 'utf8')) as { resources?: string[] };
+  return (kustomization.resources ?? []).filter((resource) => resource.endsWith('.yaml'));
 }
 
-/**
- * Every kind the manifests may hold, by `apiVersion/kind` (also its module in kubernetes-models),
- * with the class whose validate() checks it against the schema. Any other kind is refused.
- */
-const MODELS: Readonly<Record<string, (data: K8sObject) => { validate(): void }>> = {
-  'v1/Namespace': (data) => new Namespace(data as unknown as INamespace),
-  'v1/ConfigMap': (data) => new ConfigMap(data as unknown as IConfigMap),
-  'v1/Service': (data) => new Service(data as unknown as IService),
-  'apps/v1/Deployment': (data) => new Deployment(data as unknown as IDeployment),
-  'batch/v1/Job': (data) => new Job(data as unknown as IJob),
-};
-
-const OVERLAYS = ['default', 'one-node'] as const;
-type Overlay = (typeof OVERLAYS)[number];
-const NAMESPACE = 'image-transfer-bench';
-
-/** The benchmark's knobs, in knobs.env's order: no address, port, secret, IMAGE_PATH or NETWORK_*. */
-const KNOBS = ['IMAGE_COUNT', 'DURATION', 'IMAGE_SIZE', 'TRANSPORTS', 'WINDOW', 'CLIENTS', 'RECEIVERS', 'RATE', 'WARMUP', 'WARMUP_MIN_MS', 'WARMUP_MAX_MS', 'REPEAT', 'VERIFY', 'LOG_LEVEL', 'MAX_IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'CONNECT_TIMEOUT_MS'];
-
-/** Fails with one clear message when kubectl is missing or its kustomize is older than v5. */
-function requireKubectl(): void {
-  let output: string;
-  try {
-    output = execFileSync('kubectl', ['version', '--client', '--output=json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  } catch (err) {
-    throw new Error(`deploy/k8s is rendered with \`kubectl kustomize\`, and kubectl cannot be run (${(err as Error).message}): install kubectl 1.27 or later (kustomize v5)`);
-  }
-  const kustomize = (JSON.parse(output) as { kustomizeVersion?: string }).kustomizeVersion ?? 'not named (kubectl older than 1.24)';
-  if (!/^v([5-9]|\d{2,})\./.test(kustomize)) throw new Error(`kubectl's kustomize is ${kustomize}; deploy/k8s needs v5 (kubectl 1.27 or later)`);
-}
-
-/** An overlay rendered by kustomize; a kustomize error fails with its message. */
-function render(overlay: Overlay): K8sObject[] {
-  const text = execFileSync('kubectl', ['kustomize', projectPath('deploy', 'k8s', 'overlays', overlay)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  return parseAllDocuments(text).map((doc) => {
-    if (doc.errors.length > 0) throw new Error(`kustomize printed YAML that does not parse: ${doc.errors.map((e) => e.message).join('; ')}`);
-    return doc.toJS() as K8sObject;
-  });
-}
-
-function label(object: K8sObject): string {
-  return `${object.kind} ${object.metadata.name}`;
-}
-
-/** What the Kubernetes schema (kubernetes-models) refuses, one line per object; an unknown kind is refused too. */
-function schemaProblems(objects: readonly K8sObject[]): string[] {
-  return objects.flatMap((object) => {
-    const model = MODELS[`${object.apiVersion}/${object.kind}`];
-    if (!model) return [`${label(object)}: no schema for ${object.apiVersion}/${object.kind}; known: ${Object.keys(MODELS).join(', ')}`];
-    try {
-      model(object).validate();
-      return [];
-    } catch (err) {
-      return [`${label(object)}: ${(err as Error).message}`];
-    }
-  });
-}
-
-/**
- * What TypeScript refuses when each object is an object literal typed with its kubernetes-models
- * interface: above all a field the interface lacks, at any depth (the excess-property check), which
- * the schema lets through. One line per error, naming the object. The .mts file and its tsconfig
- * live in a temporary folder, removed afterwards.
- */
-function typeProblems(objects: readonly K8sObject[]): string[] {
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'itb-k8s-types-'));
-  try {
-    const keys = [...new Set(objects.map((o) => `${o.apiVersion}/${o.kind}`))];
-    const lines = keys.map((key, i) => `import type { I${key.split('/').at(-1)} as T${i} } from ${JSON.stringify(projectPath('node_modules', 'kubernetes-models', `${key}.js`))};`);
-    const starts: { line: number; label: string }[] = [];
-    objects.forEach((object, i) => {
-      starts.push({ line: lines.length + 1, label: label(object) });
-      lines.push(...`export const object${i}: T${keys.indexOf(`${object.apiVersion}/${object.kind}`)} = ${JSON.stringify(object, null, 1)};`.split('\n'));
-    });
-    writeFileSync(path.join(dir, 'objects.mts'), `${lines.join('\n')}\n`);
-    const compilerOptions = { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', noEmit: true, skipLibCheck: true, types: [] };
-    writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['objects.mts'] }));
-    try {
-      execFileSync(process.execPath, [projectPath('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json', '--pretty', 'false'], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-      return [];
-    } catch (err) {
-      const { stdout = '', stderr = '' } = err as { stdout?: string; stderr?: string };
-      const problems: string[] = [];
-      for (const line of `${stdout}${stderr}`.split('\n').filter((l) => l.trim() !== '')) {
-        const at = /^objects\.mts\((\d+),\d+\): (.*)$/.exec(line);
-        // Lines that go on an error start with spaces; anything else (a tsconfig error) stands alone.
-        if (!at && line.startsWith(' ') && problems.length > 0) problems[problems.length - 1] += ` ${line.trim()}`;
-        else if (!at) problems.push(`tsc: ${line}`);
-        else problems.push(`${starts.filter((s) => s.line <= Number(at[1])).at(-1)?.label ?? 'imports'}: ${at[2]}`);
-      }
-      return problems.length > 0 ? problems : [`tsc failed without a message: ${(err as Error).message}`];
-    }
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-function find(objects: readonly K8sObject[], kind: string, name: string): K8sObject {
-  const found = objects.find((o) => o.kind === kind && o.metadata.name === name);
-  if (!found) throw new Error(`no ${kind} ${name} among ${objects.map(label).join(', ')}`);
-  return found;
-}
-const deployment = (objects: readonly K8sObject[], name: string): IDeployment => find(objects, 'Deployment', name) as unknown as IDeployment;
-const job = (objects: readonly K8sObject[], name: string): IJob => find(objects, 'Job', name) as unknown as IJob;
-const service = (objects: readonly K8sObject[], name: string): IService => find(objects, 'Service', name) as unknown as IService;
-
-function podSpec(workload: IDeployment | IJob): IPodSpec {
-  const spec = workload.spec?.template.spec;
-  if (!spec) throw new Error(`${workload.kind} ${workload.metadata?.name} has no pod spec`);
-  return spec;
-}
-function container(spec: IPodSpec, name: string): IContainer {
-  const found = spec.containers.find((c) => c.name === name);
-  if (!found) throw new Error(`no container ${name}`);
-  return found;
-}
-function podLabels(workload: IDeployment | IJob): Record<string, string> {
-  return workload.spec?.template.metadata?.labels ?? {};
-}
-/** Every workload's pod spec, by workload. */
-function podSpecs(objects: readonly K8sObject[]): [string, IPodSpec][] {
-  return objects.filter((o) => o.kind === 'Deployment' || o.kind === 'Job').map((o) => [label(o), podSpec(o as unknown as IDeployment | IJob)]);
-}
-
-/** knobs.env as kustomize reads an env file: NAME=value lines; blank lines and # comments skipped. */
-function readEnvFile(file: string): [string, string][] {
-  return readFileSync(file, 'utf8')
-    .split('\n')
-    .filter((line) => line.trim() !== '' && !line.startsWith('#'))
-    .map((line) => {
-      const at = line.indexOf('=');
-      if (at < 1) throw new Error(`${file}: not NAME=value: ${line}`);
-      return [line.slice(0, at), line.slice(at + 1)];
-    });
-}
-
-/** The knobs ConfigMap the overlay generated (its name carries a hash of its content). */
-function knobsConfigMap(objects: readonly K8sObject[]): IConfigMap {
-  const found = objects.filter((o) => o.kind === 'ConfigMap' && /^itb-knobs-[a-z0-9]{10}$/.test(o.metadata.name));
-  expect(found.map(label)).toHaveLength(1);
-  return found[0] as unknown as IConfigMap;
-}
-
-/** The config a container runs with: its envFrom ConfigMaps, then its env, which wins (as the kubelet does). */
-function containerConfig(objects: readonly K8sObject[], c: IContainer): Config {
-  const env: Record<string, string> = {};
-  for (const source of c.envFrom ?? []) Object.assign(env, (find(objects, 'ConfigMap', source.configMapRef?.name ?? '') as unknown as IConfigMap).data);
-  for (const variable of c.env ?? []) env[variable.name] = variable.value ?? '';
-  const result = parseConfig(env, transports);
-  if (!result.ok) throw new Error(`container ${c.name}'s environment is invalid: ${JSON.stringify(result.issues)}`);
-  return result.config;
-}
-
-const renders = new Map<Overlay, K8sObject[]>();
-/** An overlay's objects, rendered once. Without kubectl every test fails (none is skipped) with the reason. */
-function objectsOf(overlay: Overlay): K8sObject[] {
-  let objects = renders.get(overlay);
-  if (!objects) {
-    requireKubectl();
-    objects = render(overlay);
-    renders.set(overlay, objects);
-  }
+let objects: K8sObject[] | undefined;
+/** Every object of every listed manifest file, read once. */
+function manifests(): K8sObject[] {
+  objects ??= KUSTOMIZATIONS.flatMap((folder) =>
+    resourceFiles(folder).flatMap((file) => parseManifests(readFileSync(projectPath('deploy', 'k8s', folder, file), 'utf8'), `deploy/k8s/${folder}/${file}`)),
+  );
   return objects;
 }
 
-describe('deploy/k8s overlays, rendered by kustomize', () => {
-  for (const overlay of OVERLAYS) {
-    it(`${overlay}: every object is a known kind and valid against the Kubernetes schema`, () => {
-      expect(objectsOf(overlay).map(label).sort()).toEqual([
-        `ConfigMap ${knobsConfigMap(objectsOf(overlay)).metadata?.name}`,
-        'ConfigMap itb-nats-config',
-        'Deployment itb-nats',
-        'Deployment itb-receiver',
-        'Deployment itb-redis',
-        'Job itb-transmitter',
-        `Namespace ${NAMESPACE}`,
-        'Service itb-nats',
-        'Service itb-receiver',
-        'Service itb-redis',
-      ]);
-      expect(schemaProblems(objectsOf(overlay))).toEqual([]);
-    });
+describe('deploy/k8s manifests as written', () => {
+  it('every .yaml beside a kustomization.yaml is one of its resources, so none escapes the checks', () => {
+    for (const folder of KUSTOMIZATIONS) {
+      const files = readdirSync(projectPath('deploy', 'k8s', folder)).filter((f) => f.endsWith('.yaml') && f !== 'kustomization.yaml');
+      expect(resourceFiles(folder).sort(), folder).toEqual(files.sort());
+    }
+  });
 
-    it(`${overlay}: no object has a field the Kubernetes API does not know`, () => {
-      expect(typeProblems(objectsOf(overlay))).toEqual([]);
-    });
-  }
+  it('every object is a known kind and valid against the Kubernetes schema', () => {
+    expect(manifests().map(label).sort()).toEqual([
+      'ConfigMap itb-nats-config',
+      'Deployment itb-nats',
+      'Deployment itb-receiver',
+      'Deployment itb-redis',
+      'Job itb-transmitter',
+      'Namespace image-transfer-bench',
+      'Service itb-nats',
+      'Service itb-receiver',
+      'Service itb-redis',
+    ]);
+    expect(schemaProblems(manifests())).toEqual([]);
+  });
+
+  it('no object has a field the Kubernetes API does not know', () => {
+    expect(typeProblems(manifests())).toEqual([]);
+  });
 });
 
 describe('the checks refuse a broken manifest, naming the field', () => {
-  /** The default overlay's objects, with the receiver's Deployment handed to `breakIt`. */
+  /** The manifests' objects, with the receiver's Deployment handed to `breakIt`. */
   function brokenReceiver(breakIt: (receiver: IDeployment) => void): K8sObject[] {
-    const copy = structuredClone(objectsOf('default'));
+    const copy = structuredClone(manifests());
     breakIt(deployment(copy, 'itb-receiver'));
     return copy;
   }
@@ -262,202 +98,3 @@ describe('the checks refuse a broken manifest, naming the field', () => {
   });
 });
 
-describe('what the manifests mean', () => {
-  it('the transmitter runs once, within 2 h, never on a receiver\'s node; the receivers spread over nodes where they can', () => {
-    const objects = objectsOf('default');
-    const receiver = deployment(objects, 'itb-receiver');
-    const transmitter = job(objects, 'itb-transmitter');
-    // A retried transmitter would be a second run mixed into the first one's report.
-    expect(transmitter.spec?.backoffLimit).toBe(0);
-    expect(podSpec(transmitter).restartPolicy).toBe('Never');
-    expect(transmitter.spec?.activeDeadlineSeconds).toBe(7200);
-    // The API server picks a Job's selector; one set here would need manualSelector.
-    expect(transmitter.spec?.selector).toBeUndefined();
-    const receiverLabels = podLabels(receiver);
-    expect(receiverLabels).toEqual({ 'app.kubernetes.io/name': 'image-transfer-bench', 'app.kubernetes.io/component': 'receiver' });
-    // Required, on the node, against exactly the receivers' pods (the scheduler applies it both ways).
-    expect(podSpec(transmitter).affinity).toEqual({
-      podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: receiverLabels } }] },
-    });
-    expect(podSpec(receiver).affinity).toEqual({
-      podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: receiverLabels } } }] },
-    });
-    // Recreate: old and new receivers never both answer to itb-receiver.
-    expect(receiver.spec?.strategy).toEqual({ type: 'Recreate' });
-  });
-
-  it('the one-node overlay is the default one without the transmitter\'s required anti-affinity, and small enough for a laptop\'s node', () => {
-    // What differs: the transmitter's affinity and every container's resources; nothing else.
-    const withoutPlacementAndSize = (objects: readonly K8sObject[]): K8sObject[] => {
-      const copy = structuredClone(objects) as K8sObject[];
-      delete podSpec(job(copy, 'itb-transmitter')).affinity;
-      for (const [, spec] of podSpecs(copy)) for (const c of spec.containers) delete c.resources;
-      return copy;
-    };
-    const oneNode = objectsOf('one-node');
-    expect(podSpec(job(oneNode, 'itb-transmitter')).affinity).toEqual({ podAntiAffinity: {} });
-    expect(withoutPlacementAndSize(oneNode)).toEqual(withoutPlacementAndSize(objectsOf('default')));
-    const sizes = Object.fromEntries(podSpecs(oneNode).flatMap(([, spec]) => spec.containers.map((c) => [c.name, c.resources] as const)));
-    expect(sizes).toEqual({
-      receiver: { requests: { cpu: '1', memory: '2Gi' }, limits: { cpu: '1', memory: '2Gi' } },
-      transmitter: { requests: { cpu: '1', memory: '2Gi' }, limits: { cpu: '1', memory: '2Gi' } },
-      redis: { requests: { cpu: '500m', memory: '1Gi' }, limits: { cpu: '500m', memory: '1Gi' } },
-      nats: { requests: { cpu: '500m', memory: '512Mi' }, limits: { cpu: '500m', memory: '512Mi' } },
-    });
-  });
-
-  it('every container has cpu and memory requests and limits; the two services\' are equal, in whole CPUs (Guaranteed QoS)', () => {
-    for (const [workload, spec] of podSpecs(objectsOf('default'))) {
-      for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
-        const { requests = {}, limits = {} } = c.resources ?? {};
-        expect(Object.keys(requests).sort(), `${workload} ${c.name} requests`).toEqual(['cpu', 'memory']);
-        expect(Object.keys(limits).sort(), `${workload} ${c.name} limits`).toEqual(['cpu', 'memory']);
-      }
-    }
-    for (const c of [container(podSpec(deployment(objectsOf('default'), 'itb-receiver')), 'receiver'), container(podSpec(job(objectsOf('default'), 'itb-transmitter')), 'transmitter')]) {
-      expect(c.resources?.requests, c.name).toEqual(c.resources?.limits);
-      expect(String(c.resources?.limits?.cpu), c.name).toMatch(/^[1-9]\d*$/);
-    }
-  });
-
-  it('every pod runs as a non-root user, with no privilege escalation, writable root, capability, API token or service-link variable', () => {
-    for (const [workload, spec] of podSpecs(objectsOf('default'))) {
-      expect(spec.securityContext, workload).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
-      expect(spec.securityContext?.runAsUser, workload).toBeGreaterThan(0);
-      expect(spec.automountServiceAccountToken, workload).toBe(false);
-      // Service links would add ITB_REDIS_PORT=tcp://… and the like to the services' environment.
-      expect(spec.enableServiceLinks, workload).toBe(false);
-      for (const c of spec.containers) {
-        expect(c.securityContext, `${workload} ${c.name}`).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
-      }
-    }
-    // The image's node user, which the pod's fsGroup lets read the secret.
-    for (const workload of [deployment(objectsOf('default'), 'itb-receiver'), job(objectsOf('default'), 'itb-transmitter')]) {
-      expect(podSpec(workload).securityContext).toMatchObject({ runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000 });
-    }
-  });
-
-  it('the receiver is ready when GET /health answers on its control port, 8080, and has no liveness probe', () => {
-    const receiver = container(podSpec(deployment(objectsOf('default'), 'itb-receiver')), 'receiver');
-    expect(receiver.readinessProbe?.httpGet).toEqual({ path: '/health', port: 'control' });
-    expect(receiver.ports?.find((p) => p.name === 'control')?.containerPort).toBe(8080);
-    expect(containerConfig(objectsOf('default'), receiver).controlPort).toBe(8080);
-    // A busy receiver that misses /health must not be restarted mid-run.
-    expect(receiver.livenessProbe).toBeUndefined();
-  });
-
-  it('the receivers listen on every port their config gives, each named in the headless Service that selects them; the transmitter on websocket-push\'s', () => {
-    const objects = objectsOf('default');
-    const receiverDeployment = deployment(objects, 'itb-receiver');
-    const receiver = container(podSpec(receiverDeployment), 'receiver');
-    const transmitter = container(podSpec(job(objects, 'itb-transmitter')), 'transmitter');
-    const config = containerConfig(objects, receiver);
-    const listened = (dials: boolean): number[] =>
-      transports.flatMap((t) => (t.setting.kind === 'port' && Boolean(t.receiverDials) === dials ? Array.from({ length: 1 + (t.setting.nextPorts ?? 0) }, (_, k) => config.ports[t.name]! + k) : []));
-    const numbers = (c: IContainer): number[] => (c.ports ?? []).map((p) => p.containerPort).sort((a, b) => a - b);
-    expect(numbers(receiver)).toEqual([config.controlPort, ...listened(false)].sort((a, b) => a - b));
-    // websocket-push: the receiver dials the transmitter's pod back.
-    expect(numbers(transmitter)).toEqual(listened(true));
-    for (const c of [receiver, transmitter]) expect(c.ports?.every((p) => p.name !== undefined && p.name.length <= 15), c.name).toBe(true);
-
-    const headless = service(objects, 'itb-receiver');
-    expect(headless.spec?.clusterIP).toBe('None');
-    expect(headless.spec?.publishNotReadyAddresses).toBe(false);
-    expect(headless.spec?.selector).toEqual(podLabels(receiverDeployment));
-    expect(receiverDeployment.spec?.selector.matchLabels).toEqual(podLabels(receiverDeployment));
-    expect(headless.spec?.ports).toEqual((receiver.ports ?? []).map((p) => ({ name: p.name, port: p.containerPort, targetPort: p.name })));
-  });
-
-  it('both services take the knobs from the generated ConfigMap and the addresses, secret and output folder from env', () => {
-    const objects = objectsOf('default');
-    const knobs = knobsConfigMap(objects);
-    const receiver = container(podSpec(deployment(objects, 'itb-receiver')), 'receiver');
-    const transmitter = container(podSpec(job(objects, 'itb-transmitter')), 'transmitter');
-    for (const c of [receiver, transmitter]) {
-      expect(c.envFrom, c.name).toEqual([{ configMapRef: { name: knobs.metadata?.name } }]);
-      expect(Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value])), c.name).toMatchObject({
-        RECEIVER_HOST: 'itb-receiver',
-        REDIS_URL: 'redis://itb-redis:6379',
-        NATS_URL: 'nats://itb-nats:4222',
-        BIND_HOST: '0.0.0.0',
-        AUTH_TOKEN_FILE: '/var/run/itb-auth/token',
-      });
-      // env wins over envFrom: no knob may be overridden there unseen.
-      expect((c.env ?? []).map((e) => e.name).filter((name) => KNOBS.includes(name)), c.name).toEqual([]);
-      expect(c.image, c.name).toBe('image-transfer-bench:latest');
-      expect(c.imagePullPolicy, c.name).toBe('IfNotPresent');
-      // args, not command: the image's entrypoint stays, and execs them as they are.
-      expect(c.command, c.name).toBeUndefined();
-      expect(c.args, c.name).toEqual(['node', ...SERVICE_NODE_FLAGS, `dist/services/${c.name}/main.js`]);
-    }
-
-    for (const [workload, c] of [[deployment(objects, 'itb-receiver'), receiver], [job(objects, 'itb-transmitter'), transmitter]] as const) {
-      const config = containerConfig(objects, c);
-      const spec = podSpec(workload);
-      const mountAt = (dir: string) => c.volumeMounts?.find((m) => m.mountPath === dir);
-      const volume = (name: string | undefined) => spec.volumes?.find((v) => v.name === name);
-      // Every broker URL names a Service of the render, on a port it serves.
-      for (const url of new Set(Object.values(config.urls))) {
-        const { hostname, port } = new URL(url ?? 'missing://');
-        expect(service(objects, hostname).spec?.ports?.map((p) => String(p.port)), url).toContain(port);
-      }
-      // The user's Secret itb-auth, read-only, the token readable by owner and group (fsGroup), mounted
-      // as the file itself (subPath): a regular file, where a whole secret volume's would be a link,
-      // which the services refuse.
-      expect(mountAt(config.authTokenFile), c.name).toMatchObject({ readOnly: true, subPath: path.posix.basename(config.authTokenFile) });
-      expect(volume(mountAt(config.authTokenFile)?.name)?.secret, c.name).toEqual({
-        secretName: 'itb-auth',
-        items: [{ key: 'token', path: path.posix.basename(config.authTokenFile) }],
-        defaultMode: 0o440,
-      });
-      // The root filesystem is read-only: /tmp, and the receiver's output folder, are emptyDirs.
-      const writable = c.name === 'receiver' ? ['/tmp', config.outputDir] : ['/tmp'];
-      for (const dir of writable) expect(volume(mountAt(dir)?.name)?.emptyDir, `${c.name} ${dir}`).toEqual({});
-      if (c.name === 'receiver') expect(config.outputDir).toBe('/app/output');
-    }
-  });
-
-  it('knobs.env holds exactly the benchmark knobs, each a variable .env.example documents, and the receivers number RECEIVERS', () => {
-    const knobs = readEnvFile(projectPath('deploy', 'k8s', 'overlays', 'default', 'knobs.env'));
-    expect(knobs.map(([name]) => name)).toEqual(KNOBS);
-    // A knob renamed or dropped in .env.example fails here.
-    const documented = [...readFileSync(projectPath('.env.example'), 'utf8').matchAll(/^([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1]);
-    for (const name of KNOBS) expect(documented, name).toContain(name);
-    // kustomize read the same file.
-    expect(knobsConfigMap(objectsOf('default')).data).toEqual(Object.fromEntries(knobs));
-    const receiver = deployment(objectsOf('default'), 'itb-receiver');
-    expect(receiver.spec?.replicas).toBe(containerConfig(objectsOf('default'), container(podSpec(receiver), 'receiver')).receivers);
-  });
-
-  it('Redis and NATS run as docker-compose.yml runs them, ready when they answer', () => {
-    const objects = objectsOf('default');
-    const redis = container(podSpec(deployment(objects, 'itb-redis')), 'redis');
-    expect(redis.image).toBe('redis:7');
-    expect(redis.args).toEqual(['redis-server', '--save', '', '--appendonly', 'no', ...REDIS_IMAGE_LIMIT_ARGS]);
-    expect(redis.readinessProbe?.exec?.command).toEqual(['redis-cli', 'ping']);
-    // The official image's redis user, with its working directory writable.
-    expect(podSpec(deployment(objects, 'itb-redis')).securityContext).toMatchObject({ runAsUser: 999 });
-    expect(redis.volumeMounts?.map((m) => m.mountPath)).toEqual(['/data']);
-
-    const nats = container(podSpec(deployment(objects, 'itb-nats')), 'nats');
-    expect(nats.image).toBe('nats:2-alpine');
-    expect(nats.args).toEqual(['nats-server', '--config', '/etc/itb/nats-server.conf']);
-    expect(nats.readinessProbe?.httpGet).toEqual({ path: '/healthz', port: 'monitor' });
-    expect(nats.ports?.find((p) => p.name === 'monitor')?.containerPort).toBe(8222);
-    // The config compose mounts, word for word, mounted where the command reads it.
-    const natsConfig = find(objects, 'ConfigMap', 'itb-nats-config') as unknown as IConfigMap;
-    expect(natsConfig.data).toEqual({ 'nats-server.conf': readFileSync(projectPath('scripts', 'docker', 'nats-server.conf'), 'utf8') });
-    expect(nats.volumeMounts).toEqual([{ name: 'config', mountPath: '/etc/itb', readOnly: true }]);
-    expect(podSpec(deployment(objects, 'itb-nats')).volumes).toEqual([{ name: 'config', configMap: { name: 'itb-nats-config' } }]);
-  });
-
-  it('everything is in the namespace image-transfer-bench, labelled as the benchmark\'s, and no Secret is rendered', () => {
-    for (const object of objectsOf('default')) {
-      if (object.kind === 'Namespace') expect(object.metadata.name).toBe(NAMESPACE);
-      else expect(object.metadata.namespace, label(object)).toBe(NAMESPACE);
-      expect(object.metadata.labels?.['app.kubernetes.io/name'], label(object)).toBe('image-transfer-bench');
-    }
-    // The user creates itb-auth: a secret is never committed nor rendered.
-    expect(objectsOf('default').filter((o) => o.kind === 'Secret')).toEqual([]);
-  });
-});

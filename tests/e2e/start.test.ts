@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vitest';
 import { freePortsEnv } from '../../scripts/lib/ports.js';
 import { brokerVariables } from '../../services/core/config.js';
 import type { RunReport } from '../../services/core/report.js';
@@ -11,6 +11,7 @@ import { stopChild } from '../../services/shared/child-process.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { transports } from '../../services/transports/index.js';
 import { escapeRegExp } from '../helpers/harness.js';
+import { requirePrivilege } from '../helpers/privileges.js';
 
 // `npm start`'s entry as a user runs it: real processes, a private redis-server from PATH.
 // `npm test` builds dist/ first (its pretest step).
@@ -162,16 +163,20 @@ describe('npm start with RECEIVERS=2', () => {
 
 describe('npm start with a shaped link (NETWORK_*)', () => {
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  const namespaces = (): string[] => (isRoot ? execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' }).split('\n').filter((line) => line.startsWith('itb-tx-')) : []);
+  const namespaces = (): string[] => execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' }).split('\n').filter((line) => line.startsWith('itb-tx-'));
+  /** Without root, NETWORK_* is refused before anything starts; then the shaping itself is skipped, saying why. */
+  async function refusedUnlessShapeable(context: TestContext, env: Record<string, string>): Promise<void> {
+    if (!isRoot) {
+      const result = await runStart({ ...env, ...(await freePortsEnv()) });
+      expect([result.code, result.stderr]).toEqual([2, expect.stringContaining('needs root')]);
+    }
+    requirePrivilege(context, 'netns', 'a link shaped by NETWORK_*');
+  }
 
-  it('runs the transmitter behind a veth pair shaped to NETWORK_RATE, says so in output.log, stays under the rate, and removes the namespace', async () => {
+  it('runs the transmitter behind a veth pair shaped to NETWORK_RATE, says so in output.log, stays under the rate, and removes the namespace', async (context) => {
+    await refusedUnlessShapeable(context, { NETWORK_RATE: '40mbit', TRANSPORTS: 'tcp' });
     const before = namespaces();
     const result = await runStart({ NETWORK_RATE: '40mbit', TRANSPORTS: 'tcp,redis', IMAGE_COUNT: '30', WINDOW: '4', WARMUP: '5', ...(await freePortsEnv()) });
-    if (!isRoot) {
-      // Namespaces, veth and tc need root: refused before anything starts.
-      expect([result.code, result.stderr]).toEqual([2, expect.stringContaining('needs root')]);
-      return;
-    }
     expect(result.code, result.stderr).toBe(0);
     const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
     expect(log).toMatch(/^Link: a veth pair, MTU 1500, between the transmitter's own network namespace \(10\.213\.\d+\.\d+\) and the receiver's .*tbf rate 40mbit \(NETWORK_RATE=40mbit\)$/m);
@@ -185,12 +190,11 @@ describe('npm start with a shaped link (NETWORK_*)', () => {
     expect(namespaces()).toEqual(before);
   });
 
-  it('applies NETWORK_DELAY with netem, or exits 2 naming the missing sch_netem before anything starts', async () => {
+  it('applies NETWORK_DELAY with netem, or exits 2 naming the missing sch_netem before anything starts', async (context) => {
+    await refusedUnlessShapeable(context, { NETWORK_DELAY: '20ms', TRANSPORTS: 'tcp' });
     const before = namespaces();
     const result = await runStart({ NETWORK_DELAY: '20ms', TRANSPORTS: 'tcp', IMAGE_COUNT: '5', WARMUP: '2', ...(await freePortsEnv()) });
-    if (!isRoot) {
-      expect([result.code, result.stderr]).toEqual([2, expect.stringContaining('needs root')]);
-    } else if (result.code === 2) {
+    if (result.code === 2) {
       expect(result.stderr).toContain('NETWORK_DELAY and NETWORK_LOSS need tc\'s netem, and this kernel has no sch_netem');
     } else {
       expect(result.code, result.stderr).toBe(0);

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAuthToken } from '../../services/shared/auth-token.js';
+import { requirePrivilege } from '../helpers/privileges.js';
 import { exitWithin, freePortsEnv, startReadyReceiver, startService, stopService } from '../helpers/processes.js';
 
 // AUTH_TOKEN_FILE through the real entries: a file is trusted only when it is the service's (a
@@ -11,7 +12,7 @@ import { exitWithin, freePortsEnv, startReadyReceiver, startService, stopService
 // group at most, as a Kubernetes secret mount is). Every refusal stops either service at start
 // with exit 2, naming the path and the reason. The ownership cases need root (chown): they run
 // here as root, and as uid 1000 through setpriv for the cases of a service that is not root; they
-// are skipped when the tests do not run as root.
+// are skipped, and listed at the end of the run, when the tests do not run as root.
 
 const asRoot = process.getuid?.() === 0;
 /** Runs a service as uid and gid 1000 (the image's node user), as the Kubernetes manifests do. */
@@ -105,12 +106,14 @@ describe('AUTH_TOKEN_FILE refused: exit 2, the path and the reason named', () =>
     await expectRefusedByBoth(folder, /is refused: not a regular file/);
   }, 90_000);
 
-  it.runIf(asRoot)('a private file owned by another uid (nobody, 65534)', async () => {
+  it('a private file owned by another uid (nobody, 65534)', async (context) => {
+    requirePrivilege(context, 'root', 'chown to uid 65534');
     const file = await tokenFile('nobodys-token', 0o600, [65534, 65534]);
     await expectRefusedByBoth(file, /is refused: owned by uid 65534, not by uid 0 \(this process\) or root, so uid 65534 can change the secret/);
   }, 90_000);
 
-  it.runIf(asRoot)('run as uid 1000: a root-owned file its group may write (0460), and a file of its own its group can read (0640)', async () => {
+  it('run as uid 1000: a root-owned file its group may write (0460), and a file of its own its group can read (0640)', async (context) => {
+    requirePrivilege(context, 'root', 'chown and setpriv to uid 1000');
     const groupWritable = await tokenFile('root-group-writable-token', 0o460, [0, 1000]);
     await expectRefusedByBoth(groupWritable, new RegExp(`owned by root with mode 0460, which lets its group write it or others use it .*: \`chmod g-w,o-rwx ${groupWritable}\``), AS_UID_1000);
     const ownOpen = await tokenFile('uid1000-open-token', 0o640, [1000, 1000]);
@@ -124,12 +127,14 @@ describe('AUTH_TOKEN_FILE trusted: the receiver runs and logs which file and why
     await expectTrustedByReceiver(file, asRoot ? /^owned by root \(this process\), mode 0600/ : /^owned by this process's uid \d+, mode 0600$/);
   }, 90_000);
 
-  it.runIf(asRoot)('run as root, a root-owned file its group may read (0440): the rule for root-owned files holds for root too', async () => {
+  it('run as root, a root-owned file its group may read (0440): the rule for root-owned files holds for root too', async (context) => {
+    requirePrivilege(context, 'root', 'a service run as root');
     const file = await tokenFile('root-0440-token', 0o440, [0, 0]);
     await expectTrustedByReceiver(file, /^owned by root \(this process\), mode 0440: only root can have placed it/);
   }, 90_000);
 
-  it.runIf(asRoot)('run as uid 1000: a Kubernetes secret mount (root-owned, group 1000, 0440) and a Docker swarm secret (uid 1000, 0400)', async () => {
+  it('run as uid 1000: a Kubernetes secret mount (root-owned, group 1000, 0440) and a Docker swarm secret (uid 1000, 0400)', async (context) => {
+    requirePrivilege(context, 'root', 'chown and setpriv to uid 1000');
     const mounted = await tokenFile('k8s-token', 0o440, [0, 1000]);
     await expectTrustedByReceiver(mounted, /^owned by root, mode 0440: only root can have placed it \(a secret mount\)/, AS_UID_1000);
     const swarm = await tokenFile('swarm-token', 0o400, [1000, 1000]);

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunReport } from '../../services/core/report.js';
+import { OVERLOAD_RATE_SHARE } from '../../services/core/section.js';
 import { transportByName } from '../../services/transports/index.js';
 import { LocalServers } from '../helpers/harness.js';
 import { runBoth } from '../helpers/in-process.js';
@@ -25,24 +26,35 @@ afterAll(async () => {
 const results = async (): Promise<RunReport> => JSON.parse(await readFile(path.join(outputDir, 'results.json'), 'utf8')) as RunReport;
 
 describe('RATE (open loop)', () => {
-  it('sends 200 images at RATE=100 in 2 s ± 5 %, on schedule, whatever the acks do, and says it kept up', async () => {
+  it('sends each of 200 images at RATE=100 no earlier than its due time, none dropped at the sender, and says whether it kept up', async () => {
     const outcome = await runBoth(outputDir, { TRANSPORTS: 'tcp', IMAGE_COUNT: '200', RATE: '100', WINDOW: '4', WARMUP: '0' });
     expect(outcome.succeeded, outcome.summary).toBe(true);
     const [section] = (await results()).sections;
-    // The last image is due 1.99 s after the first: the span from its stamp to the last arrival.
-    expect(section?.totalMs).toBeGreaterThanOrEqual(1900);
-    expect(section?.totalMs).toBeLessThanOrEqual(2100);
-    for (const rate of [section?.openLoop?.achievedRatePerSecond, section?.openLoop?.deliveredRatePerSecond]) {
-      expect(rate).toBeGreaterThanOrEqual(95);
+    const open = section?.openLoop;
+    // Every planned image sent (stamped, with its send lag) and delivered intact: the schedule
+    // delays an image, never drops it, whatever a busy machine does to the pace.
+    expect([section?.okCount, section?.lostCount, open?.sendLag?.count]).toEqual([200, 0, 200]);
+    const csv = await readImageCsv(outputDir, section!);
+    expect(csv.map((l) => l.image).sort((a, b) => a - b)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+    // Never ahead of the schedule: each stamp is at or after its due time (stamp − due ≥ 0).
+    expect(csv.filter((l) => l.dueLagNs === null || l.dueLagNs < 0)).toEqual([]);
+    // The pace, with wide margins: the last image is due 1.99 s after the first, so the span from
+    // the first stamp to the last arrival is no shorter (less the first image's own lag); on a
+    // loaded machine images go late, so it may be longer, and the rates lower, but not by half.
+    expect(section!.totalMs).toBeGreaterThanOrEqual(1990 - Math.min(...csv.map((l) => l.dueLagNs!)) / 1e6);
+    expect(section!.totalMs).toBeLessThan(4000);
+    for (const rate of [open?.achievedRatePerSecond, open?.deliveredRatePerSecond]) {
+      expect(rate).toBeGreaterThan(50);
       expect(rate).toBeLessThanOrEqual(105);
     }
-    expect([section?.okCount, section?.openLoop?.overloaded, section?.openLoop?.sendLag?.count]).toEqual([200, false, 200]);
     // Counted from the due time, a time is never shorter than from the stamp.
-    expect(section?.openLoop?.latencyFromDue?.minMs).toBeGreaterThanOrEqual(section?.latency?.minMs ?? Infinity);
+    expect(open?.latencyFromDue?.minMs).toBeGreaterThanOrEqual(section?.latency?.minMs ?? Infinity);
+    // Kept up or OVERLOADED is what the rates say, and output.log says the same.
+    const overloaded = Math.min(open!.achievedRatePerSecond!, open!.deliveredRatePerSecond!) < OVERLOAD_RATE_SHARE * 100;
+    expect(open?.overloaded).toBe(overloaded);
     const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
     expect(log).toContain('Send schedule: open loop at RATE 100 images/s');
-    expect(log).toMatch(/^Open loop: RATE 100 images\/s offered, sent at \d+\.\d and delivered at \d+\.\d images\/s: kept up$/m);
-    expect(log).toContain('Result: every transport delivered every image intact.');
+    expect(log).toMatch(new RegExp(`^Open loop: RATE 100 images/s offered, sent at \\d+\\.\\d and delivered at \\d+\\.\\d images/s: ${overloaded ? 'OVERLOADED' : 'kept up$'}`, 'm'));
   });
 
   it('sends late, never drops, every image due while WINDOW are unacknowledged, counts the wait from its due time, and says OVERLOADED', async () => {

@@ -93,11 +93,12 @@ describe('a whole run in-process', () => {
       } else {
         expect(section.cost.broker).toBeNull();
       }
-      // One host, one kernel: the estimate is near zero and not applied.
+      // One host, one kernel: the true offset is 0, and not applied. Each estimate lies within its own
+      // bound (half its best round trip), however long a loaded machine makes that round trip.
       expect(section.clock?.applied).toBe(false);
-      expect(Math.abs(section.clock!.offsetNs)).toBeLessThan(200_000);
+      expect(Math.abs(section.clock!.offsetNs)).toBeLessThanOrEqual(section.clock!.uncertaintyNs);
       // Estimated again after the last ack, and one-way times carry no clock error on one clock.
-      expect(Math.abs(section.clockAfter!.offsetNs)).toBeLessThan(200_000);
+      expect(Math.abs(section.clockAfter!.offsetNs)).toBeLessThanOrEqual(section.clockAfter!.uncertaintyNs);
       expect(section.clockAfter!.samples).toBe(8);
       expect(section.oneWayClockErrorMs).toBeNull();
     }
@@ -120,9 +121,10 @@ describe('a whole run in-process', () => {
       expect(new Set(log[index]!.imageLines.map((line) => Number(/^Image (\d+) /.exec(line)?.[1])))).toEqual(new Set(images.map((i) => i.image)));
       expect(log[index]!.imageLines).toHaveLength(imageCount);
       // Images stamped and not yet acknowledged, on average over the first stamp to the last ack
-      // (Little's law from the round trips): WINDOW of them nearly the whole section, never more.
+      // (Little's law from the round trips): near WINDOW, never more. A busy sender refills the window
+      // late, so below it by a stated margin: over half, where a loop that waited for each ack has 1.
       const flights = images.map((i) => i.rttMs!);
-      expect(section.meanInFlight, section.transport).toBeGreaterThan(0.9 * 16);
+      expect(section.meanInFlight, section.transport).toBeGreaterThan(0.5 * 16);
       expect(section.meanInFlight, section.transport).toBeLessThanOrEqual(16 * 1.000001);
       expect(section.littleRatio).toBeCloseTo(section.meanInFlight! / 16, 9);
       // On one clock no image arrives after its ack.

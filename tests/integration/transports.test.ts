@@ -71,9 +71,10 @@ for (const transport of transports) {
         );
       const elapsedMs = Date.now() - startedMs;
       expect(outcome).toMatchObject({ code: ErrorCode.timeout, message: expect.stringContaining(dead.where) });
-      // It kept trying for the whole budget (a refusal is retried, as for a receiver still starting), and no longer.
+      // It kept trying for the whole budget (a refusal is retried, as for a receiver still starting), and
+      // gave up then: a loaded machine adds a second or two, a retry past the budget adds far more.
       expect(elapsedMs).toBeGreaterThanOrEqual(550);
-      expect(elapsedMs).toBeLessThan(2000);
+      expect(elapsedMs).toBeLessThan(4000);
       expect(await leakedResources(before)).toEqual([]);
     }, 10_000);
 

@@ -7,6 +7,7 @@ import { CREATE_NEW_FILE, writeFileAtomic } from '../../services/shared/files.js
 import { AppendFile, OUTPUT_FILES, RunFolder, runFolders } from '../../services/shared/run-folder.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';
 import { fixturePlan, fixtureReport } from '../helpers/fixtures.js';
+import { requirePrivilege } from '../helpers/privileges.js';
 import { makeVictims, type Victims } from '../helpers/victims.js';
 
 // No file is written through a link the writer did not make: links planted at every name the
@@ -14,7 +15,6 @@ import { makeVictims, type Victims } from '../helpers/victims.js';
 // must come out untouched. Real files and links in a temporary folder.
 
 const run = fixtureReport([]).run;
-const asRoot = process.getuid?.() === 0;
 
 let dir: string;
 let victims: Victims;
@@ -119,7 +119,8 @@ describe('RunFolder in an OUTPUT_DIR others could plant in', () => {
     expect(path.dirname(folder.dir)).toBe(path.join(out, 'runs'));
   });
 
-  it.runIf(asRoot)('a runs owned by another uid (65534, by chown: run as root) is refused', async () => {
+  it('a runs owned by another uid (65534, by chown: run as root) is refused', async (context) => {
+    requirePrivilege(context, 'root', 'chown to uid 65534');
     const out = path.join(dir, 'out');
     await mkdir(path.join(out, 'runs'), { recursive: true });
     await chown(path.join(out, 'runs'), 65534, 65534);
