@@ -113,7 +113,7 @@ describe('AUTH_TOKEN_FILE refused: exit 2, the path and the reason named', () =>
   }, 90_000);
 
   it('run as uid 1000: a root-owned file its group may write (0460), and a file of its own its group can read (0640)', async (context) => {
-    requirePrivilege(context, 'root', 'chown and setpriv to uid 1000');
+    requirePrivilege(context, 'uid1000', 'chown and setpriv to uid 1000');
     const groupWritable = await tokenFile('root-group-writable-token', 0o460, [0, 1000]);
     await expectRefusedByBoth(groupWritable, new RegExp(`owned by root with mode 0460, which lets its group write it or others use it .*: \`chmod g-w,o-rwx ${groupWritable}\``), AS_UID_1000);
     const ownOpen = await tokenFile('uid1000-open-token', 0o640, [1000, 1000]);
@@ -134,7 +134,7 @@ describe('AUTH_TOKEN_FILE trusted: the receiver runs and logs which file and why
   }, 90_000);
 
   it('run as uid 1000: a Kubernetes secret mount (root-owned, group 1000, 0440) and a Docker swarm secret (uid 1000, 0400)', async (context) => {
-    requirePrivilege(context, 'root', 'chown and setpriv to uid 1000');
+    requirePrivilege(context, 'uid1000', 'chown and setpriv to uid 1000');
     const mounted = await tokenFile('k8s-token', 0o440, [0, 1000]);
     await expectTrustedByReceiver(mounted, /^owned by root, mode 0440: only root can have placed it \(a secret mount\)/, AS_UID_1000);
     const swarm = await tokenFile('swarm-token', 0o400, [1000, 1000]);

@@ -3,6 +3,7 @@ import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'vitest';
+import { projectPath } from '../../services/shared/paths.js';
 
 // Some checks need what a machine may not give: root, network namespaces with veth and tc, a user
 // namespace with a mount of its own. Each is probed by doing the real thing once per test file
@@ -11,7 +12,7 @@ import type { TestContext } from 'vitest';
 // fails the test instead.
 
 /** What a test may need that an unprivileged machine or container does not give. */
-export type Privilege = 'root' | 'netns' | 'userns';
+export type Privilege = 'root' | 'uid1000' | 'netns' | 'userns';
 
 const INSTALL = 'bash scripts/install-test-tools.sh';
 
@@ -79,6 +80,18 @@ function netnsMissing(): string | null {
   }
 }
 
+/**
+ * Root, and uid 1000 (through setpriv, as the tests run a service) able to run this checkout's
+ * built receiver: a checkout in /root (mode 0700, a container's usual place) is out of its reach.
+ */
+function uid1000Missing(): string | null {
+  const root = rootMissing();
+  if (root !== null) return root;
+  const entry = projectPath('dist', 'services', 'receiver', 'main.js');
+  const failure = failureOf('setpriv', ['--reuid=1000', '--regid=1000', '--clear-groups', process.execPath, '-e', `require('fs').accessSync(${JSON.stringify(entry)}, require('fs').constants.R_OK)`]);
+  return failure === null ? null : `uid 1000 cannot run ${entry} (a folder above it is closed to others: a checkout in /root?): ${failure}`;
+}
+
 /** A user namespace with a mount namespace, and a bind mount over the boot id: what cross-host.test.ts does. */
 function usernsMissing(): string | null {
   return inTempDir((dir) => {
@@ -88,9 +101,10 @@ function usernsMissing(): string | null {
   });
 }
 
-const PROBES: Readonly<Record<Privilege, () => string | null>> = { root: rootMissing, netns: netnsMissing, userns: usernsMissing };
+const PROBES: Readonly<Record<Privilege, () => string | null>> = { root: rootMissing, uid1000: uid1000Missing, netns: netnsMissing, userns: usernsMissing };
 const NAMES: Readonly<Record<Privilege, string>> = {
   root: 'root that can chown to any uid',
+  uid1000: 'root, and uid 1000 able to run this checkout (setpriv)',
   netns: 'network namespaces, veth and tc (root with CAP_NET_ADMIN and CAP_SYS_ADMIN)',
   userns: 'an unprivileged user namespace with its own mounts (unshare -Urm)',
 };
