@@ -218,9 +218,15 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
     // The port is open to anyone on the network (GET /health, /): a flood of connections that
     // never finish a request must not shut out the transmitter or a health check.
     let closedControlConnections = 0;
-    guardConnections(app.server, controlLimits, (socket, why) => {
+    guardConnections(app.server, controlLimits, (peer, why) => {
+      // An idle keep-alive connection closed is housekeeping (the transmitter's, between requests);
+      // a head that never came whole, or a push-out, is what a flood looks like.
+      if (why === 'idle after its requests') {
+        log.debug({ from: hostPort(peer.address, peer.port), why }, 'idle control connection closed');
+        return;
+      }
       closedControlConnections++;
-      log.warn({ from: hostPort(socket.remoteAddress ?? '?', socket.remotePort ?? 0), why, closedControlConnections }, 'control connection closed before a whole request');
+      log.warn({ from: hostPort(peer.address, peer.port), why, closedControlConnections }, 'control connection closed before a whole request');
     });
     app.server.on('drop', (dropped?: { remoteAddress?: string; remotePort?: number }) =>
       log.warn({ from: hostPort(dropped?.remoteAddress ?? '?', dropped?.remotePort ?? 0), maxConnections: controlLimits.maxConnections }, 'control connection refused: the port has its connections'),

@@ -10,7 +10,13 @@ import type { ConnectionLimits } from '../core/control-protocol.js';
 // under way is never pushed out; idle again after its response, it waits like a new one.
 
 /** Why the guard closed a connection, for the log. */
-export type GuardClosure = 'headers timeout' | 'pushed out by a newer waiting connection';
+export type GuardClosure = 'headers timeout' | 'pushed out by a newer waiting connection' | 'idle after its requests';
+
+/** Where a closed connection came from, read when it arrived (a socket the peer already closed has no address). */
+export interface GuardPeer {
+  address: string;
+  port: number;
+}
 
 /** What a guarded server's owner can tell the guard. */
 export interface ConnectionGuard {
@@ -26,7 +32,7 @@ export interface ConnectionGuard {
  * every connection the guard closed. An upgrade request stays waiting until its owner calls
  * upgraded(): one it refuses is closed like any other.
  */
-export function guardConnections(server: http.Server, limits: Readonly<ConnectionLimits>, onClosed: (socket: net.Socket, why: GuardClosure) => void): ConnectionGuard {
+export function guardConnections(server: http.Server, limits: Readonly<ConnectionLimits>, onClosed: (peer: GuardPeer, why: GuardClosure) => void): ConnectionGuard {
   server.maxConnections = limits.maxConnections;
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.requestTimeout = limits.requestTimeoutMs;
@@ -35,23 +41,27 @@ export function guardConnections(server: http.Server, limits: Readonly<Connectio
   // Oldest first: a Map keeps insertion order.
   const waiting = new Map<net.Socket, NodeJS.Timeout>();
   const requestsUnderWay = new WeakMap<net.Socket, number>();
+  const peers = new WeakMap<net.Socket, GuardPeer>();
   const stopWaiting = (socket: net.Socket): void => {
     clearTimeout(waiting.get(socket));
     waiting.delete(socket);
   };
   const close = (socket: net.Socket, why: GuardClosure): void => {
     stopWaiting(socket);
-    onClosed(socket, why);
+    onClosed(peers.get(socket) ?? { address: '?', port: 0 }, why);
     socket.destroy();
   };
   const wait = (socket: net.Socket): void => {
-    waiting.set(socket, setTimeout(() => close(socket, 'headers timeout'), limits.headersTimeoutMs).unref());
+    // A connection that has had its requests and sends no more is an idle keep-alive one, not a stalled head.
+    const why: GuardClosure = requestsUnderWay.has(socket) ? 'idle after its requests' : 'headers timeout';
+    waiting.set(socket, setTimeout(() => close(socket, why), limits.headersTimeoutMs).unref());
     for (const oldest of waiting.keys()) {
       if (waiting.size <= limits.waitingConnections) break;
       close(oldest, 'pushed out by a newer waiting connection');
     }
   };
   server.on('connection', (socket: net.Socket) => {
+    peers.set(socket, { address: socket.remoteAddress ?? '?', port: socket.remotePort ?? 0 });
     wait(socket);
     socket.once('close', () => stopWaiting(socket));
   });

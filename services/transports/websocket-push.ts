@@ -82,7 +82,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   });
   // Only one receiver is ever taken, and only while connect() waits; the rest are turned away,
   // and connections that never finish their upgrade request cannot keep the receiver out.
-  const waitingGuard = guardConnections(server, PUSH_SERVER_LIMITS, (socket, why) => options.log.warn({ from: hostPort(socket.remoteAddress ?? '?', socket.remotePort ?? 0), why }, 'websocket-push connection closed before a whole request'));
+  const waitingGuard = guardConnections(server, PUSH_SERVER_LIMITS, (peer, why) => options.log.warn({ from: hostPort(peer.address, peer.port), why }, 'websocket-push connection closed before a whole request'));
   server.on('request', (_request: http.IncomingMessage, response: http.ServerResponse) => {
     response.writeHead(426, { connection: 'close', upgrade: 'websocket' }).end();
   });
