@@ -18,8 +18,11 @@ export interface ProgressDisplayOptions {
   now?: () => number;
 }
 
-/** A run observer that shows progress until stop(), which is safe to call twice. */
-export type ProgressDisplay = RunObserver & { stop(): void };
+/**
+ * A run observer that shows progress until stop(), which is safe to call twice. print() writes one
+ * whole line (its newline included) above the bars while they are drawn, never inside them.
+ */
+export type ProgressDisplay = RunObserver & { stop(): void; print(line: string): void };
 
 const DEFAULT_PLAIN_INTERVAL_MS = 5000;
 const DEFAULT_TTY_INTERVAL_MS = 200;
@@ -126,6 +129,9 @@ function plainDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: ()
       timer = undefined;
       running.clear();
     },
+    print(line) {
+      stream.write(line);
+    },
   };
 }
 
@@ -142,6 +148,9 @@ function ttyDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: () =
       linewrap: true,
       hideCursor: false,
       gracefulExit: false,
+      // Redraw every bar on every frame, not only changed ones: a line printed above the bars
+      // (print) takes the first bar's row, and an unchanged bar would otherwise not be drawn again.
+      forceRedraw: true,
     },
     cliProgress.Presets.shades_classic,
   );
@@ -194,6 +203,16 @@ function ttyDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: () =
       if (bars.size === 0) return;
       refresh();
       multibar.stop();
+    },
+    print(line) {
+      if (stopped || bars.size === 0) {
+        stream.write(line);
+        return;
+      }
+      // MultiBar.log only queues the line for the next redraw; redrawing now clears the bars' first
+      // row, writes the line there and draws the bars below it, at once (a line is never lost at exit).
+      multibar.log(line);
+      multibar.update();
     },
   };
 }
