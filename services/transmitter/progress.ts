@@ -1,3 +1,4 @@
+import readline from 'node:readline';
 import cliProgress from 'cli-progress';
 import type { SectionResult } from '../core/section.js';
 import { formatSize } from '../core/size.js';
@@ -178,6 +179,14 @@ function ttyDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: () =
   multibar.on('start', unrefRedrawTimer);
   multibar.on('update-post', unrefRedrawTimer);
   multibar.on('update-pre', refresh);
+  // A printed line wider than the terminal wraps onto the rows below the first bar's: clear them
+  // all before cli-progress writes the line there (it clears only the first), the bars come below.
+  let linesPending = false;
+  multibar.on('redraw-pre', () => {
+    if (!linesPending) return;
+    linesPending = false;
+    readline.clearScreenDown(stream);
+  });
 
   return {
     sectionStarted(progress) {
@@ -209,8 +218,9 @@ function ttyDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: () =
         stream.write(line);
         return;
       }
-      // MultiBar.log only queues the line for the next redraw; redrawing now clears the bars' first
-      // row, writes the line there and draws the bars below it, at once (a line is never lost at exit).
+      // MultiBar.log only queues the line for the next redraw; redrawing now writes it where the
+      // bars began and draws them below it, at once (a line is never lost at exit).
+      linesPending = true;
       multibar.log(line);
       multibar.update();
     },

@@ -28,10 +28,13 @@ const withoutColour = (text: string): string => text.replace(/\x1b\[[0-9;]*m/g, 
 // A progress bar's text: "ZeroMQ |████░░| 3/20".
 const BAR = /\|[█░]+\| \d+\/\d+/;
 
-/** Runs `command` in a pseudo-terminal; resolves with everything the terminal received and the exit code. */
+/**
+ * Runs `command` in a pseudo-terminal 100 columns wide (log lines are wider: they wrap); resolves
+ * with everything the terminal received and the exit code.
+ */
 function inTerminal(command: readonly string[], env: Record<string, string>, until?: RegExp): Promise<{ code: number | null; screen: string }> {
   const quoted = command.map((word) => `'${word.replaceAll("'", `'\\''`)}'`).join(' ');
-  const child = spawn('script', ['-qfec', quoted, '/dev/null'], {
+  const child = spawn('script', ['-qfec', `stty cols 100 rows 50 && exec ${quoted}`, '/dev/null'], {
     env: { PATH: process.env.PATH ?? '', TERM: 'xterm-256color', AUTH_TOKEN_FILE: TEST_AUTH_TOKEN_FILE, ...env },
     // script's own stderr ("Session terminated, killing shell...") is not what the terminal shows.
     stdio: ['ignore', 'pipe', 'ignore'],
@@ -50,9 +53,11 @@ function inTerminal(command: readonly string[], env: Record<string, string>, unt
 }
 
 /**
- * Every place where a human log line starts in the terminal stream, with whether it sits on a row
- * of its own: it starts where a row starts (the stream's start, after a newline, or on a row just
- * cleared at column 1, "ESC[1G ESC[2K") and runs to a newline with no cursor movement in between.
+ * Every place where a human log line starts in the terminal stream, with whether it sits on rows
+ * of its own: it starts at column 1 with nothing below it (the stream's start, after a newline, or
+ * where the cursor went to column 1 and cleared the screen below, "ESC[1G ESC[0J", as over the
+ * bars: a wrapped line's second row then holds no bar's remains) and runs to a newline with no
+ * cursor movement in between.
  */
 function logLines(screen: string): { service: string; text: string; ownRow: boolean; afterBars: boolean }[] {
   const stream = withoutColour(screen);
@@ -63,7 +68,7 @@ function logLines(screen: string): { service: string; text: string; ownRow: bool
     return {
       service: match[1]!,
       text: rest?.[0].trimEnd() ?? stream.slice(match.index, match.index + 200),
-      ownRow: rest !== null && /(?:^|\n|\x1b\[1G\x1b\[2K)$/.test(before),
+      ownRow: rest !== null && /(?:^|\n|\x1b\[1G\x1b\[0J(?:\x1b\[2K)?)$/.test(before),
       afterBars: firstBar >= 0 && match.index > firstBar,
     };
   });

@@ -185,9 +185,10 @@ describe('progress display', () => {
       const before = stream.text;
       display.print('WARN (receiver): a line\n');
       const written = stream.text.slice(before.length);
-      // Back to the first bar's row (one row up from the second bar), column 1, the row cleared, the
-      // whole line, then both bars, unchanged since the last frame, drawn again.
-      expect(written).toMatch(/^\x1b\[1A\x1b\[1G\x1b\[2KWARN \(receiver\): a line\n\x1b\[1GTCP repeat 1\/2 .*\n\x1b\[1GWebSocket repeat 1\/2 /);
+      // Back to the first bar's row (one row up from the second bar), column 1, all below cleared (a
+      // wrapped line leaves no bar's remains), the whole line, then both bars, unchanged since the
+      // last frame, drawn again.
+      expect(written).toMatch(/^\x1b\[1A\x1b\[1G\x1b\[0J\x1b\[2KWARN \(receiver\): a line\n\x1b\[1GTCP repeat 1\/2 .*\n\x1b\[1GWebSocket repeat 1\/2 /);
 
       display.stop();
       const afterStop = stream.text;
