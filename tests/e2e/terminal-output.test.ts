@@ -7,6 +7,7 @@ import { stopChild } from '../../services/shared/child-process.js';
 import { freePort } from '../../services/shared/net.js';
 import { SERVICE_NODE_FLAGS } from '../../services/shared/node-flags.js';
 import { projectPath } from '../../services/shared/paths.js';
+import { withoutColour } from '../helpers/harness.js';
 import { freePortsEnv, startService, TEST_AUTH_TOKEN_FILE } from '../helpers/processes.js';
 
 // What a person sees on a terminal: `npm start` and the receiver run in a pseudo-terminal made by
@@ -23,8 +24,6 @@ afterAll(async () => {
 
 // A log line as the terminal shows it: "WARN (receiver): ...".
 const HUMAN_LOG_LINE = /(?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL) \((\w+)\): /g;
-// Colour (SGR) sequences: they do not move the cursor, so the checks drop them.
-const withoutColour = (text: string): string => text.replace(/\x1b\[[0-9;]*m/g, '');
 // A progress bar's text: "ZeroMQ |████░░| 3/20".
 const BAR = /\|[█░]+\| \d+\/\d+/;
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createLogger, humanLogLine } from '../../services/shared/logger.js';
+import { withoutColour } from '../helpers/harness.js';
 
 // Colour depends on the stderr the tests run with; the text is what is checked.
-const withoutColour = (text: string): string => text.replace(/\x1b\[[0-9;]*m/g, '');
 
 describe('human log lines', () => {
   it.each([
