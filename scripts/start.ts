@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { once } from 'node:events';
 import path from 'node:path';
 import { errorMessage } from '../services/core/errors.js';
@@ -7,6 +7,7 @@ import { stopChild } from '../services/shared/child-process.js';
 import type { ConfigIssue } from '../services/core/config.js';
 import { configFromEnvOrExit, effectiveLogLevel, ExitCode, imagePathIssues, makeOutputDirOrExit, outputDirIssues } from '../services/shared/entry.js';
 import { createLogger } from '../services/shared/logger.js';
+import { printChildLines, relayingPrinter } from '../services/shared/terminal-relay.js';
 import { bracketHost } from '../services/shared/net.js';
 import { SERVICE_NODE_FLAGS } from '../services/shared/node-flags.js';
 import { projectPath } from '../services/shared/paths.js';
@@ -29,7 +30,13 @@ import { openShapedLink, ShapingRefused, type ShapedLink } from './lib/shaped-li
 // The services' own checks, here too, so bad input stops everything before any process starts
 // (and before anything is created: OUTPUT_DIR is made only once the configuration is accepted).
 const config = configFromEnvOrExit(transports, (env) => [...imagePathIssues(env), ...outputDirIssues(env), ...shapedUrlIssues(env)], { shapesLink: true });
-const log = createLogger('start', effectiveLogLevel(config));
+// On a terminal the transmitter draws the progress bars: every other line (the receivers', this
+// script's own log) goes to the terminal through it while it runs (../services/shared/terminal-relay.ts).
+const onTerminal = Boolean(process.stderr.isTTY);
+let relayTarget: ChildProcess | undefined;
+const print = relayingPrinter(() => relayTarget);
+const childLines: Promise<void>[] = [];
+const log = createLogger('start', effectiveLogLevel(config), { print });
 const env: NodeJS.ProcessEnv = { ...process.env };
 if (!env.AUTH_TOKEN?.trim()) env.AUTH_TOKEN = newAuthToken();
 const servers: LocalServer[] = [];
@@ -81,10 +88,15 @@ function startService(name: 'receiver' | 'transmitter', ownEnv: NodeJS.ProcessEn
     ...ownEnv,
     ...(link === undefined ? {} : name === 'receiver' ? { BIND_HOST: link.receiverAddress } : { BIND_HOST: link.transmitterAddress, RECEIVER_HOST: link.receiverAddress }),
   };
+  // On a terminal the receiver's stderr is a pipe read here, so it logs at the level it would pick
+  // on the terminal itself, and the transmitter gets an IPC channel for the lines relayed to it.
+  if (onTerminal && name === 'receiver' && !childEnv.LOG_LEVEL?.trim()) childEnv.LOG_LEVEL = effectiveLogLevel(config);
+  const stdio: StdioOptions = !onTerminal ? 'inherit' : name === 'receiver' ? ['inherit', 'inherit', 'pipe'] : ['inherit', 'inherit', 'inherit', 'ipc'];
   const child =
     link !== undefined && name === 'transmitter'
-      ? spawn('ip', ['netns', 'exec', link.namespace, process.execPath, ...main], { env: childEnv, stdio: 'inherit' })
-      : spawn(process.execPath, main, { env: childEnv, stdio: 'inherit' });
+      ? spawn('ip', ['netns', 'exec', link.namespace, process.execPath, ...main], { env: childEnv, stdio })
+      : spawn(process.execPath, main, { env: childEnv, stdio });
+  if (onTerminal && name === 'receiver') childLines.push(printChildLines(child, print));
   children.add(child);
   child.on('exit', () => children.delete(child));
   return child;
@@ -92,6 +104,9 @@ function startService(name: 'receiver' | 'transmitter', ownEnv: NodeJS.ProcessEn
 
 async function cleanUp(): Promise<void> {
   await Promise.all([...children].map((child) => stopChild(child, 5000)));
+  // The receivers' last lines (their shutdown) are printed before this script exits; bounded, in
+  // case something else still holds a pipe open.
+  await Promise.race([Promise.all(childLines), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
   await Promise.all(servers.map((server) => server.close()));
   await link?.close();
 }
@@ -127,6 +142,7 @@ const receivers = receiverEnvs.map((ownEnv) => startService('receiver', ownEnv))
 const transmitterEnv: NodeJS.ProcessEnv =
   config.receivers === 1 ? {} : { ITB_RECEIVERS: receiverEnvs.map((own) => `${bracketHost(receiverHost)}:${own.CONTROL_PORT ?? config.controlPort}`).join(',') };
 const transmitter = startService('transmitter', transmitterEnv);
+relayTarget = transmitter;
 // A receiver that dies takes the run with it: stop the transmitter rather than let it wait.
 for (const receiver of receivers) {
   receiver.on('exit', () => {

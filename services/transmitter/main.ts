@@ -3,6 +3,7 @@ import { authTokenFileIssues } from '../shared/auth-token.js';
 import { configFromEnvOrExit, effectiveLogLevel, ExitCode, imagePathIssues, onShutdownSignal } from '../shared/entry.js';
 import { transports } from '../transports/index.js';
 import { createLogger } from '../shared/logger.js';
+import { printRelayedLines } from '../shared/terminal-relay.js';
 import { buildTransmitter } from './app.js';
 import { loadImage } from '../shared/images.js';
 import { createProgressDisplay } from './progress.js';
@@ -11,9 +12,11 @@ import { createProgressDisplay } from './progress.js';
 // against the receiver and prints the summary. Exit 0: every image of every transport arrived
 // intact; 1: anything else; 2: bad configuration (a secret that is not the receiver's included).
 const config = configFromEnvOrExit(transports, (env) => [...imagePathIssues(env), ...authTokenFileIssues(env)]);
-const log = createLogger('transmitter', effectiveLogLevel(config));
-// On stderr, so stdout carries only the final summary.
+// On stderr, so stdout carries only the final summary. On a terminal, log lines and the lines npm
+// start relays (the receiver's) go through the display, which prints them above its bars.
 const progress = createProgressDisplay({ stream: process.stderr, tty: Boolean(process.stderr.isTTY) });
+const log = createLogger('transmitter', effectiveLogLevel(config), { print: progress.print });
+printRelayedLines(progress.print);
 onShutdownSignal(async (signal) => {
   progress.stop();
   log.warn({ signal }, 'interrupted; the run is incomplete');

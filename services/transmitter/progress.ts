@@ -1,3 +1,4 @@
+import readline from 'node:readline';
 import cliProgress from 'cli-progress';
 import type { SectionResult } from '../core/section.js';
 import { formatSize } from '../core/size.js';
@@ -18,8 +19,11 @@ export interface ProgressDisplayOptions {
   now?: () => number;
 }
 
-/** A run observer that shows progress until stop(), which is safe to call twice. */
-export type ProgressDisplay = RunObserver & { stop(): void };
+/**
+ * A run observer that shows progress until stop(), which is safe to call twice. print() writes one
+ * whole line (its newline included) above the bars while they are drawn, never inside them.
+ */
+export type ProgressDisplay = RunObserver & { stop(): void; print(line: string): void };
 
 const DEFAULT_PLAIN_INTERVAL_MS = 5000;
 const DEFAULT_TTY_INTERVAL_MS = 200;
@@ -126,6 +130,9 @@ function plainDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: ()
       timer = undefined;
       running.clear();
     },
+    print(line) {
+      stream.write(line);
+    },
   };
 }
 
@@ -142,6 +149,9 @@ function ttyDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: () =
       linewrap: true,
       hideCursor: false,
       gracefulExit: false,
+      // Redraw every bar on every frame, not only changed ones: a line printed above the bars
+      // (print) takes the first bar's row, and an unchanged bar would otherwise not be drawn again.
+      forceRedraw: true,
     },
     cliProgress.Presets.shades_classic,
   );
@@ -169,6 +179,14 @@ function ttyDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: () =
   multibar.on('start', unrefRedrawTimer);
   multibar.on('update-post', unrefRedrawTimer);
   multibar.on('update-pre', refresh);
+  // A printed line wider than the terminal wraps onto the rows below the first bar's: clear them
+  // all before cli-progress writes the line there (it clears only the first), the bars come below.
+  let linesPending = false;
+  multibar.on('redraw-pre', () => {
+    if (!linesPending) return;
+    linesPending = false;
+    readline.clearScreenDown(stream);
+  });
 
   return {
     sectionStarted(progress) {
@@ -194,6 +212,17 @@ function ttyDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: () =
       if (bars.size === 0) return;
       refresh();
       multibar.stop();
+    },
+    print(line) {
+      if (stopped || bars.size === 0) {
+        stream.write(line);
+        return;
+      }
+      // MultiBar.log only queues the line for the next redraw; redrawing now writes it where the
+      // bars began and draws them below it, at once (a line is never lost at exit).
+      linesPending = true;
+      multibar.log(line);
+      multibar.update();
     },
   };
 }

@@ -11,6 +11,11 @@ export function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
+/** `text` without colour (SGR) sequences, which do not move a terminal's cursor. */
+export function withoutColour(text: string): string {
+  return text.replace(/\x1b\[[0-9;]*m/g, '');
+}
+
 /** A logger that prints only when a test run asks for it (ITB_TEST_LOG=debug). */
 export const testLog = pino({ level: process.env.ITB_TEST_LOG ?? 'silent' });
 

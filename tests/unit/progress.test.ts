@@ -129,6 +129,15 @@ describe('progress display', () => {
     });
   });
 
+  it('print on a plain stream writes the line as it is', () => {
+    const stream = collectingStream(false);
+    const display = createProgressDisplay({ stream, tty: false, now });
+    display.sectionStarted(sectionProgress());
+    display.print('WARN (transmitter): a line\n');
+    expect(stream.text.split('\n').at(-2)).toBe('WARN (transmitter): a line');
+    display.stop();
+  });
+
   describe('TTY', () => {
     it('draws a bar per section with its label, x/y counts, MB/s and time left, then the verdict', () => {
       const stream = collectingStream(true);
@@ -162,6 +171,29 @@ describe('progress display', () => {
       vi.advanceTimersByTime(1000);
       expect(stream.text).toBe(afterStop);
       expect(vi.getTimerCount()).toBe(0);
+    });
+
+    it('print puts a line on a cleared row above the bars and draws every bar again below it, at once', () => {
+      const stream = collectingStream(true);
+      const display = createProgressDisplay({ stream, tty: true, ttyIntervalMs: 200, now });
+      display.print('WARN (transmitter): before any bar\n');
+      expect(stream.text).toBe('WARN (transmitter): before any bar\n');
+      display.sectionStarted(sectionProgress());
+      display.sectionStarted({ ...sectionProgress(), label: 'WebSocket', transport: 'websocket' });
+      vi.advanceTimersByTime(200);
+
+      const before = stream.text;
+      display.print('WARN (receiver): a line\n');
+      const written = stream.text.slice(before.length);
+      // Back to the first bar's row (one row up from the second bar), column 1, all below cleared (a
+      // wrapped line leaves no bar's remains), the whole line, then both bars, unchanged since the
+      // last frame, drawn again.
+      expect(written).toMatch(/^\x1b\[1A\x1b\[1G\x1b\[0J\x1b\[2KWARN \(receiver\): a line\n\x1b\[1GTCP repeat 1\/2 .*\n\x1b\[1GWebSocket repeat 1\/2 /);
+
+      display.stop();
+      const afterStop = stream.text;
+      display.print('ERROR (transmitter): after the bars\n');
+      expect(stream.text.slice(afterStop.length)).toBe('ERROR (transmitter): after the bars\n');
     });
 
     it('writes nothing when no section ever started', () => {
