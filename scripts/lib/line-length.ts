@@ -1,0 +1,30 @@
+import { execFileSync } from 'node:child_process';
+
+/** The longest a source line may be, in characters (code points): the formatter's line width. */
+export const MAX_LINE_CHARS = 120;
+
+/** The project's own sources that the line limit covers: JS/TS under git, less the vendored page script. */
+export function sourceFiles(cwd: string): string[] {
+  const listed = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], {
+    cwd,
+    encoding: 'utf8',
+  });
+  return listed
+    .split('\0')
+    .filter((file) => /\.(?:[cm]?ts|[cm]?js)$/.test(file) && !file.startsWith('assets/') && !file.startsWith('bench/'))
+    .sort();
+}
+
+/** Width of a line as the limit counts it: code points, so `µ` or `–` weigh one like any letter. */
+export function lineChars(line: string): number {
+  return [...line].length;
+}
+
+/** The 1-based numbers of the lines of `text` longer than MAX_LINE_CHARS. */
+export function longLineNumbers(text: string): number[] {
+  const numbers: number[] = [];
+  text.split('\n').forEach((line, i) => {
+    if (lineChars(line) > MAX_LINE_CHARS) numbers.push(i + 1);
+  });
+  return numbers;
+}
