@@ -284,7 +284,8 @@ async function startCeilingBrokers(): Promise<{ urls: Map<string, string>; close
       if (url === undefined) {
         const server = await local.start();
         servers.push(server);
-        byCommand.set(local.command, (url = server.url));
+        url = server.url;
+        byCommand.set(local.command, url);
       }
       urls.set(transport.name, url);
     }

@@ -50,7 +50,7 @@ export const grpcUnaryCeiling: CeilingPair = {
     const inFlight = new Set<grpc.ClientUnaryCall>();
     let closing = false;
     return {
-      send(seq, header, image) {
+      send(_seq, header, image) {
         // No deadline: the driver's ack timeout governs a late answer.
         const call = client.makeUnaryRequest<FrameMessage, AckMessage>(method.path, method.requestSerialize, method.responseDeserialize, { header, payload: image }, (err, ack) => {
           // grpc-js calls back on a later tick, never from inside makeUnaryRequest: `call` is set.

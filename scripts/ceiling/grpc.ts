@@ -133,7 +133,7 @@ export const grpcCeiling: CeilingPair = {
       if (!closing) options.onFailure('grpc: the receiver ended the stream');
     });
     return {
-      send(seq, header, image) {
+      send(_seq, header, image) {
         // The window bounds what grpc-js buffers past its high-water mark: no wait for 'drain'.
         call.write({ header, payload: image });
       },

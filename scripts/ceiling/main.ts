@@ -112,7 +112,7 @@ async function send(args: Args): Promise<void> {
       return withTimeout(Promise.race([answer, exited]), START_TIMEOUT_MS, 'the receiver process, for its last arrival');
     };
     const started = Promise.race([ready, exited]);
-    let figures;
+    let figures: Awaited<ReturnType<typeof runSender>>;
     if (pair.senderListens) {
       [figures] = await Promise.all([runSender(pair, run, lastArrivalNs), withTimeout(started, START_TIMEOUT_MS, 'the receiver process')]);
     } else {

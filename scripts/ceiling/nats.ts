@@ -99,7 +99,7 @@ export const natsCeiling: CeilingPair = {
     const frameHeaders = options.maxImageBytes >= HEADER_APART_FROM_BYTES ? natsLibrary().headers() : undefined;
     const publishOptions = { reply: inbox, headers: frameHeaders };
     return {
-      send(seq, header, image) {
+      send(_seq, header, image) {
         try {
           if (frameHeaders === undefined) {
             nc.publish(options.channel, Buffer.concat([header, image], header.length + image.length), publishOptions);

@@ -81,7 +81,7 @@ export const tcpCeiling: CeilingPair = {
       pending = pending.subarray(at);
     });
     return {
-      send(seq, header, image) {
+      send(_seq, header, image) {
         socket.cork();
         socket.write(header);
         socket.write(image);

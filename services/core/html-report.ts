@@ -435,7 +435,7 @@ function lineDatasets(views: readonly RunView[], transports: readonly TransportV
   const datasets: LineDataset[] = [];
   for (const t of transports) {
     const drawings = t.perRun.map((r) => (r?.drawn === undefined ? undefined : drawingOf(r.drawn)));
-    const has = drawings.map((d) => d !== undefined && d.lines.some((line) => line.points.some((p) => p.y !== null)));
+    const has = drawings.map((d) => d?.lines.some((line) => line.points.some((p) => p.y !== null)) ?? false);
     const missing = drawings.map((d, i) => (has[i] ? null : (d?.missing ?? 'no data')));
     // Only a failed repeat that draws something needs the tag; one with no points is plain "no data".
     const failed = t.perRun.map((r, i) => has[i]! && r !== undefined && r.median === undefined);

@@ -182,7 +182,10 @@ function fillRandom(buf: Buffer, seed: number): void {
     state ^= state << 5;
     words[i] = state;
   }
-  for (let i = wordCount * 4; i < buf.length; i++) buf[i] = (state = xorshift32(state)) & 0xff;
+  for (let i = wordCount * 4; i < buf.length; i++) {
+    state = xorshift32(state);
+    buf[i] = state & 0xff;
+  }
 }
 
 function xorshift32(state: number): number {

@@ -1,6 +1,6 @@
 import { imageChecksum } from './checksum.js';
 import { decodeAck, decodeFrameHeader, encodeAck, encodeFrameHeader } from './frame.js';
-import { type SectionPlan } from './section.js';
+import type { SectionPlan } from './section.js';
 import { SectionRecorder } from './recorder.js';
 
 // The code every section shares, run on made-up frames before a run's first section on both

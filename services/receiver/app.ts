@@ -272,7 +272,7 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
     });
     // Read as late as the request allows before answering: the transmitter brackets this with its
     // own clock and reads it at the response headers.
-    app.get('/clock', { onRequest }, (request, reply) => {
+    app.get('/clock', { onRequest }, (_request, reply) => {
       void reply.header(CLOCK_HEADER, String(process.hrtime.bigint())).send();
     });
     app.post('/runs', { onRequest, schema: { body: runInfoSchema } }, async (request, reply) => {
@@ -319,7 +319,7 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
       return reply.code(204).send();
     });
     // The transmitter's round trips, in binary batches as its acks come (see ROUND_TRIP_RECORD_VALUES).
-    app.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: ROUND_TRIPS_BODY_LIMIT_BYTES }, (request, body, done) => done(null, body));
+    app.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: ROUND_TRIPS_BODY_LIMIT_BYTES }, (_request, body, done) => done(null, body));
     app.post('/sections/:sectionId/round-trips', { onRequest, bodyLimit: ROUND_TRIPS_BODY_LIMIT_BYTES }, async (request, reply) => {
       const body = request.body;
       if (!Buffer.isBuffer(body) || body.byteLength % (ROUND_TRIP_RECORD_VALUES * 8) !== 0) return reply.code(400).send({ error: `expected application/octet-stream of ${ROUND_TRIP_RECORD_VALUES * 8}-byte round-trip records` });
@@ -341,20 +341,20 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
       await folder?.replaceSection(result);
       return result;
     });
-    app.post('/runs/finish', { onRequest }, async (request, reply) => {
+    app.post('/runs/finish', { onRequest }, async (_request, reply) => {
       const finished = await endRun(null);
       if (finished === undefined) return reply.code(409).send({ error: 'no run started' });
       return finished;
     });
     // For people: the live page during a run, the last run's report otherwise.
-    app.get('/', async (request, reply) => {
+    app.get('/', async (_request, reply) => {
       const progress = session.progress();
       const report = progress === undefined ? await readFile(path.join(session.outputDir(config.outputDir), OUTPUT_FILES.report), 'utf8').catch(() => undefined) : undefined;
       return reply.type('text/html; charset=utf-8').send(report ?? renderLivePage(progress));
     });
     // The last run's files, for a receiver on another node (a cluster): no copy out needed.
     const serveFile = (route: string, file: string, type: string): void => {
-      app.get(route, async (request, reply) => {
+      app.get(route, async (_request, reply) => {
         const text = await readFile(path.join(session.outputDir(config.outputDir), file), 'utf8').catch(() => undefined);
         if (text === undefined) return reply.code(404).send({ error: 'no run has finished yet' });
         return reply.type(type).send(text);

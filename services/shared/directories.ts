@@ -1,4 +1,4 @@
-import { accessSync, constants, lstatSync, statfsSync, statSync } from 'node:fs';
+import { accessSync, constants, lstatSync, type Stats, statfsSync, statSync } from 'node:fs';
 import { mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { errorMessage } from '../core/errors.js';
@@ -48,7 +48,7 @@ export function directoryProblem(dir: string): string | undefined {
   const target = path.resolve(dir);
   let deepest = path.parse(target).root;
   for (const next of levels(target)) {
-    let stats;
+    let stats: Stats | undefined;
     try {
       stats = statSync(next, { throwIfNoEntry: false });
     } catch (err) {

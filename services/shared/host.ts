@@ -45,7 +45,10 @@ export function hostFacts(transportTable: readonly { libraries: readonly string[
   };
   const version = (name: string): string => {
     let known = versions.get(name);
-    if (known === undefined) versions.set(name, (known = installedVersion(name)));
+    if (known === undefined) {
+      known = installedVersion(name);
+      versions.set(name, known);
+    }
     return known;
   };
   return {

@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 import { encodeFrameHeader, decodeFrameHeader } from '../core/frame.js';
 import { renderHtmlReport, type HtmlReportLibraries } from '../core/html-report.js';
 import { buildRunReport, renderImageLine, renderOutputLogEnd, renderOutputLogHeader, renderResultsJson, renderSectionFooter, renderSectionHeading, type RunInfo, type RunReport } from '../core/report.js';
-import { type SectionPlan, type SectionResult } from '../core/section.js';
+import type { SectionPlan, SectionResult } from '../core/section.js';
 import { SectionRecorder, type SectionSink } from '../core/recorder.js';
 import type { WarmupOutcome } from '../core/warmup.js';
 import { ErrorCode, ItbError } from '../core/errors.js';

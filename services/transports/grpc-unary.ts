@@ -259,7 +259,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   // The stamp is taken here, in the interceptor chain, when grpc-js hands over the whole message
   // (a microtask after the HTTP/2 DATA frame with its last byte), and found again by the handler
   // through the message object, which grpc-js passes on unchanged as `call.request`.
-  const inOrder: grpc.ServerInterceptor = (methodDescriptor, call) => {
+  const inOrder: grpc.ServerInterceptor = (_methodDescriptor, call) => {
     let connection: Connection | undefined;
     let turn: Turn | undefined;
     const end = (): void => {

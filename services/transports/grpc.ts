@@ -219,7 +219,7 @@ export type AdmitCall = (presented: string | undefined, from: string, peer: stri
  * the limit, undecodable) or the transmitter cancelled it.
  */
 export function doorInterceptor(options: ReceiverOptions, transport: string, admitCall: AdmitCall, onUnanswered?: (from: string) => void): grpc.ServerInterceptor {
-  return (methodDescriptor, call) => {
+  return (_methodDescriptor, call) => {
     let pass: DoorPass | undefined;
     let silence: NodeJS.Timeout | undefined;
     let ended = false;

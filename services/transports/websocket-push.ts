@@ -142,7 +142,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   server.close();
   const guard = new LinkGuard(options.onFailure, `WebSocket push link on ${where}`);
   ws.on('message', (data: Buffer) => {
-    let ack;
+    let ack: ReturnType<typeof decodeAck>;
     try {
       ack = decodeAck(data);
     } catch (err) {

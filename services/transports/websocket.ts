@@ -55,7 +55,7 @@ function openSocket(url: string, credentialText: string, timeoutMs: number): Pro
       reject(err);
     });
     // With this listener ws leaves a non-101 answer to us (and emits no error for it).
-    ws.once('unexpected-response', (request, response) => {
+    ws.once('unexpected-response', (_request, response) => {
       const status = response.statusCode ?? 0;
       response.resume();
       const problem = `upgrade answered with HTTP ${status}`;

@@ -197,7 +197,7 @@ function openSockets(options: TransmitterOptions, endpoints: readonly Endpoint[]
     const subscribed = (async () => {
       for (let subscriptions = 0; ; ) {
         const [message] = await sockets.publisher.receive();
-        if (message !== undefined && message.equals(SUBSCRIBE_ALL)) {
+        if (message?.equals(SUBSCRIBE_ALL)) {
           if (++subscriptions < endpoints.length) continue;
           return;
         }

@@ -84,7 +84,7 @@ async function run(name: string, transports: string, brokerEnv: Record<string, s
     outputs.set('transmitter stderr', transmitter.stderr());
     outputs.set('receiver stdout', receiver.stdout());
     outputs.set('receiver stderr', receiver.stderr());
-    answers.forEach((answer, index) => outputs.set(`GET answer ${index}: ${answer.split('\n')[0]}`, answer));
+    for (const [index, answer] of answers.entries()) outputs.set(`GET answer ${index}: ${answer.split('\n')[0]}`, answer);
     const results = JSON.parse(await readFile(path.join(outputDir, 'results.json'), 'utf8')) as RunReport;
     return { code, results, outputs };
   } finally {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SideCost } from '../../services/core/cost.js';
 import { CHART_NAMES, renderHtmlReport } from '../../services/core/html-report.js';
 import { RESULTS_SCHEMA_VERSION, renderResultsJson, type RunReport } from '../../services/core/report.js';
-import { type SectionPlan, type SectionResult } from '../../services/core/section.js';
+import type { SectionPlan, SectionResult } from '../../services/core/section.js';
 import { SectionRecorder } from '../../services/core/recorder.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';

@@ -1,6 +1,6 @@
 import { parseConfig } from '../../services/core/config.js';
 import { RESULTS_SCHEMA_VERSION, summarizeTransports, type HostFacts, type RunReport } from '../../services/core/report.js';
-import { type ImageRecord, type SectionExtras, type SectionPlan, type SectionResult } from '../../services/core/section.js';
+import type { ImageRecord, SectionExtras, SectionPlan, SectionResult } from '../../services/core/section.js';
 import { SectionRecorder, type SectionSink } from '../../services/core/recorder.js';
 import { summarizeLatency } from '../../services/core/stats.js';
 import type { WarmupOutcome } from '../../services/core/warmup.js';

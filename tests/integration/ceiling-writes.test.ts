@@ -35,7 +35,10 @@ let recorded: Map<number, Call[]> | undefined;
 function record(call: string, sizes: number[]): void {
   if (recorded === undefined || current === undefined || sender.getStore() !== true) return;
   let calls = recorded.get(current);
-  if (calls === undefined) recorded.set(current, (calls = []));
+  if (calls === undefined) {
+    calls = [];
+    recorded.set(current, calls);
+  }
   calls.push({ call, sizes });
 }
 
@@ -181,12 +184,14 @@ describe.each(transports.map((t) => [t.name, t] as const))('%s: the ceiling send
       for (const calls of [...ours, ...ceiling]) expect(calls.length).toBeGreaterThan(0);
       const slackBytes = NAMES_SLACK_BYTES[name] ?? 0;
       expect(ceiling.map((calls) => calls.map((c) => `${c.call}/${c.sizes.length}`))).toEqual(ours.map((calls) => calls.map((c) => `${c.call}/${c.sizes.length}`)));
-      ceiling.forEach((calls, image) =>
+      ceiling.forEach((calls, image) => {
         calls.forEach((c, at) => {
           const theirs = ours[image]![at]!;
-          c.sizes.forEach((size, i) => expect(Math.abs(size - theirs.sizes[i]!), `${c.call} #${at} of image ${image + COMPARED_FROM}: ceiling ${size} B, transport ${theirs.sizes[i]} B`).toBeLessThanOrEqual(slackBytes));
-        }),
-      );
+          c.sizes.forEach((size, i) => {
+            expect(Math.abs(size - theirs.sizes[i]!), `${c.call} #${at} of image ${image + COMPARED_FROM}: ceiling ${size} B, transport ${theirs.sizes[i]} B`).toBeLessThanOrEqual(slackBytes);
+          });
+        });
+      });
     }, 30_000);
   }
 });

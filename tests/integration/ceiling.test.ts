@@ -22,7 +22,10 @@ async function brokerUrl(transport: string): Promise<string | undefined> {
   const local = transports.find((t) => t.name === transport)?.localServer;
   if (!local) return undefined;
   let server = servers.get(local.command);
-  if (!server) servers.set(local.command, (server = local.start()));
+  if (!server) {
+    server = local.start();
+    servers.set(local.command, server);
+  }
   return (await server).url;
 }
 

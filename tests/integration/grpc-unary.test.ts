@@ -167,7 +167,9 @@ describe('grpc-unary transport', () => {
     const { link, acks, failures } = await openLink(listener.port, section.credential, 16);
     try {
       const images = Array.from({ length: 16 }, () => randomBytes(MIB));
-      images.forEach((image, seq) => link.send(stampedHeader(image, seq), image));
+      images.forEach((image, seq) => {
+        link.send(stampedHeader(image, seq), image);
+      });
       await eventually(() => acks.length === 16 || failures.length > 0);
       expect(failures).toEqual([]);
       expect(acks.map((a) => a.seq)).toEqual(images.map((_, seq) => seq));

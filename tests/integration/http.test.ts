@@ -324,7 +324,9 @@ describe('http-json transport', () => {
     expect(statuses(outcome.answer)).toEqual([...cases.map(() => 422), 200]);
     expect(outcome.answer).toContain('{"sectionId":7,"seq":3,"status":"accepted"}');
     expect(rejects).toHaveLength(cases.length);
-    cases.forEach(([, reason], i) => expect(rejects[i]).toMatch(reason));
+    cases.forEach(([, reason], i) => {
+      expect(rejects[i]).toMatch(reason);
+    });
     expect(delivered.map((f) => f.header.seq)).toEqual([3]);
     expect(Buffer.isBuffer(delivered[0]!.payload) && delivered[0]!.payload.equals(image)).toBe(true);
   }, 10_000);

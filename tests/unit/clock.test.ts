@@ -35,25 +35,25 @@ describe('estimateClockOffset', () => {
 
 describe('oneWayClockErrorNs', () => {
   const before: ClockOffset = { offsetNs: 5_000_000, uncertaintyNs: 150_000, roundTripNs: 300_000, samples: 8 };
-  const after = (offsetNs: number, uncertaintyNs: number): ClockOffset => ({ offsetNs, uncertaintyNs, roundTripNs: 2 * uncertaintyNs, samples: 8 });
+  const afterwards = (offsetNs: number, uncertaintyNs: number): ClockOffset => ({ offsetNs, uncertaintyNs, roundTripNs: 2 * uncertaintyNs, samples: 8 });
 
   it('is the estimate\'s own bound when the offset was not estimated again', () => {
     expect(oneWayClockErrorNs(before, null)).toBe(150_000);
   });
 
   it('keeps the larger bound of the section\'s start when the offset did not move', () => {
-    expect(oneWayClockErrorNs(before, after(5_000_000, 100_000))).toBe(150_000);
-    expect(oneWayClockErrorNs(before, after(5_000_000, 200_000))).toBe(200_000);
+    expect(oneWayClockErrorNs(before, afterwards(5_000_000, 100_000))).toBe(150_000);
+    expect(oneWayClockErrorNs(before, afterwards(5_000_000, 200_000))).toBe(200_000);
   });
 
   it('widens by the drift seen at the end, either way: |after − before| + the end\'s bound', () => {
-    expect(oneWayClockErrorNs(before, after(5_040_000, 120_000))).toBe(160_000);
-    expect(oneWayClockErrorNs(before, after(4_700_000, 50_000))).toBe(350_000);
+    expect(oneWayClockErrorNs(before, afterwards(5_040_000, 120_000))).toBe(160_000);
+    expect(oneWayClockErrorNs(before, afterwards(4_700_000, 50_000))).toBe(350_000);
   });
 
   it('bounds the true error at every moment of a linear drift, for offsets anywhere within both estimates\' bounds', () => {
     // True offset θ(t) linear from θ0 (within before ± its bound) to θ1 (within after ± its bound).
-    const end = after(5_300_000, 80_000);
+    const end = afterwards(5_300_000, 80_000);
     const bound = oneWayClockErrorNs(before, end);
     for (const theta0 of [before.offsetNs - before.uncertaintyNs, before.offsetNs, before.offsetNs + before.uncertaintyNs]) {
       for (const theta1 of [end.offsetNs - end.uncertaintyNs, end.offsetNs, end.offsetNs + end.uncertaintyNs]) {

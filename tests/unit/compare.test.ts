@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { compareRuns, renderComparison, settingDifferences, type ComparisonRow } from '../../services/core/compare.js';
 import type { Config } from '../../services/core/config.js';
 import { RESULTS_SCHEMA_VERSION, summarizeTransports, type HostFacts, type RunReport } from '../../services/core/report.js';
-import { type SectionResult } from '../../services/core/section.js';
+import type { SectionResult } from '../../services/core/section.js';
 import { SectionRecorder } from '../../services/core/recorder.js';
 
 // Sections are built literally so every figure is exact (the recorder's HDR percentiles are only

@@ -26,9 +26,18 @@ describe('frame header', () => {
   it.each([
     ['a short buffer', bad((b) => b.subarray(0, 39)), /40/],
     ['a long buffer', bad((b) => Buffer.concat([b, Buffer.alloc(1)])), /41 bytes/],
-    ['a wrong magic', bad((b) => (b.writeUInt32BE(0xdeadbeef, 0), b)), /magic 0xdeadbeef/],
-    ['a wrong version', bad((b) => (b.writeUInt16BE(9, 4), b)), /version 9/],
-    ['a size over the maximum', bad((b) => (b.writeBigUInt64BE(10n * 1024n ** 3n, 16), b)), /10737418240 bytes, over MAX_IMAGE_SIZE/],
+    ['a wrong magic', bad((b) => {
+      b.writeUInt32BE(0xdeadbeef, 0);
+      return b;
+    }), /magic 0xdeadbeef/],
+    ['a wrong version', bad((b) => {
+      b.writeUInt16BE(9, 4);
+      return b;
+    }), /version 9/],
+    ['a size over the maximum', bad((b) => {
+      b.writeBigUInt64BE(10n * 1024n ** 3n, 16);
+      return b;
+    }), /10737418240 bytes, over MAX_IMAGE_SIZE/],
   ])('rejects %s with ITB_ERR_FRAME', (_, buf, message) => {
     let caught: unknown;
     try {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { CHART_NAMES, HTML_REPORT_CSP, jsonForScript, renderHtmlReport, scriptForInline, styleForInline, type HtmlReportLibraries } from '../../services/core/html-report.js';
 import { TIMING_DEFINITIONS, type RunReport } from '../../services/core/report.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';
-import { type SectionResult } from '../../services/core/section.js';
+import type { SectionResult } from '../../services/core/section.js';
 import { SectionRecorder } from '../../services/core/recorder.js';
 import { fixturePlan, fixtureReport, fixtureSection, resultWith, twoClockSection } from '../helpers/fixtures.js';
 import type { SecondDistribution, SecondSample } from '../../services/core/series.js';
@@ -390,7 +390,7 @@ describe('renderHtmlReport: a transport with no completed repeat', () => {
     const cells = cellsOf(page, 'websocket');
     for (const header of ['p50 ms', 'p99 ms', 'RTT p50 ms', 'RTT p99 ms', 'Total ms', 'MB/s', 'TX CPU ms/img']) expect(cells[header], header).toBe('–');
     // The counts still count every repeat.
-    expect([cells['OK'], cells['Lost'], cells['Corrupt']]).toEqual(['3', '1', '0']);
+    expect([cells.OK, cells.Lost, cells.Corrupt]).toEqual(['3', '1', '0']);
     expect(page).toContain('A transport with no completed repeat has no figures (–)');
   });
 

@@ -1,6 +1,6 @@
 import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type SectionPlan, type SectionResult } from '../../services/core/section.js';
+import type { SectionPlan, SectionResult } from '../../services/core/section.js';
 import { SectionRecorder } from '../../services/core/recorder.js';
 import type { SectionProgress } from '../../services/transmitter/app.js';
 import { createProgressDisplay, formatDurationSeconds } from '../../services/transmitter/progress.js';
@@ -163,6 +163,7 @@ describe('progress display', () => {
       display.sectionEnded(progress, failedResult());
       expect(stream.text).toContain('FAILED: receiver gone');
       // No colour codes of our own: only cursor movement from cli-progress.
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: ESC is the character looked for
       expect(stream.text).not.toMatch(/\x1b\[[0-9;]*m/);
 
       display.stop();

@@ -159,7 +159,7 @@ Result: FAILED: at least one transport lost, corrupted or failed to deliver imag
     expect(renderOutputLog(report)).toBe([renderOutputLogHeader(report.run), ...sections, renderOutputLogEnd(report)].join('\n\n'));
     // The verdict comes last, after the summary, which says when the run finished; the header no longer does.
     expect(renderOutputLogHeader(report.run)).not.toContain('finished');
-    expect(renderOutputLogEnd(report)).toMatch(/^=== Summary \(finished 2026-11-23T08:00:01\.000Z\) ===\n[^]*\nResult: FAILED: [^\n]*\n$/);
+    expect(renderOutputLogEnd(report)).toMatch(/^=== Summary \(finished 2026-11-23T08:00:01\.000Z\) ===\n[\s\S]*\nResult: FAILED: [^\n]*\n$/);
   });
 
   it('says an incomplete run is incomplete in its verdict, not its header', () => {

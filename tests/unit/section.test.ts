@@ -121,7 +121,9 @@ describe('SectionRecorder', () => {
     // Window 2, four images of 1 MB: stamped at 0, 0, 2 and 2 ms; arrivals at 1.5, 2, 3.5 and 4 ms.
     const images = collectingSink();
     const recorder = unwarmed({ imageCount: 4, window: 2 }, images.sink);
-    [0n, 0n, 2_000_000n, 2_000_000n].forEach((sentAtNs, seq) => take(recorder, frame(seq, sentAtNs), sentAtNs + (seq % 2 === 0 ? 1_500_000n : 2_000_000n)));
+    [0n, 0n, 2_000_000n, 2_000_000n].forEach((sentAtNs, seq) => {
+      take(recorder, frame(seq, sentAtNs), sentAtNs + (seq % 2 === 0 ? 1_500_000n : 2_000_000n));
+    });
     const rttNs = [2_000_000, 2_000_000, 2_000_000, null];
     const result = resultWith(recorder, null, { rttNs, sentAtNs: [0n, 0n, 2_000_000n, 2_000_000n], verifyMs: 0.25 });
     expect(images.records.map((i) => i.rttMs)).toEqual([2, 2, 2, null]);
@@ -141,13 +143,17 @@ describe('SectionRecorder', () => {
   it('fails a section whose window was broken, and counts the window as CLIENTS × WINDOW', () => {
     // Two images in flight at once for 2 ms, where WINDOW = 1 allows one.
     const broken = unwarmed({ imageCount: 2, window: 1 });
-    [0n, 0n].forEach((sentAtNs, seq) => take(broken, frame(seq, sentAtNs), 1_000_000n));
+    [0n, 0n].forEach((sentAtNs, seq) => {
+      take(broken, frame(seq, sentAtNs), 1_000_000n);
+    });
     const result = resultWith(broken, null, { rttNs: [2_000_000, 2_000_000], sentAtNs: [0n, 0n] });
     expect([result.meanInFlight, result.littleRatio, result.ok]).toEqual([2, 2, false]);
     expect(result.failure).toBe('window check: 2.00 images in flight on average, more than CLIENTS × WINDOW = 1');
     // The same flights from two clients of WINDOW = 1: the window is full, not broken.
     const twoClients = unwarmed({ imageCount: 2, window: 1, clients: 2 });
-    [0n, 0n].forEach((sentAtNs, seq) => take(twoClients, frame(seq, sentAtNs), 1_000_000n));
+    [0n, 0n].forEach((sentAtNs, seq) => {
+      take(twoClients, frame(seq, sentAtNs), 1_000_000n);
+    });
     expect(resultWith(twoClients, null, { rttNs: [2_000_000, 2_000_000], sentAtNs: [0n, 0n] })).toMatchObject({ littleRatio: 1, ok: true, failure: null });
   });
 
@@ -354,7 +360,7 @@ describe('SectionResult.throughputIndicative', () => {
     const lastSentNs = BigInt(spanNs) - 1_000_000n;
     for (let seq = 0; seq < count; seq++) {
       const sentAtNs = count === 1 ? 0n : (lastSentNs * BigInt(seq)) / BigInt(count - 1);
-      take(recorder, frame(seq, sentAtNs), sentAtNs + 1_000_000n, seq >= count - corrupt ? false : true);
+      take(recorder, frame(seq, sentAtNs), sentAtNs + 1_000_000n, seq < count - corrupt);
     }
     return recorder.result(null);
   };

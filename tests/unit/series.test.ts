@@ -65,7 +65,9 @@ describe('latencyCurve', () => {
   it('draws every time of a small sample at Hazen’s position, slowest not at 100 %', () => {
     // Values under 2,048 ns are exact at 3 significant digits.
     const curve = latencyCurve(
-      encoded((h) => [400, 100, 300, 100].forEach((v) => h.recordValue(v))),
+      encoded((h) => {
+        for (const v of [400, 100, 300, 100]) h.recordValue(v);
+      }),
       10,
     );
     expect(curve).toEqual([
@@ -91,7 +93,9 @@ describe('latencyCurve', () => {
     );
     expect(curve.map((p) => p.ms)).toEqual([0.000001, 0.000851, 0.000978, 0.000997, 0.001]);
     const expected = [0.05, 85.05, 97.75, 99.65, 99.95];
-    curve.forEach((p, i) => expect(p.percentile).toBeCloseTo(expected[i]!, 12));
+    curve.forEach((p, i) => {
+      expect(p.percentile).toBeCloseTo(expected[i]!, 12);
+    });
   });
 
   it('draws the tail of a million times as finely as the middle, and its slowest hundred images every one', () => {
@@ -105,7 +109,9 @@ describe('latencyCurve', () => {
     );
     expect(curve.length).toBeLessThanOrEqual(2000);
     const ranks = curve.map((p) => Math.round((p.percentile / 100) * n - 0.5));
-    curve.forEach((p, i) => expect(p.ms).toBe((Math.floor(ranks[i]! / 1000) + 1) / 1e6));
+    curve.forEach((p, i) => {
+      expect(p.ms).toBe((Math.floor(ranks[i]! / 1000) + 1) / 1e6);
+    });
     const between = (from: number, to: number): number => curve.filter((p) => p.percentile >= from && p.percentile < to).length;
     // log10(2n) = 6.3 decades over 2,000 points: about 317 a decade, …
     for (const [from, to] of [
