@@ -263,6 +263,20 @@ function splitOneLine(text: string, node: Node, points: number[], widthChars: nu
   return pieces.join(' + ');
 }
 
+/** A literal cut once, at the cut point nearest its middle: two pieces the formatter may keep on one line. */
+function splitInHalf(text: string, node: Node, points: number[]): string | undefined {
+  const start = node.getStart();
+  const half = lineChars(text.slice(start, node.end)) / 2;
+  const distance = (p: number): number => Math.abs(lineChars(text.slice(start, p)) - half);
+  const cut = points.reduce<number | undefined>(
+    (best, p) => (best === undefined || distance(p) < distance(best) ? p : best),
+    undefined,
+  );
+  if (cut === undefined) return undefined;
+  const quote = text[start]!;
+  return `${text.slice(start, cut)}${quote} + ${quote}${text.slice(cut, node.end)}`;
+}
+
 /**
  * A template over several lines, cut once on each of its long lines at the last cut point that
  * leaves the line within the limit with the closing `` ` + `` (its other lines keep their layout).
@@ -609,7 +623,7 @@ function editsFor(facts: FileFacts): Edit[] {
       const widthChars = MAX_LINE_CHARS - indent - 4 - 3;
       const rawChars = lineChars(raw);
       if (rawChars > widthChars) replacement = splitOneLine(text, node, points, widthChars);
-      else if (rawChars >= 40) replacement = splitOneLine(text, node, points, Math.ceil(rawChars / 2) + 2);
+      else if (rawChars >= 40) replacement = splitInHalf(text, node, points);
     }
     if (replacement !== undefined) {
       // Without its empty head the chain could start with X + Y (an addition, not a concatenation).
