@@ -1,7 +1,14 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
-import { PADDING_CHUNK_TYPE, PNG_SIGNATURE, describePng, pngChunk, SAMPLE_ASSET_BYTES as ASSET_SIZE_BYTES, SAMPLE_ASSET_PATH } from '../services/core/png.js';
+import {
+  PADDING_CHUNK_TYPE,
+  PNG_SIGNATURE,
+  describePng,
+  pngChunk,
+  SAMPLE_ASSET_BYTES as ASSET_SIZE_BYTES,
+  SAMPLE_ASSET_PATH,
+} from '../services/core/png.js';
 import { projectPath } from '../services/shared/paths.js';
 
 const ASSET_PATH = projectPath(SAMPLE_ASSET_PATH);
@@ -27,7 +34,9 @@ function main(): void {
 
   const paddingBytes = ASSET_SIZE_BYTES - picture.length - 12; // 12: the padding chunk's own frame
   if (paddingBytes < 0) {
-    throw new Error(`the picture encodes to ${picture.length} bytes, over the ${ASSET_SIZE_BYTES} byte budget: lower NOISE_LEVELS`);
+    throw new Error(
+      `the picture encodes to ${picture.length} bytes, over the ${ASSET_SIZE_BYTES} byte budget: lower NOISE_LEVELS`,
+    );
   }
   // The padding chunk goes before IEND, which must stay last.
   const iendBytes = 12;
@@ -42,7 +51,8 @@ function main(): void {
   writeFileSync(ASSET_PATH, asset);
   const { width, height } = describePng(asset);
   console.log(
-    `wrote ${ASSET_PATH}: ${asset.length} bytes, ${width}x${height} PNG (${picture.length} bytes of picture, ${paddingBytes} bytes of padding)`,
+    `wrote ${ASSET_PATH}: ${asset.length} bytes, ${width}x${height} PNG (${picture.length} bytes of ` +
+      `picture, ${paddingBytes} bytes of padding)`,
   );
 }
 

@@ -38,7 +38,8 @@ function parseArguments(args: readonly string[]): Arguments {
       files.push(arg);
     }
   }
-  if (files.length < 1 || files.length > 2) throw new BadInput(`expected one or two results.json files, got ${files.length}`);
+  if (files.length < 1 || files.length > 2)
+    throw new BadInput(`expected one or two results.json files, got ${files.length}`);
   return { files, out };
 }
 

@@ -22,7 +22,10 @@ try {
   await applyShaping(shapingCommands(device, shaping), shaping);
 } catch (err) {
   const reason = err instanceof ShapingRefused ? err.message : String(err);
-  process.stderr.write(`shaped link: ${reason} (the override file gives the services NET_ADMIN: docker compose -f docker-compose.yml -f docker-compose.shaped.yml up)\n`);
+  process.stderr.write(
+    `shaped link: ${reason} (the override file gives the services NET_ADMIN: docker compose -f ` +
+      `docker-compose.yml -f docker-compose.shaped.yml up)\n`,
+  );
   process.exit(ExitCode.config);
 }
 let mtu = '?';
@@ -31,4 +34,7 @@ try {
 } catch {
   // no such interface in sysfs: the MTU stays unknown
 }
-process.stdout.write(`the compose network, each service's ${device} (MTU ${mtu}) shaped on egress by tc in its container: ${shapedText(shaping)}\n`);
+process.stdout.write(
+  `the compose network, each service's ${device} (MTU ${mtu}) shaped on egress by tc in its ` +
+    `container: ${shapedText(shaping)}\n`,
+);

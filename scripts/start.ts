@@ -5,7 +5,14 @@ import { errorMessage } from '../services/core/errors.js';
 import { newAuthToken } from '../services/shared/auth-token.js';
 import { stopChild } from '../services/shared/child-process.js';
 import type { ConfigIssue } from '../services/core/config.js';
-import { configFromEnvOrExit, effectiveLogLevel, ExitCode, imagePathIssues, makeOutputDirOrExit, outputDirIssues } from '../services/shared/entry.js';
+import {
+  configFromEnvOrExit,
+  effectiveLogLevel,
+  ExitCode,
+  imagePathIssues,
+  makeOutputDirOrExit,
+  outputDirIssues,
+} from '../services/shared/entry.js';
 import { createLogger } from '../services/shared/logger.js';
 import { printChildLines, relayingPrinter } from '../services/shared/terminal-relay.js';
 import { bracketHost } from '../services/shared/net.js';
@@ -20,16 +27,20 @@ import { transportByName, transports } from '../services/transports/index.js';
 import { freePortsEnv } from './lib/ports.js';
 import { openShapedLink, ShapingRefused, type ShapedLink } from './lib/shaped-link.js';
 
-// `npm start`: the whole suite on this machine. Starts the receiver and the transmitter as two
-// processes (as docker compose does), plus, for every transport in the run that goes through a
-// server of its own (Redis) whose URL is not given, a private one from PATH; exits with the
-// transmitter's code once the receiver has shut down. Both services get a fresh AUTH_TOKEN for
-// this run alone, unless one is set. With RECEIVERS=n it starts n receivers. With NETWORK_RATE, NETWORK_DELAY or NETWORK_LOSS the
-// transmitter runs in a network namespace of its own behind a shaped link (./lib/shaped-link.ts).
+// `npm start`: the whole suite on this machine. Starts the receiver and the transmitter as two processes (as docker
+// compose does), plus, for every transport in the run that goes through a server of its own (Redis) whose URL is not
+// given, a private one from PATH; exits with the transmitter's code once the receiver has shut down. Both services get
+// a fresh AUTH_TOKEN for this run alone, unless one is set. With RECEIVERS=n it starts n receivers. With NETWORK_RATE,
+// NETWORK_DELAY or NETWORK_LOSS the transmitter runs in a network namespace of its own behind a shaped link
+// (./lib/shaped-link.ts).
 
 // The services' own checks, here too, so bad input stops everything before any process starts
 // (and before anything is created: OUTPUT_DIR is made only once the configuration is accepted).
-const config = configFromEnvOrExit(transports, (env) => [...imagePathIssues(env), ...outputDirIssues(env), ...shapedUrlIssues(env)], { shapesLink: true });
+const config = configFromEnvOrExit(
+  transports,
+  (env) => [...imagePathIssues(env), ...outputDirIssues(env), ...shapedUrlIssues(env)],
+  { shapesLink: true },
+);
 // On a terminal the transmitter draws the progress bars: every other line (the receivers', this
 // script's own log) goes to the terminal through it while it runs (../services/shared/terminal-relay.ts).
 const onTerminal = Boolean(process.stderr.isTTY);
@@ -47,14 +58,27 @@ const children = new Set<ChildProcess>();
 function shapedUrlIssues(processEnv: NodeJS.ProcessEnv): ConfigIssue[] {
   const shaped = ['NETWORK_RATE', 'NETWORK_DELAY', 'NETWORK_LOSS'].some((name) => processEnv[name]?.trim());
   if (!shaped) return [];
-  return [...new Set(transports.flatMap((t) => (t.setting.kind === 'url' ? [t.setting.envVar] : [])))].flatMap((envVar) => {
-    const raw = processEnv[envVar]?.trim();
-    if (!raw || !URL.canParse(raw) || !isLoopbackHost(new URL(raw).hostname.replace(/^\[|\]$/g, ''))) return [];
-    return [{ variable: envVar, value: redactUrl(raw), allowed: 'unset, or an address the transmitter can reach from its own network namespace when NETWORK_* shape the link: unset, a private server starts behind the shaped link' }];
-  });
+  return [...new Set(transports.flatMap((t) => (t.setting.kind === 'url' ? [t.setting.envVar] : [])))].flatMap(
+    (envVar) => {
+      const raw = processEnv[envVar]?.trim();
+      if (!raw || !URL.canParse(raw) || !isLoopbackHost(new URL(raw).hostname.replace(/^\[|\]$/g, ''))) return [];
+      return [
+        {
+          variable: envVar,
+          value: redactUrl(raw),
+          allowed:
+            'unset, or an address the transmitter can reach from its own network namespace when NETWORK_* shape ' +
+            'the link: unset, a private server starts behind the shaped link',
+        },
+      ];
+    },
+  );
 }
 
-/** Free ports for another receiver: CONTROL_PORT and every transport's, none of them one the first receiver is configured with. */
+/**
+ * Free ports for another receiver: CONTROL_PORT and every transport's, none of them one the first receiver is
+ * configured with.
+ */
 async function portsBesides(first: typeof config): Promise<Record<string, string>> {
   const taken = new Set([first.controlPort, ...Object.values(first.ports).flatMap((port) => [port, port + 1])]);
   for (;;) {
@@ -74,7 +98,10 @@ if (isShaped(config.network)) {
     process.exit(ExitCode.config);
   }
   env.ITB_LINK = link.description;
-  log.info({ namespace: link.namespace, receiverAddress: link.receiverAddress, transmitterAddress: link.transmitterAddress }, `shaped link: ${link.description}`);
+  log.info(
+    { namespace: link.namespace, receiverAddress: link.receiverAddress, transmitterAddress: link.transmitterAddress },
+    `shaped link: ${link.description}`,
+  );
 }
 // After the shaping, which may still refuse the run (exit 2, nothing made); before any process.
 await makeOutputDirOrExit(config, async () => link?.close());
@@ -86,12 +113,20 @@ function startService(name: 'receiver' | 'transmitter', ownEnv: NodeJS.ProcessEn
   const childEnv: NodeJS.ProcessEnv = {
     ...env,
     ...ownEnv,
-    ...(link === undefined ? {} : name === 'receiver' ? { BIND_HOST: link.receiverAddress } : { BIND_HOST: link.transmitterAddress, RECEIVER_HOST: link.receiverAddress }),
+    ...(link === undefined
+      ? {}
+      : name === 'receiver'
+        ? { BIND_HOST: link.receiverAddress }
+        : { BIND_HOST: link.transmitterAddress, RECEIVER_HOST: link.receiverAddress }),
   };
   // On a terminal the receiver's stderr is a pipe read here, so it logs at the level it would pick
   // on the terminal itself, and the transmitter gets an IPC channel for the lines relayed to it.
   if (onTerminal && name === 'receiver' && !childEnv.LOG_LEVEL?.trim()) childEnv.LOG_LEVEL = effectiveLogLevel(config);
-  const stdio: StdioOptions = !onTerminal ? 'inherit' : name === 'receiver' ? ['inherit', 'inherit', 'pipe'] : ['inherit', 'inherit', 'inherit', 'ipc'];
+  const stdio: StdioOptions = !onTerminal
+    ? 'inherit'
+    : name === 'receiver'
+      ? ['inherit', 'inherit', 'pipe']
+      : ['inherit', 'inherit', 'inherit', 'ipc'];
   const child =
     link !== undefined && name === 'transmitter'
       ? spawn('ip', ['netns', 'exec', link.namespace, process.execPath, ...main], { env: childEnv, stdio })
@@ -121,15 +156,27 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 for (const name of config.transports) {
   const { setting, localServer } = transportByName(name);
   // Transports that share a URL setting (the Redis ones) share the one server started for it.
-  if (setting.kind !== 'url' || localServer === undefined || config.urls[name] !== undefined || env[setting.envVar] !== process.env[setting.envVar]) continue;
+  if (
+    setting.kind !== 'url' ||
+    localServer === undefined ||
+    config.urls[name] !== undefined ||
+    env[setting.envVar] !== process.env[setting.envVar]
+  )
+    continue;
   try {
     const server = await localServer.start(link?.receiverAddress);
     servers.push(server);
     env[setting.envVar] = server.url;
     log.info({ transport: name, url: server.url }, `private ${localServer.command} started for this run`);
   } catch (err) {
-    log.warn({ transport: name, err: errorMessage(err) }, `no private ${localServer.command}: the ${name} section will be reported as failed`);
-    process.stderr.write(`npm start: ${setting.envVar} is not set and no ${localServer.command} could be started (${errorMessage(err)}); the ${name} section will fail, the others run.\n`);
+    log.warn(
+      { transport: name, err: errorMessage(err) },
+      `no private ${localServer.command}: the ${name} section will be reported as failed`,
+    );
+    process.stderr.write(
+      `npm start: ${setting.envVar} is not set and no ${localServer.command} could be started ` +
+        `(${errorMessage(err)}); the ${name} section will fail, the others run.\n`,
+    );
   }
 }
 
@@ -140,7 +187,13 @@ for (let index = 1; index < config.receivers; index++) receiverEnvs.push(await p
 const receiverHost = link?.receiverAddress ?? config.receiverHost;
 const receivers = receiverEnvs.map((ownEnv) => startService('receiver', ownEnv));
 const transmitterEnv: NodeJS.ProcessEnv =
-  config.receivers === 1 ? {} : { ITB_RECEIVERS: receiverEnvs.map((own) => `${bracketHost(receiverHost)}:${own.CONTROL_PORT ?? config.controlPort}`).join(',') };
+  config.receivers === 1
+    ? {}
+    : {
+        ITB_RECEIVERS: receiverEnvs
+          .map((own) => `${bracketHost(receiverHost)}:${own.CONTROL_PORT ?? config.controlPort}`)
+          .join(','),
+      };
 const transmitter = startService('transmitter', transmitterEnv);
 relayTarget = transmitter;
 // A receiver that dies takes the run with it: stop the transmitter rather than let it wait.
@@ -173,7 +226,12 @@ async function completeRunOf(index: number, reason: string): Promise<void> {
   if (newest === undefined) return;
   try {
     const report = await completeRun(base, newest, reason, reportLibraries());
-    if (report !== undefined) process.stderr.write(`npm start: kept what the run wrote: ${report.sections.length} section(s) in ${path.relative(process.cwd(), newest) || newest} (the open one marked incomplete), now OUTPUT_DIR's latest.\n`);
+    if (report !== undefined)
+      process.stderr.write(
+        `npm start: kept what the run wrote: ${report.sections.length} section(s) in ` +
+          (path.relative(process.cwd(), newest) || newest) +
+          ` (the open one marked incomplete), now OUTPUT_DIR's latest.\n`,
+      );
   } catch (err) {
     process.stderr.write(`npm start: could not complete the run in ${newest}: ${errorMessage(err)}\n`);
   }

@@ -27,10 +27,23 @@ const REMOVE_TIMEOUT_MS = 60_000;
 const POLL_MS = 2000;
 
 /** Runs docker with `args`; its output is returned (and printed when `echo`); a non-zero exit fails with its stderr. */
-function docker(args: readonly string[], options: { input?: string; cwd?: string; env?: Record<string, string>; echo?: boolean } = {}): string {
+function docker(
+  args: readonly string[],
+  options: { input?: string; cwd?: string; env?: Record<string, string>; echo?: boolean } = {},
+): string {
   if (options.echo) process.stdout.write(`swarm-check: docker ${args.join(' ')}\n`);
-  const result = spawnSync('docker', args, { cwd: options.cwd, env: { ...process.env, ...options.env }, input: options.input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
-  if (result.status !== 0) fail(`docker ${args.join(' ')} exited ${result.status}: ${(result.stderr || result.stdout || String(result.error)).trim()}`);
+  const result = spawnSync('docker', args, {
+    cwd: options.cwd,
+    env: { ...process.env, ...options.env },
+    input: options.input,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  });
+  if (result.status !== 0)
+    fail(
+      `docker ${args.join(' ')} exited ${result.status}: ` +
+        (result.stderr || result.stdout || String(result.error)).trim(),
+    );
   return result.stdout;
 }
 
@@ -45,7 +58,10 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 function build(dir: string): Promise<void> {
   process.stdout.write(`swarm-check: docker build -t ${IMAGE} (fresh clone)\n`);
   return new Promise((resolve, reject) => {
-    const child = spawn('docker', ['build', '-q', '-t', IMAGE, '.'], { cwd: dir, stdio: ['ignore', 'inherit', 'inherit'] });
+    const child = spawn('docker', ['build', '-q', '-t', IMAGE, '.'], {
+      cwd: dir,
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     const timer = setTimeout(() => child.kill('SIGKILL'), JOB_TIMEOUT_MS);
     child.on('error', reject);
     child.on('exit', (code) => {
@@ -73,14 +89,25 @@ async function waitForJob(): Promise<void> {
     const tasks = transmitterTasks();
     const finished = tasks.find((t) => /^(Complete|Failed|Rejected|Shutdown)/.test(t.state));
     if (finished !== undefined) {
-      if (tasks.length !== 1) fail(`the transmitter job ran ${tasks.length} tasks, expected one (no restart): ${tasks.map((t) => t.state).join('; ')}`);
+      if (tasks.length !== 1)
+        fail(
+          `the transmitter job ran ${tasks.length} tasks, expected one (no ` +
+            `restart): ${tasks.map((t) => t.state).join('; ')}`,
+        );
       if (!finished.state.startsWith('Complete')) {
         const logs = spawnSync('docker', ['service', 'logs', '--raw', `${STACK}_transmitter`], { encoding: 'utf8' });
-        fail(`the transmitter job ended ${finished.state} ${finished.error}\n${(logs.stdout + logs.stderr).split('\n').slice(-40).join('\n')}`);
+        fail(
+          `the transmitter job ended ${finished.state} ${finished.error}\n` +
+            (logs.stdout + logs.stderr).split('\n').slice(-40).join('\n'),
+        );
       }
       return;
     }
-    if (Date.now() > deadline) fail(`the transmitter job did not finish within ${JOB_TIMEOUT_MS} ms: ${tasks.map((t) => t.state).join('; ') || 'no task'}`);
+    if (Date.now() > deadline)
+      fail(
+        `the transmitter job did not finish within ${JOB_TIMEOUT_MS} ms: ` +
+          (tasks.map((t) => t.state).join('; ') || 'no task'),
+      );
     await sleep(POLL_MS);
   }
 }
@@ -111,13 +138,15 @@ async function main(): Promise<void> {
   let madeSecret = false;
   let labelBefore: string | undefined;
   try {
-    if (spawnSync('git', ['clone', '-q', projectRoot(), dir], { stdio: 'inherit' }).status !== 0) fail(`git clone of ${projectRoot()} failed`);
+    if (spawnSync('git', ['clone', '-q', projectRoot(), dir], { stdio: 'inherit' }).status !== 0)
+      fail(`git clone of ${projectRoot()} failed`);
     // The stack file is checked by the Docker CLI's own schema before anything runs.
     docker(['stack', 'config', '-c', 'deploy/swarm/stack.yml'], { cwd: dir });
     await build(dir);
     if (madeSwarm) docker(['swarm', 'init', '--advertise-addr', '127.0.0.1'], { echo: true });
     nodeId = docker(['info', '--format', '{{.Swarm.NodeID}}']).trim();
-    labelBefore = docker(['node', 'inspect', nodeId, '--format', '{{index .Spec.Labels "itb.role"}}']).trim() || undefined;
+    labelBefore =
+      docker(['node', 'inspect', nodeId, '--format', '{{index .Spec.Labels "itb.role"}}']).trim() || undefined;
     docker(['node', 'update', '--label-add', 'itb.role=receiver', nodeId], { echo: true });
     if (!tryDocker(['secret', 'inspect', SECRET])) {
       docker(['secret', 'create', SECRET, '-'], { input: randomBytes(32).toString('base64'), echo: true });
@@ -133,12 +162,18 @@ async function main(): Promise<void> {
     const log = await fetchText(controlPort, '/output.log');
     const report = parseReport(await fetchText(controlPort, '/results.json'));
     expectAllOk(report, log, DEFAULT_TRANSPORTS);
-    if (!(await fetchText(controlPort, '/')).includes('<title>image-transfer-bench · ')) fail('GET / did not serve the report');
+    if (!(await fetchText(controlPort, '/')).includes('<title>image-transfer-bench · '))
+      fail('GET / did not serve the report');
     process.stdout.write(`swarm-check: every default transport ok on the swarm: ${throughputLine(report)}\n`);
   } finally {
     await removeStack();
     if (madeSecret) tryDocker(['secret', 'rm', SECRET]);
-    if (nodeId !== '') tryDocker(labelBefore === undefined ? ['node', 'update', '--label-rm', 'itb.role', nodeId] : ['node', 'update', '--label-add', `itb.role=${labelBefore}`, nodeId]);
+    if (nodeId !== '')
+      tryDocker(
+        labelBefore === undefined
+          ? ['node', 'update', '--label-rm', 'itb.role', nodeId]
+          : ['node', 'update', '--label-add', `itb.role=${labelBefore}`, nodeId],
+      );
     if (madeSwarm) tryDocker(['swarm', 'leave', '--force']);
     // -f: the tag goes even while the stack's last containers are still being removed.
     tryDocker(['image', 'rm', '-f', IMAGE]);

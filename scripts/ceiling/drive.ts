@@ -44,16 +44,25 @@ export interface DrivenLink {
   acked: (seq: number) => void;
   /** Set by the driver: the link calls it when it fails. */
   failed: (reason: string) => void;
-  /** The receiver's stamp of the last timed image's arrival, asked once every image is acknowledged; undefined when it has none. */
+  /**
+   * The receiver's stamp of the last timed image's arrival, asked once every image is acknowledged; undefined when it
+   * has none.
+   */
   lastArrivalNs(): Promise<bigint | undefined>;
 }
 
-/** Runs warm-up then timed images over `link` and returns the timed figures; rejects on a failure or a silence of ackTimeoutMs. */
+/**
+ * Runs warm-up then timed images over `link` and returns the timed figures; rejects on a failure or a silence of
+ * ackTimeoutMs.
+ */
 export async function drive(link: DrivenLink, options: DriveOptions): Promise<CeilingFigures> {
   const { image, count, window } = options;
   const { startNs, rttsNs, cpu } = await sendAll(link, options);
   const lastArrivalNs = await link.lastArrivalNs();
-  if (lastArrivalNs === undefined || lastArrivalNs < startNs) throw new Error(`the receiver reported no arrival of a timed image after the first timed send (${lastArrivalNs ?? 'none'})`);
+  if (lastArrivalNs === undefined || lastArrivalNs < startNs)
+    throw new Error(
+      `the receiver reported no arrival of a timed image after the first timed send (${lastArrivalNs ?? 'none'})`,
+    );
   const spanNs = Number(lastArrivalNs - startNs);
   const sorted = rttsNs.sort((a, b) => a - b);
   const quantile = (q: number): number => sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]! / 1e6;
@@ -99,7 +108,10 @@ function sendAll(link: DrivenLink, options: DriveOptions): Promise<Sent> {
     };
     const arm = (): void => {
       clearTimeout(timer);
-      timer = setTimeout(() => finish(new Error(`no ack for ${options.ackTimeoutMs} ms after ${acked} of ${total} images`)), options.ackTimeoutMs);
+      timer = setTimeout(
+        () => finish(new Error(`no ack for ${options.ackTimeoutMs} ms after ${acked} of ${total} images`)),
+        options.ackTimeoutMs,
+      );
     };
     const pump = (): void => {
       while (!done && next < total && next - acked < window) {

@@ -14,7 +14,9 @@ import { channelOptions, grpcJs, openClient, protoMethod, serve, type AckMessage
 /** The grpc-unary transport's ceiling: one unary Put call per image, WINDOW in flight on one channel. */
 export const grpcUnaryCeiling: CeilingPair = {
   transport: 'grpc-unary',
-  how: '@grpc/grpc-js: client.makeUnaryRequest(Put, Frame{header, payload}) per image, WINDOW in flight on one channel; the handler answers Ack in seq order',
+  how:
+    '@grpc/grpc-js: client.makeUnaryRequest(Put, Frame{header, payload}) per image, WINDOW in flight on one ' +
+    'channel; the handler answers Ack in seq order',
   async receive(options) {
     const { service } = protoMethod('itb.ImageUnary', 'Put');
     // HTTP/2's default stream limit (2^32 − 1) already exceeds any WINDOW.
@@ -52,13 +54,19 @@ export const grpcUnaryCeiling: CeilingPair = {
     return {
       send(_seq, header, image) {
         // No deadline: the driver's ack timeout governs a late answer.
-        const call = client.makeUnaryRequest<FrameMessage, AckMessage>(method.path, method.requestSerialize, method.responseDeserialize, { header, payload: image }, (err, ack) => {
-          // grpc-js calls back on a later tick, never from inside makeUnaryRequest: `call` is set.
-          inFlight.delete(call);
-          if (closing) return;
-          if (err) options.onFailure(`grpc-unary: call failed: ${err.message}`);
-          else options.onAck(ack?.seq ?? 0);
-        });
+        const call = client.makeUnaryRequest<FrameMessage, AckMessage>(
+          method.path,
+          method.requestSerialize,
+          method.responseDeserialize,
+          { header, payload: image },
+          (err, ack) => {
+            // grpc-js calls back on a later tick, never from inside makeUnaryRequest: `call` is set.
+            inFlight.delete(call);
+            if (closing) return;
+            if (err) options.onFailure(`grpc-unary: call failed: ${err.message}`);
+            else options.onAck(ack?.seq ?? 0);
+          },
+        );
         inFlight.add(call);
       },
       async close() {

@@ -42,7 +42,10 @@ const CLOSE_GRACE_MS = 1000;
 let packageDefinition: PackageDefinition | undefined;
 
 /** `service`.`method` of proto/transfer.proto, loaded once, on first use. */
-export function protoMethod(serviceName: string, methodName: string): { service: ServiceDefinition; method: MethodDefinition<FrameMessage, AckMessage> } {
+export function protoMethod(
+  serviceName: string,
+  methodName: string,
+): { service: ServiceDefinition; method: MethodDefinition<FrameMessage, AckMessage> } {
   // Default loader options keep `bytes` fields as Buffers and uint32 as numbers.
   packageDefinition ??= protoLoader().loadSync(projectPath('proto', 'transfer.proto'), { keepCase: false });
   const service = packageDefinition[serviceName] as ServiceDefinition | undefined;
@@ -62,7 +65,10 @@ export function channelOptions(maxImageBytes: number): grpc.ChannelOptions {
   };
 }
 
-/** A client channel to host:port, ready (connected) or rejected within CONNECT_TIMEOUT_MS; the transport's client options. */
+/**
+ * A client channel to host:port, ready (connected) or rejected within CONNECT_TIMEOUT_MS; the transport's client
+ * options.
+ */
 export async function openClient(host: string, port: number, maxImageBytes: number): Promise<grpc.Client> {
   const client = new (grpcJs().Client)(hostPort(host, port), grpcJs().credentials.createInsecure(), {
     ...channelOptions(maxImageBytes),
@@ -71,7 +77,9 @@ export async function openClient(host: string, port: number, maxImageBytes: numb
     'grpc.use_local_subchannel_pool': 1,
   });
   try {
-    await new Promise<void>((resolve, reject) => client.waitForReady(Date.now() + CONNECT_TIMEOUT_MS, (err) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      client.waitForReady(Date.now() + CONNECT_TIMEOUT_MS, (err) => (err ? reject(err) : resolve())),
+    );
     return client;
   } catch (err) {
     client.close();
@@ -80,9 +88,15 @@ export async function openClient(host: string, port: number, maxImageBytes: numb
 }
 
 /** Binds `server` on bindHost:port (0: any free one); returns the port and a bounded close. */
-export async function serve(server: grpc.Server, bindHost: string, port: number): Promise<{ port: number; close(): Promise<void> }> {
+export async function serve(
+  server: grpc.Server,
+  bindHost: string,
+  port: number,
+): Promise<{ port: number; close(): Promise<void> }> {
   const bound = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(hostPort(bindHost, port), grpcJs().ServerCredentials.createInsecure(), (err, actual) => (err ? reject(err) : resolve(actual))),
+    server.bindAsync(hostPort(bindHost, port), grpcJs().ServerCredentials.createInsecure(), (err, actual) =>
+      err ? reject(err) : resolve(actual),
+    ),
   ).catch((err: unknown) => {
     server.forceShutdown();
     throw err;
@@ -99,7 +113,9 @@ export async function serve(server: grpc.Server, bindHost: string, port: number)
 /** The grpc transport's ceiling: one Frame message per image on a bidi stream, an Ack back. */
 export const grpcCeiling: CeilingPair = {
   transport: 'grpc',
-  how: '@grpc/grpc-js: one bidi Transfer stream, call.write(Frame{header, payload}) per image; the handler call.write(Ack) back',
+  how:
+    '@grpc/grpc-js: one bidi Transfer stream, call.write(Frame{header, payload}) per image; the handler ' +
+    'call.write(Ack) back',
   async receive(options) {
     const { service } = protoMethod('itb.ImageTransfer', 'Transfer');
     const server = new (grpcJs().Server)(channelOptions(options.maxImageBytes));
@@ -121,7 +137,11 @@ export const grpcCeiling: CeilingPair = {
   async connect(options) {
     const { method } = protoMethod('itb.ImageTransfer', 'Transfer');
     const client = await openClient(options.host, options.port, options.maxImageBytes);
-    const call = client.makeBidiStreamRequest<FrameMessage, AckMessage>(method.path, method.requestSerialize, method.responseDeserialize);
+    const call = client.makeBidiStreamRequest<FrameMessage, AckMessage>(
+      method.path,
+      method.requestSerialize,
+      method.responseDeserialize,
+    );
     let closing = false;
     const ended = new Promise<void>((resolve) => call.once('status', () => resolve()));
     call.on('data', (ack: AckMessage) => options.onAck(ack.seq ?? 0));

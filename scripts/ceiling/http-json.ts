@@ -39,21 +39,27 @@ const jsonFraming: HttpCeilingFraming = {
 /** The http-json transport's ceiling: JSON POSTs (image in base64) from an undici Client to fastify. */
 export const httpJsonCeiling: CeilingPair = {
   transport: 'http-json',
-  how: 'undici Client.dispatch(POST JSON {header, image} in base64) pipelined WINDOW deep → fastify JSON route; ack as a JSON answer',
+  how:
+    'undici Client.dispatch(POST JSON {header, image} in base64) pipelined WINDOW deep → fastify JSON route; ack ' +
+    'as a JSON answer',
   receive: (options) =>
-    receiveHttp(options, base64Length(options.maxImageBytes) + base64Length(CEILING_HEADER_BYTES) + JSON_OVERHEAD_BYTES, (app) => {
-      // fastify's own parser without its scans for "__proto__" and "constructor" keys, as the transport's.
-      app.removeContentTypeParser(CONTENT_TYPE);
-      app.addContentTypeParser(CONTENT_TYPE, { parseAs: 'string' }, app.getDefaultJsonParser('ignore', 'ignore'));
-      app.post(PATH, (request, reply) => {
-        const { header, image } = request.body as { header: string; image: string };
-        const seq = headerSeq(Buffer.from(header, 'base64'));
-        // The image in hand is the decoded one: decoding is the format's cost, paid whether a test looks or not.
-        const bytes = Buffer.from(image, 'base64');
-        options.arrived(seq);
-        void reply.send({ ack: ceilingAck(seq).toString('base64') });
-        options.onImage?.(seq, bytes);
-      });
-    }),
+    receiveHttp(
+      options,
+      base64Length(options.maxImageBytes) + base64Length(CEILING_HEADER_BYTES) + JSON_OVERHEAD_BYTES,
+      (app) => {
+        // fastify's own parser without its scans for "__proto__" and "constructor" keys, as the transport's.
+        app.removeContentTypeParser(CONTENT_TYPE);
+        app.addContentTypeParser(CONTENT_TYPE, { parseAs: 'string' }, app.getDefaultJsonParser('ignore', 'ignore'));
+        app.post(PATH, (request, reply) => {
+          const { header, image } = request.body as { header: string; image: string };
+          const seq = headerSeq(Buffer.from(header, 'base64'));
+          // The image in hand is the decoded one: decoding is the format's cost, paid whether a test looks or not.
+          const bytes = Buffer.from(image, 'base64');
+          options.arrived(seq);
+          void reply.send({ ack: ceilingAck(seq).toString('base64') });
+          options.onImage?.(seq, bytes);
+        });
+      },
+    ),
   connect: async (options) => connectHttp(options, jsonFraming),
 };

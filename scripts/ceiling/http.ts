@@ -2,7 +2,17 @@ import type { FastifyInstance } from 'fastify';
 import { fastify } from 'fastify';
 import { Client, type Dispatcher } from 'undici';
 import { hostPort } from '../../services/shared/net.js';
-import { ackSeq, CEILING_HEADER_BYTES, ceilingAck, headerSeq, type CeilingConnectOptions, type CeilingPair, type CeilingReceiveOptions, type CeilingReceiver, type CeilingSender } from './contract.js';
+import {
+  ackSeq,
+  CEILING_HEADER_BYTES,
+  ceilingAck,
+  headerSeq,
+  type CeilingConnectOptions,
+  type CeilingPair,
+  type CeilingReceiveOptions,
+  type CeilingReceiver,
+  type CeilingSender,
+} from './contract.js';
 
 // fastify receives and undici sends, as the http transport: each image is one HTTP/1.1 POST of its
 // raw bytes (application/octet-stream), the 40-byte header in the x-itb-frame request header
@@ -28,7 +38,11 @@ export interface HttpCeilingFraming {
 }
 
 /** A fastify receiver on the options' address with `routes` added; close() drops its connections. */
-export async function receiveHttp(options: CeilingReceiveOptions, bodyLimit: number, routes: (app: FastifyInstance) => void): Promise<CeilingReceiver> {
+export async function receiveHttp(
+  options: CeilingReceiveOptions,
+  bodyLimit: number,
+  routes: (app: FastifyInstance) => void,
+): Promise<CeilingReceiver> {
   // forceCloseConnections: close() ends keep-alive connections at once instead of waiting them out.
   const app = fastify({ logger: false, bodyLimit, forceCloseConnections: true });
   routes(app);
@@ -40,7 +54,9 @@ export async function receiveHttp(options: CeilingReceiveOptions, bodyLimit: num
   };
 }
 
-/** An undici Client to the receiver, one connection pipelined `window` deep, POSTing each image as `framing` shapes it. */
+/**
+ * An undici Client to the receiver, one connection pipelined `window` deep, POSTing each image as `framing` shapes it.
+ */
 export function connectHttp(options: CeilingConnectOptions, framing: HttpCeilingFraming): CeilingSender {
   const client = new Client(`http://${hostPort(options.host, options.port)}`, { pipelining: options.window });
   let closing = false;
@@ -92,14 +108,19 @@ export function connectHttp(options: CeilingConnectOptions, framing: HttpCeiling
 
 const rawFraming: HttpCeilingFraming = {
   label: 'http',
-  request: (header, image) => ({ headers: ['content-type', CONTENT_TYPE, FRAME_HEADER_FIELD, header.toString('base64url')], body: image }),
+  request: (header, image) => ({
+    headers: ['content-type', CONTENT_TYPE, FRAME_HEADER_FIELD, header.toString('base64url')],
+    body: image,
+  }),
   ackSeq,
 };
 
 /** The http transport's ceiling: raw-body POSTs from an undici Client to fastify. */
 export const httpCeiling: CeilingPair = {
   transport: 'http',
-  how: 'undici Client.dispatch(POST raw image, x-itb-frame header) pipelined WINDOW deep → fastify raw-body route; ack as the response body',
+  how:
+    'undici Client.dispatch(POST raw image, x-itb-frame header) pipelined WINDOW deep → fastify raw-body route; ' +
+    'ack as the response body',
   receive: (options) =>
     receiveHttp(options, options.maxImageBytes + CEILING_HEADER_BYTES, (app) => {
       // The body as the socket's chunks, counted to its Content-Length (undici always sets one for

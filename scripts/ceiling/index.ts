@@ -38,6 +38,10 @@ export const ceilings: readonly CeilingPair[] = [
 /** A transport's ceiling pair; an unknown name lists the known ones. */
 export function ceilingFor(transport: string): CeilingPair {
   const found = ceilings.find((c) => c.transport === transport);
-  if (!found) throw new ItbError(ErrorCode.unknownTransport, `no ceiling pair for "${transport}"; ceilings: ${ceilings.map((c) => c.transport).join(', ')}`);
+  if (!found)
+    throw new ItbError(
+      ErrorCode.unknownTransport,
+      `no ceiling pair for "${transport}"; ceilings: ${ceilings.map((c) => c.transport).join(', ')}`,
+    );
   return found;
 }

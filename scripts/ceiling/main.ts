@@ -33,15 +33,18 @@ interface Args {
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const value = (name: string): string | undefined => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+  const value = (name: string): string | undefined =>
+    argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
   const whole = (name: string, fallback?: number): number => {
     const text = value(name);
     const parsed = text === undefined ? fallback : Number(text);
-    if (parsed === undefined || !Number.isInteger(parsed) || parsed < 0) throw new Error(`--${name}=${text ?? ''}: expected a whole number`);
+    if (parsed === undefined || !Number.isInteger(parsed) || parsed < 0)
+      throw new Error(`--${name}=${text ?? ''}: expected a whole number`);
     return parsed;
   };
   const transport = argv.find((a) => !a.startsWith('--'));
-  if (transport === undefined) throw new Error('usage: main.js <transport> --bytes=N --count=N --window=N --warmup=N [--broker-url=URL]');
+  if (transport === undefined)
+    throw new Error('usage: main.js <transport> --bytes=N --count=N --window=N --warmup=N [--broker-url=URL]');
   const receivePort = value('receive-port');
   return {
     transport,
@@ -50,20 +53,29 @@ function parseArgs(argv: readonly string[]): Args {
     window: Math.max(1, whole('window', 1)),
     warmup: whole('warmup', 0),
     brokerUrl: value('broker-url'),
-    receive: receivePort === undefined ? undefined : { port: Number(receivePort), channel: value('channel') ?? 'itb-ceiling' },
+    receive:
+      receivePort === undefined ? undefined : { port: Number(receivePort), channel: value('channel') ?? 'itb-ceiling' },
   };
 }
 
 /** The line the parent writes on the child's stdin to ask for the latest timed arrival stamp. */
 const LAST_ARRIVAL_REQUEST = 'last-arrival';
 
-/** The child: the receiver side until stdin closes (its parent went away) or SIGTERM; answers each LAST_ARRIVAL_REQUEST with {"lastArrivalNs": "<ns>" | null}. */
+/**
+ * The child: the receiver side until stdin closes (its parent went away) or SIGTERM; answers each LAST_ARRIVAL_REQUEST
+ * with {"lastArrivalNs": "<ns>" | null}.
+ */
 async function receiveUntilStopped(args: Args & { receive: NonNullable<Args['receive']> }): Promise<void> {
   const pair = ceilingFor(args.transport);
   const image = Buffer.alloc(args.bytes);
   const clock = arrivalClock(args.warmup);
   const receiver = await withTimeout(
-    pair.receive(receiveOptions({ host: '127.0.0.1', port: args.receive.port, brokerUrl: args.brokerUrl, channel: args.receive.channel, image }, clock)),
+    pair.receive(
+      receiveOptions(
+        { host: '127.0.0.1', port: args.receive.port, brokerUrl: args.brokerUrl, channel: args.receive.channel, image },
+        clock,
+      ),
+    ),
     START_TIMEOUT_MS,
     `${args.transport} ceiling: the receiver did not start`,
   );
@@ -73,7 +85,8 @@ async function receiveUntilStopped(args: Args & { receive: NonNullable<Args['rec
   process.stdin.once('end', stop);
   createInterface({ input: process.stdin }).on('line', (line) => {
     // A bigint has no JSON form: the stamp travels as its decimal text.
-    if (line.trim() === LAST_ARRIVAL_REQUEST) process.stdout.write(`${JSON.stringify({ lastArrivalNs: clock.lastArrivalNs()?.toString() ?? null })}\n`);
+    if (line.trim() === LAST_ARRIVAL_REQUEST)
+      process.stdout.write(`${JSON.stringify({ lastArrivalNs: clock.lastArrivalNs()?.toString() ?? null })}\n`);
   });
 }
 
@@ -82,15 +95,38 @@ async function send(args: Args): Promise<void> {
   const pair = ceilingFor(args.transport);
   const { bytes: image } = await loadImage({ imageSizeBytes: args.bytes, imagePath: undefined });
   const run: CeilingRunOptions = {
-    image, count: args.count, window: args.window, warmup: args.warmup, ackTimeoutMs: ACK_TIMEOUT_MS,
-    host: '127.0.0.1', port: await freePort(), brokerUrl: args.brokerUrl, channel: `itb-ceiling-${randomBytes(6).toString('hex')}`, startTimeoutMs: START_TIMEOUT_MS,
+    image,
+    count: args.count,
+    window: args.window,
+    warmup: args.warmup,
+    ackTimeoutMs: ACK_TIMEOUT_MS,
+    host: '127.0.0.1',
+    port: await freePort(),
+    brokerUrl: args.brokerUrl,
+    channel: `itb-ceiling-${randomBytes(6).toString('hex')}`,
+    startTimeoutMs: START_TIMEOUT_MS,
   };
-  const child = spawn(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), args.transport, `--bytes=${args.bytes}`, `--warmup=${args.warmup}`, `--receive-port=${run.port}`, `--channel=${run.channel}`, ...(args.brokerUrl ? [`--broker-url=${args.brokerUrl}`] : [])], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      ...process.execArgv,
+      fileURLToPath(import.meta.url),
+      args.transport,
+      `--bytes=${args.bytes}`,
+      `--warmup=${args.warmup}`,
+      `--receive-port=${run.port}`,
+      `--channel=${run.channel}`,
+      ...(args.brokerUrl ? [`--broker-url=${args.brokerUrl}`] : []),
+    ],
+    {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    },
+  );
   try {
     const lines = createInterface({ input: child.stdout! });
-    const exited = new Promise<never>((_resolve, reject) => child.once('exit', (code) => reject(new Error(`the receiver process exited (${code})`))));
+    const exited = new Promise<never>((_resolve, reject) =>
+      child.once('exit', (code) => reject(new Error(`the receiver process exited (${code})`))),
+    );
     exited.catch(() => undefined);
     const ready = new Promise<number>((resolve) => {
       lines.on('line', (line) => {
@@ -109,12 +145,19 @@ async function send(args: Args): Promise<void> {
         lines.on('line', onLine);
       });
       child.stdin!.write(`${LAST_ARRIVAL_REQUEST}\n`);
-      return withTimeout(Promise.race([answer, exited]), START_TIMEOUT_MS, 'the receiver process, for its last arrival');
+      return withTimeout(
+        Promise.race([answer, exited]),
+        START_TIMEOUT_MS,
+        'the receiver process, for its last arrival',
+      );
     };
     const started = Promise.race([ready, exited]);
     let figures: Awaited<ReturnType<typeof runSender>>;
     if (pair.senderListens) {
-      [figures] = await Promise.all([runSender(pair, run, lastArrivalNs), withTimeout(started, START_TIMEOUT_MS, 'the receiver process')]);
+      [figures] = await Promise.all([
+        runSender(pair, run, lastArrivalNs),
+        withTimeout(started, START_TIMEOUT_MS, 'the receiver process'),
+      ]);
     } else {
       const port = await withTimeout(started, START_TIMEOUT_MS, 'the receiver process');
       figures = await runSender(pair, { ...run, port }, lastArrivalNs);

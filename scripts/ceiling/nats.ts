@@ -1,7 +1,14 @@
 import type { Msg, NatsConnection } from '@nats-io/transport-node';
 import { settlesWithin, withTimeout } from '../../services/shared/waits.js';
 import { lazyLibrary } from '../../services/transports/kit/library.js';
-import { ackSeq, CEILING_ACK_BYTES, CEILING_HEADER_BYTES, ceilingAck, headerSeq, type CeilingPair } from './contract.js';
+import {
+  ackSeq,
+  CEILING_ACK_BYTES,
+  CEILING_HEADER_BYTES,
+  ceilingAck,
+  headerSeq,
+  type CeilingPair,
+} from './contract.js';
 
 // Core NATS (@nats-io/transport-node), as the nats transport: each image one message on this run's
 // subject (options.channel) whose reply subject is the sender's ack inbox (one subscription); the
@@ -27,7 +34,14 @@ const CLOSE_TIMEOUT_MS = 2000;
 /** One connection to the broker, never reconnecting: a drop mid-run is a failure. */
 function open(brokerUrl: string | undefined, name: string): Promise<NatsConnection> {
   if (brokerUrl === undefined) throw new Error('nats ceiling: no broker URL (nats://host:port)');
-  return natsLibrary().connect({ servers: brokerUrl, name, reconnect: false, timeout: CONNECT_TIMEOUT_MS, noRandomize: true, ignoreClusterUpdates: true });
+  return natsLibrary().connect({
+    servers: brokerUrl,
+    name,
+    reconnect: false,
+    timeout: CONNECT_TIMEOUT_MS,
+    noRandomize: true,
+    ignoreClusterUpdates: true,
+  });
 }
 
 /** Confirms what was subscribed is in place on the server; closes the connection if it cannot. */
@@ -53,7 +67,9 @@ function bufferOf(data: Uint8Array): Buffer {
 /** The nats transport's ceiling: a publish per image with the ack inbox as its reply subject. */
 export const natsCeiling: CeilingPair = {
   transport: 'nats',
-  how: '@nats-io/transport-node: nc.publish(subject, header+image or image with an Itb-Frame header, {reply: inbox}); the subscriber nc.publish(reply, ack)',
+  how:
+    '@nats-io/transport-node: nc.publish(subject, header+image or image with an Itb-Frame header, {reply: ' +
+    'inbox}); the subscriber nc.publish(reply, ack)',
   async receive(options) {
     const nc = await open(options.brokerUrl, 'itb-ceiling-receiver');
     const { arrived, onImage } = options;
@@ -86,7 +102,8 @@ export const natsCeiling: CeilingPair = {
       callback: (err: Error | null, msg: Msg) => {
         if (err) return options.onFailure(`nats: ack subscription failed: ${err.message}`);
         // The server's "no responders" status has no data: nobody subscribes to the subject.
-        if (msg.data.length < CEILING_ACK_BYTES) return options.onFailure(`nats: no receiver subscribes to ${options.channel}`);
+        if (msg.data.length < CEILING_ACK_BYTES)
+          return options.onFailure(`nats: no receiver subscribes to ${options.channel}`);
         options.onAck(ackSeq(bufferOf(msg.data)));
       },
     });

@@ -13,7 +13,9 @@ const ACK_POP_COUNT = 1024;
 const CLOSE_TIMEOUT_MS = 2000;
 const DROP_KEYS_TIMEOUT_MS = 500;
 
-/** The keys of one run: images go through `frames` (a stream, a list or a channel), acks come back on the `acks` list. */
+/**
+ * The keys of one run: images go through `frames` (a stream, a list or a channel), acks come back on the `acks` list.
+ */
 export function ceilingKeys(channel: string): { frames: string; acks: string } {
   return { frames: `${channel}:frames`, acks: `${channel}:acks` };
 }
@@ -61,7 +63,11 @@ export async function dropKeys(client: Redis, keys: { frames: string; acks: stri
 }
 
 /** Calls `onFailure` once when any of `clients` closes while `closing()` is false. */
-export function failOnClose(clients: readonly Redis[], onFailure: (reason: string) => void, closing: () => boolean): void {
+export function failOnClose(
+  clients: readonly Redis[],
+  onFailure: (reason: string) => void,
+  closing: () => boolean,
+): void {
   let failed = false;
   for (const client of clients) {
     client.once('close', () => {
@@ -75,7 +81,10 @@ export function failOnClose(clients: readonly Redis[], onFailure: (reason: strin
 /** Right pops of up to `count` items of `key`, blocking until one is there; [] on a null reply. */
 export type RightPop = (key: string, count: number) => Promise<Buffer[]>;
 
-/** Right pops on `client`: BLMPOP (every item waiting in one round trip), or one BRPOP per item on a server without it (Redis < 7.0). */
+/**
+ * Right pops on `client`: BLMPOP (every item waiting in one round trip), or one BRPOP per item on a server without it
+ * (Redis < 7.0).
+ */
 export function rightPopper(client: Redis): RightPop {
   let many = true;
   return async (key, count) => {
@@ -97,7 +106,12 @@ export function rightPopper(client: Redis): RightPop {
  * The sender's ack loop on a connection of its own (it blocks): pops the acks of `key` and hands
  * each seq to onAck until the connection is closed; a failed pop otherwise is the link's failure.
  */
-export async function popAcks(reader: Redis, key: string, options: Pick<CeilingConnectOptions, 'onAck' | 'onFailure'>, closing: () => boolean): Promise<void> {
+export async function popAcks(
+  reader: Redis,
+  key: string,
+  options: Pick<CeilingConnectOptions, 'onAck' | 'onFailure'>,
+  closing: () => boolean,
+): Promise<void> {
   const pop = rightPopper(reader);
   while (!closing()) {
     let acks: Buffer[];
@@ -125,14 +139,23 @@ export async function openRedisMany(url: string, count: number): Promise<Redis[]
  * is made once and writes one image's command without waiting for its reply (ioredis copies the
  * command into its write buffer; the driver never has more than a window of them unacknowledged).
  */
-export async function connectRedisSender(options: CeilingConnectOptions, transport: string, writer: (client: Redis, fail: (err: unknown) => void) => (header: Buffer, image: Buffer) => void): Promise<CeilingSender> {
+export async function connectRedisSender(
+  options: CeilingConnectOptions,
+  transport: string,
+  writer: (client: Redis, fail: (err: unknown) => void) => (header: Buffer, image: Buffer) => void,
+): Promise<CeilingSender> {
   const [client, ackReader] = (await openRedisMany(brokerOf(options.brokerUrl, transport), 2)) as [Redis, Redis];
   let closing = false;
   const fail = (reason: string): void => {
     if (!closing) options.onFailure(`${transport}: ${reason}`);
   };
   failOnClose([client, ackReader], fail, () => closing);
-  const acking = popAcks(ackReader, ceilingKeys(options.channel).acks, { onAck: options.onAck, onFailure: fail }, () => closing);
+  const acking = popAcks(
+    ackReader,
+    ceilingKeys(options.channel).acks,
+    { onAck: options.onAck, onFailure: fail },
+    () => closing,
+  );
   const write = writer(client, (err) => fail(`write failed: ${err instanceof Error ? err.message : String(err)}`));
   return {
     send(_seq, header, image) {
@@ -146,7 +169,10 @@ export async function connectRedisSender(options: CeilingConnectOptions, transpo
   };
 }
 
-/** Errors of the receivers' commands nobody waits on (ack pushes, XDEL): the sender sees what follows (no ack) and says so. */
+/**
+ * Errors of the receivers' commands nobody waits on (ack pushes, XDEL): the sender sees what follows (no ack) and says
+ * so.
+ */
 export function ignoreUnwaited(): void {}
 
 /**
@@ -154,7 +180,10 @@ export function ignoreUnwaited(): void {}
  * only clears the keys at the start and the end) and its keys, cleared first: what an earlier run
  * left under the same channel would mix with this one's. Closes both if the clearing fails.
  */
-export async function openPollingReceiver(options: Pick<CeilingReceiveOptions, 'brokerUrl' | 'channel'>, transport: string): Promise<{ reader: Redis; keeper: Redis; keys: { frames: string; acks: string } }> {
+export async function openPollingReceiver(
+  options: Pick<CeilingReceiveOptions, 'brokerUrl' | 'channel'>,
+  transport: string,
+): Promise<{ reader: Redis; keeper: Redis; keys: { frames: string; acks: string } }> {
   const keys = ceilingKeys(options.channel);
   const [reader, keeper] = (await openRedisMany(brokerOf(options.brokerUrl, transport), 2)) as [Redis, Redis];
   try {
@@ -166,8 +195,16 @@ export async function openPollingReceiver(options: Pick<CeilingReceiveOptions, '
   return { reader, keeper, keys };
 }
 
-/** A polling receiver's close: its reader's connection dropped (which ends a blocked pop or read, and so its loop), then its keys and its other connection. */
-export async function closePollingReceiver(reader: Redis, reading: Promise<unknown>, keeper: Redis, keys: { frames: string; acks: string }): Promise<void> {
+/**
+ * A polling receiver's close: its reader's connection dropped (which ends a blocked pop or read, and so its loop), then
+ * its keys and its other connection.
+ */
+export async function closePollingReceiver(
+  reader: Redis,
+  reading: Promise<unknown>,
+  keeper: Redis,
+  keys: { frames: string; acks: string },
+): Promise<void> {
   await closeRedis(reader);
   await reading;
   await dropKeys(keeper, keys);

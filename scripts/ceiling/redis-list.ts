@@ -1,5 +1,12 @@
 import { ceilingAck, headerSeq, type CeilingPair } from './contract.js';
-import { ceilingKeys, closePollingReceiver, connectRedisSender, ignoreUnwaited, openPollingReceiver, rightPopper } from './redis-acks.js';
+import {
+  ceilingKeys,
+  closePollingReceiver,
+  connectRedisSender,
+  ignoreUnwaited,
+  openPollingReceiver,
+  rightPopper,
+} from './redis-acks.js';
 
 // ioredis, as the redis-list transport: the sender LPUSHes each image as two elements, header then
 // image, in ONE command (atomic, so they stay adjacent) without waiting for the reply; the
@@ -11,11 +18,12 @@ import { ceilingKeys, closePollingReceiver, connectRedisSender, ignoreUnwaited, 
 /** Most elements per pop: 64 images, as the transport's cap (the list never holds more than a window). */
 const POP_COUNT = 2 * 64;
 
-
 /** The redis-list transport's ceiling: LPUSH header image / BLMPOP, acks on a second list. */
 export const redisListCeiling: CeilingPair = {
   transport: 'redis-list',
-  how: 'ioredis: LPUSH key header image (one command); BLMPOP RIGHT COUNT, acks LPUSHed in the next pop\'s write; acks popped with BLMPOP',
+  how:
+    "ioredis: LPUSH key header image (one command); BLMPOP RIGHT COUNT, acks LPUSHed in the next pop's write; " +
+    'acks popped with BLMPOP',
   async receive(options) {
     // The reader blocks in BLMPOP.
     const { reader, keeper, keys } = await openPollingReceiver(options, 'redis-list');

@@ -1,6 +1,14 @@
 import type { Redis } from 'ioredis';
 import { CEILING_HEADER_BYTES, ceilingAck, headerSeq, type CeilingPair } from './contract.js';
-import { brokerOf, ceilingKeys, closeRedis, connectRedisSender, dropKeys, ignoreUnwaited, openRedisMany } from './redis-acks.js';
+import {
+  brokerOf,
+  ceilingKeys,
+  closeRedis,
+  connectRedisSender,
+  dropKeys,
+  ignoreUnwaited,
+  openRedisMany,
+} from './redis-acks.js';
 
 // ioredis, as the redis-pubsub transport: the sender PUBLISHes on the run's channel without
 // waiting for the reply, an image under SPLIT_FROM_BYTES as one message (header + image
@@ -16,14 +24,18 @@ import { brokerOf, ceilingKeys, closeRedis, connectRedisSender, dropKeys, ignore
 /** From this image size on, header and image go as two messages, as the transport's. */
 const SPLIT_FROM_BYTES = 64 * 1024;
 
-
 /** The redis-pubsub transport's ceiling: PUBLISH / SUBSCRIBE (messageBuffer), acks on a list. */
 export const redisPubsubCeiling: CeilingPair = {
   transport: 'redis-pubsub',
-  how: 'ioredis: PUBLISH header+image (under 64 KiB) or PUBLISH header, PUBLISH image; SUBSCRIBE on messageBuffer, acks LPUSHed, popped with BLMPOP',
+  how:
+    'ioredis: PUBLISH header+image (under 64 KiB) or PUBLISH header, PUBLISH image; SUBSCRIBE on messageBuffer, ' +
+    'acks LPUSHed, popped with BLMPOP',
   async receive(options) {
     const keys = ceilingKeys(options.channel);
-    const [subscriber, writer] = (await openRedisMany(brokerOf(options.brokerUrl, 'redis-pubsub'), 2)) as [Redis, Redis];
+    const [subscriber, writer] = (await openRedisMany(brokerOf(options.brokerUrl, 'redis-pubsub'), 2)) as [
+      Redis,
+      Redis,
+    ];
     // A header whose image is the next message.
     let header: Buffer | undefined;
     let acks: Buffer[] = [];

@@ -1,5 +1,11 @@
 import { ceilingAck, headerSeq, type CeilingPair, type CeilingReceiveOptions } from './contract.js';
-import { ceilingKeys, closePollingReceiver, connectRedisSender, ignoreUnwaited, openPollingReceiver } from './redis-acks.js';
+import {
+  ceilingKeys,
+  closePollingReceiver,
+  connectRedisSender,
+  ignoreUnwaited,
+  openPollingReceiver,
+} from './redis-acks.js';
 
 // ioredis, as the redis transport: the sender XADDs one stream entry per image (field h = the
 // 40-byte header, p = the image, both Buffers) without waiting for the reply; the receiver reads
@@ -22,7 +28,11 @@ interface Taken {
 type StreamReply = [key: Buffer, entries: [id: Buffer, fields: Buffer[]][]][] | null;
 
 /** Takes the entries of one reply: fields are [h, header, p, image], as the sender wrote them. */
-function takeReply(reply: StreamReply, arrived: CeilingReceiveOptions['arrived'], onImage: CeilingReceiveOptions['onImage']): Taken {
+function takeReply(
+  reply: StreamReply,
+  arrived: CeilingReceiveOptions['arrived'],
+  onImage: CeilingReceiveOptions['onImage'],
+): Taken {
   const taken: Taken = { ids: [], acks: [], lastId: undefined };
   for (const [, entries] of reply ?? []) {
     for (const [id, fields] of entries) {
@@ -40,7 +50,9 @@ function takeReply(reply: StreamReply, arrived: CeilingReceiveOptions['arrived']
 /** The redis transport's ceiling: XADD / XREAD BLOCK + XDEL, acks on a list. */
 export const redisCeiling: CeilingPair = {
   transport: 'redis',
-  how: 'ioredis: XADD key * h header p image; XREAD BLOCK, then LPUSH acks + XDEL in the next read\'s write; acks popped with BLMPOP',
+  how:
+    "ioredis: XADD key * h header p image; XREAD BLOCK, then LPUSH acks + XDEL in the next read's write; acks " +
+    'popped with BLMPOP',
   async receive(options) {
     // The reader blocks in XREAD, from the stream's beginning: the keys are cleared first.
     const { reader, keeper, keys } = await openPollingReceiver(options, 'redis');
@@ -58,7 +70,9 @@ export const redisCeiling: CeilingPair = {
         }
         // The reply is taken in a callback and only its ids and acks come back here: a reply held
         // across the await would keep its images alive while the next read blocks.
-        const taking: Promise<Taken> = reader.xreadBuffer('COUNT', READ_COUNT, 'BLOCK', 0, 'STREAMS', keys.frames, after).then((reply) => takeReply(reply as StreamReply, options.arrived, options.onImage));
+        const taking: Promise<Taken> = reader
+          .xreadBuffer('COUNT', READ_COUNT, 'BLOCK', 0, 'STREAMS', keys.frames, after)
+          .then((reply) => takeReply(reply as StreamReply, options.arrived, options.onImage));
         reader.stream.uncork();
         const taken: Taken = await taking;
         if (taken.lastId === undefined) continue;

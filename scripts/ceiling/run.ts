@@ -38,12 +38,31 @@ export function arrivalClock(warmup: number): ArrivalClock {
 }
 
 /** The receiver side's options for a run, its arrivals stamped on `clock`. */
-export function receiveOptions(run: Pick<CeilingRunOptions, 'host' | 'port' | 'brokerUrl' | 'channel' | 'image'>, clock: ArrivalClock, onImage?: CeilingReceiveOptions['onImage']): CeilingReceiveOptions {
-  return { bindHost: run.host, port: run.port, brokerUrl: run.brokerUrl, channel: run.channel, maxImageBytes: run.image.length, arrived: clock.arrived, ...(onImage ? { onImage } : {}) };
+export function receiveOptions(
+  run: Pick<CeilingRunOptions, 'host' | 'port' | 'brokerUrl' | 'channel' | 'image'>,
+  clock: ArrivalClock,
+  onImage?: CeilingReceiveOptions['onImage'],
+): CeilingReceiveOptions {
+  return {
+    bindHost: run.host,
+    port: run.port,
+    brokerUrl: run.brokerUrl,
+    channel: run.channel,
+    maxImageBytes: run.image.length,
+    arrived: clock.arrived,
+    ...(onImage ? { onImage } : {}),
+  };
 }
 
-/** Connects the sender side and drives it, asking `lastArrivalNs` (the receiver's clock, wherever it runs) for the span's end; closes it whatever happens. */
-export async function runSender(pair: CeilingPair, run: CeilingRunOptions, lastArrivalNs: DrivenLink['lastArrivalNs']): Promise<CeilingFigures> {
+/**
+ * Connects the sender side and drives it, asking `lastArrivalNs` (the receiver's clock, wherever it runs) for the
+ * span's end; closes it whatever happens.
+ */
+export async function runSender(
+  pair: CeilingPair,
+  run: CeilingRunOptions,
+  lastArrivalNs: DrivenLink['lastArrivalNs'],
+): Promise<CeilingFigures> {
   const link: DrivenLink = { sender: undefined!, acked: () => {}, failed: () => {}, lastArrivalNs };
   link.sender = await withTimeout(
     pair.connect({
@@ -67,14 +86,22 @@ export async function runSender(pair: CeilingPair, run: CeilingRunOptions, lastA
 }
 
 /** Both sides in this process: the figures, with every image the receiver took handed to onImage. */
-export async function runInProcess(pair: CeilingPair, run: CeilingRunOptions, onImage?: CeilingReceiveOptions['onImage']): Promise<CeilingFigures> {
+export async function runInProcess(
+  pair: CeilingPair,
+  run: CeilingRunOptions,
+  onImage?: CeilingReceiveOptions['onImage'],
+): Promise<CeilingFigures> {
   const clock = arrivalClock(run.warmup);
   const receiverOptions = receiveOptions(run, clock, onImage);
   const lastArrivalNs = async (): Promise<bigint | undefined> => clock.lastArrivalNs();
   if (pair.senderListens) {
     // The sender's server must be up for the receiver to dial it: both start together.
     let receiver: CeilingReceiver | undefined;
-    const receiving = withTimeout(pair.receive(receiverOptions), run.startTimeoutMs, `${pair.transport} ceiling: the receiver did not start`).then((r) => (receiver = r));
+    const receiving = withTimeout(
+      pair.receive(receiverOptions),
+      run.startTimeoutMs,
+      `${pair.transport} ceiling: the receiver did not start`,
+    ).then((r) => (receiver = r));
     try {
       const [figures] = await Promise.all([runSender(pair, run, lastArrivalNs), receiving]);
       return figures;
@@ -83,7 +110,11 @@ export async function runInProcess(pair: CeilingPair, run: CeilingRunOptions, on
       await receiver?.close();
     }
   }
-  const receiver = await withTimeout(pair.receive(receiverOptions), run.startTimeoutMs, `${pair.transport} ceiling: the receiver did not start`);
+  const receiver = await withTimeout(
+    pair.receive(receiverOptions),
+    run.startTimeoutMs,
+    `${pair.transport} ceiling: the receiver did not start`,
+  );
   try {
     return await runSender(pair, { ...run, port: receiver.port }, lastArrivalNs);
   } finally {

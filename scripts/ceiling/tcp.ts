@@ -1,5 +1,13 @@
 import net from 'node:net';
-import { ackSeq, CEILING_ACK_BYTES, CEILING_HEADER_BYTES, ceilingAck, headerLength, headerSeq, type CeilingPair } from './contract.js';
+import {
+  ackSeq,
+  CEILING_ACK_BYTES,
+  CEILING_HEADER_BYTES,
+  ceilingAck,
+  headerLength,
+  headerSeq,
+  type CeilingPair,
+} from './contract.js';
 
 // node:net, as the tcp transport: the header then the image written on one socket (Nagle off),
 // corked around the two writes as the transport corks them, so both leave in one system call
@@ -10,7 +18,9 @@ import { ackSeq, CEILING_ACK_BYTES, CEILING_HEADER_BYTES, ceilingAck, headerLeng
 /** The tcp transport's ceiling: header and image on one socket, 12-byte acks back on it. */
 export const tcpCeiling: CeilingPair = {
   transport: 'tcp',
-  how: 'node:net: socket.cork(), socket.write(header), socket.write(image), socket.uncork(); acks written back on the same socket',
+  how:
+    'node:net: socket.cork(), socket.write(header), socket.write(image), socket.uncork(); acks written back on ' +
+    'the same socket',
   async receive(options) {
     const sockets = new Set<net.Socket>();
     const server = net.createServer((socket) => {
@@ -77,7 +87,8 @@ export const tcpCeiling: CeilingPair = {
     socket.on('data', (chunk: Buffer) => {
       pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
       let at = 0;
-      for (; pending.length - at >= CEILING_ACK_BYTES; at += CEILING_ACK_BYTES) options.onAck(ackSeq(pending.subarray(at, at + CEILING_ACK_BYTES)));
+      for (; pending.length - at >= CEILING_ACK_BYTES; at += CEILING_ACK_BYTES)
+        options.onAck(ackSeq(pending.subarray(at, at + CEILING_ACK_BYTES)));
       pending = pending.subarray(at);
     });
     return {

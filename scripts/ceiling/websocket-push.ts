@@ -10,7 +10,9 @@ import { closeSocket, PATH, receiveImages, senderSide } from './websocket.js';
 // binary messages per image, header then image, permessage-deflate off, the 12-byte ack back as a
 // binary message (masked by the receiver, as a client must).
 
-/** Bound on the sender's wait for the receiver to dial in, and on the receiver's dialling: as the bench's start bound. */
+/**
+ * Bound on the sender's wait for the receiver to dial in, and on the receiver's dialling: as the bench's start bound.
+ */
 const DIAL_IN_MS = 15_000;
 /** Pause between the receiver's dial attempts while the sender's server is not up yet. */
 const DIAL_RETRY_MS = 25;
@@ -20,7 +22,12 @@ const DIAL_RETRY_MS = 25;
  * handler goes on before the open: the sender starts as soon as it has the connection, so its
  * first frames can come in the same read as the upgrade's answer and ws emits them right after 'open'.
  */
-function dial(url: string, maxPayload: number, arrived: CeilingReceiveOptions['arrived'], onImage: CeilingReceiveOptions['onImage']): Promise<WebSocket> {
+function dial(
+  url: string,
+  maxPayload: number,
+  arrived: CeilingReceiveOptions['arrived'],
+  onImage: CeilingReceiveOptions['onImage'],
+): Promise<WebSocket> {
   const ws = new WebSocket(url, { perMessageDeflate: false, maxPayload });
   receiveImages(ws, arrived, onImage);
   return new Promise((resolve, reject) => {
@@ -39,7 +46,9 @@ function dial(url: string, maxPayload: number, arrived: CeilingReceiveOptions['a
 /** The websocket-push transport's ceiling: the sender's WebSocketServer pushes to the receiver that dialled it. */
 export const websocketPushCeiling: CeilingPair = {
   transport: 'websocket-push',
-  how: 'ws: the receiver dials the sender\'s WebSocketServer, which pushes ws.send(header), ws.send(image) unmasked; acks ws.send(ack) back',
+  how:
+    "ws: the receiver dials the sender's WebSocketServer, which pushes ws.send(header), ws.send(image) unmasked; " +
+    'acks ws.send(ack) back',
   senderListens: true,
   async receive(options) {
     const url = `ws://${hostPort(options.bindHost, options.port)}${PATH}`;
@@ -50,7 +59,8 @@ export const websocketPushCeiling: CeilingPair = {
         ws = await dial(url, options.maxImageBytes + CEILING_HEADER_BYTES, options.arrived, options.onImage);
       } catch (err) {
         // The sender's server is not up yet (refused): try again until the bound.
-        if (Date.now() + DIAL_RETRY_MS > deadline) throw new Error(`websocket-push: no server at ${url} within ${DIAL_IN_MS} ms: ${(err as Error).message}`);
+        if (Date.now() + DIAL_RETRY_MS > deadline)
+          throw new Error(`websocket-push: no server at ${url} within ${DIAL_IN_MS} ms: ${(err as Error).message}`);
         await sleep(DIAL_RETRY_MS);
       }
     }
@@ -59,12 +69,22 @@ export const websocketPushCeiling: CeilingPair = {
   },
   async connect(options) {
     // Acks are all the receiver sends.
-    const wss = new WebSocketServer({ host: options.host, port: options.port, path: PATH, perMessageDeflate: false, maxPayload: CEILING_ACK_BYTES, clientTracking: false });
+    const wss = new WebSocketServer({
+      host: options.host,
+      port: options.port,
+      path: PATH,
+      perMessageDeflate: false,
+      maxPayload: CEILING_ACK_BYTES,
+      clientTracking: false,
+    });
     const closeServer = (): Promise<void> => new Promise((resolve) => wss.close(() => resolve()));
     let ws: WebSocket;
     try {
       ws = await new Promise<WebSocket>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`websocket-push: no receiver dialled in within ${DIAL_IN_MS} ms`)), DIAL_IN_MS);
+        const timer = setTimeout(
+          () => reject(new Error(`websocket-push: no receiver dialled in within ${DIAL_IN_MS} ms`)),
+          DIAL_IN_MS,
+        );
         wss.once('error', (err) => {
           clearTimeout(timer);
           reject(err);

@@ -16,8 +16,15 @@ export const PATH = '/images';
 /** How long close() waits for the peer's close handshake before dropping the connection. */
 export const CLOSE_HANDSHAKE_MS = 1000;
 
-/** Pairs `socket`'s messages (header, then image), tells `arrived`, acks each image at once and hands it to `onImage`; shared with websocket-push. */
-export function receiveImages(socket: WebSocket, arrived: (seq: number) => void, onImage: ((seq: number, image: Buffer) => void) | undefined): void {
+/**
+ * Pairs `socket`'s messages (header, then image), tells `arrived`, acks each image at once and hands it to `onImage`;
+ * shared with websocket-push.
+ */
+export function receiveImages(
+  socket: WebSocket,
+  arrived: (seq: number) => void,
+  onImage: ((seq: number, image: Buffer) => void) | undefined,
+): void {
   let header: Buffer | undefined;
   socket.on('message', (data: Buffer) => {
     if (header === undefined) {
@@ -44,8 +51,16 @@ export async function closeSocket(ws: WebSocket): Promise<void> {
   clearTimeout(timer);
 }
 
-/** Reports acks (12-byte binary messages) and the link's end on a connected `ws`; returns the close that ends it quietly. */
-export function senderSide(ws: WebSocket, onAck: (seq: number) => void, onFailure: (reason: string) => void, label: string): () => Promise<void> {
+/**
+ * Reports acks (12-byte binary messages) and the link's end on a connected `ws`; returns the close that ends it
+ * quietly.
+ */
+export function senderSide(
+  ws: WebSocket,
+  onAck: (seq: number) => void,
+  onFailure: (reason: string) => void,
+  label: string,
+): () => Promise<void> {
   let closing = false;
   ws.on('message', (data: Buffer) => onAck(ackSeq(data)));
   ws.on('error', () => {}); // reported through 'close'
@@ -63,7 +78,13 @@ export const websocketCeiling: CeilingPair = {
   transport: 'websocket',
   how: 'ws: client ws.send(header), ws.send(image) (masked) → WebSocketServer; acks ws.send(ack) back',
   async receive(options) {
-    const wss = new WebSocketServer({ host: options.bindHost, port: options.port, path: PATH, perMessageDeflate: false, maxPayload: options.maxImageBytes + CEILING_HEADER_BYTES });
+    const wss = new WebSocketServer({
+      host: options.bindHost,
+      port: options.port,
+      path: PATH,
+      perMessageDeflate: false,
+      maxPayload: options.maxImageBytes + CEILING_HEADER_BYTES,
+    });
     await new Promise<void>((resolve, reject) => {
       wss.once('listening', resolve);
       wss.once('error', reject);

@@ -1,7 +1,16 @@
 import type { Pull, Push, Subscriber, XPublisher } from 'zeromq';
 import { settlesWithin } from '../../services/shared/waits.js';
 import { ackSeq, CEILING_HEADER_BYTES, ceilingAck, headerSeq, type CeilingPair } from './contract.js';
-import { ZEROMQ_HIGH_WATER_MARK, ZEROMQ_PART_FLOOR_BYTES, ZEROMQ_START_BOUND_MS, zeromqAddress, zeromqBoundPort, zeromqHandshake, zeromqModule, zeromqSendChain } from './zeromq.js';
+import {
+  ZEROMQ_HIGH_WATER_MARK,
+  ZEROMQ_PART_FLOOR_BYTES,
+  ZEROMQ_START_BOUND_MS,
+  zeromqAddress,
+  zeromqBoundPort,
+  zeromqHandshake,
+  zeromqModule,
+  zeromqSendChain,
+} from './zeromq.js';
 
 // zeromq.js v6, as the zeromq-pubsub transport: the receiver binds a SUB (subscribed to
 // everything) on the port and a PUSH for acks on the port + 1; the sender connects an XPUB to the
@@ -19,7 +28,9 @@ const CLOSE_SETTLE_MS = 2000;
 /** The zeromq-pubsub transport's ceiling: XPUB → SUB for [header, image], acks PUSH → PULL on the port + 1. */
 export const zeromqPubsubCeiling: CeilingPair = {
   transport: 'zeromq-pubsub',
-  how: 'zeromq.js v6: XPUB.send([header, image]) → SUB on the port (after its subscription came up); acks PUSH → PULL on the port + 1',
+  how:
+    'zeromq.js v6: XPUB.send([header, image]) → SUB on the port (after its subscription came up); acks PUSH → ' +
+    'PULL on the port + 1',
   async receive(options) {
     const { Context, Push, Subscriber } = await zeromqModule();
     const context = new Context();

@@ -10,7 +10,10 @@ import { ackSeq, CEILING_HEADER_BYTES, ceilingAck, headerSeq, type CeilingPair }
 
 /** High-water mark on every queue, in messages, as the transport's (HIGH_WATER_MARK_MESSAGES). */
 export const ZEROMQ_HIGH_WATER_MARK = 64;
-/** Smallest part limit: libzmq holds the handshake's own command frames to it too (the transport's PART_LIMIT_FLOOR_BYTES). */
+/**
+ * Smallest part limit: libzmq holds the handshake's own command frames to it too (the transport's
+ * PART_LIMIT_FLOOR_BYTES).
+ */
 export const ZEROMQ_PART_FLOOR_BYTES = 4096;
 /** Bound on the handshake (or subscription) a sender waits for, and on a closed socket's loops. */
 export const ZEROMQ_START_BOUND_MS = 10_000;
@@ -37,7 +40,10 @@ export function zeromqBoundPort(socket: { lastEndpoint: string | null }, fallbac
  * One send pending per socket (zeromq v6): messages wait here, by reference, until the previous
  * send resolved. `send` is what the driver calls; a rejected send is the link's failure.
  */
-export function zeromqSendChain(socket: { send(message: Buffer[]): Promise<void> }, onFailure: (reason: string) => void): (header: Buffer, image: Buffer) => void {
+export function zeromqSendChain(
+  socket: { send(message: Buffer[]): Promise<void> },
+  onFailure: (reason: string) => void,
+): (header: Buffer, image: Buffer) => void {
   const held: Buffer[][] = [];
   let sending = false;
   const next = (): void => {

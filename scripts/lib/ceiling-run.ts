@@ -31,7 +31,10 @@ export interface CeilingRequest {
 /** Output of the runner that carries no usable measurement; the message says what is wrong. */
 export class BadCeilingOutput extends Error {}
 
-/** The figures in the runner's stdout, from its last JSON line; throws BadCeilingOutput without one, or with the failure it reports. */
+/**
+ * The figures in the runner's stdout, from its last JSON line; throws BadCeilingOutput without one, or with the failure
+ * it reports.
+ */
 export function parseCeilingLine(text: string): CeilingFigures {
   let record: Record<string, unknown> | undefined;
   let line = '';
@@ -43,7 +46,9 @@ export function parseCeilingLine(text: string): CeilingFigures {
   }
   if (!record) {
     if (text.trim() === '') throw new BadCeilingOutput('the ceiling runner printed nothing on stdout');
-    throw new BadCeilingOutput(`no JSON line in the ceiling runner's stdout: ${JSON.stringify(text.trim().slice(-200))}`);
+    throw new BadCeilingOutput(
+      `no JSON line in the ceiling runner's stdout: ${JSON.stringify(text.trim().slice(-200))}`,
+    );
   }
   const found = record;
   if (typeof found.failed === 'string') throw new BadCeilingOutput(`the ceiling run failed: ${found.failed}`);
@@ -70,7 +75,9 @@ function jsonObject(line: string): Record<string, unknown> | undefined {
   if (!line.startsWith('{')) return undefined;
   try {
     const value: unknown = JSON.parse(line);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : undefined;
   } catch {
     return undefined;
   }
@@ -83,7 +90,15 @@ function jsonObject(line: string): Record<string, unknown> | undefined {
 export async function runCeiling(request: CeilingRequest): Promise<CeilingFigures> {
   const { transport, bytes, count, window, warmup, brokerUrl, timeoutMs } = request;
   const what = `the ${transport} ceiling (${bytes} B × ${count}, window ${window})`;
-  const args = [projectPath('dist', 'scripts', 'ceiling', 'main.js'), transport, `--bytes=${bytes}`, `--count=${count}`, `--window=${window}`, `--warmup=${warmup}`, ...(brokerUrl ? [`--broker-url=${brokerUrl}`] : [])];
+  const args = [
+    projectPath('dist', 'scripts', 'ceiling', 'main.js'),
+    transport,
+    `--bytes=${bytes}`,
+    `--count=${count}`,
+    `--window=${window}`,
+    `--warmup=${warmup}`,
+    ...(brokerUrl ? [`--broker-url=${brokerUrl}`] : []),
+  ];
   // The services' Node flags (the runner passes them on to its receiver): the same GC settings as the suite's.
   const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
@@ -112,6 +127,10 @@ export async function runCeiling(request: CeilingRequest): Promise<CeilingFigure
   try {
     return parseCeilingLine(stdout);
   } catch (err) {
-    throw new ItbError(ErrorCode.transport, `${what}: ${errorMessage(err)} (exit ${exit.signal ?? exit.code}); ${stderrTail()}`, { cause: err });
+    throw new ItbError(
+      ErrorCode.transport,
+      `${what}: ${errorMessage(err)} (exit ${exit.signal ?? exit.code}); ${stderrTail()}`,
+      { cause: err },
+    );
   }
 }

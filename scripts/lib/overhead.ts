@@ -8,13 +8,19 @@ import { medianOf, percentile } from '../../services/core/stats.js';
 /** Rounds from which a median may carry a claim; with fewer, the bench calls its medians indicative. */
 export const MIN_CLAIM_ROUNDS = 10;
 
-/** One round's pair of figures of the same shape: the suite's and the ceiling client's (MB/s, or images/s); null where a run failed. */
+/**
+ * One round's pair of figures of the same shape: the suite's and the ceiling client's (MB/s, or images/s); null where a
+ * run failed.
+ */
 export interface FigurePair {
   ours: number | null;
   ceiling: number | null;
 }
 
-/** 1 − ours ÷ ceiling: 0 when the suite matches its library, 0.25 when it reaches three quarters of it, negative when it is faster; null without both figures or with a ceiling of 0. */
+/**
+ * 1 − ours ÷ ceiling: 0 when the suite matches its library, 0.25 when it reaches three quarters of it, negative when it
+ * is faster; null without both figures or with a ceiling of 0.
+ */
 export function harnessOverhead(ours: number | null, ceiling: number | null): number | null {
   if (ours === null || ceiling === null || ceiling <= 0) return null;
   return 1 - ours / ceiling;
@@ -35,10 +41,20 @@ export function distributionOf(values: readonly number[]): Distribution | null {
   const median = medianOf(values);
   if (median === undefined) return null;
   const sorted = [...values].sort((a, b) => a - b);
-  return { rounds: sorted.length, min: sorted[0]!, q1: percentile(sorted, 25), median, q3: percentile(sorted, 75), max: sorted[sorted.length - 1]! };
+  return {
+    rounds: sorted.length,
+    min: sorted[0]!,
+    q1: percentile(sorted, 25),
+    median,
+    q3: percentile(sorted, 75),
+    max: sorted[sorted.length - 1]!,
+  };
 }
 
-/** A transport's pairs of one shape over the rounds: the medians, the overhead they give, each round's overhead range, and each figure's distribution. */
+/**
+ * A transport's pairs of one shape over the rounds: the medians, the overhead they give, each round's overhead range,
+ * and each figure's distribution.
+ */
 export interface OverheadSummary {
   /** Rounds with both figures. */
   pairedRounds: number;
@@ -53,7 +69,10 @@ export interface OverheadSummary {
   ceiling: Distribution | null;
 }
 
-/** Summarises `pairs` of a rate (higher is better): the overhead from the medians, its per-round range from each round's pair. */
+/**
+ * Summarises `pairs` of a rate (higher is better): the overhead from the medians, its per-round range from each round's
+ * pair.
+ */
 export function summarizeOverhead(pairs: readonly FigurePair[]): OverheadSummary {
   const overheads = pairs.flatMap((p) => {
     const overhead = harnessOverhead(p.ours, p.ceiling);
@@ -80,7 +99,13 @@ export function summarizeOverhead(pairs: readonly FigurePair[]): OverheadSummary
 export function summarizeTimeOverhead(pairs: readonly FigurePair[]): OverheadSummary {
   // A time's overhead is a rate's with the two sides swapped: 1 − ceiling ÷ ours.
   const swapped = summarizeOverhead(pairs.map((p) => ({ ours: p.ceiling, ceiling: p.ours })));
-  return { ...swapped, oursMedian: swapped.ceilingMedian, ceilingMedian: swapped.oursMedian, ours: swapped.ceiling, ceiling: swapped.ours };
+  return {
+    ...swapped,
+    oursMedian: swapped.ceilingMedian,
+    ceilingMedian: swapped.oursMedian,
+    ours: swapped.ceiling,
+    ceiling: swapped.ours,
+  };
 }
 
 /** "12 %" (whole percent), "−3 %" when the suite beat its ceiling, "-" without a figure. */

@@ -10,7 +10,9 @@ const addFormats = createRequire(import.meta.url)('ajv-formats') as (ajv: Ajv) =
 export function resultsSchemaErrors(results: unknown): string[] {
   const ajv = new Ajv({ allErrors: true, strict: true });
   addFormats(ajv);
-  const validate = ajv.compile(JSON.parse(readFileSync(projectPath('services', 'core', 'results.schema.json'), 'utf8')) as object);
+  const validate = ajv.compile(
+    JSON.parse(readFileSync(projectPath('services', 'core', 'results.schema.json'), 'utf8')) as object,
+  );
   if (validate(results)) return [];
   return (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message ?? ''} ${JSON.stringify(e.params)}`);
 }

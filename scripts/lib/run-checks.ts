@@ -21,8 +21,10 @@ export function expectAllOk(report: RunReport, log: string, names: readonly stri
   const ran = report.transports.map((t) => t.transport);
   if (ran.join(',') !== names.join(',')) fail(`transports ${ran.join(',')}, expected ${names.join(',')}`);
   const notOk = report.transports.filter((t) => !t.ok);
-  if (notOk.length > 0) fail(`not ok: ${notOk.map((t) => `${t.transport} (${t.failure ?? 'images lost or corrupt'})`).join(', ')}`);
-  if (!log.includes('Result: every transport delivered every image intact.')) fail('output.log does not say every transport delivered every image intact');
+  if (notOk.length > 0)
+    fail(`not ok: ${notOk.map((t) => `${t.transport} (${t.failure ?? 'images lost or corrupt'})`).join(', ')}`);
+  if (!log.includes('Result: every transport delivered every image intact.'))
+    fail('output.log does not say every transport delivered every image intact');
 }
 
 /** "WebSocket 583.9 MB/s, gRPC …": each transport's median MB/s, for the check's log. */

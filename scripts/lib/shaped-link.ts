@@ -17,7 +17,9 @@ export const LINK_MTU = 1500;
 /** tbf's queue, in time at the link's rate: a TCP window's worth on a fast link without bloat on a slow one. */
 const TBF_LATENCY_MS = 50;
 
-/** Why shaping cannot be applied here (no root, no sch_netem): `npm start` exits 2 with it, before starting anything. */
+/**
+ * Why shaping cannot be applied here (no root, no sch_netem): `npm start` exits 2 with it, before starting anything.
+ */
 export class ShapingRefused extends Error {}
 
 /** A link set up for one run. */
@@ -55,7 +57,21 @@ export function shapingCommands(device: string, shaping: NetworkShaping, namespa
     ...(shaping.lossPercent === undefined ? [] : ['loss', `${shaping.lossPercent}%`]),
   ];
   const rate = shaping.rateBitsPerSecond;
-  const tbf = (parent: string[]): string[] => [...at, 'qdisc', 'add', 'dev', device, ...parent, 'tbf', 'rate', `${rate}bit`, 'burst', String(tbfBurstBytes(rate!)), 'latency', `${TBF_LATENCY_MS}ms`];
+  const tbf = (parent: string[]): string[] => [
+    ...at,
+    'qdisc',
+    'add',
+    'dev',
+    device,
+    ...parent,
+    'tbf',
+    'rate',
+    `${rate}bit`,
+    'burst',
+    String(tbfBurstBytes(rate!)),
+    'latency',
+    `${TBF_LATENCY_MS}ms`,
+  ];
   if (netemArgs.length === 0) return rate === undefined ? [] : [tbf(['root'])];
   const netem = [...at, 'qdisc', 'add', 'dev', device, 'root', 'handle', '1:', 'netem', ...netemArgs];
   // netem first, the rate under it: netem's own queue holds the delayed packets.
@@ -65,7 +81,10 @@ export function shapingCommands(device: string, shaping: NetworkShaping, namespa
 /** Sets up the link for `shaping`; rejects with {@link ShapingRefused} when this machine cannot apply it. */
 export async function openShapedLink(shaping: NetworkShaping, id = process.pid): Promise<ShapedLink> {
   if (typeof process.getuid === 'function' && process.getuid() !== 0) {
-    throw new ShapingRefused(`${describeShaping(shaping)} needs root (a network namespace, a veth pair and tc): run npm start as root, or unset them`);
+    throw new ShapingRefused(
+      `${describeShaping(shaping)} needs root (a network namespace, a veth pair and tc): run npm start as root, ` +
+        `or unset them`,
+    );
   }
   const namespace = `itb-tx-${id}`;
   const rootDevice = `itbr${id}`.slice(0, 15);
@@ -85,7 +104,20 @@ export async function openShapedLink(shaping: NetworkShaping, id = process.pid):
   };
   try {
     await command('ip', ['netns', 'add', namespace]);
-    await command('ip', ['link', 'add', rootDevice, 'mtu', String(LINK_MTU), 'type', 'veth', 'peer', 'name', txDevice, 'mtu', String(LINK_MTU)]);
+    await command('ip', [
+      'link',
+      'add',
+      rootDevice,
+      'mtu',
+      String(LINK_MTU),
+      'type',
+      'veth',
+      'peer',
+      'name',
+      txDevice,
+      'mtu',
+      String(LINK_MTU),
+    ]);
     await command('ip', ['link', 'set', txDevice, 'netns', namespace]);
     await command('ip', ['addr', 'add', `${receiverAddress}/30`, 'dev', rootDevice]);
     await command('ip', ['link', 'set', rootDevice, 'up']);
@@ -94,28 +126,42 @@ export async function openShapedLink(shaping: NetworkShaping, id = process.pid):
     await command('ip', ['-n', namespace, 'link', 'set', 'lo', 'up']);
   } catch (err) {
     await close();
-    throw new ShapingRefused(`cannot set up the network namespace and veth pair for ${describeShaping(shaping)}: ${errorMessage(err)}`);
+    throw new ShapingRefused(
+      `cannot set up the network namespace and veth pair for ${describeShaping(shaping)}: ${errorMessage(err)}`,
+    );
   }
   try {
-    await applyShaping([...shapingCommands(rootDevice, shaping), ...shapingCommands(txDevice, shaping, namespace)], shaping);
+    await applyShaping(
+      [...shapingCommands(rootDevice, shaping), ...shapingCommands(txDevice, shaping, namespace)],
+      shaping,
+    );
   } catch (err) {
     await close();
     throw err;
   }
   const description =
-    `a veth pair, MTU ${LINK_MTU}, between the transmitter's own network namespace (${transmitterAddress}) and the receiver's (${receiverAddress}, with any private broker), ` +
+    `a veth pair, MTU ${LINK_MTU}, between the transmitter's own network namespace (${transmitterAddress}) and ` +
+    `the receiver's (${receiverAddress}, with any private broker), ` +
     `shaped each way by tc: ${shapedText(shaping)}`;
   return { namespace, receiverAddress, transmitterAddress, description, close };
 }
 
-/** Runs `commands` (tc's arguments) in order; rejects with {@link ShapingRefused} saying why, netem missing included. */
+/**
+ * Runs `commands` (tc's arguments) in order; rejects with {@link ShapingRefused} saying why, netem missing included.
+ */
 export async function applyShaping(commands: readonly string[][], shaping: NetworkShaping): Promise<void> {
   try {
     for (const args of commands) await command('tc', args);
   } catch (err) {
     const message = errorMessage(err);
-    if ((shaping.delayMs !== undefined || shaping.lossPercent !== undefined) && /netem|qdisc kind is unknown/i.test(message)) {
-      throw new ShapingRefused(`NETWORK_DELAY and NETWORK_LOSS need tc's netem, and this kernel has no sch_netem (${message}); NETWORK_RATE alone works with tbf`);
+    if (
+      (shaping.delayMs !== undefined || shaping.lossPercent !== undefined) &&
+      /netem|qdisc kind is unknown/i.test(message)
+    ) {
+      throw new ShapingRefused(
+        `NETWORK_DELAY and NETWORK_LOSS need tc's netem, and this kernel has no sch_netem (${message}); ` +
+          `NETWORK_RATE alone works with tbf`,
+      );
     }
     throw new ShapingRefused(`tc could not shape the link for ${describeShaping(shaping)}: ${message}`);
   }

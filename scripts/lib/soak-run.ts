@@ -14,7 +14,20 @@ import { sleep } from '../../services/shared/waits.js';
 import { transports } from '../../services/transports/index.js';
 import type { SweepChart } from './sweep-page.js';
 import { freePortsEnv } from './ports.js';
-import { soakCharts, soakEnv, soakLines, soakPlan, soakVerdict, vmRssBytes, SOAK_REQUIRED_FILES, type SoakFile, type SoakOptions, type SoakPlan, type SoakSample, type SoakVerdict } from './soak.js';
+import {
+  soakCharts,
+  soakEnv,
+  soakLines,
+  soakPlan,
+  soakVerdict,
+  vmRssBytes,
+  SOAK_REQUIRED_FILES,
+  type SoakFile,
+  type SoakOptions,
+  type SoakPlan,
+  type SoakSample,
+  type SoakVerdict,
+} from './soak.js';
 
 // The soak's processes: the receiver and the transmitter started as `npm start` starts them (two
 // node processes, so both pids are ours to read), a fresh AUTH_TOKEN, free ports, OUTPUT_DIR in a
@@ -68,7 +81,11 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
   const env = { LOG_LEVEL: 'warn', ...ports, ...soakEnv(plan) };
   const childEnv = { ...inherited, ...env, OUTPUT_DIR: outputDir, AUTH_TOKEN: newAuthToken() };
   const controlUrl = `http://127.0.0.1:${ports.CONTROL_PORT}`;
-  process.stderr.write(`bench: soak, ${plan.totalImages.toLocaleString('en-US')} images (IMAGE_COUNT=${plan.imageCount} REPEAT=${plan.repeat}) ...\n`);
+  process.stderr.write(
+    `bench: soak, ` +
+      plan.totalImages.toLocaleString('en-US') +
+      ` images (IMAGE_COUNT=${plan.imageCount} REPEAT=${plan.repeat}) ...\n`,
+  );
   const receiver = startService('receiver', childEnv);
   let transmitter: Service | undefined;
   try {
@@ -76,7 +93,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
     const startedAt = Date.now();
     transmitter = startService('transmitter', childEnv);
     const pids = { transmitter: transmitter.child.pid!, receiver: receiver.child.pid! };
-    const { samples, stopped } = await sample(options.sampleMs, startedAt, pids, controlUrl, { transmitter, receiver }, outputDir);
+    const { samples, stopped } = await sample(
+      options.sampleMs,
+      startedAt,
+      pids,
+      controlUrl,
+      { transmitter, receiver },
+      outputDir,
+    );
     const seconds = (Date.now() - startedAt) / 1000;
     await stopChild(receiver.child, STOP_GRACE_MS);
     const files = await outputFiles(outputDir);
@@ -103,7 +127,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakResult> {
       },
     };
   } finally {
-    await Promise.all([transmitter && stopChild(transmitter.child, STOP_GRACE_MS), stopChild(receiver.child, STOP_GRACE_MS)]);
+    await Promise.all([
+      transmitter && stopChild(transmitter.child, STOP_GRACE_MS),
+      stopChild(receiver.child, STOP_GRACE_MS),
+    ]);
     await rm(outputDir, { recursive: true, force: true });
   }
 }
@@ -117,7 +144,10 @@ interface Service {
 }
 
 function startService(name: 'receiver' | 'transmitter', env: NodeJS.ProcessEnv): Service {
-  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, projectPath('dist', 'services', name, 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, projectPath('dist', 'services', name, 'main.js')], {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout?.setEncoding('utf8').on('data', (chunk: string) => (stdout = (stdout + chunk).slice(-TAIL_CHARS)));
@@ -130,10 +160,18 @@ function startService(name: 'receiver' | 'transmitter', env: NodeJS.ProcessEnv):
 async function receiverReady(controlUrl: string, receiver: Service): Promise<HealthResponse> {
   const deadline = Date.now() + RECEIVER_START_MS;
   for (;;) {
-    if (receiver.child.exitCode !== null) throw new Error(`bench: soak: the receiver exited (${receiver.child.exitCode}) before it was ready; its stderr ends:\n${receiver.stderr()}`);
+    if (receiver.child.exitCode !== null)
+      throw new Error(
+        `bench: soak: the receiver exited (${receiver.child.exitCode}) before it was ready; its stderr ` +
+          `ends:\n${receiver.stderr()}`,
+      );
     const health = await getJson<HealthResponse>(`${controlUrl}/health`, 1000);
     if (health !== undefined) return health;
-    if (Date.now() > deadline) throw new Error(`bench: soak: the receiver did not answer GET /health within ${RECEIVER_START_MS} ms; its stderr ends:\n${receiver.stderr()}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `bench: soak: the receiver did not answer GET /health within ${RECEIVER_START_MS} ms; its stderr ` +
+          `ends:\n${receiver.stderr()}`,
+      );
     await sleep(100);
   }
 }
@@ -162,7 +200,14 @@ async function rssOf(pid: number): Promise<number | null> {
  * answer is waited for within the sample only: a receiver busy building a report leaves the count
  * unknown, never the RSS.
  */
-async function sample(sampleMs: number, startedAt: number, pids: { transmitter: number; receiver: number }, controlUrl: string, services: { transmitter: Service; receiver: Service }, outputDir: string): Promise<{ samples: SoakSample[]; stopped: string | null }> {
+async function sample(
+  sampleMs: number,
+  startedAt: number,
+  pids: { transmitter: number; receiver: number },
+  controlUrl: string,
+  services: { transmitter: Service; receiver: Service },
+  outputDir: string,
+): Promise<{ samples: SoakSample[]; stopped: string | null }> {
   const { transmitter, receiver } = services;
   const samples: SoakSample[] = [];
   let transmitterExited = false;
@@ -172,12 +217,25 @@ async function sample(sampleMs: number, startedAt: number, pids: { transmitter: 
   let idleSamples = 0;
   for (let tick = 1; receiver.child.exitCode === null && receiver.child.signalCode === null; tick++) {
     // One wait per tick, cut short by the transmitter's exit: a run of 50,000 images must not wait a whole second.
-    await Promise.race([sleep(Math.max(0, startedAt + tick * sampleMs - Date.now())), ...(transmitterExited ? [] : [transmitter.exited])]);
+    await Promise.race([
+      sleep(Math.max(0, startedAt + tick * sampleMs - Date.now())),
+      ...(transmitterExited ? [] : [transmitter.exited]),
+    ]);
     const files = transmitterExited ? await filesState(outputDir) : undefined;
     const atMs = Date.now() - startedAt;
-    const [transmitterRssBytes, receiverRssBytes, progress] = await Promise.all([rssOf(pids.transmitter), rssOf(pids.receiver), getJson<ProgressResponse>(`${controlUrl}/progress`, Math.max(10, sampleMs * 0.9))]);
+    const [transmitterRssBytes, receiverRssBytes, progress] = await Promise.all([
+      rssOf(pids.transmitter),
+      rssOf(pids.receiver),
+      getJson<ProgressResponse>(`${controlUrl}/progress`, Math.max(10, sampleMs * 0.9)),
+    ]);
     const images = progress?.recorded ?? null;
-    samples.push({ atMs, images, streaming: progress === undefined ? null : progress.inProgress && progress.recorded < progress.imageCount, transmitterRssBytes, receiverRssBytes });
+    samples.push({
+      atMs,
+      images,
+      streaming: progress === undefined ? null : progress.inProgress && progress.recorded < progress.imageCount,
+      transmitterRssBytes,
+      receiverRssBytes,
+    });
     // The run's files are linked: one last reading (the run's final count, which /progress keeps) and done.
     if (files?.written) break;
     // Idle: answering at once, no run open, no file half written; three samples in a row, so a
@@ -195,17 +253,33 @@ async function sample(sampleMs: number, startedAt: number, pids: { transmitter: 
   return { samples, stopped: null };
 }
 
-/** Whether the receiver has ended the run (OUTPUT_DIR's links appear once its files are whole), or is still writing its run's folder. */
+/**
+ * Whether the receiver has ended the run (OUTPUT_DIR's links appear once its files are whole), or is still writing its
+ * run's folder.
+ */
 async function filesState(outputDir: string): Promise<{ written: boolean; writing: boolean }> {
   const names = await readdir(outputDir).catch(() => [] as string[]);
   return { written: names.includes(LATEST_LINK), writing: !names.includes(LATEST_LINK) };
 }
 
-/** The run's files (in the folder `latest` points at): the fixed ones and every other (each section's CSV), with their sizes. */
+/**
+ * The run's files (in the folder `latest` points at): the fixed ones and every other (each section's CSV), with their
+ * sizes.
+ */
 async function outputFiles(baseDir: string): Promise<SoakFile[]> {
   const outputDir = path.join(baseDir, LATEST_LINK);
   const names = await readdir(outputDir).catch(() => [] as string[]);
   const others = names.filter((name) => !(SOAK_REQUIRED_FILES as readonly string[]).includes(name)).sort();
-  const sized = async (name: string, required: boolean): Promise<SoakFile> => ({ name, required, bytes: await stat(path.join(outputDir, name)).then((s) => s.size, () => null) });
-  return Promise.all([...SOAK_REQUIRED_FILES.map((name) => sized(name, true)), ...others.map((name) => sized(name, false))]);
+  const sized = async (name: string, required: boolean): Promise<SoakFile> => ({
+    name,
+    required,
+    bytes: await stat(path.join(outputDir, name)).then(
+      (s) => s.size,
+      () => null,
+    ),
+  });
+  return Promise.all([
+    ...SOAK_REQUIRED_FILES.map((name) => sized(name, true)),
+    ...others.map((name) => sized(name, false)),
+  ]);
 }

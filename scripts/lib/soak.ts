@@ -54,20 +54,38 @@ export function soakArgs(args: readonly string[]): { options: SoakOptions; rest:
     }
     const text = equals < 0 ? args[++index] : arg.slice(equals + 1);
     if (text !== undefined && /^[0-9]+$/.test(text)) given[FLAGS[flag as Flag]] = Number(text);
-    else problems.push(text === undefined ? `${flag}: expected a whole number after it` : `${flag} ${text}: expected a whole number`);
+    else
+      problems.push(
+        text === undefined ? `${flag}: expected a whole number after it` : `${flag} ${text}: expected a whole number`,
+      );
   }
   const options = { ...SOAK_DEFAULTS, ...given };
   if (!rest.includes('soak')) {
-    if (problems.length > 0 || Object.keys(given).length > 0) problems.push(`${Object.keys(FLAGS).join(', ')} are the soak part's: name it (npm run bench -- soak --images 2000000)`);
+    if (problems.length > 0 || Object.keys(given).length > 0)
+      problems.push(
+        `${Object.keys(FLAGS).join(', ')} are the soak part's: name it (npm run bench -- soak --images 2000000)`,
+      );
     return { options, rest, problems };
   }
-  if (given.images !== undefined && (options.images < 2 || options.images > MAX_SOAK_IMAGES)) problems.push(`--images ${options.images}: expected 2 to ${MAX_SOAK_IMAGES.toLocaleString('en-US')} (IMAGE_COUNT's most)`);
-  else if (options.fromImage < 1 || options.fromImage >= options.images) problems.push(`--from ${options.fromImage}${given.fromImage === undefined ? ' (the default)' : ''}: expected at least 1 and below --images (${options.images})`);
-  if (given.sampleMs !== undefined && (options.sampleMs < 10 || options.sampleMs > 60_000)) problems.push(`--sample-ms ${options.sampleMs}: expected 10 to 60000`);
+  if (given.images !== undefined && (options.images < 2 || options.images > MAX_SOAK_IMAGES))
+    problems.push(
+      `--images ${options.images}: expected 2 to ${MAX_SOAK_IMAGES.toLocaleString('en-US')} (IMAGE_COUNT's most)`,
+    );
+  else if (options.fromImage < 1 || options.fromImage >= options.images)
+    problems.push(
+      `--from ${options.fromImage}` +
+        (given.fromImage === undefined ? ' (the default)' : '') +
+        `: expected at least 1 and below --images (${options.images})`,
+    );
+  if (given.sampleMs !== undefined && (options.sampleMs < 10 || options.sampleMs > 60_000))
+    problems.push(`--sample-ms ${options.sampleMs}: expected 10 to 60000`);
   return { options, rest, problems };
 }
 
-/** The run the soak asks for: IMAGE_COUNT is at most MAX_IMAGE_COUNT, so a longer soak is REPEAT equal sections of one run. */
+/**
+ * The run the soak asks for: IMAGE_COUNT is at most MAX_IMAGE_COUNT, so a longer soak is REPEAT equal sections of one
+ * run.
+ */
 export interface SoakPlan {
   imageCount: number;
   repeat: number;
@@ -84,7 +102,13 @@ export function soakPlan(images: number, maxPerSection = MAX_IMAGE_COUNT): SoakP
 
 /** The services' environment for `plan` (WARMUP left to the default). */
 export function soakEnv(plan: SoakPlan): Record<string, string> {
-  return { TRANSPORTS: SOAK_SHAPE.transport, IMAGE_SIZE: SOAK_SHAPE.imageSize, WINDOW: String(SOAK_SHAPE.window), IMAGE_COUNT: String(plan.imageCount), REPEAT: String(plan.repeat) };
+  return {
+    TRANSPORTS: SOAK_SHAPE.transport,
+    IMAGE_SIZE: SOAK_SHAPE.imageSize,
+    WINDOW: String(SOAK_SHAPE.window),
+    IMAGE_COUNT: String(plan.imageCount),
+    REPEAT: String(plan.repeat),
+  };
 }
 
 /** VmRSS of a /proc/<pid>/status text, in bytes; undefined when absent (a zombie has none). */
@@ -97,9 +121,14 @@ export function vmRssBytes(status: string): number | undefined {
 export interface SoakSample {
   /** Since the transmitter started. */
   atMs: number;
-  /** Recorded images so far in the run (GET /progress); null when the receiver did not answer within the sample (busy). */
+  /**
+   * Recorded images so far in the run (GET /progress); null when the receiver did not answer within the sample (busy).
+   */
   images: number | null;
-  /** The receiver said a run is in progress with recorded images still to come (warm-up included); null without an answer. */
+  /**
+   * The receiver said a run is in progress with recorded images still to come (warm-up included); null without an
+   * answer.
+   */
   streaming: boolean | null;
   /** VmRSS; null once the process is gone. */
   transmitterRssBytes: number | null;
@@ -126,7 +155,10 @@ export interface SideVerdict {
   /** last − from; null without two such samples. */
   growthBytes: number | null;
   growthBytesPerImage: number | null;
-  /** Highest RSS after the last image arrived, until the transmitter exited: the last section's figures, the report, the files. */
+  /**
+   * Highest RSS after the last image arrived, until the transmitter exited: the last section's figures, the report, the
+   * files.
+   */
   peakWritingRssBytes: number | null;
   peakRssBytes: number | null;
   pass: boolean;
@@ -164,7 +196,13 @@ export interface SoakVerdict {
  * code) the samples at that count catch or miss by chance; the chart shows the step, the growth
  * measured is the images'.
  */
-export function soakVerdict(samples: readonly SoakSample[], files: readonly SoakFile[], runExitCode: number | null, fromImage: number, limitBytes = SOAK_LIMIT_BYTES): SoakVerdict {
+export function soakVerdict(
+  samples: readonly SoakSample[],
+  files: readonly SoakFile[],
+  runExitCode: number | null,
+  fromImage: number,
+  limitBytes = SOAK_LIMIT_BYTES,
+): SoakVerdict {
   const { running, ending } = soakPhases(samples);
   const flows = flowing(samples);
   const side = (rssOf: (s: SoakSample) => number | null): SideVerdict => {
@@ -195,16 +233,34 @@ export function soakVerdict(samples: readonly SoakSample[], files: readonly Soak
   const transmitter = side((s) => s.transmitterRssBytes);
   const receiver = side((s) => s.receiverRssBytes);
   const reasons: string[] = [];
-  for (const [name, verdict] of [['transmitter', transmitter], ['receiver', receiver]] as const) {
-    if (verdict.growthBytes === null) reasons.push(`${name}: no two samples from image ${fromImage.toLocaleString('en-US')} on to compare`);
-    else if (!verdict.pass) reasons.push(`${name} grew ${mibText(verdict.growthBytes)} MiB from image ${verdict.from!.images.toLocaleString('en-US')} to ${verdict.last!.images.toLocaleString('en-US')}, over ${mibText(limitBytes)} MiB`);
+  for (const [name, verdict] of [
+    ['transmitter', transmitter],
+    ['receiver', receiver],
+  ] as const) {
+    if (verdict.growthBytes === null)
+      reasons.push(`${name}: no two samples from image ${fromImage.toLocaleString('en-US')} on to compare`);
+    else if (!verdict.pass)
+      reasons.push(
+        `${name} grew ${mibText(verdict.growthBytes)} MiB from image ` +
+          verdict.from!.images.toLocaleString('en-US') +
+          ` to ${verdict.last!.images.toLocaleString('en-US')}, over ${mibText(limitBytes)} MiB`,
+      );
   }
   for (const file of files) {
     if (file.bytes === null) reasons.push(`${file.name} was not written`);
     else if (file.bytes === 0) reasons.push(`${file.name} is empty`);
   }
   if (runExitCode !== 0) reasons.push(`the run itself failed (transmitter exit ${runExitCode ?? 'by a signal'})`);
-  return { fromImage, limitBytes, transmitter, receiver, files: [...files], runExitCode, pass: reasons.length === 0, reasons };
+  return {
+    fromImage,
+    limitBytes,
+    transmitter,
+    receiver,
+    files: [...files],
+    runExitCode,
+    pass: reasons.length === 0,
+    reasons,
+  };
 }
 
 /**
@@ -216,7 +272,11 @@ function flowing(samples: readonly SoakSample[]): boolean[] {
   const known = samples.flatMap((s, index) => (s.images === null ? [] : [index]));
   const result = samples.map(() => false);
   for (let k = 1; k + 1 < known.length; k++) {
-    const [before, at, after] = [known[k - 1]!, known[k]!, known[k + 1]!].map((index) => samples[index]!.images!) as [number, number, number];
+    const [before, at, after] = [known[k - 1]!, known[k]!, known[k + 1]!].map((index) => samples[index]!.images!) as [
+      number,
+      number,
+      number,
+    ];
     result[known[k]!] = before < at && at < after;
   }
   return result;
@@ -237,7 +297,8 @@ export interface SoakRunFacts {
 
 /** The soak's lines for the bench's output: what ran, each side's figures, the files, the verdict. */
 export function soakLines(facts: SoakRunFacts, samples: readonly SoakSample[], verdict: SoakVerdict): string[] {
-  const image = (point: { images: number } | null): string => (point === null ? '-' : point.images.toLocaleString('en-US'));
+  const image = (point: { images: number } | null): string =>
+    point === null ? '-' : point.images.toLocaleString('en-US');
   const rows = (['transmitter', 'receiver'] as const).map((name) => {
     const side = verdict[name];
     return [
@@ -255,26 +316,77 @@ export function soakLines(facts: SoakRunFacts, samples: readonly SoakSample[], v
     ];
   });
   return [
-    `Soak: ${soakDescription(facts)}; RSS of each process (VmRSS, /proc) and the receiver's count of recorded images (GET /progress) every ${facts.sampleMs} ms, ${samples.length} samples over ${facts.seconds.toFixed(0)} s. Target: each side gains at most ${mibText(verdict.limitBytes)} MiB from the first sample past image ${verdict.fromImage.toLocaleString('en-US')} taken while images flowed (not at a section's end) to the last before the last image arrived; every file written.`,
-    renderTable(['Side', 'pid', 'from image', 'RSS MiB', 'last image', 'RSS MiB', 'growth MiB', 'B/image', 'peak writing MiB', 'peak MiB', 'Result'], rows, false),
-    `Files: ${verdict.files.map((f) => `${f.name} ${f.bytes === null ? 'MISSING' : formatSize(f.bytes)}`).join(', ')}; the run ${verdict.runExitCode === 0 ? 'delivered every image intact' : `failed (transmitter exit ${verdict.runExitCode ?? 'by a signal'})`}.`,
+    `Soak: ${soakDescription(facts)}; RSS of each process (VmRSS, /proc) and the receiver's count of recorded ` +
+      `images (GET /progress) every ${facts.sampleMs} ms, ${samples.length} samples ` +
+      `over ${facts.seconds.toFixed(0)} s. Target: each side gains at most ${mibText(verdict.limitBytes)} MiB from ` +
+      `the first sample past image ` +
+      verdict.fromImage.toLocaleString('en-US') +
+      ` taken while images flowed (not at a section's end) to the last before the last image arrived; every ` +
+      `file written.`,
+    renderTable(
+      [
+        'Side',
+        'pid',
+        'from image',
+        'RSS MiB',
+        'last image',
+        'RSS MiB',
+        'growth MiB',
+        'B/image',
+        'peak writing MiB',
+        'peak MiB',
+        'Result',
+      ],
+      rows,
+      false,
+    ),
+    `Files: ` +
+      verdict.files.map((f) => `${f.name} ${f.bytes === null ? 'MISSING' : formatSize(f.bytes)}`).join(', ') +
+      `; the run ` +
+      (verdict.runExitCode === 0
+        ? 'delivered every image intact'
+        : `failed (transmitter exit ${verdict.runExitCode ?? 'by a signal'})`) +
+      `.`,
     verdict.pass ? 'Soak: PASS.' : `Soak: FAILED: ${verdict.reasons.join('; ')}.`,
   ];
 }
 
 function soakDescription(facts: SoakRunFacts): string {
   const { plan } = facts;
-  const sections = plan.repeat === 1 ? 'one section' : `REPEAT=${plan.repeat} sections of ${plan.imageCount.toLocaleString('en-US')} (IMAGE_COUNT's most is ${MAX_IMAGE_COUNT.toLocaleString('en-US')})`;
-  return `${SOAK_SHAPE.transport.toUpperCase()}, ${formatSize(SOAK_SHAPE.imageSizeBytes)} × ${plan.totalImages.toLocaleString('en-US')} images in ${sections}, WINDOW=${SOAK_SHAPE.window}, WARMUP=auto each section`;
+  const sections =
+    plan.repeat === 1
+      ? 'one section'
+      : `REPEAT=${plan.repeat} sections of ` +
+        plan.imageCount.toLocaleString('en-US') +
+        ` (IMAGE_COUNT's most is ${MAX_IMAGE_COUNT.toLocaleString('en-US')})`;
+  return (
+    `${SOAK_SHAPE.transport.toUpperCase()}, ${formatSize(SOAK_SHAPE.imageSizeBytes)} × ` +
+    plan.totalImages.toLocaleString('en-US') +
+    ` images in ${sections}, WINDOW=${SOAK_SHAPE.window}, WARMUP=auto each section`
+  );
 }
 
-/** The soak's two charts: RSS against images while they arrive, and against time over the whole soak (the files written at its end). */
+/**
+ * The soak's two charts: RSS against images while they arrive, and against time over the whole soak (the files written
+ * at its end).
+ */
 export function soakCharts(facts: SoakRunFacts, samples: readonly SoakSample[], verdict: SoakVerdict): SweepChart[] {
-  const mib = (bytes: number | null): number | null => (bytes === null ? null : Math.round((bytes / 1024 / 1024) * 10) / 10);
-  const sides = [['transmitter', (s: SoakSample) => s.transmitterRssBytes], ['receiver', (s: SoakSample) => s.receiverRssBytes]] as const;
+  const mib = (bytes: number | null): number | null =>
+    bytes === null ? null : Math.round((bytes / 1024 / 1024) * 10) / 10;
+  const sides = [
+    ['transmitter', (s: SoakSample) => s.transmitterRssBytes],
+    ['receiver', (s: SoakSample) => s.receiverRssBytes],
+  ] as const;
   const { running } = soakPhases(samples);
   const endAtMs = running.at(-1)?.atMs;
-  const growth = `growth from the first sample past image ${verdict.fromImage.toLocaleString('en-US')} while images flowed: transmitter ${mibText(verdict.transmitter.growthBytes)} MiB, receiver ${mibText(verdict.receiver.growthBytes)} MiB (target at most ${mibText(verdict.limitBytes)} MiB each): ${verdict.pass ? 'PASS' : 'FAILED'}`;
+  const growth =
+    `growth from the first sample past image ` +
+    verdict.fromImage.toLocaleString('en-US') +
+    (` while images flowed: transmitter ` +
+      mibText(verdict.transmitter.growthBytes) +
+      (` MiB, receiver ` +
+        mibText(verdict.receiver.growthBytes) +
+        ` MiB (target at most ${mibText(verdict.limitBytes)} MiB each): ${verdict.pass ? 'PASS' : 'FAILED'}`));
   return [
     {
       id: 'soak-rss-images',
@@ -291,11 +403,22 @@ export function soakCharts(facts: SoakRunFacts, samples: readonly SoakSample[], 
     {
       id: 'soak-rss-seconds',
       title: 'Soak: RSS against time',
-      note: `The same samples over the whole soak, from the transmitter's start to its exit${endAtMs === undefined ? '' : `; the last image arrived after ${(endAtMs / 1000).toFixed(0)} s, then the last section's figures, the report and the files`}; peak while writing: transmitter ${mibText(verdict.transmitter.peakWritingRssBytes)} MiB, receiver ${mibText(verdict.receiver.peakWritingRssBytes)} MiB.`,
+      note:
+        `The same samples over the whole soak, from the transmitter's start to its exit` +
+        (endAtMs === undefined
+          ? ''
+          : `; the last image arrived after ${(endAtMs / 1000).toFixed(0)} s, then the last section's figures, ` +
+            `the report and the files`) +
+        (`; peak while writing: transmitter ` +
+          mibText(verdict.transmitter.peakWritingRssBytes) +
+          ` MiB, receiver ${mibText(verdict.receiver.peakWritingRssBytes)} MiB.`),
       xLabel: 'seconds since the transmitter started',
       yLabel: 'RSS, MiB',
       scale: 'linear',
-      series: sides.map(([label, rss]) => ({ label, points: samples.map((s) => ({ x: Math.round(s.atMs / 100) / 10, y: mib(rss(s)) })) })),
+      series: sides.map(([label, rss]) => ({
+        label,
+        points: samples.map((s) => ({ x: Math.round(s.atMs / 100) / 10, y: mib(rss(s)) })),
+      })),
     },
   ];
 }

@@ -40,16 +40,19 @@ export interface SweepChart {
 
 // Draws every chart from the JSON block: bars by category on a linear axis; lines, one per series,
 // on log-scaled axes (clients and rates span decades) unless the chart asks for linear ones.
-const DRAW_SCRIPT = `
+const DRAW_SCRIPT =
+  `
 const charts = JSON.parse(document.getElementById('itb-sweeps').textContent);
-const colours = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf', '#393b79', '#637939', '#843c39'];
+const colours = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', ` +
+  `'#17becf', '#393b79', '#637939', '#843c39'];
 window.__charts = {};
 for (const chart of charts) {
   const canvas = document.querySelector('canvas[data-chart="' + chart.id + '"]');
   if (chart.kind === 'bars') {
     window.__charts[chart.id] = new Chart(canvas, {
       type: 'bar',
-      data: { labels: chart.categories, datasets: chart.series.map((s, i) => ({ label: s.label, data: s.values, backgroundColor: colours[i % colours.length] })) },
+      data: { labels: chart.categories, datasets: chart.series.map((s, i) => ({ label: s.label, data: s.values, ` +
+  `backgroundColor: colours[i % colours.length] })) },
       options: { animation: false, scales: { y: { beginAtZero: true, title: { display: true, text: chart.yLabel } } } },
     });
     continue;
@@ -57,16 +60,26 @@ for (const chart of charts) {
   const axis = chart.scale === 'linear' ? 'linear' : 'logarithmic';
   window.__charts[chart.id] = new Chart(canvas, {
     type: 'line',
-    data: { datasets: chart.series.map((s, i) => ({ label: s.label, data: s.points, borderColor: colours[i % colours.length], backgroundColor: colours[i % colours.length], spanGaps: false })) },
-    options: { animation: false, parsing: false, scales: { x: { type: axis, title: { display: true, text: chart.xLabel } }, y: { type: axis, title: { display: true, text: chart.yLabel } } } },
+    data: { datasets: chart.series.map((s, i) => ({ label: s.label, data: s.points, borderColor: colours[i % ` +
+  `colours.length], backgroundColor: colours[i % colours.length], spanGaps: false })) },
+    options: { animation: false, parsing: false, scales: { x: { type: axis, title: { display: true, text: ` +
+  `chart.xLabel } }, y: { type: axis, title: { display: true, text: chart.yLabel } } } },
   });
 }
 `;
 
 /** The page: a title, then one card per chart. */
-export function renderSweepPage(title: string, charts: readonly BenchChart[], libraries: { chartJs: string; pageCss: string }): string {
+export function renderSweepPage(
+  title: string,
+  charts: readonly BenchChart[],
+  libraries: { chartJs: string; pageCss: string },
+): string {
   const cards = charts
-    .map((c) => `<section class="card"><h2>${escapeHtml(c.title)}</h2><p class="note">${escapeHtml(c.note)}</p><canvas data-chart="${escapeHtml(c.id)}" aria-label="${escapeHtml(c.title)}"></canvas></section>`)
+    .map(
+      (c) =>
+        `<section class="card"><h2>${escapeHtml(c.title)}</h2><p class="note">${escapeHtml(c.note)}</p><canvas ` +
+        `data-chart="${escapeHtml(c.id)}" aria-label="${escapeHtml(c.title)}"></canvas></section>`,
+    )
     .join('\n');
   return `${pageHead(title, libraries.pageCss)}
 <body>

@@ -89,18 +89,39 @@ export function octalMode(mode: number): string {
  * service's group read and nothing more; group write or any other bit is refused. Any other owner
  * can change the secret under the service: refused.
  */
-export function judgeSecretFile(facts: SecretFileFacts, processUid: number | undefined, shownPath: string): SecretFileVerdict {
+export function judgeSecretFile(
+  facts: SecretFileFacts,
+  processUid: number | undefined,
+  shownPath: string,
+): SecretFileVerdict {
   if (!facts.regularFile) return { trusted: false, reason: 'not a regular file' };
-  if (processUid === undefined) return { trusted: true, because: 'a regular file (this platform has no file owners to check)' };
+  if (processUid === undefined)
+    return { trusted: true, because: 'a regular file (this platform has no file owners to check)' };
   const mode = octalMode(facts.mode);
   const own = facts.ownerUid === processUid;
   if (facts.ownerUid === 0 && (facts.mode & 0o027) === 0) {
-    return { trusted: true, because: `owned by root${own ? ' (this process)' : ''}, mode ${mode}: only root can have placed it (a secret mount), and no one outside its group can read it` };
+    return {
+      trusted: true,
+      because:
+        `owned by root${own ? ' (this process)' : ''}, mode ${mode}: only root can have placed it (a secret ` +
+        `mount), and no one outside its group can read it`,
+    };
   }
-  if (own && (facts.mode & 0o077) === 0) return { trusted: true, because: `owned by this process's uid ${processUid}, mode ${mode}` };
+  if (own && (facts.mode & 0o077) === 0)
+    return { trusted: true, because: `owned by this process's uid ${processUid}, mode ${mode}` };
   if (own) return { trusted: false, reason: `mode ${mode} allows group/others to use it: \`chmod 600 ${shownPath}\`` };
   if (facts.ownerUid === 0) {
-    return { trusted: false, reason: `owned by root with mode ${mode}, which lets its group write it or others use it (a root-owned secret may be readable by its group, no more): \`chmod g-w,o-rwx ${shownPath}\`` };
+    return {
+      trusted: false,
+      reason:
+        `owned by root with mode ${mode}, which lets its group write it or others use it (a root-owned secret may ` +
+        `be readable by its group, no more): \`chmod g-w,o-rwx ${shownPath}\``,
+    };
   }
-  return { trusted: false, reason: `owned by uid ${facts.ownerUid}, not by uid ${processUid} (this process) or root, so uid ${facts.ownerUid} can change the secret: use a file of uid ${processUid}'s with mode 0600` };
+  return {
+    trusted: false,
+    reason:
+      `owned by uid ${facts.ownerUid}, not by uid ${processUid} (this process) or root, so uid ${facts.ownerUid} ` +
+      `can change the secret: use a file of uid ${processUid}'s with mode 0600`,
+  };
 }

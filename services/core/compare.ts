@@ -1,4 +1,11 @@
-import { nodeDescription, renderTable, sectionTitle, type HostFacts, type RunReport, type TransportSummary } from './report.js';
+import {
+  nodeDescription,
+  renderTable,
+  sectionTitle,
+  type HostFacts,
+  type RunReport,
+  type TransportSummary,
+} from './report.js';
 import type { SectionResult } from './section.js';
 import { formatSize } from './size.js';
 import type { Range } from './stats.js';
@@ -62,7 +69,8 @@ interface Side {
 
 function sideOf(report: RunReport, transport: string): Side {
   const summary = report.transports.find((t) => t.transport === transport);
-  const median = summary?.medianSection === null || summary === undefined ? undefined : report.sections[summary.medianSection];
+  const median =
+    summary?.medianSection === null || summary === undefined ? undefined : report.sections[summary.medianSection];
   const presence: RunPresence = summary === undefined ? 'absent' : median === undefined ? 'no-result' : 'measured';
   return { summary, median, presence, report };
 }
@@ -74,14 +82,18 @@ function sideOf(report: RunReport, transport: string): Side {
 function spreadWidth(side: Side, transport: string, figure: ComparedFigure): number | null {
   const range: Range | null | undefined = side.summary?.spread[figure];
   if (range === null || range === undefined) return null;
-  const valued = side.report.sections.filter((s) => s.transport === transport && s.ok && figureOf(s, figure) !== null).length;
+  const valued = side.report.sections.filter(
+    (s) => s.transport === transport && s.ok && figureOf(s, figure) !== null,
+  ).length;
   return valued > 1 ? range.max - range.min : null;
 }
 
 function changeOf(before: Side, after: Side, transport: string, figure: ComparedFigure): FigureChange {
   const b = before.median === undefined ? null : figureOf(before.median, figure);
   const a = after.median === undefined ? null : figureOf(after.median, figure);
-  const widths = [spreadWidth(before, transport, figure), spreadWidth(after, transport, figure)].filter((w): w is number => w !== null);
+  const widths = [spreadWidth(before, transport, figure), spreadWidth(after, transport, figure)].filter(
+    (w): w is number => w !== null,
+  );
   const spread = widths.length > 0 ? Math.max(...widths) : null;
   const change = a !== null && b !== null ? a - b : null;
   let direction: FigureChange['direction'] = null;
@@ -102,7 +114,11 @@ function sideNote(run: 'before' | 'after', side: Side): string | null {
   const s = side.summary!;
   const failure = s.failure === null ? '' : `: ${s.failure}`;
   if (side.presence === 'no-result') return `${run}: no repeat completed${failure}`;
-  if (!s.ok) return `${run}: FAILED (${s.okCount} ok, ${s.lostCount} lost, ${s.corruptCount} corrupt across ${s.repeats} repeats)${failure}`;
+  if (!s.ok)
+    return (
+      `${run}: FAILED (${s.okCount} ok, ${s.lostCount} lost, ${s.corruptCount} corrupt across ${s.repeats} ` +
+      `repeats)${failure}`
+    );
   return null;
 }
 
@@ -151,14 +167,20 @@ function changeCell(f: FigureChange, digits: number): string {
 
 function describeRun(report: RunReport): string {
   const { run } = report;
-  return `${run.startedAt}, ${run.imageCount} images of ${formatSize(run.imageSizeBytes)}, window ${run.window}, warm-up ${describeWarmup(run.warmup)}, repeat ${run.repeat}`;
+  return (
+    `${run.startedAt}, ${run.imageCount} images of ${formatSize(run.imageSizeBytes)}, window ${run.window}, ` +
+    `warm-up ${describeWarmup(run.warmup)}, repeat ${run.repeat}`
+  );
 }
 
 /** What a figure's value reads as in a warning; a setting an older results.json lacks is "unset". */
 const shown = (value: unknown): string => (value === undefined || value === null ? 'unset' : String(value));
 
 function hostLine(host: HostFacts | undefined): string {
-  return host === undefined ? 'unknown' : `${host.hostname}, ${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}, ${host.platform} ${host.kernel}, ${nodeDescription(host)}`;
+  return host === undefined
+    ? 'unknown'
+    : `${host.hostname}, ${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}` +
+        `, ${host.platform} ${host.kernel}, ${nodeDescription(host)}`;
 }
 
 /**
@@ -181,10 +203,14 @@ export function settingDifferences(before: RunReport, after: RunReport): string[
     ['transmitter host', hostLine(b.hosts?.transmitter), hostLine(a.hosts?.transmitter)],
     ['receiver host', hostLine(b.hosts?.receiver), hostLine(a.hosts?.receiver)],
   ];
-  const libraries = (r: RunReport): Record<string, string> => ({ ...r.run.hosts?.transmitter?.libraries, ...r.run.hosts?.receiver?.libraries });
+  const libraries = (r: RunReport): Record<string, string> => ({
+    ...r.run.hosts?.transmitter?.libraries,
+    ...r.run.hosts?.receiver?.libraries,
+  });
   const bLibraries = libraries(before);
   const aLibraries = libraries(after);
-  for (const name of [...new Set([...Object.keys(bLibraries), ...Object.keys(aLibraries)])]) pairs.push([name, bLibraries[name], aLibraries[name]]);
+  for (const name of [...new Set([...Object.keys(bLibraries), ...Object.keys(aLibraries)])])
+    pairs.push([name, bLibraries[name], aLibraries[name]]);
   return pairs.filter(([, x, y]) => shown(x) !== shown(y)).map(([name, x, y]) => `${name}: ${shown(x)} → ${shown(y)}`);
 }
 
@@ -198,7 +224,10 @@ export function renderComparison(rows: readonly ComparisonRow[], before: RunRepo
     for (const figure of COMPARED_FIGURES) {
       const f = row.figures[figure];
       const digits = DIGITS[figure];
-      cells.push(f.before === null && f.after === null ? '-' : `${value(f.before, digits)} → ${value(f.after, digits)}`, changeCell(f, digits));
+      cells.push(
+        f.before === null && f.after === null ? '-' : `${value(f.before, digits)} → ${value(f.after, digits)}`,
+        changeCell(f, digits),
+      );
     }
     cells.push(row.note ?? '');
     return cells;
@@ -207,13 +236,20 @@ export function renderComparison(rows: readonly ComparisonRow[], before: RunRepo
   const lines = [
     `Comparing before: ${describeRun(before)}`,
     `     with after:  ${describeRun(after)}`,
-    ...(differences.length > 0 ? ['Warning: the runs differ in these settings; a change may come from them rather than from the code:', ...differences.map((d) => `  ${d}`)] : []),
-    'Figures are the median completed repeat (every image intact; by total transfer time) of each run; change = after − before.',
+    ...(differences.length > 0
+      ? [
+          'Warning: the runs differ in these settings; a change may come from them rather than from the code:',
+          ...differences.map((d) => `  ${d}`),
+        ]
+      : []),
+    'Figures are the median completed repeat (every image intact; by total transfer time) of each run; change = ' +
+      'after − before.',
     '',
     renderTable(header, tableRows),
     '',
     'Sign as measured; faster/slower: for p50 and p99 lower is faster, for MB/s higher is faster.',
-    "Marks: *  beyond the repeat spread (the change is larger than the wider of the two runs' max − min across completed repeats)",
+    "Marks: *  beyond the repeat spread (the change is larger than the wider of the two runs' max − min across " +
+      'completed repeats)',
     '       ?  spread unknown (REPEAT=1): rerun with REPEAT=3 for a verdict',
     '       no mark: within the repeat spread, not told apart from noise',
   ];

@@ -4,7 +4,17 @@ import { errorMessage } from './errors.js';
 import { DURATION_UNITS_HELP, formatDurationMs, parseDurationMs } from './duration.js';
 import { MIN_GENERATED_PNG_BYTES } from './png.js';
 import { formatSize, parseSize, SIZE_UNITS_HELP } from './size.js';
-import { DELAY_ALLOWED, isLoopbackHost, isShaped, LOSS_ALLOWED, parseBitRate, parseDelayMs, parseLossPercent, RATE_ALLOWED, type NetworkShaping } from './link.js';
+import {
+  DELAY_ALLOWED,
+  isLoopbackHost,
+  isShaped,
+  LOSS_ALLOWED,
+  parseBitRate,
+  parseDelayMs,
+  parseLossPercent,
+  RATE_ALLOWED,
+  type NetworkShaping,
+} from './link.js';
 import { REDACTED, redactUrl, urlCredentials } from './redact.js';
 import { MAX_RATE_PER_SECOND } from './schedule.js';
 import { MAX_FIXED_WARMUP_IMAGES } from './warmup.js';
@@ -26,7 +36,10 @@ export interface TransportSpec {
   setting: TransportSetting;
   /** In the run TRANSPORTS gives when unset. */
   defaultRun: boolean;
-  /** Most CLIENTS the transport can run (websocket-push: 1, its receiver dials one connection back); undefined: MAX_CLIENTS. */
+  /**
+   * Most CLIENTS the transport can run (websocket-push: 1, its receiver dials one connection back); undefined:
+   * MAX_CLIENTS.
+   */
   maxClients?: { clients: number; why: string };
   /** Most RECEIVERS the transport can run (websocket-push: 1); undefined: MAX_RECEIVERS. */
   maxReceivers?: { receivers: number; why: string };
@@ -37,7 +50,10 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', '
 
 /** The validated configuration both services run with. */
 export interface Config {
-  /** IMAGE_COUNT: recorded images per section; when durationMs is set, IMAGE_COUNT is unset and this is its default, unused. */
+  /**
+   * IMAGE_COUNT: recorded images per section; when durationMs is set, IMAGE_COUNT is unset and this is its default,
+   * unused.
+   */
   imageCount: number;
   /**
    * DURATION: each section sends its recorded images for this long instead of imageCount (under
@@ -55,7 +71,10 @@ export interface Config {
    * flight: one due while WINDOW are unacknowledged is dropped at the sender and counted.
    */
   ratePerSecond: number | undefined;
-  /** CLIENTS: connections the transmitter opens per section, each with its own WINDOW; the section's images are dealt to whichever has room. */
+  /**
+   * CLIENTS: connections the transmitter opens per section, each with its own WINDOW; the section's images are dealt to
+   * whichever has room.
+   */
   clients: number;
   /** RECEIVERS: receivers every image goes to (point-to-point transports send a copy to each, pub/sub ones fan out). */
   receivers: number;
@@ -86,7 +105,10 @@ export interface Config {
   controlPort: number;
   /** Port of every transport whose setting is a port, by transport name. */
   ports: Readonly<Record<string, number>>;
-  /** URL of every transport whose setting is a URL, by transport name; undefined when unset. May hold a user and password: reports show it through redactUrl(). */
+  /**
+   * URL of every transport whose setting is a URL, by transport name; undefined when unset. May hold a user and
+   * password: reports show it through redactUrl().
+   */
   urls: Readonly<Record<string, string | undefined>>;
   /**
    * Password of the broker of every transport whose setting is a URL, by transport name, from its
@@ -101,32 +123,44 @@ export interface Config {
   connectTimeoutMs: number;
   /** The secret transmitter and receiver share; undefined: it is in the file at authTokenFile. Never reported. */
   authToken: string | undefined;
-  /** Where the secret is when AUTH_TOKEN is unset: the receiver creates the file if it is missing, the transmitter reads it. */
+  /**
+   * Where the secret is when AUTH_TOKEN is unset: the receiver creates the file if it is missing, the transmitter reads
+   * it.
+   */
   authTokenFile: string;
 }
 
 /** The configuration as reports show it: everything but the secrets, broker URLs without user and password. */
 export type PublicConfig = Omit<Config, 'authToken' | 'brokerPasswords'>;
 
-/** `config` without its secrets, for results.json and the control protocol: passwords dropped, every URL through redactUrl(). */
+/**
+ * `config` without its secrets, for results.json and the control protocol: passwords dropped, every URL through
+ * redactUrl().
+ */
 export function publicConfig(config: Readonly<Config>): PublicConfig {
   const { authToken: _secret, brokerPasswords: _passwords, ...rest } = config;
   // The receiver runs this on a transmitter's announced config too, which the control protocol
   // leaves open: a missing `urls`, or one holding other than strings, must not throw.
   const given: unknown = rest.urls;
   const entries = typeof given === 'object' && given !== null ? Object.entries(given) : [];
-  const urls = Object.fromEntries(entries.map(([name, url]) => [name, typeof url === 'string' ? redactUrl(url) : undefined]));
+  const urls = Object.fromEntries(
+    entries.map(([name, url]) => [name, typeof url === 'string' ? redactUrl(url) : undefined]),
+  );
   return { ...rest, urls };
 }
 
-/** The two variables that give the password of the broker a URL setting names apart from the URL: REDIS_URL → REDIS_PASSWORD, REDIS_PASSWORD_FILE. */
+/**
+ * The two variables that give the password of the broker a URL setting names apart from the URL: REDIS_URL →
+ * REDIS_PASSWORD, REDIS_PASSWORD_FILE.
+ */
 export function passwordVariables(urlEnvVar: string): { password: string; file: string } {
   const password = `${urlEnvVar.replace(/_URL$/, '')}_PASSWORD`;
   return { password, file: `${password}_FILE` };
 }
 
 /** What AUTH_TOKEN (and the content of AUTH_TOKEN_FILE) may be, in words. */
-export const AUTH_TOKEN_ALLOWED = '16 to 256 characters from A-Z a-z 0-9 . _ ~ + / - (optionally ending in =), e.g. `openssl rand -base64 32`';
+export const AUTH_TOKEN_ALLOWED =
+  '16 to 256 characters from A-Z a-z 0-9 . _ ~ + / - (optionally ending in =), e.g. `openssl rand -base64 32`';
 
 /** One bad variable: its name, the value found, and what is allowed. */
 export interface ConfigIssue {
@@ -140,7 +174,9 @@ export type ConfigResult = { ok: true; config: Readonly<Config> } | { ok: false;
 
 /** Most CLIENTS. */
 export const MAX_CLIENTS = 1000;
-/** Most RECEIVERS: a receiver's index travels in one byte of the ack, and 32 processes is already many for one machine. */
+/**
+ * Most RECEIVERS: a receiver's index travels in one byte of the ack, and 32 processes is already many for one machine.
+ */
 export const MAX_RECEIVERS = 32;
 
 /**
@@ -155,7 +191,9 @@ export const MIN_DURATION_MS = 1000;
 /** Longest DURATION: a week, already a soak per section (times transports, times REPEAT). */
 export const MAX_DURATION_MS = 7 * 24 * 3_600_000;
 /** What DURATION allows, in words. */
-export const DURATION_ALLOWED = `${DURATION_UNITS_HELP}; from ${formatDurationMs(MIN_DURATION_MS)} (the figures are per second) to 7 days (${formatDurationMs(MAX_DURATION_MS)})`;
+export const DURATION_ALLOWED =
+  `${DURATION_UNITS_HELP}; from ${formatDurationMs(MIN_DURATION_MS)} (the figures are per second) to 7 days ` +
+  `(${formatDurationMs(MAX_DURATION_MS)})`;
 
 /** Largest MAX_IMAGE_SIZE: gRPC's message limits are signed 32-bit. */
 export const MAX_IMAGE_SIZE_LIMIT = 2 ** 31 - 1 - 1024 * 1024;
@@ -163,7 +201,10 @@ const DEFAULT_MAX_IMAGE_BYTES = 256 * 1024 * 1024;
 const DEFAULT_IMAGE_COUNT = 10;
 const DEFAULT_RECEIVERS = 1;
 const DEFAULT_CONTROL_PORT = 8080;
-/** Least time an automatic warm-up takes: docs/measurement.md, "Warm-up and sample size", has the measurements behind it. */
+/**
+ * Least time an automatic warm-up takes: docs/measurement.md, "Warm-up and sample size", has the measurements behind
+ * it.
+ */
 export const DEFAULT_WARMUP_MIN_MS = 500;
 /** Most time an automatic warm-up takes before the section goes on, marked not steady. */
 export const DEFAULT_WARMUP_MAX_MS = 10_000;
@@ -202,7 +243,8 @@ function wholeNumber(min: number, max: number, fallback: number) {
 
 function size(fallback: number | undefined, mostBytes = Infinity) {
   return variable<number | undefined>(
-    `${SIZE_UNITS_HELP}, at least 1 byte${mostBytes === Infinity ? '' : ` and at most ${formatSize(mostBytes)} (${mostBytes} bytes)`}`,
+    `${SIZE_UNITS_HELP}, at least 1 byte` +
+      (mostBytes === Infinity ? '' : ` and at most ${formatSize(mostBytes)} (${mostBytes} bytes)`),
     (raw) => {
       const bytes = parseSize(raw);
       return bytes !== undefined && bytes >= 1 && bytes <= mostBytes ? bytes : undefined;
@@ -215,15 +257,23 @@ function size(fallback: number | undefined, mostBytes = Infinity) {
 function url(schemes: readonly string[], example: string) {
   return variable<string | undefined>(
     `a ${schemes.map((scheme) => `${scheme}://`).join(' or ')} URL, e.g. ${example}`,
-    (raw) => (schemes.some((scheme) => raw.startsWith(`${scheme}://`)) && /^\S+:\/\/\S+$/.test(raw) && URL.canParse(raw) ? raw : undefined),
+    (raw) =>
+      schemes.some((scheme) => raw.startsWith(`${scheme}://`)) && /^\S+:\/\/\S+$/.test(raw) && URL.canParse(raw)
+        ? raw
+        : undefined,
     undefined,
   );
 }
 
-const text = (fallback: string | undefined) => variable<string | undefined>('a non-empty string', (raw) => raw, fallback);
+const text = (fallback: string | undefined) =>
+  variable<string | undefined>('a non-empty string', (raw) => raw, fallback);
 
 // A password is kept as given (a space may belong to it); only an empty or blank one counts as unset.
-const password = () => z.string().optional().transform((raw) => (raw === undefined || raw.trim() === '' ? undefined : raw));
+const password = () =>
+  z
+    .string()
+    .optional()
+    .transform((raw) => (raw === undefined || raw.trim() === '' ? undefined : raw));
 
 /** Names of the URL settings of `specs` (REDIS_URL once for the three Redis transports). */
 function urlVariables(specs: readonly TransportSpec[]): string[] {
@@ -234,12 +284,23 @@ function schemaFor(specs: readonly TransportSpec[]) {
   const names = specs.map((s) => s.name);
   const defaultNames = specs.filter((s) => s.defaultRun).map((s) => s.name);
   const settingVars = Object.fromEntries(
-    specs.map(({ setting }) => [setting.envVar, setting.kind === 'port' ? wholeNumber(1, 65535 - (setting.nextPorts ?? 0), setting.defaultPort) : url(setting.schemes, setting.example)] as const),
+    specs.map(
+      ({ setting }) =>
+        [
+          setting.envVar,
+          setting.kind === 'port'
+            ? wholeNumber(1, 65535 - (setting.nextPorts ?? 0), setting.defaultPort)
+            : url(setting.schemes, setting.example),
+        ] as const,
+    ),
   );
   const passwordVars = Object.fromEntries(
     urlVariables(specs).flatMap((envVar) => {
       const names = passwordVariables(envVar);
-      return [[names.password, password()], [names.file, text(undefined)]] as const;
+      return [
+        [names.password, password()],
+        [names.file, text(undefined)],
+      ] as const;
     }),
   );
   return z.object({
@@ -248,7 +309,9 @@ function schemaFor(specs: readonly TransportSpec[]) {
       DURATION_ALLOWED,
       (raw) => {
         const durationMs = parseDurationMs(raw);
-        return durationMs !== undefined && durationMs >= MIN_DURATION_MS && durationMs <= MAX_DURATION_MS ? durationMs : undefined;
+        return durationMs !== undefined && durationMs >= MIN_DURATION_MS && durationMs <= MAX_DURATION_MS
+          ? durationMs
+          : undefined;
       },
       undefined,
     ),
@@ -257,7 +320,10 @@ function schemaFor(specs: readonly TransportSpec[]) {
     // Set but empty ("", " ", ",", "websocket,") is refused: an empty entry is most often a name
     // deleted by mistake, and running other transports than meant would be a guess.
     TRANSPORTS: variable(
-      `all, or a comma-separated list of distinct transports from: ${names.join(', ')}; no entry empty (unset for the default run: ${(defaultNames.length > 0 ? defaultNames : names).join(',')})`,
+      `all, or a comma-separated list of distinct transports from: ${names.join(', ')}; no entry empty (unset ` +
+        `for the default run: ` +
+        (defaultNames.length > 0 ? defaultNames : names).join(',') +
+        `)`,
       (raw) => {
         if (raw.toLowerCase() === 'all') return names;
         const list = raw.split(',').map((s) => s.trim().toLowerCase());
@@ -271,7 +337,9 @@ function schemaFor(specs: readonly TransportSpec[]) {
     CLIENTS: wholeNumber(1, MAX_CLIENTS, 1),
     RECEIVERS: wholeNumber(1, MAX_RECEIVERS, DEFAULT_RECEIVERS),
     RATE: variable<number | undefined>(
-      `unset (a closed loop), or images per second above 0 and at most ${MAX_RATE_PER_SECOND.toLocaleString('en-US')}, e.g. 100 or 2.5`,
+      `unset (a closed loop), or images per second above 0 and at most ` +
+        MAX_RATE_PER_SECOND.toLocaleString('en-US') +
+        `, e.g. 100 or 2.5`,
       (raw) => {
         const value = /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : NaN;
         return value > 0 && value <= MAX_RATE_PER_SECOND ? value : undefined;
@@ -279,7 +347,9 @@ function schemaFor(specs: readonly TransportSpec[]) {
       undefined,
     ),
     WARMUP: variable<number | 'auto'>(
-      `auto, or a whole number of images from 0 to ${MAX_FIXED_WARMUP_IMAGES.toLocaleString('en-US')} (0: a cold run on purpose)`,
+      `auto, or a whole number of images from 0 to ` +
+        MAX_FIXED_WARMUP_IMAGES.toLocaleString('en-US') +
+        ` (0: a cold run on purpose)`,
       (raw) => {
         if (raw.toLowerCase() === 'auto') return 'auto';
         const value = /^\d+$/.test(raw) ? Number(raw) : NaN;
@@ -290,26 +360,41 @@ function schemaFor(specs: readonly TransportSpec[]) {
     WARMUP_MIN_MS: wholeNumber(0, 600_000, DEFAULT_WARMUP_MIN_MS),
     WARMUP_MAX_MS: wholeNumber(1, 3_600_000, DEFAULT_WARMUP_MAX_MS),
     REPEAT: wholeNumber(1, 100, 1),
-    VERIFY: variable('true or false', (raw) => ({ true: true, false: false, '1': true, '0': false, yes: true, no: false })[raw.toLowerCase()], true),
+    VERIFY: variable(
+      'true or false',
+      (raw) => ({ true: true, false: false, '1': true, '0': false, yes: true, no: false })[raw.toLowerCase()],
+      true,
+    ),
     RECEIVER_HOST: text('127.0.0.1'),
     BIND_HOST: text('127.0.0.1'),
     CONTROL_PORT: wholeNumber(1, 65535, DEFAULT_CONTROL_PORT),
     ...settingVars,
     ...passwordVars,
     OUTPUT_DIR: text('./output'),
-    LOG_LEVEL: variable(`one of ${LOG_LEVELS.join(', ')}`, (raw) => LOG_LEVELS.find((l) => l === raw.toLowerCase()), 'info'),
+    LOG_LEVEL: variable(
+      `one of ${LOG_LEVELS.join(', ')}`,
+      (raw) => LOG_LEVELS.find((l) => l === raw.toLowerCase()),
+      'info',
+    ),
     MAX_IMAGE_SIZE: size(DEFAULT_MAX_IMAGE_BYTES, MAX_IMAGE_SIZE_LIMIT),
     IMAGE_TIMEOUT_MS: wholeNumber(1, 3_600_000, 10_000),
     CONNECT_TIMEOUT_MS: wholeNumber(1, 3_600_000, 30_000),
     NETWORK_RATE: variable<number | undefined>(RATE_ALLOWED, parseBitRate, undefined),
     NETWORK_DELAY: variable<number | undefined>(DELAY_ALLOWED, parseDelayMs, undefined),
     NETWORK_LOSS: variable<number | undefined>(LOSS_ALLOWED, parseLossPercent, undefined),
-    AUTH_TOKEN: variable<string | undefined>(AUTH_TOKEN_ALLOWED, (raw) => (AUTH_TOKEN_PATTERN.test(raw) ? raw : undefined), undefined),
+    AUTH_TOKEN: variable<string | undefined>(
+      AUTH_TOKEN_ALLOWED,
+      (raw) => (AUTH_TOKEN_PATTERN.test(raw) ? raw : undefined),
+      undefined,
+    ),
     AUTH_TOKEN_FILE: text(DEFAULT_AUTH_TOKEN_FILE),
   });
 }
 
-/** Every variable that names a broker or gives its password (REDIS_URL, REDIS_PASSWORD, REDIS_PASSWORD_FILE...): what a run on private brokers does not inherit. */
+/**
+ * Every variable that names a broker or gives its password (REDIS_URL, REDIS_PASSWORD, REDIS_PASSWORD_FILE...): what a
+ * run on private brokers does not inherit.
+ */
 export function brokerVariables(specs: readonly TransportSpec[]): string[] {
   return urlVariables(specs).flatMap((envVar) => {
     const names = passwordVariables(envVar);
@@ -350,10 +435,13 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
   for (const [name, schema] of Object.entries(shape)) {
     const parsed = schema.safeParse(env[name]);
     if (parsed.success) v[name] = parsed.data;
-    else issues.push({ variable: name, value: shown(name), allowed: parsed.error.issues[0]?.message ?? 'a valid value' });
+    else
+      issues.push({ variable: name, value: shown(name), allowed: parsed.error.issues[0]?.message ?? 'a valid value' });
   }
   const parsedOk = (name: string): boolean => name in v;
-  const passwordsByUrlVar = new Map(urlVars.map((envVar) => [envVar, brokerPassword(envVar, v, shown, options.readSecretFile, issues)] as const));
+  const passwordsByUrlVar = new Map(
+    urlVars.map((envVar) => [envVar, brokerPassword(envVar, v, shown, options.readSecretFile, issues)] as const),
+  );
   // A rule relating a variable to one that is itself bad judges it against that one's default
   // (what runs once the bad one is unset) and says so, so that no bad variable hides another.
   const standIn = (name: string): string => (parsedOk(name) ? '' : `, its default: ${name} itself is bad`);
@@ -363,17 +451,35 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
   const imageSizeBytes = v.IMAGE_SIZE as number | undefined;
   if (imageSizeBytes !== undefined) {
     if (imageSizeBytes > maxImageBytes) {
-      issues.push({ variable: 'IMAGE_SIZE', value: env.IMAGE_SIZE, allowed: `at most MAX_IMAGE_SIZE, ${maxImageBytes} bytes (${formatSize(maxImageBytes)}${standIn('MAX_IMAGE_SIZE')})` });
+      issues.push({
+        variable: 'IMAGE_SIZE',
+        value: env.IMAGE_SIZE,
+        allowed:
+          `at most MAX_IMAGE_SIZE, ${maxImageBytes} bytes ` +
+          `(${formatSize(maxImageBytes)}${standIn('MAX_IMAGE_SIZE')})`,
+      });
     } else if (imageSizeBytes < MIN_GENERATED_PNG_BYTES) {
-      issues.push({ variable: 'IMAGE_SIZE', value: env.IMAGE_SIZE, allowed: `at least ${MIN_GENERATED_PNG_BYTES} bytes, the smallest valid PNG it can generate` });
+      issues.push({
+        variable: 'IMAGE_SIZE',
+        value: env.IMAGE_SIZE,
+        allowed: `at least ${MIN_GENERATED_PNG_BYTES} bytes, the smallest valid PNG it can generate`,
+      });
     }
   }
   if (isSet('IMAGE_SIZE') && isSet('IMAGE_PATH')) {
-    issues.push({ variable: 'IMAGE_PATH', value: env.IMAGE_PATH, allowed: 'unset when IMAGE_SIZE is set: the image is either a file or generated at a size' });
+    issues.push({
+      variable: 'IMAGE_PATH',
+      value: env.IMAGE_PATH,
+      allowed: 'unset when IMAGE_SIZE is set: the image is either a file or generated at a size',
+    });
   }
   const warmupMaxMs = (v.WARMUP_MAX_MS as number | undefined) ?? DEFAULT_WARMUP_MAX_MS;
   if (parsedOk('WARMUP_MIN_MS') && (v.WARMUP_MIN_MS as number) > warmupMaxMs) {
-    issues.push({ variable: 'WARMUP_MIN_MS', value: env.WARMUP_MIN_MS, allowed: `at most WARMUP_MAX_MS (${warmupMaxMs}${standIn('WARMUP_MAX_MS')})` });
+    issues.push({
+      variable: 'WARMUP_MIN_MS',
+      value: env.WARMUP_MIN_MS,
+      allowed: `at most WARMUP_MAX_MS (${warmupMaxMs}${standIn('WARMUP_MAX_MS')})`,
+    });
   }
   // DURATION or IMAGE_COUNT, never both: which one ends a section would be a guess. Judged on what
   // was set, so a DURATION without units is reported together with the clash, not instead of it.
@@ -382,7 +488,9 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
     issues.push({
       variable: 'IMAGE_COUNT',
       value: env.IMAGE_COUNT,
-      allowed: `unset when DURATION is set (DURATION=${JSON.stringify(env.DURATION)}): a section runs either IMAGE_COUNT images or for DURATION, so set one of the two`,
+      allowed:
+        `unset when DURATION is set (DURATION=${JSON.stringify(env.DURATION)}): a section runs either IMAGE_COUNT ` +
+        `images or for DURATION, so set one of the two`,
     });
   }
   const clients = v.CLIENTS as number | undefined;
@@ -390,20 +498,40 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
   // Under DURATION the count is not what ends a section, so it does not bound CLIENTS.
   const imageCount = (v.IMAGE_COUNT as number | undefined) ?? DEFAULT_IMAGE_COUNT;
   if (!byDuration && clients !== undefined && clients > 1 && clients > imageCount) {
-    issues.push({ variable: 'CLIENTS', value: env.CLIENTS, allowed: `at most IMAGE_COUNT (${imageCount}${standIn('IMAGE_COUNT')}): every client sends at least one recorded image` });
+    issues.push({
+      variable: 'CLIENTS',
+      value: env.CLIENTS,
+      allowed:
+        `at most IMAGE_COUNT (${imageCount}${standIn('IMAGE_COUNT')}): every client sends at least one recorded ` +
+        `image`,
+    });
   }
   // CLIENTS and RECEIVERS within what each transport of the run can take (websocket-push: one);
   // with TRANSPORTS bad, each transport it does name is held to its limit all the same.
-  const chosen = (v.TRANSPORTS as string[] | undefined) ?? (env.TRANSPORTS ?? '').split(',').map((s) => s.trim().toLowerCase());
+  const chosen =
+    (v.TRANSPORTS as string[] | undefined) ?? (env.TRANSPORTS ?? '').split(',').map((s) => s.trim().toLowerCase());
   const limits = [
-    { variable: 'CLIENTS', value: clients, most: (spec: TransportSpec) => spec.maxClients && { count: spec.maxClients.clients, why: spec.maxClients.why } },
-    { variable: 'RECEIVERS', value: receivers, most: (spec: TransportSpec) => spec.maxReceivers && { count: spec.maxReceivers.receivers, why: spec.maxReceivers.why } },
+    {
+      variable: 'CLIENTS',
+      value: clients,
+      most: (spec: TransportSpec) => spec.maxClients && { count: spec.maxClients.clients, why: spec.maxClients.why },
+    },
+    {
+      variable: 'RECEIVERS',
+      value: receivers,
+      most: (spec: TransportSpec) =>
+        spec.maxReceivers && { count: spec.maxReceivers.receivers, why: spec.maxReceivers.why },
+    },
   ];
   for (const { variable, value, most } of limits) {
     for (const spec of specs) {
       const limit = most(spec);
       if (value === undefined || limit === undefined || !chosen.includes(spec.name) || value <= limit.count) continue;
-      issues.push({ variable, value: env[variable], allowed: `at most ${limit.count} with ${spec.name} in TRANSPORTS (${limit.why})` });
+      issues.push({
+        variable,
+        value: env[variable],
+        allowed: `at most ${limit.count} with ${spec.name} in TRANSPORTS (${limit.why})`,
+      });
     }
   }
   // ITB_RECEIVERS: "host:port,host:port", one per receiver, set by npm start.
@@ -415,8 +543,17 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
       return { host: (match?.[1] ?? '').replace(/^\[(.*)\]$/, '$1'), controlPort: Number(match?.[2] ?? 0) };
     });
     const expected = receivers ?? DEFAULT_RECEIVERS;
-    if (receiverAddresses.some((a) => a.host === '' || a.controlPort < 1 || a.controlPort > 65535) || receiverAddresses.length !== expected) {
-      issues.push({ variable: 'ITB_RECEIVERS', value: env.ITB_RECEIVERS, allowed: `host:port of each of the RECEIVERS (${expected}${standIn('RECEIVERS')}) receivers, comma-separated (npm start sets it)` });
+    if (
+      receiverAddresses.some((a) => a.host === '' || a.controlPort < 1 || a.controlPort > 65535) ||
+      receiverAddresses.length !== expected
+    ) {
+      issues.push({
+        variable: 'ITB_RECEIVERS',
+        value: env.ITB_RECEIVERS,
+        allowed:
+          `host:port of each of the RECEIVERS (${expected}${standIn('RECEIVERS')}) receivers, comma-separated ` +
+          `(npm start sets it)`,
+      });
     }
   }
   const network: NetworkShaping = {
@@ -430,19 +567,35 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
   if (isShaped(network) && appliedLink === undefined && options.shapesLink !== true) {
     for (const variable of ['NETWORK_RATE', 'NETWORK_DELAY', 'NETWORK_LOSS'] as const) {
       if (v[variable] === undefined) continue;
-      issues.push({ variable, value: env[variable], allowed: 'unset when a service is started on its own: `npm start` (or the compose override, see docs/clusters.md, Shaped links) shapes the link and tells the services so' });
+      issues.push({
+        variable,
+        value: env[variable],
+        allowed:
+          'unset when a service is started on its own: `npm start` (or the compose override, see ' +
+          'docs/clusters.md, Shaped links) shapes the link and tells the services so',
+      });
     }
   }
   const receiverHost = (v.RECEIVER_HOST as string | undefined) ?? '127.0.0.1';
-  const link = appliedLink ?? (isLoopbackHost(receiverHost) ? 'loopback, not shaped' : `the network to ${receiverHost}, not shaped by image-transfer-bench`);
+  const link =
+    appliedLink ??
+    (isLoopbackHost(receiverHost)
+      ? 'loopback, not shaped'
+      : `the network to ${receiverHost}, not shaped by image-transfer-bench`);
   const ports: Record<string, number> = {};
   const urls: Record<string, string | undefined> = {};
   const brokerPasswords: Record<string, string | undefined> = {};
   // A bad port variable's default stands in for it, taken first, so a port set to it is named.
-  const portOwners = new Map<number, string>([[(v.CONTROL_PORT as number | undefined) ?? DEFAULT_CONTROL_PORT, parsedOk('CONTROL_PORT') ? 'CONTROL_PORT' : "CONTROL_PORT's default"]]);
+  const portOwners = new Map<number, string>([
+    [
+      (v.CONTROL_PORT as number | undefined) ?? DEFAULT_CONTROL_PORT,
+      parsedOk('CONTROL_PORT') ? 'CONTROL_PORT' : "CONTROL_PORT's default",
+    ],
+  ]);
   for (const { setting } of specs) {
     if (setting.kind !== 'port' || parsedOk(setting.envVar)) continue;
-    for (let offset = 0; offset <= (setting.nextPorts ?? 0); offset++) portOwners.set(setting.defaultPort + offset, `${setting.envVar}'s default${offset === 0 ? '' : ` + ${offset}`}`);
+    for (let offset = 0; offset <= (setting.nextPorts ?? 0); offset++)
+      portOwners.set(setting.defaultPort + offset, `${setting.envVar}'s default${offset === 0 ? '' : ` + ${offset}`}`);
   }
   for (const { name, setting } of specs) {
     if (!parsedOk(setting.envVar)) continue;
@@ -458,8 +611,15 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
     const clash = taken.find((p) => portOwners.has(p));
     if (clash !== undefined) {
       const owner = portOwners.get(clash)!;
-      const which = clash === port ? `${owner} is ${port} too` : `it binds ${setting.envVar} + ${clash - port} as well, ${clash}, and ${owner} is ${clash}`;
-      issues.push({ variable: setting.envVar, value: String(port), allowed: `a port no other variable uses (${which})` });
+      const which =
+        clash === port
+          ? `${owner} is ${port} too`
+          : `it binds ${setting.envVar} + ${clash - port} as well, ${clash}, and ${owner} is ${clash}`;
+      issues.push({
+        variable: setting.envVar,
+        value: String(port),
+        allowed: `a port no other variable uses (${which})`,
+      });
     } else {
       for (const p of taken) portOwners.set(p, p === port ? setting.envVar : `${setting.envVar} + ${p - port}`);
     }
@@ -508,13 +668,23 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
  * issue when both are set, the file cannot be read or is empty, the password has no URL to go
  * with, or the URL carries a password too (which one wins would be the library's choice).
  */
-function brokerPassword(urlVar: string, v: Record<string, unknown>, shown: (name: string) => string | undefined, readSecretFile: ParseOptions['readSecretFile'], issues: ConfigIssue[]): string | undefined {
+function brokerPassword(
+  urlVar: string,
+  v: Record<string, unknown>,
+  shown: (name: string) => string | undefined,
+  readSecretFile: ParseOptions['readSecretFile'],
+  issues: ConfigIssue[],
+): string | undefined {
   const names = passwordVariables(urlVar);
   const given = v[names.password] as string | undefined;
   const file = v[names.file] as string | undefined;
   let found = given;
   if (file !== undefined && given !== undefined) {
-    issues.push({ variable: names.file, value: shown(names.file), allowed: `unset when ${names.password} is set: the password comes from one of the two` });
+    issues.push({
+      variable: names.file,
+      value: shown(names.file),
+      allowed: `unset when ${names.password} is set: the password comes from one of the two`,
+    });
   } else if (file !== undefined) {
     try {
       if (readSecretFile === undefined) throw new Error('this program reads no password file');
@@ -522,22 +692,38 @@ function brokerPassword(urlVar: string, v: Record<string, unknown>, shown: (name
       if (found === '') throw new Error('the file is empty');
     } catch (err) {
       found = undefined;
-      issues.push({ variable: names.file, value: shown(names.file), allowed: `a readable file holding the password of the server ${urlVar} names (${errorMessage(err)})` });
+      issues.push({
+        variable: names.file,
+        value: shown(names.file),
+        allowed: `a readable file holding the password of the server ${urlVar} names (${errorMessage(err)})`,
+      });
     }
   }
   if (found === undefined || !(urlVar in v)) return found;
   const source = given !== undefined ? names.password : names.file;
   const url = v[urlVar] as string | undefined;
   if (url === undefined) {
-    issues.push({ variable: source, value: shown(source), allowed: `unset while ${urlVar} is unset: it is the password of the server ${urlVar} names (a private server npm start runs has none)` });
+    issues.push({
+      variable: source,
+      value: shown(source),
+      allowed:
+        `unset while ${urlVar} is unset: it is the password of the server ${urlVar} names (a private server npm ` +
+        `start runs has none)`,
+    });
   } else if (urlCredentials(url).password !== undefined) {
-    issues.push({ variable: urlVar, value: shown(urlVar), allowed: `a URL without a password when ${source} is set: the password comes from one place` });
+    issues.push({
+      variable: urlVar,
+      value: shown(urlVar),
+      allowed: `a URL without a password when ${source} is set: the password comes from one place`,
+    });
   }
   return found;
 }
 
 /** The message printed for bad configuration: one line per bad variable. */
 export function formatConfigIssues(issues: readonly ConfigIssue[]): string {
-  const lines = issues.map((i) => `  ${i.variable}=${i.value === undefined ? '(unset)' : JSON.stringify(i.value)}: expected ${i.allowed}`);
+  const lines = issues.map(
+    (i) => `  ${i.variable}=${i.value === undefined ? '(unset)' : JSON.stringify(i.value)}: expected ${i.allowed}`,
+  );
   return `Invalid configuration (${issues.length} bad variable${issues.length === 1 ? '' : 's'}):\n${lines.join('\n')}`;
 }

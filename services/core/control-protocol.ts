@@ -26,7 +26,10 @@ export interface ConnectionLimits {
   maxConnections: number;
   /** How long a connection may wait before its request head is whole; then it is closed. */
   headersTimeoutMs: number;
-  /** How long an idle keep-alive connection stays open (node's keepAliveTimeout, hinted to clients); under headersTimeoutMs, so node closes it first. */
+  /**
+   * How long an idle keep-alive connection stays open (node's keepAliveTimeout, hinted to clients); under
+   * headersTimeoutMs, so node closes it first.
+   */
   keepAliveTimeoutMs: number;
   /** How long one request may take to arrive whole, body included (node's requestTimeout). */
   requestTimeoutMs: number;
@@ -49,7 +52,10 @@ export const CONTROL_CONNECTION_LIMITS: Readonly<ConnectionLimits> = Object.free
   requestTimeoutMs: 600_000,
 });
 
-/** Numbers in one round-trip record of POST /sections/:id/round-trips: image (from 1), round trip in ns, stamp − due in ns (NaN: none), as float64 little-endian. */
+/**
+ * Numbers in one round-trip record of POST /sections/:id/round-trips: image (from 1), round trip in ns, stamp − due in
+ * ns (NaN: none), as float64 little-endian.
+ */
 export const ROUND_TRIP_RECORD_VALUES = 3;
 /** Records in one full batch of round trips (1.5 MiB): a batch also goes when a second old. */
 export const ROUND_TRIPS_PER_BATCH = 65_536;
@@ -57,7 +63,9 @@ export const ROUND_TRIPS_PER_BATCH = 65_536;
 export const ROUND_TRIPS_BODY_LIMIT_BYTES = ROUND_TRIPS_PER_BATCH * ROUND_TRIP_RECORD_VALUES * 8;
 /** Longest section under DURATION, in seconds: bounds the per-second series a section end carries. */
 const MAX_SECTION_SECONDS = 7 * 24 * 3600;
-/** Largest body of POST /sections/:id/end, which carries the round trips' per-second series: a few dozen bytes a second. */
+/**
+ * Largest body of POST /sections/:id/end, which carries the round trips' per-second series: a few dozen bytes a second.
+ */
 export const SECTION_END_BODY_LIMIT_BYTES = CONTROL_BODY_LIMIT_BYTES + MAX_SECTION_SECONDS * 160;
 
 /** POST /runs: what the transmitter announces at the start of a run (the receiver adds its own host). */
@@ -67,14 +75,25 @@ export type RunAnnouncement = Omit<RunInfo, 'hosts'> & { hosts: Pick<RunInfo['ho
 export interface SectionEnd {
   failure: string | null;
   transmitterCost: SideCost | null;
-  /** Recorded images stamped and handed to the transport: the section's image count under DURATION, and fewer than planned when it failed. */
+  /**
+   * Recorded images stamped and handed to the transport: the section's image count under DURATION, and fewer than
+   * planned when it failed.
+   */
   imagesSent: number;
-  /** Round-trip records posted to this receiver before this end (POST /sections/:id/round-trips): it checks that every one came. */
+  /**
+   * Round-trip records posted to this receiver before this end (POST /sections/:id/round-trips): it checks that every
+   * one came.
+   */
   roundTripsShipped: number;
-  /** Under RATE: stamp − due of the recorded images sent, and their round trips counted from due; null in a closed loop. */
+  /**
+   * Under RATE: stamp − due of the recorded images sent, and their round trips counted from due; null in a closed loop.
+   */
   sendLag: LatencySummary | null;
   rttFromDue: LatencySummary | null;
-  /** Mean recorded images in flight (Little's law: round trips summed ÷ first stamp to last ack, the transmitter's clock); null without a span. */
+  /**
+   * Mean recorded images in flight (Little's law: round trips summed ÷ first stamp to last ack, the transmitter's
+   * clock); null without a span.
+   */
   meanInFlight: number | null;
   /** Round trips (to every receiver's ack) by the second since the first recorded stamp their ack was processed in. */
   rttSeconds: { second: number; rtt: SecondDistribution | null }[];
@@ -90,16 +109,35 @@ export interface SectionEnd {
 
 /** The end of a section that failed before the transmitter had figures: only the reason. */
 export function failedSectionEnd(failure: string): SectionEnd {
-  return { failure, transmitterCost: null, imagesSent: 0, roundTripsShipped: 0, sendLag: null, rttFromDue: null, meanInFlight: null, rttSeconds: [], achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null }, clockAfter: null };
+  return {
+    failure,
+    transmitterCost: null,
+    imagesSent: 0,
+    roundTripsShipped: 0,
+    sendLag: null,
+    rttFromDue: null,
+    meanInFlight: null,
+    rttSeconds: [],
+    achievedRatePerSecond: null,
+    clientFigures: null,
+    coldStart: { connectMs: null, firstImageRttMs: null },
+    clockAfter: null,
+  };
 }
 
-/** POST /runs/finish's answer: the run's summary and where its files went, never the whole report (a long run's would be large). */
+/**
+ * POST /runs/finish's answer: the run's summary and where its files went, never the whole report (a long run's would be
+ * large).
+ */
 export interface RunFinish {
   summary: string;
   succeeded: boolean;
   /** The run's folder on the receiver, relative to its OUTPUT_DIR (runs/<start time>-<id>). */
   runFolder: string;
-  /** Set when the receiver could not write the run's files: the file and the system's reason; OUTPUT_DIR's links stay on the previous run. */
+  /**
+   * Set when the receiver could not write the run's files: the file and the system's reason; OUTPUT_DIR's links stay on
+   * the previous run.
+   */
   filesNotWritten?: string;
 }
 
@@ -125,7 +163,10 @@ export interface ListenerStatus {
   ready: boolean;
   port: number;
   error: string | null;
-  /** A listener that is down and will be tried again (its broker may come up); false when ready, or when a setting is missing and no retry can help. */
+  /**
+   * A listener that is down and will be tried again (its broker may come up); false when ready, or when a setting is
+   * missing and no retry can help.
+   */
   retrying: boolean;
 }
 
@@ -142,12 +183,18 @@ export interface HealthResponse {
   counters: { rejectedInputs: number; rejectedFrames: number; refusedConnections: number; refusedRequests: number };
 }
 
-/** GET /progress's answer: where the run stands, counted over the whole run (every transport and repeat); no secret in it. */
+/**
+ * GET /progress's answer: where the run stands, counted over the whole run (every transport and repeat); no secret in
+ * it.
+ */
 export interface ProgressResponse {
   inProgress: boolean;
   /** The open section's transport; null between sections and runs. */
   transport: string | null;
-  /** Recorded images that arrived so far in the run (warm-up left out); between runs, the last run's total (0 before any). */
+  /**
+   * Recorded images that arrived so far in the run (warm-up left out); between runs, the last run's total (0 before
+   * any).
+   */
   recorded: number;
   /** Recorded images the run plans: IMAGE_COUNT × REPEAT × transports; between runs, the last run's (0 before any). */
   imageCount: number;
@@ -164,7 +211,12 @@ const msOrNull = { type: ['number', 'null'], minimum: 0 } as const;
 /** A section's warm-up plan (WarmupPlan): in the run's facts and in every section's plan. */
 const warmupPlanSchema = {
   anyOf: [
-    { type: 'object', additionalProperties: false, required: ['mode', 'images'], properties: { mode: { const: 'images' }, images: wholeNumber } },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['mode', 'images'],
+      properties: { mode: { const: 'images' }, images: wholeNumber },
+    },
     {
       type: 'object',
       additionalProperties: false,
@@ -183,7 +235,9 @@ const warmupPlanSchema = {
   ],
 } as const;
 
-/** POST /sections/:sectionId/measure: the warm-up is over (WarmupOutcome); the recorded images start at seq `images`. */
+/**
+ * POST /sections/:sectionId/measure: the warm-up is over (WarmupOutcome); the recorded images start at seq `images`.
+ */
 export const warmupOutcomeSchema = {
   type: 'object',
   additionalProperties: false,
@@ -192,7 +246,9 @@ export const warmupOutcomeSchema = {
     images: wholeNumber,
     ms: { type: 'number', minimum: 0 },
     steady: { type: ['boolean', 'null'] },
-    mediansMs: { anyOf: [{ type: 'null' }, { type: 'array', minItems: 2, maxItems: 16, items: { type: 'number', minimum: 0 } }] },
+    mediansMs: {
+      anyOf: [{ type: 'null' }, { type: 'array', minItems: 2, maxItems: 16, items: { type: 'number', minimum: 0 } }],
+    },
   },
 } as const;
 
@@ -200,7 +256,21 @@ export const warmupOutcomeSchema = {
 export const runInfoSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['startedAt', 'imageDescription', 'imageSizeBytes', 'imageCount', 'window', 'warmup', 'repeat', 'transports', 'arrivalNotes', 'config', 'receivers', 'receiverIndex', 'hosts'],
+  required: [
+    'startedAt',
+    'imageDescription',
+    'imageSizeBytes',
+    'imageCount',
+    'window',
+    'warmup',
+    'repeat',
+    'transports',
+    'arrivalNotes',
+    'config',
+    'receivers',
+    'receiverIndex',
+    'hosts',
+  ],
   properties: {
     startedAt: shortText,
     imageDescription: shortText,
@@ -221,11 +291,21 @@ export const runInfoSchema = {
     },
     receivers: { type: 'integer', minimum: 1, maximum: MAX_RECEIVERS },
     receiverIndex: { type: 'integer', minimum: 0, maximum: MAX_RECEIVERS - 1 },
-    hosts: { type: 'object', additionalProperties: false, required: ['transmitter'], properties: { transmitter: anyObject } },
+    hosts: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['transmitter'],
+      properties: { transmitter: anyObject },
+    },
   },
 } as const;
 
-const clockOffsetProperties = { offsetNs: { type: 'number' }, uncertaintyNs: { type: 'number', minimum: 0 }, roundTripNs: { type: 'number', minimum: 0 }, samples: wholeNumber } as const;
+const clockOffsetProperties = {
+  offsetNs: { type: 'number' },
+  uncertaintyNs: { type: 'number', minimum: 0 },
+  roundTripNs: { type: 'number', minimum: 0 },
+  samples: wholeNumber,
+} as const;
 
 // Before a section: the offset and whether it was applied.
 const clockSchema = {
@@ -242,14 +322,37 @@ const clockSchema = {
 
 // After a section: the offset again, to bound its drift.
 const clockAfterSchema = {
-  anyOf: [{ type: 'null' }, { type: 'object', additionalProperties: false, required: ['offsetNs', 'uncertaintyNs', 'roundTripNs', 'samples'], properties: clockOffsetProperties }],
+  anyOf: [
+    { type: 'null' },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['offsetNs', 'uncertaintyNs', 'roundTripNs', 'samples'],
+      properties: clockOffsetProperties,
+    },
+  ],
 } as const;
 
 /** POST /sections: a section's plan, before its first frame. */
 export const sectionPlanSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['sectionId', 'transport', 'label', 'baseline', 'repeat', 'imageCount', 'warmup', 'imageSizeBytes', 'window', 'ratePerSecond', 'clients', 'receivers', 'receiverIndex', 'clock'],
+  required: [
+    'sectionId',
+    'transport',
+    'label',
+    'baseline',
+    'repeat',
+    'imageCount',
+    'warmup',
+    'imageSizeBytes',
+    'window',
+    'ratePerSecond',
+    'clients',
+    'receivers',
+    'receiverIndex',
+    'clock',
+  ],
   properties: {
     sectionId: { type: 'integer', minimum: 0, maximum: 2 ** 32 - 1 },
     transport: { type: 'string', maxLength: 64 },
@@ -299,21 +402,52 @@ const latencySummarySchema = {
       type: 'object',
       additionalProperties: false,
       required: ['count', 'p50Ms', 'p90Ms', 'p99Ms', 'p999Ms', 'minMs', 'maxMs', 'meanMs', 'stdDevMs'],
-      properties: { count: { type: 'integer', minimum: 1 }, p50Ms: msValue, p90Ms: msValueOrNull, p99Ms: msValueOrNull, p999Ms: msValueOrNull, minMs: msValue, maxMs: msValue, meanMs: msValue, stdDevMs: msValue },
+      properties: {
+        count: { type: 'integer', minimum: 1 },
+        p50Ms: msValue,
+        p90Ms: msValueOrNull,
+        p99Ms: msValueOrNull,
+        p999Ms: msValueOrNull,
+        minMs: msValue,
+        maxMs: msValue,
+        meanMs: msValue,
+        stdDevMs: msValue,
+      },
     },
   ],
 } as const;
 
 /** A SecondDistribution (series.ts), or null. */
 const secondDistributionSchema = {
-  anyOf: [{ type: 'null' }, { type: 'object', additionalProperties: false, required: ['minMs', 'p50Ms', 'p99Ms', 'maxMs'], properties: { minMs: msValue, p50Ms: msValue, p99Ms: msValueOrNull, maxMs: msValue } }],
+  anyOf: [
+    { type: 'null' },
+    {
+      type: 'object',
+      additionalProperties: false,
+      required: ['minMs', 'p50Ms', 'p99Ms', 'maxMs'],
+      properties: { minMs: msValue, p50Ms: msValue, p99Ms: msValueOrNull, maxMs: msValue },
+    },
+  ],
 } as const;
 
 /** POST /sections/:sectionId/end: the transmitter's side of how the section ended and what it cost. */
 export const sectionEndSchema = {
   type: 'object',
   additionalProperties: false,
-  required: ['failure', 'transmitterCost', 'imagesSent', 'roundTripsShipped', 'sendLag', 'rttFromDue', 'meanInFlight', 'rttSeconds', 'achievedRatePerSecond', 'clientFigures', 'coldStart', 'clockAfter'],
+  required: [
+    'failure',
+    'transmitterCost',
+    'imagesSent',
+    'roundTripsShipped',
+    'sendLag',
+    'rttFromDue',
+    'meanInFlight',
+    'rttSeconds',
+    'achievedRatePerSecond',
+    'clientFigures',
+    'coldStart',
+    'clockAfter',
+  ],
   properties: {
     failure: { type: ['string', 'null'], maxLength: 4096 },
     transmitterCost: sideCostSchema,
@@ -325,7 +459,12 @@ export const sectionEndSchema = {
     rttSeconds: {
       type: 'array',
       maxItems: MAX_SECTION_SECONDS,
-      items: { type: 'object', additionalProperties: false, required: ['second', 'rtt'], properties: { second: { type: 'integer', minimum: 0 }, rtt: secondDistributionSchema } },
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['second', 'rtt'],
+        properties: { second: { type: 'integer', minimum: 0 }, rtt: secondDistributionSchema },
+      },
     },
     achievedRatePerSecond: { type: ['number', 'null'], minimum: 0 },
     clientFigures: {
@@ -334,7 +473,15 @@ export const sectionEndSchema = {
         {
           type: 'array',
           maxItems: MAX_CLIENTS,
-          items: { type: 'object', additionalProperties: false, required: ['images', 'imagesPerSecond'], properties: { images: { type: 'integer', minimum: 0 }, imagesPerSecond: { type: ['number', 'null'], minimum: 0 } } },
+          items: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['images', 'imagesPerSecond'],
+            properties: {
+              images: { type: 'integer', minimum: 0 },
+              imagesPerSecond: { type: ['number', 'null'], minimum: 0 },
+            },
+          },
         },
       ],
     },
@@ -348,7 +495,9 @@ export const sectionEndSchema = {
   },
 } as const;
 
-/** POST /sections/:sectionId/fan-out: every receiver's figures and the aggregate (RECEIVERS > 1), to the first receiver. */
+/**
+ * POST /sections/:sectionId/fan-out: every receiver's figures and the aggregate (RECEIVERS > 1), to the first receiver.
+ */
 export const fanOutSchema = {
   type: 'object',
   additionalProperties: false,

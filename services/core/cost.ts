@@ -20,7 +20,10 @@ export interface SideCost {
   /** User + system. */
   cpuMs: number;
   cpuMsPerImage: number;
-  /** Largest resident set size seen during the section (sampled, and at both ends; a broker: the larger of its two readings). */
+  /**
+   * Largest resident set size seen during the section (sampled, and at both ends; a broker: the larger of its two
+   * readings).
+   */
   peakRssBytes: number;
   /** Share of the span the event loop was busy, 0 to 1; null for a broker (not a Node process). */
   eventLoopUtilization: number | null;
@@ -34,7 +37,11 @@ export interface BrokerReading {
 }
 
 /** CPU figures between two readings of CPU totals in microseconds, for `imageCount` images. */
-function cpuBetween(start: { cpuUserMicros: number; cpuSystemMicros: number }, end: { cpuUserMicros: number; cpuSystemMicros: number }, imageCount: number) {
+function cpuBetween(
+  start: { cpuUserMicros: number; cpuSystemMicros: number },
+  end: { cpuUserMicros: number; cpuSystemMicros: number },
+  imageCount: number,
+) {
   const cpuUserMs = (end.cpuUserMicros - start.cpuUserMicros) / 1000;
   const cpuSystemMs = (end.cpuSystemMicros - start.cpuSystemMicros) / 1000;
   const cpuMs = cpuUserMs + cpuSystemMs;
@@ -42,7 +49,12 @@ function cpuBetween(start: { cpuUserMicros: number; cpuSystemMicros: number }, e
 }
 
 /** The cost between two readings of one side, for `imageCount` images. */
-export function sideCost(start: ResourceReading, end: ResourceReading, peakRssBytes: number, imageCount: number): SideCost {
+export function sideCost(
+  start: ResourceReading,
+  end: ResourceReading,
+  peakRssBytes: number,
+  imageCount: number,
+): SideCost {
   const activeMs = end.eluActiveMs - start.eluActiveMs;
   const idleMs = end.eluIdleMs - start.eluIdleMs;
   return {
@@ -65,5 +77,9 @@ export function busyShare(partMs: number, start: ResourceReading, end: ResourceR
 
 /** A broker's cost between two of its readings, for `imageCount` images. */
 export function brokerCost(start: BrokerReading, end: BrokerReading, imageCount: number): SideCost {
-  return { ...cpuBetween(start, end, imageCount), peakRssBytes: Math.max(start.rssBytes, end.rssBytes), eventLoopUtilization: null };
+  return {
+    ...cpuBetween(start, end, imageCount),
+    peakRssBytes: Math.max(start.rssBytes, end.rssBytes),
+    eventLoopUtilization: null,
+  };
 }

@@ -29,12 +29,18 @@ export class DropLedger {
     return this.lostSeqs.size;
   }
 
-  /** Entries the ledger holds now (for tests of its bound): its open and lost seqs, and the order list, acknowledged seqs at its head until it is compacted. */
+  /**
+   * Entries the ledger holds now (for tests of its bound): its open and lost seqs, and the order list, acknowledged
+   * seqs at its head until it is compacted.
+   */
   get heldEntries(): number {
     return this.openSeqs.size + this.lostSeqs.size + this.openOrder.length;
   }
 
-  /** `seq` was sent through this ledger's client: open until acknowledged or settled (seqs are opened in ascending order). */
+  /**
+   * `seq` was sent through this ledger's client: open until acknowledged or settled (seqs are opened in ascending
+   * order).
+   */
   open(seq: number): void {
     this.openSeqs.add(seq);
     this.openOrder.push(seq);

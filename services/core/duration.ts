@@ -12,7 +12,9 @@ const SECOND_MS = 1000;
 const DURATION_PATTERN = /^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+)s)?(?:(\d+)ms)?$/;
 
 /** Units parseDurationMs accepts, for error messages. */
-export const DURATION_UNITS_HELP = 'a time with units (a bare number has none): whole numbers with h, m, s or ms, largest first, e.g. 30s, 10m, 1h30m, 2m30s, 1500ms';
+export const DURATION_UNITS_HELP =
+  'a time with units (a bare number has none): whole numbers with h, m, s or ms, largest first, e.g. 30s, 10m, ' +
+  '1h30m, 2m30s, 1500ms';
 
 /** Milliseconds of "1h30m", "30s", "500ms"; undefined when it is not a duration in that grammar. */
 export function parseDurationMs(text: string): number | undefined {
@@ -21,7 +23,11 @@ export function parseDurationMs(text: string): number | undefined {
   const [, hours, minutes, seconds, millis] = match;
   // Every group is optional, so "" matches too: at least one must be there.
   if (hours === undefined && minutes === undefined && seconds === undefined && millis === undefined) return undefined;
-  const durationMs = Number(hours ?? 0) * HOUR_MS + Number(minutes ?? 0) * MINUTE_MS + Number(seconds ?? 0) * SECOND_MS + Number(millis ?? 0);
+  const durationMs =
+    Number(hours ?? 0) * HOUR_MS +
+    Number(minutes ?? 0) * MINUTE_MS +
+    Number(seconds ?? 0) * SECOND_MS +
+    Number(millis ?? 0);
   return Number.isSafeInteger(durationMs) ? durationMs : undefined;
 }
 
@@ -29,7 +35,12 @@ export function parseDurationMs(text: string): number | undefined {
 export function formatDurationMs(durationMs: number): string {
   const parts: string[] = [];
   let restMs = durationMs;
-  for (const [unit, unitMs] of [['h', HOUR_MS], ['m', MINUTE_MS], ['s', SECOND_MS], ['ms', 1]] as const) {
+  for (const [unit, unitMs] of [
+    ['h', HOUR_MS],
+    ['m', MINUTE_MS],
+    ['s', SECOND_MS],
+    ['ms', 1],
+  ] as const) {
     const count = Math.floor(restMs / unitMs);
     if (count > 0) parts.push(`${count}${unit}`);
     restMs -= count * unitMs;

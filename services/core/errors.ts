@@ -9,7 +9,10 @@ export const ErrorCode = {
   refused: 'ITB_ERR_REFUSED',
   unknownTransport: 'ITB_ERR_UNKNOWN_TRANSPORT',
   image: 'ITB_ERR_IMAGE',
-  /** A file could not be written (a full disk, a file-size limit, permissions); the message names it and the system's reason. */
+  /**
+   * A file could not be written (a full disk, a file-size limit, permissions); the message names it and the system's
+   * reason.
+   */
   write: 'ITB_ERR_WRITE',
 } as const;
 

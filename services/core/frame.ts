@@ -77,7 +77,10 @@ export function decodeFrameHeader(buf: Buffer, maxImageBytes: number): FrameHead
   }
   const sizeBytes = buf.readBigUInt64BE(16);
   if (sizeBytes > BigInt(maxImageBytes)) {
-    throw new ItbError(ErrorCode.frame, `frame announces ${sizeBytes} bytes, over MAX_IMAGE_SIZE (${maxImageBytes} bytes)`);
+    throw new ItbError(
+      ErrorCode.frame,
+      `frame announces ${sizeBytes} bytes, over MAX_IMAGE_SIZE (${maxImageBytes} bytes)`,
+    );
   }
   return {
     sectionId: buf.readUInt32BE(8),

@@ -21,7 +21,9 @@ const RATE_UNITS: Readonly<Record<string, number>> = { bit: 1, kbit: 1e3, mbit: 
 export const MIN_RATE_BITS = 8_000;
 export const MAX_RATE_BITS = 100e9;
 /** What NETWORK_RATE allows, in words. */
-export const RATE_ALLOWED = 'a rate in tc units, a number with bit, kbit, mbit or gbit (×1000, bits per second), from 8kbit to 100gbit, e.g. 200mbit';
+export const RATE_ALLOWED =
+  'a rate in tc units, a number with bit, kbit, mbit or gbit (×1000, bits per second), from 8kbit to 100gbit, ' +
+  'e.g. 200mbit';
 
 /** Bits per second of "200mbit"; undefined when not a rate in tc's bit units or out of range. */
 export function parseBitRate(raw: string): number | undefined {
@@ -56,7 +58,12 @@ export function parseLossPercent(raw: string): number | undefined {
 
 /** "200mbit" (the largest unit that gives a whole number, else mbit with decimals). */
 export function formatBitRate(bits: number): string {
-  for (const [unit, factor] of [['gbit', 1e9], ['mbit', 1e6], ['kbit', 1e3]] as const) if (bits >= factor && bits % factor === 0) return `${bits / factor}${unit}`;
+  for (const [unit, factor] of [
+    ['gbit', 1e9],
+    ['mbit', 1e6],
+    ['kbit', 1e3],
+  ] as const)
+    if (bits >= factor && bits % factor === 0) return `${bits / factor}${unit}`;
   return bits >= 1e6 ? `${Number((bits / 1e6).toFixed(3))}mbit` : `${bits}bit`;
 }
 

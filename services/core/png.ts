@@ -36,7 +36,9 @@ const MAX_GENERATED_PNG_BYTES = 2 ** 31;
 const FIXED_OVERHEAD_BYTES =
   PNG_SIGNATURE.length +
   (CHUNK_OVERHEAD_BYTES + IHDR_DATA_BYTES) + // IHDR
-  CHUNK_OVERHEAD_BYTES + ZLIB_HEADER_BYTES + ADLER32_BYTES + // IDAT around its blocks
+  CHUNK_OVERHEAD_BYTES +
+  ZLIB_HEADER_BYTES +
+  ADLER32_BYTES + // IDAT around its blocks
   CHUNK_OVERHEAD_BYTES + // paDd, possibly with no data
   CHUNK_OVERHEAD_BYTES; // IEND
 
@@ -67,7 +69,8 @@ export function generatePng(sizeBytes: number, seed: number): Buffer {
   if (!Number.isSafeInteger(sizeBytes) || sizeBytes < MIN_GENERATED_PNG_BYTES || sizeBytes > MAX_GENERATED_PNG_BYTES) {
     throw new ItbError(
       ErrorCode.image,
-      `cannot generate a PNG of ${sizeBytes} bytes: the size must be a whole number from ${MIN_GENERATED_PNG_BYTES} to ${MAX_GENERATED_PNG_BYTES}`,
+      `cannot generate a PNG of ${sizeBytes} bytes: the size must be a whole number ` +
+        `from ${MIN_GENERATED_PNG_BYTES} to ${MAX_GENERATED_PNG_BYTES}`,
     );
   }
   const { width, height } = dimensionsFor(sizeBytes);
@@ -113,7 +116,9 @@ export function generatePng(sizeBytes: number, seed: number): Buffer {
   for (let row = 0; row < height; row++) {
     const raw = row * rowBytes;
     const block = Math.floor(raw / STORED_BLOCK_MAX_BYTES);
-    png[firstBlockData + block * (STORED_BLOCK_MAX_BYTES + STORED_BLOCK_HEADER_BYTES) + (raw % STORED_BLOCK_MAX_BYTES)] = 0;
+    png[
+      firstBlockData + block * (STORED_BLOCK_MAX_BYTES + STORED_BLOCK_HEADER_BYTES) + (raw % STORED_BLOCK_MAX_BYTES)
+    ] = 0;
   }
   png.writeUInt32BE(storedBlocksAdler32(png, firstBlockData, rawBytes), offset);
   offset += ADLER32_BYTES;
@@ -123,7 +128,8 @@ export function generatePng(sizeBytes: number, seed: number): Buffer {
   // The padding keeps its noise: it is never shown, and random bytes keep the whole file
   // incompressible for transports that compress.
   const paddingBytes = sizeBytes - offset - 2 * CHUNK_OVERHEAD_BYTES;
-  if (paddingBytes < 0) throw new Error(`generatePng overran its budget by ${-paddingBytes} bytes`); // a bug, not bad input
+  // a bug, not bad input
+  if (paddingBytes < 0) throw new Error(`generatePng overran its budget ` + `by ${-paddingBytes} bytes`);
   writeChunkFrame(png, offset, PADDING_CHUNK_TYPE, paddingBytes);
   writeChunkCrc(png, offset, paddingBytes);
   offset += CHUNK_OVERHEAD_BYTES + paddingBytes;

@@ -13,7 +13,10 @@ export const SHARED_PATH_FRAMES = 5000;
 /** Bytes hashed at most: enough rounds of the hash for its native binding to be warm, bounded for huge images. */
 const HASHED_BYTES_LIMIT = 64 * 1024 * 1024;
 
-/** Runs the shared paths on `image` (any bytes of the run's image size); returns a count so that nothing is optimised away. */
+/**
+ * Runs the shared paths on `image` (any bytes of the run's image size); returns a count so that nothing is optimised
+ * away.
+ */
 export function exerciseSharedPaths(image: Buffer, frames = SHARED_PATH_FRAMES): number {
   const plan: SectionPlan = {
     sectionId: 1,
@@ -38,11 +41,15 @@ export function exerciseSharedPaths(image: Buffer, frames = SHARED_PATH_FRAMES):
   let accepted = 0;
   for (let seq = 0; seq < frames; seq++) {
     const sentAtNs = BigInt(seq) * 1000n;
-    const header = decodeFrameHeader(encodeFrameHeader({ sectionId: plan.sectionId, seq, sizeBytes: image.length, checksum, sentAtNs }), image.length);
+    const header = decodeFrameHeader(
+      encodeFrameHeader({ sectionId: plan.sectionId, seq, sizeBytes: image.length, checksum, sentAtNs }),
+      image.length,
+    );
     const status = recorder.record(header, sentAtNs + 500n);
     recorder.verified(seq, true);
     roundTrips.set([seq + 1, 1000, Number.NaN], seq * 3);
-    if (decodeAck(encodeAck({ sectionId: header.sectionId, seq: header.seq, status })).status === 'accepted') accepted++;
+    if (decodeAck(encodeAck({ sectionId: header.sectionId, seq: header.seq, status })).status === 'accepted')
+      accepted++;
   }
   recorder.roundTrips(roundTrips);
   const hashRounds = Math.max(1, Math.min(20, Math.floor(HASHED_BYTES_LIMIT / Math.max(1, image.length))));

@@ -2,7 +2,16 @@ import { oneWayClockErrorNs } from './clock.js';
 import type { AckStatus, FrameHeader } from './frame.js';
 import { SecondSeries, joinSeries } from './second-series.js';
 import { SeenSet } from './seen.js';
-import { clientFairness, isOverloaded, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type ImageRecord, type SectionExtras, type SectionPlan, type SectionResult } from './section.js';
+import {
+  clientFairness,
+  isOverloaded,
+  MIN_STABLE_IMAGES,
+  MIN_STABLE_SPAN_MS,
+  type ImageRecord,
+  type SectionExtras,
+  type SectionPlan,
+  type SectionResult,
+} from './section.js';
 import { imagesPerSecond, LatencyRecorder, nsToMs, throughputMBps, type LatencySummary } from './stats.js';
 import { warmupImageLimit, type WarmupOutcome } from './warmup.js';
 
@@ -23,8 +32,17 @@ const WINDOW_CHECK_SLACK = 1.000001;
 export interface SectionSink {
   /** A recorded image arrived and was verified: output.log's line for it, as it happens. */
   arrived(image: number, oneWayNs: number, intact: boolean): void;
-  /** A recorded image's whole record once its round trip is in (or the section is over without one): each image once, the lost last. */
-  recorded(image: number, status: ImageRecord['status'], oneWayNs: number | null, rttNs: number | null, dueLagNs: number | null): void;
+  /**
+   * A recorded image's whole record once its round trip is in (or the section is over without one): each image once,
+   * the lost last.
+   */
+  recorded(
+    image: number,
+    status: ImageRecord['status'],
+    oneWayNs: number | null,
+    rttNs: number | null,
+    dueLagNs: number | null,
+  ): void;
 }
 
 const NO_SINK: SectionSink = { arrived() {}, recorded() {} };
@@ -67,7 +85,8 @@ class AwaitingRoundTrips {
   set(image: number, verified: Verified): void {
     const slot = image & (AwaitingRoundTrips.SIZE - 1);
     const previous = this.images[slot]!;
-    if (previous !== 0) this.overflow.set(previous, { oneWayNs: this.oneWayNs[slot]!, intact: this.intact[slot] === 1 });
+    if (previous !== 0)
+      this.overflow.set(previous, { oneWayNs: this.oneWayNs[slot]!, intact: this.intact[slot] === 1 });
     else this.inRing++;
     this.images[slot] = image;
     this.oneWayNs[slot] = verified.oneWayNs;
@@ -162,7 +181,10 @@ export class SectionRecorder {
     return this.warmedUp?.images;
   }
 
-  /** Images held now for a verdict or a round trip: bounded by the verifier's queue and a batch of round trips, not by the section. */
+  /**
+   * Images held now for a verdict or a round trip: bounded by the verifier's queue and a batch of round trips, not by
+   * the section.
+   */
   get heldImages(): number {
     return this.awaitingVerdict.size + this.awaitingRoundTrip.size + this.awaitingArrival.size;
   }
@@ -222,9 +244,12 @@ export class SectionRecorder {
       this.latency.record(oneWayMs);
     } else this.corruptCount++;
     this.verifiedArrivals++;
-    if (this.firstSentAtNs === undefined || arrival.sentAtNs < this.firstSentAtNs) this.firstSentAtNs = arrival.sentAtNs;
-    if (this.firstArrivalNs === undefined || arrival.arrivalNs < this.firstArrivalNs) this.firstArrivalNs = arrival.arrivalNs;
-    if (this.lastArrivalNs === undefined || arrival.arrivalNs > this.lastArrivalNs) this.lastArrivalNs = arrival.arrivalNs;
+    if (this.firstSentAtNs === undefined || arrival.sentAtNs < this.firstSentAtNs)
+      this.firstSentAtNs = arrival.sentAtNs;
+    if (this.firstArrivalNs === undefined || arrival.arrivalNs < this.firstArrivalNs)
+      this.firstArrivalNs = arrival.arrivalNs;
+    if (this.lastArrivalNs === undefined || arrival.arrivalNs > this.lastArrivalNs)
+      this.lastArrivalNs = arrival.arrivalNs;
     this.series?.add(arrival.arrivalNs, intact ? this.plan.imageSizeBytes : 0, intact ? oneWayMs : null);
     this.sink.arrived(image, oneWayNs, intact);
     const roundTrip = this.awaitingArrival.size === 0 ? undefined : this.awaitingArrival.get(image);
@@ -274,31 +299,59 @@ export class SectionRecorder {
    */
   result(failure: string | null, extras: SectionExtras = {}): SectionResult {
     const first = this.firstRecordedSeq;
-    const imageCount = this.plan.durationMs != null && extras.imagesSent !== undefined ? extras.imagesSent : this.plan.imageCount;
+    const imageCount =
+      this.plan.durationMs != null && extras.imagesSent !== undefined ? extras.imagesSent : this.plan.imageCount;
     if (first !== undefined) {
-      for (const [seq, arrival] of this.awaitingVerdict) if (seq >= first && seq < first + imageCount) this.takeArrival(seq - first + 1, arrival, false);
+      for (const [seq, arrival] of this.awaitingVerdict)
+        if (seq >= first && seq < first + imageCount) this.takeArrival(seq - first + 1, arrival, false);
       this.awaitingVerdict.clear();
       for (const [image, arrival] of this.awaitingRoundTrip.drain()) this.join(image, arrival, undefined);
-      // A round trip without an arrival: acknowledged, yet not recorded here (cannot happen with one receiver per record).
+      // A round trip without an arrival: acknowledged, yet not recorded here (cannot happen with one receiver per
+      // record).
       this.strayRoundTrips += this.awaitingArrival.size;
       this.awaitingArrival.clear();
-      for (const seq of this.seen.missing(first, first + imageCount)) this.sink.recorded(seq - first + 1, 'lost', null, null, null);
+      for (const seq of this.seen.missing(first, first + imageCount))
+        this.sink.recorded(seq - first + 1, 'lost', null, null, null);
     }
     const okCount = this.okCount;
     const corruptCount = this.corruptCount;
     const lostCount = Math.max(0, imageCount - okCount - corruptCount);
     const rtt = this.rtt.summary() ?? null;
     const rttCount = rtt?.count ?? 0;
-    const inFlight = this.plan.ratePerSecond === null && this.plan.receivers === 1 ? (extras.meanInFlight ?? null) : null;
+    const inFlight =
+      this.plan.ratePerSecond === null && this.plan.receivers === 1 ? (extras.meanInFlight ?? null) : null;
     const arrivalsAfterAck = this.plan.clock?.applied || rttCount === 0 ? null : this.arrivalsAfterAck;
-    const timingFailure = arrivalsAfterAck ? `timing check: ${arrivalsAfterAck} of ${rttCount} images stamped as arriving after their ack was processed (one-way time over round trip on one clock): an arrival stamp came late` : null;
-    const windowFailure = inFlight !== null && inFlight > this.plan.clients * this.plan.window * WINDOW_CHECK_SLACK ? `window check: ${inFlight.toFixed(2)} images in flight on average, more than CLIENTS × WINDOW = ${this.plan.clients * this.plan.window}` : null;
+    const timingFailure = arrivalsAfterAck
+      ? `timing check: ${arrivalsAfterAck} of ${rttCount} images stamped as arriving after their ack was ` +
+        `processed (one-way time over round trip on one clock): an arrival stamp came late`
+      : null;
+    const windowFailure =
+      inFlight !== null && inFlight > this.plan.clients * this.plan.window * WINDOW_CHECK_SLACK
+        ? `window check: ${inFlight.toFixed(2)} images in flight on average, more than CLIENTS × WINDOW ` +
+          `= ${this.plan.clients * this.plan.window}`
+        : null;
     const shipped = extras.roundTripsShipped;
-    const roundTripFailure = shipped !== undefined && shipped > this.roundTripsTaken ? `round trips: ${shipped - this.roundTripsTaken} of ${shipped} the transmitter sent never reached the receiver's record` : null;
+    const roundTripFailure =
+      shipped !== undefined && shipped > this.roundTripsTaken
+        ? `round trips: ${shipped - this.roundTripsTaken} of ${shipped} the transmitter sent never reached the ` +
+          `receiver's record`
+        : null;
     const checkFailures = [timingFailure, windowFailure, roundTripFailure].filter((f): f is string => f !== null);
-    const sectionFailure = failure === null && checkFailures.length === 0 ? null : [failure, ...checkFailures].filter((f): f is string => f !== null).join('; ');
-    const totalMs = this.firstSentAtNs !== undefined && this.lastArrivalNs !== undefined ? nsToMs(this.lastArrivalNs - this.firstSentAtNs) : null;
-    const deliveredPerSecond = this.verifiedArrivals < 2 || this.firstArrivalNs === undefined || this.lastArrivalNs === undefined || this.lastArrivalNs === this.firstArrivalNs ? null : ((this.verifiedArrivals - 1) * 1e9) / Number(this.lastArrivalNs - this.firstArrivalNs);
+    const sectionFailure =
+      failure === null && checkFailures.length === 0
+        ? null
+        : [failure, ...checkFailures].filter((f): f is string => f !== null).join('; ');
+    const totalMs =
+      this.firstSentAtNs !== undefined && this.lastArrivalNs !== undefined
+        ? nsToMs(this.lastArrivalNs - this.firstSentAtNs)
+        : null;
+    const deliveredPerSecond =
+      this.verifiedArrivals < 2 ||
+      this.firstArrivalNs === undefined ||
+      this.lastArrivalNs === undefined ||
+      this.lastArrivalNs === this.firstArrivalNs
+        ? null
+        : ((this.verifiedArrivals - 1) * 1e9) / Number(this.lastArrivalNs - this.firstArrivalNs);
     const clockAfter = extras.clockAfter ?? null;
     const result: SectionResult = {
       ...this.plan,
@@ -335,7 +388,11 @@ export class SectionRecorder {
               ratePerSecond: this.plan.ratePerSecond,
               achievedRatePerSecond: extras.achievedRatePerSecond ?? null,
               deliveredRatePerSecond: deliveredPerSecond,
-              overloaded: isOverloaded(this.plan.ratePerSecond, extras.achievedRatePerSecond ?? null, deliveredPerSecond),
+              overloaded: isOverloaded(
+                this.plan.ratePerSecond,
+                extras.achievedRatePerSecond ?? null,
+                deliveredPerSecond,
+              ),
               sendLag: extras.sendLag ?? null,
               latencyFromDue: this.latencyFromDue.summary() ?? null,
               rttFromDue: extras.rttFromDue ?? null,
@@ -363,7 +420,13 @@ export class SectionRecorder {
  * receiver died): acknowledged images count as delivered intact but without a one-way time, the
  * rest as lost; round trips are the transmitter's own.
  */
-export function acknowledgedOnlyResult(plan: SectionPlan, acknowledgedImages: number, failure: string, warmedUp: WarmupOutcome | undefined, extras: SectionExtras & { rtt?: LatencySummary | null } = {}): SectionResult {
+export function acknowledgedOnlyResult(
+  plan: SectionPlan,
+  acknowledgedImages: number,
+  failure: string,
+  warmedUp: WarmupOutcome | undefined,
+  extras: SectionExtras & { rtt?: LatencySummary | null } = {},
+): SectionResult {
   const recorder = new SectionRecorder(plan);
   if (warmedUp !== undefined) recorder.beginRecording(warmedUp, 0n);
   const result = recorder.result(failure, extras);

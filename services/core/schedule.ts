@@ -15,7 +15,8 @@ export class OpenLoopSchedule {
     readonly ratePerSecond: number,
     readonly startNs: bigint,
   ) {
-    if (!(ratePerSecond > 0 && ratePerSecond <= MAX_RATE_PER_SECOND)) throw new RangeError(`rate must be above 0 and at most ${MAX_RATE_PER_SECOND}: ${ratePerSecond}`);
+    if (!(ratePerSecond > 0 && ratePerSecond <= MAX_RATE_PER_SECOND))
+      throw new RangeError(`rate must be above 0 and at most ${MAX_RATE_PER_SECOND}: ${ratePerSecond}`);
     this.periodNs = 1e9 / ratePerSecond;
   }
 

@@ -7,7 +7,9 @@ import { LatencyRecorder } from './stats.js';
 /** One second's times as a {@link SecondDistribution}; null with none. */
 function distributionOf(recorder: LatencyRecorder): SecondDistribution | null {
   const summary = recorder.summary();
-  return summary === undefined ? null : { minMs: summary.minMs, p50Ms: summary.p50Ms, p99Ms: summary.p99Ms, maxMs: summary.maxMs };
+  return summary === undefined
+    ? null
+    : { minMs: summary.minMs, p50Ms: summary.p50Ms, p99Ms: summary.p99Ms, maxMs: summary.maxMs };
 }
 
 /**
@@ -16,7 +18,12 @@ function distributionOf(recorder: LatencyRecorder): SecondDistribution | null {
  * figures are those of the images taken while it was open.
  */
 export class SecondSeries {
-  private readonly samples: { second: number; images: number; intactBytes: number; times: SecondDistribution | null }[] = [];
+  private readonly samples: {
+    second: number;
+    images: number;
+    intactBytes: number;
+    times: SecondDistribution | null;
+  }[] = [];
   private current = -1;
   // The open second's end on the origin's clock: a compare per image, a division only at a new second.
   private currentEndNs = -1n;
@@ -27,7 +34,10 @@ export class SecondSeries {
 
   constructor(private readonly originNs: bigint) {}
 
-  /** Takes one image at `atNs` (same clock as the origin): its intact bytes (0 when corrupt) and its time, if it has one. */
+  /**
+   * Takes one image at `atNs` (same clock as the origin): its intact bytes (0 when corrupt) and its time, if it has
+   * one.
+   */
   add(atNs: bigint, intactBytes: number, timeMs: number | null): void {
     if (atNs >= this.currentEndNs) {
       const second = Math.max(0, Number((atNs - this.originNs) / 1_000_000_000n));
@@ -40,7 +50,17 @@ export class SecondSeries {
 
   /** The seconds so far, the open one included. */
   seconds(): { second: number; images: number; intactBytes: number; times: SecondDistribution | null }[] {
-    const open = this.current >= 0 && this.images > 0 ? [{ second: this.current, images: this.images, intactBytes: this.intactBytes, times: distributionOf(this.times) }] : [];
+    const open =
+      this.current >= 0 && this.images > 0
+        ? [
+            {
+              second: this.current,
+              images: this.images,
+              intactBytes: this.intactBytes,
+              times: distributionOf(this.times),
+            },
+          ]
+        : [];
     return [...this.samples, ...open];
   }
 
@@ -50,7 +70,13 @@ export class SecondSeries {
   }
 
   private close(next: number): void {
-    if (this.current >= 0 && this.images > 0) this.samples.push({ second: this.current, images: this.images, intactBytes: this.intactBytes, times: distributionOf(this.times) });
+    if (this.current >= 0 && this.images > 0)
+      this.samples.push({
+        second: this.current,
+        images: this.images,
+        intactBytes: this.intactBytes,
+        times: distributionOf(this.times),
+      });
     this.current = next;
     this.currentEndNs = this.originNs + BigInt(next + 1) * 1_000_000_000n;
     this.images = 0;
@@ -60,7 +86,16 @@ export class SecondSeries {
 }
 
 /** The receiver's one-way seconds and the transmitter's round-trip seconds as one series, by second. */
-export function joinSeries(oneWay: ReturnType<SecondSeries['seconds']>, rtt: readonly { second: number; rtt: SecondDistribution | null }[]): SecondSample[] {
+export function joinSeries(
+  oneWay: ReturnType<SecondSeries['seconds']>,
+  rtt: readonly { second: number; rtt: SecondDistribution | null }[],
+): SecondSample[] {
   const rttBySecond = new Map(rtt.map((r) => [r.second, r.rtt]));
-  return oneWay.map((s) => ({ second: s.second, images: s.images, intactBytes: s.intactBytes, oneWay: s.times, rtt: rttBySecond.get(s.second) ?? null }));
+  return oneWay.map((s) => ({
+    second: s.second,
+    images: s.images,
+    intactBytes: s.intactBytes,
+    oneWay: s.times,
+    rtt: rttBySecond.get(s.second) ?? null,
+  }));
 }

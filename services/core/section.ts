@@ -27,7 +27,10 @@ export interface SectionPlan {
   repeat: number;
   /** Recorded images to send; under DURATION the most the section may send, its result's count being those sent. */
   imageCount: number;
-  /** DURATION: the recorded images go for this long instead of a count; null for a count. Absent in files written before it existed. */
+  /**
+   * DURATION: the recorded images go for this long instead of a count; null for a count. Absent in files written before
+   * it existed.
+   */
   durationMs?: number | null;
   warmup: WarmupPlan;
   imageSizeBytes: number;
@@ -102,9 +105,15 @@ export interface OpenLoopFigures {
   ratePerSecond: number;
   /** Images per second actually sent (first stamp to last); null with fewer than two. */
   achievedRatePerSecond: number | null;
-  /** Images per second that arrived, intact or not (first arrival to last, on the receiver's clock); null with fewer than two. */
+  /**
+   * Images per second that arrived, intact or not (first arrival to last, on the receiver's clock); null with fewer
+   * than two.
+   */
   deliveredRatePerSecond: number | null;
-  /** The sent or the delivered rate fell below {@link OVERLOAD_RATE_SHARE} of RATE: the section did not keep up with its schedule. */
+  /**
+   * The sent or the delivered rate fell below {@link OVERLOAD_RATE_SHARE} of RATE: the section did not keep up with its
+   * schedule.
+   */
   overloaded: boolean;
   /** How late sends were against their due times (stamp − due): a wait for a window slot included. */
   sendLag: LatencySummary | null;
@@ -114,10 +123,19 @@ export interface OpenLoopFigures {
   rttFromDue: LatencySummary | null;
 }
 
-/** True when an open-loop section with these rates did not keep up with `ratePerSecond` (see {@link OVERLOAD_RATE_SHARE}). */
-export function isOverloaded(ratePerSecond: number, sentPerSecond: number | null, deliveredPerSecond: number | null): boolean {
+/**
+ * True when an open-loop section with these rates did not keep up with `ratePerSecond` (see {@link
+ * OVERLOAD_RATE_SHARE}).
+ */
+export function isOverloaded(
+  ratePerSecond: number,
+  sentPerSecond: number | null,
+  deliveredPerSecond: number | null,
+): boolean {
   const floor = OVERLOAD_RATE_SHARE * ratePerSecond;
-  return (sentPerSecond !== null && sentPerSecond < floor) || (deliveredPerSecond !== null && deliveredPerSecond < floor);
+  return (
+    (sentPerSecond !== null && sentPerSecond < floor) || (deliveredPerSecond !== null && deliveredPerSecond < floor)
+  );
 }
 
 /** One client's share of a section (CLIENTS > 1), as the transmitter counted it. */
@@ -174,7 +192,10 @@ export interface ReceiverFigures {
   rtt: LatencySummary | null;
   totalMs: number | null;
   throughputMBps: number | null;
-  /** Its one-way times' clock error bound when it ran on another kernel than the transmitter (see SectionResult); null on the same one. Absent in files written before it was recorded. */
+  /**
+   * Its one-way times' clock error bound when it ran on another kernel than the transmitter (see SectionResult); null
+   * on the same one. Absent in files written before it was recorded.
+   */
   oneWayClockErrorMs?: number | null;
 }
 
@@ -183,8 +204,18 @@ export interface FanOut {
   /** How each image reached them: a copy per receiver (point-to-point), or one send that reached all (pub/sub). */
   mode: 'copies' | 'one send';
   perReceiver: ReceiverFigures[];
-  /** Every receiver's images as one distribution: counts summed, times of every intact image, every round trip; the largest clock error bound of any receiver. */
-  aggregate: { okCount: number; lostCount: number; corruptCount: number; latency: LatencySummary | null; rtt: LatencySummary | null; oneWayClockErrorMs?: number | null };
+  /**
+   * Every receiver's images as one distribution: counts summed, times of every intact image, every round trip; the
+   * largest clock error bound of any receiver.
+   */
+  aggregate: {
+    okCount: number;
+    lostCount: number;
+    corruptCount: number;
+    latency: LatencySummary | null;
+    rtt: LatencySummary | null;
+    oneWayClockErrorMs?: number | null;
+  };
 }
 
 /** The fan-out figures of one section from every receiver's result (the first receiver's first). */
@@ -210,7 +241,8 @@ export function fanOutOf(results: readonly SectionResult[], mode: FanOut['mode']
       lostCount: sum((r) => r.lostCount),
       corruptCount: sum((r) => r.corruptCount),
       // Every receiver's times as one distribution: their histograms added, their moments pooled.
-      latency: mergeLatency(results.map((r) => ({ summary: r.latency, histogramNs: r.histograms?.oneWayNs ?? null }))) ?? null,
+      latency:
+        mergeLatency(results.map((r) => ({ summary: r.latency, histogramNs: r.histograms?.oneWayNs ?? null }))) ?? null,
       rtt: mergeLatency(results.map((r) => ({ summary: r.rtt, histogramNs: r.histograms?.rttNs ?? null }))) ?? null,
       oneWayClockErrorMs: largestClockError(results),
     },
@@ -243,7 +275,9 @@ export interface SectionCost {
   broker: SideCost | null;
 }
 
-/** What the section's result takes besides the receiver's own record: mostly the transmitter's side of it (SectionEnd). */
+/**
+ * What the section's result takes besides the receiver's own record: mostly the transmitter's side of it (SectionEnd).
+ */
 export interface SectionExtras {
   cost?: SectionCost;
   /** Recorded images the transmitter sent (DURATION: the section's image count); the plan's count when absent. */
@@ -252,9 +286,15 @@ export interface SectionExtras {
   roundTripsShipped?: number;
   /** Receiver's time spent hashing this section's recorded images, after their acks; null when VERIFY=false. */
   verifyMs?: number | null;
-  /** Longest run of hashing in one turn of the receiver's event loop while the recorded images arrived; null when VERIFY=false. */
+  /**
+   * Longest run of hashing in one turn of the receiver's event loop while the recorded images arrived; null when
+   * VERIFY=false.
+   */
   verifyLongestRunMs?: number | null;
-  /** Hashing's share of the receiver's event-loop busy time over the measured span, 0 to 1; null when VERIFY=false or unmeasured. */
+  /**
+   * Hashing's share of the receiver's event-loop busy time over the measured span, 0 to 1; null when VERIFY=false or
+   * unmeasured.
+   */
   verifyBusyShare?: number | null;
   /** The transmitter's connect time and first round trip. */
   coldStart?: TransmitterColdStart;
@@ -279,7 +319,10 @@ export interface SectionResult extends SectionPlan {
   ok: boolean;
   /** Why the section failed, when it did. */
   failure: string | null;
-  /** The clock offset estimated again after the last ack, beside `clock` (before): how far it drifted. Null when not estimated; absent in files written before it was. */
+  /**
+   * The clock offset estimated again after the last ack, beside `clock` (before): how far it drifted. Null when not
+   * estimated; absent in files written before it was.
+   */
   clockAfter?: ClockOffset | null;
   /**
    * Across two kernels (clock applied): the bound on every one-way time's clock error, in ms, from
@@ -287,11 +330,17 @@ export interface SectionResult extends SectionPlan {
    * one-way times need no offset; absent in files written before it was recorded.
    */
   oneWayClockErrorMs?: number | null;
-  /** The per-image file (CSV, one line per recorded image) beside results.json, relative to the run's folder; null when the receiver wrote none. */
+  /**
+   * The per-image file (CSV, one line per recorded image) beside results.json, relative to the run's folder; null when
+   * the receiver wrote none.
+   */
   imagesFile: string | null;
   /** Per-second figures of the measured span, in order; seconds with no arrival are absent. */
   series: SecondSample[];
-  /** HDR histograms (hdr-histogram-js compressed base64, whole ns, 3 significant digits) of intact one-way times and of round trips: what several receivers' distributions are merged from. */
+  /**
+   * HDR histograms (hdr-histogram-js compressed base64, whole ns, 3 significant digits) of intact one-way times and of
+   * round trips: what several receivers' distributions are merged from.
+   */
   histograms: { oneWayNs: string | null; rttNs: string | null };
   okCount: number;
   corruptCount: number;
@@ -304,7 +353,9 @@ export interface SectionResult extends SectionPlan {
   totalMs: number | null;
   /** Distribution of intact images' transmission times; null if none arrived intact. */
   latency: LatencySummary | null;
-  /** Distribution of the recorded images' round trips (stamp → ack processed, transmitter's clock); null without any. */
+  /**
+   * Distribution of the recorded images' round trips (stamp → ack processed, transmitter's clock); null without any.
+   */
   rtt: LatencySummary | null;
   /**
    * How full the window stayed: the mean number of images in flight (Little's law: the round trips
@@ -322,7 +373,10 @@ export interface SectionResult extends SectionPlan {
    * fail. Null across two clocks (where the offset's error allows it) or without round trips.
    */
   arrivalsAfterAck?: number | null;
-  /** Receiver's time spent hashing this section's recorded images, each after its ack, on the thread that stamps arrivals; null when VERIFY=false. */
+  /**
+   * Receiver's time spent hashing this section's recorded images, each after its ack, on the thread that stamps
+   * arrivals; null when VERIFY=false.
+   */
   verifyMs: number | null;
   /**
    * Longest run of hashing in one turn of the receiver's event loop while the recorded images
@@ -340,7 +394,10 @@ export interface SectionResult extends SectionPlan {
   throughputMBps: number | null;
   /** Intact images delivered per second over totalMs. */
   imagesPerSecond: number | null;
-  /** True when the recorded span is too short for a stable throughput (see {@link MIN_STABLE_SPAN_MS}): MB/s and images/s are indicative. */
+  /**
+   * True when the recorded span is too short for a stable throughput (see {@link MIN_STABLE_SPAN_MS}): MB/s and
+   * images/s are indicative.
+   */
   throughputIndicative: boolean;
   /** Open-loop figures (RATE); null in a closed loop. */
   openLoop: OpenLoopFigures | null;

@@ -24,7 +24,10 @@ export interface SecondSample {
   intactBytes: number;
   /** One-way times of the intact images that arrived in it; null when none. */
   oneWay: SecondDistribution | null;
-  /** Round trips (stamp -> ack processed) acknowledged in this second of the transmitter's clock (from its first recorded stamp); null when none. */
+  /**
+   * Round trips (stamp -> ack processed) acknowledged in this second of the transmitter's clock (from its first
+   * recorded stamp); null when none.
+   */
   rtt: SecondDistribution | null;
 }
 
@@ -58,11 +61,13 @@ export interface SeriesBucket {
  * The last second is counted whole, though the section may have ended within it.
  */
 export function bucketSeries(samples: readonly SecondSample[], maxPoints: number): SeriesBucket[] {
-  if (!Number.isInteger(maxPoints) || maxPoints < 1) throw new RangeError(`bucketSeries needs maxPoints a whole number from 1, got ${maxPoints}`);
+  if (!Number.isInteger(maxPoints) || maxPoints < 1)
+    throw new RangeError(`bucketSeries needs maxPoints a whole number from 1, got ${maxPoints}`);
   if (samples.length === 0) return [];
   let spanSeconds = 0;
   for (const s of samples) {
-    if (!Number.isInteger(s.second) || s.second < 0) throw new RangeError(`a second sample's second must be a whole number from 0, got ${s.second}`);
+    if (!Number.isInteger(s.second) || s.second < 0)
+      throw new RangeError(`a second sample's second must be a whole number from 0, got ${s.second}`);
     spanSeconds = Math.max(spanSeconds, s.second + 1);
   }
   const bucketSeconds = Math.ceil(spanSeconds / maxPoints);
@@ -113,12 +118,14 @@ export interface CurvePoint {
  * is drawn as finely as the middle. Empty for an empty histogram.
  */
 export function latencyCurve(encodedHistogram: string, maxPoints: number): CurvePoint[] {
-  if (!Number.isInteger(maxPoints) || maxPoints < 2) throw new RangeError(`latencyCurve needs maxPoints a whole number from 2, got ${maxPoints}`);
+  if (!Number.isInteger(maxPoints) || maxPoints < 2)
+    throw new RangeError(`latencyCurve needs maxPoints a whole number from 2, got ${maxPoints}`);
   // 64-bit counts: a day's soak can put more than 2^31 times in one bucket. Decoded in JavaScript
   // (not WebAssembly), so nothing outlives the call but garbage; destroy() says so all the same.
   const histogram = decodeFromCompressedBase64(encodedHistogram, 64, false);
   try {
-    if (!(histogram instanceof JsHistogram)) throw new TypeError('hdr-histogram-js decoded to a WebAssembly histogram where a JavaScript one was asked for');
+    if (!(histogram instanceof JsHistogram))
+      throw new TypeError('hdr-histogram-js decoded to a WebAssembly histogram where a JavaScript one was asked for');
     const n = histogram.totalCount;
     if (n === 0) return [];
     const ranks = curveRanks(n, maxPoints);

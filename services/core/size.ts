@@ -3,13 +3,20 @@
 
 const UNIT_BYTES: Record<string, number> = {
   b: 1,
-  kb: 1e3, mb: 1e6, gb: 1e9,
-  kib: 1024, mib: 1024 ** 2, gib: 1024 ** 3,
-  k: 1e3, m: 1e6, g: 1e9,
+  kb: 1e3,
+  mb: 1e6,
+  gb: 1e9,
+  kib: 1024,
+  mib: 1024 ** 2,
+  gib: 1024 ** 3,
+  k: 1e3,
+  m: 1e6,
+  g: 1e9,
 };
 
 /** Units parseSize accepts, for error messages. */
-export const SIZE_UNITS_HELP = 'a whole number of bytes, or a number with B, KB, MB, GB (×1000) or KiB, MiB, GiB (×1024), e.g. 533KB, 4MB, 1MiB';
+export const SIZE_UNITS_HELP =
+  'a whole number of bytes, or a number with B, KB, MB, GB (×1000) or KiB, MiB, GiB (×1024), e.g. 533KB, 4MB, 1MiB';
 
 /** Parses "545792", "533KB", "1.5MiB" into whole bytes; undefined when it is not a size. */
 export function parseSize(text: string): number | undefined {

@@ -1,4 +1,10 @@
-import { build as buildHistogram, decodeFromCompressedBase64, encodeIntoCompressedBase64, initWebAssemblySync, type Histogram } from 'hdr-histogram-js';
+import {
+  build as buildHistogram,
+  decodeFromCompressedBase64,
+  encodeIntoCompressedBase64,
+  initWebAssemblySync,
+  type Histogram,
+} from 'hdr-histogram-js';
 
 /**
  * Fewest times a percentile needs before it is reported: below 1 ÷ (1 − p) times the nearest-rank
@@ -59,7 +65,12 @@ initWebAssemblySync();
 
 /** A fresh histogram of whole-nanosecond times at `digits` significant digits. */
 function newHistogram(digits: 1 | 2 | 3 = 3): Histogram {
-  return buildHistogram({ lowestDiscernibleValue: 1, highestTrackableValue: HISTOGRAM_HIGHEST_NS, numberOfSignificantValueDigits: digits, useWebAssembly: true });
+  return buildHistogram({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: HISTOGRAM_HIGHEST_NS,
+    numberOfSignificantValueDigits: digits,
+    useWebAssembly: true,
+  });
 }
 
 /**
@@ -99,7 +110,13 @@ export class LatencyRecorder {
   /** The distribution so far; undefined with no time. */
   summary(): LatencySummary | undefined {
     if (this.count === 0) return undefined;
-    return summaryOf(this.histogram, { count: this.count, minMs: this.minMs, maxMs: this.maxMs, meanMs: this.meanMs, stdDevMs: this.count > 1 ? Math.sqrt(this.m2 / (this.count - 1)) : 0 });
+    return summaryOf(this.histogram, {
+      count: this.count,
+      minMs: this.minMs,
+      maxMs: this.maxMs,
+      meanMs: this.meanMs,
+      stdDevMs: this.count > 1 ? Math.sqrt(this.m2 / (this.count - 1)) : 0,
+    });
   }
 
   /** The histogram as HDR's compressed base64 (values in whole ns); null with no time. */
@@ -124,7 +141,10 @@ export class LatencyRecorder {
 }
 
 // The exact moments beside the histogram's percentiles, which never exceed the true max.
-function summaryOf(histogram: Histogram, moments: Pick<LatencySummary, 'count' | 'minMs' | 'maxMs' | 'meanMs' | 'stdDevMs'>): LatencySummary {
+function summaryOf(
+  histogram: Histogram,
+  moments: Pick<LatencySummary, 'count' | 'minMs' | 'maxMs' | 'meanMs' | 'stdDevMs'>,
+): LatencySummary {
   // The histogram reports a bucket's highest equivalent value; it can never exceed the true max.
   const at = (p: number): number => Math.min(moments.maxMs, histogram.getValueAtPercentile(p) / 1e6);
   const supported = (p: number, minSamples: number): number | null => (moments.count >= minSamples ? at(p) : null);
@@ -155,8 +175,12 @@ export function summarizeLatency(timesMs: readonly number[]): LatencySummary | u
  * added, count, min, max, mean and standard deviation pooled exactly from the summaries. Undefined
  * when none has a time; a summary without its histogram cannot be merged and makes it undefined.
  */
-export function mergeLatency(parts: readonly { summary: LatencySummary | null; histogramNs: string | null }[]): LatencySummary | undefined {
-  const present = parts.filter((p): p is { summary: LatencySummary; histogramNs: string | null } => p.summary !== null && p.summary.count > 0);
+export function mergeLatency(
+  parts: readonly { summary: LatencySummary | null; histogramNs: string | null }[],
+): LatencySummary | undefined {
+  const present = parts.filter(
+    (p): p is { summary: LatencySummary; histogramNs: string | null } => p.summary !== null && p.summary.count > 0,
+  );
   if (present.length === 0 || present.some((p) => p.histogramNs === null)) return undefined;
   const histogram = newHistogram();
   for (const part of present) {
@@ -167,7 +191,11 @@ export function mergeLatency(parts: readonly { summary: LatencySummary | null; h
   const count = present.reduce((n, p) => n + p.summary.count, 0);
   const meanMs = present.reduce((sum, p) => sum + p.summary.meanMs * p.summary.count, 0) / count;
   // Pooled variance: each part's own sum of squares plus its mean's distance from the whole's.
-  const squares = present.reduce((sum, p) => sum + p.summary.stdDevMs ** 2 * (p.summary.count - 1) + p.summary.count * (p.summary.meanMs - meanMs) ** 2, 0);
+  const squares = present.reduce(
+    (sum, p) =>
+      sum + p.summary.stdDevMs ** 2 * (p.summary.count - 1) + p.summary.count * (p.summary.meanMs - meanMs) ** 2,
+    0,
+  );
   const summary = summaryOf(histogram, {
     count,
     minMs: Math.min(...present.map((p) => p.summary.minMs)),

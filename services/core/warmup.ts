@@ -1,16 +1,14 @@
 import { percentile } from './stats.js';
 
-// How a section warms up before its recorded images. By default (`WARMUP=auto`) it sends images
-// until their round trips stop falling: at least a minimum time and a minimum number of images,
-// then until neither of the last two blocks of images has a median round trip more than a
-// tolerance below the lower of the two blocks before, capped by a maximum time (or image count)
-// after which the section is marked not steady. What a warm-up waits out is a fall (JIT, caches,
-// buffers growing); noise goes both ways and never ends, so a rise does not hold it back. Comparing
-// two blocks alone let a slow fall pass (3 % a block is within 5 % of the block before at every
-// step), and noise that agreed once; two blocks against the two before catch a fall over four.
-// A band over four blocks (all within 5 % of the lowest) was tried and dropped: on a loaded 2-core
-// machine it often did not close within the 10 s cap. `WARMUP=<n>` sends exactly n images instead, and `WARMUP=0` none: a cold run on purpose.
-// Pure: times and round trips are given to it.
+// How a section warms up before its recorded images. By default (`WARMUP=auto`) it sends images until their round trips
+// stop falling: at least a minimum time and a minimum number of images, then until neither of the last two blocks of
+// images has a median round trip more than a tolerance below the lower of the two blocks before, capped by a maximum
+// time (or image count) after which the section is marked not steady. What a warm-up waits out is a fall (JIT, caches,
+// buffers growing); noise goes both ways and never ends, so a rise does not hold it back. Comparing two blocks alone
+// let a slow fall pass (3 % a block is within 5 % of the block before at every step), and noise that agreed once; two
+// blocks against the two before catch a fall over four. A band over four blocks (all within 5 % of the lowest) was
+// tried and dropped: on a loaded 2-core machine it often did not close within the 10 s cap. `WARMUP=<n>` sends exactly
+// n images instead, and `WARMUP=0` none: a cold run on purpose. Pure: times and round trips are given to it.
 
 /** How far below the earlier blocks' lowest median a later block may fall and still count as steady, relative to it. */
 export const STEADY_TOLERANCE = 0.05;
@@ -38,7 +36,9 @@ export type WarmupPlan =
       blockImages: number;
       /** Blocks compared (absent in files written when it was always 2). */
       blocks?: number;
-      /** Largest fall, relative to the earlier half's lowest median, of the later half's lowest that counts as steady. */
+      /**
+       * Largest fall, relative to the earlier half's lowest median, of the later half's lowest that counts as steady.
+       */
       tolerance: number;
     };
 
@@ -48,7 +48,10 @@ export interface WarmupOutcome {
   images: number;
   /** From the first warm-up stamp to the last warm-up ack; 0 without warm-up. */
   ms: number;
-  /** True when the round trips were steady, false when a cap ended the warm-up first; null when not judged (a fixed WARMUP). */
+  /**
+   * True when the round trips were steady, false when a cap ended the warm-up first; null when not judged (a fixed
+   * WARMUP).
+   */
   steady: boolean | null;
   /** Median round trips (ms) of the blocks compared last, oldest first, when steadiness was judged. */
   mediansMs: number[] | null;
@@ -88,7 +91,10 @@ export function warmupImageLimit(plan: WarmupPlan): number {
   return plan.mode === 'images' ? plan.images : plan.maxImages;
 }
 
-/** The medians compared, oldest first, and whether the later half's lowest is within the tolerance of the earlier half's lowest, or above it. */
+/**
+ * The medians compared, oldest first, and whether the later half's lowest is within the tolerance of the earlier half's
+ * lowest, or above it.
+ */
 export interface SteadinessReading {
   mediansNs: number[];
   steady: boolean;
@@ -150,7 +156,11 @@ export type WarmupDecision = 'more' | 'done' | 'steady' | 'not steady';
  * Decides before each warm-up image whether to send it. A fixed plan stops at its count ('done');
  * a steady plan stops once the minimums are met and the check reads steady, or else at a cap.
  */
-export function warmupDecision(plan: WarmupPlan, progress: WarmupProgress, check: SteadinessCheck | undefined): WarmupDecision {
+export function warmupDecision(
+  plan: WarmupPlan,
+  progress: WarmupProgress,
+  check: SteadinessCheck | undefined,
+): WarmupDecision {
   if (plan.mode === 'images') return progress.stampedImages < plan.images ? 'more' : 'done';
   const minimumsMet = progress.elapsedMs >= plan.minMs && progress.ackedImages >= plan.minImages;
   if (minimumsMet && check?.reading()?.steady === true) return 'steady';
@@ -167,14 +177,26 @@ export function warmupImagesAllowed(plan: WarmupPlan, images: number): boolean {
 
 const imagesText = (count: number): string => `${count.toLocaleString('en-US')} image${count === 1 ? '' : 's'}`;
 
-/** The plan in words, for output.log, the report and comparisons: "until steady (…)", "2 images", "none (a cold run)". */
+/**
+ * The plan in words, for output.log, the report and comparisons: "until steady (…)", "2 images", "none (a cold run)".
+ */
 export function describeWarmup(plan: WarmupPlan): string {
-  if (plan.mode === 'images') return plan.images === 0 ? 'none (WARMUP=0: a cold run)' : `${plan.images.toLocaleString('en-US')} unrecorded image${plan.images === 1 ? '' : 's'} (WARMUP=${plan.images})`;
+  if (plan.mode === 'images')
+    return plan.images === 0
+      ? 'none (WARMUP=0: a cold run)'
+      : `${plan.images.toLocaleString('en-US')} unrecorded image${plan.images === 1 ? '' : 's'} ` +
+          `(WARMUP=${plan.images})`;
   const percent = `${+(plan.tolerance * 100).toFixed(2)} %`;
   const blocks = plan.blocks ?? 2;
   const half = Math.floor(blocks / 2);
-  const blocksText = half === 1 ? `block of ${plan.blockImages} images` : `${half} blocks of ${plan.blockImages} images`;
-  return `until steady: at least ${plan.minMs.toLocaleString('en-US')} ms and ${plan.minImages} images, then until no median round trip of the last ${blocksText} is more than ${percent} below the lowest of the ${half === 1 ? 'block' : `${half}`} before; at most ${plan.maxMs.toLocaleString('en-US')} ms (WARMUP=auto)`;
+  const blocksText =
+    half === 1 ? `block of ${plan.blockImages} images` : `${half} blocks of ${plan.blockImages} images`;
+  return (
+    `until steady: at least ${plan.minMs.toLocaleString('en-US')} ms and ${plan.minImages} images, then until no ` +
+    `median round trip of the last ${blocksText} is more than ${percent} below the lowest of ` +
+    `the ${half === 1 ? 'block' : `${half}`} before; at most ${plan.maxMs.toLocaleString('en-US')} ms ` +
+    `(WARMUP=auto)`
+  );
 }
 
 /** How one section's warm-up went, in words: "steady after 1,234 ms, 2,000 images (medians 0.301 → 0.299 ms)". */
@@ -182,7 +204,10 @@ export function describeWarmupOutcome(outcome: WarmupOutcome | null): string {
   if (outcome === null) return 'did not finish';
   if (outcome.images === 0) return 'none: cold';
   const span = `${Math.round(outcome.ms).toLocaleString('en-US')} ms, ${imagesText(outcome.images)}`;
-  const medians = outcome.mediansMs === null ? '' : ` (median round trips ${outcome.mediansMs.map((m) => m.toFixed(3)).join(' → ')} ms)`;
+  const medians =
+    outcome.mediansMs === null
+      ? ''
+      : ` (median round trips ${outcome.mediansMs.map((m) => m.toFixed(3)).join(' → ')} ms)`;
   if (outcome.steady === null) return `${span}`;
   return outcome.steady ? `steady after ${span}${medians}` : `NOT STEADY after ${span}, its cap${medians}`;
 }

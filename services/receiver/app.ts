@@ -69,11 +69,22 @@ interface RunHolder {
 /** Why a second POST /runs is refused: the run in progress, and how long a silent one can still hold the receiver. */
 function runInProgress(holder: RunHolder | undefined, idleLimitMs: number): string {
   const who = holder === undefined ? '' : `: started ${holder.startedAt} by ${holder.peer}`;
-  return `a run is in progress${who}; it keeps its files; wait for it to end (or for the receiver's watchdog, ${idleLimitMs / 1000} s after the transmitter goes silent: the longer of IMAGE_TIMEOUT_MS and CONNECT_TIMEOUT_MS, plus 5 s)`;
+  return (
+    `a run is in progress${who}; it keeps its files; wait for it to end (or for the receiver's ` +
+    `watchdog, ${idleLimitMs / 1000} s after the transmitter goes silent: the longer of IMAGE_TIMEOUT_MS and ` +
+    `CONNECT_TIMEOUT_MS, plus 5 s)`
+  );
 }
 
-/** Builds a receiver from a validated config; nothing listens until start(). `controlLimits` bound the control port's connections (tests shorten its timeouts). */
-export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimits: Readonly<ConnectionLimits> = CONTROL_CONNECTION_LIMITS): ReceiverApp {
+/**
+ * Builds a receiver from a validated config; nothing listens until start(). `controlLimits` bound the control port's
+ * connections (tests shorten its timeouts).
+ */
+export function buildReceiver(
+  config: Readonly<Config>,
+  log: Logger,
+  controlLimits: Readonly<ConnectionLimits> = CONTROL_CONNECTION_LIMITS,
+): ReceiverApp {
   // The libraries this receiver's listeners use: only theirs are loaded.
   const receiverHost = (): ReturnType<typeof hostFacts> => hostFacts(config.transports.map(transportByName));
   let rejectedInputs = 0;
@@ -122,7 +133,10 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
     doorkeeper.closeSection();
     const transport = dataSectionTransport;
     dataSectionTransport = undefined;
-    if (transport !== undefined) await listeners.closeSection(transport).catch((err: unknown) => log.warn({ transport, err: errorMessage(err) }, 'section not released'));
+    if (transport !== undefined)
+      await listeners
+        .closeSection(transport)
+        .catch((err: unknown) => log.warn({ transport, err: errorMessage(err) }, 'section not released'));
   }
 
   // Opens the door to the section's one link, after its listener prepared what it needs; returns
@@ -131,9 +145,18 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
     const credential = sectionCredential(authToken!, plan.sectionId);
     // The door is open before a listener that dials the transmitter (websocket-push) admits its own connection.
     // Each client holds one link's connections.
-    doorkeeper.openSection(plan.transport, credential, plan.clients * connectionsPerSection(transportByName(plan.transport), plan.window));
+    doorkeeper.openSection(
+      plan.transport,
+      credential,
+      plan.clients * connectionsPerSection(transportByName(plan.transport), plan.window),
+    );
     try {
-      await listeners.openSection(plan.transport, { credential, window: plan.window, transmitterHost, receiverIndex: plan.receiverIndex });
+      await listeners.openSection(plan.transport, {
+        credential,
+        window: plan.window,
+        transmitterHost,
+        receiverIndex: plan.receiverIndex,
+      });
     } catch (err) {
       doorkeeper.closeSection();
       return `receiver's ${plan.transport} listener could not prepare the section: ${errorMessage(err)}`;
@@ -146,7 +169,11 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
   async function startRun(announcement: RunAnnouncement): Promise<void> {
     session.start(announcement);
     try {
-      folder = await RunFolder.create(path.resolve(session.outputDir(config.outputDir)), session.runInfo!, path.resolve(config.outputDir));
+      folder = await RunFolder.create(
+        path.resolve(session.outputDir(config.outputDir)),
+        session.runInfo!,
+        path.resolve(config.outputDir),
+      );
     } catch (err) {
       folder = undefined;
       await session.finish('its files could not be written');
@@ -167,23 +194,42 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
     await closeDataSection();
     if (stopReason !== null) await recordSection(await session.endOpenSection(stopReason));
     const report = await session.finish(stopReason);
-    if (report !== undefined) lastRunCounts = { recorded: report.sections.reduce((sum, section) => sum + section.okCount + section.corruptCount, 0), imageCount: report.run.imageCount * report.run.repeat * report.run.transports.length };
+    if (report !== undefined)
+      lastRunCounts = {
+        recorded: report.sections.reduce((sum, section) => sum + section.okCount + section.corruptCount, 0),
+        imageCount: report.run.imageCount * report.run.repeat * report.run.transports.length,
+      };
     const runFolder = folder;
     folder = undefined;
     if (report === undefined || runFolder === undefined) return undefined;
     const outputDir = runFolder.baseDir;
-    const finish: RunFinish = { summary: renderSummary(report), succeeded: runSucceeded(report), runFolder: path.relative(outputDir, runFolder.dir) };
+    const finish: RunFinish = {
+      summary: renderSummary(report),
+      succeeded: runSucceeded(report),
+      runFolder: path.relative(outputDir, runFolder.dir),
+    };
     try {
       await runFolder.finish(report, reportLibraries());
     } catch (err) {
       // The run's figures still reach the transmitter; OUTPUT_DIR's links stay on the previous run.
       await runFolder.abandon();
       const filesNotWritten = errorMessage(err);
-      log.error({ outputDir, runFolder: runFolder.name, err: filesNotWritten, stopReason }, 'output files not written; the previous run stays the latest');
+      log.error(
+        { outputDir, runFolder: runFolder.name, err: filesNotWritten, stopReason },
+        'output files not written; the previous run stays the latest',
+      );
       return { ...finish, succeeded: false, filesNotWritten };
     }
-    if (stopReason === null) log.info({ outputDir, runFolder: runFolder.name, strayFrames: session.strayFrames, rejectedInputs }, 'run finished; output files written');
-    else log.warn({ outputDir, runFolder: runFolder.name, stopReason, strayFrames: session.strayFrames, rejectedInputs }, 'run ended incomplete; output files written');
+    if (stopReason === null)
+      log.info(
+        { outputDir, runFolder: runFolder.name, strayFrames: session.strayFrames, rejectedInputs },
+        'run finished; output files written',
+      );
+    else
+      log.warn(
+        { outputDir, runFolder: runFolder.name, stopReason, strayFrames: session.strayFrames, rejectedInputs },
+        'run ended incomplete; output files written',
+      );
     return finish;
   }
 
@@ -197,24 +243,43 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
       const quietMs = Date.now() - (await lastWriteMs(dir));
       if (quietMs < idleLimitMs + ABANDONED_RUN_GRACE_MS) continue;
       try {
-        const report = await completeRun(base, dir, 'the receiver stopped before the run ended (completed when a receiver started again)', reportLibraries());
-        if (report !== undefined) log.warn({ runFolder: path.basename(dir), sections: report.sections.length }, 'completed a run its receiver never ended: its open section is marked incomplete');
+        const report = await completeRun(
+          base,
+          dir,
+          'the receiver stopped before the run ended (completed when a receiver started again)',
+          reportLibraries(),
+        );
+        if (report !== undefined)
+          log.warn(
+            { runFolder: path.basename(dir), sections: report.sections.length },
+            'completed a run its receiver never ended: its open section is marked incomplete',
+          );
       } catch (err) {
-        log.error({ runFolder: path.basename(dir), err: errorMessage(err) }, 'could not complete a run its receiver never ended');
+        log.error(
+          { runFolder: path.basename(dir), err: errorMessage(err) },
+          'could not complete a run its receiver never ended',
+        );
       }
     }
   }
 
   function checkTransmitterAlive(): void {
     if (!session.inProgress || Date.now() - session.lastActivityMs <= idleLimitMs) return;
-    const reason = `transmitter went away: no frame or control request for ${Math.round((Date.now() - session.lastActivityMs) / 1000)} s`;
+    const reason =
+      `transmitter went away: no frame or control request for ` +
+      Math.round((Date.now() - session.lastActivityMs) / 1000) +
+      ` s`;
     endRun(reason).catch((err: unknown) => log.error({ err: errorMessage(err) }, 'could not write the output files'));
   }
 
   function buildControl(): FastifyInstance {
     // No type coercion and no silent dropping of unknown fields: a body that does not match the
     // protocol is refused, not reinterpreted.
-    const app = Fastify({ logger: false, bodyLimit: CONTROL_BODY_LIMIT_BYTES, ajv: { customOptions: { coerceTypes: false, removeAdditional: false } } });
+    const app = Fastify({
+      logger: false,
+      bodyLimit: CONTROL_BODY_LIMIT_BYTES,
+      ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
+    });
     // The port is open to anyone on the network (GET /health, /): a flood of connections that
     // never finish a request must not shut out the transmitter or a health check.
     let closedControlConnections = 0;
@@ -226,17 +291,29 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
         return;
       }
       closedControlConnections++;
-      log.warn({ from: hostPort(peer.address, peer.port), why, closedControlConnections }, 'control connection closed before a whole request');
+      log.warn(
+        { from: hostPort(peer.address, peer.port), why, closedControlConnections },
+        'control connection closed before a whole request',
+      );
     });
     app.server.on('drop', (dropped?: { remoteAddress?: string; remotePort?: number }) =>
-      log.warn({ from: hostPort(dropped?.remoteAddress ?? '?', dropped?.remotePort ?? 0), maxConnections: controlLimits.maxConnections }, 'control connection refused: the port has its connections'),
+      log.warn(
+        {
+          from: hostPort(dropped?.remoteAddress ?? '?', dropped?.remotePort ?? 0),
+          maxConnections: controlLimits.maxConnections,
+        },
+        'control connection refused: the port has its connections',
+      ),
     );
     // fastify's own logger is off (it would log every request); a request that fails on the
     // receiver's side (a write to a full disk) is logged here with its reason, which the reply carries too.
     app.setErrorHandler((err: Error & { statusCode?: number }, request, reply) => {
       const statusCode = err.statusCode ?? 500;
-      if (statusCode >= 500) log.error({ method: request.method, url: request.url, err: errorMessage(err) }, 'control request failed');
-      void reply.code(statusCode).send({ statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message: errorMessage(err) });
+      if (statusCode >= 500)
+        log.error({ method: request.method, url: request.url, err: errorMessage(err) }, 'control request failed');
+      void reply
+        .code(statusCode)
+        .send({ statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message: errorMessage(err) });
     });
     // Only the transmitter holding AUTH_TOKEN may change anything or keep a run alive; GET /,
     // /health, /progress and /results.json only read and stay open. Checked on request, so a refused
@@ -245,29 +322,46 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
       const presented = bearerToken(request.headers.authorization);
       if (presented === undefined || !secretsEqual(presented, authToken!)) {
         refusedRequests++;
-        log.warn({ method: request.method, url: request.url, from: request.ip, refusedRequests }, presented === undefined ? 'control request without AUTH_TOKEN refused' : 'control request with a wrong AUTH_TOKEN refused');
+        log.warn(
+          { method: request.method, url: request.url, from: request.ip, refusedRequests },
+          presented === undefined
+            ? 'control request without AUTH_TOKEN refused'
+            : 'control request with a wrong AUTH_TOKEN refused',
+        );
         const status = presented === undefined ? 401 : 403;
         if (status === 401) void reply.header('www-authenticate', 'Bearer realm="image-transfer-bench"');
-        await reply.code(status).send({ error: presented === undefined ? 'this request needs the AUTH_TOKEN the receiver was started with (Authorization: Bearer <token>)' : 'wrong AUTH_TOKEN' });
+        await reply.code(status).send({
+          error:
+            presented === undefined
+              ? 'this request needs the AUTH_TOKEN the receiver was started with (Authorization: Bearer <token>)'
+              : 'wrong AUTH_TOKEN',
+        });
         return;
       }
       // A refused second POST /runs is not the run's transmitter: it must not keep the run alive
       // against the watchdog (the route touches on success).
       if (request.routeOptions.url !== '/runs') session.touch();
     };
-    app.get('/health', async (): Promise<HealthResponse> => ({
-      status: 'ready',
-      listeners: listeners.status(),
-      host: receiverHost(),
-      counters: { rejectedInputs, rejectedFrames, refusedConnections, refusedRequests },
-    }));
-    // Read-only and secret-free like /health, for a soak's sampler (npm run bench -- soak): finished sections' arrivals plus the open one's.
+    app.get(
+      '/health',
+      async (): Promise<HealthResponse> => ({
+        status: 'ready',
+        listeners: listeners.status(),
+        host: receiverHost(),
+        counters: { rejectedInputs, rejectedFrames, refusedConnections, refusedRequests },
+      }),
+    );
+    // Read-only and secret-free like /health, for a soak's sampler (npm run bench -- soak): finished sections' arrivals
+    // plus the open one's.
     app.get('/progress', async (): Promise<ProgressResponse> => {
       const progress = session.progress();
       // Between runs the last run's counts stay: its end can fall between two readings of a sampler.
       if (progress === undefined) return { inProgress: false, transport: null, ...lastRunCounts };
       const done = progress.sections.reduce((sum, section) => sum + section.okCount + section.corruptCount, 0);
-      lastRunCounts = { recorded: done + (progress.open?.recorded ?? 0), imageCount: progress.info.imageCount * progress.info.repeat * progress.info.transports.length };
+      lastRunCounts = {
+        recorded: done + (progress.open?.recorded ?? 0),
+        imageCount: progress.info.imageCount * progress.info.repeat * progress.info.transports.length,
+      };
       return { inProgress: true, transport: progress.open?.transport ?? null, ...lastRunCounts };
     });
     // Read as late as the request allows before answering: the transmitter brackets this with its
@@ -286,7 +380,16 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
       const announcement = request.body as RunAnnouncement;
       await startRun(announcement);
       runHolder = { startedAt: new Date().toISOString(), peer: unmappedAddress(request.ip) };
-      log.info({ imageCount: announcement.imageCount, imageSizeBytes: announcement.imageSizeBytes, window: announcement.window, repeat: announcement.repeat, transports: announcement.transports }, 'run started');
+      log.info(
+        {
+          imageCount: announcement.imageCount,
+          imageSizeBytes: announcement.imageSizeBytes,
+          window: announcement.window,
+          repeat: announcement.repeat,
+          transports: announcement.transports,
+        },
+        'run started',
+      );
       return reply.code(204).send();
     });
     app.post('/sections', { onRequest, schema: { body: sectionPlanSchema } }, async (request, reply) => {
@@ -297,7 +400,8 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
       const refusal = !status?.ready
         ? `receiver's ${plan.transport} listener is not available: ${status?.error ?? 'not in its TRANSPORTS'}`
         : plan.imageSizeBytes > config.maxImageBytes
-          ? `images of ${plan.imageSizeBytes} bytes are over the receiver's MAX_IMAGE_SIZE (${config.maxImageBytes} bytes)`
+          ? `images of ${plan.imageSizeBytes} bytes are over the receiver's MAX_IMAGE_SIZE ` +
+            `(${config.maxImageBytes} bytes)`
           : await openDataSection(plan, unmappedAddress(request.ip));
       // A refused section stays in the report as failed, with the reason: never silently missing.
       // A section still open (its end never came) is recorded as failed, with the count it got.
@@ -311,32 +415,69 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
       log.info({ transport: plan.transport, repeat: plan.repeat, sectionId: plan.sectionId }, 'section started');
       return reply.code(204).send();
     });
-    app.post('/sections/:sectionId/measure', { onRequest, schema: { body: warmupOutcomeSchema } }, async (request, reply) => {
-      if (!session.isOpen((request.params as { sectionId: string }).sectionId)) return reply.code(409).send({ error: 'that section is not open' });
-      const refusal = session.startMeasuring(request.body as WarmupOutcome);
-      if (refusal !== undefined) return reply.code(409).send({ error: refusal });
-      await folder?.measuring(request.body as WarmupOutcome);
-      return reply.code(204).send();
-    });
+    app.post(
+      '/sections/:sectionId/measure',
+      { onRequest, schema: { body: warmupOutcomeSchema } },
+      async (request, reply) => {
+        if (!session.isOpen((request.params as { sectionId: string }).sectionId))
+          return reply.code(409).send({ error: 'that section is not open' });
+        const refusal = session.startMeasuring(request.body as WarmupOutcome);
+        if (refusal !== undefined) return reply.code(409).send({ error: refusal });
+        await folder?.measuring(request.body as WarmupOutcome);
+        return reply.code(204).send();
+      },
+    );
     // The transmitter's round trips, in binary batches as its acks come (see ROUND_TRIP_RECORD_VALUES).
-    app.addContentTypeParser('application/octet-stream', { parseAs: 'buffer', bodyLimit: ROUND_TRIPS_BODY_LIMIT_BYTES }, (_request, body, done) => done(null, body));
-    app.post('/sections/:sectionId/round-trips', { onRequest, bodyLimit: ROUND_TRIPS_BODY_LIMIT_BYTES }, async (request, reply) => {
-      const body = request.body;
-      if (!Buffer.isBuffer(body) || body.byteLength % (ROUND_TRIP_RECORD_VALUES * 8) !== 0) return reply.code(400).send({ error: `expected application/octet-stream of ${ROUND_TRIP_RECORD_VALUES * 8}-byte round-trip records` });
-      if (!(await session.roundTrips((request.params as { sectionId: string }).sectionId, body))) return reply.code(409).send({ error: 'that section is not open' });
-      return reply.code(204).send();
-    });
-    // The transmitter's side of a section, with its per-second round trips: its own, larger limit. (every round trip): its own, larger limit.
-    app.post('/sections/:sectionId/end', { onRequest, schema: { body: sectionEndSchema }, bodyLimit: SECTION_END_BODY_LIMIT_BYTES }, async (request, reply) => {
-      if (!session.isOpen((request.params as { sectionId: string }).sectionId)) return reply.code(409).send({ error: 'that section is not open' });
-      await closeDataSection();
-      const result = (await recordSection(await session.endSection(request.body as SectionEnd)))!;
-      log.info({ transport: result.transport, repeat: result.repeat, ok: result.ok, okCount: result.okCount, lostCount: result.lostCount, corruptCount: result.corruptCount, totalMs: result.totalMs }, 'section ended');
-      return result;
-    });
+    app.addContentTypeParser(
+      'application/octet-stream',
+      { parseAs: 'buffer', bodyLimit: ROUND_TRIPS_BODY_LIMIT_BYTES },
+      (_request, body, done) => done(null, body),
+    );
+    app.post(
+      '/sections/:sectionId/round-trips',
+      { onRequest, bodyLimit: ROUND_TRIPS_BODY_LIMIT_BYTES },
+      async (request, reply) => {
+        const body = request.body;
+        if (!Buffer.isBuffer(body) || body.byteLength % (ROUND_TRIP_RECORD_VALUES * 8) !== 0)
+          return reply.code(400).send({
+            error: `expected application/octet-stream of ${ROUND_TRIP_RECORD_VALUES * 8}-byte round-trip records`,
+          });
+        if (!(await session.roundTrips((request.params as { sectionId: string }).sectionId, body)))
+          return reply.code(409).send({ error: 'that section is not open' });
+        return reply.code(204).send();
+      },
+    );
+    // The transmitter's side of a section, with its per-second round trips: its own, larger limit. (every round trip):
+    // its own, larger limit.
+    app.post(
+      '/sections/:sectionId/end',
+      { onRequest, schema: { body: sectionEndSchema }, bodyLimit: SECTION_END_BODY_LIMIT_BYTES },
+      async (request, reply) => {
+        if (!session.isOpen((request.params as { sectionId: string }).sectionId))
+          return reply.code(409).send({ error: 'that section is not open' });
+        await closeDataSection();
+        const result = (await recordSection(await session.endSection(request.body as SectionEnd)))!;
+        log.info(
+          {
+            transport: result.transport,
+            repeat: result.repeat,
+            ok: result.ok,
+            okCount: result.okCount,
+            lostCount: result.lostCount,
+            corruptCount: result.corruptCount,
+            totalMs: result.totalMs,
+          },
+          'section ended',
+        );
+        return result;
+      },
+    );
     // RECEIVERS > 1: the first receiver gets every receiver's figures once the section is over everywhere.
     app.post('/sections/:sectionId/fan-out', { onRequest, schema: { body: fanOutSchema } }, async (request, reply) => {
-      const result = session.attachFanOut(Number((request.params as { sectionId: string }).sectionId), request.body as FanOut);
+      const result = session.attachFanOut(
+        Number((request.params as { sectionId: string }).sectionId),
+        request.body as FanOut,
+      );
       if (result === undefined) return reply.code(409).send({ error: 'no such section in this run' });
       await folder?.replaceSection(result);
       return result;
@@ -349,13 +490,20 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
     // For people: the live page during a run, the last run's report otherwise.
     app.get('/', async (_request, reply) => {
       const progress = session.progress();
-      const report = progress === undefined ? await readFile(path.join(session.outputDir(config.outputDir), OUTPUT_FILES.report), 'utf8').catch(() => undefined) : undefined;
+      const report =
+        progress === undefined
+          ? await readFile(path.join(session.outputDir(config.outputDir), OUTPUT_FILES.report), 'utf8').catch(
+              () => undefined,
+            )
+          : undefined;
       return reply.type('text/html; charset=utf-8').send(report ?? renderLivePage(progress));
     });
     // The last run's files, for a receiver on another node (a cluster): no copy out needed.
     const serveFile = (route: string, file: string, type: string): void => {
       app.get(route, async (_request, reply) => {
-        const text = await readFile(path.join(session.outputDir(config.outputDir), file), 'utf8').catch(() => undefined);
+        const text = await readFile(path.join(session.outputDir(config.outputDir), file), 'utf8').catch(
+          () => undefined,
+        );
         if (text === undefined) return reply.code(404).send({ error: 'no run has finished yet' });
         return reply.type(type).send(text);
       });
@@ -369,8 +517,17 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
     async start() {
       const resolved = receiverAuthToken(config);
       authToken = resolved.token;
-      if (resolved.file?.created === true) log.info({ authTokenFile: resolved.file.file }, 'AUTH_TOKEN is unset: created a random one in AUTH_TOKEN_FILE (mode 0600), where a transmitter started alongside reads it');
-      else if (resolved.file !== undefined) log.info({ authTokenFile: resolved.file.file, trustedBecause: resolved.file.trustedBecause }, 'AUTH_TOKEN is unset: using the secret in AUTH_TOKEN_FILE');
+      if (resolved.file?.created === true)
+        log.info(
+          { authTokenFile: resolved.file.file },
+          'AUTH_TOKEN is unset: created a random one in AUTH_TOKEN_FILE (mode 0600), where a transmitter ' +
+            'started alongside reads it',
+        );
+      else if (resolved.file !== undefined)
+        log.info(
+          { authTokenFile: resolved.file.file, trustedBecause: resolved.file.trustedBecause },
+          'AUTH_TOKEN is unset: using the secret in AUTH_TOKEN_FILE',
+        );
       await listeners.startAll();
       control = buildControl();
       await control.listen({ port: config.controlPort, host: await singleListenHost(config.bindHost) });
@@ -384,7 +541,9 @@ export function buildReceiver(config: Readonly<Config>, log: Logger, controlLimi
     close(reason = 'receiver shut down during the run') {
       closing ??= (async () => {
         clearInterval(watchdog);
-        await endRun(reason).catch((err: unknown) => log.error({ err: errorMessage(err) }, 'could not write the output files'));
+        await endRun(reason).catch((err: unknown) =>
+          log.error({ err: errorMessage(err) }, 'could not write the output files'),
+        );
         await control?.close();
         await listeners.closeAll();
       })();

@@ -12,7 +12,10 @@ import type { Doorkeeper } from '../transports/kit/door.js';
 export interface ListenerSinks {
   deliver(frame: ReceivedFrame): Ack;
   onReject(transport: string, reason: string): void;
-  /** A listener that was up can no longer receive anything (its broker dropped it): the open section of its transport fails with `reason`. */
+  /**
+   * A listener that was up can no longer receive anything (its broker dropped it): the open section of its transport
+   * fails with `reason`.
+   */
   onFailure(transport: string, reason: string): void;
 }
 
@@ -91,7 +94,12 @@ export class Listeners {
         deliver: (frame) => this.sinks.deliver(frame),
         onReject: (reason) => this.sinks.onReject(name, reason),
         onFailure: (reason) => {
-          this.statuses[name] = { ready: false, port: this.statuses[name]?.port ?? port, error: reason, retrying: true };
+          this.statuses[name] = {
+            ready: false,
+            port: this.statuses[name]?.port ?? port,
+            error: reason,
+            retrying: true,
+          };
           this.log.error({ transport: name, reason }, 'listener failed; trying to listen again in the background');
           this.sinks.onFailure(name, reason);
           this.retryLater(name);
@@ -110,10 +118,16 @@ export class Listeners {
       const retrying = !(err instanceof ItbError && err.code === ErrorCode.config);
       this.statuses[name] = { ready: false, port, error: errorMessage(err), retrying };
       if (!retrying) {
-        this.log.error({ transport: name, err: errorMessage(err) }, 'listener cannot start; its sections will be reported as failed');
+        this.log.error(
+          { transport: name, err: errorMessage(err) },
+          'listener cannot start; its sections will be reported as failed',
+        );
         return;
       }
-      this.log.error({ transport: name, err: errorMessage(err) }, 'listener failed to start; its section will be reported as failed until a retry succeeds');
+      this.log.error(
+        { transport: name, err: errorMessage(err) },
+        'listener failed to start; its section will be reported as failed until a retry succeeds',
+      );
       this.retryLater(name);
     }
   }

@@ -1,6 +1,13 @@
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { authTokenFileIssues } from '../shared/auth-token.js';
-import { configFromEnvOrExit, effectiveLogLevel, ExitCode, makeOutputDirOrExit, onShutdownSignal, outputDirIssues } from '../shared/entry.js';
+import {
+  configFromEnvOrExit,
+  effectiveLogLevel,
+  ExitCode,
+  makeOutputDirOrExit,
+  onShutdownSignal,
+  outputDirIssues,
+} from '../shared/entry.js';
 import { transports } from '../transports/index.js';
 import { createLogger } from '../shared/logger.js';
 import { buildReceiver } from './app.js';

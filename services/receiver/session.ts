@@ -2,7 +2,14 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { publicConfig, type Config } from '../core/config.js';
 import { failedSectionEnd, type RunAnnouncement, type SectionEnd } from '../core/control-protocol.js';
-import { brokerCost, busyShare, sideCost, type BrokerReading, type ResourceReading, type SideCost } from '../core/cost.js';
+import {
+  brokerCost,
+  busyShare,
+  sideCost,
+  type BrokerReading,
+  type ResourceReading,
+  type SideCost,
+} from '../core/cost.js';
 import { errorMessage } from '../core/errors.js';
 import type { Ack } from '../core/frame.js';
 import { buildRunReport, type HostFacts, type RunInfo, type RunReport } from '../core/report.js';
@@ -24,13 +31,25 @@ import { Verifier } from './verifier.js';
 export interface RunProgress {
   info: RunInfo;
   sections: SectionResult[];
-  open: { transport: string; label: string; repeat: number; imageCount: number; warmingUp: boolean; warmupImages: number; recorded: number } | undefined;
+  open:
+    | {
+        transport: string;
+        label: string;
+        repeat: number;
+        imageCount: number;
+        warmingUp: boolean;
+        warmupImages: number;
+        recorded: number;
+      }
+    | undefined;
 }
 
 /** Round-trip values taken in one turn of the event loop (2,048 records, well under a millisecond). */
 const ROUND_TRIP_SLICE_VALUES = 2048 * 3;
 
-/** Largest stand-in image the receiver warms its shared paths with: hashing speed does not depend on size beyond this. */
+/**
+ * Largest stand-in image the receiver warms its shared paths with: hashing speed does not depend on size beyond this.
+ */
 const SHARED_PATH_IMAGE_BYTES_LIMIT = 16 * 1024 * 1024;
 
 /** Reads the broker a transport goes through, or undefined for a transport without one. */
@@ -50,7 +69,10 @@ interface OpenSection {
   brokerEnd: Promise<BrokerReading | undefined> | undefined;
   /** Time spent hashing this section's recorded images (warm-up left out, as from every figure). */
   verifyNs: bigint;
-  /** Hashing done inside the measured span, and its longest single run: what it took from the thread that stamps arrivals. */
+  /**
+   * Hashing done inside the measured span, and its longest single run: what it took from the thread that stamps
+   * arrivals.
+   */
   spanHashNs: bigint;
   longestHashRunNs: bigint;
   /** Why the section's listener stopped receiving while it was open (a broker dropped it), if it did. */
@@ -76,7 +98,10 @@ export class RunSession {
     /** False only to measure what verification costs: every image then counts as intact. */
     private readonly verify = true,
     private readonly readBroker: BrokerReader = () => undefined,
-    /** Builds the verifier from the run callback it must call; injected only by tests that need a hash of known duration. */
+    /**
+     * Builds the verifier from the run callback it must call; injected only by tests that need a hash of known
+     * duration.
+     */
     makeVerifier: (onRun: (runNs: bigint) => void) => Verifier = (onRun) => new Verifier(onRun),
   ) {
     this.verifier = makeVerifier((runNs) => this.hashRun(runNs));
@@ -102,12 +127,17 @@ export class RunSession {
     this.closeOpen();
     // A secret in the transmitter's config never reaches a report, whatever the transmitter sent.
     this.lastReceiverIndex = announcement.receiverIndex;
-    this.info = { ...announcement, config: publicConfig(announcement.config as Config), hosts: { transmitter: announcement.hosts.transmitter, receiver: this.receiverHost() } };
+    this.info = {
+      ...announcement,
+      config: publicConfig(announcement.config as Config),
+      hosts: { transmitter: announcement.hosts.transmitter, receiver: this.receiverHost() },
+    };
     this.sections = [];
     this.strayFrames = 0;
     // Before the first section, as the transmitter does; WARMUP=0 is a cold run on purpose.
     const { warmup, imageSizeBytes } = announcement;
-    if (warmup.mode === 'steady' || warmup.images > 0) exerciseSharedPaths(Buffer.alloc(Math.min(imageSizeBytes, SHARED_PATH_IMAGE_BYTES_LIMIT), 1));
+    if (warmup.mode === 'steady' || warmup.images > 0)
+      exerciseSharedPaths(Buffer.alloc(Math.min(imageSizeBytes, SHARED_PATH_IMAGE_BYTES_LIMIT), 1));
     this.touch();
   }
 
@@ -128,7 +158,19 @@ export class RunSession {
       this.sections.push(result);
       return result;
     }
-    this.open = { recorder: new SectionRecorder(plan, files?.sink), imagesFile: files?.imagesFile ?? null, rss: new RssPeakTracker(), measureStart: undefined, measureEnd: undefined, brokerStart: undefined, brokerEnd: undefined, verifyNs: 0n, spanHashNs: 0n, longestHashRunNs: 0n, listenerFailure: undefined };
+    this.open = {
+      recorder: new SectionRecorder(plan, files?.sink),
+      imagesFile: files?.imagesFile ?? null,
+      rss: new RssPeakTracker(),
+      measureStart: undefined,
+      measureEnd: undefined,
+      brokerStart: undefined,
+      brokerEnd: undefined,
+      verifyNs: 0n,
+      spanHashNs: 0n,
+      longestHashRunNs: 0n,
+      listenerFailure: undefined,
+    };
   }
 
   /** True when `sectionId` (as given in a URL) is the open section. */
@@ -145,7 +187,8 @@ export class RunSession {
     const open = this.open;
     if (open === undefined) return 'no section is open';
     if (open.recorder.firstRecordedSeq !== undefined) return 'this section is already measuring';
-    if (!warmupImagesAllowed(open.recorder.plan.warmup, warmedUp.images)) return `a warm-up of ${warmedUp.images} images is not what the section's plan allows`;
+    if (!warmupImagesAllowed(open.recorder.plan.warmup, warmedUp.images))
+      return `a warm-up of ${warmedUp.images} images is not what the section's plan allows`;
     open.recorder.beginRecording(warmedUp, process.hrtime.bigint());
     open.rss.start();
     open.measureStart = readResources();
@@ -172,10 +215,21 @@ export class RunSession {
     const measureEnd = open.measureEnd ?? { reading: readResources(), peakRssBytes: open.rss.stop() };
     // Per image means per image sent: a section that failed (or ran for DURATION) sent what it sent.
     const sentImages = end.imagesSent;
-    const receiverCost = open.measureStart === undefined ? null : sideCost(open.measureStart, measureEnd.reading, measureEnd.peakRssBytes, sentImages);
-    const [brokerStart, brokerEnd] = await Promise.all([open.brokerStart, open.brokerEnd ?? (open.brokerStart && this.brokerReading(plan.transport))]);
+    const receiverCost =
+      open.measureStart === undefined
+        ? null
+        : sideCost(open.measureStart, measureEnd.reading, measureEnd.peakRssBytes, sentImages);
+    const [brokerStart, brokerEnd] = await Promise.all([
+      open.brokerStart,
+      open.brokerEnd ?? (open.brokerStart && this.brokerReading(plan.transport)),
+    ]);
     const broker: SideCost | null = brokerStart && brokerEnd ? brokerCost(brokerStart, brokerEnd, sentImages) : null;
-    const failure = open.listenerFailure === undefined ? end.failure : end.failure === null ? open.listenerFailure : `${open.listenerFailure}; transmitter: ${end.failure}`;
+    const failure =
+      open.listenerFailure === undefined
+        ? end.failure
+        : end.failure === null
+          ? open.listenerFailure
+          : `${open.listenerFailure}; transmitter: ${end.failure}`;
     const result = open.recorder.result(failure, {
       cost: { transmitter: end.transmitterCost, receiver: receiverCost, broker },
       imagesSent: end.imagesSent,
@@ -190,7 +244,10 @@ export class RunSession {
       clockAfter: end.clockAfter,
       verifyMs: this.verify ? nsToMs(open.verifyNs) : null,
       verifyLongestRunMs: this.verify ? nsToMs(open.longestHashRunNs) : null,
-      verifyBusyShare: this.verify && open.measureStart !== undefined ? busyShare(nsToMs(open.spanHashNs), open.measureStart, measureEnd.reading) : null,
+      verifyBusyShare:
+        this.verify && open.measureStart !== undefined
+          ? busyShare(nsToMs(open.spanHashNs), open.measureStart, measureEnd.reading)
+          : null,
     });
     const recorded = { ...result, imagesFile: open.imagesFile };
     this.sections.push(recorded);
@@ -216,13 +273,19 @@ export class RunSession {
     return true;
   }
 
-  /** Ends the open section as failed with `reason` (the run is ending without the transmitter's word); its result, or undefined when none is open. */
+  /**
+   * Ends the open section as failed with `reason` (the run is ending without the transmitter's word); its result, or
+   * undefined when none is open.
+   */
   async endOpenSection(reason: string): Promise<SectionResult | undefined> {
     if (this.open === undefined) return undefined;
     const { recorder } = this.open;
     const planned = recorder.plan.durationMs == null ? ` of ${recorder.plan.imageCount}` : '';
     // Without the transmitter's word, the images sent are at least up to the highest that came.
-    return this.endSection({ ...failedSectionEnd(`${reason}; got ${recorder.recordedCount}${planned} images`), imagesSent: recorder.highestRecordedImage });
+    return this.endSection({
+      ...failedSectionEnd(`${reason}; got ${recorder.recordedCount}${planned} images`),
+      imagesSent: recorder.highestRecordedImage,
+    });
   }
 
   /** Replaces a section's result (every receiver's figures added); false when no such section. */
@@ -260,13 +323,25 @@ export class RunSession {
         });
       }
       // The last recorded image is in hand and its ack goes out now: the end of this side's span.
-      if (recorder.recordedCount === recorder.plan.imageCount && open.measureStart !== undefined && open.measureEnd === undefined) {
+      if (
+        recorder.recordedCount === recorder.plan.imageCount &&
+        open.measureStart !== undefined &&
+        open.measureEnd === undefined
+      ) {
         open.measureEnd = { reading: readResources(), peakRssBytes: open.rss.stop() };
         open.brokerEnd = this.brokerReading(recorder.plan.transport);
       }
     }
     if (this.log.isLevelEnabled('debug')) {
-      this.log.debug({ transport: recorder.plan.transport, seq: header.seq, status, timeNs: String(frame.arrivalNs - header.sentAtNs) }, 'image received');
+      this.log.debug(
+        {
+          transport: recorder.plan.transport,
+          seq: header.seq,
+          status,
+          timeNs: String(frame.arrivalNs - header.sentAtNs),
+        },
+        'image received',
+      );
     }
     return { sectionId: header.sectionId, seq: header.seq, status, receiver: recorder.plan.receiverIndex };
   }

@@ -84,7 +84,13 @@ export class AsciiLines {
   }
 
   /** The CSV's line for an image: image,status,one_way_ns,round_trip_ns,due_lag_ns (empty where null). */
-  csvLine(image: number, status: 'ok' | 'corrupt' | 'lost', oneWayNs: number | null, rttNs: number | null, dueLagNs: number | null): void {
+  csvLine(
+    image: number,
+    status: 'ok' | 'corrupt' | 'lost',
+    oneWayNs: number | null,
+    rttNs: number | null,
+    dueLagNs: number | null,
+  ): void {
     this.uint(image);
     this.byte(COMMA);
     this.bytes(status === 'ok' ? PIECES.ok : status === 'corrupt' ? PIECES.corruptStatus : PIECES.lostStatus);

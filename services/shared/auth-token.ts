@@ -1,5 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fstatSync, lstatSync, openSync, readFileSync, readlinkSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  fstatSync,
+  lstatSync,
+  openSync,
+  readFileSync,
+  readlinkSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { AUTH_TOKEN_PATTERN, judgeSecretFile } from '../core/auth.js';
 import { AUTH_TOKEN_ALLOWED, DEFAULT_AUTH_TOKEN_FILE, type Config, type ConfigIssue } from '../core/config.js';
@@ -16,7 +26,9 @@ import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 // descriptor, so nothing can be swapped in between the check and the read (judgeSecretFile).
 
 /** What AUTH_TOKEN_FILE must be, in words. */
-export const AUTH_TOKEN_FILE_ALLOWED = `a regular file (not a link) holding a secret of ${AUTH_TOKEN_ALLOWED}, owned by this service's user with mode 0600 or 0400 (or by root, readable by its group at most)`;
+export const AUTH_TOKEN_FILE_ALLOWED =
+  `a regular file (not a link) holding a secret of ${AUTH_TOKEN_ALLOWED}, owned by this service's user with mode ` +
+  `0600 or 0400 (or by root, readable by its group at most)`;
 
 /** Bytes read from a token file at most: a secret is 256 characters and a line end. */
 const TOKEN_FILE_MAX_BYTES = 4096;
@@ -33,7 +45,10 @@ export interface TokenFromFile {
   trustedBecause: string;
 }
 
-type TokenFileOutcome = { state: 'missing' } | { state: 'refused'; reason: string } | ({ state: 'trusted' } & TokenFromFile);
+type TokenFileOutcome =
+  | { state: 'missing' }
+  | { state: 'refused'; reason: string }
+  | ({ state: 'trusted' } & TokenFromFile);
 
 /** A fresh random secret, as `npm start` and the receiver make them. */
 export function newAuthToken(): string {
@@ -55,8 +70,13 @@ function linkReason(file: string, err: unknown): string {
   } catch {
     dangling = true;
   }
-  const kind = dangling ? `a dangling symbolic link (to ${target}, which does not exist)` : `a symbolic link (to ${target})`;
-  return `${kind}: a link is never followed, since whoever placed it chooses the secret; point AUTH_TOKEN_FILE at the file itself`;
+  const kind = dangling
+    ? `a dangling symbolic link (to ${target}, which does not exist)`
+    : `a symbolic link (to ${target})`;
+  return (
+    `${kind}: a link is never followed, since whoever placed it chooses the secret; point AUTH_TOKEN_FILE at the ` +
+    `file itself`
+  );
 }
 
 function openTokenFile(file: string): TokenFileOutcome {
@@ -73,9 +93,17 @@ function openTokenFile(file: string): TokenFileOutcome {
   }
   try {
     const stats = fstatSync(fd);
-    const verdict = judgeSecretFile({ regularFile: stats.isFile(), ownerUid: stats.uid, mode: stats.mode }, process.getuid?.(), shown);
+    const verdict = judgeSecretFile(
+      { regularFile: stats.isFile(), ownerUid: stats.uid, mode: stats.mode },
+      process.getuid?.(),
+      shown,
+    );
     if (!verdict.trusted) return { state: 'refused', reason: verdict.reason };
-    if (stats.size > TOKEN_FILE_MAX_BYTES) return { state: 'refused', reason: `is ${stats.size} bytes, more than a secret's file holds (${TOKEN_FILE_MAX_BYTES} at most)` };
+    if (stats.size > TOKEN_FILE_MAX_BYTES)
+      return {
+        state: 'refused',
+        reason: `is ${stats.size} bytes, more than a secret's file holds (${TOKEN_FILE_MAX_BYTES} at most)`,
+      };
     const token = readFileSync(fd, 'utf8').trim();
     if (!AUTH_TOKEN_PATTERN.test(token)) return { state: 'refused', reason: 'holds something other than a secret' };
     return { state: 'trusted', token, file: shown, trustedBecause: verdict.because };
@@ -88,14 +116,25 @@ function openTokenFile(file: string): TokenFileOutcome {
 
 // "AUTH_TOKEN_FILE /x/token is a symbolic link …": the path and the reason, for an ITB_ERR_CONFIG error.
 function refusal(file: string, reason: string): ItbError {
-  return new ItbError(ErrorCode.config, `AUTH_TOKEN is unset and AUTH_TOKEN_FILE ${path.resolve(file)} is refused: ${reason} (expected ${AUTH_TOKEN_FILE_ALLOWED})`);
+  return new ItbError(
+    ErrorCode.config,
+    `AUTH_TOKEN is unset and AUTH_TOKEN_FILE ${path.resolve(file)} is refused: ${reason} ` +
+      `(expected ${AUTH_TOKEN_FILE_ALLOWED})`,
+  );
 }
 
-/** The secret in `file`; throws an ITB_ERR_CONFIG error naming the file and the reason when it is missing or not trusted. */
+/**
+ * The secret in `file`; throws an ITB_ERR_CONFIG error naming the file and the reason when it is missing or not
+ * trusted.
+ */
 export function readTokenFile(file: string): TokenFromFile {
   const outcome = openTokenFile(file);
   if (outcome.state === 'missing') {
-    throw new ItbError(ErrorCode.config, `AUTH_TOKEN is unset and AUTH_TOKEN_FILE ${path.resolve(file)} does not exist: set AUTH_TOKEN to the receiver's, or point AUTH_TOKEN_FILE at the receiver's file`);
+    throw new ItbError(
+      ErrorCode.config,
+      `AUTH_TOKEN is unset and AUTH_TOKEN_FILE ${path.resolve(file)} does not exist: set AUTH_TOKEN to the ` +
+        `receiver's, or point AUTH_TOKEN_FILE at the receiver's file`,
+    );
   }
   if (outcome.state === 'refused') throw refusal(file, outcome.reason);
   return { token: outcome.token, file: outcome.file, trustedBecause: outcome.trustedBecause };
@@ -111,21 +150,34 @@ export function readOrCreateTokenFile(file: string): TokenFromFile & { created: 
     return { token, file: path.resolve(file), trustedBecause: 'created by this receiver, mode 0600', created: true };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
-      throw new ItbError(ErrorCode.config, `AUTH_TOKEN is unset and AUTH_TOKEN_FILE ${path.resolve(file)} cannot be created (${errorMessage(err)})`, { cause: err });
+      throw new ItbError(
+        ErrorCode.config,
+        `AUTH_TOKEN is unset and AUTH_TOKEN_FILE ${path.resolve(file)} cannot be created (${errorMessage(err)})`,
+        { cause: err },
+      );
     }
   }
   return { ...readTokenFile(file), created: false };
 }
 
 /** The receiver's secret: AUTH_TOKEN, else AUTH_TOKEN_FILE's (created when missing), with the file it came from. */
-export function receiverAuthToken(config: Pick<Config, 'authToken' | 'authTokenFile'>): { token: string; file: (TokenFromFile & { created: boolean }) | undefined } {
+export function receiverAuthToken(config: Pick<Config, 'authToken' | 'authTokenFile'>): {
+  token: string;
+  file: (TokenFromFile & { created: boolean }) | undefined;
+} {
   if (config.authToken !== undefined) return { token: config.authToken, file: undefined };
   const file = readOrCreateTokenFile(config.authTokenFile);
   return { token: file.token, file };
 }
 
-/** The transmitter's secret: AUTH_TOKEN, else AUTH_TOKEN_FILE's (read once the receiver answers, as it creates the file). */
-export function transmitterAuthToken(config: Pick<Config, 'authToken' | 'authTokenFile'>): { token: string; file: TokenFromFile | undefined } {
+/**
+ * The transmitter's secret: AUTH_TOKEN, else AUTH_TOKEN_FILE's (read once the receiver answers, as it creates the
+ * file).
+ */
+export function transmitterAuthToken(config: Pick<Config, 'authToken' | 'authTokenFile'>): {
+  token: string;
+  file: TokenFromFile | undefined;
+} {
   if (config.authToken !== undefined) return { token: config.authToken, file: undefined };
   const file = readTokenFile(config.authTokenFile);
   return { token: file.token, file };
@@ -140,5 +192,11 @@ export function authTokenFileIssues(env: NodeJS.ProcessEnv): ConfigIssue[] {
   const file = env.AUTH_TOKEN_FILE?.trim() || DEFAULT_AUTH_TOKEN_FILE;
   const outcome = openTokenFile(file);
   if (outcome.state !== 'refused') return [];
-  return [{ variable: 'AUTH_TOKEN_FILE', value: env.AUTH_TOKEN_FILE, allowed: `${AUTH_TOKEN_FILE_ALLOWED}; ${path.resolve(file)} is refused: ${outcome.reason}` }];
+  return [
+    {
+      variable: 'AUTH_TOKEN_FILE',
+      value: env.AUTH_TOKEN_FILE,
+      allowed: `${AUTH_TOKEN_FILE_ALLOWED}; ${path.resolve(file)} is refused: ${outcome.reason}`,
+    },
+  ];
 }

@@ -22,7 +22,10 @@ export interface GuardPeer {
 export interface ConnectionGuard {
   /** Connections now waiting for a whole request head. */
   waiting(): number;
-  /** `socket` was upgraded to another protocol (a WebSocket the server took): never waiting again, its protocol's own timeouts apply. */
+  /**
+   * `socket` was upgraded to another protocol (a WebSocket the server took): never waiting again, its protocol's own
+   * timeouts apply.
+   */
   upgraded(socket: net.Socket): void;
 }
 
@@ -32,7 +35,11 @@ export interface ConnectionGuard {
  * every connection the guard closed. An upgrade request stays waiting until its owner calls
  * upgraded(): one it refuses is closed like any other.
  */
-export function guardConnections(server: http.Server, limits: Readonly<ConnectionLimits>, onClosed: (peer: GuardPeer, why: GuardClosure) => void): ConnectionGuard {
+export function guardConnections(
+  server: http.Server,
+  limits: Readonly<ConnectionLimits>,
+  onClosed: (peer: GuardPeer, why: GuardClosure) => void,
+): ConnectionGuard {
   server.maxConnections = limits.maxConnections;
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   server.requestTimeout = limits.requestTimeoutMs;

@@ -16,8 +16,8 @@ import { errorMessage } from '../core/errors.js';
  * bpf, mqueue), or a file cannot be written with write(2) (hugetlbfs) or is firmware NVRAM (efivarfs).
  */
 const PSEUDO_FILE_SYSTEMS: ReadonlyMap<number, string> = new Map([
-  [0x9fa0, 'procfs (the kernel\'s view of processes)'],
-  [0x62656572, 'sysfs (the kernel\'s view of devices)'],
+  [0x9fa0, "procfs (the kernel's view of processes)"],
+  [0x62656572, "sysfs (the kernel's view of devices)"],
   [0x27e0eb, 'cgroup (control groups)'],
   [0x63677270, 'cgroup2 (control groups)'],
   [0x64626720, 'debugfs (kernel debugging)'],
@@ -84,7 +84,12 @@ export async function makeDirectories(dir: string): Promise<void> {
       await mkdir(current);
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      if (!(await stat(current)).isDirectory()) throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${current}'`), { code: 'ENOTDIR', syscall: 'mkdir', path: current });
+      if (!(await stat(current)).isDirectory())
+        throw Object.assign(new Error(`ENOTDIR: not a directory, mkdir '${current}'`), {
+          code: 'ENOTDIR',
+          syscall: 'mkdir',
+          path: current,
+        });
     }
   }
 }
@@ -92,7 +97,10 @@ export async function makeDirectories(dir: string): Promise<void> {
 // "/a", "/a/b", "/a/b/c" for "/a/b/c": each level below the root, from the top.
 function levels(target: string): string[] {
   const { root } = path.parse(target);
-  const names = path.relative(root, target).split(path.sep).filter((name) => name !== '');
+  const names = path
+    .relative(root, target)
+    .split(path.sep)
+    .filter((name) => name !== '');
   return names.map((_, i) => path.join(root, ...names.slice(0, i + 1)));
 }
 

@@ -2,17 +2,24 @@ import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:
 import os from 'node:os';
 import path from 'node:path';
 import { errorMessage } from '../core/errors.js';
-import { formatConfigIssues, parseConfig, type Config, type ConfigIssue, type ParseOptions, type TransportSpec } from '../core/config.js';
+import {
+  formatConfigIssues,
+  parseConfig,
+  type Config,
+  type ConfigIssue,
+  type ParseOptions,
+  type TransportSpec,
+} from '../core/config.js';
 import { directoryProblem, makeDirectories } from './directories.js';
 
 /** Exit codes of every entry: 0 all intact, 1 a transport failed or lost images, 2 bad configuration. */
 export const ExitCode = { ok: 0, failed: 1, config: 2 } as const;
 
 /**
- * Reads the configuration for `transports` (the transport table) from the environment, after loading `.env` from the working directory
- * when there is one (variables already set win over the file). Extra checks that need I/O add
- * their issues so every bad variable is reported at once; on any issue it prints them all and
- * exits with code 2 before anything else happens.
+ * Reads the configuration for `transports` (the transport table) from the environment, after loading `.env` from the
+ * working directory when there is one (variables already set win over the file). Extra checks that need I/O add their
+ * issues so every bad variable is reported at once; on any issue it prints them all and exits with code 2 before
+ * anything else happens.
  */
 export function configFromEnvOrExit(
   transports: readonly TransportSpec[],
@@ -87,12 +94,19 @@ export function outputDirIssues(env: NodeJS.ProcessEnv): ConfigIssue[] {
  * Creates OUTPUT_DIR one level at a time; when that still fails (a race, a full disk), runs
  * `undo` (what the caller set up already) and exits 2 naming OUTPUT_DIR and the reason.
  */
-export async function makeOutputDirOrExit(config: Readonly<Config>, undo: () => Promise<void> = async () => undefined): Promise<void> {
+export async function makeOutputDirOrExit(
+  config: Readonly<Config>,
+  undo: () => Promise<void> = async () => undefined,
+): Promise<void> {
   try {
     await makeDirectories(config.outputDir);
   } catch (err) {
     await undo().catch(() => undefined);
-    process.stderr.write(`${formatConfigIssues([outputDirIssue(process.env.OUTPUT_DIR, `${path.resolve(config.outputDir)}: ${errorMessage(err)}`)])}\n`);
+    process.stderr.write(
+      formatConfigIssues([
+        outputDirIssue(process.env.OUTPUT_DIR, `${path.resolve(config.outputDir)}: ${errorMessage(err)}`),
+      ]) + `\n`,
+    );
     process.exit(ExitCode.config);
   }
 }
@@ -121,6 +135,9 @@ const MAX_SECRET_FILE_BYTES = 64 * 1024;
 export function readSecretFile(filePath: string): string {
   const stats = statSync(filePath);
   if (!stats.isFile()) throw new Error(`${filePath} is not a regular file`);
-  if (stats.size > MAX_SECRET_FILE_BYTES) throw new Error(`${filePath} holds ${stats.size} bytes, more than the ${MAX_SECRET_FILE_BYTES} a password file may`);
+  if (stats.size > MAX_SECRET_FILE_BYTES)
+    throw new Error(
+      `${filePath} holds ${stats.size} bytes, more than the ${MAX_SECRET_FILE_BYTES} a password file may`,
+    );
   return readFileSync(filePath, 'utf8');
 }

@@ -8,7 +8,8 @@ const MEASURING_LIBRARIES = ['@node-rs/xxhash', 'hdr-histogram-js', 'pino'];
 
 function installedVersion(name: string): string {
   try {
-    return (JSON.parse(readFileSync(projectPath('node_modules', name, 'package.json'), 'utf8')) as { version: string }).version;
+    return (JSON.parse(readFileSync(projectPath('node_modules', name, 'package.json'), 'utf8')) as { version: string })
+      .version;
   } catch {
     return 'not installed';
   }
@@ -30,7 +31,9 @@ const versions = new Map<string, string>();
  * transport's `libraries` and native ones, then the measuring ones). Pass the run's transports:
  * reading a native library's version loads it.
  */
-export function hostFacts(transportTable: readonly { libraries: readonly string[]; nativeLibraries?(): Readonly<Record<string, string>> }[]): HostFacts {
+export function hostFacts(
+  transportTable: readonly { libraries: readonly string[]; nativeLibraries?(): Readonly<Record<string, string>> }[],
+): HostFacts {
   const reported = [...new Set([...transportTable.flatMap((t) => t.libraries), ...MEASURING_LIBRARIES])];
   machine ??= {
     hostname: os.hostname(),
@@ -53,6 +56,9 @@ export function hostFacts(transportTable: readonly { libraries: readonly string[
   };
   return {
     ...machine,
-    libraries: { ...Object.fromEntries(reported.map((name) => [name, version(name)])), ...Object.assign({}, ...transportTable.map((t) => t.nativeLibraries?.() ?? {})) },
+    libraries: {
+      ...Object.fromEntries(reported.map((name) => [name, version(name)])),
+      ...Object.assign({}, ...transportTable.map((t) => t.nativeLibraries?.() ?? {})),
+    },
   };
 }

@@ -39,7 +39,8 @@ export async function loadImage(source: ImageSource): Promise<LoadedImage> {
     if (bytes.length !== ASSET_SIZE_BYTES) {
       throw new ItbError(
         ErrorCode.image,
-        `${ASSET_PATH} is ${formatBytes(bytes.length)} bytes, expected ${formatBytes(ASSET_SIZE_BYTES)}; run npm run make-asset to rebuild it`,
+        `${ASSET_PATH} is ${formatBytes(bytes.length)} bytes, expected ${formatBytes(ASSET_SIZE_BYTES)}; run ` +
+          `npm run make-asset to rebuild it`,
       );
     }
     return { bytes, description: describe(ASSET_DISPLAY_PATH, bytes) };

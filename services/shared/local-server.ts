@@ -37,7 +37,9 @@ export async function startLocalProcess(spec: LocalProcessSpec): Promise<LocalPr
     child = spawn(spec.command, spec.args(port), { stdio: ['ignore', 'ignore', 'pipe'] });
     await Promise.race([once(child, 'spawn'), once(child, 'error').then(([err]) => Promise.reject(err))]);
   } catch (err) {
-    throw new ItbError(ErrorCode.transport, `cannot start ${spec.command} from PATH: ${(err as Error).message}`, { cause: err });
+    throw new ItbError(ErrorCode.transport, `cannot start ${spec.command} from PATH: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   const close = (): Promise<void> => stopChild(child, STOP_GRACE_MS);
   const timeoutMs = spec.timeoutMs ?? DEFAULT_READY_TIMEOUT_MS;

@@ -50,16 +50,27 @@ const prettify = prettyFactory({
   singleLine: true,
   messageFormat: (entry, messageKey) => {
     const text = (value: unknown, maxChars: number): string => {
-      const raw = typeof value === 'string' ? value : isErrorLike(value) ? value.message : JSON.stringify(value) ?? String(value);
+      const raw =
+        typeof value === 'string'
+          ? value
+          : isErrorLike(value)
+            ? value.message
+            : (JSON.stringify(value) ?? String(value));
       const flat = raw.replace(/\s+/g, ' ').trim();
       return flat.length > maxChars ? `${flat.slice(0, maxChars - 1)}…` : flat;
     };
     const transport = typeof entry.transport === 'string' ? `${entry.transport}: ` : '';
-    const reasons = REASON_FIELDS.filter((key) => entry[key] !== undefined).map((key) => text(entry[key], MAX_REASON_CHARS));
+    const reasons = REASON_FIELDS.filter((key) => entry[key] !== undefined).map((key) =>
+      text(entry[key], MAX_REASON_CHARS),
+    );
     const fields = Object.entries(entry)
       .filter(([key, value]) => !HEADER_FIELDS.has(key) && !REASON_FIELDS.includes(key) && value !== undefined)
       .map(([key, value]) => `${key}=${text(value, MAX_FIELD_CHARS)}`);
-    return [`${transport}${text(entry[messageKey] ?? '', MAX_REASON_CHARS)}`, ...(reasons.length > 0 ? [`(${reasons.join('; ')})`] : []), ...fields].join(' ');
+    return [
+      `${transport}${text(entry[messageKey] ?? '', MAX_REASON_CHARS)}`,
+      ...(reasons.length > 0 ? [`(${reasons.join('; ')})`] : []),
+      ...fields,
+    ].join(' ');
   },
 });
 

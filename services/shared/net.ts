@@ -59,7 +59,10 @@ function readEphemeralRangeStart(): number {
 }
 let ephemeralStart: number | undefined;
 
-/** True when `port` can be bound on 127.0.0.1 right now (the probe is closed again before this resolves); exported for tests. */
+/**
+ * True when `port` can be bound on 127.0.0.1 right now (the probe is closed again before this resolves); exported for
+ * tests.
+ */
 export function portIsFree(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const server = net.createServer();
@@ -76,7 +79,8 @@ export function portIsFree(port: number): Promise<boolean> {
 export async function freePort(consecutive = 1): Promise<number> {
   ephemeralStart ??= readEphemeralRangeStart();
   const highest = Math.min(ephemeralStart, 65_536) - consecutive;
-  if (highest - LOWEST_FREE_PORT < 1000) throw new Error(`no room for free ports between ${LOWEST_FREE_PORT} and the ephemeral range`);
+  if (highest - LOWEST_FREE_PORT < 1000)
+    throw new Error(`no room for free ports between ${LOWEST_FREE_PORT} and the ephemeral range`);
   for (let attempt = 0; attempt < FREE_PORT_ATTEMPTS; attempt++) {
     const port = LOWEST_FREE_PORT + Math.floor(Math.random() * (highest - LOWEST_FREE_PORT + 1));
     const ports = Array.from({ length: consecutive }, (_, i) => port + i);
@@ -91,7 +95,10 @@ export async function freePort(consecutive = 1): Promise<number> {
   throw new Error(`no free port found in ${FREE_PORT_ATTEMPTS} attempts between ${LOWEST_FREE_PORT} and ${highest}`);
 }
 
-/** An IPv4 peer as Node reports it on a dual-stack socket (`::ffff:10.0.0.2`) in its plain form (`10.0.0.2`); other addresses unchanged. */
+/**
+ * An IPv4 peer as Node reports it on a dual-stack socket (`::ffff:10.0.0.2`) in its plain form (`10.0.0.2`); other
+ * addresses unchanged.
+ */
 export function unmappedAddress(address: string): string {
   return /^::ffff:\d+\.\d+\.\d+\.\d+$/i.test(address) ? address.slice('::ffff:'.length) : address;
 }

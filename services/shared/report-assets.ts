@@ -12,8 +12,20 @@ let cached: HtmlReportLibraries | undefined;
 export function reportLibraries(): HtmlReportLibraries {
   cached ??= {
     chartJs: readSource('Chart.js', 'run "npm install"', 'node_modules', 'chart.js', 'dist', 'chart.umd.js'),
-    pageCss: readSource('its style', 'restore assets/report-page/ from the repository', 'assets', 'report-page', 'report.css'),
-    pageScript: readSource('its script', 'restore assets/report-page/ from the repository', 'assets', 'report-page', 'report.js'),
+    pageCss: readSource(
+      'its style',
+      'restore assets/report-page/ from the repository',
+      'assets',
+      'report-page',
+      'report.css',
+    ),
+    pageScript: readSource(
+      'its script',
+      'restore assets/report-page/ from the repository',
+      'assets',
+      'report-page',
+      'report.js',
+    ),
   };
   return cached;
 }

@@ -1,11 +1,33 @@
 import { randomBytes } from 'node:crypto';
 import { constants, createReadStream } from 'node:fs';
-import { lstat, mkdir, open, readdir, readFile, readlink, rename, rm, stat, symlink, type FileHandle } from 'node:fs/promises';
+import {
+  lstat,
+  mkdir,
+  open,
+  readdir,
+  readFile,
+  readlink,
+  rename,
+  rm,
+  stat,
+  symlink,
+  type FileHandle,
+} from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { encodeFrameHeader, decodeFrameHeader } from '../core/frame.js';
 import { renderHtmlReport, type HtmlReportLibraries } from '../core/html-report.js';
-import { buildRunReport, renderImageLine, renderOutputLogEnd, renderOutputLogHeader, renderResultsJson, renderSectionFooter, renderSectionHeading, type RunInfo, type RunReport } from '../core/report.js';
+import {
+  buildRunReport,
+  renderImageLine,
+  renderOutputLogEnd,
+  renderOutputLogHeader,
+  renderResultsJson,
+  renderSectionFooter,
+  renderSectionHeading,
+  type RunInfo,
+  type RunReport,
+} from '../core/report.js';
 import type { SectionPlan, SectionResult } from '../core/section.js';
 import { SectionRecorder, type SectionSink } from '../core/recorder.js';
 import type { WarmupOutcome } from '../core/warmup.js';
@@ -73,7 +95,9 @@ export class AppendFile {
     }
   }
 
-  /** Opens an existing file of this run's to append to (a run being completed): a regular file, never through a link. */
+  /**
+   * Opens an existing file of this run's to append to (a run being completed): a regular file, never through a link.
+   */
   static async reopen(filePath: string): Promise<AppendFile> {
     let handle: FileHandle | undefined;
     try {
@@ -94,7 +118,9 @@ export class AppendFile {
   /** Everything written so far on disk (synced): throws the first failure. */
   async flush(): Promise<void> {
     this.lines.flush();
-    this.chain = this.chain.then(() => (this.failure === undefined ? this.handle.datasync().catch((err: unknown) => this.fail(err)) : undefined));
+    this.chain = this.chain.then(() =>
+      this.failure === undefined ? this.handle.datasync().catch((err: unknown) => this.fail(err)) : undefined,
+    );
     await this.chain;
     if (this.failure !== undefined) throw this.failure;
   }
@@ -138,7 +164,10 @@ export class RunFolder {
   private readonly sections: SectionResult[] = [];
   private open: { plan: SectionPlan; csv: AppendFile; imagesFile: string; warmedUp: WarmupOutcome | null } | undefined;
   private sectionNumber = 0;
-  /** RECEIVERS > 1, the first receiver: a section ended whose output.log figures wait for every receiver's (its fan-out), which the transmitter sends next. */
+  /**
+   * RECEIVERS > 1, the first receiver: a section ended whose output.log figures wait for every receiver's (its
+   * fan-out), which the transmitter sends next.
+   */
   private awaitingFanOut: SectionResult | undefined;
 
   private constructor(
@@ -162,7 +191,8 @@ export class RunFolder {
       throw writeFailure(outputDir, err);
     }
     const below = path.relative(outputDir, baseDir);
-    if (below.startsWith('..') || path.isAbsolute(below)) throw writeFailure(baseDir, new Error(`not inside OUTPUT_DIR ${outputDir}`));
+    if (below.startsWith('..') || path.isAbsolute(below))
+      throw writeFailure(baseDir, new Error(`not inside OUTPUT_DIR ${outputDir}`));
     let runsDir = outputDir;
     for (const name of [...(below === '' ? [] : below.split(path.sep)), RUNS_FOLDER]) {
       runsDir = path.join(runsDir, name);
@@ -191,7 +221,10 @@ export class RunFolder {
   async openSection(plan: SectionPlan): Promise<OpenSectionFiles> {
     this.writeAwaitedFooter();
     this.sectionNumber++;
-    const imagesFile = `images-${String(this.sectionNumber).padStart(2, '0')}-${plan.transport}${this.info.repeat > 1 ? `-repeat${plan.repeat}` : ''}.csv`;
+    const imagesFile =
+      `images-${String(this.sectionNumber).padStart(2, '0')}-${plan.transport}` +
+      (this.info.repeat > 1 ? `-repeat${plan.repeat}` : '') +
+      `.csv`;
     const csv = await AppendFile.create(path.join(this.dir, imagesFile));
     csv.write(`${IMAGES_CSV_HEADER}\n`);
     this.log.write(`${renderSectionHeading(plan, this.info.repeat)}\n`);
@@ -229,10 +262,16 @@ export class RunFolder {
     this.writeAwaitedFooter();
     const open = this.open;
     this.open = undefined;
-    const recorded: SectionResult = open !== undefined && open.plan.sectionId === result.sectionId ? { ...result, imagesFile: open.imagesFile } : result;
-    if (open === undefined || open.plan.sectionId !== result.sectionId) this.log.write(`${renderSectionHeading(result, this.info.repeat)}\n`);
-    // The first of several receivers: its figures go with every receiver's (and fail when another's did), once the fan-out comes.
-    if (recorded.receivers > 1 && recorded.receiverIndex === 0 && recorded.fanOut === null) this.awaitingFanOut = recorded;
+    const recorded: SectionResult =
+      open !== undefined && open.plan.sectionId === result.sectionId
+        ? { ...result, imagesFile: open.imagesFile }
+        : result;
+    if (open === undefined || open.plan.sectionId !== result.sectionId)
+      this.log.write(`${renderSectionHeading(result, this.info.repeat)}\n`);
+    // The first of several receivers: its figures go with every receiver's (and fail when another's did), once the
+    // fan-out comes.
+    if (recorded.receivers > 1 && recorded.receiverIndex === 0 && recorded.fanOut === null)
+      this.awaitingFanOut = recorded;
     else this.log.write(`${renderSectionFooter(recorded)}\n\n`);
     this.sections.push(recorded);
     await open?.csv.close();
@@ -290,7 +329,8 @@ export class RunFolder {
 
   private async writeSnapshot(): Promise<void> {
     const snapshot: RunReport & OpenSnapshot = { ...buildRunReport(this.info, this.sections, RUN_IN_PROGRESS) };
-    if (this.open !== undefined) snapshot.openSection = { plan: this.open.plan, imagesFile: this.open.imagesFile, warmedUp: this.open.warmedUp };
+    if (this.open !== undefined)
+      snapshot.openSection = { plan: this.open.plan, imagesFile: this.open.imagesFile, warmedUp: this.open.warmedUp };
     await writeAtomicNamed(path.join(this.dir, OUTPUT_FILES.results), renderResultsJson(snapshot));
   }
 }
@@ -316,7 +356,11 @@ async function ownFolder(dir: string): Promise<void> {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw writeFailure(dir, err);
   }
   const problem = await foreignFolder(dir);
-  if (problem !== undefined) throw writeFailure(dir, new Error(`${problem}, which this receiver did not make: remove it, or use an OUTPUT_DIR only you can write`));
+  if (problem !== undefined)
+    throw writeFailure(
+      dir,
+      new Error(`${problem}, which this receiver did not make: remove it, or use an OUTPUT_DIR only you can write`),
+    );
 }
 
 // Why `dir` is not a folder of this process's own (undefined when it is).
@@ -326,7 +370,8 @@ async function foreignFolder(dir: string): Promise<string | undefined> {
   if (stats.isSymbolicLink()) return `it is a symbolic link (to ${await readlink(dir).catch(() => '?')})`;
   if (!stats.isDirectory()) return 'it is not a folder';
   const uid = process.getuid?.();
-  if (uid !== undefined && stats.uid !== uid) return `it is owned by uid ${stats.uid}, not by uid ${uid} (this process)`;
+  if (uid !== undefined && stats.uid !== uid)
+    return `it is owned by uid ${stats.uid}, not by uid ${uid} (this process)`;
   // Others may write it only with the sticky bit, where no one can rename or remove what is not theirs.
   if ((stats.mode & 0o002) !== 0 && (stats.mode & 0o1000) === 0) return 'others can write in it';
   return undefined;
@@ -381,7 +426,14 @@ export async function unfinishedRun(dir: string): Promise<boolean> {
 /** When anything in run folder `dir` was last written (ms since the epoch): its files are appended as a run goes. */
 export async function lastWriteMs(dir: string): Promise<number> {
   const names = await readdir(dir).catch(() => [] as string[]);
-  const times = await Promise.all(names.map((name) => stat(path.join(dir, name)).then((s) => s.mtimeMs, () => 0)));
+  const times = await Promise.all(
+    names.map((name) =>
+      stat(path.join(dir, name)).then(
+        (s) => s.mtimeMs,
+        () => 0,
+      ),
+    ),
+  );
   return Math.max(0, ...times);
 }
 
@@ -407,7 +459,12 @@ export async function runFolders(baseDir: string): Promise<string[]> {
  * the summary, results.json and report.html are written and `latest` points at the run. Returns
  * the report, or undefined when `dir` holds no unfinished run.
  */
-export async function completeRun(baseDir: string, dir: string, reason: string, libraries: HtmlReportLibraries): Promise<RunReport | undefined> {
+export async function completeRun(
+  baseDir: string,
+  dir: string,
+  reason: string,
+  libraries: HtmlReportLibraries,
+): Promise<RunReport | undefined> {
   if (!(await unfinishedRun(dir))) return undefined;
   const snapshot = JSON.parse(await readFile(path.join(dir, OUTPUT_FILES.results), 'utf8')) as RunReport & OpenSnapshot;
   const sections = [...snapshot.sections];
@@ -431,7 +488,13 @@ export async function completeRun(baseDir: string, dir: string, reason: string, 
 // The open section's record from its CSV: each line replayed through a recorder (so the figures
 // are computed as for any section), the lost ones appended to the CSV and output.log. The span
 // (first stamp to last arrival) is not in the CSV: the section's MB/s and total are unknown.
-async function rebuildSection(csvPath: string, plan: SectionPlan, warmedUp: WarmupOutcome | null, reason: string, log: AppendFile): Promise<SectionResult> {
+async function rebuildSection(
+  csvPath: string,
+  plan: SectionPlan,
+  warmedUp: WarmupOutcome | null,
+  reason: string,
+  log: AppendFile,
+): Promise<SectionResult> {
   const csv = await AppendFile.reopen(csvPath);
   const twoClocks = plan.clock?.applied === true;
   // The images in the CSV are replayed for the figures only; what the recorder adds is the lost.
@@ -454,16 +517,42 @@ async function rebuildSection(csvPath: string, plan: SectionPlan, warmedUp: Warm
     for await (const line of lines) {
       const [imageText, status, oneWay, rtt, lag] = line.split(',');
       const image = Number(imageText);
-      if (!Number.isInteger(image) || image < 1 || (status !== 'ok' && status !== 'corrupt') || oneWay === undefined || oneWay === '') continue;
+      if (
+        !Number.isInteger(image) ||
+        image < 1 ||
+        (status !== 'ok' && status !== 'corrupt') ||
+        oneWay === undefined ||
+        oneWay === ''
+      )
+        continue;
       const seq = first + image - 1;
-      const header = decodeFrameHeader(encodeFrameHeader({ sectionId: plan.sectionId, seq, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs: 0n }), plan.imageSizeBytes);
+      const header = decodeFrameHeader(
+        encodeFrameHeader({
+          sectionId: plan.sectionId,
+          seq,
+          sizeBytes: plan.imageSizeBytes,
+          checksum: 0n,
+          sentAtNs: 0n,
+        }),
+        plan.imageSizeBytes,
+      );
       recorder.record(header, BigInt(Math.round(Number(oneWay))));
       recorder.verified(seq, status === 'ok');
       arrived++;
-      if (rtt !== undefined && rtt !== '') recorder.roundTrips(Float64Array.of(image, Number(rtt), lag === undefined || lag === '' ? Number.NaN : Number(lag)));
+      if (rtt !== undefined && rtt !== '')
+        recorder.roundTrips(
+          Float64Array.of(image, Number(rtt), lag === undefined || lag === '' ? Number.NaN : Number(lag)),
+        );
     }
   }
   const result = recorder.result(`${reason}; got ${arrived} images (those in its per-image file)`, {});
   await csv.close();
-  return { ...result, clock: plan.clock, totalMs: null, throughputMBps: null, imagesPerSecond: null, throughputIndicative: true };
+  return {
+    ...result,
+    clock: plan.clock,
+    totalMs: null,
+    throughputMBps: null,
+    imagesPerSecond: null,
+    throughputIndicative: true,
+  };
 }

@@ -12,7 +12,11 @@ interface RelayedLine {
 }
 
 function isRelayedLine(message: unknown): message is RelayedLine {
-  return typeof message === 'object' && message !== null && typeof (message as Partial<RelayedLine>).itbTerminalLine === 'string';
+  return (
+    typeof message === 'object' &&
+    message !== null &&
+    typeof (message as Partial<RelayedLine>).itbTerminalLine === 'string'
+  );
 }
 
 /**

@@ -9,7 +9,13 @@ export async function settlesWithin(work: Promise<unknown>, timeoutMs: number): 
     timer = setTimeout(() => resolve(false), timeoutMs);
   });
   try {
-    return await Promise.race([work.then(() => true, () => true), expired]);
+    return await Promise.race([
+      work.then(
+        () => true,
+        () => true,
+      ),
+      expired,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -19,7 +25,10 @@ export async function settlesWithin(work: Promise<unknown>, timeoutMs: number): 
 export async function withTimeout<T>(work: Promise<T>, timeoutMs: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new ItbError(ErrorCode.timeout, `${what} took longer than ${timeoutMs} ms`)), timeoutMs);
+    timer = setTimeout(
+      () => reject(new ItbError(ErrorCode.timeout, `${what} took longer than ${timeoutMs} ms`)),
+      timeoutMs,
+    );
   });
   try {
     return await Promise.race([work, timeout]);

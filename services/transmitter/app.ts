@@ -4,16 +4,33 @@ import { sectionCredential, type SectionCredential } from '../core/auth.js';
 import { imageChecksum } from '../core/checksum.js';
 import { estimateClockOffset, type ClockOffset, type ClockSample } from '../core/clock.js';
 import { MAX_IMAGE_COUNT, publicConfig, type Config } from '../core/config.js';
-import { failedSectionEnd, type HealthResponse, type RunAnnouncement, type RunOutcome } from '../core/control-protocol.js';
+import {
+  failedSectionEnd,
+  type HealthResponse,
+  type RunAnnouncement,
+  type RunOutcome,
+} from '../core/control-protocol.js';
 import { sideCost, type SideCost } from '../core/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { buildRunReport, renderSummary } from '../core/report.js';
-import { fanOutOf, type SectionClock, type SectionPlan, type SectionResult, type TransmitterColdStart } from '../core/section.js';
+import {
+  fanOutOf,
+  type SectionClock,
+  type SectionPlan,
+  type SectionResult,
+  type TransmitterColdStart,
+} from '../core/section.js';
 import { acknowledgedOnlyResult, SectionRecorder } from '../core/recorder.js';
 import { OpenLoopSchedule } from '../core/schedule.js';
 import { exerciseSharedPaths } from '../core/prewarm.js';
 import { nsToMs } from '../core/stats.js';
-import { warmupDecision, warmupPlan, type SteadinessReading, type WarmupDecision, type WarmupOutcome } from '../core/warmup.js';
+import {
+  warmupDecision,
+  warmupPlan,
+  type SteadinessReading,
+  type WarmupDecision,
+  type WarmupOutcome,
+} from '../core/warmup.js';
 import { transmitterAuthToken } from '../shared/auth-token.js';
 import { hostFacts } from '../shared/host.js';
 import { readResources, RssPeakTracker } from '../shared/resources.js';
@@ -76,7 +93,12 @@ function rotatedOrder(names: readonly string[], repeat: number): string[] {
 }
 
 /** Builds a transmitter that sends `image` per the config; nothing happens until run(). */
-export function buildTransmitter(config: Readonly<Config>, image: RunImage, log: Logger, observer?: RunObserver): TransmitterApp {
+export function buildTransmitter(
+  config: Readonly<Config>,
+  image: RunImage,
+  log: Logger,
+  observer?: RunObserver,
+): TransmitterApp {
   const checksum = imageChecksum(image.bytes);
   const transmitterHost = hostFacts(config.transports.map(transportByName));
   let receiverLost: string | undefined;
@@ -89,23 +111,39 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   // client's link to each receiver: a copy each), in order: a library's synchronous work on one
   // image (a masked copy, an encode) is inside that image's time and the ones after it, never
   // between a free slot and its stamp. Then waits for every receiver's ack.
-  async function sendPhase(links: readonly (readonly TransmitterLink[])[], flight: Flight, from: number, more: (seq: number) => boolean, waiter: AckWaiter, progress?: SectionProgress): Promise<number> {
+  async function sendPhase(
+    links: readonly (readonly TransmitterLink[])[],
+    flight: Flight,
+    from: number,
+    more: (seq: number) => boolean,
+    waiter: AckWaiter,
+    progress?: SectionProgress,
+  ): Promise<number> {
     const admitted: [client: number, header: Buffer][] = [];
     let seq = from;
     while (more(seq)) {
-      await waiter.until(() => flight.hasRoom(), config.imageTimeoutMs, () => `a free slot in a window before image seq ${seq}`);
+      await waiter.until(
+        () => flight.hasRoom(),
+        config.imageTimeoutMs,
+        () => `a free slot in a window before image seq ${seq}`,
+      );
       // more() is asked only when a window has room (a warm-up judges steadiness there).
       const next = (): number | undefined => {
         const client = flight.clientWithRoom();
         return client !== undefined && more(seq) ? client : undefined;
       };
-      for (let client = next(); client !== undefined; client = next()) admitted.push([client, flight.stamp(seq++, client).header]);
+      for (let client = next(); client !== undefined; client = next())
+        admitted.push([client, flight.stamp(seq++, client).header]);
       for (const [client, header] of admitted) for (const link of links[client]!) link.send(header, image.bytes);
       if (progress) progress.sent += admitted.length;
       admitted.length = 0;
     }
     const sent = seq;
-    await waiter.until(() => flight.completed >= sent, config.imageTimeoutMs, () => `${sent - flight.completed} outstanding acknowledgements`);
+    await waiter.until(
+      () => flight.completed >= sent,
+      config.imageTimeoutMs,
+      () => `${sent - flight.completed} outstanding acknowledgements`,
+    );
     return sent;
   }
 
@@ -116,7 +154,15 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   // and a transport that cannot keep up shows it in its tail instead of in a count of images
   // dropped beside percentiles that left them out. The queue is only seq numbers (every image is
   // the same buffer) and WINDOW still bounds what is in flight. Then waits for every ack.
-  async function openLoopPhase(links: readonly (readonly TransmitterLink[])[], flight: Flight, from: number, ratePerSecond: number, waiter: AckWaiter, progress: SectionProgress, within: () => boolean): Promise<void> {
+  async function openLoopPhase(
+    links: readonly (readonly TransmitterLink[])[],
+    flight: Flight,
+    from: number,
+    ratePerSecond: number,
+    waiter: AckWaiter,
+    progress: SectionProgress,
+    within: () => boolean,
+  ): Promise<void> {
     const { plan } = flight;
     const timer = dueTimer;
     if (timer === undefined) throw new Error('open loop without a due timer');
@@ -142,22 +188,45 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       admitted.length = 0;
       if (index >= plan.imageCount || !within()) break;
       // Behind the schedule: the next image is due already and waits for a slot; else for its due time.
-      if (index < due) await waiter.until(() => flight.hasRoom(), config.imageTimeoutMs, () => `a free slot in a window for image seq ${from + index}, due ${nsToMs(process.hrtime.bigint() - schedule.dueNs(index)).toFixed(3)} ms ago`);
+      if (index < due)
+        await waiter.until(
+          () => flight.hasRoom(),
+          config.imageTimeoutMs,
+          () =>
+            `a free slot in a window for image seq ${from + index}, due ` +
+            nsToMs(process.hrtime.bigint() - schedule.dueNs(index)).toFixed(3) +
+            ` ms ago`,
+        );
       else await timer.until(schedule.dueNs(index));
     }
     // Sends per second over the first stamp to the last (as achievedRate does), without a time per image.
-    flight.achievedRatePerSecond = index < 2 || firstStampNs === undefined || lastStampNs === undefined || lastStampNs === firstStampNs ? null : ((index - 1) * 1e9) / Number(lastStampNs - firstStampNs);
-    await waiter.until(() => flight.completed >= flight.stamped, config.imageTimeoutMs, () => `${flight.stamped - flight.completed} outstanding acknowledgements`);
+    flight.achievedRatePerSecond =
+      index < 2 || firstStampNs === undefined || lastStampNs === undefined || lastStampNs === firstStampNs
+        ? null
+        : ((index - 1) * 1e9) / Number(lastStampNs - firstStampNs);
+    await waiter.until(
+      () => flight.completed >= flight.stamped,
+      config.imageTimeoutMs,
+      () => `${flight.stamped - flight.completed} outstanding acknowledgements`,
+    );
   }
 
   // The warm-up images: a fixed number, or until their round trips are steady (or a cap).
-  async function warmUp(links: readonly (readonly TransmitterLink[])[], flight: Flight, waiter: AckWaiter): Promise<WarmupOutcome> {
+  async function warmUp(
+    links: readonly (readonly TransmitterLink[])[],
+    flight: Flight,
+    waiter: AckWaiter,
+  ): Promise<WarmupOutcome> {
     const startNs = process.hrtime.bigint();
     let decision = 'more' as WarmupDecision;
     // The medians as judged when the warm-up stopped, before the window's last acks came in.
     let reading: SteadinessReading | undefined;
     const more = (seq: number): boolean => {
-      decision = warmupDecision(flight.plan.warmup, { elapsedMs: nsToMs(process.hrtime.bigint() - startNs), stampedImages: seq, ackedImages: flight.acked }, flight.steadiness);
+      decision = warmupDecision(
+        flight.plan.warmup,
+        { elapsedMs: nsToMs(process.hrtime.bigint() - startNs), stampedImages: seq, ackedImages: flight.acked },
+        flight.steadiness,
+      );
       if (decision !== 'more') reading = flight.steadiness?.reading();
       return decision === 'more';
     };
@@ -173,7 +242,14 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   // One link per client and receiver (a copy each), or per client alone for a transport whose one
   // send reaches every receiver; all connected at once. When any fails to connect, the others are
   // closed and the first problem is the section's.
-  async function connectLinks(transport: Transport, plan: SectionPlan, credential: SectionCredential, flight: Flight, waiter: AckWaiter, peers: readonly Peer[]): Promise<TransmitterLink[][]> {
+  async function connectLinks(
+    transport: Transport,
+    plan: SectionPlan,
+    credential: SectionCredential,
+    flight: Flight,
+    waiter: AckWaiter,
+    peers: readonly Peer[],
+  ): Promise<TransmitterLink[][]> {
     const oneSend = transport.fanOut === 'one send';
     const targets = oneSend ? peers.slice(0, 1) : peers;
     const connecting = Array.from({ length: plan.clients }, (_, client) =>
@@ -191,8 +267,14 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
           window: plan.window,
           clients: plan.clients,
           receiverIndex: peer.index,
-          ...(oneSend && peers.length > 1 ? { peers: peers.map((each) => ({ host: each.host, port: portOf(transport, each) })) } : {}),
-          log: log.child({ transport: transport.name, ...(plan.clients > 1 ? { client } : {}), ...(peers.length > 1 ? { receiver: peer.index } : {}) }),
+          ...(oneSend && peers.length > 1
+            ? { peers: peers.map((each) => ({ host: each.host, port: portOf(transport, each) })) }
+            : {}),
+          log: log.child({
+            transport: transport.name,
+            ...(plan.clients > 1 ? { client } : {}),
+            ...(peers.length > 1 ? { receiver: peer.index } : {}),
+          }),
           // A link to one receiver hears only it; a shared one hears every receiver, each naming itself.
           onAck: (ack) => flight.onAck(ack, oneSend ? (ack.receiver ?? 0) : peer.index),
           onFailure: (err) => waiter.fail(err),
@@ -206,7 +288,9 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       await closeLinks(transport, connected);
       throw failed.reason;
     }
-    return Array.from({ length: plan.clients }, (_, client) => connected.slice(client * targets.length, (client + 1) * targets.length));
+    return Array.from({ length: plan.clients }, (_, client) =>
+      connected.slice(client * targets.length, (client + 1) * targets.length),
+    );
   }
 
   // The port a link dials: the one the receiver reports for its listener (each receiver of several
@@ -218,14 +302,33 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   }
 
   async function closeLinks(transport: Transport, links: readonly TransmitterLink[]): Promise<void> {
-    await Promise.all(links.map((link) => link.close().catch((err: unknown) => log.warn({ transport: transport.name, err: errorMessage(err) }, 'close failed'))));
+    await Promise.all(
+      links.map((link) =>
+        link
+          .close()
+          .catch((err: unknown) => log.warn({ transport: transport.name, err: errorMessage(err) }, 'close failed')),
+      ),
+    );
   }
 
   // Warm-up, then the recorded images with the transmitter's resources measured from the first
   // recorded stamp to the last recorded ack.
-  async function transfer(transport: Transport, plan: SectionPlan, credential: SectionCredential, progress: SectionProgress, peers: readonly Peer[]): Promise<TransferOutcome & { flight: Flight; warmedUp: WarmupOutcome | undefined }> {
+  async function transfer(
+    transport: Transport,
+    plan: SectionPlan,
+    credential: SectionCredential,
+    progress: SectionProgress,
+    peers: readonly Peer[],
+  ): Promise<TransferOutcome & { flight: Flight; warmedUp: WarmupOutcome | undefined }> {
     const waiter = new AckWaiter();
-    const flight = new Flight(plan, { sizeBytes: image.bytes.length, checksum }, progress, waiter, new RssPeakTracker(), transport.dropsImages !== undefined);
+    const flight = new Flight(
+      plan,
+      { sizeBytes: image.bytes.length, checksum },
+      progress,
+      waiter,
+      new RssPeakTracker(),
+      transport.dropsImages !== undefined,
+    );
     // Each recorded round trip leaves for its receiver's record in batches as acks come: none is kept here.
     const shippers = peers.map((peer) => new RoundTripShipper((body) => peer.control.roundTrips(plan.sectionId, body)));
     let links: TransmitterLink[][] = [];
@@ -240,32 +343,56 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       connectMs = nsToMs(process.hrtime.bigint() - connectStartNs);
       waiter.notify();
       warmedUp = await warmUp(links, flight, waiter);
-      if (warmedUp.steady === false) log.warn({ transport: transport.name, warmupMs: Math.round(warmedUp.ms), warmupImages: warmedUp.images, mediansMs: warmedUp.mediansMs }, 'round trips not steady when the warm-up reached its cap (WARMUP_MAX_MS): the section is marked not steady');
+      if (warmedUp.steady === false)
+        log.warn(
+          {
+            transport: transport.name,
+            warmupMs: Math.round(warmedUp.ms),
+            warmupImages: warmedUp.images,
+            mediansMs: warmedUp.mediansMs,
+          },
+          'round trips not steady when the warm-up reached its cap (WARMUP_MAX_MS): the section is marked not steady',
+        );
       const outcome = warmedUp;
       await Promise.all(peers.map((peer) => peer.control.startMeasuring(plan.sectionId, outcome)));
       const from = warmedUp.images;
-      flight.startRecording(from, (receiver, imageNumber, rttNs, dueLagNs) => shippers[receiver]?.add(imageNumber, rttNs, dueLagNs));
+      flight.startRecording(from, (receiver, imageNumber, rttNs, dueLagNs) =>
+        shippers[receiver]?.add(imageNumber, rttNs, dueLagNs),
+      );
       waiter.notify();
       flight.rss.start();
       const start = readResources();
       progress.startedAtMs = Date.now();
       // DURATION: recorded images go until it is over (the last ones' acks still come in).
-      const deadlineNs = plan.durationMs == null ? undefined : process.hrtime.bigint() + BigInt(plan.durationMs) * 1_000_000n;
+      const deadlineNs =
+        plan.durationMs == null ? undefined : process.hrtime.bigint() + BigInt(plan.durationMs) * 1_000_000n;
       const within = (): boolean => deadlineNs === undefined || process.hrtime.bigint() < deadlineNs;
-      if (plan.ratePerSecond === null) await sendPhase(links, flight, from, (seq) => seq < from + plan.imageCount && within(), waiter, progress);
+      if (plan.ratePerSecond === null)
+        await sendPhase(links, flight, from, (seq) => seq < from + plan.imageCount && within(), waiter, progress);
       else await openLoopPhase(links, flight, from, plan.ratePerSecond, waiter, progress, within);
       const end = flight.end ?? { reading: readResources(), peakRssBytes: flight.rss.stop() };
       cost = sideCost(start, end.reading, end.peakRssBytes, flight.recordedStamped);
       await Promise.all(shippers.map((shipper) => shipper.flush()));
       // Never silent: the receiver's record has the exact count of images that did not arrive.
       const lost = flight.lostAmongRecorded();
-      const failure = lost > 0 ? `${transport.label} dropped images, as it may by design (${transport.dropsImages}): ${lost} never acknowledged` : null;
+      const failure =
+        lost > 0
+          ? `${transport.label} dropped images, as it may by design (${transport.dropsImages}): ${lost} never ` +
+            `acknowledged`
+          : null;
       if (lost > 0) log.warn({ transport: transport.name, unacknowledged: lost }, 'images dropped by the transport');
       return { failure, cost, coldStart: coldStart(), roundTripsShipped: shipped(), flight, warmedUp };
     } catch (err) {
       // What was batched still goes: the receiver's record of a failed section keeps every round trip it can.
       await Promise.all(shippers.map((shipper) => shipper.flush().catch(() => undefined)));
-      return { failure: errorMessage(err), cost, coldStart: coldStart(), roundTripsShipped: shipped(), flight, warmedUp };
+      return {
+        failure: errorMessage(err),
+        cost,
+        coldStart: coldStart(),
+        roundTripsShipped: shipped(),
+        flight,
+        warmedUp,
+      };
     } finally {
       for (const shipper of shippers) shipper.close();
       flight.rss.stop();
@@ -280,7 +407,11 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   async function listenerReady(peer: Peer, name: string): Promise<void> {
     peer.health = await peer.control.waitUntilReady(config.connectTimeoutMs, [name]);
     const status = peer.health.listeners[name];
-    if (status?.ready !== true) log.warn({ receiver: peer.host, transport: name, reason: status?.error, retrying: status?.retrying }, 'receiver listener not ready: its section fails with the reason');
+    if (status?.ready !== true)
+      log.warn(
+        { receiver: peer.host, transport: name, reason: status?.error, retrying: status?.retrying },
+        'receiver listener not ready: its section fails with the reason',
+      );
   }
 
   // Ping-pong over a receiver's control endpoint.
@@ -299,7 +430,12 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     return { ...estimate, applied: !sameKernel };
   }
 
-  async function runSection(transport: Transport, repeat: number, peers: readonly Peer[], authToken: string): Promise<SectionResult> {
+  async function runSection(
+    transport: Transport,
+    repeat: number,
+    peers: readonly Peer[],
+    authToken: string,
+  ): Promise<SectionResult> {
     const progress: SectionProgress = {
       transport: transport.name,
       label: transport.label,
@@ -330,7 +466,16 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       receiverIndex: 0,
       clock: null,
     };
-    log.info({ transport: transport.name, repeat, imageCount: plan.imageCount, imageSizeBytes: plan.imageSizeBytes, window: plan.window }, 'section start');
+    log.info(
+      {
+        transport: transport.name,
+        repeat,
+        imageCount: plan.imageCount,
+        imageSizeBytes: plan.imageSizeBytes,
+        window: plan.window,
+      },
+      'section start',
+    );
     observer?.sectionStarted(progress);
     // Each receiver's plan: its place, and its own clock offset.
     const plans: SectionPlan[] = peers.map((peer) => ({ ...plan, receiverIndex: peer.index }));
@@ -362,7 +507,10 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
             sendLag: flight.tally.sendLag.summary() ?? null,
             rttFromDue: flight.tally.rttFromDue.summary() ?? null,
             meanInFlight: flight.meanInFlight(),
-            rttSeconds: (flight.tally.rttSeconds?.seconds() ?? []).map((second) => ({ second: second.second, rtt: second.times })),
+            rttSeconds: (flight.tally.rttSeconds?.seconds() ?? []).map((second) => ({
+              second: second.second,
+              rtt: second.times,
+            })),
             achievedRatePerSecond: flight.achievedRatePerSecond,
             clientFigures: flight.clientFigures(),
             coldStart: done.coldStart,
@@ -373,14 +521,19 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
       opened.clear();
       result = results[0]!;
       // Several receivers: the first one's record gets every receiver's figures and the aggregate.
-      if (peers.length > 1) result = await peers[0]!.control.fanOut(plan.sectionId, fanOutOf(results, transport.fanOut ?? 'copies'));
+      if (peers.length > 1)
+        result = await peers[0]!.control.fanOut(plan.sectionId, fanOutOf(results, transport.fanOut ?? 'copies'));
     } catch (err) {
       // A receiver could not take part (listener down) or is gone: then only the acks tell
       // what arrived, and the run stops after this section.
       if (err instanceof ItbError && err.code === ErrorCode.receiverUnreachable) receiverLost ??= err.message;
       // Receivers whose section is still open record it as failed, with the reason.
       const reason = errorMessage(err);
-      await Promise.all([...opened].map((peer) => peer.control.endSection(plan.sectionId, failedSectionEnd(reason)).catch(() => undefined)));
+      await Promise.all(
+        [...opened].map((peer) =>
+          peer.control.endSection(plan.sectionId, failedSectionEnd(reason)).catch(() => undefined),
+        ),
+      );
       const flight = outcome?.flight;
       result =
         flight !== undefined && flight.recordedAcked > 0
@@ -397,7 +550,19 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
     } finally {
       outcome?.flight.destroy();
     }
-    log.info({ transport: transport.name, repeat, ok: result.ok, okCount: result.okCount, lostCount: result.lostCount, corruptCount: result.corruptCount, totalMs: result.totalMs, failure: result.failure }, 'section end');
+    log.info(
+      {
+        transport: transport.name,
+        repeat,
+        ok: result.ok,
+        okCount: result.okCount,
+        lostCount: result.lostCount,
+        corruptCount: result.corruptCount,
+        totalMs: result.totalMs,
+        failure: result.failure,
+      },
+      'section end',
+    );
     observer?.sectionEnded(progress, result);
     return result;
   }
@@ -405,13 +570,24 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
   return {
     async run() {
       const addresses = await receiverAddresses(config);
-      const controls = addresses.map((address) => new ControlClient(address.host, address.controlPort, config.imageTimeoutMs));
+      const controls = addresses.map(
+        (address) => new ControlClient(address.host, address.controlPort, config.imageTimeoutMs),
+      );
       try {
         const healths = await Promise.all(controls.map((control) => control.waitUntilReady(config.connectTimeoutMs)));
-        const peers: Peer[] = addresses.map((address, index) => ({ index, host: address.host, control: controls[index]!, health: healths[index]! }));
+        const peers: Peer[] = addresses.map((address, index) => ({
+          index,
+          host: address.host,
+          control: controls[index]!,
+          health: healths[index]!,
+        }));
         // Read once the receiver answers: without AUTH_TOKEN it is the file the receiver creates at start.
         const { token: authToken, file: tokenFile } = transmitterAuthToken(config);
-        if (tokenFile !== undefined) log.info({ authTokenFile: tokenFile.file, trustedBecause: tokenFile.trustedBecause }, 'AUTH_TOKEN is unset: using the secret in AUTH_TOKEN_FILE');
+        if (tokenFile !== undefined)
+          log.info(
+            { authTokenFile: tokenFile.file, trustedBecause: tokenFile.trustedBecause },
+            'AUTH_TOKEN is unset: using the secret in AUTH_TOKEN_FILE',
+          );
         for (const control of controls) control.authorize(authToken);
         const announcement: RunAnnouncement = {
           startedAt: new Date().toISOString(),
@@ -447,13 +623,30 @@ export function buildTransmitter(config: Readonly<Config>, image: RunImage, log:
           // back. Any receiver that could not write its files fails the run.
           const finishes = await Promise.all(peers.map((peer) => peer.control.finishRun()));
           const first = finishes[0]!;
-          const report = buildRunReport({ ...announcement, hosts: { transmitter: transmitterHost, receiver: peers[0]!.health.host } }, sections, null);
-          const notWritten = finishes.flatMap((finish, index) => (finish.filesNotWritten === undefined ? [] : [peers.length > 1 ? `receiver ${index + 1}: ${finish.filesNotWritten}` : finish.filesNotWritten]));
-          const outcome: RunOutcome = { report, summary: first.summary, succeeded: first.succeeded && notWritten.length === 0, runFolder: first.runFolder };
+          const report = buildRunReport(
+            { ...announcement, hosts: { transmitter: transmitterHost, receiver: peers[0]!.health.host } },
+            sections,
+            null,
+          );
+          const notWritten = finishes.flatMap((finish, index) =>
+            finish.filesNotWritten === undefined
+              ? []
+              : [peers.length > 1 ? `receiver ${index + 1}: ${finish.filesNotWritten}` : finish.filesNotWritten],
+          );
+          const outcome: RunOutcome = {
+            report,
+            summary: first.summary,
+            succeeded: first.succeeded && notWritten.length === 0,
+            runFolder: first.runFolder,
+          };
           return notWritten.length === 0 ? outcome : { ...outcome, filesNotWritten: notWritten.join('; ') };
         }
         // A receiver is gone with its record: report what the transmitter knows, and stop.
-        const report = buildRunReport({ ...announcement, hosts: { transmitter: transmitterHost, receiver: peers[0]!.health.host } }, sections, `receiver went away: ${receiverLost}`);
+        const report = buildRunReport(
+          { ...announcement, hosts: { transmitter: transmitterHost, receiver: peers[0]!.health.host } },
+          sections,
+          `receiver went away: ${receiverLost}`,
+        );
         return { report, summary: renderSummary(report), succeeded: false, receiverLost };
       } finally {
         for (const control of controls) control.close();

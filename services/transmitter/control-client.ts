@@ -1,6 +1,12 @@
 import http from 'node:http';
 import type { ClockSample } from '../core/clock.js';
-import { CLOCK_HEADER, type HealthResponse, type RunAnnouncement, type RunFinish, type SectionEnd } from '../core/control-protocol.js';
+import {
+  CLOCK_HEADER,
+  type HealthResponse,
+  type RunAnnouncement,
+  type RunFinish,
+  type SectionEnd,
+} from '../core/control-protocol.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import type { FanOut, SectionPlan, SectionResult } from '../core/section.js';
 import type { WarmupOutcome } from '../core/warmup.js';
@@ -51,7 +57,11 @@ export class ControlClient {
       const remainingMs = deadline - Date.now();
       if (remainingMs <= 0) {
         if (answered !== undefined) return answered;
-        throw new ItbError(ErrorCode.receiverUnreachable, `receiver at ${this.host}:${this.port} (CONTROL_PORT) was not ready within ${timeoutMs} ms (CONNECT_TIMEOUT_MS): ${lastError}`);
+        throw new ItbError(
+          ErrorCode.receiverUnreachable,
+          `receiver at ${this.host}:${this.port} (CONTROL_PORT) was not ready within ${timeoutMs} ms ` +
+            `(CONNECT_TIMEOUT_MS): ${lastError}`,
+        );
       }
       // The last pause ends at the deadline, for one more try there.
       await new Promise((resolve) => setTimeout(resolve, Math.min(pauseMs, remainingMs)));
@@ -77,18 +87,42 @@ export class ControlClient {
   clockSample(): Promise<ClockSample> {
     return new Promise((resolve, reject) => {
       const transmitterSentNs = process.hrtime.bigint();
-      const request = http.get({ host: this.host, port: this.port, path: '/clock', headers: this.authorization, agent: this.clockAgent, timeout: this.requestTimeoutMs }, (response) => {
-        const transmitterReceivedNs = process.hrtime.bigint();
-        response.resume();
-        const receiverNs = response.headers[CLOCK_HEADER];
-        if (response.statusCode !== 200 || typeof receiverNs !== 'string' || !/^\d+$/.test(receiverNs)) {
-          reject(new ItbError(ErrorCode.transport, `receiver at ${this.host}:${this.port} answered GET /clock without a clock (HTTP ${response.statusCode})`));
-          return;
-        }
-        resolve({ transmitterSentNs, receiverNs: BigInt(receiverNs), transmitterReceivedNs });
-      });
+      const request = http.get(
+        {
+          host: this.host,
+          port: this.port,
+          path: '/clock',
+          headers: this.authorization,
+          agent: this.clockAgent,
+          timeout: this.requestTimeoutMs,
+        },
+        (response) => {
+          const transmitterReceivedNs = process.hrtime.bigint();
+          response.resume();
+          const receiverNs = response.headers[CLOCK_HEADER];
+          if (response.statusCode !== 200 || typeof receiverNs !== 'string' || !/^\d+$/.test(receiverNs)) {
+            reject(
+              new ItbError(
+                ErrorCode.transport,
+                `receiver at ${this.host}:${this.port} answered GET /clock without a clock ` +
+                  `(HTTP ${response.statusCode})`,
+              ),
+            );
+            return;
+          }
+          resolve({ transmitterSentNs, receiverNs: BigInt(receiverNs), transmitterReceivedNs });
+        },
+      );
       request.on('timeout', () => request.destroy(new Error('request timed out')));
-      request.on('error', (err) => reject(new ItbError(ErrorCode.receiverUnreachable, `receiver at ${this.host}:${this.port} did not answer GET /clock: ${err.message}`, { cause: err })));
+      request.on('error', (err) =>
+        reject(
+          new ItbError(
+            ErrorCode.receiverUnreachable,
+            `receiver at ${this.host}:${this.port} did not answer GET /clock: ${err.message}`,
+            { cause: err },
+          ),
+        ),
+      );
     });
   }
 
@@ -97,7 +131,9 @@ export class ControlClient {
     this.clockAgent.destroy();
   }
 
-  /** Tells the receiver the warm-up is over and how it went: the recorded images, and its resource readings, start now. */
+  /**
+   * Tells the receiver the warm-up is over and how it went: the recorded images, and its resource readings, start now.
+   */
   async startMeasuring(sectionId: number, warmedUp: WarmupOutcome): Promise<void> {
     await this.post(`/sections/${sectionId}/measure`, warmedUp);
   }
@@ -107,17 +143,26 @@ export class ControlClient {
     await this.post('/sections', plan);
   }
 
-  /** Ends a section with the transmitter's side of it (failure or null, cost, round trips); returns the receiver's record. */
+  /**
+   * Ends a section with the transmitter's side of it (failure or null, cost, round trips); returns the receiver's
+   * record.
+   */
   async endSection(sectionId: number, end: SectionEnd): Promise<SectionResult> {
     return (await this.post(`/sections/${sectionId}/end`, end)) as SectionResult;
   }
 
-  /** A batch of recorded round trips (binary records, see ROUND_TRIP_RECORD_VALUES) for the receiver's record of the open section. */
+  /**
+   * A batch of recorded round trips (binary records, see ROUND_TRIP_RECORD_VALUES) for the receiver's record of the
+   * open section.
+   */
   async roundTrips(sectionId: number, records: Buffer): Promise<void> {
     await this.post(`/sections/${sectionId}/round-trips`, records);
   }
 
-  /** RECEIVERS > 1, to the first receiver: every receiver's figures; answers with its record of the section, now holding them. */
+  /**
+   * RECEIVERS > 1, to the first receiver: every receiver's figures; answers with its record of the section, now holding
+   * them.
+   */
   async fanOut(sectionId: number, fanOut: FanOut): Promise<SectionResult> {
     return (await this.post(`/sections/${sectionId}/fan-out`, fanOut)) as SectionResult;
   }
@@ -132,12 +177,27 @@ export class ControlClient {
     try {
       response = await fetch(`${this.baseUrl}${route}`, {
         method: 'POST',
-        headers: body === undefined ? this.authorization : { ...this.authorization, 'content-type': Buffer.isBuffer(body) ? 'application/octet-stream' : 'application/json' },
-        body: body === undefined ? undefined : Buffer.isBuffer(body) ? new Uint8Array(body.buffer as ArrayBuffer, body.byteOffset, body.byteLength) : JSON.stringify(body),
+        headers:
+          body === undefined
+            ? this.authorization
+            : {
+                ...this.authorization,
+                'content-type': Buffer.isBuffer(body) ? 'application/octet-stream' : 'application/json',
+              },
+        body:
+          body === undefined
+            ? undefined
+            : Buffer.isBuffer(body)
+              ? new Uint8Array(body.buffer as ArrayBuffer, body.byteOffset, body.byteLength)
+              : JSON.stringify(body),
         signal: AbortSignal.timeout(this.requestTimeoutMs),
       });
     } catch (err) {
-      throw new ItbError(ErrorCode.receiverUnreachable, `receiver at ${this.host}:${this.port} did not answer POST ${route}: ${describeFetchError(err)}`, { cause: err });
+      throw new ItbError(
+        ErrorCode.receiverUnreachable,
+        `receiver at ${this.host}:${this.port} did not answer POST ${route}: ${describeFetchError(err)}`,
+        { cause: err },
+      );
     }
     const text = await response.text();
     if (!response.ok) {
@@ -161,7 +221,10 @@ export function refusalReason(body: string): string {
   } catch {
     return body;
   }
-  const { message, error } = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as { message?: unknown; error?: unknown };
+  const { message, error } = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as {
+    message?: unknown;
+    error?: unknown;
+  };
   if (typeof message === 'string' && message.length > 0) return message;
   if (typeof error === 'string' && error.length > 0) return error;
   return body;

@@ -1,12 +1,12 @@
 import { Worker } from 'node:worker_threads';
 
-// Waiting for an open-loop due time (RATE) without holding a core. Node's timers count whole
-// milliseconds, and at 2,000 images/s the next image is due in 0.5 ms, so the old wait spun the
-// event loop on setImmediate for most of every period: TCP at RATE=2000 with 1 KB images cost the
-// transmitter 0.53 ms of CPU per image (event loop 100 % busy) where the closed loop costs 0.06,
-// billed as the transport's cost, and the spinning process, starved of CPU, fell behind. Here a worker thread sleeps in Atomics.wait, whose timeout is fractional,
-// and wakes the event loop by a message shortly before the due time; the event loop, idle in the
-// meantime, takes acks as they come. Only the last stretch is spun, at most DUE_SPIN_NS.
+// Waiting for an open-loop due time (RATE) without holding a core. Node's timers count whole milliseconds, and at 2,000
+// images/s the next image is due in 0.5 ms, so the old wait spun the event loop on setImmediate for most of every
+// period: TCP at RATE=2000 with 1 KB images cost the transmitter 0.53 ms of CPU per image (event loop 100 % busy) where
+// the closed loop costs 0.06, billed as the transport's cost, and the spinning process, starved of CPU, fell behind.
+// Here a worker thread sleeps in Atomics.wait, whose timeout is fractional, and wakes the event loop by a message
+// shortly before the due time; the event loop, idle in the meantime, takes acks as they come. Only the last stretch is
+// spun, at most DUE_SPIN_NS.
 
 /**
  * The stretch before a due time spent in the event loop's next turns rather than asleep. A wake
@@ -65,7 +65,10 @@ export class DueTimer {
     wake?.(err);
   }
 
-  /** Resolves at `dueNs` (at once when it is past): asleep until DUE_SPIN_NS before it, then the event loop's next turns. */
+  /**
+   * Resolves at `dueNs` (at once when it is past): asleep until DUE_SPIN_NS before it, then the event loop's next
+   * turns.
+   */
   async until(dueNs: bigint): Promise<void> {
     if (dueNs - process.hrtime.bigint() > DUE_SPIN_NS) {
       if (this.failure) throw this.failure;

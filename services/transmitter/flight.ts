@@ -69,13 +69,24 @@ export class AckWaiter {
     while (!ready()) {
       if (this.failure) throw this.failure;
       const silentMs = Date.now() - this.lastProgressMs;
-      if (this.silence !== undefined && silentMs >= Math.min(timeoutMs, this.silence.afterMs()) && this.silence.settle()) {
+      if (
+        this.silence !== undefined &&
+        silentMs >= Math.min(timeoutMs, this.silence.afterMs()) &&
+        this.silence.settle()
+      ) {
         this.lastProgressMs = Date.now();
         continue;
       }
       const remainingMs = this.lastProgressMs + timeoutMs - Date.now();
-      if (remainingMs <= 0) throw new ItbError(ErrorCode.timeout, `no acknowledgement for ${timeoutMs} ms (IMAGE_TIMEOUT_MS) while waiting for ${waitingFor()}`);
-      const untilSilenceMs = this.silence === undefined ? remainingMs : Math.max(1, this.lastProgressMs + this.silence.afterMs() - Date.now());
+      if (remainingMs <= 0)
+        throw new ItbError(
+          ErrorCode.timeout,
+          `no acknowledgement for ${timeoutMs} ms (IMAGE_TIMEOUT_MS) while waiting for ${waitingFor()}`,
+        );
+      const untilSilenceMs =
+        this.silence === undefined
+          ? remainingMs
+          : Math.max(1, this.lastProgressMs + this.silence.afterMs() - Date.now());
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, Math.min(remainingMs, untilSilenceMs));
         this.wake = () => {
@@ -176,7 +187,15 @@ export class Flight {
   firstImageRttNs: number | null = null;
   /** Recorded images stamped: the section's image count under DURATION. */
   recordedStamped = 0;
-  readonly tally: TransmitterTally = { rtt: new LatencyRecorder(), sendLag: new LatencyRecorder(), rttFromDue: new LatencyRecorder(), rttSeconds: undefined, rttSumNs: 0, firstStampNs: undefined, lastAckNs: undefined };
+  readonly tally: TransmitterTally = {
+    rtt: new LatencyRecorder(),
+    sendLag: new LatencyRecorder(),
+    rttFromDue: new LatencyRecorder(),
+    rttSeconds: undefined,
+    rttSumNs: 0,
+    firstStampNs: undefined,
+    lastAckNs: undefined,
+  };
   /** Per client: recorded images every receiver acknowledged, its first recorded stamp and its last such ack. */
   private readonly clientSpans: { images: number; firstStampNs: bigint; lastAckNs: bigint }[];
   /** Set once recording starts: where recorded round trips go. */
@@ -191,7 +210,8 @@ export class Flight {
     dropsImages: boolean,
   ) {
     this.receivers = plan.receivers;
-    // Room for every image the windows admit at once, several times over, so a slot is free again long before its seq comes round.
+    // Room for every image the windows admit at once, several times over, so a slot is free again long before its seq
+    // comes round.
     const ringSize = 2 ** Math.ceil(Math.log2(Math.max(1024, 4 * plan.clients * plan.window)));
     this.ring = new Array<InFlight | undefined>(ringSize).fill(undefined);
     this.ringMask = ringSize - 1;
@@ -199,9 +219,13 @@ export class Flight {
     this.stampedBy = new Int32Array(plan.clients);
     this.completedBy = new Int32Array(plan.clients);
     this.clientSpans = Array.from({ length: plan.clients }, () => ({ images: 0, firstStampNs: 0n, lastAckNs: 0n }));
-    if (plan.warmup.mode === 'steady') this.steadiness = new SteadinessCheck(plan.warmup.blockImages, plan.warmup.tolerance, plan.warmup.blocks);
+    if (plan.warmup.mode === 'steady')
+      this.steadiness = new SteadinessCheck(plan.warmup.blockImages, plan.warmup.tolerance, plan.warmup.blocks);
     if (dropsImages) {
-      const ledgers = Array.from({ length: plan.clients * plan.receivers }, (_, pipe) => new DropLedger((seq) => this.settleLost(seq, pipe % plan.receivers)));
+      const ledgers = Array.from(
+        { length: plan.clients * plan.receivers },
+        (_, pipe) => new DropLedger((seq) => this.settleLost(seq, pipe % plan.receivers)),
+      );
       this.ledgers = ledgers;
       waiter.silence = {
         afterMs: () => Math.max(DROP_SETTLE_FLOOR_MS, (DROP_SETTLE_RTT_FACTOR * this.slowestRttNs) / 1e6),
@@ -225,7 +249,10 @@ export class Flight {
     return this.stamped - this.completed;
   }
 
-  /** Images held for their acks now (in flight, or done with a receiver's loss that a late ack may take back): bounded by the windows and the losses. */
+  /**
+   * Images held for their acks now (in flight, or done with a receiver's loss that a late ack may take back): bounded
+   * by the windows and the losses.
+   */
   get heldImages(): number {
     return this.held;
   }
@@ -234,7 +261,9 @@ export class Flight {
     return this.stampedBy[client]! - this.completedBy[client]!;
   }
 
-  /** The client to carry the next image: the next in turn whose window has room; undefined when every window is full. */
+  /**
+   * The client to carry the next image: the next in turn whose window has room; undefined when every window is full.
+   */
   clientWithRoom(): number | undefined {
     const clients = this.plan.clients;
     for (let tried = 0; tried < clients; tried++) {
@@ -249,7 +278,8 @@ export class Flight {
 
   /** True when some client's window has room (without taking a turn). */
   hasRoom(): boolean {
-    for (let client = 0; client < this.plan.clients; client++) if (this.outstandingOf(client) < this.plan.window) return true;
+    for (let client = 0; client < this.plan.clients; client++)
+      if (this.outstandingOf(client) < this.plan.window) return true;
     return false;
   }
 
@@ -260,7 +290,7 @@ export class Flight {
   // Every receiver is done with the image: it frees its client's slot, and is forgotten unless a
   // receiver's loss may still be taken back by a late ack.
   private maybeComplete(seq: number, entry: InFlight): void {
-    if (entry.done || ((entry.ackedMask | entry.lostMask) >>> 0) !== this.allReceiversMask >>> 0) return;
+    if (entry.done || (entry.ackedMask | entry.lostMask) >>> 0 !== this.allReceiversMask >>> 0) return;
     entry.done = true;
     if (entry.lostMask === 0) this.forget(seq, entry);
     this.completed++;
@@ -319,7 +349,7 @@ export class Flight {
       if (entry.lostMask === 0 && entry.done) this.forget(seq, entry);
     } else this.maybeComplete(seq, entry);
     if (recorded) this.roundTrips?.(receiver, seq - this.recordedFrom! + 1, rttNs, entry.dueLagNs);
-    if ((entry.ackedMask >>> 0) === this.allReceiversMask >>> 0) {
+    if (entry.ackedMask >>> 0 === this.allReceiversMask >>> 0) {
       this.acked++;
       if (seq === 0) this.firstImageRttNs = rttNs;
       if (recorded) this.tallyAcked(entry, processedNs, rttNs);
@@ -342,20 +372,29 @@ export class Flight {
     if (span.firstStampNs === 0n || entry.stampNs < span.firstStampNs) span.firstStampNs = entry.stampNs;
     if (processedNs > span.lastAckNs) span.lastAckNs = processedNs;
     this.progress.acked++;
-    if (this.progress.acked === this.plan.imageCount) this.end = { reading: readResources(), peakRssBytes: this.rss.stop() };
+    if (this.progress.acked === this.plan.imageCount)
+      this.end = { reading: readResources(), peakRssBytes: this.rss.stop() };
   }
 
   /** Stamps `seq`, carried by `client`, now and returns its encoded header; `dueNs` is its due time under RATE. */
   stamp(seq: number, client: number, dueNs?: bigint): { header: Buffer; stampNs: bigint } {
     const stampNs = process.hrtime.bigint();
-    const header = encodeFrameHeader({ sectionId: this.plan.sectionId, seq, sizeBytes: this.frame.sizeBytes, checksum: this.frame.checksum, sentAtNs: stampNs });
+    const header = encodeFrameHeader({
+      sectionId: this.plan.sectionId,
+      seq,
+      sizeBytes: this.frame.sizeBytes,
+      checksum: this.frame.checksum,
+      sentAtNs: stampNs,
+    });
     const dueLagNs = dueNs === undefined ? Number.NaN : Number(stampNs - dueNs);
     const slot = seq & this.ringMask;
     const previous = this.ring[slot];
     if (previous !== undefined) this.displaced.set(previous.seq, previous);
     this.ring[slot] = { seq, done: false, stampNs, client, dueLagNs, ackedMask: 0, lostMask: 0 };
     this.held++;
-    if (this.ledgers !== undefined) for (let receiver = 0; receiver < this.receivers; receiver++) this.ledgers[client * this.receivers + receiver]!.open(seq);
+    if (this.ledgers !== undefined)
+      for (let receiver = 0; receiver < this.receivers; receiver++)
+        this.ledgers[client * this.receivers + receiver]!.open(seq);
     if (this.isRecorded(seq)) {
       this.recordedStamped++;
       if (!Number.isNaN(dueLagNs)) this.tally.sendLag.record(dueLagNs / 1e6);
@@ -373,12 +412,17 @@ export class Flight {
     this.tally.rttSeconds = new SecondSeries(process.hrtime.bigint());
   }
 
-  /** Recorded images every receiver acknowledged: what the transmitter knows arrived when a receiver's record is gone. */
+  /**
+   * Recorded images every receiver acknowledged: what the transmitter knows arrived when a receiver's record is gone.
+   */
   get recordedAcked(): number {
     return this.progress.acked;
   }
 
-  /** Mean images in flight over the recorded span (Little's law: round trips summed ÷ first stamp to last ack); null without a span. */
+  /**
+   * Mean images in flight over the recorded span (Little's law: round trips summed ÷ first stamp to last ack); null
+   * without a span.
+   */
   meanInFlight(): number | null {
     const { firstStampNs, lastAckNs, rttSumNs } = this.tally;
     if (firstStampNs === undefined || lastAckNs === undefined || lastAckNs <= firstStampNs) return null;
@@ -392,7 +436,11 @@ export class Flight {
    */
   clientFigures(): ClientFigures[] | null {
     if (this.plan.clients === 1 || this.recordedFrom === undefined) return null;
-    return this.clientSpans.map(({ images, firstStampNs, lastAckNs }) => ({ images, imagesPerSecond: images === 0 || lastAckNs <= firstStampNs ? null : (images * 1e9) / Number(lastAckNs - firstStampNs) }));
+    return this.clientSpans.map(({ images, firstStampNs, lastAckNs }) => ({
+      images,
+      imagesPerSecond:
+        images === 0 || lastAckNs <= firstStampNs ? null : (images * 1e9) / Number(lastAckNs - firstStampNs),
+    }));
   }
 
   /** Frees the histograms. */

@@ -1,6 +1,12 @@
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { authTokenFileIssues } from '../shared/auth-token.js';
-import { configFromEnvOrExit, effectiveLogLevel, ExitCode, imagePathIssues, onShutdownSignal } from '../shared/entry.js';
+import {
+  configFromEnvOrExit,
+  effectiveLogLevel,
+  ExitCode,
+  imagePathIssues,
+  onShutdownSignal,
+} from '../shared/entry.js';
 import { transports } from '../transports/index.js';
 import { createLogger } from '../shared/logger.js';
 import { printRelayedLines } from '../shared/terminal-relay.js';
@@ -28,12 +34,17 @@ try {
   const outcome = await buildTransmitter(config, image, log, progress).run();
   progress.stop();
   // Where to read them, also when the receiver is on another node (a cluster).
-  const fullResults = `Full results: output.log, results.json and report.html in the receiver's OUTPUT_DIR, also served on its control port (GET /output.log, /results.json, and / for the report; CONTROL_PORT ${config.controlPort}).`;
-  if (outcome.filesNotWritten !== undefined) log.error({ err: outcome.filesNotWritten }, 'the receiver could not write the output files');
+  const fullResults =
+    `Full results: output.log, results.json and report.html in the receiver's OUTPUT_DIR, also served on its ` +
+    `control port (GET /output.log, /results.json, and / for the report; CONTROL_PORT ${config.controlPort}).`;
+  if (outcome.filesNotWritten !== undefined)
+    log.error({ err: outcome.filesNotWritten }, 'the receiver could not write the output files');
   const verdict = outcome.receiverLost
-    ? `INCOMPLETE: the receiver went away (${outcome.receiverLost}); the run stopped and the receiver wrote no output.log for it.`
+    ? `INCOMPLETE: the receiver went away (${outcome.receiverLost}); the run stopped and the receiver wrote no ` +
+      `output.log for it.`
     : outcome.filesNotWritten !== undefined
-      ? `FAILED: the receiver could not save this run's files (${outcome.filesNotWritten}); the summary above is all that is kept of this run, and its OUTPUT_DIR keeps the previous run's files, if any.`
+      ? `FAILED: the receiver could not save this run's files (${outcome.filesNotWritten}); the summary above is ` +
+        `all that is kept of this run, and its OUTPUT_DIR keeps the previous run's files, if any.`
       : outcome.succeeded
         ? `Every transport delivered every image intact.\n${fullResults}`
         : `FAILED: at least one transport lost, corrupted or failed to deliver images.\n${fullResults}`;

@@ -17,12 +17,22 @@ export interface ReceiverAddress {
 /** Pause between DNS lookups while fewer receivers than RECEIVERS answer to RECEIVER_HOST. */
 const LOOKUP_PAUSE_MS = 500;
 
-/** The run's receivers, the first one first (the one that writes every receiver's figures); rejects after CONNECT_TIMEOUT_MS with fewer than RECEIVERS. */
-export async function receiverAddresses(config: Pick<Config, 'receivers' | 'receiverAddresses' | 'receiverHost' | 'controlPort' | 'connectTimeoutMs'>): Promise<ReceiverAddress[]> {
+/**
+ * The run's receivers, the first one first (the one that writes every receiver's figures); rejects after
+ * CONNECT_TIMEOUT_MS with fewer than RECEIVERS.
+ */
+export async function receiverAddresses(
+  config: Pick<Config, 'receivers' | 'receiverAddresses' | 'receiverHost' | 'controlPort' | 'connectTimeoutMs'>,
+): Promise<ReceiverAddress[]> {
   if (config.receiverAddresses !== undefined) return [...config.receiverAddresses];
   if (config.receivers === 1) return [{ host: config.receiverHost, controlPort: config.controlPort }];
   if (net.isIP(config.receiverHost) !== 0) {
-    throw new ItbError(ErrorCode.receiverUnreachable, `RECEIVERS=${config.receivers} but RECEIVER_HOST=${config.receiverHost} is one address: name them with a host name that resolves to every receiver (docker compose up --scale receiver=${config.receivers}), or use npm start`);
+    throw new ItbError(
+      ErrorCode.receiverUnreachable,
+      `RECEIVERS=${config.receivers} but RECEIVER_HOST=${config.receiverHost} is one address: name them with a ` +
+        `host name that resolves to every receiver (docker compose up --scale receiver=${config.receivers}), or ` +
+        `use npm start`,
+    );
   }
   const deadline = Date.now() + config.connectTimeoutMs;
   let found: string[] = [];
@@ -33,7 +43,12 @@ export async function receiverAddresses(config: Pick<Config, 'receivers' | 'rece
     );
     if (found.length >= config.receivers) break;
     if (Date.now() > deadline) {
-      throw new ItbError(ErrorCode.receiverUnreachable, `RECEIVERS=${config.receivers} but ${config.receiverHost} resolved to ${found.length} address${found.length === 1 ? '' : 'es'} within ${config.connectTimeoutMs} ms (CONNECT_TIMEOUT_MS): ${found.join(', ') || 'none'}`);
+      throw new ItbError(
+        ErrorCode.receiverUnreachable,
+        `RECEIVERS=${config.receivers} but ${config.receiverHost} resolved to ${found.length} ` +
+          `address${found.length === 1 ? '' : 'es'} within ${config.connectTimeoutMs} ms ` +
+          `(CONNECT_TIMEOUT_MS): ${found.join(', ') || 'none'}`,
+      );
     }
     await sleep(LOOKUP_PAUSE_MS);
   }

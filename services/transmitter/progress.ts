@@ -82,13 +82,18 @@ function runningDetail(entry: SectionEntry, nowMs: number): string {
   const rate = rateMBps(entry, nowMs);
   if (rate === undefined) return 'warming up';
   const left = secondsLeft(entry, nowMs);
-  return `${rate.toFixed(1)} MB/s, ${left === undefined ? 'time left unknown' : `about ${formatDurationSeconds(left)} left`}`;
+  return (
+    `${rate.toFixed(1)} MB/s, ` +
+    (left === undefined ? 'time left unknown' : `about ${formatDurationSeconds(left)} left`)
+  );
 }
 
 // "ok", or "FAILED: " and why: the failure, else what was lost or corrupt.
 function verdict(result: SectionResult): string {
   if (result.ok) return 'ok';
-  const reason = result.failure ?? `${result.okCount}/${result.imageCount} intact, ${result.lostCount} lost, ${result.corruptCount} corrupt`;
+  const reason =
+    result.failure ??
+    `${result.okCount}/${result.imageCount} intact, ${result.lostCount} lost, ${result.corruptCount} corrupt`;
   return `FAILED: ${reason}`;
 }
 
@@ -105,7 +110,11 @@ function plainDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: ()
     const nowMs = now();
     for (const entry of running) {
       const { acked, imageCount, durationMs } = entry.progress;
-      write(`${name(entry.progress)}: ${durationMs == null ? `${acked}/${imageCount}` : acked} images acknowledged, ${runningDetail(entry, nowMs)}`);
+      write(
+        `${name(entry.progress)}: ` +
+          (durationMs == null ? `${acked}/${imageCount}` : acked) +
+          ` images acknowledged, ${runningDetail(entry, nowMs)}`,
+      );
     }
   };
 
@@ -113,7 +122,13 @@ function plainDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: ()
     sectionStarted(progress) {
       if (stopped) return;
       running.add({ progress, endedAtMs: undefined, result: undefined });
-      write(`${progress.label} repeat ${progress.repeat}/${progress.repeats} started: ${progress.durationMs == null ? `${progress.imageCount} images` : `images for ${formatDurationMs(progress.durationMs)}`} of ${formatSize(progress.imageSizeBytes)} each`);
+      write(
+        `${progress.label} repeat ${progress.repeat}/${progress.repeats} started: ` +
+          (progress.durationMs == null
+            ? `${progress.imageCount} images`
+            : `images for ${formatDurationMs(progress.durationMs)}`) +
+          ` of ${formatSize(progress.imageSizeBytes)} each`,
+      );
       if (timer === undefined) {
         timer = setInterval(tick, intervalMs);
         timer.unref();
@@ -158,9 +173,12 @@ function ttyDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: () =
   const bars = new Map<SectionEntry, cliProgress.SingleBar>();
   let stopped = false;
 
-  const label = ({ label, repeat, repeats }: SectionProgress): string => (repeats > 1 ? `${label} repeat ${repeat}/${repeats}` : label);
+  const label = ({ label, repeat, repeats }: SectionProgress): string =>
+    repeats > 1 ? `${label} repeat ${repeat}/${repeats}` : label;
   const detail = (entry: SectionEntry, nowMs: number): string =>
-    entry.result === undefined ? runningDetail(entry, nowMs) : `${rateMBps(entry, nowMs)?.toFixed(1) ?? '-'} MB/s, ${verdict(entry.result)}`;
+    entry.result === undefined
+      ? runningDetail(entry, nowMs)
+      : `${rateMBps(entry, nowMs)?.toFixed(1) ?? '-'} MB/s, ${verdict(entry.result)}`;
   // Copies the counters into the bars; labels are padded to the longest so the bars line up.
   const refresh = (): void => {
     const nowMs = now();
@@ -193,7 +211,10 @@ function ttyDisplay(stream: NodeJS.WritableStream, intervalMs: number, now: () =
       if (stopped) return;
       const entry: SectionEntry = { progress, endedAtMs: undefined, result: undefined };
       const position = barPosition(progress, now());
-      bars.set(entry, multibar.create(position.total, position.value, { label: label(progress), detail: 'warming up' }));
+      bars.set(
+        entry,
+        multibar.create(position.total, position.value, { label: label(progress), detail: 'warming up' }),
+      );
     },
     sectionEnded(progress, result) {
       if (stopped) return;

@@ -46,7 +46,11 @@ export class RoundTripShipper {
 
   private ship(): void {
     if (this.filled === 0) return;
-    const body = Buffer.from(this.batch.buffer, 0, this.filled * ROUND_TRIP_RECORD_VALUES * Float64Array.BYTES_PER_ELEMENT);
+    const body = Buffer.from(
+      this.batch.buffer,
+      0,
+      this.filled * ROUND_TRIP_RECORD_VALUES * Float64Array.BYTES_PER_ELEMENT,
+    );
     this.shipped += this.filled;
     this.batch = new Float64Array(ROUND_TRIPS_PER_BATCH * ROUND_TRIP_RECORD_VALUES);
     this.filled = 0;

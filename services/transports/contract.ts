@@ -26,9 +26,15 @@ export interface TransportEndpoint {
   bindHost: string;
   /** The transport's port, when its setting is a port (0 on the receiver side: pick a free one); 0 otherwise. */
   port: number;
-  /** The transport's URL (the broker it goes through), when its setting is a URL; undefined otherwise. May hold a user and password: shown only through redactUrl(). */
+  /**
+   * The transport's URL (the broker it goes through), when its setting is a URL; undefined otherwise. May hold a user
+   * and password: shown only through redactUrl().
+   */
   url: string | undefined;
-  /** The broker's password given apart from the URL (REDIS_PASSWORD, NATS_PASSWORD or their _FILE); undefined: none, or in the URL. */
+  /**
+   * The broker's password given apart from the URL (REDIS_PASSWORD, NATS_PASSWORD or their _FILE); undefined: none, or
+   * in the URL.
+   */
   password?: string | undefined;
   /** Largest image either side accepts, in bytes: limits are raised to fit exactly this. */
   maxImageBytes: number;
@@ -39,7 +45,10 @@ export interface ReceivedFrame {
   header: FrameHeader;
   /** The image bytes, whole or in the parts the library delivered (not concatenated on purpose). */
   payload: Buffer | readonly Buffer[];
-  /** Receiver's `process.hrtime.bigint()` when the whole image was in hand: when the frame gate took it, or earlier when the transport held it first (kit/gate.ts). */
+  /**
+   * Receiver's `process.hrtime.bigint()` when the whole image was in hand: when the frame gate took it, or earlier when
+   * the transport held it first (kit/gate.ts).
+   */
   arrivalNs: bigint;
 }
 
@@ -59,9 +68,15 @@ export interface TransmitterOptions extends TransportEndpoint {
   credential: SectionCredential;
   /** Size of every image of this section: a transport whose broker caps messages checks it before sending anything. */
   imageBytes: number;
-  /** The section's WINDOW: most images the caller keeps unacknowledged (a transport with several connections sizes its pool by it). */
+  /**
+   * The section's WINDOW: most images the caller keeps unacknowledged (a transport with several connections sizes its
+   * pool by it).
+   */
   window: number;
-  /** The section's CLIENTS: links the caller opens at once, this one among them (a shared channel must keep each frame whole); undefined: one. */
+  /**
+   * The section's CLIENTS: links the caller opens at once, this one among them (a shared channel must keep each frame
+   * whole); undefined: one.
+   */
   clients?: number;
   /**
    * RECEIVERS > 1, a point-to-point transport: which receiver this link's copies go to (a broker
@@ -100,7 +115,9 @@ export interface ReceiverOptions extends TransportEndpoint {
    * receiver verifies the image later, after the ack is on its way.
    */
   deliver(frame: ReceivedFrame): Ack;
-  /** Called for input the transport dropped (bad header, wrong length, oversize, protocol error, a delivery that threw). */
+  /**
+   * Called for input the transport dropped (bad header, wrong length, oversize, protocol error, a delivery that threw).
+   */
   onReject(reason: string): void;
   /**
    * Called at most once when the listener can no longer receive anything (the broker it reads
@@ -126,7 +143,10 @@ export interface Door {
   admit(presented: string | undefined, from: string, drop: () => void): DoorPass | undefined;
   /** Counts and reports a connection the listener refused on its own (over its connection cap, fell silent). */
   refuse(from: string, reason: string): void;
-  /** Connections the open section admits on this listener (CLIENTS × its link's); 0 when the open section is another transport's or none is. */
+  /**
+   * Connections the open section admits on this listener (CLIENTS × its link's); 0 when the open section is another
+   * transport's or none is.
+   */
   sectionConnections(): number;
 }
 
@@ -145,7 +165,9 @@ export interface SectionOpening {
    * reaches it, for a transport whose receiver dials the transmitter (websocket-push).
    */
   transmitterHost: string;
-  /** RECEIVERS > 1: this receiver's place among them, from 0 (a broker transport's point-to-point keys are named by it). */
+  /**
+   * RECEIVERS > 1: this receiver's place among them, from 0 (a broker transport's point-to-point keys are named by it).
+   */
   receiverIndex?: number;
 }
 
@@ -153,7 +175,9 @@ export interface SectionOpening {
 export interface ReceiverListener {
   /** Port actually bound (the configured one, or the one the OS picked for port 0); 0 if none. */
   port: number;
-  /** For a transport that goes through a broker: the broker's totals now, so its cost can be reported as a third side. */
+  /**
+   * For a transport that goes through a broker: the broker's totals now, so its cost can be reported as a third side.
+   */
   readBroker?(): Promise<BrokerReading>;
   /**
    * For a listener that reads from places named per section (Redis keys): prepares them before the
@@ -189,10 +213,16 @@ export interface Transport {
    * For a transport whose setting is a URL: how `npm start` and the tests get a server of their own
    * when the URL is not set (started on a free loopback port, stopped afterwards).
    */
-  localServer?: { command: string; /** `host`: the address it binds and its URL names (127.0.0.1 by default). */ start(host?: string): Promise<LocalServer> };
+  localServer?: {
+    command: string /** `host`: the address it binds and its URL names (127.0.0.1 by default). */;
+    start(host?: string): Promise<LocalServer>;
+  };
   /** npm packages the transport is built on: every report names them with their versions. */
   libraries: readonly string[];
-  /** Versions of native libraries underneath, as the package reports them (libzmq), named in every report too; reading them loads the library. */
+  /**
+   * Versions of native libraries underneath, as the package reports them (libzmq), named in every report too; reading
+   * them loads the library.
+   */
   nativeLibraries?(): Readonly<Record<string, string>>;
   /** The service in docker-compose.yml this transport goes through (its broker), when it has one. */
   composeService?: string;

@@ -5,7 +5,14 @@ import { ErrorCode, ItbError } from '../core/errors.js';
 import type { Ack } from '../core/frame.js';
 import { hostPort } from '../shared/net.js';
 import { once } from '../shared/once.js';
-import type { DoorPass, ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import type {
+  DoorPass,
+  ReceiverListener,
+  ReceiverOptions,
+  TransmitterLink,
+  TransmitterOptions,
+  Transport,
+} from './contract.js';
 import { frameGate, type FrameGate } from './kit/gate.js';
 import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue } from './kit/send-queue.js';
@@ -98,7 +105,13 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
       // frame: no ack, so the image stays unacknowledged; the link goes on.
       log.warn({ details: err.details }, 'the receiver dropped an image (its log says why)');
     } else if (err.code === grpcJs().status.UNAUTHENTICATED) {
-      guard.fail(new ItbError(ErrorCode.refused, `${guard.what}: the receiver did not take this section's credential (${err.message}; its log says why)`, { cause: err }));
+      guard.fail(
+        new ItbError(
+          ErrorCode.refused,
+          `${guard.what}: the receiver did not take this section's credential (${err.message}; its log says why)`,
+          { cause: err },
+        ),
+      );
     } else {
       guard.failWith(`call failed: ${err.message}`, err);
     }
@@ -108,11 +121,18 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
     (header, payload) => {
       // No deadline: the transmitter's IMAGE_TIMEOUT_MS governs a late ack (as for every
       // transport), and the receiver ends a call that stalls mid-message after as long.
-      const call = client.makeUnaryRequest<FrameMessage, AckMessage>(method.path, method.requestSerialize, method.responseDeserialize, { header, payload }, metadata, (err, message) => {
-        // grpc-js calls back on a later tick (never from inside makeUnaryRequest), so `call` is set.
-        inFlight.delete(call);
-        answered(err, message);
-      });
+      const call = client.makeUnaryRequest<FrameMessage, AckMessage>(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+        { header, payload },
+        metadata,
+        (err, message) => {
+          // grpc-js calls back on a later tick (never from inside makeUnaryRequest), so `call` is set.
+          inFlight.delete(call);
+          answered(err, message);
+        },
+      );
       inFlight.add(call);
       return undefined;
     },
@@ -205,7 +225,9 @@ function peerOf(socket: net.Socket): string {
   return `${socket.remoteAddress}:${socket.remotePort}`;
 }
 
-/** Starts the receiver side: a gRPC server whose Put handler passes the frame through the gate and answers with its ack. */
+/**
+ * Starts the receiver side: a gRPC server whose Put handler passes the frame through the gate and answers with its ack.
+ */
 async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   const { service } = loadPutDefinition();
   const log = options.log.child({ transport: NAME });
@@ -225,19 +247,31 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 
   const admitCall: AdmitCall = (presented, from, peer, end) => {
     const connection = connections.get(peer);
-    if (connection === undefined || connection.dropped) return { code: grpcJs().status.UNAVAILABLE, details: 'the connection is closing' };
+    if (connection === undefined || connection.dropped)
+      return { code: grpcJs().status.UNAVAILABLE, details: 'the connection is closing' };
     if (connection.pass === undefined) {
       const pass = options.door.admit(presented, from, () => drop(connection));
-      if (pass === undefined) return { code: grpcJs().status.UNAUTHENTICATED, details: 'this call does not belong to the open section' };
+      if (pass === undefined)
+        return { code: grpcJs().status.UNAUTHENTICATED, details: 'this call does not belong to the open section' };
       connection.pass = pass;
       connection.admitted = presented;
-    } else if (presented === undefined || connection.admitted === undefined || !secretsEqual(presented, connection.admitted)) {
-      options.door.refuse(from, "call refused: its credential is not the one its connection was admitted with");
+    } else if (
+      presented === undefined ||
+      connection.admitted === undefined ||
+      !secretsEqual(presented, connection.admitted)
+    ) {
+      options.door.refuse(from, 'call refused: its credential is not the one its connection was admitted with');
       return { code: grpcJs().status.UNAUTHENTICATED, details: 'this call does not belong to the open section' };
     }
     if (connection.calls.size >= callsPerConnection) {
-      options.door.refuse(from, `call refused: the connection already has ${callsPerConnection} calls open (the section's WINDOW)`);
-      return { code: grpcJs().status.RESOURCE_EXHAUSTED, details: `more than ${callsPerConnection} calls open at once` };
+      options.door.refuse(
+        from,
+        `call refused: the connection already has ${callsPerConnection} calls open (the section's WINDOW)`,
+      );
+      return {
+        code: grpcJs().status.RESOURCE_EXHAUSTED,
+        details: `more than ${callsPerConnection} calls open at once`,
+      };
     }
     connection.calls.add(end);
     return { release: () => connection.calls.delete(end) };
@@ -250,7 +284,9 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     if (closing) return;
     options.onReject(
       `${from}: call ended before its image was answered: grpc-js refused the message ` +
-        `(over the ${maxMessageBytes(options.maxImageBytes)}-byte limit, or undecodable) or the transmitter cancelled the call or went away`,
+        (`(over the ` +
+          maxMessageBytes(options.maxImageBytes) +
+          `-byte limit, or undecodable) or the transmitter cancelled the call or went away`),
     );
   };
 
@@ -317,7 +353,8 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     if (!Buffer.isBuffer(headerBytes) || !Buffer.isBuffer(payload)) gate.reject('frame lacks its header or payload');
     else ack = gate.frame(headerBytes, payload, inHandAt.get(call.request));
     // A dropped image never looks acknowledged: its call ends with an error status instead.
-    if (ack === undefined) answer({ code: droppedImageStatus(), details: 'the receiver dropped this image (its log says why)' });
+    if (ack === undefined)
+      answer({ code: droppedImageStatus(), details: 'the receiver dropped this image (its log says why)' });
     else answer(null, ackMessage(ack));
   };
   server.addService(service, { Put: put });

@@ -9,7 +9,14 @@ import { boundPort, hostPort } from '../shared/net.js';
 import { once } from '../shared/once.js';
 import { projectPath } from '../shared/paths.js';
 import { settlesWithin } from '../shared/waits.js';
-import type { DoorPass, ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import type {
+  DoorPass,
+  ReceiverListener,
+  ReceiverOptions,
+  TransmitterLink,
+  TransmitterOptions,
+  Transport,
+} from './contract.js';
 import { connectWithin } from './kit/connect.js';
 import { capConnections } from './kit/door.js';
 import { frameGate } from './kit/gate.js';
@@ -65,12 +72,16 @@ export interface ProtoMethod<Request, Response> {
 let packageDefinition: PackageDefinition | undefined;
 
 /** Finds `serviceName`.`methodName` in proto/transfer.proto, loaded once, on first use rather than at import. */
-export function loadProtoMethod<Request, Response>(serviceName: string, methodName: string): ProtoMethod<Request, Response> {
+export function loadProtoMethod<Request, Response>(
+  serviceName: string,
+  methodName: string,
+): ProtoMethod<Request, Response> {
   // Default loader options keep `bytes` fields as Buffers (never strings) and uint32 as numbers.
   packageDefinition ??= protoLoader().loadSync(projectPath('proto', 'transfer.proto'), { keepCase: false });
   const service = packageDefinition[serviceName] as ServiceDefinition | undefined;
   const method = service?.[methodName] as MethodDefinition<Request, Response> | undefined;
-  if (!service || !method) throw new ItbError(ErrorCode.transport, `proto/transfer.proto has no ${serviceName}.${methodName}`);
+  if (!service || !method)
+    throw new ItbError(ErrorCode.transport, `proto/transfer.proto has no ${serviceName}.${methodName}`);
   return { service, method };
 }
 
@@ -113,7 +124,9 @@ export function connectClient(target: string, options: TransmitterOptions): Prom
         'grpc.use_local_subchannel_pool': 1,
       });
       try {
-        await new Promise<void>((resolve, reject) => candidate.waitForReady(Date.now() + remainingMs, (err) => (err ? reject(err) : resolve())));
+        await new Promise<void>((resolve, reject) =>
+          candidate.waitForReady(Date.now() + remainingMs, (err) => (err ? reject(err) : resolve())),
+        );
         return candidate;
       } catch (err) {
         candidate.close();
@@ -150,7 +163,12 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   const client = await connectClient(target, options);
 
   const guard = new LinkGuard(options.onFailure, `gRPC stream to ${target}`);
-  const call = client.makeBidiStreamRequest<FrameMessage, AckMessage>(method.path, method.requestSerialize, method.responseDeserialize, bearerMetadata(options.credential));
+  const call = client.makeBidiStreamRequest<FrameMessage, AckMessage>(
+    method.path,
+    method.requestSerialize,
+    method.responseDeserialize,
+    bearerMetadata(options.credential),
+  );
   let streamFinished = false;
   const finished = new Promise<void>((resolve) => {
     call.once('status', () => {
@@ -209,7 +227,12 @@ export interface CallRefusal {
  * messages: what to release when the call ends, or its refusal. `from` words every report;
  * `peer` is the connection's address as grpc-js gives it; `end` ends the call (for `drop`).
  */
-export type AdmitCall = (presented: string | undefined, from: string, peer: string, end: EndCall) => DoorPass | CallRefusal;
+export type AdmitCall = (
+  presented: string | undefined,
+  from: string,
+  peer: string,
+  end: EndCall,
+) => DoorPass | CallRefusal;
 
 /**
  * The receiver's door for gRPC: a call is admitted on its metadata before it reads any message,
@@ -218,7 +241,12 @@ export type AdmitCall = (presented: string | undefined, from: string, peer: stri
  * ended without a status of the handler's or the door's: grpc-js refused its message itself (over
  * the limit, undecodable) or the transmitter cancelled it.
  */
-export function doorInterceptor(options: ReceiverOptions, transport: string, admitCall: AdmitCall, onUnanswered?: (from: string) => void): grpc.ServerInterceptor {
+export function doorInterceptor(
+  options: ReceiverOptions,
+  transport: string,
+  admitCall: AdmitCall,
+  onUnanswered?: (from: string) => void,
+): grpc.ServerInterceptor {
   return (_methodDescriptor, call) => {
     let pass: DoorPass | undefined;
     let silence: NodeJS.Timeout | undefined;
@@ -252,7 +280,12 @@ export function doorInterceptor(options: ReceiverOptions, transport: string, adm
         next({
           onReceiveMetadata(metadata, nextMetadata) {
             const [authorization] = metadata.get('authorization');
-            const verdict = admitCall(typeof authorization === 'string' ? bearerToken(authorization) : undefined, from, peer, end);
+            const verdict = admitCall(
+              typeof authorization === 'string' ? bearerToken(authorization) : undefined,
+              from,
+              peer,
+              end,
+            );
             if (!('release' in verdict)) {
               end(verdict.code, verdict.details);
               return;
@@ -299,7 +332,13 @@ export interface CappedServer {
  * Serves `server` on connections a net.Server of ours accepts: grpc-js has no connection cap, so
  * the cap is net.Server's (capConnections). `onConnection` sees each accepted socket first.
  */
-export async function serveCapped(server: grpc.Server, options: ReceiverOptions, transport: string, label: string, onConnection?: (socket: net.Socket) => void): Promise<CappedServer> {
+export async function serveCapped(
+  server: grpc.Server,
+  options: ReceiverOptions,
+  transport: string,
+  label: string,
+  onConnection?: (socket: net.Socket) => void,
+): Promise<CappedServer> {
   const injector = server.createConnectionInjector(grpcJs().ServerCredentials.createInsecure());
   const sockets = new Set<net.Socket>();
   const tcp = net.createServer((socket) => {
@@ -316,7 +355,9 @@ export async function serveCapped(server: grpc.Server, options: ReceiverOptions,
   } catch (err) {
     injector.destroy();
     server.forceShutdown();
-    throw new ItbError(ErrorCode.transport, `${label} receiver cannot listen on ${address}: ${errorMessage(err)}`, { cause: err });
+    throw new ItbError(ErrorCode.transport, `${label} receiver cannot listen on ${address}: ${errorMessage(err)}`, {
+      cause: err,
+    });
   }
   return {
     port: boundPort(tcp.address()),
@@ -374,7 +415,9 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       if (halfClosed || closing) return;
       gate.reject(
         `stream ended before the transmitter closed it: grpc-js refused a message ` +
-          `(over the ${maxMessageBytes(options.maxImageBytes)}-byte limit, or undecodable) or the transmitter went away`,
+          (`(over the ` +
+            maxMessageBytes(options.maxImageBytes) +
+            `-byte limit, or undecodable) or the transmitter went away`),
       );
     });
     call.on('error', (err: Error) => {

@@ -62,7 +62,12 @@ export function jsonBodyLimitBytes(maxImageBytes: number): number {
 function frameJson(header: Buffer, payload: Buffer): Buffer {
   let head = '{';
   for (const [name, offset, width] of HEADER_FIELDS) {
-    const value = width === 'u16' ? header.readUInt16BE(offset) : width === 'u32' ? header.readUInt32BE(offset) : `"${header.readBigUInt64BE(offset)}"`;
+    const value =
+      width === 'u16'
+        ? header.readUInt16BE(offset)
+        : width === 'u32'
+          ? header.readUInt32BE(offset)
+          : `"${header.readBigUInt64BE(offset)}"`;
     head += `"${name}":${value},`;
   }
   head += `"${IMAGE_FIELD}":"`;
@@ -83,7 +88,10 @@ function decodeJsonAck(body: Buffer): Ack {
   } catch {
     parsed = undefined;
   }
-  const { sectionId, seq, status } = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<string, unknown>;
+  const { sectionId, seq, status } = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as Record<
+    string,
+    unknown
+  >;
   if (!isUint(sectionId, 0xffff_ffff) || !isUint(seq, 0xffff_ffff) || !ACK_STATUS_CODES.includes(status as AckStatus)) {
     throw new ItbError(ErrorCode.frame, `malformed JSON ack: ${body.subarray(0, 200).toString()}`);
   }
@@ -110,7 +118,8 @@ function frameOf(body: unknown): { headerBytes: Buffer; image: Buffer } | string
   for (const [name, offset, width] of HEADER_FIELDS) {
     const value = fields[name];
     if (width === 'u64') {
-      if (typeof value !== 'string' || !DECIMAL_U64_PATTERN.test(value) || BigInt(value) > U64_MAX) return `${name} is not a 64-bit unsigned integer in a decimal string`;
+      if (typeof value !== 'string' || !DECIMAL_U64_PATTERN.test(value) || BigInt(value) > U64_MAX)
+        return `${name} is not a 64-bit unsigned integer in a decimal string`;
       headerBytes.writeBigUInt64BE(BigInt(value), offset);
     } else if (width === 'u32') {
       if (!isUint(value, 0xffff_ffff)) return `${name} is not a 32-bit unsigned integer`;
@@ -143,8 +152,18 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       const { gate } = connections.of(request);
       const bodyBytes = contentLength(request);
       if (bodyBytes === undefined || bodyBytes > bodyLimitBytes) {
-        gate.reject(bodyBytes === undefined ? 'request without a plain Content-Length' : `body of ${bodyBytes} bytes, over the ${bodyLimitBytes}-byte limit for an image of MAX_IMAGE_SIZE (${options.maxImageBytes} bytes) in JSON`);
-        connections.refuse(request, reply, bodyBytes === undefined ? 411 : 413, 'the body is not a frame this receiver takes');
+        gate.reject(
+          bodyBytes === undefined
+            ? 'request without a plain Content-Length'
+            : `body of ${bodyBytes} bytes, over the ${bodyLimitBytes}-byte limit for an image of MAX_IMAGE_SIZE ` +
+                `(${options.maxImageBytes} bytes) in JSON`,
+        );
+        connections.refuse(
+          request,
+          reply,
+          bodyBytes === undefined ? 411 : 413,
+          'the body is not a frame this receiver takes',
+        );
         return;
       }
       if (request.headers['content-type'] !== CONTENT_TYPE) {
@@ -171,7 +190,8 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
         let ack: Ack | undefined;
         if (typeof frame === 'string') gate.reject(frame);
         else ack = gate.frame(frame.headerBytes, frame.image);
-        if (ack === undefined) void reply.code(DROPPED_STATUS).type('text/plain').send('frame dropped (the receiver reported why)');
+        if (ack === undefined)
+          void reply.code(DROPPED_STATUS).type('text/plain').send('frame dropped (the receiver reported why)');
         else void reply.send({ sectionId: ack.sectionId, seq: ack.seq, status: ack.status } satisfies Ack);
       },
     );

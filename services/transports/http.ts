@@ -6,7 +6,14 @@ import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type Ack, type FrameHeader } from '../core/frame.js';
 import { boundPort, hostPort, singleListenHost } from '../shared/net.js';
 import { once } from '../shared/once.js';
-import type { DoorPass, ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import type {
+  DoorPass,
+  ReceiverListener,
+  ReceiverOptions,
+  TransmitterLink,
+  TransmitterOptions,
+  Transport,
+} from './contract.js';
 import { connectWithin } from './kit/connect.js';
 import { capConnections } from './kit/door.js';
 import { frameGate, type FrameGate } from './kit/gate.js';
@@ -14,7 +21,10 @@ import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue } from './kit/send-queue.js';
 import { lazyLibrary } from './kit/library.js';
 
-/** undici (the transmitter side) and fastify (the receiver side), loaded when an HTTP transport is first used (kit/library.ts). */
+/**
+ * undici (the transmitter side) and fastify (the receiver side), loaded when an HTTP transport is first used
+ * (kit/library.ts).
+ */
 const undici = lazyLibrary<typeof import('undici')>('undici');
 const fastifyLibrary = lazyLibrary<typeof import('fastify')>('fastify');
 
@@ -88,8 +98,16 @@ function joined(parts: Buffer[]): Buffer {
   return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
 }
 
-/** One connect attempt: a Client to `origin` whose first request (GET PATH) the receiver's door admitted, within `timeoutMs`. */
-async function openClient(origin: string, authorization: string, pipelining: number, timeoutMs: number): Promise<Client> {
+/**
+ * One connect attempt: a Client to `origin` whose first request (GET PATH) the receiver's door admitted, within
+ * `timeoutMs`.
+ */
+async function openClient(
+  origin: string,
+  authorization: string,
+  pipelining: number,
+  timeoutMs: number,
+): Promise<Client> {
   const client = new (undici().Client)(origin, {
     pipelining,
     keepAliveTimeout: CLIENT_KEEP_ALIVE_MS,
@@ -99,11 +117,19 @@ async function openClient(origin: string, authorization: string, pipelining: num
   });
   try {
     // GET, not HEAD: undici closes a connection after a HEAD, and this one is the link's.
-    const answer = await client.request({ path: PATH, method: 'GET', headers: { authorization }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+    const answer = await client.request({
+      path: PATH,
+      method: 'GET',
+      headers: { authorization },
+      headersTimeout: timeoutMs,
+      bodyTimeout: timeoutMs,
+    });
     const text = await answer.body.text();
     if (answer.statusCode >= 200 && answer.statusCode < 300) return client;
     const problem = `the receiver answered HTTP ${answer.statusCode}${text.length > 0 ? `: ${text}` : ''}`;
-    throw REFUSED_STATUSES.has(answer.statusCode) ? new ItbError(ErrorCode.refused, `${problem} (it did not take this section's credential: its log says why)`) : new Error(problem);
+    throw REFUSED_STATUSES.has(answer.statusCode)
+      ? new ItbError(ErrorCode.refused, `${problem} (it did not take this section's credential: its log says why)`)
+      : new Error(problem);
   } catch (err) {
     await client.destroy();
     throw err;
@@ -114,10 +140,19 @@ async function openClient(origin: string, authorization: string, pipelining: num
  * Connects a transmitter side that POSTs every frame as `framing` shapes it, on one keep-alive
  * connection pipelined WINDOW deep; `label` names the link in messages ("HTTP").
  */
-export async function connectHttp(options: TransmitterOptions, label: string, framing: HttpFraming): Promise<TransmitterLink> {
+export async function connectHttp(
+  options: TransmitterOptions,
+  label: string,
+  framing: HttpFraming,
+): Promise<TransmitterLink> {
   const origin = `http://${hostPort(options.host, options.port)}`;
   const authorization = `Bearer ${options.credential.text}`;
-  const client = await connectWithin(`${label} receiver at ${origin}`, options.connectTimeoutMs, (remainingMs) => openClient(origin, authorization, options.window, remainingMs), (late) => void late.destroy());
+  const client = await connectWithin(
+    `${label} receiver at ${origin}`,
+    options.connectTimeoutMs,
+    (remainingMs) => openClient(origin, authorization, options.window, remainingMs),
+    (late) => void late.destroy(),
+  );
   const guard = new LinkGuard(options.onFailure, `${label} link to ${origin}`);
   // undici calls handlers from inside its own socket bookkeeping, which must finish before the
   // client is destroyed; a microtask later it has, and no request pipelined behind the failed one
@@ -128,11 +163,19 @@ export async function connectHttp(options: TransmitterOptions, label: string, fr
     queueMicrotask(() => void client.destroy().catch(() => {}));
   };
   // The receiver closed the connection (a refusal, its silence bound, the section's end, or it went away).
-  client.on('disconnect', (_origin, _targets, err) => fail(`connection closed by the receiver (${errorMessage(err)}): its log says why`, err));
+  client.on('disconnect', (_origin, _targets, err) =>
+    fail(`connection closed by the receiver (${errorMessage(err)}): its log says why`, err),
+  );
 
   const dispatchOptions = (header: Buffer, payload: Buffer): Dispatcher.DispatchOptions => {
     const { headers, body } = framing.request(header, payload);
-    return { path: PATH, method: 'POST', idempotent: true, headers: ['authorization', authorization, 'content-type', framing.contentType, ...headers], body };
+    return {
+      path: PATH,
+      method: 'POST',
+      idempotent: true,
+      headers: ['authorization', authorization, 'content-type', framing.contentType, ...headers],
+      body,
+    };
   };
   const answerHandler = (): Dispatcher.DispatchHandlers => {
     let status = 0;
@@ -211,22 +254,36 @@ function refuseAndClose(request: FastifyRequest, reply: FastifyReply, status: nu
  * Starts a fastify receiver for transport `name` with the door in front of every request; `routes`
  * adds the transport's POST PATH route. `bodyLimitBytes` bounds fastify's own body parsers.
  */
-export async function listenHttp(options: ReceiverOptions, name: string, bodyLimitBytes: number, routes: (app: FastifyInstance, connections: HttpConnections) => void): Promise<ReceiverListener> {
+export async function listenHttp(
+  options: ReceiverOptions,
+  name: string,
+  bodyLimitBytes: number,
+  routes: (app: FastifyInstance, connections: HttpConnections) => void,
+): Promise<ReceiverListener> {
   // connectionTimeout is each socket's inactivity bound, request or not: with keepAliveTimeout 0
   // node never swaps it for a keep-alive one (and sends no Keep-Alive hint), and the 'timeout'
   // handler below reports and closes. requestTimeout bounds one request's arrival, whatever trickles.
-  const app = fastifyLibrary().fastify({ logger: false, bodyLimit: bodyLimitBytes, connectionTimeout: options.idleTimeoutMs, requestTimeout: options.idleTimeoutMs });
+  const app = fastifyLibrary().fastify({
+    logger: false,
+    bodyLimit: bodyLimitBytes,
+    connectionTimeout: options.idleTimeoutMs,
+    requestTimeout: options.idleTimeoutMs,
+  });
   app.server.keepAliveTimeout = 0;
   app.server.headersTimeout = options.idleTimeoutMs;
   const admitted = new WeakMap<net.Socket, Admitted>();
   const sockets = new Set<net.Socket>();
-  const where = (socket: net.Socket): string => `${name} from ${hostPort(socket.remoteAddress ?? '?', socket.remotePort ?? 0)}`;
+  const where = (socket: net.Socket): string =>
+    `${name} from ${hostPort(socket.remoteAddress ?? '?', socket.remotePort ?? 0)}`;
   app.server.on('connection', (socket: net.Socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
   app.server.on('timeout', (socket: net.Socket) => {
-    options.door.refuse(where(socket), `nothing sent or received for ${options.idleTimeoutMs} ms (IMAGE_TIMEOUT_MS): connection closed`);
+    options.door.refuse(
+      where(socket),
+      `nothing sent or received for ${options.idleTimeoutMs} ms (IMAGE_TIMEOUT_MS): connection closed`,
+    );
     socket.destroy();
   });
   // The door, before anything else of a request is looked at, on every path.
@@ -239,7 +296,10 @@ export async function listenHttp(options: ReceiverOptions, name: string, bodyLim
         done();
         return;
       }
-      options.door.refuse(known.from, 'a request presented another credential than the connection was admitted with: connection closed');
+      options.door.refuse(
+        known.from,
+        'a request presented another credential than the connection was admitted with: connection closed',
+      );
       refuseAndClose(request, reply, 401, 'this request does not belong to the connection it came on');
       return;
     }
@@ -278,10 +338,14 @@ export async function listenHttp(options: ReceiverOptions, name: string, bodyLim
   };
 }
 
-/** The content-length of `request` when it is exactly one plain decimal number; undefined otherwise (chunked, absent, malformed). */
+/**
+ * The content-length of `request` when it is exactly one plain decimal number; undefined otherwise (chunked, absent,
+ * malformed).
+ */
 export function contentLength(request: FastifyRequest): number | undefined {
   const text = request.headers['content-length'];
-  if (request.headers['transfer-encoding'] !== undefined || typeof text !== 'string' || !/^\d{1,15}$/.test(text)) return undefined;
+  if (request.headers['transfer-encoding'] !== undefined || typeof text !== 'string' || !/^\d{1,15}$/.test(text))
+    return undefined;
   return Number(text);
 }
 
@@ -305,8 +369,17 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       }
       const bodyBytes = contentLength(request);
       if (bodyBytes !== header.sizeBytes) {
-        gate.reject(bodyBytes === undefined ? 'request without a plain Content-Length' : `body of ${bodyBytes} bytes, its header announces ${header.sizeBytes}`);
-        connections.refuse(request, reply, bodyBytes !== undefined && bodyBytes > options.maxImageBytes ? 413 : 400, 'the body is not the image its frame header announces');
+        gate.reject(
+          bodyBytes === undefined
+            ? 'request without a plain Content-Length'
+            : `body of ${bodyBytes} bytes, its header announces ${header.sizeBytes}`,
+        );
+        connections.refuse(
+          request,
+          reply,
+          bodyBytes !== undefined && bodyBytes > options.maxImageBytes ? 413 : 400,
+          'the body is not the image its frame header announces',
+        );
         return;
       }
       if (request.headers['content-type'] !== rawFraming.contentType) {
@@ -348,7 +421,8 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     });
     app.post(PATH, { onRequest: checkFrame }, (request, reply) => {
       const ack = request.body as Ack | undefined;
-      if (ack === undefined) void reply.code(DROPPED_STATUS).type('text/plain').send('frame dropped (the receiver reported why)');
+      if (ack === undefined)
+        void reply.code(DROPPED_STATUS).type('text/plain').send('frame dropped (the receiver reported why)');
       else void reply.type(rawFraming.contentType).send(encodeAck(ack));
     });
   });

@@ -43,7 +43,10 @@ export const defaultTransports: readonly Transport[] = transports.filter((t) => 
 export function transportByName(name: string): Transport {
   const found = transports.find((t) => t.name === name);
   if (!found) {
-    throw new ItbError(ErrorCode.unknownTransport, `unknown transport "${name}"; valid: ${transports.map((t) => t.name).join(', ')}`);
+    throw new ItbError(
+      ErrorCode.unknownTransport,
+      `unknown transport "${name}"; valid: ${transports.map((t) => t.name).join(', ')}`,
+    );
   }
   return found;
 }

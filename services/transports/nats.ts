@@ -9,7 +9,15 @@ import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type Ack } from '../core/fram
 import { answersWith, startLocalProcess } from '../shared/local-server.js';
 import { once } from '../shared/once.js';
 import { settlesWithin, withTimeout } from '../shared/waits.js';
-import type { LocalServer, ReceiverListener, ReceiverOptions, SectionOpening, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import type {
+  LocalServer,
+  ReceiverListener,
+  ReceiverOptions,
+  SectionOpening,
+  TransmitterLink,
+  TransmitterOptions,
+  Transport,
+} from './contract.js';
 import { brokerAddress, type BrokerAddress } from './kit/broker.js';
 import { connectWithin } from './kit/connect.js';
 import { frameGate } from './kit/gate.js';
@@ -68,7 +76,10 @@ export interface SectionSubjects {
   acks: string;
 }
 
-/** Subjects named after the section's id and a digest of its key (the key itself stays off the server); exported for tests. */
+/**
+ * Subjects named after the section's id and a digest of its key (the key itself stays off the server); exported for
+ * tests.
+ */
 export function sectionSubjects(credential: SectionCredential): SectionSubjects {
   // base64url's characters are all valid in a subject token.
   const tag = createHash('sha256').update(credential.key).digest('base64url').slice(0, 22);
@@ -80,12 +91,17 @@ export function sectionSubjects(credential: SectionCredential): SectionSubjects 
 export const NATS_MAX_PAYLOAD_BYTES = 64 * 1024 * 1024;
 /** What a server holds for one slow client before it disconnects it: a window of large images. */
 const NATS_MAX_PENDING_BYTES = 1024 * 1024 * 1024;
-/** From this image size on, the frame header travels as a NATS message header and the image alone as the data (see above). */
+/**
+ * From this image size on, the frame header travels as a NATS message header and the image alone as the data (see
+ * above).
+ */
 const HEADER_APART_FROM_BYTES = 64 * 1024;
 /** The NATS message header that carries the frame header, in base64. */
 const FRAME_HEADER_NAME = 'Itb-Frame';
 /** Bytes of the header block nats.js sends for it: "NATS/1.0\r\nItb-Frame: <56 base64 chars>\r\n\r\n". */
-const HEADER_BLOCK_BYTES = Buffer.byteLength(`NATS/1.0\r\n${FRAME_HEADER_NAME}: ${'A'.repeat(Math.ceil(FRAME_HEADER_BYTES / 3) * 4)}\r\n\r\n`);
+const HEADER_BLOCK_BYTES = Buffer.byteLength(
+  `NATS/1.0\r\n${FRAME_HEADER_NAME}: ${'A'.repeat(Math.ceil(FRAME_HEADER_BYTES / 3) * 4)}\r\n\r\n`,
+);
 /** The receiver has no configured bound, so it gets this one for reaching NATS. */
 const RECEIVER_CONNECT_TIMEOUT_MS = 5000;
 /** Bound on a round trip that confirms a subscription is in place on the server. */
@@ -103,7 +119,16 @@ function openConnection(broker: BrokerAddress, timeoutMs: number, name: string):
   return connectWithin(
     `NATS at ${broker.shown}`,
     timeoutMs,
-    (remainingMs) => natsLibrary().connect({ servers: broker.url, ...natsAuth(broker), name, reconnect: false, timeout: remainingMs, noRandomize: true, ignoreClusterUpdates: true }),
+    (remainingMs) =>
+      natsLibrary().connect({
+        servers: broker.url,
+        ...natsAuth(broker),
+        name,
+        reconnect: false,
+        timeout: remainingMs,
+        noRandomize: true,
+        ignoreClusterUpdates: true,
+      }),
     (late) => void closeConnection(late),
   );
 }
@@ -133,11 +158,16 @@ async function closeConnection(nc: NatsConnection): Promise<void> {
  * follows it at once with reconnect off and says why. `statuses` is nc.status(), taken before
  * anything could happen on the connection.
  */
-function watchConnection(nc: NatsConnection, statuses: AsyncIterable<Status>, onEnd: (reason: string, cause?: unknown) => void): void {
+function watchConnection(
+  nc: NatsConnection,
+  statuses: AsyncIterable<Status>,
+  onEnd: (reason: string, cause?: unknown) => void,
+): void {
   void (async () => {
     for await (const status of statuses) {
       if (status.type === 'error') onEnd(`the server reported an error: ${status.error.message}`, status.error);
-      else if (status.type === 'slowConsumer') onEnd(`slow consumer on ${status.sub.getSubject()} (${status.pending} messages pending)`);
+      else if (status.type === 'slowConsumer')
+        onEnd(`slow consumer on ${status.sub.getSubject()} (${status.pending} messages pending)`);
       else if (status.type === 'staleConnection') onEnd('the server stopped answering pings');
     }
   })().catch((err: unknown) => onEnd(`connection status unreadable: ${errorMessage(err)}`, err));
@@ -163,10 +193,12 @@ function chooseForm(nc: NatsConnection, imageBytes: number, shownUrl: string): {
   const how =
     frameBytes > NATS_MAX_PAYLOAD_BYTES
       ? `no NATS server can carry it: ${NATS_MAX_PAYLOAD_BYTES} bytes (64 MB) is NATS's hard limit`
-      : `raise max_payload in the nats-server config (docker compose's nats service runs with max_payload 64MB, NATS's hard limit)`;
+      : `raise max_payload in the nats-server config (docker compose's nats service runs with max_payload 64MB, ` +
+        `NATS's hard limit)`;
   throw new ItbError(
     ErrorCode.transport,
-    `a ${imageBytes}-byte image makes a ${frameBytes}-byte NATS message, over the max_payload of ${maxPayloadBytes ?? 'unknown'} bytes of NATS at ${shownUrl}: ${how}`,
+    `a ${imageBytes}-byte image makes a ${frameBytes}-byte NATS message, over the max_payload ` +
+      `of ${maxPayloadBytes ?? 'unknown'} bytes of NATS at ${shownUrl}: ${how}`,
   );
 }
 
@@ -183,7 +215,12 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
       return;
     }
     if (msg.headers?.code === NO_RESPONDERS_CODE) {
-      guard.fail(new ItbError(ErrorCode.receiverUnreachable, `no receiver is reading this section on NATS at ${broker.shown} (nobody subscribes to ${subjects.frames})`));
+      guard.fail(
+        new ItbError(
+          ErrorCode.receiverUnreachable,
+          `no receiver is reading this section on NATS at ${broker.shown} (nobody subscribes to ${subjects.frames})`,
+        ),
+      );
       return;
     }
     let ack: Ack;
@@ -200,7 +237,11 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
     ({ headerApart } = chooseForm(nc, options.imageBytes, broker.shown));
     nc.subscribe(ackInbox, { callback: onAck });
     // The server has the inbox before the first frame can be answered (and the connection works).
-    await withTimeout(nc.flush(), Math.min(options.connectTimeoutMs, FLUSH_TIMEOUT_MS), `subscribing to the ack inbox on NATS at ${broker.shown}`);
+    await withTimeout(
+      nc.flush(),
+      Math.min(options.connectTimeoutMs, FLUSH_TIMEOUT_MS),
+      `subscribing to the ack inbox on NATS at ${broker.shown}`,
+    );
   } catch (err) {
     await closeConnection(nc);
     throw err;
@@ -210,7 +251,10 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   const queue = new SendQueue(
     (header, payload) => {
       if (headerApart) nc.publish(subjects.frames, payload, { reply: ackInbox, headers: headersOf(header) });
-      else nc.publish(subjects.frames, Buffer.concat([header, payload], header.length + payload.length), { reply: ackInbox });
+      else
+        nc.publish(subjects.frames, Buffer.concat([header, payload], header.length + payload.length), {
+          reply: ackInbox,
+        });
       return undefined;
     },
     (err) => guard.failWith(`send failed: ${err.message}`, err),
@@ -261,7 +305,9 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       } else {
         const headerBytes = Buffer.from(headers.get(FRAME_HEADER_NAME), 'base64');
         if (headerBytes.length !== FRAME_HEADER_BYTES) {
-          gate.reject(`message whose ${FRAME_HEADER_NAME} header is not a ${FRAME_HEADER_BYTES}-byte frame header in base64`);
+          gate.reject(
+            `message whose ${FRAME_HEADER_NAME} header is not a ${FRAME_HEADER_BYTES}-byte frame header in base64`,
+          );
           return;
         }
         ack = gate.frame(headerBytes, data);
@@ -289,7 +335,11 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       const subjects = sectionSubjects(opening.credential);
       section = nc.subscribe(subjects.frames, { callback: onFrame(subjects) });
       // The server has the subscription before the transmitter is told to connect.
-      await withTimeout(nc.flush(), FLUSH_TIMEOUT_MS, `subscribing to the section's subject on NATS at ${broker.shown}`);
+      await withTimeout(
+        nc.flush(),
+        FLUSH_TIMEOUT_MS,
+        `subscribing to the section's subject on NATS at ${broker.shown}`,
+      );
     },
     closeSection() {
       endSection();
@@ -313,7 +363,10 @@ function headersOf(header: Buffer): MsgHdrs {
 /** The NATS server of NATS_URL (and NATS_PASSWORD), or a clear error when it is not set. */
 function requireBroker(endpoint: Pick<TransmitterOptions, 'url' | 'password'>): BrokerAddress {
   if (endpoint.url === undefined || endpoint.url === '') {
-    throw new ItbError(ErrorCode.config, 'NATS_URL is not set: the nats transport needs a NATS server to go through (e.g. NATS_URL=nats://127.0.0.1:4222)');
+    throw new ItbError(
+      ErrorCode.config,
+      'NATS_URL is not set: the nats transport needs a NATS server to go through (e.g. NATS_URL=nats://127.0.0.1:4222)',
+    );
   }
   return brokerAddress(endpoint.url, endpoint.password);
 }
@@ -329,7 +382,11 @@ export interface PrivateNats extends LocalServer {
  * that user and password. nats-server 2.9 takes max_payload from a config file only, so one is
  * written to a private temporary directory and removed at close.
  */
-export async function startPrivateNats(maxPayloadBytes = NATS_MAX_PAYLOAD_BYTES, host = '127.0.0.1', auth?: { user: string; password: string }): Promise<PrivateNats> {
+export async function startPrivateNats(
+  maxPayloadBytes = NATS_MAX_PAYLOAD_BYTES,
+  host = '127.0.0.1',
+  auth?: { user: string; password: string },
+): Promise<PrivateNats> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'itb-nats-'));
   const configPath = path.join(dir, 'nats-server.conf');
   const removeDir = (): Promise<void> => rm(dir, { recursive: true, force: true });
@@ -337,12 +394,15 @@ export async function startPrivateNats(maxPayloadBytes = NATS_MAX_PAYLOAD_BYTES,
     await writeFile(
       configPath,
       [
-        '# Written by image-transfer-bench (services/transports/nats.ts) for one run or test; removed when the server stops.',
+        '# Written by image-transfer-bench (services/transports/nats.ts) for one run or test; removed when the ' +
+          'server stops.',
         `max_payload: ${maxPayloadBytes}`,
         `max_pending: ${NATS_MAX_PENDING_BYTES}`,
         // Its stderr is a pipe nobody reads: logging there could fill it and stall the server.
         'log_file: "/dev/null"',
-        ...(auth === undefined ? [] : [`authorization { user: ${JSON.stringify(auth.user)}, password: ${JSON.stringify(auth.password)} }`]),
+        ...(auth === undefined
+          ? []
+          : [`authorization { user: ${JSON.stringify(auth.user)}, password: ${JSON.stringify(auth.password)} }`]),
         '',
       ].join('\n'),
     );

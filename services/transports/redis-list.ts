@@ -2,7 +2,14 @@ import type { SectionCredential } from '../core/auth.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { once } from '../shared/once.js';
 import { sleep } from '../shared/waits.js';
-import type { ReceiverListener, ReceiverOptions, SectionOpening, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import type {
+  ReceiverListener,
+  ReceiverOptions,
+  SectionOpening,
+  TransmitterLink,
+  TransmitterOptions,
+  Transport,
+} from './contract.js';
 import { frameGate } from './kit/gate.js';
 import {
   closeClient,
@@ -51,7 +58,9 @@ const READ_BLOCK_SECONDS = 1;
 const READ_BLOCK_MS = READ_BLOCK_SECONDS * 1000;
 const RECEIVER_ERROR_PAUSE_MS = 100;
 
-/** The keys of one section: the frame list, the ack list, and the key saying a receiver reads them; exported for tests. */
+/**
+ * The keys of one section: the frame list, the ack list, and the key saying a receiver reads them; exported for tests.
+ */
 export function listSectionKeys(credential: SectionCredential, receiverIndex = 0): SectionKeys & { reader: string } {
   return { ...sectionKeys(credential, receiverIndex), reader: `${sectionKeyPrefix(credential, receiverIndex)}:reader` };
 }
@@ -66,10 +75,18 @@ function connect(options: TransmitterOptions): Promise<TransmitterLink> {
       try {
         readerPresent = await writer.exists(keys.reader);
       } catch (err) {
-        throw new ItbError(ErrorCode.transport, `cannot check for a receiver on Redis at ${shownUrl}: ${errorMessage(err)}`, { cause: err });
+        throw new ItbError(
+          ErrorCode.transport,
+          `cannot check for a receiver on Redis at ${shownUrl}: ${errorMessage(err)}`,
+          { cause: err },
+        );
       }
       if (readerPresent === 0) {
-        throw new ItbError(ErrorCode.receiverUnreachable, `no receiver is reading this section on Redis at ${shownUrl} (${keys.reader} does not exist: do both services have the same REDIS_URL?)`);
+        throw new ItbError(
+          ErrorCode.receiverUnreachable,
+          `no receiver is reading this section on Redis at ${shownUrl} (${keys.reader} does not exist: do both ` +
+            `services have the same REDIS_URL?)`,
+        );
       }
     },
     // The reply, the list's length, says nothing the acks do not: only an error is looked at.
@@ -91,7 +108,11 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     readerId = Number(await reader.client('ID'));
   } catch (err) {
     await Promise.all([closeClient(reader), closeClient(writer)]);
-    throw new ItbError(ErrorCode.transport, `cannot set up the receiver on Redis at ${broker.shown}: ${errorMessage(err)}`, { cause: err });
+    throw new ItbError(
+      ErrorCode.transport,
+      `cannot set up the receiver on Redis at ${broker.shown}: ${errorMessage(err)}`,
+      { cause: err },
+    );
   }
   // The open section's keys and pop count (elements); undefined between sections, when nothing is read.
   let section: { keys: ReturnType<typeof listSectionKeys>; popCount: number } | undefined;
@@ -106,7 +127,12 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   failListenerOnClose([reader, writer], options, 'redis-list', broker.shown, () => closing);
 
   const pairer = new FramePairer(frameGate(options, 'redis-list'), false);
-  const pop = listPopper(reader, () => log.info({ url: broker.shown }, 'redis-list: no BLMPOP on this server (Redis < 7.0), popping images one element at a time'));
+  const pop = listPopper(reader, () =>
+    log.info(
+      { url: broker.shown },
+      'redis-list: no BLMPOP on this server (Redis < 7.0), popping images one element at a time',
+    ),
+  );
   // The acks of one pop go back in one LPUSH nobody waits on, as soon as every element of the
   // pop went through the gate: they were in hand together. They go on the reader's connection, in
   // the same write as its next pop, which follows at once: one system call per pop instead of two
@@ -147,7 +173,10 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       // The reply is taken in a callback and only its acks come back here: V8 keeps a value this
       // function held across an await alive in its saved registers (seen in a heap snapshot), so a
       // whole reply of images would stay in memory while the next pop blocks.
-      const taking = pop(reading.keys.frames, READ_BLOCK_SECONDS, reading.popCount).then(takeElements, (err: unknown) => ({ err }));
+      const taking = pop(reading.keys.frames, READ_BLOCK_SECONDS, reading.popCount).then(
+        takeElements,
+        (err: unknown) => ({ err }),
+      );
       reader.stream.uncork();
       const taken = await taking;
       if (closing) return;
@@ -206,7 +235,8 @@ export const redisListTransport: Transport = {
   libraries: ['ioredis'],
   composeService: 'redis',
   batchedArrivals:
-    'Redis list: ioredis hands over a BLMPOP reply whole, so the images of one pop are in hand together and their arrival stamps are taken one after the other as the reply is read',
+    'Redis list: ioredis hands over a BLMPOP reply whole, so the images of one pop are in hand together and ' +
+    'their arrival stamps are taken one after the other as the reply is read',
   connect,
   listen,
 };

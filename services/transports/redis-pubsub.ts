@@ -4,7 +4,14 @@ import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { FRAME_HEADER_BYTES } from '../core/frame.js';
 import { once } from '../shared/once.js';
 import { settlesWithin } from '../shared/waits.js';
-import type { ReceiverListener, ReceiverOptions, SectionOpening, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import type {
+  ReceiverListener,
+  ReceiverOptions,
+  SectionOpening,
+  TransmitterLink,
+  TransmitterOptions,
+  Transport,
+} from './contract.js';
 import { frameGate } from './kit/gate.js';
 import {
   closeClient,
@@ -48,9 +55,15 @@ import {
 // Limits: a message is one bulk string (proto-max-bulk-len, 512 MB by default); one message of
 // the image's size alone must stay under the pubsub hard limit, which connect() checks.
 
-/** From this image size on, header and image go as two messages instead of one concatenated message (see above; the crossover was not measured finely). */
+/**
+ * From this image size on, header and image go as two messages instead of one concatenated message (see above; the
+ * crossover was not measured finely).
+ */
 const SPLIT_FROM_BYTES = 64 * 1024;
-/** Bytes of RESP framing around a published message in the subscriber's output buffer (array, "message", channel, bulk length). */
+/**
+ * Bytes of RESP framing around a published message in the subscriber's output buffer (array, "message", channel, bulk
+ * length).
+ */
 const MESSAGE_FRAMING_BYTES = 128;
 /** Bound on UNSUBSCRIBE at the end of a section: Redis may be why the section is closing. */
 const UNSUBSCRIBE_TIMEOUT_MS = 500;
@@ -66,14 +79,21 @@ interface PubsubLimit {
 
 /** The limit as Redis's config words it ("1mb 512kb 1"). */
 function formatPubsubLimit(limit: PubsubLimit): string {
-  const bytes = (n: number): string => (n > 0 && n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)}mb` : n > 0 && n % 1024 === 0 ? `${n / 1024}kb` : String(n));
+  const bytes = (n: number): string =>
+    n > 0 && n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)}mb` : n > 0 && n % 1024 === 0 ? `${n / 1024}kb` : String(n);
   return `client-output-buffer-limit pubsub ${bytes(limit.hardBytes)} ${bytes(limit.softBytes)} ${limit.softSeconds}`;
 }
 
-/** Reads the pubsub class of client-output-buffer-limit; undefined when the server does not allow CONFIG GET (ACL, renamed command). */
+/**
+ * Reads the pubsub class of client-output-buffer-limit; undefined when the server does not allow CONFIG GET (ACL,
+ * renamed command).
+ */
 async function readPubsubLimit(client: Redis, log: Logger): Promise<PubsubLimit | undefined> {
   try {
-    const reply = await withInfoTimeout(client.config('GET', 'client-output-buffer-limit'), 'CONFIG GET client-output-buffer-limit');
+    const reply = await withInfoTimeout(
+      client.config('GET', 'client-output-buffer-limit'),
+      'CONFIG GET client-output-buffer-limit',
+    );
     const match = /pubsub (\d+) (\d+) (\d+)/.exec(String(reply[1] ?? ''));
     if (match === null) return undefined;
     return { hardBytes: Number(match[1]), softBytes: Number(match[2]), softSeconds: Number(match[3]) };
@@ -105,18 +125,34 @@ function connect(options: TransmitterOptions): Promise<TransmitterLink> {
     // One message of this size alone would get the subscriber disconnected: say so before sending anything.
     async check(writer, shownUrl) {
       const limit = await readPubsubLimit(writer, options.log);
-      const messageBytes = (options.imageBytes < SPLIT_FROM_BYTES ? FRAME_HEADER_BYTES + options.imageBytes : options.imageBytes) + MESSAGE_FRAMING_BYTES;
+      const messageBytes =
+        (options.imageBytes < SPLIT_FROM_BYTES ? FRAME_HEADER_BYTES + options.imageBytes : options.imageBytes) +
+        MESSAGE_FRAMING_BYTES;
       if (limit !== undefined && limit.hardBytes > 0 && outputBufferBytes(messageBytes) >= limit.hardBytes) {
         throw new ItbError(
           ErrorCode.transport,
-          `images of ${options.imageBytes} bytes cannot go through Redis pub/sub at ${shownUrl}: one such message alone can fill a subscriber's output buffer up to ${formatPubsubLimit(limit)}, and Redis disconnects the subscriber there (raise the limit, e.g. CONFIG SET client-output-buffer-limit "pubsub 512mb 128mb 60", or send smaller images)`,
+          `images of ${options.imageBytes} bytes cannot go through Redis pub/sub at ${shownUrl}: one such ` +
+            `message alone can fill a subscriber's output buffer up to ${formatPubsubLimit(limit)}, and Redis ` +
+            `disconnects the subscriber there (raise the limit, e.g. CONFIG SET client-output-buffer-limit "pubsub ` +
+            `512mb 128mb 60", or send smaller images)`,
         );
       }
-      if (limit !== undefined && limit.hardBytes > 0 && options.window * outputBufferBytes(messageBytes) >= limit.hardBytes) {
+      if (
+        limit !== undefined &&
+        limit.hardBytes > 0 &&
+        options.window * outputBufferBytes(messageBytes) >= limit.hardBytes
+      ) {
         // Not refused: a subscriber that keeps up never holds a window of unread images.
-        options.log.warn({ url: shownUrl, window: options.window, imageBytes: options.imageBytes, limit: formatPubsubLimit(limit) }, 'redis-pubsub: a window of unread images would pass the subscriber\'s output-buffer limit: a receiver that falls that far behind is disconnected and the section fails');
+        options.log.warn(
+          { url: shownUrl, window: options.window, imageBytes: options.imageBytes, limit: formatPubsubLimit(limit) },
+          "redis-pubsub: a window of unread images would pass the subscriber's output-buffer limit: a receiver " +
+            'that falls that far behind is disconnected and the section fails',
+        );
       }
-      limitWords = limit === undefined ? 'client-output-buffer-limit pubsub (CONFIG GET is not allowed here to read it)' : formatPubsubLimit(limit);
+      limitWords =
+        limit === undefined
+          ? 'client-output-buffer-limit pubsub (CONFIG GET is not allowed here to read it)'
+          : formatPubsubLimit(limit);
     },
     writer(writer, guard, shownUrl) {
       // Images a subscriber got so far: nobody ever (not prepared here) and nobody any more (the
@@ -130,8 +166,11 @@ function connect(options: TransmitterOptions): Promise<TransmitterLink> {
         if (guard.ended) return;
         const reason =
           reached === 0
-            ? `no receiver is reading this section on Redis at ${shownUrl} (PUBLISH to ${channel} reached no subscriber: do both services have the same REDIS_URL?)`
-            : `the receiver's subscriber left ${channel} on Redis at ${shownUrl} after ${reached} images reached it: Redis disconnects a subscriber whose output buffer passes ${limitWords} (the subscriber read slower than this link published), unless the receiver lost Redis (its log says)`;
+            ? `no receiver is reading this section on Redis at ${shownUrl} (PUBLISH to ${channel} reached no ` +
+              `subscriber: do both services have the same REDIS_URL?)`
+            : `the receiver's subscriber left ${channel} on Redis at ${shownUrl} after ${reached} images reached ` +
+              `it: Redis disconnects a subscriber whose output buffer passes ${limitWords} (the subscriber read ` +
+              `slower than this link published), unless the receiver lost Redis (its log says)`;
         guard.fail(new ItbError(ErrorCode.receiverUnreachable, reason));
       };
       const onHeaderReply = (subscribers: number): void => onReply(subscribers, false);
@@ -139,7 +178,9 @@ function connect(options: TransmitterOptions): Promise<TransmitterLink> {
       const onError = (err: unknown): void => guard.failWith(`PUBLISH failed: ${errorMessage(err)}`, err);
       return (header, payload) => {
         if (payload.length < SPLIT_FROM_BYTES && payload.length > 0) {
-          writer.publish(channel, Buffer.concat([header, payload], header.length + payload.length)).then(onImageReply, onError);
+          writer
+            .publish(channel, Buffer.concat([header, payload], header.length + payload.length))
+            .then(onImageReply, onError);
           return;
         }
         if ((options.clients ?? 1) > 1) {
@@ -191,7 +232,10 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   // The open section: its keys and its channel as bytes (messages come with theirs).
   let section: { keys: SectionKeys; channel: Buffer } | undefined;
   // What words a lost subscriber, read when the last section opened: the limit, and the disconnect counters then.
-  let known: { limit: PubsubLimit | undefined; counters: DisconnectCounters | undefined } = { limit: undefined, counters: undefined };
+  let known: { limit: PubsubLimit | undefined; counters: DisconnectCounters | undefined } = {
+    limit: undefined,
+    counters: undefined,
+  };
   // Settles once a lost subscriber has been reported.
   let lostSubscriber: Promise<void> | undefined;
   let closing = false;
@@ -248,10 +292,26 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       const [was, is] = [before?.[name], now[name]];
       return was === undefined || is === undefined ? undefined : is > was;
     };
-    if (grew('outputBufferLimit') === true) return `Redis at ${broker.shown} closed the subscriber connection: its output buffer passed ${limitWords} (the subscriber read slower than the publisher wrote)`;
-    if (grew('evicted') === true) return `Redis at ${broker.shown} evicted the subscriber connection (maxmemory-clients: client memory over its limit)`;
-    if (grew('outputBufferLimit') === false) return `Redis at ${broker.shown} closed the subscriber connection while the server stayed up, not at its output-buffer limit (CLIENT KILL?)`;
-    return `Redis at ${broker.shown} closed the subscriber connection while the server stayed up: most likely its output buffer passed ${limitWords} (the subscriber read slower than the publisher wrote; this Redis does not count such disconnections to say for sure)`;
+    if (grew('outputBufferLimit') === true)
+      return (
+        `Redis at ${broker.shown} closed the subscriber connection: its output buffer passed ${limitWords} (the ` +
+        `subscriber read slower than the publisher wrote)`
+      );
+    if (grew('evicted') === true)
+      return (
+        `Redis at ${broker.shown} evicted the subscriber connection (maxmemory-clients: client memory over its ` +
+        `limit)`
+      );
+    if (grew('outputBufferLimit') === false)
+      return (
+        `Redis at ${broker.shown} closed the subscriber connection while the server stayed up, not at its ` +
+        `output-buffer limit (CLIENT KILL?)`
+      );
+    return (
+      `Redis at ${broker.shown} closed the subscriber connection while the server stayed up: most likely its ` +
+      `output buffer passed ${limitWords} (the subscriber read slower than the publisher wrote; this Redis does ` +
+      `not count such disconnections to say for sure)`
+    );
   };
   subscriber.on('close', () => {
     if (closing || failed) return;
@@ -286,7 +346,10 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       const keys = sectionKeys(opening.credential);
       reader.reset();
       // Read before the first message can come: a subscriber lost later is worded against these.
-      const [limit, counters] = await Promise.all([readPubsubLimit(writer, log), readDisconnectCounters(writer).catch(() => undefined)]);
+      const [limit, counters] = await Promise.all([
+        readPubsubLimit(writer, log),
+        readDisconnectCounters(writer).catch(() => undefined),
+      ]);
       known = { limit, counters };
       // Open before SUBSCRIBE is sent: a message can follow its reply in the same chunk.
       section = { keys, channel: Buffer.from(keys.frames) };

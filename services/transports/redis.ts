@@ -2,9 +2,29 @@ import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { encodeAck } from '../core/frame.js';
 import { once } from '../shared/once.js';
 import { sleep } from '../shared/waits.js';
-import type { ReceiverListener, ReceiverOptions, SectionOpening, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import type {
+  ReceiverListener,
+  ReceiverOptions,
+  SectionOpening,
+  TransmitterLink,
+  TransmitterOptions,
+  Transport,
+} from './contract.js';
 import { frameGate } from './kit/gate.js';
-import { closeClient, connectRedisLink, dropKeys, failListenerOnClose, openPair, readBroker, RECEIVER_CONNECT_TIMEOUT_MS, redisLocalServer, redisUrlSetting, requireBroker, sectionKeys, type SectionKeys } from './kit/redis.js';
+import {
+  closeClient,
+  connectRedisLink,
+  dropKeys,
+  failListenerOnClose,
+  openPair,
+  readBroker,
+  RECEIVER_CONNECT_TIMEOUT_MS,
+  redisLocalServer,
+  redisUrlSetting,
+  requireBroker,
+  sectionKeys,
+  type SectionKeys,
+} from './kit/redis.js';
 
 export { REDIS_IMAGE_LIMIT_ARGS, sectionKeys, type SectionKeys } from './kit/redis.js';
 
@@ -52,11 +72,19 @@ function connect(options: TransmitterOptions): Promise<TransmitterLink> {
     writer(writer, guard, shownUrl) {
       const onReply = (id: string | null): void => {
         // NOMKSTREAM: no stream means no receiver prepared this section on this Redis.
-        if (id === null && !guard.ended) guard.fail(new ItbError(ErrorCode.receiverUnreachable, `no receiver is reading this section on Redis at ${shownUrl} (stream ${keys.frames} does not exist)`));
+        if (id === null && !guard.ended)
+          guard.fail(
+            new ItbError(
+              ErrorCode.receiverUnreachable,
+              `no receiver is reading this section on Redis at ${shownUrl} (stream ${keys.frames} does not exist)`,
+            ),
+          );
       };
       const onError = (err: unknown): void => guard.failWith(`XADD failed: ${errorMessage(err)}`, err);
       return (header, payload) => {
-        writer.xadd(keys.frames, 'NOMKSTREAM', '*', HEADER_FIELD, header, PAYLOAD_FIELD, payload).then(onReply, onError);
+        writer
+          .xadd(keys.frames, 'NOMKSTREAM', '*', HEADER_FIELD, header, PAYLOAD_FIELD, payload)
+          .then(onReply, onError);
       };
     },
   });
@@ -72,7 +100,11 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     readerId = Number(await reader.client('ID'));
   } catch (err) {
     await Promise.all([closeClient(reader), closeClient(writer)]);
-    throw new ItbError(ErrorCode.transport, `cannot set up the receiver on Redis at ${broker.shown}: ${errorMessage(err)}`, { cause: err });
+    throw new ItbError(
+      ErrorCode.transport,
+      `cannot set up the receiver on Redis at ${broker.shown}: ${errorMessage(err)}`,
+      { cause: err },
+    );
   }
   // The open section's keys and read count; undefined between sections, when nothing is read.
   let section: { keys: SectionKeys; readCount: number } | undefined;
@@ -146,7 +178,18 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       }
       let reply: unknown;
       try {
-        reply = await reader.xreadgroupBuffer('GROUP', GROUP, consumer, 'COUNT', reading.readCount, 'BLOCK', READ_BLOCK_MS, 'STREAMS', reading.keys.frames, '>');
+        reply = await reader.xreadgroupBuffer(
+          'GROUP',
+          GROUP,
+          consumer,
+          'COUNT',
+          reading.readCount,
+          'BLOCK',
+          READ_BLOCK_MS,
+          'STREAMS',
+          reading.keys.frames,
+          '>',
+        );
       } catch (err) {
         if (closing || reader.status === 'end') return;
         if (section !== reading) continue;
@@ -223,7 +266,8 @@ export const redisTransport: Transport = {
   libraries: ['ioredis'],
   composeService: 'redis',
   batchedArrivals:
-    'Redis: ioredis hands over an XREADGROUP reply whole, so the images of one reply are in hand together and their arrival stamps are taken one after the other as the reply is read',
+    'Redis: ioredis hands over an XREADGROUP reply whole, so the images of one reply are in hand together and ' +
+    'their arrival stamps are taken one after the other as the reply is read',
   connect,
   listen,
 };

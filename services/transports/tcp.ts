@@ -5,7 +5,14 @@ import { ACK_BYTES, decodeAck, encodeAck, FRAME_HEADER_BYTES, type FrameHeader }
 import { boundPort, hostPort } from '../shared/net.js';
 import { once } from '../shared/once.js';
 import { drainOrClose } from '../shared/waits.js';
-import type { DoorPass, ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import type {
+  DoorPass,
+  ReceiverListener,
+  ReceiverOptions,
+  TransmitterLink,
+  TransmitterOptions,
+  Transport,
+} from './contract.js';
 import { connectWithin } from './kit/connect.js';
 import { capConnections, closeWhenSilent } from './kit/door.js';
 import { frameGate, type FrameGate } from './kit/gate.js';
@@ -51,12 +58,22 @@ function fixedRecordReader(recordBytes: number, onRecord: (record: Buffer) => vo
 
 async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   const where = hostPort(options.host, options.port);
-  const socket = await connectWithin(`TCP ${where}`, options.connectTimeoutMs, (remainingMs) => connectSocket(options.host, options.port, remainingMs), (late) => late.destroy());
+  const socket = await connectWithin(
+    `TCP ${where}`,
+    options.connectTimeoutMs,
+    (remainingMs) => connectSocket(options.host, options.port, remainingMs),
+    (late) => late.destroy(),
+  );
   const guard = new LinkGuard(options.onFailure, `TCP link to ${where}`);
   socket.write(encodeHello(options.credential));
-  socket.on('data', fixedRecordReader(ACK_BYTES, (record) => guard.ack(options.onAck, decodeAck(record))));
+  socket.on(
+    'data',
+    fixedRecordReader(ACK_BYTES, (record) => guard.ack(options.onAck, decodeAck(record))),
+  );
   socket.on('error', (err) => options.log.debug({ err }, 'tcp transmitter socket error')); // reported through 'close'
-  socket.on('close', () => guard.failWith('connection closed by the receiver (it closes a refused hello at once: its log says why)'));
+  socket.on('close', () =>
+    guard.failWith('connection closed by the receiver (it closes a refused hello at once: its log says why)'),
+  );
   const queue = new SendQueue(
     (header, payload) => {
       socket.cork();

@@ -9,7 +9,15 @@ import { ACK_BYTES, decodeAck, FRAME_HEADER_BYTES } from '../core/frame.js';
 import { guardConnections } from '../shared/connection-guard.js';
 import { freePort, hostPort } from '../shared/net.js';
 import { once } from '../shared/once.js';
-import type { DoorPass, ReceiverListener, ReceiverOptions, SectionOpening, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
+import type {
+  DoorPass,
+  ReceiverListener,
+  ReceiverOptions,
+  SectionOpening,
+  TransmitterLink,
+  TransmitterOptions,
+  Transport,
+} from './contract.js';
 import { connectWithin } from './kit/connect.js';
 import { closeWhenSilent, MAX_CONNECTIONS_PER_LISTENER } from './kit/door.js';
 import { frameGate } from './kit/gate.js';
@@ -45,7 +53,11 @@ const DIAL_RETRY_MS = 25;
  * keeps still proving itself (one more closes the oldest), plus the link's own; the control
  * port's 5 s for a request head.
  */
-const PUSH_SERVER_LIMITS: Readonly<ConnectionLimits> = { ...CONTROL_CONNECTION_LIMITS, waitingConnections: MAX_CONNECTIONS_PER_LISTENER, maxConnections: MAX_CONNECTIONS_PER_LISTENER + 1 };
+const PUSH_SERVER_LIMITS: Readonly<ConnectionLimits> = {
+  ...CONTROL_CONNECTION_LIMITS,
+  waitingConnections: MAX_CONNECTIONS_PER_LISTENER,
+  maxConnections: MAX_CONNECTIONS_PER_LISTENER + 1,
+};
 
 /** A raw upgrade request refused before any WebSocket exists: answered and closed, nothing read. */
 function refuseUpgrade(socket: net.Socket, status: 401 | 404): void {
@@ -60,7 +72,10 @@ async function listenOn(host: string, port: number): Promise<http.Server> {
   const server = http.createServer();
   server.listen(port, host);
   try {
-    await Promise.race([onceEvent(server, 'listening'), onceEvent(server, 'error').then(([err]) => Promise.reject(err as Error))]);
+    await Promise.race([
+      onceEvent(server, 'listening'),
+      onceEvent(server, 'error').then(([err]) => Promise.reject(err as Error)),
+    ]);
   } catch (err) {
     server.close();
     throw err;
@@ -72,7 +87,12 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   const where = hostPort(options.bindHost, options.port);
   const deadlineMs = Date.now() + options.connectTimeoutMs;
   // A port still held by the previous link's server is freed within ms: retried like a refusal.
-  const server = await connectWithin(`the WebSocket push server on ${where}`, options.connectTimeoutMs, () => listenOn(options.bindHost, options.port), (late) => late.close());
+  const server = await connectWithin(
+    `the WebSocket push server on ${where}`,
+    options.connectTimeoutMs,
+    () => listenOn(options.bindHost, options.port),
+    (late) => late.close(),
+  );
   const serverClosed = onceEvent(server, 'close').then(() => undefined);
   const sockets = new Set<net.Socket>();
   server.on('connection', (socket: net.Socket) => {
@@ -82,7 +102,12 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   });
   // Only one receiver is ever taken, and only while connect() waits; the rest are turned away,
   // and connections that never finish their upgrade request cannot keep the receiver out.
-  const waitingGuard = guardConnections(server, PUSH_SERVER_LIMITS, (peer, why) => options.log.warn({ from: hostPort(peer.address, peer.port), why }, 'websocket-push connection closed before a whole request'));
+  const waitingGuard = guardConnections(server, PUSH_SERVER_LIMITS, (peer, why) =>
+    options.log.warn(
+      { from: hostPort(peer.address, peer.port), why },
+      'websocket-push connection closed before a whole request',
+    ),
+  );
   server.on('request', (_request: http.IncomingMessage, response: http.ServerResponse) => {
     response.writeHead(426, { connection: 'close', upgrade: 'websocket' }).end();
   });
@@ -93,7 +118,12 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
     await serverClosed;
   };
   // Acks are the only messages the receiver sends: anything larger is a protocol error.
-  const wss = new (wsLibrary().WebSocketServer)({ noServer: true, perMessageDeflate: false, clientTracking: false, maxPayload: ACK_BYTES });
+  const wss = new (wsLibrary().WebSocketServer)({
+    noServer: true,
+    perMessageDeflate: false,
+    clientTracking: false,
+    maxPayload: ACK_BYTES,
+  });
   let lastRefusal: string | undefined;
   let taken = false;
   let ws: WebSocket;
@@ -101,7 +131,13 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
     ws = await new Promise<WebSocket>((resolve, reject) => {
       const timer = setTimeout(() => {
         const problem = lastRefusal === undefined ? 'nothing dialed in' : `last refused ${lastRefusal}`;
-        reject(new ItbError(ErrorCode.timeout, `no receiver connected to the WebSocket push server on ${where} within ${options.connectTimeoutMs} ms: ${problem}`));
+        reject(
+          new ItbError(
+            ErrorCode.timeout,
+            `no receiver connected to the WebSocket push server on ${where} within ${options.connectTimeoutMs} ` +
+              `ms: ${problem}`,
+          ),
+        );
       }, deadlineMs - Date.now());
       server.on('upgrade', (request: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
         const from = hostPort(request.socket.remoteAddress ?? '?', request.socket.remotePort ?? 0);
@@ -153,8 +189,12 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
     guard.ack(options.onAck, ack);
   });
   ws.on('error', (err) => options.log.debug({ err }, 'websocket-push server error')); // reported through 'close'
-  ws.on('close', (code, reason) => guard.failWith(`closed by the receiver (code ${code}${reason.length ? `: ${reason.toString()}` : ''})`));
-  const queue = new SendQueue(imageWriter(ws, BUFFERED_HIGH_WATER_BYTES), (err) => guard.failWith(`send failed: ${err.message}`, err));
+  ws.on('close', (code, reason) =>
+    guard.failWith(`closed by the receiver (code ${code}${reason.length ? `: ${reason.toString()}` : ''})`),
+  );
+  const queue = new SendQueue(imageWriter(ws, BUFFERED_HIGH_WATER_BYTES), (err) =>
+    guard.failWith(`send failed: ${err.message}`, err),
+  );
   return guard.link(queue, async () => {
     await closeSocket(ws);
     await release();
@@ -177,7 +217,10 @@ function dialTransmitter(options: ReceiverOptions, port: number, section: Sectio
     if (stopped) return;
     const remainingMs = deadlineMs - Date.now();
     if (remainingMs <= 0) {
-      options.log.warn({ url, timeoutMs: options.idleTimeoutMs }, 'websocket-push: the transmitter took no connection in time; stopped dialing');
+      options.log.warn(
+        { url, timeoutMs: options.idleTimeoutMs },
+        'websocket-push: the transmitter took no connection in time; stopped dialing',
+      );
       return;
     }
     const ws = new (wsLibrary())(url, {
@@ -220,7 +263,8 @@ function dialTransmitter(options: ReceiverOptions, port: number, section: Sectio
         return;
       }
       // ws cleared the socket's timeout when it took the socket over; the silence bound goes on now.
-      if (socket !== undefined) closeWhenSilent(socket, options.idleTimeoutMs, (reason) => options.door.refuse(from, reason));
+      if (socket !== undefined)
+        closeWhenSilent(socket, options.idleTimeoutMs, (reason) => options.door.refuse(from, reason));
       receiveImages(ws, frameGate(options, from));
     });
   };

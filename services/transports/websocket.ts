@@ -13,7 +13,10 @@ import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue, type WriteFrame } from './kit/send-queue.js';
 import { lazyLibrary } from './kit/library.js';
 
-/** ws (its WebSocket class, which also carries WebSocketServer), loaded when a WebSocket transport is first used (kit/library.ts); exported for websocket-push. */
+/**
+ * ws (its WebSocket class, which also carries WebSocketServer), loaded when a WebSocket transport is first used
+ * (kit/library.ts); exported for websocket-push.
+ */
 export const wsLibrary = lazyLibrary<typeof WebSocket & Pick<typeof import('ws'), 'WebSocketServer'>>('ws');
 /** fastify and its WebSocket plugin, for the receiver side only. */
 const fastifyLibrary = lazyLibrary<typeof import('fastify')>('fastify');
@@ -44,7 +47,12 @@ const REFUSED_STATUSES = new Set([401, 403]);
 
 /** One connect attempt: the WebSocket handshake, bounded by `timeoutMs`. */
 function openSocket(url: string, credentialText: string, timeoutMs: number): Promise<WebSocket> {
-  const ws = new (wsLibrary())(url, { perMessageDeflate: false, handshakeTimeout: timeoutMs, maxPayload: 1024 * 1024, headers: { authorization: `Bearer ${credentialText}` } });
+  const ws = new (wsLibrary())(url, {
+    perMessageDeflate: false,
+    handshakeTimeout: timeoutMs,
+    maxPayload: 1024 * 1024,
+    headers: { authorization: `Bearer ${credentialText}` },
+  });
   return new Promise((resolve, reject) => {
     ws.once('open', () => {
       ws.removeAllListeners('error');
@@ -59,7 +67,14 @@ function openSocket(url: string, credentialText: string, timeoutMs: number): Pro
       const status = response.statusCode ?? 0;
       response.resume();
       const problem = `upgrade answered with HTTP ${status}`;
-      reject(REFUSED_STATUSES.has(status) ? new ItbError(ErrorCode.refused, `${problem}: the receiver did not take this section's credential (its log says why)`) : new Error(problem));
+      reject(
+        REFUSED_STATUSES.has(status)
+          ? new ItbError(
+              ErrorCode.refused,
+              `${problem}: the receiver did not take this section's credential (its log says why)`,
+            )
+          : new Error(problem),
+      );
       ws.removeAllListeners('error');
       ws.on('error', () => {});
       ws.terminate();
@@ -69,16 +84,28 @@ function openSocket(url: string, credentialText: string, timeoutMs: number): Pro
 
 async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   const url = `ws://${hostPort(options.host, options.port)}${PATH}`;
-  const ws = await connectWithin(`WebSocket ${url}`, options.connectTimeoutMs, (remainingMs) => openSocket(url, options.credential.text, remainingMs), (late) => late.terminate());
+  const ws = await connectWithin(
+    `WebSocket ${url}`,
+    options.connectTimeoutMs,
+    (remainingMs) => openSocket(url, options.credential.text, remainingMs),
+    (late) => late.terminate(),
+  );
   const guard = new LinkGuard(options.onFailure, `WebSocket ${url}`);
   ws.on('message', (data: Buffer) => guard.ack(options.onAck, decodeAck(data)));
   ws.on('error', (err) => options.log.debug({ err }, 'websocket client error')); // reported through 'close'
-  ws.on('close', (code, reason) => guard.failWith(`closed by the receiver (code ${code}${reason.length ? `: ${reason.toString()}` : ''})`));
-  const queue = new SendQueue(imageWriter(ws, BUFFERED_HIGH_WATER_BYTES), (err) => guard.failWith(`send failed: ${err.message}`, err));
+  ws.on('close', (code, reason) =>
+    guard.failWith(`closed by the receiver (code ${code}${reason.length ? `: ${reason.toString()}` : ''})`),
+  );
+  const queue = new SendQueue(imageWriter(ws, BUFFERED_HIGH_WATER_BYTES), (err) =>
+    guard.failWith(`send failed: ${err.message}`, err),
+  );
   return guard.link(queue, () => closeSocket(ws));
 }
 
-/** A SendQueue's writer for `ws`: header and image as two binary messages, held back while ws holds over `highWaterBytes` unsent. */
+/**
+ * A SendQueue's writer for `ws`: header and image as two binary messages, held back while ws holds over
+ * `highWaterBytes` unsent.
+ */
 export function imageWriter(ws: WebSocket, highWaterBytes: number): WriteFrame {
   return (header, payload) => {
     ws.send(header, { binary: true });
@@ -133,7 +160,8 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   await app.register(websocketPlugin(), {
     options: { perMessageDeflate: false, maxPayload: Math.max(options.maxImageBytes, FRAME_HEADER_BYTES) },
   });
-  const where = (request: FastifyRequest): string => `websocket from ${hostPort(request.ip, request.socket.remotePort ?? 0)}`;
+  const where = (request: FastifyRequest): string =>
+    `websocket from ${hostPort(request.ip, request.socket.remotePort ?? 0)}`;
   // The door decides before the upgrade: a refused request is answered 401 and its socket closed.
   const preValidation = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const socket = request.raw.socket;
@@ -143,7 +171,10 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       return;
     }
     reply.raw.once('finish', () => socket.destroy());
-    await reply.code(401).header('connection', 'close').send({ error: 'this connection does not belong to the open section' });
+    await reply
+      .code(401)
+      .header('connection', 'close')
+      .send({ error: 'this connection does not belong to the open section' });
   };
   app.get(PATH, { websocket: true, preValidation }, (socket, request) => {
     const gate = frameGate(options, where(request));

@@ -109,8 +109,15 @@ function serverOptions(bindHost: string, idleTimeoutMs: number, context: Context
   };
 }
 
-/** Creates the receiver's image socket, subscribed to everything, with the options listen() uses; exported for tests. */
-export function createSubscriber(bindHost: string, maxImageBytes: number, idleTimeoutMs = 10_000, context?: Context): Subscriber {
+/**
+ * Creates the receiver's image socket, subscribed to everything, with the options listen() uses; exported for tests.
+ */
+export function createSubscriber(
+  bindHost: string,
+  maxImageBytes: number,
+  idleTimeoutMs = 10_000,
+  context?: Context,
+): Subscriber {
   const subscriber = new (zeromqLibrary().Subscriber)({
     ...serverOptions(bindHost, idleTimeoutMs, context),
     // (zeromq.js has no send mark for a SUB: what it sends is its one subscription.)
@@ -154,10 +161,17 @@ function closeSockets(sockets: LinkSockets): void {
  * One connect attempt: both sockets dialling, resolved once both ZMTP handshakes are done and the
  * receiver's subscription has reached the XPUB (before that, the XPUB would drop every image).
  */
-function openSockets(options: TransmitterOptions, endpoints: readonly Endpoint[], timeoutMs: number): Promise<LinkSockets> {
+function openSockets(
+  options: TransmitterOptions,
+  endpoints: readonly Endpoint[],
+  timeoutMs: number,
+): Promise<LinkSockets> {
   const imageAddress = endpoints.map((e) => e.image).join(', ');
   const ackAddress = endpoints.map((e) => e.ack).join(', ');
-  const sockets: LinkSockets = { publisher: createPublisher(options.host, options.credential.text), acks: createAckPull(options.host, options.credential.text) };
+  const sockets: LinkSockets = {
+    publisher: createPublisher(options.host, options.credential.text),
+    acks: createAckPull(options.host, options.credential.text),
+  };
   let lastProblem = 'nothing answered yet';
   return new Promise<LinkSockets>((resolve, reject) => {
     let settled = false;
@@ -184,12 +198,22 @@ function openSockets(options: TransmitterOptions, endpoints: readonly Endpoint[]
             }
             if (event.type === 'handshake:error:auth') {
               // The receiver's ZAP handler refused the credential: another attempt would be refused too.
-              fail(new ItbError(ErrorCode.refused, `the receiver refused this section's credential on the ${which} (ZAP ${(event as { error?: { status?: number } }).error?.status ?? 'error'}; its log says why)`));
+              fail(
+                new ItbError(
+                  ErrorCode.refused,
+                  `the receiver refused this section's credential on the ${which} (ZAP ` +
+                    ((event as { error?: { status?: number } }).error?.status ?? 'error') +
+                    `; its log says why)`,
+                ),
+              );
               return;
             }
             if (event.type === 'connect:retry') lastProblem = `${which}: connection refused or lost, retrying`;
-            else if (event.type === 'disconnect') lastProblem = `${which}: peer closed the connection during the handshake`;
-            else if (event.type.startsWith('handshake:error')) lastProblem = `${which}: ZMTP handshake failed: ${(event as { error?: Error }).error?.message ?? event.type}`;
+            else if (event.type === 'disconnect')
+              lastProblem = `${which}: peer closed the connection during the handshake`;
+            else if (event.type.startsWith('handshake:error'))
+              lastProblem =
+                `${which}: ZMTP handshake failed: ` + ((event as { error?: Error }).error?.message ?? event.type);
           }
         })().catch((err: unknown) => options.log.debug({ err }, 'zeromq-pubsub transmitter handshake observer ended'));
       });
@@ -201,10 +225,16 @@ function openSockets(options: TransmitterOptions, endpoints: readonly Endpoint[]
           if (++subscriptions < endpoints.length) continue;
           return;
         }
-        lastProblem = `the peer on ${imageAddress} subscribed to something other than every message (${message?.toString('hex') ?? 'empty'})`;
+        lastProblem =
+          `the peer on ${imageAddress} subscribed to something other than every message ` +
+          `(${message?.toString('hex') ?? 'empty'})`;
       }
     })();
-    Promise.all([handshake(sockets.publisher, `image port ${imageAddress}`), handshake(sockets.acks, `ack port ${ackAddress}`), subscribed]).then(
+    Promise.all([
+      handshake(sockets.publisher, `image port ${imageAddress}`),
+      handshake(sockets.acks, `ack port ${ackAddress}`),
+      subscribed,
+    ]).then(
       () => {
         if (settled) return;
         settled = true;
@@ -229,12 +259,19 @@ interface Endpoint {
 
 async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   // RECEIVERS > 1: one XPUB (and one ack PULL) connected to every receiver; one send reaches all.
-  const endpoints: Endpoint[] = (options.peers ?? [{ host: options.host, port: options.port }]).map(({ host, port }) => ({ image: tcpAddress(host, port), ack: tcpAddress(host, port + ACK_PORT_OFFSET) }));
+  const endpoints: Endpoint[] = (options.peers ?? [{ host: options.host, port: options.port }]).map(
+    ({ host, port }) => ({ image: tcpAddress(host, port), ack: tcpAddress(host, port + ACK_PORT_OFFSET) }),
+  );
   const imageAddress = endpoints.map((e) => e.image).join(', ');
   const ackAddress = endpoints.map((e) => e.ack).join(', ');
   const where = endpoints.map((e) => e.image.slice('tcp://'.length)).join(', ');
   // libzmq retries a refused connection itself, so one attempt spans the budget.
-  const sockets = await connectWithin(`ZeroMQ PUB/SUB ${where}`, options.connectTimeoutMs, (remainingMs) => openSockets(options, endpoints, remainingMs), closeSockets);
+  const sockets = await connectWithin(
+    `ZeroMQ PUB/SUB ${where}`,
+    options.connectTimeoutMs,
+    (remainingMs) => openSockets(options, endpoints, remainingMs),
+    closeSockets,
+  );
   const { publisher, acks } = sockets;
   const guard = new LinkGuard(options.onFailure, `ZeroMQ PUB/SUB link to ${where}`);
   options.log.debug({ imageAddress, ackAddress }, 'zeromq-pubsub transmitter connected');
@@ -279,7 +316,10 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   );
   return guard.link(queue, async () => {
     closeSockets(sockets);
-    await settlesWithin(Promise.all([acksDone, subscriptionsDone, publisherEventsDone, ackEventsDone]), CLOSE_SETTLE_MS);
+    await settlesWithin(
+      Promise.all([acksDone, subscriptionsDone, publisherEventsDone, ackEventsDone]),
+      CLOSE_SETTLE_MS,
+    );
   });
 }
 
@@ -287,12 +327,20 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
 function observeServer(socket: Socket, which: string, options: ReceiverOptions): Promise<void> {
   return (async () => {
     for await (const event of socket.events) {
-      if (event.type === 'accept') options.log.debug({ address: event.address }, `zeromq-pubsub ${which} socket accepted a peer`);
+      if (event.type === 'accept')
+        options.log.debug({ address: event.address }, `zeromq-pubsub ${which} socket accepted a peer`);
       // A peer that does not even offer PLAIN (or is not of the matching socket type) never reaches the ZAP handler.
       else if (event.type === 'handshake:error:protocol' || event.type === 'handshake:error:other') {
-        options.door.refuse(`zeromq-pubsub ${which} port, from a peer of ${event.address}`, `handshake failed (${errorMessage(event.error)}): connection refused`);
+        options.door.refuse(
+          `zeromq-pubsub ${which} port, from a peer of ${event.address}`,
+          `handshake failed (${errorMessage(event.error)}): connection refused`,
+        );
       } else if (event.type === 'disconnect') {
-        options.log.info({ address: event.address }, `zeromq-pubsub peer of the ${which} socket disconnected (closed, or dropped for a message part over MAX_IMAGE_SIZE)`);
+        options.log.info(
+          { address: event.address },
+          `zeromq-pubsub peer of the ${which} socket disconnected (closed, or dropped for a message part over ` +
+            `MAX_IMAGE_SIZE)`,
+        );
       }
     }
   })().catch((err: unknown) => options.log.debug({ err }, 'zeromq-pubsub receiver event observer ended'));
@@ -308,7 +356,11 @@ async function bindBoth(subscriber: Subscriber, ackPush: Push, options: Receiver
     try {
       await subscriber.bind(imageAddress);
     } catch (err) {
-      throw new ItbError(ErrorCode.transport, `cannot bind ZeroMQ PUB/SUB receiver to ${imageAddress}: ${errorMessage(err)}`, { cause: err });
+      throw new ItbError(
+        ErrorCode.transport,
+        `cannot bind ZeroMQ PUB/SUB receiver to ${imageAddress}: ${errorMessage(err)}`,
+        { cause: err },
+      );
     }
     const port = boundPort(subscriber, imageAddress);
     const ackAddress = tcpAddress(options.bindHost, port + ACK_PORT_OFFSET);
@@ -317,7 +369,12 @@ async function bindBoth(subscriber: Subscriber, ackPush: Push, options: Receiver
       return port;
     } catch (err) {
       if (options.port !== 0 || attempt >= PORT_PICK_ATTEMPTS) {
-        throw new ItbError(ErrorCode.transport, `cannot bind the ZeroMQ PUB/SUB ack socket to ${ackAddress} (ZEROMQ_PUBSUB_PORT + ${ACK_PORT_OFFSET}, port ${port + ACK_PORT_OFFSET}): ${errorMessage(err)}`, { cause: err });
+        throw new ItbError(
+          ErrorCode.transport,
+          `cannot bind the ZeroMQ PUB/SUB ack socket to ${ackAddress} (ZEROMQ_PUBSUB_PORT + ${ACK_PORT_OFFSET}, ` +
+            `port ${port + ACK_PORT_OFFSET}): ${errorMessage(err)}`,
+          { cause: err },
+        );
       }
       await subscriber.unbind(subscriber.lastEndpoint ?? imageAddress);
     }
@@ -342,7 +399,10 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     await settlesWithin(Promise.all([eventsDone, zap.done]), CLOSE_SETTLE_MS);
     throw err;
   }
-  options.log.debug({ endpoint: subscriber.lastEndpoint, ackEndpoint: ackPush.lastEndpoint }, 'zeromq-pubsub receiver listening');
+  options.log.debug(
+    { endpoint: subscriber.lastEndpoint, ackEndpoint: ackPush.lastEndpoint },
+    'zeromq-pubsub receiver listening',
+  );
 
   const gate = frameGate(options, 'zeromq-pubsub');
   // Acks go out through a queue of their own: the receive loop never waits on an ack send (one
@@ -352,7 +412,8 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   const acks = new SendQueue(
     (ack) =>
       ackPush.send(ack).catch((err: unknown) => {
-        if (!closing) options.log.warn({ err: errorMessage(err) }, 'zeromq-pubsub ack not sent (no transmitter reading acks)');
+        if (!closing)
+          options.log.warn({ err: errorMessage(err) }, 'zeromq-pubsub ack not sent (no transmitter reading acks)');
       }),
     () => {},
   );
@@ -386,7 +447,10 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   };
 }
 
-/** ZeroMQ PUB/SUB (zeromq.js v6): XPUB → SUB for [header, image] on the port, acks PUSH → PULL on the port + 1; drops at the high-water mark. */
+/**
+ * ZeroMQ PUB/SUB (zeromq.js v6): XPUB → SUB for [header, image] on the port, acks PUSH → PULL on the port + 1; drops at
+ * the high-water mark.
+ */
 export const zeromqPubsubTransport: Transport = {
   name: 'zeromq-pubsub',
   label: 'ZeroMQ PUB/SUB',
@@ -400,7 +464,9 @@ export const zeromqPubsubTransport: Transport = {
   nativeLibraries: () => ({ libzmq: zeromqLibrary().version }),
   // The image connection and the ack connection.
   connectionsPerLink: () => 2,
-  dropsImages: `PUB drops an image for a subscriber whose queue is at its high-water mark (${PUBLISHER_HIGH_WATER_MARK} messages on the publisher, ${HIGH_WATER_MARK_MESSAGES} on the subscriber)`,
+  dropsImages:
+    `PUB drops an image for a subscriber whose queue is at its high-water mark (${PUBLISHER_HIGH_WATER_MARK} ` +
+    `messages on the publisher, ${HIGH_WATER_MARK_MESSAGES} on the subscriber)`,
   connect,
   listen,
 };

@@ -80,7 +80,12 @@ export function createDealer(host: string, credentialText: string): Dealer {
 }
 
 /** Creates the receiver's socket with the options listen() uses; exported for tests. */
-export function createRouter(bindHost: string, maxImageBytes: number, idleTimeoutMs = 10_000, context?: Context): Router {
+export function createRouter(
+  bindHost: string,
+  maxImageBytes: number,
+  idleTimeoutMs = 10_000,
+  context?: Context,
+): Router {
   return new (zeromqLibrary().Router)({
     ...(context === undefined ? {} : { context }),
     // Every handshake goes through the ZAP handler of the Router's context.
@@ -104,8 +109,17 @@ export function createRouter(bindHost: string, maxImageBytes: number, idleTimeou
   });
 }
 
-/** One connect attempt: a Dealer dialling `address`, resolved once the ZMTP handshake is done (a TCP connect alone would accept any listener). */
-function openDealer(host: string, address: string, credentialText: string, timeoutMs: number, log: TransmitterOptions['log']): Promise<Dealer> {
+/**
+ * One connect attempt: a Dealer dialling `address`, resolved once the ZMTP handshake is done (a TCP connect alone would
+ * accept any listener).
+ */
+function openDealer(
+  host: string,
+  address: string,
+  credentialText: string,
+  timeoutMs: number,
+  log: TransmitterOptions['log'],
+): Promise<Dealer> {
   const dealer = createDealer(host, credentialText);
   let lastProblem = 'nothing answered yet';
   return new Promise<Dealer>((resolve, reject) => {
@@ -126,12 +140,20 @@ function openDealer(host: string, address: string, credentialText: string, timeo
           // The receiver's ZAP handler refused the credential: another attempt would be refused too.
           clearTimeout(timer);
           dealer.close();
-          reject(new ItbError(ErrorCode.refused, `the receiver refused this section's credential (ZAP ${(event as { error?: { status?: number } }).error?.status ?? 'error'}; its log says why)`));
+          reject(
+            new ItbError(
+              ErrorCode.refused,
+              `the receiver refused this section's credential (ZAP ` +
+                ((event as { error?: { status?: number } }).error?.status ?? 'error') +
+                `; its log says why)`,
+            ),
+          );
           return;
         }
         if (event.type === 'connect:retry') lastProblem = 'connection refused or lost, retrying';
         else if (event.type === 'disconnect') lastProblem = 'peer closed the connection during the handshake';
-        else if (event.type.startsWith('handshake:error')) lastProblem = `ZMTP handshake failed: ${(event as { error?: Error }).error?.message ?? event.type}`;
+        else if (event.type.startsWith('handshake:error'))
+          lastProblem = `ZMTP handshake failed: ${(event as { error?: Error }).error?.message ?? event.type}`;
       }
     })().catch((err: unknown) => log.debug({ err }, 'zeromq transmitter handshake observer ended'));
     dealer.connect(address);
@@ -142,7 +164,12 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   const address = tcpAddress(options.host, options.port);
   const where = address.slice('tcp://'.length);
   // libzmq retries a refused connection itself, so one attempt spans the budget.
-  const dealer = await connectWithin(`ZeroMQ ${where}`, options.connectTimeoutMs, (remainingMs) => openDealer(options.host, address, options.credential.text, remainingMs, options.log), (late) => late.close());
+  const dealer = await connectWithin(
+    `ZeroMQ ${where}`,
+    options.connectTimeoutMs,
+    (remainingMs) => openDealer(options.host, address, options.credential.text, remainingMs, options.log),
+    (late) => late.close(),
+  );
   const guard = new LinkGuard(options.onFailure, `ZeroMQ link to ${where}`);
   options.log.debug({ address }, 'zeromq transmitter connected');
 
@@ -181,7 +208,8 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
 export function boundPort(router: Pick<Router, 'lastEndpoint'>, address: string): number {
   const endpoint = router.lastEndpoint;
   const port = endpoint === null ? NaN : Number(endpoint.slice(endpoint.lastIndexOf(':') + 1));
-  if (!Number.isInteger(port) || port <= 0) throw new ItbError(ErrorCode.transport, `cannot tell the port ZeroMQ bound for ${address} (endpoint ${endpoint})`);
+  if (!Number.isInteger(port) || port <= 0)
+    throw new ItbError(ErrorCode.transport, `cannot tell the port ZeroMQ bound for ${address} (endpoint ${endpoint})`);
   return port;
 }
 
@@ -192,11 +220,21 @@ export function boundPort(router: Pick<Router, 'lastEndpoint'>, address: string)
  */
 export async function serveZap(zap: Reply, options: Pick<ReceiverOptions, 'door'>): Promise<void> {
   for await (const request of zap) {
-    const [version, requestId, domain, peerAddress, , mechanism, username, password] = request.map((part) => part.toString());
+    const [version, requestId, domain, peerAddress, , mechanism, username, password] = request.map((part) =>
+      part.toString(),
+    );
     const from = `zeromq from ${peerAddress ?? '?'}`;
-    const presented = mechanism === 'PLAIN' && domain === ZAP_DOMAIN && username === PLAIN_USERNAME ? password : undefined;
+    const presented =
+      mechanism === 'PLAIN' && domain === ZAP_DOMAIN && username === PLAIN_USERNAME ? password : undefined;
     const admitted = options.door.admit(presented, from, () => {}) !== undefined;
-    await zap.send([version ?? '1.0', requestId ?? '', admitted ? '200' : '400', admitted ? 'OK' : 'not the open section', admitted ? PLAIN_USERNAME : '', '']);
+    await zap.send([
+      version ?? '1.0',
+      requestId ?? '',
+      admitted ? '200' : '400',
+      admitted ? 'OK' : 'not the open section',
+      admitted ? PLAIN_USERNAME : '',
+      '',
+    ]);
   }
 }
 
@@ -244,10 +282,15 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       if (event.type === 'accept') options.log.debug({ address: event.address }, 'zeromq receiver accepted a peer');
       // A peer that does not even offer PLAIN never reaches the ZAP handler: count it here.
       else if (event.type === 'handshake:error:protocol' || event.type === 'handshake:error:other') {
-        options.door.refuse(`zeromq from a peer of ${event.address}`, `handshake failed (${errorMessage(event.error)}): connection refused`);
-      }
-      else if (event.type === 'disconnect') {
-        options.log.info({ address: event.address }, 'zeromq peer disconnected (closed, or dropped for a message part over MAX_IMAGE_SIZE)');
+        options.door.refuse(
+          `zeromq from a peer of ${event.address}`,
+          `handshake failed (${errorMessage(event.error)}): connection refused`,
+        );
+      } else if (event.type === 'disconnect') {
+        options.log.info(
+          { address: event.address },
+          'zeromq peer disconnected (closed, or dropped for a message part over MAX_IMAGE_SIZE)',
+        );
       }
     }
   })().catch((err: unknown) => options.log.debug({ err }, 'zeromq receiver event observer ended'));
@@ -259,7 +302,9 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     router.close();
     zap.stop();
     await settlesWithin(Promise.all([eventsDone, zap.done]), CLOSE_SETTLE_MS);
-    throw new ItbError(ErrorCode.transport, `cannot bind ZeroMQ receiver to ${address}: ${errorMessage(err)}`, { cause: err });
+    throw new ItbError(ErrorCode.transport, `cannot bind ZeroMQ receiver to ${address}: ${errorMessage(err)}`, {
+      cause: err,
+    });
   }
   const port = boundPort(router, address);
   options.log.debug({ endpoint: router.lastEndpoint }, 'zeromq receiver listening');

@@ -6,7 +6,10 @@ import { projectPath } from '../../services/shared/paths.js';
 // bench itself takes many minutes and is never run by npm test).
 
 function bench(...args: string[]): { code: number | null; stderr: string } {
-  const result = spawnSync(process.execPath, [projectPath('dist', 'scripts', 'bench.js'), ...args], { encoding: 'utf8', timeout: 20_000 });
+  const result = spawnSync(process.execPath, [projectPath('dist', 'scripts', 'bench.js'), ...args], {
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
   return { code: result.status, stderr: result.stderr };
 }
 
@@ -17,34 +20,55 @@ describe('npm run bench arguments', () => {
     expect(result.stderr).toContain('unknown part warp');
     expect(result.stderr).toContain('unknown transport pigeon');
     expect(result.stderr).toContain('--ceiling-only runs the ceiling part alone, not verify');
-    expect(result.stderr).toContain('usage: npm run bench [-- [ceiling verify matrix steady clients rate] [--transports=<name>,<name>...] [--ceiling-only] [--shapes=large,small,latency] [--rounds=<N>] [--out=<dir>]]');
-    expect(result.stderr).toContain('npm run bench -- soak [--images <N>] [--from <N>] [--sample-ms <ms>] [--out=<dir>]');
+    expect(result.stderr).toContain(
+      'usage: npm run bench [-- [ceiling verify matrix steady clients rate] [--transports=<name>,<name>...] ' +
+        '[--ceiling-only] [--shapes=large,small,latency] [--rounds=<N>] [--out=<dir>]]',
+    );
+    expect(result.stderr).toContain(
+      'npm run bench -- soak [--images <N>] [--from <N>] [--sample-ms <ms>] [--out=<dir>]',
+    );
   });
 
-  it('refuses an unknown ceiling shape and a round count that is not a whole number of at least 1, both at once, exit 2', () => {
-    const result = bench('ceiling', '--shapes=small,huge', '--rounds=0');
-    expect(result.code).toBe(2);
-    expect(result.stderr).toContain('unknown shape huge; shapes: large, small, latency');
-    expect(result.stderr).toContain('--rounds=0: expected a whole number of at least 1');
-    expect(bench('ceiling', '--rounds=2.5').stderr).toContain('--rounds=2.5: expected a whole number of at least 1');
-    expect(bench('ceiling', '--shapes=').stderr).toContain('unknown shape (none given)');
-  });
+  it(
+    'refuses an unknown ceiling shape and a round count that is not a whole number of at least 1, both at once, ' +
+      'exit 2',
+    () => {
+      const result = bench('ceiling', '--shapes=small,huge', '--rounds=0');
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('unknown shape huge; shapes: large, small, latency');
+      expect(result.stderr).toContain('--rounds=0: expected a whole number of at least 1');
+      expect(bench('ceiling', '--rounds=2.5').stderr).toContain('--rounds=2.5: expected a whole number of at least 1');
+      expect(bench('ceiling', '--shapes=').stderr).toContain('unknown shape (none given)');
+    },
+  );
 
-  it('refuses an --out where nothing can be made (procfs, a device for a parent) at once, with the other problems, exit 2', () => {
-    // Checked at start, not when the results are written hours later; a hang fails on spawnSync's timeout.
-    const result = bench('ceiling', '--out=/proc/itb-bench', '--rounds=0');
-    expect(result.code).toBe(2);
-    expect(result.stderr).toContain('--out=/proc/itb-bench: expected a directory this user can create and write; /proc/itb-bench: /proc, the deepest part that exists, is on procfs');
-    expect(result.stderr).toContain('--rounds=0: expected a whole number of at least 1');
-    expect(bench('soak', '--out=/dev/null/x').stderr).toContain('--out=/dev/null/x: expected a directory this user can create and write; /dev/null/x: /dev/null is not a directory');
-  });
+  it(
+    'refuses an --out where nothing can be made (procfs, a device for a parent) at once, with the other problems, ' +
+      'exit 2',
+    () => {
+      // Checked at start, not when the results are written hours later; a hang fails on spawnSync's timeout.
+      const result = bench('ceiling', '--out=/proc/itb-bench', '--rounds=0');
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(
+        '--out=/proc/itb-bench: expected a directory this user can create and write; /proc/itb-bench: /proc, the ' +
+          'deepest part that exists, is on procfs',
+      );
+      expect(result.stderr).toContain('--rounds=0: expected a whole number of at least 1');
+      expect(bench('soak', '--out=/dev/null/x').stderr).toContain(
+        '--out=/dev/null/x: expected a directory this user can create and write; /dev/null/x: /dev/null is not a ' +
+          'directory',
+      );
+    },
+  );
 
-  it('refuses the soak\'s flags out of range, or without the soak part, with the bench\'s own problems, exit 2', () => {
+  it("refuses the soak's flags out of range, or without the soak part, with the bench's own problems, exit 2", () => {
     const result = bench('soak', '--images', '500000', '--sample-ms=5', '--rounds=0');
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('--from 1000000 (the default): expected at least 1 and below --images (500000)');
     expect(result.stderr).toContain('--sample-ms 5: expected 10 to 60000');
     expect(result.stderr).toContain('--rounds=0: expected a whole number of at least 1');
-    expect(bench('ceiling', '--images', '20000').stderr).toContain("--images, --from, --sample-ms are the soak part's: name it");
+    expect(bench('ceiling', '--images', '20000').stderr).toContain(
+      "--images, --from, --sample-ms are the soak part's: name it",
+    );
   });
 });

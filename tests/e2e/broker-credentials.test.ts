@@ -6,7 +6,14 @@ import type { RunReport } from '../../services/core/report.js';
 import type { LocalServer } from '../../services/transports/contract.js';
 import { startPrivateRedis } from '../../services/transports/kit/redis.js';
 import { startPrivateNats } from '../../services/transports/nats.js';
-import { exitWithin, freePortsEnv, startReadyReceiver, startService, stopService, type ServiceProcess } from '../helpers/processes.js';
+import {
+  exitWithin,
+  freePortsEnv,
+  startReadyReceiver,
+  startService,
+  stopService,
+  type ServiceProcess,
+} from '../helpers/processes.js';
 
 // Broker passwords through the real entries: a redis-server and a nats-server that refuse clients
 // without them, a receiver and a transmitter run over the Redis transports and NATS. The run
@@ -29,7 +36,10 @@ let natsHostPort: string;
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'itb-broker-credentials-'));
-  [redis, nats] = await Promise.all([startPrivateRedis([], '127.0.0.1', REDIS_PASSWORD), startPrivateNats(undefined, '127.0.0.1', { user: NATS_USER, password: NATS_PASSWORD })]);
+  [redis, nats] = await Promise.all([
+    startPrivateRedis([], '127.0.0.1', REDIS_PASSWORD),
+    startPrivateNats(undefined, '127.0.0.1', { user: NATS_USER, password: NATS_PASSWORD }),
+  ]);
   redisHostPort = new URL(redis.url).host;
   natsHostPort = new URL(nats.url).host;
 }, 30_000);
@@ -51,7 +61,17 @@ async function readGetRoutes(controlPort: string): Promise<string[]> {
 /** Every regular file under `root`, by path. */
 async function filesUnder(root: string): Promise<Map<string, string>> {
   const entries = (await readdir(root, { recursive: true, withFileTypes: true })).filter((entry) => entry.isFile());
-  return new Map(await Promise.all(entries.map(async (entry) => [path.join(entry.parentPath, entry.name), await readFile(path.join(entry.parentPath, entry.name), 'utf8')] as const)));
+  return new Map(
+    await Promise.all(
+      entries.map(
+        async (entry) =>
+          [
+            path.join(entry.parentPath, entry.name),
+            await readFile(path.join(entry.parentPath, entry.name), 'utf8'),
+          ] as const,
+      ),
+    ),
+  );
 }
 
 interface Run {
@@ -61,10 +81,27 @@ interface Run {
   outputs: Map<string, string>;
 }
 
-/** Runs a receiver and a transmitter with `brokerEnv` over `transports`, reading every GET route while the transmitter runs. */
-async function run(name: string, transports: string, brokerEnv: Record<string, string>, extraEnv: Record<string, string> = {}): Promise<Run> {
+/**
+ * Runs a receiver and a transmitter with `brokerEnv` over `transports`, reading every GET route while the transmitter
+ * runs.
+ */
+async function run(
+  name: string,
+  transports: string,
+  brokerEnv: Record<string, string>,
+  extraEnv: Record<string, string> = {},
+): Promise<Run> {
   const outputDir = path.join(dir, name);
-  const env: Record<string, string> = { ...(await freePortsEnv()), TRANSPORTS: transports, IMAGE_COUNT: '3', WARMUP: '0', OUTPUT_DIR: outputDir, LOG_LEVEL: 'debug', ...brokerEnv, ...extraEnv };
+  const env: Record<string, string> = {
+    ...(await freePortsEnv()),
+    TRANSPORTS: transports,
+    IMAGE_COUNT: '3',
+    WARMUP: '0',
+    OUTPUT_DIR: outputDir,
+    LOG_LEVEL: 'debug',
+    ...brokerEnv,
+    ...extraEnv,
+  };
   let receiver: ServiceProcess | undefined;
   try {
     receiver = await startReadyReceiver(env);
@@ -84,7 +121,8 @@ async function run(name: string, transports: string, brokerEnv: Record<string, s
     outputs.set('transmitter stderr', transmitter.stderr());
     outputs.set('receiver stdout', receiver.stdout());
     outputs.set('receiver stderr', receiver.stderr());
-    for (const [index, answer] of answers.entries()) outputs.set(`GET answer ${index}: ${answer.split('\n')[0]}`, answer);
+    for (const [index, answer] of answers.entries())
+      outputs.set(`GET answer ${index}: ${answer.split('\n')[0]}`, answer);
     const results = JSON.parse(await readFile(path.join(outputDir, 'results.json'), 'utf8')) as RunReport;
     return { code, results, outputs };
   } finally {
@@ -94,25 +132,48 @@ async function run(name: string, transports: string, brokerEnv: Record<string, s
 
 /** Fails naming the first output that holds a secret. */
 function expectNoSecret(outputs: Map<string, string>): void {
-  for (const [where, text] of outputs) for (const secret of SECRETS) expect(text.includes(secret), `${secret} in ${where}:\n${text.slice(0, 3000)}`).toBe(false);
+  for (const [where, text] of outputs)
+    for (const secret of SECRETS)
+      expect(text.includes(secret), `${secret} in ${where}:\n${text.slice(0, 3000)}`).toBe(false);
 }
 
 describe('broker credentials', () => {
-  it('with the passwords in REDIS_URL and NATS_URL, the run succeeds and neither password is in any file, log, or GET answer', async () => {
+  it('with the passwords in REDIS_URL and NATS_URL, the run succeeds and neither password is in any file, log, or ' +
+    'GET answer', async () => {
     const { code, results, outputs } = await run('in-url', 'redis,redis-list,redis-pubsub,nats', {
       REDIS_URL: `redis://:${REDIS_PASSWORD}@${redisHostPort}`,
       NATS_URL: `nats://${NATS_USER}:${NATS_PASSWORD}@${natsHostPort}`,
     });
     expect(code, outputs.get('transmitter stderr')?.slice(-3000)).toBe(0);
-    expect(results.sections.map((s) => [s.transport, s.okCount])).toEqual([['redis', 3], ['redis-list', 3], ['redis-pubsub', 3], ['nats', 3]]);
+    expect(results.sections.map((s) => [s.transport, s.okCount])).toEqual([
+      ['redis', 3],
+      ['redis-list', 3],
+      ['redis-pubsub', 3],
+      ['nats', 3],
+    ]);
     // Shown, redacted, where the URL is reported.
-    expect(results.run.config.urls).toEqual({ redis: `redis://***@${redisHostPort}`, 'redis-list': `redis://***@${redisHostPort}`, 'redis-pubsub': `redis://***@${redisHostPort}`, nats: `nats://***@${natsHostPort}` });
-    expect([...outputs.keys()]).toEqual(expect.arrayContaining([expect.stringMatching(/results\.json$/), expect.stringMatching(/report\.html$/), expect.stringMatching(/output\.log$/), expect.stringMatching(/images-01-redis\.csv$/)]));
-    expect([...outputs.keys()].filter((where) => where.startsWith('GET answer')).length).toBeGreaterThan(GET_ROUTES.length);
+    expect(results.run.config.urls).toEqual({
+      redis: `redis://***@${redisHostPort}`,
+      'redis-list': `redis://***@${redisHostPort}`,
+      'redis-pubsub': `redis://***@${redisHostPort}`,
+      nats: `nats://***@${natsHostPort}`,
+    });
+    expect([...outputs.keys()]).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/results\.json$/),
+        expect.stringMatching(/report\.html$/),
+        expect.stringMatching(/output\.log$/),
+        expect.stringMatching(/images-01-redis\.csv$/),
+      ]),
+    );
+    expect([...outputs.keys()].filter((where) => where.startsWith('GET answer')).length).toBeGreaterThan(
+      GET_ROUTES.length,
+    );
     expectNoSecret(outputs);
   }, 90_000);
 
-  it('with REDIS_PASSWORD and NATS_PASSWORD (the user in NATS_URL), the run succeeds and neither password is reported', async () => {
+  it('with REDIS_PASSWORD and NATS_PASSWORD (the user in NATS_URL), the run succeeds and neither password is ' +
+    'reported', async () => {
     const { code, results, outputs } = await run('variables', 'redis,nats', {
       REDIS_URL: `redis://${redisHostPort}`,
       REDIS_PASSWORD,
@@ -141,9 +202,15 @@ describe('broker credentials', () => {
     expectNoSecret(outputs);
   }, 90_000);
 
-  it('a wrong password fails the section with the broker named redacted, and the password given is nowhere', async () => {
+  it('a wrong password fails the section with the broker ' +
+    'named redacted, and the password given is nowhere', async () => {
     const wrong = `${REDIS_PASSWORD}-wrong`;
-    const { code, results, outputs } = await run('wrong', 'redis', { REDIS_URL: `redis://:${wrong}@${redisHostPort}` }, { CONNECT_TIMEOUT_MS: '1000' });
+    const { code, results, outputs } = await run(
+      'wrong',
+      'redis',
+      { REDIS_URL: `redis://:${wrong}@${redisHostPort}` },
+      { CONNECT_TIMEOUT_MS: '1000' },
+    );
     expect(code).toBe(1);
     expect(results.sections[0]?.failure).toMatch(new RegExp(`Redis at redis://\\*\\*\\*@${redisHostPort}.*WRONGPASS`));
     for (const [where, text] of outputs) expect(text.includes(wrong), `${where}:\n${text.slice(0, 3000)}`).toBe(false);

@@ -5,7 +5,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../services/core/config.js';
-import { RESULTS_SCHEMA_VERSION, renderResultsJson, summarizeTransports, type HostFacts, type RunReport } from '../../services/core/report.js';
+import {
+  RESULTS_SCHEMA_VERSION,
+  renderResultsJson,
+  summarizeTransports,
+  type HostFacts,
+  type RunReport,
+} from '../../services/core/report.js';
 import type { SectionResult } from '../../services/core/section.js';
 import { projectPath } from '../../services/shared/paths.js';
 
@@ -23,7 +29,17 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const host: HostFacts = { hostname: 'bench', cpuModel: 'cpu', cores: 2, totalMemoryBytes: 2 ** 33, platform: 'linux', kernel: '6.1', nodeVersion: 'v20.20.2', bootId: null, libraries: {} };
+const host: HostFacts = {
+  hostname: 'bench',
+  cpuModel: 'cpu',
+  cores: 2,
+  totalMemoryBytes: 2 ** 33,
+  platform: 'linux',
+  kernel: '6.1',
+  nodeVersion: 'v20.20.2',
+  bootId: null,
+  libraries: {},
+};
 
 function section(transport: string, label: string, repeat: number, p50Ms: number, mbps: number): SectionResult {
   return {
@@ -53,7 +69,17 @@ function section(transport: string, label: string, repeat: number, p50Ms: number
     outOfOrderCount: 0,
     strayCount: 0,
     totalMs: 10 + repeat,
-    latency: { count: 10, p50Ms, p90Ms: p50Ms * 2, p99Ms: p50Ms * 2, p999Ms: p50Ms * 2, minMs: p50Ms, maxMs: p50Ms * 2, meanMs: p50Ms, stdDevMs: 0 },
+    latency: {
+      count: 10,
+      p50Ms,
+      p90Ms: p50Ms * 2,
+      p99Ms: p50Ms * 2,
+      p999Ms: p50Ms * 2,
+      minMs: p50Ms,
+      maxMs: p50Ms * 2,
+      meanMs: p50Ms,
+      stdDevMs: 0,
+    },
     rtt: null,
     littleRatio: null,
     verifyMs: null,
@@ -72,11 +98,31 @@ function section(transport: string, label: string, repeat: number, p50Ms: number
 /** A run of one transport over the given repeats, each [p50 ms, MB/s]. */
 function report(startedAt: string, transport: string, label: string, repeats: [number, number][]): RunReport {
   const sections = repeats.map(([p50, mbps], i) => section(transport, label, i + 1, p50, mbps));
-  const config = { imageCount: 10, window: 1, warmup: 0, repeat: repeats.length, transports: [transport] } as unknown as Config;
+  const config = {
+    imageCount: 10,
+    window: 1,
+    warmup: 0,
+    repeat: repeats.length,
+    transports: [transport],
+  } as unknown as Config;
   return {
     schemaVersion: RESULTS_SCHEMA_VERSION,
     stopReason: null,
-    run: { startedAt, imageDescription: 'assets/sample.png', imageSizeBytes: 545_792, imageCount: 10, window: 1, warmup: { mode: 'images', images: 0 }, repeat: repeats.length, transports: [transport], arrivalNotes: [], receivers: 1, receiverIndex: 0, config, hosts: { transmitter: host, receiver: host } },
+    run: {
+      startedAt,
+      imageDescription: 'assets/sample.png',
+      imageSizeBytes: 545_792,
+      imageCount: 10,
+      window: 1,
+      warmup: { mode: 'images', images: 0 },
+      repeat: repeats.length,
+      transports: [transport],
+      arrivalNotes: [],
+      receivers: 1,
+      receiverIndex: 0,
+      config,
+      hosts: { transmitter: host, receiver: host },
+    },
     finishedAt: startedAt,
     sections,
     transports: summarizeTransports(sections, [transport]),
@@ -97,16 +143,55 @@ async function writeJson(name: string, content: string): Promise<string> {
 
 describe('compare entry', () => {
   it('prints the comparison of two results.json files and exits 0', async () => {
-    const before = await writeJson('before.json', renderResultsJson(report('2026-01-01T00:00:00.000Z', 'websocket', 'WebSocket', [[1.9, 100], [2.0, 101], [2.1, 102]])));
-    const after = await writeJson('after.json', renderResultsJson(report('2026-01-02T00:00:00.000Z', 'grpc', 'gRPC', [[3, 50]])));
-    const afterWs = await writeJson('after-ws.json', renderResultsJson(report('2026-01-02T00:00:00.000Z', 'websocket', 'WebSocket', [[1.0, 150], [1.1, 151], [1.2, 152]])));
+    const before = await writeJson(
+      'before.json',
+      renderResultsJson(
+        report('2026-01-01T00:00:00.000Z', 'websocket', 'WebSocket', [
+          [1.9, 100],
+          [2.0, 101],
+          [2.1, 102],
+        ]),
+      ),
+    );
+    const after = await writeJson(
+      'after.json',
+      renderResultsJson(report('2026-01-02T00:00:00.000Z', 'grpc', 'gRPC', [[3, 50]])),
+    );
+    const afterWs = await writeJson(
+      'after-ws.json',
+      renderResultsJson(
+        report('2026-01-02T00:00:00.000Z', 'websocket', 'WebSocket', [
+          [1.0, 150],
+          [1.1, 151],
+          [1.2, 152],
+        ]),
+      ),
+    );
 
     const result = runCompare(before, afterWs);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/^Comparing before: 2026-01-01T00:00:00\.000Z, 10 images of 533\.0 KiB, window 1, warm-up none \(WARMUP=0: a cold run\), repeat 3$/m);
-    expect(result.stdout).toMatch(/^ +with after: +2026-01-02T00:00:00\.000Z, 10 images of 533\.0 KiB, window 1, warm-up none \(WARMUP=0: a cold run\), repeat 3$/m);
-    expect(result.stdout).toMatch(/^WebSocket +2\.000 → 1\.100 +−0\.900 \(−45\.0%\) faster \* +4\.000 → 2\.200 +−1\.800 \(−45\.0%\) faster \* +101\.0 → 151\.0 +\+50\.0 \(\+49\.5%\) faster \*$/m);
+    expect(result.stdout).toMatch(
+      new RegExp(
+        /^Comparing before: 2026-01-01T00:00:00\.000Z, 10 images of 533\.0 KiB, window 1, warm-up none /.source +
+          /\(WARMUP=0: a cold run\), repeat 3$/.source,
+        'm',
+      ),
+    );
+    expect(result.stdout).toMatch(
+      new RegExp(
+        /^ +with after: +2026-01-02T00:00:00\.000Z, 10 images of 533\.0 KiB, window 1, warm-up none /.source +
+          /\(WARMUP=0: a cold run\), repeat 3$/.source,
+        'm',
+      ),
+    );
+    expect(result.stdout).toMatch(
+      new RegExp(
+        /^WebSocket +2\.000 → 1\.100 +−0\.900 \(−45\.0%\) faster \* +4\.000 → 2\.200 +−1\.800 /.source +
+          /\(−45\.0%\) faster \* +101\.0 → 151\.0 +\+50\.0 \(\+49\.5%\) faster \*$/.source,
+        'm',
+      ),
+    );
     expect(result.stdout).toContain('?  spread unknown (REPEAT=1): rerun with REPEAT=3 for a verdict');
 
     const apart = runCompare(before, after);
@@ -116,10 +201,16 @@ describe('compare entry', () => {
   });
 
   it('exits 2 naming the file when it is missing, not JSON, or of another schemaVersion', async () => {
-    const good = await writeJson('good.json', renderResultsJson(report('2026-01-01T00:00:00.000Z', 'tcp', 'TCP', [[1, 100]])));
+    const good = await writeJson(
+      'good.json',
+      renderResultsJson(report('2026-01-01T00:00:00.000Z', 'tcp', 'TCP', [[1, 100]])),
+    );
     const missing = path.join(dir, 'no-such-results.json');
     const notJson = await writeJson('truncated.json', '{"schemaVersion": 2, "run": {');
-    const oldVersion = await writeJson('old-version.json', JSON.stringify({ ...JSON.parse(renderResultsJson(report('x', 'tcp', 'TCP', [[1, 100]]))), schemaVersion: 1 }));
+    const oldVersion = await writeJson(
+      'old-version.json',
+      JSON.stringify({ ...JSON.parse(renderResultsJson(report('x', 'tcp', 'TCP', [[1, 100]]))), schemaVersion: 1 }),
+    );
 
     const unreadable = runCompare(good, missing);
     expect(unreadable.code).toBe(2);
@@ -133,7 +224,9 @@ describe('compare entry', () => {
     const wrongVersion = runCompare(good, oldVersion);
     expect(wrongVersion.code).toBe(2);
     expect(wrongVersion.stdout).toBe('');
-    expect(wrongVersion.stderr).toContain(`${oldVersion}: schemaVersion 1, this tool reads schemaVersion ${RESULTS_SCHEMA_VERSION} only`);
+    expect(wrongVersion.stderr).toContain(
+      `${oldVersion}: schemaVersion 1, this tool reads schemaVersion ${RESULTS_SCHEMA_VERSION} only`,
+    );
   });
 
   it('exits 2 with the usage when a file is not given', () => {

@@ -58,8 +58,18 @@ afterAll(async () => {
 
 /** docker-compose.yml as Compose resolves it, with `env` as the only environment. */
 async function resolveCompose(env: Record<string, string>): Promise<ComposeFile> {
-  const args = ['-f', projectPath('docker-compose.yml'), '--project-directory', projectDir, '--env-file', emptyEnvFile, 'config'];
-  const { stdout } = await execFileAsync('docker-compose', args, { env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), ...env } });
+  const args = [
+    '-f',
+    projectPath('docker-compose.yml'),
+    '--project-directory',
+    projectDir,
+    '--env-file',
+    emptyEnvFile,
+    'config',
+  ];
+  const { stdout } = await execFileAsync('docker-compose', args, {
+    env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir(), ...env },
+  });
   return parseYaml(stdout) as ComposeFile;
 }
 
@@ -84,7 +94,10 @@ function withoutNetworkVariables(config: Config): Partial<Config> {
 
 /** The last stage of the Dockerfile: the image the services run in. */
 function runtimeStage(): string[] {
-  const lines = readFileSync(projectPath('Dockerfile'), 'utf8').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  const lines = readFileSync(projectPath('Dockerfile'), 'utf8')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
   const lastFrom = lines.map((l) => l.startsWith('FROM ')).lastIndexOf(true);
   return lines.slice(lastFrom);
 }
@@ -94,12 +107,15 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     await resolveCompose({});
     // DURATION alone reaches both services, and IMAGE_COUNT stays unset: no clash between the two.
     const byDuration = await resolveCompose({ DURATION: '30s' });
-    for (const name of ['receiver', 'transmitter']) expect(configOf(service(byDuration, name).environment)).toMatchObject({ durationMs: 30_000, imageCount: 10 });
+    for (const name of ['receiver', 'transmitter'])
+      expect(configOf(service(byDuration, name).environment)).toMatchObject({ durationMs: 30_000, imageCount: 10 });
     const envFile = path.join(projectDir, '.env');
     await writeFile(envFile, 'IMAGE_COUNT=50\nWINDOW=8\n');
     try {
       const args = ['-f', projectPath('docker-compose.yml'), '--project-directory', projectDir, 'config'];
-      const { stdout } = await execFileAsync('docker-compose', args, { env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir() } });
+      const { stdout } = await execFileAsync('docker-compose', args, {
+        env: { PATH: process.env.PATH ?? '', HOME: os.tmpdir() },
+      });
       const compose = parseYaml(stdout) as ComposeFile;
       for (const name of ['receiver', 'transmitter']) {
         expect(service(compose, name).environment).toMatchObject({ IMAGE_COUNT: '50', WINDOW: '8' });
@@ -109,7 +125,8 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     }
   }, 30_000);
 
-  it('has the two services and every transport\'s broker service, wired as designed, with the code defaults', async () => {
+  it("has the two services and every transport's broker " +
+    'service, wired as designed, with the code defaults', async () => {
     const compose = await resolveCompose({});
     const brokers = transports.flatMap((t) => (t.composeService ? [t] : []));
     // The Redis transports share one Redis service.
@@ -128,7 +145,9 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     const nats = service(compose, 'nats');
     expect(nats.image).toMatch(/^nats:2/);
     expect(nats.command).toEqual(['nats-server', '--config', '/etc/itb/nats-server.conf']);
-    expect(nats.volumes).toContain(`${path.join(projectDir, 'scripts', 'docker', 'nats-server.conf')}:/etc/itb/nats-server.conf:ro`);
+    expect(nats.volumes).toContain(
+      `${path.join(projectDir, 'scripts', 'docker', 'nats-server.conf')}:/etc/itb/nats-server.conf:ro`,
+    );
     expect(readFileSync(projectPath('scripts', 'docker', 'nats-server.conf'), 'utf8')).toMatch(/^max_payload: 64MB$/m);
     expect(nats.healthcheck?.test).toEqual(['CMD', 'wget', '-q', '-O', '/dev/null', 'http://127.0.0.1:8222/healthz']);
     expect(nats.ports ?? []).toEqual([]);
@@ -138,9 +157,11 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
       expect(s.build?.context, name).toBe(projectDir);
       // Each service runs with the flags npm start gives it (services/shared/node-flags.ts).
       expect(s.command, name).toEqual(['node', ...SERVICE_NODE_FLAGS, `dist/services/${name}/main.js`]);
-      for (const variable of Object.keys(s.environment ?? {})) expect(known, `${name} sets ${variable}`).toContain(variable);
+      for (const variable of Object.keys(s.environment ?? {}))
+        expect(known, `${name} sets ${variable}`).toContain(variable);
       // Every transport's own setting reaches both services (from .env, or fixed for the compose network).
-      for (const t of transports) expect(Object.keys(s.environment ?? {}), `${name} lacks ${t.setting.envVar}`).toContain(t.setting.envVar);
+      for (const t of transports)
+        expect(Object.keys(s.environment ?? {}), `${name} lacks ${t.setting.envVar}`).toContain(t.setting.envVar);
       expect(withoutNetworkVariables(configOf(s.environment)), name).toEqual(defaults);
     }
 
@@ -167,7 +188,8 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     // Both services reach each broker by its compose service name, with the transport's own scheme.
     for (const t of brokers) {
       const scheme = t.setting.kind === 'url' ? t.setting.schemes[0] : 'none';
-      for (const config of [transmitterConfig, receiverConfig]) expect(config.urls[t.name], t.name).toMatch(new RegExp(`^${scheme}://${t.composeService}:\\d+$`));
+      for (const config of [transmitterConfig, receiverConfig])
+        expect(config.urls[t.name], t.name).toMatch(new RegExp(`^${scheme}://${t.composeService}:\\d+$`));
     }
     expect(transmitter.ports ?? []).toEqual([]);
     // Started, not healthy: the transmitter waits for /health itself, and a receiver that cannot
@@ -197,10 +219,24 @@ describe('Dockerfile', () => {
     expect(stage.some((l) => /^RUN npm ci --omit=dev\b/.test(l))).toBe(true);
     // The entrypoint starts as root only to pick the owner of the data directory, and runs the service as that user.
     expect(stage.at(-2)).toBe('ENTRYPOINT ["itb-entrypoint"]');
-    expect(stage.at(-1)).toBe(`CMD [${['node', ...SERVICE_NODE_FLAGS, 'dist/services/receiver/main.js'].map((word) => JSON.stringify(word)).join(', ')}]`);
+    expect(stage.at(-1)).toBe(
+      `CMD [` +
+        ['node', ...SERVICE_NODE_FLAGS, 'dist/services/receiver/main.js']
+          .map((word) => JSON.stringify(word))
+          .join(', ') +
+        `]`,
+    );
     expect(stage).toContain(`ENV RUN_AS_OWNER_OF=${CONTAINER_WORKDIR}/output`);
-    expect(readFileSync(projectPath('scripts', 'docker', 'entrypoint.sh'), 'utf8')).toMatch(/^exec setpriv --reuid="\$uid" --regid="\$gid" --clear-groups -- "\$@"$/m);
-    expect(stage.filter((l) => l.startsWith('COPY')).map((l) => l.split(/\s+/).slice(-2, -1)[0] ?? '')).toEqual(['package-lock.json', '/app/dist', 'proto', 'assets', 'scripts/docker/entrypoint.sh']);
+    expect(readFileSync(projectPath('scripts', 'docker', 'entrypoint.sh'), 'utf8')).toMatch(
+      /^exec setpriv --reuid="\$uid" --regid="\$gid" --clear-groups -- "\$@"$/m,
+    );
+    expect(stage.filter((l) => l.startsWith('COPY')).map((l) => l.split(/\s+/).slice(-2, -1)[0] ?? '')).toEqual([
+      'package-lock.json',
+      '/app/dist',
+      'proto',
+      'assets',
+      'scripts/docker/entrypoint.sh',
+    ]);
     const ignored = readFileSync(projectPath('.dockerignore'), 'utf8').split('\n');
     expect(ignored).toEqual(expect.arrayContaining(['node_modules', 'output', '.git']));
   });
@@ -217,9 +253,14 @@ describe('the compose services, run as local processes', () => {
     const [program, ...args] = command;
     const executable = program === 'node' ? process.execPath : program!;
     for (const arg of args) {
-      if (arg.startsWith('dist/')) expect(existsSync(path.join(projectRoot(), arg)), `${arg} (run "npm run build")`).toBe(true);
+      if (arg.startsWith('dist/'))
+        expect(existsSync(path.join(projectRoot(), arg)), `${arg} (run "npm run build")`).toBe(true);
     }
-    const child = spawn(executable, args, { cwd: projectRoot(), env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(executable, args, {
+      cwd: projectRoot(),
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     child.stdout?.resume();
     child.stderr?.resume();
     started.push(child);
@@ -233,10 +274,12 @@ describe('the compose services, run as local processes', () => {
     // Compose host names and container paths, as seen from this host.
     const receiver = service(compose, 'receiver');
     // Each container path under a mount, as a host path: a bind mount's own, a named volume's a folder of its own.
-    const mounts = (receiver.volumes ?? []).map((v) => (typeof v === 'string' ? v.split(':') : [v.source, v.target])).map(([source = '', target = '']) => ({
-      hostPath: path.isAbsolute(source) ? source : path.join(projectDir, 'volumes', source),
-      target,
-    }));
+    const mounts = (receiver.volumes ?? [])
+      .map((v) => (typeof v === 'string' ? v.split(':') : [v.source, v.target]))
+      .map(([source = '', target = '']) => ({
+        hostPath: path.isAbsolute(source) ? source : path.join(projectDir, 'volumes', source),
+        target,
+      }));
     for (const mount of mounts) await mkdir(mount.hostPath, { recursive: true });
     const localEnv = (environment: Record<string, string> | undefined): Record<string, string> =>
       Object.fromEntries(
@@ -244,7 +287,9 @@ describe('the compose services, run as local processes', () => {
           const mount = mounts.find(({ target }) => value === target || value.startsWith(`${target}/`));
           const mapped = mount
             ? `${mount.hostPath}${value.slice(mount.target.length)}`
-            : value.replace('redis://redis:6379', `redis://127.0.0.1:${redisPort}`).replace(/^(receiver|0\.0\.0\.0)$/, '127.0.0.1');
+            : value
+                .replace('redis://redis:6379', `redis://127.0.0.1:${redisPort}`)
+                .replace(/^(receiver|0\.0\.0\.0)$/, '127.0.0.1');
           return [name, mapped];
         }),
       );
@@ -267,7 +312,9 @@ describe('the compose services, run as local processes', () => {
 
     const transmitter = service(compose, 'transmitter');
     const transmitterProcess = run(transmitter.command ?? [], localEnv(transmitter.environment));
-    const exitCode = await new Promise<number | null>((resolve) => transmitterProcess.on('exit', (code) => resolve(code)));
+    const exitCode = await new Promise<number | null>((resolve) =>
+      transmitterProcess.on('exit', (code) => resolve(code)),
+    );
     expect(exitCode).toBe(0);
 
     const log = await readFile(path.join(projectDir, 'output', 'output.log'), 'utf8');

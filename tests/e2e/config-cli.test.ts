@@ -30,37 +30,74 @@ const firstPortVariable = transports.flatMap(({ setting }) => (setting.kind === 
 const badValues: [variable: string, value: string, expected: string][] = [
   ['IMAGE_COUNT', '0', 'IMAGE_COUNT="0": expected a whole number from 1 to 1,000,000'],
   ['IMAGE_COUNT', '-5', 'IMAGE_COUNT="-5": expected a whole number'],
-  ['DURATION', '5', 'DURATION="5": expected a time with units (a bare number has none): whole numbers with h, m, s or ms'],
+  [
+    'DURATION',
+    '5',
+    'DURATION="5": expected a time with units (a bare number has none): whole numbers with h, m, s or ms',
+  ],
   ['IMAGE_SIZE', 'abc', 'IMAGE_SIZE="abc": expected a whole number of bytes, or a number with'],
   ['IMAGE_SIZE', '300MiB', 'IMAGE_SIZE="300MiB": expected at most MAX_IMAGE_SIZE'],
-  ['TRANSPORTS', 'websocket,pigeon', `TRANSPORTS="websocket,pigeon": expected all, or a comma-separated list of distinct transports from: ${transports.map((t) => t.name).join(', ')}`],
+  [
+    'TRANSPORTS',
+    'websocket,pigeon',
+    `TRANSPORTS="websocket,pigeon": expected all, or a comma-separated list of distinct transports from: ` +
+      transports.map((t) => t.name).join(', '),
+  ],
   // Set but empty is not the default run, unlike the other variables.
-  ['TRANSPORTS', '', `TRANSPORTS="": expected all, or a comma-separated list of distinct transports from: ${transports.map((t) => t.name).join(', ')}; no entry empty (unset for the default run:`],
+  [
+    'TRANSPORTS',
+    '',
+    `TRANSPORTS="": expected all, or a comma-separated list of distinct transports from: ` +
+      transports.map((t) => t.name).join(', ') +
+      `; no entry empty (unset for the default run:`,
+  ],
   ['WINDOW', '0', 'WINDOW="0": expected a whole number from 1 to 1,024'],
-  ['WARMUP', 'some', 'WARMUP="some": expected auto, or a whole number of images from 0 to 100,000 (0: a cold run on purpose)'],
+  [
+    'WARMUP',
+    'some',
+    'WARMUP="some": expected auto, or a whole number of images from 0 to 100,000 (0: a cold run on purpose)',
+  ],
   ['WARMUP_MIN_MS', '-1', 'WARMUP_MIN_MS="-1": expected a whole number from 0 to 600,000'],
   ['WARMUP_MAX_MS', '0', 'WARMUP_MAX_MS="0": expected a whole number from 1 to 3,600,000'],
   ['REPEAT', '0', 'REPEAT="0": expected a whole number from 1 to 100'],
   ['VERIFY', 'maybe', 'VERIFY="maybe": expected true or false'],
   ['CONTROL_PORT', '70000', 'CONTROL_PORT="70000": expected a whole number from 1 to 65,535'],
   ['LOG_LEVEL', 'chatty', 'LOG_LEVEL="chatty": expected one of fatal, error, warn, info, debug, trace, silent'],
-  ['MAX_IMAGE_SIZE', '3GiB', 'MAX_IMAGE_SIZE="3GiB": expected a whole number of bytes, or a number with B, KB, MB, GB (×1000) or KiB, MiB, GiB (×1024), e.g. 533KB, 4MB, 1MiB, at least 1 byte and at most 2.0 GiB (2146435071 bytes)'],
+  [
+    'MAX_IMAGE_SIZE',
+    '3GiB',
+    'MAX_IMAGE_SIZE="3GiB": expected a whole number of bytes, or a number with B, KB, MB, GB (×1000) or KiB, ' +
+      'MiB, GiB (×1024), e.g. 533KB, 4MB, 1MiB, at least 1 byte and at most 2.0 GiB (2146435071 bytes)',
+  ],
   ['IMAGE_TIMEOUT_MS', '0', 'IMAGE_TIMEOUT_MS="0": expected a whole number from 1 to 3,600,000'],
   ['CONNECT_TIMEOUT_MS', '1e3', 'CONNECT_TIMEOUT_MS="1e3": expected a whole number from 1 to 3,600,000'],
   // A refused secret is not printed either.
   ['AUTH_TOKEN', 'secret', 'AUTH_TOKEN="***": expected 16 to 256 characters'],
   // Every transport's own setting, from the table: a port, or a broker's URL.
   // (Transports that share a setting, as the Redis ones share REDIS_URL, give it one row.)
-  ...[...new Map(transports.map(({ setting }) => [setting.envVar, setting])).values()].map((setting, i): [string, string, string] => {
-    if (setting.kind === 'url') return [setting.envVar, 'localhost:6379', `${setting.envVar}="localhost:6379": expected a ${setting.schemes.map((scheme) => `${scheme}://`).join(' or ')} URL`];
-    const value = ['0', 'x', '-1', '65536'][i % 4]!;
-    // A transport that binds the ports after its own too (zeromq-pubsub's acks) leaves room for them.
-    const highest = (65_535 - (setting.nextPorts ?? 0)).toLocaleString('en-US');
-    return [setting.envVar, value, `${setting.envVar}="${value}": expected a whole number from 1 to ${highest}`];
-  }),
+  ...[...new Map(transports.map(({ setting }) => [setting.envVar, setting])).values()].map(
+    (setting, i): [string, string, string] => {
+      if (setting.kind === 'url')
+        return [
+          setting.envVar,
+          'localhost:6379',
+          `${setting.envVar}="localhost:6379": expected a ` +
+            setting.schemes.map((scheme) => `${scheme}://`).join(' or ') +
+            ` URL`,
+        ];
+      const value = ['0', 'x', '-1', '65536'][i % 4]!;
+      // A transport that binds the ports after its own too (zeromq-pubsub's acks) leaves room for them.
+      const highest = (65_535 - (setting.nextPorts ?? 0)).toLocaleString('en-US');
+      return [setting.envVar, value, `${setting.envVar}="${value}": expected a whole number from 1 to ${highest}`];
+    },
+  ),
   // The cross-variable rules: a warm-up whose minimum is above its maximum (10,000 ms by default), two ports alike.
   ['WARMUP_MIN_MS', '10001', 'WARMUP_MIN_MS="10001": expected at most WARMUP_MAX_MS (10000)'],
-  [firstPortVariable, '8080', `${firstPortVariable}="8080": expected a port no other variable uses (CONTROL_PORT is 8080 too)`],
+  [
+    firstPortVariable,
+    '8080',
+    `${firstPortVariable}="8080": expected a port no other variable uses (CONTROL_PORT is 8080 too)`,
+  ],
 ];
 
 // Generous: a refusal takes well under a second, and a hang (recursive mkdir on procfs spun
@@ -72,22 +109,30 @@ async function runEntry(entry: 'transmitter' | 'receiver' | 'start', env: Record
 }
 
 describe('bad configuration', () => {
-  it.each(badValues)('%s=%j: the transmitter exits 2 naming it', async (variable, value, expected) => {
-    const result = await runEntry('transmitter', { [variable]: value });
-    expect(result.code).toBe(2);
-    expect(result.stderr).toContain(expected);
-    expect(await readFile(path.join(outputDir, 'output.log'), 'utf8')).toBe(previousLog);
-  }, 15_000);
+  it.each(badValues)(
+    '%s=%j: the transmitter exits 2 naming it',
+    async (variable, value, expected) => {
+      const result = await runEntry('transmitter', { [variable]: value });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain(expected);
+      expect(await readFile(path.join(outputDir, 'output.log'), 'utf8')).toBe(previousLog);
+    },
+    15_000,
+  );
 
-  it.each(['transmitter', 'receiver', 'start'] as const)('DURATION=5 with IMAGE_COUNT=3: %s names both problems, exit 2, output untouched', async (entry) => {
-    const result = await runEntry(entry, { DURATION: '5', IMAGE_COUNT: '3' });
-    expect(result.code).toBe(2);
-    expect(result.stderr).toContain('Invalid configuration (2 bad variables):');
-    expect(result.stderr).toContain('  DURATION="5": expected a time with units (a bare number has none)');
-    expect(result.stderr).toContain('  IMAGE_COUNT="3": expected unset when DURATION is set (DURATION="5")');
-    expect(result.stdout).toBe('');
-    expect(await readFile(path.join(outputDir, 'output.log'), 'utf8')).toBe(previousLog);
-  }, 15_000);
+  it.each(['transmitter', 'receiver', 'start'] as const)(
+    'DURATION=5 with IMAGE_COUNT=3: %s names both problems, exit 2, output untouched',
+    async (entry) => {
+      const result = await runEntry(entry, { DURATION: '5', IMAGE_COUNT: '3' });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('Invalid configuration (2 bad variables):');
+      expect(result.stderr).toContain('  DURATION="5": expected a time with units (a bare number has none)');
+      expect(result.stderr).toContain('  IMAGE_COUNT="3": expected unset when DURATION is set (DURATION="5")');
+      expect(result.stdout).toBe('');
+      expect(await readFile(path.join(outputDir, 'output.log'), 'utf8')).toBe(previousLog);
+    },
+    15_000,
+  );
 
   it('an unreadable IMAGE_PATH is named with the reason', async () => {
     // Root reads any file whatever its mode, so the permission case is only checked for others.
@@ -104,16 +149,22 @@ describe('bad configuration', () => {
     expect(directory.stderr).toContain('expected a readable file (not a regular file)');
   }, 30_000);
 
-  it.each(['transmitter', 'receiver', 'start'] as const)('all bad at once: %s names every one in a single message, exit 2, output untouched', async (entry) => {
-    const env = Object.fromEntries(badValues.filter(([v], i, all) => all.findIndex(([w]) => w === v) === i).map(([v, value]) => [v, value]));
-    const result = await runEntry(entry, env);
-    expect(result.code).toBe(2);
-    const message = result.stderr;
-    expect(message.match(/^Invalid configuration \(\d+ bad variables\):$/gm)).toHaveLength(1);
-    for (const variable of Object.keys(env)) expect(message, variable).toContain(`  ${variable}=`);
-    expect(result.stdout).toBe('');
-    expect(await readFile(path.join(outputDir, 'output.log'), 'utf8')).toBe(previousLog);
-  }, 15_000);
+  it.each(['transmitter', 'receiver', 'start'] as const)(
+    'all bad at once: %s names every one in a single message, exit 2, output untouched',
+    async (entry) => {
+      const env = Object.fromEntries(
+        badValues.filter(([v], i, all) => all.findIndex(([w]) => w === v) === i).map(([v, value]) => [v, value]),
+      );
+      const result = await runEntry(entry, env);
+      expect(result.code).toBe(2);
+      const message = result.stderr;
+      expect(message.match(/^Invalid configuration \(\d+ bad variables\):$/gm)).toHaveLength(1);
+      for (const variable of Object.keys(env)) expect(message, variable).toContain(`  ${variable}=`);
+      expect(result.stdout).toBe('');
+      expect(await readFile(path.join(outputDir, 'output.log'), 'utf8')).toBe(previousLog);
+    },
+    15_000,
+  );
 
   it('an OUTPUT_DIR the receiver cannot write is refused at start', async () => {
     const blocked = path.join(outputDir, 'file-not-dir');
@@ -137,30 +188,47 @@ describe('an OUTPUT_DIR where nothing can be made', () => {
     ['a device for a parent', '/dev/null/x', '/dev/null/x: /dev/null is not a directory'],
   ];
   const entries = ['receiver', 'start'] as const;
-  it.each(entries.flatMap((entry) => cases.map(([what, dir, reason]) => [entry, what, dir, reason] as const)))('%s, %s (%s): exit 2 naming OUTPUT_DIR, the reason and WINDOW too', async (entry, _what, dir, reason) => {
-    const result = await runEntry(entry, { OUTPUT_DIR: dir, WINDOW: '0' });
-    expect(result.code).toBe(2);
-    expect(result.stderr).toContain('Invalid configuration (2 bad variables):');
-    expect(result.stderr).toContain(`  OUTPUT_DIR="${dir}": expected a directory `);
-    expect(result.stderr).toContain(reason);
-    expect(result.stderr).toContain('  WINDOW="0": expected a whole number from 1 to 1,024');
-  }, 15_000);
+  it.each(entries.flatMap((entry) => cases.map(([what, dir, reason]) => [entry, what, dir, reason] as const)))(
+    '%s, %s (%s): exit 2 naming OUTPUT_DIR, the reason and WINDOW too',
+    async (entry, _what, dir, reason) => {
+      const result = await runEntry(entry, { OUTPUT_DIR: dir, WINDOW: '0' });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('Invalid configuration (2 bad variables):');
+      expect(result.stderr).toContain(`  OUTPUT_DIR="${dir}": expected a directory `);
+      expect(result.stderr).toContain(reason);
+      expect(result.stderr).toContain('  WINDOW="0": expected a whole number from 1 to 1,024');
+    },
+    15_000,
+  );
 });
 
 describe('a refused configuration makes nothing', () => {
-  it.each(['receiver', 'start'] as const)('%s: a bad variable and a fresh OUTPUT_DIR and AUTH_TOKEN_FILE: exit 2, neither exists after', async (entry) => {
-    const fresh = path.join(outputDir, `fresh-${entry}`);
-    const tokenFile = path.join(outputDir, `token-${entry}`);
-    const result = await runEntry(entry, { OUTPUT_DIR: path.join(fresh, 'a', 'b'), AUTH_TOKEN_FILE: tokenFile, TRANSPORTS: '' });
-    expect(result.code).toBe(2);
-    expect(result.stderr).toContain('  TRANSPORTS="": expected all, or a comma-separated list');
-    expect(existsSync(fresh)).toBe(false);
-    expect(existsSync(tokenFile)).toBe(false);
-  }, 15_000);
+  it.each(['receiver', 'start'] as const)(
+    '%s: a bad variable and a fresh OUTPUT_DIR and AUTH_TOKEN_FILE: exit 2, neither exists after',
+    async (entry) => {
+      const fresh = path.join(outputDir, `fresh-${entry}`);
+      const tokenFile = path.join(outputDir, `token-${entry}`);
+      const result = await runEntry(entry, {
+        OUTPUT_DIR: path.join(fresh, 'a', 'b'),
+        AUTH_TOKEN_FILE: tokenFile,
+        TRANSPORTS: '',
+      });
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('  TRANSPORTS="": expected all, or a comma-separated list');
+      expect(existsSync(fresh)).toBe(false);
+      expect(existsSync(tokenFile)).toBe(false);
+    },
+    15_000,
+  );
 
   it('accepted, the receiver makes a fresh OUTPUT_DIR two levels deep at start', async () => {
     const fresh = path.join(outputDir, 'fresh-accepted');
-    const receiver = await startReadyReceiver({ ...(await freePortsEnv()), OUTPUT_DIR: path.join(fresh, 'a', 'b'), AUTH_TOKEN: 'a'.repeat(32), TRANSPORTS: 'tcp' });
+    const receiver = await startReadyReceiver({
+      ...(await freePortsEnv()),
+      OUTPUT_DIR: path.join(fresh, 'a', 'b'),
+      AUTH_TOKEN: 'a'.repeat(32),
+      TRANSPORTS: 'tcp',
+    });
     try {
       expect(existsSync(path.join(fresh, 'a', 'b'))).toBe(true);
     } finally {

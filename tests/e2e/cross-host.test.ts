@@ -31,12 +31,27 @@ afterAll(async () => {
 });
 
 describe('a receiver on another kernel (another boot id)', () => {
-  it('applies the clock offset, bounds every one-way time by it, and keeps the clock-free round trip of each in its CSV', async (context) => {
+  it('applies the clock offset, bounds every one-way time by it, and keeps the clock-free round trip of each in ' +
+    'its CSV', async (context) => {
     requirePrivilege(context, 'userns', 'a receiver on another boot id');
     const bootIdFile = path.join(dir, 'boot_id');
     await writeFile(bootIdFile, `${OTHER_BOOT_ID}\n`);
-    const env = { ...(await freePortsEnv()), OUTPUT_DIR: dir, TRANSPORTS: 'tcp,websocket', IMAGE_COUNT: '40', LOG_LEVEL: 'info', CONNECT_TIMEOUT_MS: '10000' };
-    receiver = startService('receiver', env, ['unshare', '-Urm', 'sh', '-c', 'mount --bind "$0" /proc/sys/kernel/random/boot_id && exec "$@"', bootIdFile]);
+    const env = {
+      ...(await freePortsEnv()),
+      OUTPUT_DIR: dir,
+      TRANSPORTS: 'tcp,websocket',
+      IMAGE_COUNT: '40',
+      LOG_LEVEL: 'info',
+      CONNECT_TIMEOUT_MS: '10000',
+    };
+    receiver = startService('receiver', env, [
+      'unshare',
+      '-Urm',
+      'sh',
+      '-c',
+      'mount --bind "$0" /proc/sys/kernel/random/boot_id && exec "$@"',
+      bootIdFile,
+    ]);
     await receiver.waitForLog(/receiver ready/);
     const transmitter = startService('transmitter', env);
     expect(await exitWithin(transmitter, 60_000), transmitter.stderr().slice(-2000)).toBe(0);
@@ -60,12 +75,29 @@ describe('a receiver on another kernel (another boot id)', () => {
       // below the section's lines; the CSV has its one-way time and its round trip, on one clock.
       const logged = sections.find((s) => s.heading.startsWith(`=== ${section.label}`))!;
       const images = await readImageCsv(dir, section);
-      expect(images.map((i) => [i.image, i.status]).sort((a, b) => Number(a[0]) - Number(b[0]))).toEqual(Array.from({ length: 40 }, (_, i) => [i + 1, 'ok']));
-      expect(images.every((i) => i.rttNs !== null && i.rttNs > 0), section.transport).toBe(true);
-      expect(logged.imageLines).toEqual([...images].sort((a, b) => a.image - b.image).map((i) => renderImageLine(i.image, i.oneWayNs, 'ok', true)));
-      expect(logged.imageLines[0]).toMatch(/^Image 1 transmission time: -?\d+\.\d{3} ms \(two clocks: ± the bound below\)$/);
-      expect(logged.footer).toContainEqual(expect.stringMatching(new RegExp(`^Latency \\(one-way across two clocks: each figure ± ${escapeRegExp(bound)} ms\\): `)));
-      expect(logged.footer).toContainEqual(expect.stringMatching(new RegExp(`^Clock: receiver − transmitter .* \\(applied: one-way times ± ${escapeRegExp(bound)} ms\\)$`)));
+      expect(images.map((i) => [i.image, i.status]).sort((a, b) => Number(a[0]) - Number(b[0]))).toEqual(
+        Array.from({ length: 40 }, (_, i) => [i + 1, 'ok']),
+      );
+      expect(
+        images.every((i) => i.rttNs !== null && i.rttNs > 0),
+        section.transport,
+      ).toBe(true);
+      expect(logged.imageLines).toEqual(
+        [...images].sort((a, b) => a.image - b.image).map((i) => renderImageLine(i.image, i.oneWayNs, 'ok', true)),
+      );
+      expect(logged.imageLines[0]).toMatch(
+        /^Image 1 transmission time: -?\d+\.\d{3} ms \(two clocks: ± the bound below\)$/,
+      );
+      expect(logged.footer).toContainEqual(
+        expect.stringMatching(
+          new RegExp(`^Latency \\(one-way across two clocks: each figure ± ${escapeRegExp(bound)} ms\\): `),
+        ),
+      );
+      expect(logged.footer).toContainEqual(
+        expect.stringMatching(
+          new RegExp(`^Clock: receiver − transmitter .* \\(applied: one-way times ± ${escapeRegExp(bound)} ms\\)$`),
+        ),
+      );
       expect(log).toContain(`(applied: one-way times ± ${bound} ms)`);
     }
     expect(log).toMatch(/mean ± sd ms +clock ± ms +RTT p50/);

@@ -12,7 +12,19 @@ import { SERVICE_NODE_FLAGS } from '../../services/shared/node-flags.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { transports } from '../../services/transports/index.js';
 import { REDIS_IMAGE_LIMIT_ARGS } from '../../services/transports/redis.js';
-import { container, deployment, find, job, label, parseManifests, podSpec, schemaProblems, service, typeProblems, type K8sObject } from '../helpers/k8s.js';
+import {
+  container,
+  deployment,
+  find,
+  job,
+  label,
+  parseManifests,
+  podSpec,
+  schemaProblems,
+  service,
+  typeProblems,
+  type K8sObject,
+} from '../helpers/k8s.js';
 
 // Each overlay of deploy/k8s rendered by real kustomize (`kubectl kustomize`), every object checked
 // as tests/helpers/k8s.ts does, then what the manifests mean: placement, resources, security,
@@ -26,23 +38,52 @@ type Overlay = (typeof OVERLAYS)[number];
 const NAMESPACE = 'image-transfer-bench';
 
 /** The benchmark's knobs, in knobs.env's order: no address, port, secret, IMAGE_PATH or NETWORK_*. */
-const KNOBS = ['IMAGE_COUNT', 'DURATION', 'IMAGE_SIZE', 'TRANSPORTS', 'WINDOW', 'CLIENTS', 'RECEIVERS', 'RATE', 'WARMUP', 'WARMUP_MIN_MS', 'WARMUP_MAX_MS', 'REPEAT', 'VERIFY', 'LOG_LEVEL', 'MAX_IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'CONNECT_TIMEOUT_MS'];
+const KNOBS = [
+  'IMAGE_COUNT',
+  'DURATION',
+  'IMAGE_SIZE',
+  'TRANSPORTS',
+  'WINDOW',
+  'CLIENTS',
+  'RECEIVERS',
+  'RATE',
+  'WARMUP',
+  'WARMUP_MIN_MS',
+  'WARMUP_MAX_MS',
+  'REPEAT',
+  'VERIFY',
+  'LOG_LEVEL',
+  'MAX_IMAGE_SIZE',
+  'IMAGE_TIMEOUT_MS',
+  'CONNECT_TIMEOUT_MS',
+];
 
 /** Fails with one clear message when kubectl is missing or its kustomize is older than v5. */
 function requireKubectl(): void {
   let output: string;
   try {
-    output = execFileSync('kubectl', ['version', '--client', '--output=json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    output = execFileSync('kubectl', ['version', '--client', '--output=json'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   } catch (err) {
-    throw new Error(`deploy/k8s is rendered with \`kubectl kustomize\`, and kubectl cannot be run (${(err as Error).message}): install kubectl 1.27 or later (kustomize v5)`);
+    throw new Error(
+      `deploy/k8s is rendered with \`kubectl kustomize\`, and kubectl cannot be run (${(err as Error).message}` +
+        `): install kubectl 1.27 or later (kustomize v5)`,
+    );
   }
-  const kustomize = (JSON.parse(output) as { kustomizeVersion?: string }).kustomizeVersion ?? 'not named (kubectl older than 1.24)';
-  if (!/^v([5-9]|\d{2,})\./.test(kustomize)) throw new Error(`kubectl's kustomize is ${kustomize}; deploy/k8s needs v5 (kubectl 1.27 or later)`);
+  const kustomize =
+    (JSON.parse(output) as { kustomizeVersion?: string }).kustomizeVersion ?? 'not named (kubectl older than 1.24)';
+  if (!/^v([5-9]|\d{2,})\./.test(kustomize))
+    throw new Error(`kubectl's kustomize is ${kustomize}; deploy/k8s needs v5 (kubectl 1.27 or later)`);
 }
 
 /** An overlay rendered by kustomize; a kustomize error fails with its message. */
 function render(overlay: Overlay): K8sObject[] {
-  const text = execFileSync('kubectl', ['kustomize', projectPath('deploy', 'k8s', 'overlays', overlay)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const text = execFileSync('kubectl', ['kustomize', projectPath('deploy', 'k8s', 'overlays', overlay)], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   return parseManifests(text, `kustomize's render of ${overlay}`);
 }
 
@@ -51,7 +92,9 @@ function podLabels(workload: IDeployment | IJob): Record<string, string> {
 }
 /** Every workload's pod spec, by workload. */
 function podSpecs(objects: readonly K8sObject[]): [string, IPodSpec][] {
-  return objects.filter((o) => o.kind === 'Deployment' || o.kind === 'Job').map((o) => [label(o), podSpec(o as unknown as IDeployment | IJob)]);
+  return objects
+    .filter((o) => o.kind === 'Deployment' || o.kind === 'Job')
+    .map((o) => [label(o), podSpec(o as unknown as IDeployment | IJob)]);
 }
 
 /** knobs.env as kustomize reads an env file: NAME=value lines; blank lines and # comments skipped. */
@@ -76,7 +119,8 @@ function knobsConfigMap(objects: readonly K8sObject[]): IConfigMap {
 /** The config a container runs with: its envFrom ConfigMaps, then its env, which wins (as the kubelet does). */
 function containerConfig(objects: readonly K8sObject[], c: IContainer): Config {
   const env: Record<string, string> = {};
-  for (const source of c.envFrom ?? []) Object.assign(env, (find(objects, 'ConfigMap', source.configMapRef?.name ?? '') as unknown as IConfigMap).data);
+  for (const source of c.envFrom ?? [])
+    Object.assign(env, (find(objects, 'ConfigMap', source.configMapRef?.name ?? '') as unknown as IConfigMap).data);
   for (const variable of c.env ?? []) env[variable.name] = variable.value ?? '';
   const result = parseConfig(env, transports);
   if (!result.ok) throw new Error(`container ${c.name}'s environment is invalid: ${JSON.stringify(result.issues)}`);
@@ -120,79 +164,127 @@ describe('deploy/k8s overlays, rendered by kustomize', () => {
 });
 
 describe('what the manifests mean', () => {
-  it('the transmitter runs once, within 2 h, never on a receiver\'s node; the receivers spread over nodes where they can', () => {
-    const objects = objectsOf('default');
-    const receiver = deployment(objects, 'itb-receiver');
-    const transmitter = job(objects, 'itb-transmitter');
-    // A retried transmitter would be a second run mixed into the first one's report.
-    expect(transmitter.spec?.backoffLimit).toBe(0);
-    expect(podSpec(transmitter).restartPolicy).toBe('Never');
-    expect(transmitter.spec?.activeDeadlineSeconds).toBe(7200);
-    // The API server picks a Job's selector; one set here would need manualSelector.
-    expect(transmitter.spec?.selector).toBeUndefined();
-    const receiverLabels = podLabels(receiver);
-    expect(receiverLabels).toEqual({ 'app.kubernetes.io/name': 'image-transfer-bench', 'app.kubernetes.io/component': 'receiver' });
-    // Required, on the node, against exactly the receivers' pods (the scheduler applies it both ways).
-    expect(podSpec(transmitter).affinity).toEqual({
-      podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: receiverLabels } }] },
-    });
-    expect(podSpec(receiver).affinity).toEqual({
-      podAntiAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: receiverLabels } } }] },
-    });
-    // Recreate: old and new receivers never both answer to itb-receiver.
-    expect(receiver.spec?.strategy).toEqual({ type: 'Recreate' });
-  });
+  it(
+    "the transmitter runs once, within 2 h, never on a receiver's node; the receivers spread over nodes where " +
+      'they can',
+    () => {
+      const objects = objectsOf('default');
+      const receiver = deployment(objects, 'itb-receiver');
+      const transmitter = job(objects, 'itb-transmitter');
+      // A retried transmitter would be a second run mixed into the first one's report.
+      expect(transmitter.spec?.backoffLimit).toBe(0);
+      expect(podSpec(transmitter).restartPolicy).toBe('Never');
+      expect(transmitter.spec?.activeDeadlineSeconds).toBe(7200);
+      // The API server picks a Job's selector; one set here would need manualSelector.
+      expect(transmitter.spec?.selector).toBeUndefined();
+      const receiverLabels = podLabels(receiver);
+      expect(receiverLabels).toEqual({
+        'app.kubernetes.io/name': 'image-transfer-bench',
+        'app.kubernetes.io/component': 'receiver',
+      });
+      // Required, on the node, against exactly the receivers' pods (the scheduler applies it both ways).
+      expect(podSpec(transmitter).affinity).toEqual({
+        podAntiAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: [
+            { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: receiverLabels } },
+          ],
+        },
+      });
+      expect(podSpec(receiver).affinity).toEqual({
+        podAntiAffinity: {
+          preferredDuringSchedulingIgnoredDuringExecution: [
+            {
+              weight: 100,
+              podAffinityTerm: {
+                topologyKey: 'kubernetes.io/hostname',
+                labelSelector: { matchLabels: receiverLabels },
+              },
+            },
+          ],
+        },
+      });
+      // Recreate: old and new receivers never both answer to itb-receiver.
+      expect(receiver.spec?.strategy).toEqual({ type: 'Recreate' });
+    },
+  );
 
-  it('the one-node overlay is the default one without the transmitter\'s required anti-affinity, and small enough for a laptop\'s node', () => {
-    // What differs: the transmitter's affinity and every container's resources; nothing else.
-    const withoutPlacementAndSize = (objects: readonly K8sObject[]): K8sObject[] => {
-      const copy = structuredClone(objects) as K8sObject[];
-      delete podSpec(job(copy, 'itb-transmitter')).affinity;
-      for (const [, spec] of podSpecs(copy)) for (const c of spec.containers) delete c.resources;
-      return copy;
-    };
-    const oneNode = objectsOf('one-node');
-    expect(podSpec(job(oneNode, 'itb-transmitter')).affinity).toEqual({ podAntiAffinity: {} });
-    expect(withoutPlacementAndSize(oneNode)).toEqual(withoutPlacementAndSize(objectsOf('default')));
-    const sizes = Object.fromEntries(podSpecs(oneNode).flatMap(([, spec]) => spec.containers.map((c) => [c.name, c.resources] as const)));
-    expect(sizes).toEqual({
-      receiver: { requests: { cpu: '1', memory: '2Gi' }, limits: { cpu: '1', memory: '2Gi' } },
-      transmitter: { requests: { cpu: '1', memory: '2Gi' }, limits: { cpu: '1', memory: '2Gi' } },
-      redis: { requests: { cpu: '500m', memory: '1Gi' }, limits: { cpu: '500m', memory: '1Gi' } },
-      nats: { requests: { cpu: '500m', memory: '512Mi' }, limits: { cpu: '500m', memory: '512Mi' } },
-    });
-  });
+  it(
+    "the one-node overlay is the default one without the transmitter's required anti-affinity, and small enough " +
+      "for a laptop's node",
+    () => {
+      // What differs: the transmitter's affinity and every container's resources; nothing else.
+      const withoutPlacementAndSize = (objects: readonly K8sObject[]): K8sObject[] => {
+        const copy = structuredClone(objects) as K8sObject[];
+        delete podSpec(job(copy, 'itb-transmitter')).affinity;
+        for (const [, spec] of podSpecs(copy)) for (const c of spec.containers) delete c.resources;
+        return copy;
+      };
+      const oneNode = objectsOf('one-node');
+      expect(podSpec(job(oneNode, 'itb-transmitter')).affinity).toEqual({ podAntiAffinity: {} });
+      expect(withoutPlacementAndSize(oneNode)).toEqual(withoutPlacementAndSize(objectsOf('default')));
+      const sizes = Object.fromEntries(
+        podSpecs(oneNode).flatMap(([, spec]) => spec.containers.map((c) => [c.name, c.resources] as const)),
+      );
+      expect(sizes).toEqual({
+        receiver: { requests: { cpu: '1', memory: '2Gi' }, limits: { cpu: '1', memory: '2Gi' } },
+        transmitter: { requests: { cpu: '1', memory: '2Gi' }, limits: { cpu: '1', memory: '2Gi' } },
+        redis: { requests: { cpu: '500m', memory: '1Gi' }, limits: { cpu: '500m', memory: '1Gi' } },
+        nats: { requests: { cpu: '500m', memory: '512Mi' }, limits: { cpu: '500m', memory: '512Mi' } },
+      });
+    },
+  );
 
-  it('every container has cpu and memory requests and limits; the two services\' are equal, in whole CPUs (Guaranteed QoS)', () => {
-    for (const [workload, spec] of podSpecs(objectsOf('default'))) {
-      for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
-        const { requests = {}, limits = {} } = c.resources ?? {};
-        expect(Object.keys(requests).sort(), `${workload} ${c.name} requests`).toEqual(['cpu', 'memory']);
-        expect(Object.keys(limits).sort(), `${workload} ${c.name} limits`).toEqual(['cpu', 'memory']);
+  it(
+    "every container has cpu and memory requests and limits; the two services' are equal, in whole CPUs " +
+      '(Guaranteed QoS)',
+    () => {
+      for (const [workload, spec] of podSpecs(objectsOf('default'))) {
+        for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
+          const { requests = {}, limits = {} } = c.resources ?? {};
+          expect(Object.keys(requests).sort(), `${workload} ${c.name} requests`).toEqual(['cpu', 'memory']);
+          expect(Object.keys(limits).sort(), `${workload} ${c.name} limits`).toEqual(['cpu', 'memory']);
+        }
       }
-    }
-    for (const c of [container(podSpec(deployment(objectsOf('default'), 'itb-receiver')), 'receiver'), container(podSpec(job(objectsOf('default'), 'itb-transmitter')), 'transmitter')]) {
-      expect(c.resources?.requests, c.name).toEqual(c.resources?.limits);
-      expect(String(c.resources?.limits?.cpu), c.name).toMatch(/^[1-9]\d*$/);
-    }
-  });
-
-  it('every pod runs as a non-root user, with no privilege escalation, writable root, capability, API token or service-link variable', () => {
-    for (const [workload, spec] of podSpecs(objectsOf('default'))) {
-      expect(spec.securityContext, workload).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
-      expect(spec.securityContext?.runAsUser, workload).toBeGreaterThan(0);
-      expect(spec.automountServiceAccountToken, workload).toBe(false);
-      // Service links would add ITB_REDIS_PORT=tcp://… and the like to the services' environment.
-      expect(spec.enableServiceLinks, workload).toBe(false);
-      for (const c of spec.containers) {
-        expect(c.securityContext, `${workload} ${c.name}`).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+      for (const c of [
+        container(podSpec(deployment(objectsOf('default'), 'itb-receiver')), 'receiver'),
+        container(podSpec(job(objectsOf('default'), 'itb-transmitter')), 'transmitter'),
+      ]) {
+        expect(c.resources?.requests, c.name).toEqual(c.resources?.limits);
+        expect(String(c.resources?.limits?.cpu), c.name).toMatch(/^[1-9]\d*$/);
       }
-    }
-    // The image's node user, which the pod's fsGroup lets read the secret.
-    for (const workload of [deployment(objectsOf('default'), 'itb-receiver'), job(objectsOf('default'), 'itb-transmitter')]) {
-      expect(podSpec(workload).securityContext).toMatchObject({ runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000 });
-    }
-  });
+    },
+  );
+
+  it(
+    'every pod runs as a non-root user, with no privilege escalation, writable root, capability, API token or ' +
+      'service-link variable',
+    () => {
+      for (const [workload, spec] of podSpecs(objectsOf('default'))) {
+        expect(spec.securityContext, workload).toMatchObject({
+          runAsNonRoot: true,
+          seccompProfile: { type: 'RuntimeDefault' },
+        });
+        expect(spec.securityContext?.runAsUser, workload).toBeGreaterThan(0);
+        expect(spec.automountServiceAccountToken, workload).toBe(false);
+        // Service links would add ITB_REDIS_PORT=tcp://… and the like to the services' environment.
+        expect(spec.enableServiceLinks, workload).toBe(false);
+        for (const c of spec.containers) {
+          expect(c.securityContext, `${workload} ${c.name}`).toEqual({
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            capabilities: { drop: ['ALL'] },
+          });
+        }
+      }
+      // The image's node user, which the pod's fsGroup lets read the secret.
+      for (const workload of [
+        deployment(objectsOf('default'), 'itb-receiver'),
+        job(objectsOf('default'), 'itb-transmitter'),
+      ]) {
+        expect(podSpec(workload).securityContext).toMatchObject({ runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000 });
+      }
+    },
+  );
 
   it('the receiver is ready when GET /health answers on its control port, 8080, and has no liveness probe', () => {
     const receiver = container(podSpec(deployment(objectsOf('default'), 'itb-receiver')), 'receiver');
@@ -203,88 +295,126 @@ describe('what the manifests mean', () => {
     expect(receiver.livenessProbe).toBeUndefined();
   });
 
-  it('the receivers listen on every port their config gives, each named in the headless Service that selects them; the transmitter on websocket-push\'s', () => {
-    const objects = objectsOf('default');
-    const receiverDeployment = deployment(objects, 'itb-receiver');
-    const receiver = container(podSpec(receiverDeployment), 'receiver');
-    const transmitter = container(podSpec(job(objects, 'itb-transmitter')), 'transmitter');
-    const config = containerConfig(objects, receiver);
-    const listened = (dials: boolean): number[] =>
-      transports.flatMap((t) => (t.setting.kind === 'port' && Boolean(t.receiverDials) === dials ? Array.from({ length: 1 + (t.setting.nextPorts ?? 0) }, (_, k) => config.ports[t.name]! + k) : []));
-    const numbers = (c: IContainer): number[] => (c.ports ?? []).map((p) => p.containerPort).sort((a, b) => a - b);
-    expect(numbers(receiver)).toEqual([config.controlPort, ...listened(false)].sort((a, b) => a - b));
-    // websocket-push: the receiver dials the transmitter's pod back.
-    expect(numbers(transmitter)).toEqual(listened(true));
-    for (const c of [receiver, transmitter]) expect(c.ports?.every((p) => p.name !== undefined && p.name.length <= 15), c.name).toBe(true);
+  it(
+    'the receivers listen on every port their config gives, each named in the headless Service that selects them; ' +
+      "the transmitter on websocket-push's",
+    () => {
+      const objects = objectsOf('default');
+      const receiverDeployment = deployment(objects, 'itb-receiver');
+      const receiver = container(podSpec(receiverDeployment), 'receiver');
+      const transmitter = container(podSpec(job(objects, 'itb-transmitter')), 'transmitter');
+      const config = containerConfig(objects, receiver);
+      const listened = (dials: boolean): number[] =>
+        transports.flatMap((t) =>
+          t.setting.kind === 'port' && Boolean(t.receiverDials) === dials
+            ? Array.from({ length: 1 + (t.setting.nextPorts ?? 0) }, (_, k) => config.ports[t.name]! + k)
+            : [],
+        );
+      const numbers = (c: IContainer): number[] => (c.ports ?? []).map((p) => p.containerPort).sort((a, b) => a - b);
+      expect(numbers(receiver)).toEqual([config.controlPort, ...listened(false)].sort((a, b) => a - b));
+      // websocket-push: the receiver dials the transmitter's pod back.
+      expect(numbers(transmitter)).toEqual(listened(true));
+      for (const c of [receiver, transmitter])
+        expect(
+          c.ports?.every((p) => p.name !== undefined && p.name.length <= 15),
+          c.name,
+        ).toBe(true);
 
-    const headless = service(objects, 'itb-receiver');
-    expect(headless.spec?.clusterIP).toBe('None');
-    expect(headless.spec?.publishNotReadyAddresses).toBe(false);
-    expect(headless.spec?.selector).toEqual(podLabels(receiverDeployment));
-    expect(receiverDeployment.spec?.selector.matchLabels).toEqual(podLabels(receiverDeployment));
-    expect(headless.spec?.ports).toEqual((receiver.ports ?? []).map((p) => ({ name: p.name, port: p.containerPort, targetPort: p.name })));
-  });
+      const headless = service(objects, 'itb-receiver');
+      expect(headless.spec?.clusterIP).toBe('None');
+      expect(headless.spec?.publishNotReadyAddresses).toBe(false);
+      expect(headless.spec?.selector).toEqual(podLabels(receiverDeployment));
+      expect(receiverDeployment.spec?.selector.matchLabels).toEqual(podLabels(receiverDeployment));
+      expect(headless.spec?.ports).toEqual(
+        (receiver.ports ?? []).map((p) => ({ name: p.name, port: p.containerPort, targetPort: p.name })),
+      );
+    },
+  );
 
-  it('both services take the knobs from the generated ConfigMap and the addresses, secret and output folder from env', () => {
-    const objects = objectsOf('default');
-    const knobs = knobsConfigMap(objects);
-    const receiver = container(podSpec(deployment(objects, 'itb-receiver')), 'receiver');
-    const transmitter = container(podSpec(job(objects, 'itb-transmitter')), 'transmitter');
-    for (const c of [receiver, transmitter]) {
-      expect(c.envFrom, c.name).toEqual([{ configMapRef: { name: knobs.metadata?.name } }]);
-      expect(Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value])), c.name).toMatchObject({
-        RECEIVER_HOST: 'itb-receiver',
-        REDIS_URL: 'redis://itb-redis:6379',
-        NATS_URL: 'nats://itb-nats:4222',
-        BIND_HOST: '0.0.0.0',
-        AUTH_TOKEN_FILE: '/var/run/itb-auth/token',
-      });
-      // env wins over envFrom: no knob may be overridden there unseen.
-      expect((c.env ?? []).map((e) => e.name).filter((name) => KNOBS.includes(name)), c.name).toEqual([]);
-      expect(c.image, c.name).toBe('image-transfer-bench:latest');
-      expect(c.imagePullPolicy, c.name).toBe('IfNotPresent');
-      // args, not command: the image's entrypoint stays, and execs them as they are.
-      expect(c.command, c.name).toBeUndefined();
-      expect(c.args, c.name).toEqual(['node', ...SERVICE_NODE_FLAGS, `dist/services/${c.name}/main.js`]);
-    }
-
-    for (const [workload, c] of [[deployment(objects, 'itb-receiver'), receiver], [job(objects, 'itb-transmitter'), transmitter]] as const) {
-      const config = containerConfig(objects, c);
-      const spec = podSpec(workload);
-      const mountAt = (dir: string) => c.volumeMounts?.find((m) => m.mountPath === dir);
-      const volume = (name: string | undefined) => spec.volumes?.find((v) => v.name === name);
-      // Every broker URL names a Service of the render, on a port it serves.
-      for (const url of new Set(Object.values(config.urls))) {
-        const { hostname, port } = new URL(url ?? 'missing://');
-        expect(service(objects, hostname).spec?.ports?.map((p) => String(p.port)), url).toContain(port);
+  it(
+    'both services take the knobs from the generated ConfigMap and the addresses, secret and output folder from ' +
+      'env',
+    () => {
+      const objects = objectsOf('default');
+      const knobs = knobsConfigMap(objects);
+      const receiver = container(podSpec(deployment(objects, 'itb-receiver')), 'receiver');
+      const transmitter = container(podSpec(job(objects, 'itb-transmitter')), 'transmitter');
+      for (const c of [receiver, transmitter]) {
+        expect(c.envFrom, c.name).toEqual([{ configMapRef: { name: knobs.metadata?.name } }]);
+        expect(Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value])), c.name).toMatchObject({
+          RECEIVER_HOST: 'itb-receiver',
+          REDIS_URL: 'redis://itb-redis:6379',
+          NATS_URL: 'nats://itb-nats:4222',
+          BIND_HOST: '0.0.0.0',
+          AUTH_TOKEN_FILE: '/var/run/itb-auth/token',
+        });
+        // env wins over envFrom: no knob may be overridden there unseen.
+        expect(
+          (c.env ?? []).map((e) => e.name).filter((name) => KNOBS.includes(name)),
+          c.name,
+        ).toEqual([]);
+        expect(c.image, c.name).toBe('image-transfer-bench:latest');
+        expect(c.imagePullPolicy, c.name).toBe('IfNotPresent');
+        // args, not command: the image's entrypoint stays, and execs them as they are.
+        expect(c.command, c.name).toBeUndefined();
+        expect(c.args, c.name).toEqual(['node', ...SERVICE_NODE_FLAGS, `dist/services/${c.name}/main.js`]);
       }
-      // The user's Secret itb-auth, read-only, the token readable by owner and group (fsGroup), mounted
-      // as the file itself (subPath): a regular file, where a whole secret volume's would be a link,
-      // which the services refuse.
-      expect(mountAt(config.authTokenFile), c.name).toMatchObject({ readOnly: true, subPath: path.posix.basename(config.authTokenFile) });
-      expect(volume(mountAt(config.authTokenFile)?.name)?.secret, c.name).toEqual({
-        secretName: 'itb-auth',
-        items: [{ key: 'token', path: path.posix.basename(config.authTokenFile) }],
-        defaultMode: 0o440,
-      });
-      // The root filesystem is read-only: /tmp, and the receiver's output folder, are emptyDirs.
-      const writable = c.name === 'receiver' ? ['/tmp', config.outputDir] : ['/tmp'];
-      for (const dir of writable) expect(volume(mountAt(dir)?.name)?.emptyDir, `${c.name} ${dir}`).toEqual({});
-      if (c.name === 'receiver') expect(config.outputDir).toBe('/app/output');
-    }
-  });
 
-  it('knobs.env holds exactly the benchmark knobs, each a variable .env.example documents, and the receivers number RECEIVERS', () => {
-    const knobs = readEnvFile(projectPath('deploy', 'k8s', 'overlays', 'default', 'knobs.env'));
-    expect(knobs.map(([name]) => name)).toEqual(KNOBS);
-    // A knob renamed or dropped in .env.example fails here.
-    const documented = [...readFileSync(projectPath('.env.example'), 'utf8').matchAll(/^([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1]);
-    for (const name of KNOBS) expect(documented, name).toContain(name);
-    // kustomize read the same file.
-    expect(knobsConfigMap(objectsOf('default')).data).toEqual(Object.fromEntries(knobs));
-    const receiver = deployment(objectsOf('default'), 'itb-receiver');
-    expect(receiver.spec?.replicas).toBe(containerConfig(objectsOf('default'), container(podSpec(receiver), 'receiver')).receivers);
-  });
+      for (const [workload, c] of [
+        [deployment(objects, 'itb-receiver'), receiver],
+        [job(objects, 'itb-transmitter'), transmitter],
+      ] as const) {
+        const config = containerConfig(objects, c);
+        const spec = podSpec(workload);
+        const mountAt = (dir: string) => c.volumeMounts?.find((m) => m.mountPath === dir);
+        const volume = (name: string | undefined) => spec.volumes?.find((v) => v.name === name);
+        // Every broker URL names a Service of the render, on a port it serves.
+        for (const url of new Set(Object.values(config.urls))) {
+          const { hostname, port } = new URL(url ?? 'missing://');
+          expect(
+            service(objects, hostname).spec?.ports?.map((p) => String(p.port)),
+            url,
+          ).toContain(port);
+        }
+        // The user's Secret itb-auth, read-only, the token readable by owner and group (fsGroup), mounted
+        // as the file itself (subPath): a regular file, where a whole secret volume's would be a link,
+        // which the services refuse.
+        expect(mountAt(config.authTokenFile), c.name).toMatchObject({
+          readOnly: true,
+          subPath: path.posix.basename(config.authTokenFile),
+        });
+        expect(volume(mountAt(config.authTokenFile)?.name)?.secret, c.name).toEqual({
+          secretName: 'itb-auth',
+          items: [{ key: 'token', path: path.posix.basename(config.authTokenFile) }],
+          defaultMode: 0o440,
+        });
+        // The root filesystem is read-only: /tmp, and the receiver's output folder, are emptyDirs.
+        const writable = c.name === 'receiver' ? ['/tmp', config.outputDir] : ['/tmp'];
+        for (const dir of writable) expect(volume(mountAt(dir)?.name)?.emptyDir, `${c.name} ${dir}`).toEqual({});
+        if (c.name === 'receiver') expect(config.outputDir).toBe('/app/output');
+      }
+    },
+  );
+
+  it(
+    'knobs.env holds exactly the benchmark knobs, each a variable .env.example documents, and the receivers ' +
+      'number RECEIVERS',
+    () => {
+      const knobs = readEnvFile(projectPath('deploy', 'k8s', 'overlays', 'default', 'knobs.env'));
+      expect(knobs.map(([name]) => name)).toEqual(KNOBS);
+      // A knob renamed or dropped in .env.example fails here.
+      const documented = [...readFileSync(projectPath('.env.example'), 'utf8').matchAll(/^([A-Z][A-Z0-9_]*)=/gm)].map(
+        (m) => m[1],
+      );
+      for (const name of KNOBS) expect(documented, name).toContain(name);
+      // kustomize read the same file.
+      expect(knobsConfigMap(objectsOf('default')).data).toEqual(Object.fromEntries(knobs));
+      const receiver = deployment(objectsOf('default'), 'itb-receiver');
+      expect(receiver.spec?.replicas).toBe(
+        containerConfig(objectsOf('default'), container(podSpec(receiver), 'receiver')).receivers,
+      );
+    },
+  );
 
   it('Redis and NATS run as docker-compose.yml runs them, ready when they answer', () => {
     const objects = objectsOf('default');
@@ -303,18 +433,25 @@ describe('what the manifests mean', () => {
     expect(nats.ports?.find((p) => p.name === 'monitor')?.containerPort).toBe(8222);
     // The config compose mounts, word for word, mounted where the command reads it.
     const natsConfig = find(objects, 'ConfigMap', 'itb-nats-config') as unknown as IConfigMap;
-    expect(natsConfig.data).toEqual({ 'nats-server.conf': readFileSync(projectPath('scripts', 'docker', 'nats-server.conf'), 'utf8') });
+    expect(natsConfig.data).toEqual({
+      'nats-server.conf': readFileSync(projectPath('scripts', 'docker', 'nats-server.conf'), 'utf8'),
+    });
     expect(nats.volumeMounts).toEqual([{ name: 'config', mountPath: '/etc/itb', readOnly: true }]);
-    expect(podSpec(deployment(objects, 'itb-nats')).volumes).toEqual([{ name: 'config', configMap: { name: 'itb-nats-config' } }]);
+    expect(podSpec(deployment(objects, 'itb-nats')).volumes).toEqual([
+      { name: 'config', configMap: { name: 'itb-nats-config' } },
+    ]);
   });
 
-  it('everything is in the namespace image-transfer-bench, labelled as the benchmark\'s, and no Secret is rendered', () => {
-    for (const object of objectsOf('default')) {
-      if (object.kind === 'Namespace') expect(object.metadata.name).toBe(NAMESPACE);
-      else expect(object.metadata.namespace, label(object)).toBe(NAMESPACE);
-      expect(object.metadata.labels?.['app.kubernetes.io/name'], label(object)).toBe('image-transfer-bench');
-    }
-    // The user creates itb-auth: a secret is never committed nor rendered.
-    expect(objectsOf('default').filter((o) => o.kind === 'Secret')).toEqual([]);
-  });
+  it(
+    'everything is in the namespace image-transfer-bench, ' + "labelled as the benchmark's, and no Secret is rendered",
+    () => {
+      for (const object of objectsOf('default')) {
+        if (object.kind === 'Namespace') expect(object.metadata.name).toBe(NAMESPACE);
+        else expect(object.metadata.namespace, label(object)).toBe(NAMESPACE);
+        expect(object.metadata.labels?.['app.kubernetes.io/name'], label(object)).toBe('image-transfer-bench');
+      }
+      // The user creates itb-auth: a secret is never committed nor rendered.
+      expect(objectsOf('default').filter((o) => o.kind === 'Secret')).toEqual([]);
+    },
+  );
 });

@@ -5,7 +5,14 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { RunReport } from '../../services/core/report.js';
-import { exitWithin, freePortsEnv, startReadyReceiver, startService, stopService, type ServiceProcess } from '../helpers/processes.js';
+import {
+  exitWithin,
+  freePortsEnv,
+  startReadyReceiver,
+  startService,
+  stopService,
+  type ServiceProcess,
+} from '../helpers/processes.js';
 
 // A run of a million images, as issue 27 found them lost or memory-bound: the receiver's peak RSS
 // stays far below what holding every image cost (1.32 GB at a million before), results.json holds
@@ -18,7 +25,8 @@ const RECEIVER_PEAK_LIMIT_BYTES = 450 * 1024 * 1024;
 
 async function countLines(file: string, matching: RegExp): Promise<number> {
   let count = 0;
-  for await (const line of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) if (matching.test(line)) count++;
+  for await (const line of createInterface({ input: createReadStream(file), crlfDelay: Infinity }))
+    if (matching.test(line)) count++;
   return count;
 }
 
@@ -37,9 +45,18 @@ describe('a run of a million images', () => {
     if (outputDir) await rm(outputDir, { recursive: true, force: true });
   });
 
-  it('keeps the receiver\'s memory bounded and writes every image as it goes', async () => {
+  it("keeps the receiver's memory bounded and writes every image as it goes", async () => {
     outputDir = await mkdtemp(path.join(os.tmpdir(), 'itb-long-'));
-    const env = { ...(await freePortsEnv()), TRANSPORTS: 'tcp', OUTPUT_DIR: outputDir, IMAGE_COUNT: String(IMAGES), IMAGE_SIZE: '1KB', WINDOW: '64', WARMUP: '1000', LOG_LEVEL: 'info' };
+    const env = {
+      ...(await freePortsEnv()),
+      TRANSPORTS: 'tcp',
+      OUTPUT_DIR: outputDir,
+      IMAGE_COUNT: String(IMAGES),
+      IMAGE_SIZE: '1KB',
+      WINDOW: '64',
+      WARMUP: '1000',
+      LOG_LEVEL: 'info',
+    };
     receiver = await startReadyReceiver(env);
     const transmitter = startService('transmitter', env);
     expect(await exitWithin(transmitter, 240_000), transmitter.stderr().slice(-2000)).toBe(0);

@@ -4,7 +4,14 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { OUTPUT_FILES } from '../../services/shared/run-folder.js';
 import { escapeRegExp, TEST_AUTH_TOKEN } from '../helpers/harness.js';
-import { exitWithin, freePortsEnv, startReadyReceiver, startService, stopService, type ServiceProcess } from '../helpers/processes.js';
+import {
+  exitWithin,
+  freePortsEnv,
+  startReadyReceiver,
+  startService,
+  stopService,
+  type ServiceProcess,
+} from '../helpers/processes.js';
 import { makeVictims, type Victims } from '../helpers/victims.js';
 
 // A receiver whose OUTPUT_DIR others can write (mode 0777, as a folder in a shared place would be),
@@ -36,11 +43,22 @@ async function sharedOutput(name: string): Promise<{ out: string; env: Record<st
   const out = path.join(dir, name);
   await mkdir(out);
   await chmod(out, 0o777);
-  return { out, env: { ...(await freePortsEnv()), OUTPUT_DIR: out, AUTH_TOKEN: TEST_AUTH_TOKEN, TRANSPORTS: 'tcp', IMAGE_COUNT: '3', CONNECT_TIMEOUT_MS: '10000' } };
+  return {
+    out,
+    env: {
+      ...(await freePortsEnv()),
+      OUTPUT_DIR: out,
+      AUTH_TOKEN: TEST_AUTH_TOKEN,
+      TRANSPORTS: 'tcp',
+      IMAGE_COUNT: '3',
+      CONNECT_TIMEOUT_MS: '10000',
+    },
+  };
 }
 
 describe('links planted in OUTPUT_DIR', () => {
-  it('at output.log, results.json, report.html, latest and their <name>.<pid>.tmp: a run replaces them with its own links, the victims untouched', async () => {
+  it('at output.log, results.json, report.html, latest and their <name>.<pid>.tmp: a run replaces them with its ' +
+    'own links, the victims untouched', async () => {
     const { out, env } = await sharedOutput('out-links');
     receiver = await startReadyReceiver(env);
     const pid = receiver.child.pid!;
@@ -55,7 +73,8 @@ describe('links planted in OUTPUT_DIR', () => {
     expect(await exitWithin(transmitter, 30_000), transmitter.stderr().slice(-2000)).toBe(0);
     await victims.expectUntouched();
     expect(await readlink(path.join(out, 'latest'))).toMatch(/^runs\/\d{8}T\d{6}Z-[0-9a-f]{6}$/);
-    for (const file of Object.values(OUTPUT_FILES)) expect(await readlink(path.join(out, file)), file).toBe(path.join('latest', file));
+    for (const file of Object.values(OUTPUT_FILES))
+      expect(await readlink(path.join(out, file)), file).toBe(path.join('latest', file));
     expect(await readFile(path.join(out, 'output.log'), 'utf8')).toContain('Image 3 transmission time');
   }, 40_000);
 
@@ -65,7 +84,12 @@ describe('links planted in OUTPUT_DIR', () => {
     receiver = await startReadyReceiver(env);
     const transmitter = startService('transmitter', env);
     expect(await exitWithin(transmitter, 30_000), transmitter.stderr().slice(-2000)).toBe(1);
-    expect(transmitter.stderr()).toMatch(new RegExp(`could not write ${escapeRegExp(path.join(out, 'runs'))}: it is a symbolic link \\(to ${escapeRegExp(victimDir)}\\), which this receiver did not make`));
+    expect(transmitter.stderr()).toMatch(
+      new RegExp(
+        `could not write ${escapeRegExp(path.join(out, 'runs'))}: it is a symbolic link ` +
+          `\\(to ${escapeRegExp(victimDir)}\\), which this receiver did not make`,
+      ),
+    );
     await victims.expectUntouched();
   }, 40_000);
 });

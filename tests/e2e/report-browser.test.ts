@@ -14,7 +14,15 @@ import { SectionRecorder } from '../../services/core/recorder.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';
 import { fixturePlan, fixtureReport, NO_WARMUP, resultWith } from '../helpers/fixtures.js';
-import { asLegacy, histogramOf, random, soakSection, syntheticSeries, twentyMillionSections, withSeries } from '../helpers/series-fixtures.js';
+import {
+  asLegacy,
+  histogramOf,
+  random,
+  soakSection,
+  syntheticSeries,
+  twentyMillionSections,
+  withSeries,
+} from '../helpers/series-fixtures.js';
 import { renderSweepPage } from '../../scripts/lib/sweep-page.js';
 
 // report.html as a reader sees it: rendered with the real Chart.js, opened from file:// in a real
@@ -29,10 +37,16 @@ let dir: string;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: the report test needs Chromium ("apt-get install chromium"; .ci/run installs it)`);
+  if (!existsSync(CHROMIUM))
+    throw new Error(
+      `${CHROMIUM} is missing: the report test needs Chromium ("apt-get install chromium"; .ci/run installs it)`,
+    );
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run "npm run build" first (npm test does)`);
   dir = await mkdtemp(path.join(os.tmpdir(), 'itb-report-'));
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
@@ -50,11 +64,26 @@ function times(seed: number, typicalMs: number, jitterMs: number, lost: readonly
 
 function sideCost(cpuMsPerImage: number, peakRssMiB: number, eventLoopUtilization: number | null): SideCost {
   const cpuMs = cpuMsPerImage * IMAGE_COUNT;
-  return { cpuUserMs: cpuMs * 0.8, cpuSystemMs: cpuMs * 0.2, cpuMs, cpuMsPerImage, peakRssBytes: Math.round(peakRssMiB * 1024 * 1024), eventLoopUtilization };
+  return {
+    cpuUserMs: cpuMs * 0.8,
+    cpuSystemMs: cpuMs * 0.2,
+    cpuMs,
+    cpuMsPerImage,
+    peakRssBytes: Math.round(peakRssMiB * 1024 * 1024),
+    eventLoopUtilization,
+  };
 }
 
-/** A window-1 section: each image is sent as soon as the previous one's ack (0.08 ms after its arrival) is in, as the transmitter does. */
-function sequentialSection(plan: SectionPlan, timesMs: readonly (number | null)[], failure: string | null, cost: SectionResult['cost']): SectionResult {
+/**
+ * A window-1 section: each image is sent as soon as the previous one's ack (0.08 ms after its arrival) is in, as the
+ * transmitter does.
+ */
+function sequentialSection(
+  plan: SectionPlan,
+  timesMs: readonly (number | null)[],
+  failure: string | null,
+  cost: SectionResult['cost'],
+): SectionResult {
   const recorder = new SectionRecorder({ ...plan, imageCount: timesMs.length });
   // No warm-up (the plan's WARMUP=0): the recorded images start at seq 0.
   recorder.beginRecording(NO_WARMUP, 0n);
@@ -62,12 +91,18 @@ function sequentialSection(plan: SectionPlan, timesMs: readonly (number | null)[
   timesMs.forEach((timeMs, seq) => {
     const flightNs = BigInt(Math.round((timeMs ?? 1) * 1e6));
     if (timeMs !== null) {
-      recorder.record({ sectionId: plan.sectionId, seq, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs }, sentAtNs + flightNs);
+      recorder.record(
+        { sectionId: plan.sectionId, seq, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs },
+        sentAtNs + flightNs,
+      );
       recorder.verified(seq, true);
     }
     sentAtNs += flightNs + 80_000n;
   });
-  return resultWith(recorder, failure, { cost, rttNs: timesMs.map((timeMs) => (timeMs === null ? null : Math.round(timeMs * 1e6) + 80_000)) });
+  return resultWith(recorder, failure, {
+    cost,
+    rttNs: timesMs.map((timeMs) => (timeMs === null ? null : Math.round(timeMs * 1e6) + 80_000)),
+  });
 }
 
 interface TransportFixture {
@@ -83,11 +118,41 @@ interface TransportFixture {
 }
 
 const TRANSPORTS: readonly TransportFixture[] = [
-  { transport: 'websocket', label: 'WebSocket', typicalMs: 2.5, jitterMs: 0.25, tx: [4.2, 124.2, 0.54], rx: [2.4, 126.5, 0.87] },
+  {
+    transport: 'websocket',
+    label: 'WebSocket',
+    typicalMs: 2.5,
+    jitterMs: 0.25,
+    tx: [4.2, 124.2, 0.54],
+    rx: [2.4, 126.5, 0.87],
+  },
   { transport: 'grpc', label: 'gRPC', typicalMs: 5.1, jitterMs: 0.4, tx: [3.5, 131.7, 0.56], rx: [3.6, 139.8, 0.6] },
-  { transport: 'zeromq', label: 'ZeroMQ', typicalMs: 0.8, jitterMs: 0.12, tx: [0.47, 114.4, 0.41], rx: [0.92, 146.3, 0.41] },
-  { transport: 'redis', label: 'Redis', typicalMs: 2.3, jitterMs: 0.3, tx: [1.7, 120.3, 0.59], rx: [2.8, 150.1, 0.53], broker: [1.1, 9.6] },
-  { transport: 'tcp', label: 'TCP', baseline: true, typicalMs: 0.6, jitterMs: 0.2, tx: [0.45, 120.3, 0.37], rx: [1.25, 149.4, 0.74] },
+  {
+    transport: 'zeromq',
+    label: 'ZeroMQ',
+    typicalMs: 0.8,
+    jitterMs: 0.12,
+    tx: [0.47, 114.4, 0.41],
+    rx: [0.92, 146.3, 0.41],
+  },
+  {
+    transport: 'redis',
+    label: 'Redis',
+    typicalMs: 2.3,
+    jitterMs: 0.3,
+    tx: [1.7, 120.3, 0.59],
+    rx: [2.8, 150.1, 0.53],
+    broker: [1.1, 9.6],
+  },
+  {
+    transport: 'tcp',
+    label: 'TCP',
+    baseline: true,
+    typicalMs: 0.6,
+    jitterMs: 0.2,
+    tx: [0.45, 120.3, 0.37],
+    rx: [1.25, 149.4, 0.74],
+  },
 ];
 
 const GRPC_FAILURE = '14 UNAVAILABLE: No connection established. Last error: connect ECONNREFUSED 127.0.0.1:50051';
@@ -111,7 +176,12 @@ const ZEROMQ_STALL = [50, 60] as const;
 function run(role: 'before' | 'after', legacy = false): RunReport {
   const speed = role === 'before' ? 1.15 : 1;
   const sections = TRANSPORTS.map((t, index) => {
-    const plan = fixturePlan({ transport: t.transport, label: t.label, baseline: t.baseline ?? false, sectionId: index + 1 });
+    const plan = fixturePlan({
+      transport: t.transport,
+      label: t.label,
+      baseline: t.baseline ?? false,
+      sectionId: index + 1,
+    });
     const seed = index * 7 + (role === 'before' ? 100 : 1);
     const failed = role === 'after' && t.transport === 'grpc';
     const lost = role === 'after' && t.transport === 'zeromq' ? [17, 18] : [];
@@ -122,16 +192,26 @@ function run(role: 'before' | 'after', legacy = false): RunReport {
           receiver: sideCost(t.rx[0] * speed, t.rx[1] * speed, t.rx[2]),
           broker: t.broker === undefined ? null : sideCost(t.broker[0] * speed, t.broker[1], null),
         };
-    const timesMs = failed ? Array<number | null>(IMAGE_COUNT).fill(null) : times(seed, t.typicalMs * speed, t.jitterMs, lost);
+    const timesMs = failed
+      ? Array<number | null>(IMAGE_COUNT).fill(null)
+      : times(seed, t.typicalMs * speed, t.jitterMs, lost);
     const section = sequentialSection(plan, timesMs, failed ? GRPC_FAILURE : null, cost);
     if (legacy) return asLegacy(section, timesMs);
     const intact = timesMs.filter((x): x is number => x !== null);
     if (intact.length === 0) return withSeries(section, [], { oneWayNs: null, rttNs: null });
     const stall = lost.length > 0 ? { stall: ZEROMQ_STALL } : {};
-    const series = syntheticSeries({ seconds: SERIES_SECONDS, imagesPerSecond: 500, typicalMs: t.typicalMs * speed, seed, ...stall }, plan.imageSizeBytes);
-    return withSeries(section, series, { oneWayNs: histogramOf(intact), rttNs: histogramOf(intact.map((x) => x + 0.08)) });
+    const series = syntheticSeries(
+      { seconds: SERIES_SECONDS, imagesPerSecond: 500, typicalMs: t.typicalMs * speed, seed, ...stall },
+      plan.imageSizeBytes,
+    );
+    return withSeries(section, series, {
+      oneWayNs: histogramOf(intact),
+      rttNs: histogramOf(intact.map((x) => x + 0.08)),
+    });
   });
-  const report = fixtureReport(sections, { startedAt: role === 'before' ? '2026-11-22T09:30:00.000Z' : '2026-11-23T08:00:00.000Z' });
+  const report = fixtureReport(sections, {
+    startedAt: role === 'before' ? '2026-11-22T09:30:00.000Z' : '2026-11-23T08:00:00.000Z',
+  });
   return { ...report, run: { ...report.run, arrivalNotes: [REDIS_NOTE] } };
 }
 
@@ -159,7 +239,9 @@ async function open(file: string): Promise<Opened> {
 function expectCleanAndOffline(opened: Opened): void {
   expect(opened.pageErrors).toEqual([]);
   expect(opened.consoleErrors).toEqual([]);
-  expect(opened.requests.filter((url) => url !== opened.url && !url.startsWith('data:') && !url.startsWith('blob:'))).toEqual([]);
+  expect(
+    opened.requests.filter((url) => url !== opened.url && !url.startsWith('data:') && !url.startsWith('blob:')),
+  ).toEqual([]);
   expect(opened.requests).toContain(opened.url);
 }
 
@@ -190,7 +272,15 @@ interface DrawnChart {
 async function drawnCharts(page: Page): Promise<DrawnChart[]> {
   return page.evaluate(() => {
     type El = { x: number; y: number };
-    type Ds = { label: string; transport?: string; run: string; side?: string | null; transports?: string[]; legendLabel?: string; data: unknown[] };
+    type Ds = {
+      label: string;
+      transport?: string;
+      run: string;
+      side?: string | null;
+      transports?: string[];
+      legendLabel?: string;
+      data: unknown[];
+    };
     type ChartLike = {
       config: { type: string };
       canvas: HTMLCanvasElement;
@@ -218,7 +308,8 @@ async function drawnCharts(page: Page): Promise<DrawnChart[]> {
             side: ds.side ?? null,
             transports: ds.transports ?? null,
             legendLabel: ds.legendLabel ?? null,
-            drawnPoints: elements.filter((el, j) => finite(el) && (ds.data[j] as { y?: unknown } | null)?.y !== null).length,
+            drawnPoints: elements.filter((el, j) => finite(el) && (ds.data[j] as { y?: unknown } | null)?.y !== null)
+              .length,
             drawnBars: elements.flatMap((el, j) => (finite(el) && ds.data[j] !== null ? [j] : [])),
           };
         }),
@@ -232,17 +323,23 @@ const arrived = (s: SectionResult): boolean => s.okCount + s.corruptCount > 0;
 
 /** Transports whose median (completed) repeat has arrivals: the ones with bars and figures. */
 function transportsWithFigures(report: RunReport): string[] {
-  return report.transports.filter((t) => t.medianSection !== null && arrived(report.sections[t.medianSection]!)).map((t) => t.transport);
+  return report.transports
+    .filter((t) => t.medianSection !== null && arrived(report.sections[t.medianSection]!))
+    .map((t) => t.transport);
 }
 
 /** Transports with any section that has arrivals: the lines drawn, from a failed repeat when none completed. */
 function transportsWithArrivals(report: RunReport): string[] {
-  return report.transports.filter((t) => report.sections.some((s) => s.transport === t.transport && arrived(s))).map((t) => t.transport);
+  return report.transports
+    .filter((t) => report.sections.some((s) => s.transport === t.transport && arrived(s)))
+    .map((t) => t.transport);
 }
 
 /** Transports whose median repeat has a broker cost. */
 function transportsWithBroker(report: RunReport): string[] {
-  return report.transports.filter((t) => t.medianSection !== null && report.sections[t.medianSection]!.cost.broker !== null).map((t) => t.transport);
+  return report.transports
+    .filter((t) => t.medianSection !== null && report.sections[t.medianSection]!.cost.broker !== null)
+    .map((t) => t.transport);
 }
 
 /**
@@ -250,7 +347,11 @@ function transportsWithBroker(report: RunReport): string[] {
  * transports with figures (the broker's bars: those with a broker), in every run given (the charts
  * over time: in the runs with series, `withoutSeries` naming those without).
  */
-function expectEveryTransportDrawn(charts: readonly DrawnChart[], runs: Record<string, RunReport>, withoutSeries: readonly string[] = []): void {
+function expectEveryTransportDrawn(
+  charts: readonly DrawnChart[],
+  runs: Record<string, RunReport>,
+  withoutSeries: readonly string[] = [],
+): void {
   expect(charts.map((c) => c.name)).toEqual([...CHART_NAMES]);
   for (const chart of charts) {
     expect(chart.canvasName).toBe(chart.name);
@@ -267,7 +368,9 @@ function expectEveryTransportDrawn(charts: readonly DrawnChart[], runs: Record<s
       } else {
         for (const bars of own) {
           const expected = bars.side === 'broker' ? transportsWithBroker(report) : transportsWithFigures(report);
-          expect(bars.drawnBars.map((i) => bars.transports![i]).sort(), `${chart.name}: ${bars.label}`).toEqual([...expected].sort());
+          expect(bars.drawnBars.map((i) => bars.transports![i]).sort(), `${chart.name}: ${bars.label}`).toEqual(
+            [...expected].sort(),
+          );
         }
       }
     }
@@ -278,7 +381,8 @@ describe('report.html in Chromium', () => {
   const after = run('after');
   const before = run('before');
 
-  it('draws every chart, shows the failed transports and the broker, and sorts the table, offline and without errors', async () => {
+  it('draws every chart, shows the failed transports and the broker, and sorts the table, offline and without ' +
+    'errors', async () => {
     const file = path.join(dir, 'report.html');
     await writeFile(file, renderHtmlReport([after], reportLibraries()));
     const opened = await open(file);
@@ -290,7 +394,12 @@ describe('report.html in Chromium', () => {
       // images: no completed repeat, so no bars, but its failed repeat's lines and tag; over time,
       // its stall is a gap in its times and 0 MB/s.
       const stalled = SERIES_SECONDS - (ZEROMQ_STALL[1] - ZEROMQ_STALL[0]);
-      const zeromqPoints: Record<string, number> = { 'time-over-run': stalled, 'latency-percentiles': IMAGE_COUNT - 2, 'mbps-over-time': SERIES_SECONDS, 'p99-over-time': stalled };
+      const zeromqPoints: Record<string, number> = {
+        'time-over-run': stalled,
+        'latency-percentiles': IMAGE_COUNT - 2,
+        'mbps-over-time': SERIES_SECONDS,
+        'p99-over-time': stalled,
+      };
       for (const chart of charts) {
         if (chart.type === 'line') {
           const grpc = chart.datasets.find((d) => d.transport === 'grpc')!;
@@ -305,18 +414,24 @@ describe('report.html in Chromium', () => {
         }
       }
       await expect(page.locator('figure.chart-card .no-data').count()).resolves.toBe(CHART_NAMES.length);
-      await expect(page.locator('figure.chart-time-over-run .no-data').innerText()).resolves.toBe('no data gRPC FAILED repeat shown ZeroMQ');
+      await expect(page.locator('figure.chart-time-over-run .no-data').innerText()).resolves.toBe(
+        'no data gRPC FAILED repeat shown ZeroMQ',
+      );
       await expect(page.locator('figure.chart-throughput .no-data').innerText()).resolves.toBe('no data gRPC, ZeroMQ');
 
       // The broker is the CPU chart's third side, in its own colour, with a bar for Redis only.
       const cpu = charts.find((c) => c.name === 'cpu-per-image')!;
       expect(cpu.datasets.map((d) => d.side)).toEqual(['transmitter', 'receiver', 'broker']);
       const colours = await page.evaluate(() =>
-        (window as unknown as { __charts: Record<string, { data: { datasets: { backgroundColor: unknown }[] } }> }).__charts['cpu-per-image']!.data.datasets.map((d) => d.backgroundColor),
+        (
+          window as unknown as { __charts: Record<string, { data: { datasets: { backgroundColor: unknown }[] } }> }
+        ).__charts['cpu-per-image']!.data.datasets.map((d) => d.backgroundColor),
       );
       expect(new Set(colours).size).toBe(3);
       const brokerLegend = await page.evaluate(() =>
-        (window as unknown as { __charts: Record<string, { legend: { legendItems: { text: string }[] } }> }).__charts['cpu-per-image']!.legend.legendItems.map((i) => i.text),
+        (window as unknown as { __charts: Record<string, { legend: { legendItems: { text: string }[] } }> }).__charts[
+          'cpu-per-image'
+        ]!.legend.legendItems.map((i) => i.text),
       );
       expect(brokerLegend).toEqual(['Transmitter', 'Receiver', 'Broker']);
       // The page as it opens, before any click.
@@ -326,7 +441,8 @@ describe('report.html in Chromium', () => {
 
       const rows = page.locator('table.summary-table tbody tr');
       await expect(rows.count()).resolves.toBe(TRANSPORTS.length);
-      const rowTransports = (): Promise<string[]> => rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-transport')!));
+      const rowTransports = (): Promise<string[]> =>
+        rows.evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-transport')!));
       await expect(rowTransports()).resolves.toEqual(TRANSPORTS.map((t) => t.transport));
       const grpcRow = page.locator('tr[data-transport="grpc"]');
       await expect(grpcRow.getAttribute('class')).resolves.toBe('failed');
@@ -345,11 +461,17 @@ describe('report.html in Chromium', () => {
         return t.medianSection === null ? undefined : after.sections[t.medianSection];
       };
       const headerTexts = await page.locator('table.summary-table thead th').allInnerTexts();
-      const cell = (transport: string, header: string): Promise<string> => page.locator(`tr[data-transport="${transport}"] td`).nth(headerTexts.findIndex((h) => h.replace(/[↕▲▼]/g, '').trim() === header)).innerText();
+      const cell = (transport: string, header: string): Promise<string> =>
+        page
+          .locator(`tr[data-transport="${transport}"] td`)
+          .nth(headerTexts.findIndex((h) => h.replace(/[↕▲▼]/g, '').trim() === header))
+          .innerText();
       await expect(cell('websocket', 'RTT p50 ms')).resolves.toBe(median('websocket')!.rtt!.p50Ms.toFixed(3));
       // Under 100 round trips p99 is withheld: the cell says – rather than show the max as p99.
       await expect(cell('tcp', 'RTT p99 ms')).resolves.toBe(median('tcp')!.rtt!.p99Ms?.toFixed(3) ?? '–');
-      await expect(cell('redis', 'Broker CPU ms/img')).resolves.toBe(median('redis')!.cost.broker!.cpuMsPerImage.toFixed(3));
+      await expect(cell('redis', 'Broker CPU ms/img')).resolves.toBe(
+        median('redis')!.cost.broker!.cpuMsPerImage.toFixed(3),
+      );
       await expect(cell('websocket', 'Broker CPU ms/img')).resolves.toBe('–');
       for (const header of ['p50 ms', 'RTT p50 ms', 'MB/s']) await expect(cell('zeromq', header)).resolves.toBe('–');
       await expect(page.locator('.facts').innerText()).resolves.toContain(REDIS_NOTE);
@@ -360,17 +482,32 @@ describe('report.html in Chromium', () => {
       const header = page.locator('table.summary-table thead th', { hasText: /^p50 ms/ });
       await header.locator('button').click();
       await expect(header.getAttribute('aria-sort')).resolves.toBe('ascending');
-      await expect(rowTransports()).resolves.toEqual([...[...measured].sort((a, b) => p50(a) - p50(b)), 'grpc', 'zeromq']);
+      await expect(rowTransports()).resolves.toEqual([
+        ...[...measured].sort((a, b) => p50(a) - p50(b)),
+        'grpc',
+        'zeromq',
+      ]);
       await header.locator('button').click();
       await expect(header.getAttribute('aria-sort')).resolves.toBe('descending');
-      await expect(rowTransports()).resolves.toEqual([...[...measured].sort((a, b) => p50(b) - p50(a)), 'grpc', 'zeromq']);
+      await expect(rowTransports()).resolves.toEqual([
+        ...[...measured].sort((a, b) => p50(b) - p50(a)),
+        'grpc',
+        'zeromq',
+      ]);
       // Text columns sort too.
       await page.locator('table.summary-table thead th', { hasText: 'Transport' }).locator('button').click();
       await expect(rowTransports()).resolves.toEqual(['grpc', 'redis', 'tcp', 'websocket', 'zeromq']);
 
       // The log-scale switch redraws the transmission time over the run.
       await page.locator('input[data-log-toggle="time-over-run"]').check();
-      await expect(page.evaluate(() => (window as unknown as { __charts: Record<string, { scales: Record<string, { type: string }> }> }).__charts['time-over-run']!.scales.y!.type)).resolves.toBe('logarithmic');
+      await expect(
+        page.evaluate(
+          () =>
+            (window as unknown as { __charts: Record<string, { scales: Record<string, { type: string }> }> }).__charts[
+              'time-over-run'
+            ]!.scales.y!.type,
+        ),
+      ).resolves.toBe('logarithmic');
       await page.locator('input[data-log-toggle="time-over-run"]').uncheck();
 
       expectCleanAndOffline(opened);
@@ -397,9 +534,15 @@ describe('report.html in Chromium', () => {
       expectEveryTransportDrawn(charts, { before, after });
       // ZeroMQ lost two images after: its after curve (a failed repeat) has two points fewer.
       const percentiles = charts.find((c) => c.name === 'latency-percentiles')!;
-      expect(percentiles.datasets.find((d) => d.transport === 'zeromq' && d.run === 'after')!.drawnPoints).toBe(IMAGE_COUNT - 2);
-      expect(percentiles.datasets.find((d) => d.transport === 'zeromq' && d.run === 'before')!.drawnPoints).toBe(IMAGE_COUNT);
-      expect(percentiles.datasets.find((d) => d.transport === 'zeromq')!.legendLabel).toBe('ZeroMQ (FAILED repeat shown after)');
+      expect(percentiles.datasets.find((d) => d.transport === 'zeromq' && d.run === 'after')!.drawnPoints).toBe(
+        IMAGE_COUNT - 2,
+      );
+      expect(percentiles.datasets.find((d) => d.transport === 'zeromq' && d.run === 'before')!.drawnPoints).toBe(
+        IMAGE_COUNT,
+      );
+      expect(percentiles.datasets.find((d) => d.transport === 'zeromq')!.legendLabel).toBe(
+        'ZeroMQ (FAILED repeat shown after)',
+      );
       expect(percentiles.datasets.find((d) => d.transport === 'grpc')!.legendLabel).toBe('gRPC (no data after)');
       // The broker's bars in both runs.
       const cpu = charts.find((c) => c.name === 'cpu-per-image')!;
@@ -408,7 +551,9 @@ describe('report.html in Chromium', () => {
         ['Broker · after', [3]],
       ]);
       await expect(page.locator('table.summary-table tbody tr').count()).resolves.toBe(TRANSPORTS.length);
-      await expect(page.locator('tr[data-transport="zeromq"] td.result').innerText()).resolves.toMatch(/^FAILED 2 lost\s+before: ok$/);
+      await expect(page.locator('tr[data-transport="zeromq"] td.result').innerText()).resolves.toMatch(
+        /^FAILED 2 lost\s+before: ok$/,
+      );
       await expect(page.locator('tr[data-transport="websocket"] td .change').count()).resolves.toBeGreaterThan(5);
       // Redis's broker used less CPU after (the before run is 15 % slower): green.
       await expect(page.locator('tr[data-transport="redis"] td .change.better').count()).resolves.toBeGreaterThan(0);
@@ -421,7 +566,8 @@ describe('report.html in Chromium', () => {
     }
   }, 60_000);
 
-  it('overlays a file written before per-second series (before) on one with them (after): the charts over time draw the after run and say the before has none', async () => {
+  it('overlays a file written before per-second series (before) on one with them (after): the charts over time ' +
+    'draw the after run and say the before has none', async () => {
     const older = run('before', true);
     const file = path.join(dir, 'legacy-overlay.html');
     await writeFile(file, renderHtmlReport([older, after], reportLibraries()));
@@ -431,20 +577,30 @@ describe('report.html in Chromium', () => {
       const charts = await drawnCharts(page);
       expectEveryTransportDrawn(charts, { before: older, after }, ['before']);
       for (const chart of charts.filter((c) => c.type === 'line' && c.name !== 'latency-percentiles')) {
-        expect(chart.datasets.filter((d) => d.run === 'before').every((d) => d.drawnPoints === 0), chart.name).toBe(true);
-        expect(chart.datasets.find((d) => d.transport === 'websocket')!.legendLabel).toBe('WebSocket (no series in this file before)');
+        expect(
+          chart.datasets.filter((d) => d.run === 'before').every((d) => d.drawnPoints === 0),
+          chart.name,
+        ).toBe(true);
+        expect(chart.datasets.find((d) => d.transport === 'websocket')!.legendLabel).toBe(
+          'WebSocket (no series in this file before)',
+        );
       }
       // The latency distribution draws the older file from its per-image times.
       const percentiles = charts.find((c) => c.name === 'latency-percentiles')!;
-      expect(percentiles.datasets.find((d) => d.transport === 'websocket' && d.run === 'before')!.drawnPoints).toBe(IMAGE_COUNT);
-      await expect(page.locator('figure.chart-mbps-over-time .no-data').innerText()).resolves.toContain('no series in this file before');
+      expect(percentiles.datasets.find((d) => d.transport === 'websocket' && d.run === 'before')!.drawnPoints).toBe(
+        IMAGE_COUNT,
+      );
+      await expect(page.locator('figure.chart-mbps-over-time .no-data').innerText()).resolves.toContain(
+        'no series in this file before',
+      );
       expectCleanAndOffline(opened);
     } finally {
       await page.close();
     }
   }, 60_000);
 
-  it('draws every chart of a run of 20 million images (five transports of 4,000,000), and of a day’s soak', async () => {
+  it('draws every chart of a run of 20 million images ' +
+    '(five transports of 4,000,000), and of a day’s soak', async () => {
     const large = fixtureReport(twentyMillionSections());
     const soak = fixtureReport([soakSection()]);
     for (const [name, report] of [
@@ -499,17 +655,30 @@ describe.runIf(process.env.ITB_MEASURE_RENDER === '1')('render time of the page 
           () =>
             new Promise<{ loadEndMs: number; paintedMs: number; charts: number }>((resolve) => {
               const nav = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
-              requestAnimationFrame(() => requestAnimationFrame(() => resolve({ loadEndMs: nav.loadEventEnd, paintedMs: performance.now(), charts: Object.keys((window as unknown as { __charts: object }).__charts).length })));
+              requestAnimationFrame(() =>
+                requestAnimationFrame(() =>
+                  resolve({
+                    loadEndMs: nav.loadEventEnd,
+                    paintedMs: performance.now(),
+                    charts: Object.keys((window as unknown as { __charts: object }).__charts).length,
+                  }),
+                ),
+              );
             }),
         );
         const wallMs = performance.now() - startedMs;
         expect(timing.charts).toBe(CHART_NAMES.length);
-        rows.push(`run ${i}: load event end ${timing.loadEndMs.toFixed(0)} ms, painted ${timing.paintedMs.toFixed(0)} ms after navigation start; ${wallMs.toFixed(0)} ms from goto to painted`);
+        rows.push(
+          `run ${i}: load event end ${timing.loadEndMs.toFixed(0)} ms, painted ${timing.paintedMs.toFixed(0)} ` +
+            `ms after navigation start; ${wallMs.toFixed(0)} ms from goto to painted`,
+        );
       } finally {
         await page.close();
       }
     }
-    console.log(`report.html of 20 million images, ${Buffer.byteLength(html).toLocaleString('en-US')} bytes:\n${rows.join('\n')}`);
+    console.log(
+      `report.html of 20 million images, ${Buffer.byteLength(html).toLocaleString('en-US')} bytes:\n${rows.join('\n')}`,
+    );
   }, 120_000);
 });
 
@@ -532,73 +701,156 @@ describe('npm run report', () => {
     expect(html).toContain('Chart.js v4');
   });
 
-  it('exits 2 with a message naming the file for bad arguments, unreadable files and other schema versions', async () => {
-    const good = path.join(dir, 'good.json');
-    await writeFile(good, renderResultsJson(run('after')));
-    const old = path.join(dir, 'old.json');
-    await writeFile(old, JSON.stringify({ ...run('after'), schemaVersion: 1 }));
-    const broken = path.join(dir, 'broken.json');
-    await writeFile(broken, `{ "schemaVersion": ${RESULTS_SCHEMA_VERSION},`);
-    const missing = path.join(dir, 'missing.json');
+  it(
+    'exits 2 with a message naming the file for bad ' + 'arguments, unreadable files and other schema versions',
+    async () => {
+      const good = path.join(dir, 'good.json');
+      await writeFile(good, renderResultsJson(run('after')));
+      const old = path.join(dir, 'old.json');
+      await writeFile(old, JSON.stringify({ ...run('after'), schemaVersion: 1 }));
+      const broken = path.join(dir, 'broken.json');
+      await writeFile(broken, `{ "schemaVersion": ${RESULTS_SCHEMA_VERSION},`);
+      const missing = path.join(dir, 'missing.json');
 
-    const cases: [string[], RegExp][] = [
-      [[], /expected one or two results\.json files, got 0/],
-      [[good, good, good], /expected one or two results\.json files, got 3/],
-      [[good, '--out'], /--out needs a path/],
-      [[good, '--colour'], /unknown option --colour/],
-      [[missing], new RegExp(`${missing.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: cannot read it \\(ENOENT`)],
-      [[good, broken], new RegExp(`${broken.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: not valid JSON`)],
-      [[old], new RegExp(`${old.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: schemaVersion 1, this tool reads schemaVersion ${RESULTS_SCHEMA_VERSION} only`)],
-    ];
-    for (const [args, message] of cases) {
-      const result = runReport(...args);
-      expect(result.code, args.join(' ')).toBe(2);
-      expect(result.stderr).toMatch(message);
-      expect(result.stderr).toContain('usage: npm run report --');
-      expect(result.stdout).toBe('');
-    }
-  });
+      const cases: [string[], RegExp][] = [
+        [[], /expected one or two results\.json files, got 0/],
+        [[good, good, good], /expected one or two results\.json files, got 3/],
+        [[good, '--out'], /--out needs a path/],
+        [[good, '--colour'], /unknown option --colour/],
+        [[missing], new RegExp(`${missing.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: cannot read it \\(ENOENT`)],
+        [[good, broken], new RegExp(`${broken.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: not valid JSON`)],
+        [
+          [old],
+          new RegExp(
+            old.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') +
+              `: schemaVersion 1, this tool reads schemaVersion ${RESULTS_SCHEMA_VERSION} only`,
+          ),
+        ],
+      ];
+      for (const [args, message] of cases) {
+        const result = runReport(...args);
+        expect(result.code, args.join(' ')).toBe(2);
+        expect(result.stderr).toMatch(message);
+        expect(result.stderr).toContain('usage: npm run report --');
+        expect(result.stdout).toBe('');
+      }
+    },
+  );
 });
 
-describe('the bench\'s page in Chromium', () => {
-  it('draws each transport\'s bar beside its ceiling\'s, a gap where a run has no figure, a sweep as lines on log axes, the soak\'s on linear ones', async () => {
-    const page = renderSweepPage(
-      'bench',
-      [
-        { kind: 'bars', id: 'ceiling-large', title: 'beside the ceiling', note: '', yLabel: 'MB/s', categories: ['TCP', 'gRPC'], series: [{ label: 'ceiling', values: [2400, 260] }, { label: 'ours', values: [1900, null] }] },
-        { id: 'latency-vs-clients', title: 'p99 against clients', note: '', xLabel: 'CLIENTS', yLabel: 'p99 ms', series: [{ label: 'TCP', points: [{ x: 1, y: 0.5 }, { x: 10, y: 2 }] }] },
-        { id: 'soak-rss-images', title: 'RSS against images', note: '', xLabel: 'images', yLabel: 'RSS, MiB', scale: 'linear', series: [{ label: 'receiver', points: [{ x: 0, y: 100 }, { x: 1000, y: 101 }] }] },
-      ],
-      reportLibraries(),
-    );
-    const file = path.join(dir, 'bench.html');
-    await writeFile(file, page);
-    const tab = await browser.newPage();
-    const errors: string[] = [];
-    tab.on('pageerror', (err) => errors.push(err.message));
-    tab.on('console', (message) => message.type() === 'error' && errors.push(message.text()));
-    try {
-      await tab.goto(pathToFileURL(file).href);
-      const drawn = await tab.evaluate(() => {
-        const charts = (window as unknown as { __charts: Record<string, { config: { type: string }; data: { labels?: string[]; datasets: { label: string; data: unknown[] }[] }; scales: Record<string, { type: string }>; getDatasetMeta(i: number): { data: unknown[] } }> }).__charts;
-        return Object.fromEntries(
-          Object.entries(charts).map(([id, chart]) => [id, { type: chart.config.type, axes: [chart.scales.x?.type, chart.scales.y?.type], labels: chart.data.labels ?? null, datasets: chart.data.datasets.map((d, i) => ({ label: d.label, data: d.data, elements: chart.getDatasetMeta(i).data.length })) }]),
-        );
-      });
-      expect(drawn['ceiling-large']).toMatchObject({
-        type: 'bar',
-        labels: ['TCP', 'gRPC'],
-        datasets: [
-          { label: 'ceiling', data: [2400, 260], elements: 2 },
-          { label: 'ours', data: [1900, null], elements: 2 },
+describe("the bench's page in Chromium", () => {
+  it(
+    "draws each transport's bar beside its ceiling's, a gap where a run has no figure, a sweep as lines on log " +
+      "axes, the soak's on linear ones",
+    async () => {
+      const page = renderSweepPage(
+        'bench',
+        [
+          {
+            kind: 'bars',
+            id: 'ceiling-large',
+            title: 'beside the ceiling',
+            note: '',
+            yLabel: 'MB/s',
+            categories: ['TCP', 'gRPC'],
+            series: [
+              { label: 'ceiling', values: [2400, 260] },
+              { label: 'ours', values: [1900, null] },
+            ],
+          },
+          {
+            id: 'latency-vs-clients',
+            title: 'p99 against clients',
+            note: '',
+            xLabel: 'CLIENTS',
+            yLabel: 'p99 ms',
+            series: [
+              {
+                label: 'TCP',
+                points: [
+                  { x: 1, y: 0.5 },
+                  { x: 10, y: 2 },
+                ],
+              },
+            ],
+          },
+          {
+            id: 'soak-rss-images',
+            title: 'RSS against images',
+            note: '',
+            xLabel: 'images',
+            yLabel: 'RSS, MiB',
+            scale: 'linear',
+            series: [
+              {
+                label: 'receiver',
+                points: [
+                  { x: 0, y: 100 },
+                  { x: 1000, y: 101 },
+                ],
+              },
+            ],
+          },
         ],
-      });
-      expect(drawn['latency-vs-clients']).toMatchObject({ type: 'line', axes: ['logarithmic', 'logarithmic'] });
-      // The soak's RSS starts at image 0 and is read in MiB: linear axes, as it asks.
-      expect(drawn['soak-rss-images']).toMatchObject({ type: 'line', axes: ['linear', 'linear'], datasets: [{ label: 'receiver', elements: 2 }] });
-      expect(errors).toEqual([]);
-    } finally {
-      await tab.close();
-    }
-  });
+        reportLibraries(),
+      );
+      const file = path.join(dir, 'bench.html');
+      await writeFile(file, page);
+      const tab = await browser.newPage();
+      const errors: string[] = [];
+      tab.on('pageerror', (err) => errors.push(err.message));
+      tab.on('console', (message) => message.type() === 'error' && errors.push(message.text()));
+      try {
+        await tab.goto(pathToFileURL(file).href);
+        const drawn = await tab.evaluate(() => {
+          const charts = (
+            window as unknown as {
+              __charts: Record<
+                string,
+                {
+                  config: { type: string };
+                  data: { labels?: string[]; datasets: { label: string; data: unknown[] }[] };
+                  scales: Record<string, { type: string }>;
+                  getDatasetMeta(i: number): { data: unknown[] };
+                }
+              >;
+            }
+          ).__charts;
+          return Object.fromEntries(
+            Object.entries(charts).map(([id, chart]) => [
+              id,
+              {
+                type: chart.config.type,
+                axes: [chart.scales.x?.type, chart.scales.y?.type],
+                labels: chart.data.labels ?? null,
+                datasets: chart.data.datasets.map((d, i) => ({
+                  label: d.label,
+                  data: d.data,
+                  elements: chart.getDatasetMeta(i).data.length,
+                })),
+              },
+            ]),
+          );
+        });
+        expect(drawn['ceiling-large']).toMatchObject({
+          type: 'bar',
+          labels: ['TCP', 'gRPC'],
+          datasets: [
+            { label: 'ceiling', data: [2400, 260], elements: 2 },
+            { label: 'ours', data: [1900, null], elements: 2 },
+          ],
+        });
+        expect(drawn['latency-vs-clients']).toMatchObject({ type: 'line', axes: ['logarithmic', 'logarithmic'] });
+        // The soak's RSS starts at image 0 and is read in MiB: linear axes, as it asks.
+        expect(drawn['soak-rss-images']).toMatchObject({
+          type: 'line',
+          axes: ['linear', 'linear'],
+          datasets: [{ label: 'receiver', elements: 2 }],
+        });
+        expect(errors).toEqual([]);
+      } finally {
+        await tab.close();
+      }
+    },
+  );
 });

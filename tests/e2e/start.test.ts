@@ -32,7 +32,11 @@ function spawnStart(env: Record<string, string>): { child: ChildProcess; stdout(
   // No broker URL or password from the caller's shell: npm start must start its own servers (Redis, NATS).
   const brokers = new Set(brokerVariables(transports));
   const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !brokers.has(name)));
-  const child = spawn(process.execPath, [entry], { cwd: outputDir, env: { ...inherited, OUTPUT_DIR: outputDir, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [entry], {
+    cwd: outputDir,
+    env: { ...inherited, OUTPUT_DIR: outputDir, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -40,7 +44,10 @@ function spawnStart(env: Record<string, string>): { child: ChildProcess; stdout(
   return { child, stdout: () => stdout, stderr: () => stderr };
 }
 
-function runStart(env: Record<string, string>, timeoutMs = 90_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runStart(
+  env: Record<string, string>,
+  timeoutMs = 90_000,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const { child, stdout, stderr } = spawnStart(env);
     const timer = setTimeout(() => {
@@ -55,18 +62,27 @@ function runStart(env: Record<string, string>, timeoutMs = 90_000): Promise<{ co
 }
 
 describe('npm start entry', () => {
-  it('runs every transport with TRANSPORTS=all and IMAGE_COUNT=3 (private Redis and NATS servers), prints the summary and writes output.log', async () => {
+  it('runs every transport with TRANSPORTS=all and IMAGE_COUNT=3 (private Redis and NATS servers), prints the ' +
+    'summary and writes output.log', async () => {
     const result = await runStart({ IMAGE_COUNT: '3', TRANSPORTS: 'all', ...(await freePortsEnv()) });
     expect(result.stderr).not.toMatch(/"level":(50|60)/);
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/^Transport\s+OK\s+Lost\s+Corrupt\s+p50 ms\s+p90 ms\s+p99 ms\s+p99\.9 ms\s+max ms\s+mean ± sd ms\s+RTT p50\s+RTT p99\s+Total ms\s+MB\/s\s+images\/s\s+Result$/m);
+    expect(result.stdout).toMatch(
+      new RegExp(
+        /^Transport\s+OK\s+Lost\s+Corrupt\s+p50 ms\s+p90 ms\s+p99 ms\s+p99\.9 ms\s+max ms\s+mean ± sd /.source +
+          /ms\s+RTT p50\s+RTT p99\s+Total ms\s+MB\/s\s+images\/s\s+Result$/.source,
+        'm',
+      ),
+    );
     expect(result.stdout).toMatch(/^Transport\s+TX CPU ms\/img\s+RX CPU ms\/img/m);
     for (const t of transports) {
       const title = escapeRegExp(`${t.label}${t.baseline ? ' (baseline)' : ''}`);
       expect(result.stdout).toMatch(new RegExp(`^${title}\\s+3\\s+0\\s+0\\s.*\\sok$`, 'm'));
     }
     const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
-    expect(log.match(/^=== .* performance test: 3 images transfer \(533\.0 KiB each, window 1\) ===$/gm)).toHaveLength(transports.length);
+    expect(log.match(/^=== .* performance test: 3 images transfer \(533\.0 KiB each, window 1\) ===$/gm)).toHaveLength(
+      transports.length,
+    );
     expect(log).toContain('Result: every transport delivered every image intact.');
     expect(existsSync(path.join(outputDir, 'results.json'))).toBe(true);
   }, 120_000);
@@ -86,7 +102,12 @@ describe('npm start entry', () => {
   it('says plainly when there is no Redis, runs the other transports, and exits 1', async () => {
     // An empty PATH: no redis-server to start (the services are started by node's own path).
     const emptyDir = await mkdtemp(path.join(os.tmpdir(), 'itb-no-path-'));
-    const result = await runStart({ IMAGE_COUNT: '2', TRANSPORTS: 'redis,tcp', PATH: emptyDir, ...(await freePortsEnv()) });
+    const result = await runStart({
+      IMAGE_COUNT: '2',
+      TRANSPORTS: 'redis,tcp',
+      PATH: emptyDir,
+      ...(await freePortsEnv()),
+    });
     await rm(emptyDir, { recursive: true, force: true });
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('REDIS_URL is not set and no redis-server could be started');
@@ -96,11 +117,20 @@ describe('npm start entry', () => {
 });
 
 describe('npm start when the receiver is killed', () => {
-  it('says the receiver was killed by SIGKILL, stops the transmitter, exits non-zero and keeps what the run wrote: the finished section whole, the open one marked incomplete', async () => {
+  it('says the receiver was killed by SIGKILL, stops the transmitter, exits non-zero and keeps what the run wrote: ' +
+    'the finished section whole, the open one marked incomplete', async () => {
     // RATE paces the run over seconds, so the kill lands inside the second section whatever the machine's load.
     // A folder of its own: the run folders of this file's other tests are not this run's.
     const ownDir = await mkdtemp(path.join(os.tmpdir(), 'itb-e2e-killed-'));
-    const started = spawnStart({ TRANSPORTS: 'tcp,websocket', IMAGE_COUNT: '100', RATE: '20', WARMUP: '0', LOG_LEVEL: 'info', OUTPUT_DIR: ownDir, ...(await freePortsEnv()) });
+    const started = spawnStart({
+      TRANSPORTS: 'tcp,websocket',
+      IMAGE_COUNT: '100',
+      RATE: '20',
+      WARMUP: '0',
+      LOG_LEVEL: 'info',
+      OUTPUT_DIR: ownDir,
+      ...(await freePortsEnv()),
+    });
     const exited = new Promise<number | null>((resolve) => started.child.on('exit', (code) => resolve(code)));
     try {
       // Killed once the second section's per-image file holds some records (on disk, as they come).
@@ -111,17 +141,38 @@ describe('npm start when the receiver is killed', () => {
       let csvLines = 0;
       const deadline = Date.now() + 60_000;
       while (csvLines < 6) {
-        if (Date.now() > deadline) throw new Error(`the second section's CSV never filled; stderr:\n${started.stderr().slice(-3000)}`);
+        if (Date.now() > deadline)
+          throw new Error(`the second section's CSV never filled; stderr:\n${started.stderr().slice(-3000)}`);
         await new Promise((resolve) => setTimeout(resolve, 100));
         const csv = await secondCsv();
-        csvLines = csv === undefined ? 0 : (await readFile(csv, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
+        csvLines =
+          csv === undefined ? 0 : (await readFile(csv, 'utf8').catch(() => '')).split('\n').filter(Boolean).length;
       }
       // The receiver is npm start's child running the receiver's entry.
-      const pids = execFileSync('pgrep', ['-P', String(started.child.pid), '-f', 'dist/services/receiver/main\\.js'], { encoding: 'utf8' }).trim().split('\n');
+      const pids = execFileSync('pgrep', ['-P', String(started.child.pid), '-f', 'dist/services/receiver/main\\.js'], {
+        encoding: 'utf8',
+      })
+        .trim()
+        .split('\n');
       expect(pids).toHaveLength(1);
       process.kill(Number(pids[0]), 'SIGKILL');
       let timer: NodeJS.Timeout | undefined;
-      const code = await Promise.race([exited, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`npm start still running 30 s after its receiver was killed; stderr:\n${started.stderr().slice(-3000)}`)), 30_000)))]);
+      const code = await Promise.race([
+        exited,
+        new Promise<never>(
+          (_, reject) =>
+            (timer = setTimeout(
+              () =>
+                reject(
+                  new Error(
+                    `npm start still running 30 s after its receiver was killed; ` +
+                      `stderr:\n${started.stderr().slice(-3000)}`,
+                  ),
+                ),
+              30_000,
+            )),
+        ),
+      ]);
       clearTimeout(timer);
       expect(started.stderr()).toContain('npm start: the receiver was killed by SIGKILL; see its log above.');
       expect(code).not.toBeNull();
@@ -150,22 +201,35 @@ describe('npm start when the receiver is killed', () => {
 });
 
 describe('npm start with RECEIVERS=2', () => {
-  it('starts two receivers, sends every image to each; the first writes every receiver\'s figures, the second its own under receiver-2/', async () => {
-    const result = await runStart({ RECEIVERS: '2', TRANSPORTS: 'tcp,redis-pubsub', IMAGE_COUNT: '5', WARMUP: '2', ...(await freePortsEnv()) });
-    expect(result.code, result.stderr).toBe(0);
-    const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
-    expect(log).toContain('Peers: one transmitter, one connection per transport; 2 receivers, every image to each');
-    expect(log).toMatch(/^Receivers: 2, a copy each: aggregate of 10 intact/m);
-    expect(log).toMatch(/^Receivers: 2, one send reaching all: aggregate of 10 intact/m);
-    const second = await readFile(path.join(outputDir, 'receiver-2', 'output.log'), 'utf8');
-    expect(second).toContain('Result: every transport delivered every image intact.');
-    expect(second).not.toMatch(/^Receivers: /m);
-  });
+  it(
+    "starts two receivers, sends every image to each; the first writes every receiver's figures, the second its " +
+      'own under receiver-2/',
+    async () => {
+      const result = await runStart({
+        RECEIVERS: '2',
+        TRANSPORTS: 'tcp,redis-pubsub',
+        IMAGE_COUNT: '5',
+        WARMUP: '2',
+        ...(await freePortsEnv()),
+      });
+      expect(result.code, result.stderr).toBe(0);
+      const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
+      expect(log).toContain('Peers: one transmitter, one connection per transport; 2 receivers, every image to each');
+      expect(log).toMatch(/^Receivers: 2, a copy each: aggregate of 10 intact/m);
+      expect(log).toMatch(/^Receivers: 2, one send reaching all: aggregate of 10 intact/m);
+      const second = await readFile(path.join(outputDir, 'receiver-2', 'output.log'), 'utf8');
+      expect(second).toContain('Result: every transport delivered every image intact.');
+      expect(second).not.toMatch(/^Receivers: /m);
+    },
+  );
 });
 
 describe('npm start with a shaped link (NETWORK_*)', () => {
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  const namespaces = (): string[] => execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' }).split('\n').filter((line) => line.startsWith('itb-tx-'));
+  const namespaces = (): string[] =>
+    execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })
+      .split('\n')
+      .filter((line) => line.startsWith('itb-tx-'));
   /** Without root, NETWORK_* is refused before anything starts; then the shaping itself is skipped, saying why. */
   async function refusedUnlessShapeable(context: TestContext, env: Record<string, string>): Promise<void> {
     if (!isRoot) {
@@ -175,36 +239,67 @@ describe('npm start with a shaped link (NETWORK_*)', () => {
     requirePrivilege(context, 'netns', 'a link shaped by NETWORK_*');
   }
 
-  it('runs the transmitter behind a veth pair shaped to NETWORK_RATE, says so in output.log, stays under the rate, and removes the namespace', async (context) => {
-    await refusedUnlessShapeable(context, { NETWORK_RATE: '40mbit', TRANSPORTS: 'tcp' });
-    const before = namespaces();
-    const result = await runStart({ NETWORK_RATE: '40mbit', TRANSPORTS: 'tcp,redis', IMAGE_COUNT: '30', WINDOW: '4', WARMUP: '5', ...(await freePortsEnv()) });
-    expect(result.code, result.stderr).toBe(0);
-    const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
-    expect(log).toMatch(/^Link: a veth pair, MTU 1500, between the transmitter's own network namespace \(10\.213\.\d+\.\d+\) and the receiver's .*tbf rate 40mbit \(NETWORK_RATE=40mbit\)$/m);
-    // 40 mbit/s is 5 MB/s of frames: a run above it was not shaped; far below, the shaping is broken.
-    for (const transport of ['TCP (baseline)', 'Redis']) {
-      // One repeat: the MB/s is marked ~ (indicative), its figure is what counts here.
-      const mbps = Number(new RegExp(`^${escapeRegExp(transport)}\\s.*\\s~?(\\d+\\.\\d)\\s+~?\\d+\\.\\d\\s+ok$`, 'm').exec(log)?.[1]);
-      expect(mbps, transport).toBeGreaterThan(0.5 * 5);
-      expect(mbps, transport).toBeLessThanOrEqual(1.05 * 5);
-    }
-    expect(namespaces()).toEqual(before);
-  });
-
-  it('applies NETWORK_DELAY with netem, or exits 2 naming the missing sch_netem before anything starts', async (context) => {
-    await refusedUnlessShapeable(context, { NETWORK_DELAY: '20ms', TRANSPORTS: 'tcp' });
-    const before = namespaces();
-    const result = await runStart({ NETWORK_DELAY: '20ms', TRANSPORTS: 'tcp', IMAGE_COUNT: '5', WARMUP: '2', ...(await freePortsEnv()) });
-    if (result.code === 2) {
-      expect(result.stderr).toContain('NETWORK_DELAY and NETWORK_LOSS need tc\'s netem, and this kernel has no sch_netem');
-    } else {
+  it(
+    'runs the transmitter behind a veth pair shaped to NETWORK_RATE, says so in output.log, stays under the rate, ' +
+      'and removes the namespace',
+    async (context) => {
+      await refusedUnlessShapeable(context, { NETWORK_RATE: '40mbit', TRANSPORTS: 'tcp' });
+      const before = namespaces();
+      const result = await runStart({
+        NETWORK_RATE: '40mbit',
+        TRANSPORTS: 'tcp,redis',
+        IMAGE_COUNT: '30',
+        WINDOW: '4',
+        WARMUP: '5',
+        ...(await freePortsEnv()),
+      });
       expect(result.code, result.stderr).toBe(0);
-      // 20 ms each way: every round trip takes at least 40 ms.
-      const results = JSON.parse(await readFile(path.join(outputDir, 'results.json'), 'utf8')) as { sections: { rtt: { minMs: number } }[] };
-      expect(results.sections[0]?.rtt.minMs).toBeGreaterThanOrEqual(40);
-    }
-    expect(namespaces()).toEqual(before);
-  });
-});
+      const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
+      expect(log).toMatch(
+        new RegExp(
+          /^Link: a veth pair, MTU 1500, between the transmitter's own network namespace /.source +
+            /\(10\.213\.\d+\.\d+\) and the receiver's .*tbf rate 40mbit \(NETWORK_RATE=40mbit\)$/.source,
+          'm',
+        ),
+      );
+      // 40 mbit/s is 5 MB/s of frames: a run above it was not shaped; far below, the shaping is broken.
+      for (const transport of ['TCP (baseline)', 'Redis']) {
+        // One repeat: the MB/s is marked ~ (indicative), its figure is what counts here.
+        const mbps = Number(
+          new RegExp(`^${escapeRegExp(transport)}\\s.*\\s~?(\\d+\\.\\d)\\s+~?\\d+\\.\\d\\s+ok$`, 'm').exec(log)?.[1],
+        );
+        expect(mbps, transport).toBeGreaterThan(0.5 * 5);
+        expect(mbps, transport).toBeLessThanOrEqual(1.05 * 5);
+      }
+      expect(namespaces()).toEqual(before);
+    },
+  );
 
+  it(
+    'applies NETWORK_DELAY with netem, or exits 2 ' + 'naming the missing sch_netem before anything starts',
+    async (context) => {
+      await refusedUnlessShapeable(context, { NETWORK_DELAY: '20ms', TRANSPORTS: 'tcp' });
+      const before = namespaces();
+      const result = await runStart({
+        NETWORK_DELAY: '20ms',
+        TRANSPORTS: 'tcp',
+        IMAGE_COUNT: '5',
+        WARMUP: '2',
+        ...(await freePortsEnv()),
+      });
+      if (result.code === 2) {
+        expect(result.stderr).toContain(
+          "NETWORK_DELAY and NETWORK_LOSS need tc's netem, and this kernel has no sch_netem",
+        );
+      } else {
+        expect(result.code, result.stderr).toBe(0);
+        // 20 ms each way: every round trip takes at least 40 ms.
+        const results = JSON.parse(await readFile(path.join(outputDir, 'results.json'), 'utf8')) as {
+          sections: { rtt: { minMs: number } }[];
+        };
+        expect(results.sections[0]?.rtt.minMs).toBeGreaterThanOrEqual(40);
+      }
+      expect(namespaces()).toEqual(before);
+    },
+  );
+});

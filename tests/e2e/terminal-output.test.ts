@@ -31,7 +31,11 @@ const BAR = /\|[█░]+\| \d+\/\d+/;
  * Runs `command` in a pseudo-terminal 100 columns wide (log lines are wider: they wrap); resolves
  * with everything the terminal received and the exit code.
  */
-function inTerminal(command: readonly string[], env: Record<string, string>, until?: RegExp): Promise<{ code: number | null; screen: string }> {
+function inTerminal(
+  command: readonly string[],
+  env: Record<string, string>,
+  until?: RegExp,
+): Promise<{ code: number | null; screen: string }> {
   const quoted = command.map((word) => `'${word.replaceAll("'", `'\\''`)}'`).join(' ');
   const child = spawn('script', ['-qfec', `stty cols 100 rows 50 && exec ${quoted}`, '/dev/null'], {
     env: { PATH: process.env.PATH ?? '', TERM: 'xterm-256color', AUTH_TOKEN_FILE: TEST_AUTH_TOKEN_FILE, ...env },
@@ -87,8 +91,12 @@ async function doomedRedisEnv(): Promise<Record<string, string>> {
 }
 
 describe('terminal output', () => {
-  it('npm start on a terminal: every log line is one human line on a row of its own, above the bars, the receiver\'s too', async () => {
-    const { code, screen } = await inTerminal([process.execPath, projectPath('dist', 'scripts', 'start.js')], await doomedRedisEnv());
+  it('npm start on a terminal: every log line is one human line on a row of its own, above the bars, the ' +
+    "receiver's too", async () => {
+    const { code, screen } = await inTerminal(
+      [process.execPath, projectPath('dist', 'scripts', 'start.js')],
+      await doomedRedisEnv(),
+    );
     expect(code).toBe(1);
     expect(screen).not.toContain('{"level"');
     expect(screen).not.toContain('"msg"');
@@ -96,8 +104,12 @@ describe('terminal output', () => {
     const misplaced = lines.filter((line) => !line.ownRow || BAR.test(line.text));
     expect(misplaced, screen.slice(-4000)).toEqual([]);
     // The mechanism was exercised: lines of both services came while bars were drawn.
-    expect(lines.filter((line) => line.afterBars).map((line) => line.service)).toEqual(expect.arrayContaining(['transmitter', 'receiver']));
-    expect(lines.map((line) => line.text)).toContainEqual(expect.stringMatching(/^ERROR \(receiver\): redis: .*ECONNREFUSED/));
+    expect(lines.filter((line) => line.afterBars).map((line) => line.service)).toEqual(
+      expect.arrayContaining(['transmitter', 'receiver']),
+    );
+    expect(lines.map((line) => line.text)).toContainEqual(
+      expect.stringMatching(/^ERROR \(receiver\): redis: .*ECONNREFUSED/),
+    );
   }, 90_000);
 
   it('npm start with stderr a pipe keeps JSON lines', async () => {
@@ -109,15 +121,28 @@ describe('terminal output', () => {
       .split('\n')
       .filter((line) => line.startsWith('{'))
       .map((line) => JSON.parse(line) as { level: number; service: string; msg: string });
-    expect(entries.filter((entry) => entry.level >= 40).map((entry) => entry.service)).toEqual(expect.arrayContaining(['transmitter', 'receiver']));
+    expect(entries.filter((entry) => entry.level >= 40).map((entry) => entry.service)).toEqual(
+      expect.arrayContaining(['transmitter', 'receiver']),
+    );
   }, 90_000);
 
   it('the receiver alone on a terminal prints human lines', async () => {
     const env = { ...(await doomedRedisEnv()), TRANSPORTS: 'redis' };
-    const { screen } = await inTerminal([process.execPath, ...SERVICE_NODE_FLAGS, projectPath('dist', 'services', 'receiver', 'main.js')], env, /ERROR \(receiver\)[^\n]*\n/);
+    const { screen } = await inTerminal(
+      [process.execPath, ...SERVICE_NODE_FLAGS, projectPath('dist', 'services', 'receiver', 'main.js')],
+      env,
+      /ERROR \(receiver\)[^\n]*\n/,
+    );
     expect(screen).not.toContain('{"level"');
     const lines = logLines(screen);
-    expect(lines.map((line) => line.text)).toContainEqual(expect.stringMatching(/^ERROR \(receiver\): redis: listener failed to start.*\(no connection to Redis at redis:\/\/127\.0\.0\.1:\d+ .*ECONNREFUSED.*\)$/));
+    expect(lines.map((line) => line.text)).toContainEqual(
+      expect.stringMatching(
+        new RegExp(
+          /^ERROR \(receiver\): redis: listener failed to start.*\(no connection to Redis at /.source +
+            /redis:\/\/127\.0\.0\.1:\d+ .*ECONNREFUSED.*\)$/.source,
+        ),
+      ),
+    );
     expect(lines.every((line) => line.ownRow)).toBe(true);
   }, 60_000);
 });

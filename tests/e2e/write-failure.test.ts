@@ -31,9 +31,18 @@ afterAll(async () => {
 });
 
 describe('output files that cannot be written', () => {
-  it('name the file and EFBIG in the receiver\'s log and the transmitter\'s output, exit 1, and leave the previous run\'s files byte-equal', async () => {
+  it("name the file and EFBIG in the receiver's log and the transmitter's output, exit 1, and leave the previous " +
+    "run's files byte-equal", async () => {
     const outputDir = await mkdtemp(path.join(dir, 'out-'));
-    const env: Record<string, string> = { ...(await freePortsEnv()), OUTPUT_DIR: outputDir, AUTH_TOKEN: TEST_AUTH_TOKEN, LOG_LEVEL: 'info', TRANSPORTS: 'tcp', IMAGE_COUNT: '3', CONNECT_TIMEOUT_MS: '10000' };
+    const env: Record<string, string> = {
+      ...(await freePortsEnv()),
+      OUTPUT_DIR: outputDir,
+      AUTH_TOKEN: TEST_AUTH_TOKEN,
+      LOG_LEVEL: 'info',
+      TRANSPORTS: 'tcp',
+      IMAGE_COUNT: '3',
+      CONNECT_TIMEOUT_MS: '10000',
+    };
 
     // A previous run, complete.
     const plain = start('receiver', env);
@@ -41,7 +50,9 @@ describe('output files that cannot be written', () => {
     const previous = start('transmitter', env);
     expect(await exitWithin(previous, 30_000), previous.stderr().slice(-2000)).toBe(0);
     await stopService(plain);
-    const before = Object.fromEntries(await Promise.all(FILES.map(async (file) => [file, await readFile(path.join(outputDir, file))] as const)));
+    const before = Object.fromEntries(
+      await Promise.all(FILES.map(async (file) => [file, await readFile(path.join(outputDir, file))] as const)),
+    );
 
     // The limit sits between the small files and report.html (it carries the chart library), so
     // results.json is written whole before report.html fails: only all-or-nothing keeps it.
@@ -54,7 +65,11 @@ describe('output files that cannot be written', () => {
     expect(await exitWithin(failed, 30_000), failed.stderr().slice(-2000)).toBe(1);
 
     // The run's own folder is where its files go; report.html is the one over the limit.
-    const named = new RegExp(`could not write ${escapeRegExp(path.join(outputDir, 'runs'))}/\\d{8}T\\d{6}Z-[0-9a-f]{6}/report\\.html: EFBIG: file too large`);
+    const named = new RegExp(
+      `could not write ` +
+        escapeRegExp(path.join(outputDir, 'runs')) +
+        `/\\d{8}T\\d{6}Z-[0-9a-f]{6}/report\\.html: EFBIG: file too large`,
+    );
     const reason = named.exec(failed.stdout())?.[0];
     expect(reason, failed.stdout()).toBeDefined();
     expect(failed.stdout()).toContain(`FAILED: the receiver could not save this run's files (${reason!})`);
@@ -62,13 +77,19 @@ describe('output files that cannot be written', () => {
     expect(failed.stdout()).toMatch(/^TCP \(baseline\)\s+5\s+0\s+0\s/m);
     expect(failed.stderr()).toContain(reason!);
     // The receiver logs it at error level, and goes on serving.
-    const errorLine = limited.stderr().split('\n').find((line) => line.includes('"msg":"output files not written; the previous run stays the latest"'));
+    const errorLine = limited
+      .stderr()
+      .split('\n')
+      .find((line) => line.includes('"msg":"output files not written; the previous run stays the latest"'));
     expect(errorLine).toBeDefined();
     expect(JSON.parse(errorLine!)).toMatchObject({ level: 50, err: reason, outputDir });
-    const served = await fetch(`http://127.0.0.1:${env.CONTROL_PORT}/output.log`, { signal: AbortSignal.timeout(10_000) });
+    const served = await fetch(`http://127.0.0.1:${env.CONTROL_PORT}/output.log`, {
+      signal: AbortSignal.timeout(10_000),
+    });
     expect(await served.text()).toBe(before['output.log']!.toString());
 
-    for (const file of FILES) expect((await readFile(path.join(outputDir, file))).equals(before[file]!), file).toBe(true);
+    for (const file of FILES)
+      expect((await readFile(path.join(outputDir, file))).equals(before[file]!), file).toBe(true);
     // No temporary file left behind either: the links, `latest` (still the previous run) and the run folders.
     expect((await readdir(outputDir)).sort()).toEqual([...FILES, 'latest', 'runs'].sort());
   }, 90_000);

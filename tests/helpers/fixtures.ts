@@ -1,5 +1,10 @@
 import { parseConfig } from '../../services/core/config.js';
-import { RESULTS_SCHEMA_VERSION, summarizeTransports, type HostFacts, type RunReport } from '../../services/core/report.js';
+import {
+  RESULTS_SCHEMA_VERSION,
+  summarizeTransports,
+  type HostFacts,
+  type RunReport,
+} from '../../services/core/report.js';
 import type { ImageRecord, SectionExtras, SectionPlan, SectionResult } from '../../services/core/section.js';
 import { SectionRecorder, type SectionSink } from '../../services/core/recorder.js';
 import { summarizeLatency } from '../../services/core/stats.js';
@@ -59,7 +64,12 @@ export function collectingSink(): CollectedImages {
       recorded(image, status, oneWayNs, rttNs, dueLagNs) {
         if (collected.calls.some((c) => c.image === image)) throw new Error(`image ${image} recorded twice`);
         collected.calls.push({ image, status, oneWayNs, rttNs, dueLagNs });
-        const record: ImageRecord = { image, timeMs: oneWayNs === null ? null : oneWayNs / 1e6, rttMs: rttNs === null ? null : rttNs / 1e6, status };
+        const record: ImageRecord = {
+          image,
+          timeMs: oneWayNs === null ? null : oneWayNs / 1e6,
+          rttMs: rttNs === null ? null : rttNs / 1e6,
+          status,
+        };
         const at = collected.records.findIndex((r) => r.image > image);
         if (at < 0) collected.records.push(record);
         else collected.records.splice(at, 0, record);
@@ -71,14 +81,33 @@ export function collectingSink(): CollectedImages {
 
 /** A section plan for a 545,792-byte image, with overrides. */
 export function fixturePlan(overrides: Partial<SectionPlan> & Pick<SectionPlan, 'transport' | 'label'>): SectionPlan {
-  return { sectionId: 1, baseline: false, repeat: 1, imageCount: 2, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 545_792, window: 1, ratePerSecond: null, clients: 1, receivers: 1, receiverIndex: 0, clock: null, ...overrides };
+  return {
+    sectionId: 1,
+    baseline: false,
+    repeat: 1,
+    imageCount: 2,
+    warmup: { mode: 'images', images: 0 },
+    imageSizeBytes: 545_792,
+    window: 1,
+    ratePerSecond: null,
+    clients: 1,
+    receivers: 1,
+    receiverIndex: 0,
+    clock: null,
+    ...overrides,
+  };
 }
 
 /**
  * A section whose images took the given times (ms; null = lost), each acknowledged 0.1 ms after it
  * arrived; image n is sent 1 ms after image n − 1, or at its ack when that is later (WINDOW 1).
  */
-export function fixtureSection(plan: SectionPlan, timesMs: readonly (number | null)[], failure: string | null = null, cost: SectionResult['cost'] = { transmitter: null, receiver: null, broker: null }): SectionResult {
+export function fixtureSection(
+  plan: SectionPlan,
+  timesMs: readonly (number | null)[],
+  failure: string | null = null,
+  cost: SectionResult['cost'] = { transmitter: null, receiver: null, broker: null },
+): SectionResult {
   const recorder = new SectionRecorder({ ...plan, imageCount: timesMs.length });
   // No warm-up images: the transmitter announces the end of the (empty) warm-up before the first recorded one.
   recorder.beginRecording(NO_WARMUP, 0n);
@@ -92,13 +121,19 @@ export function fixtureSection(plan: SectionPlan, timesMs: readonly (number | nu
     nextSendNs = sentAt + 1_000_000n;
     if (timeMs === null) return;
     nextSendNs = sentAt + BigInt(Math.max(1_000_000, rttNs[seq]!));
-    recorder.record({ sectionId: plan.sectionId, seq, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs: sentAt }, sentAt + BigInt(Math.round(timeMs * 1e6)));
+    recorder.record(
+      { sectionId: plan.sectionId, seq, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs: sentAt },
+      sentAt + BigInt(Math.round(timeMs * 1e6)),
+    );
     recorder.verified(seq, true);
   });
   return resultWith(recorder, failure, { cost, rttNs, sentAtNs });
 }
 
-/** The transmitter's side of a section given per image, as the tests write it: each round trip (ns, null without an ack), under RATE each stamp − due (ns). */
+/**
+ * The transmitter's side of a section given per image, as the tests write it: each round trip (ns, null without an
+ * ack), under RATE each stamp − due (ns).
+ */
 export interface PerImageExtras extends SectionExtras {
   rttNs?: readonly (number | null)[];
   dueLagNs?: readonly (number | null)[] | null;
@@ -111,7 +146,11 @@ export interface PerImageExtras extends SectionExtras {
  * in as the transmitter's batches would bring them, and the transmitter's own figures (send lag,
  * round trips from due, mean in flight) are computed as it would.
  */
-export function resultWith(recorder: SectionRecorder, failure: string | null, extras: PerImageExtras = {}): SectionResult {
+export function resultWith(
+  recorder: SectionRecorder,
+  failure: string | null,
+  extras: PerImageExtras = {},
+): SectionResult {
   const { rttNs = [], dueLagNs, sentAtNs, ...rest } = extras;
   const records: number[] = [];
   const lagsMs: number[] = [];
@@ -134,20 +173,31 @@ export function resultWith(recorder: SectionRecorder, failure: string | null, ex
     }
   });
   recorder.roundTrips(Float64Array.from(records));
-  const meanInFlight = firstNs !== undefined && lastAckNs !== undefined && lastAckNs > firstNs ? rttSumNs / Number(lastAckNs - firstNs) : null;
+  const meanInFlight =
+    firstNs !== undefined && lastAckNs !== undefined && lastAckNs > firstNs
+      ? rttSumNs / Number(lastAckNs - firstNs)
+      : null;
   return recorder.result(failure, {
     meanInFlight,
-    ...(dueLagNs ? { sendLag: summarizeLatency(lagsMs) ?? null, rttFromDue: summarizeLatency(rttFromDueMs) ?? null } : {}),
+    ...(dueLagNs
+      ? { sendLag: summarizeLatency(lagsMs) ?? null, rttFromDue: summarizeLatency(rttFromDueMs) ?? null }
+      : {}),
     roundTripsShipped: records.length / 3,
     ...rest,
   });
 }
 
 /** A whole report around the given sections, as the receiver would build it. */
-export function fixtureReport(sections: SectionResult[], options: { repeat?: number; startedAt?: string } = {}): RunReport {
+export function fixtureReport(
+  sections: SectionResult[],
+  options: { repeat?: number; startedAt?: string } = {},
+): RunReport {
   const order = [...new Set(sections.map((s) => s.transport))];
   // No sections: the default run (an empty TRANSPORTS is refused).
-  const parsed = parseConfig({ ...(order.length > 0 ? { TRANSPORTS: order.join(',') } : {}), REPEAT: String(options.repeat ?? 1) }, transports);
+  const parsed = parseConfig(
+    { ...(order.length > 0 ? { TRANSPORTS: order.join(',') } : {}), REPEAT: String(options.repeat ?? 1) },
+    transports,
+  );
   if (!parsed.ok) throw new Error('fixture config');
   return {
     schemaVersion: RESULTS_SCHEMA_VERSION,
@@ -173,20 +223,35 @@ export function fixtureReport(sections: SectionResult[], options: { repeat?: num
   };
 }
 
-/** Receiver clock 5 ms ahead of the transmitter's: applied before the section (± 0.150 ms), +5.040 ± 0.120 ms after it, so every one-way time is ± 0.160 ms. */
+/**
+ * Receiver clock 5 ms ahead of the transmitter's: applied before the section (± 0.150 ms), +5.040 ± 0.120 ms after it,
+ * so every one-way time is ± 0.160 ms.
+ */
 export const TWO_CLOCKS = {
   before: { offsetNs: 5_000_000, uncertaintyNs: 150_000, roundTripNs: 300_000, samples: 8, applied: true },
   after: { offsetNs: 5_040_000, uncertaintyNs: 120_000, roundTripNs: 240_000, samples: 8 },
 } as const;
 
-/** A section across two hosts: images of 1.2 and 2.0 ms one-way (stamps on the transmitter clock, arrivals on the receiver's), round trips 1.5 and 2.3 ms, the second sent at the first's ack. */
-export function twoClockSection(overrides: Partial<SectionPlan> & Pick<SectionPlan, 'transport' | 'label'>): SectionResult {
+/**
+ * A section across two hosts: images of 1.2 and 2.0 ms one-way (stamps on the transmitter clock, arrivals on the
+ * receiver's), round trips 1.5 and 2.3 ms, the second sent at the first's ack.
+ */
+export function twoClockSection(
+  overrides: Partial<SectionPlan> & Pick<SectionPlan, 'transport' | 'label'>,
+): SectionResult {
   const recorder = new SectionRecorder(fixturePlan({ ...overrides, clock: { ...TWO_CLOCKS.before } }));
   recorder.beginRecording(NO_WARMUP, 0n);
   const offsetNs = BigInt(TWO_CLOCKS.before.offsetNs);
   recorder.record({ sectionId: 1, seq: 0, sizeBytes: 545_792, checksum: 0n, sentAtNs: 0n }, offsetNs + 1_200_000n);
-  recorder.record({ sectionId: 1, seq: 1, sizeBytes: 545_792, checksum: 0n, sentAtNs: 1_500_000n }, offsetNs + 3_500_000n);
+  recorder.record(
+    { sectionId: 1, seq: 1, sizeBytes: 545_792, checksum: 0n, sentAtNs: 1_500_000n },
+    offsetNs + 3_500_000n,
+  );
   recorder.verified(0, true);
   recorder.verified(1, true);
-  return resultWith(recorder, null, { rttNs: [1_500_000, 2_300_000], sentAtNs: [0n, 1_500_000n], clockAfter: { ...TWO_CLOCKS.after } });
+  return resultWith(recorder, null, {
+    rttNs: [1_500_000, 2_300_000],
+    sentAtNs: [0n, 1_500_000n],
+    clockAfter: { ...TWO_CLOCKS.after },
+  });
 }

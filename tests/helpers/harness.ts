@@ -2,7 +2,14 @@ import { pino } from 'pino';
 import { sectionCredential, type SectionCredential } from '../../services/core/auth.js';
 import { imageChecksum } from '../../services/core/checksum.js';
 import { encodeFrameHeader, type Ack } from '../../services/core/frame.js';
-import type { Door, LocalServer, ReceivedFrame, ReceiverListener, TransmitterLink, Transport } from '../../services/transports/contract.js';
+import type {
+  Door,
+  LocalServer,
+  ReceivedFrame,
+  ReceiverListener,
+  TransmitterLink,
+  Transport,
+} from '../../services/transports/contract.js';
 import { transportByName } from '../../services/transports/index.js';
 import { connectionsPerSection, Doorkeeper } from '../../services/transports/kit/door.js';
 
@@ -32,7 +39,8 @@ export class LocalServers {
   async startFor(table: readonly Transport[]): Promise<void> {
     for (const transport of table) {
       const envVar = transport.setting.envVar;
-      if (transport.localServer && !this.servers.has(envVar)) this.servers.set(envVar, await transport.localServer.start());
+      if (transport.localServer && !this.servers.has(envVar))
+        this.servers.set(envVar, await transport.localServer.start());
     }
   }
 
@@ -43,7 +51,13 @@ export class LocalServers {
 
   /** The env variables that point every started transport at its server (REDIS_URL=...). */
   env(table: readonly Transport[]): Record<string, string> {
-    return Object.fromEntries(table.flatMap((t) => (t.setting.kind === 'url' && this.servers.has(t.setting.envVar) ? [[t.setting.envVar, this.servers.get(t.setting.envVar)!.url]] : [])));
+    return Object.fromEntries(
+      table.flatMap((t) =>
+        t.setting.kind === 'url' && this.servers.has(t.setting.envVar)
+          ? [[t.setting.envVar, this.servers.get(t.setting.envVar)!.url]]
+          : [],
+      ),
+    );
   }
 
   async closeAll(): Promise<void> {
@@ -55,7 +69,9 @@ export class LocalServers {
 /** The AUTH_TOKEN every test's services share. */
 export const TEST_AUTH_TOKEN = 'test-secret-0123456789abcdef';
 
-/** A door as the receiver app gives a transport's listener, already open for one section, and that section's credential. */
+/**
+ * A door as the receiver app gives a transport's listener, already open for one section, and that section's credential.
+ */
 export interface TestDoor {
   doorkeeper: Doorkeeper;
   door: Door;
@@ -65,7 +81,10 @@ export interface TestDoor {
   idleTimeoutMs: number;
   /** Lets the listener prepare the section, as the receiver app does before the transmitter connects. */
   prepare(listener: ReceiverListener, window?: number): Promise<void>;
-  /** Ends the section and opens section `sectionId` in its place, prepared on `listener`; `credential` is then the new one's. */
+  /**
+   * Ends the section and opens section `sectionId` in its place, prepared on `listener`; `credential` is then the new
+   * one's.
+   */
   reopen(listener: ReceiverListener, sectionId: number): Promise<void>;
 }
 
@@ -96,8 +115,18 @@ export function testDoor(transportName: string, sectionId = 7, idleTimeoutMs = 1
 }
 
 /** A frame header as the transmitter builds it, stamped now. */
-export function stampedHeader(image: Buffer, seq: number, overrides: { sectionId?: number; sizeBytes?: number } = {}): Buffer {
-  return encodeFrameHeader({ sectionId: overrides.sectionId ?? 7, seq, sizeBytes: overrides.sizeBytes ?? image.length, checksum: imageChecksum(image), sentAtNs: process.hrtime.bigint() });
+export function stampedHeader(
+  image: Buffer,
+  seq: number,
+  overrides: { sectionId?: number; sizeBytes?: number } = {},
+): Buffer {
+  return encodeFrameHeader({
+    sectionId: overrides.sectionId ?? 7,
+    seq,
+    sizeBytes: overrides.sizeBytes ?? image.length,
+    checksum: imageChecksum(image),
+    sentAtNs: process.hrtime.bigint(),
+  });
 }
 
 /** What each side of a hand-opened pair saw. */
@@ -137,11 +166,17 @@ export async function openPair(transport: Transport, options: PairOptions = {}):
   const window = options.window ?? 64;
   const section = testDoor(transport.name, 7, 10_000, window);
   const listener = await transport.listen({
-    host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: options.url, maxImageBytes: options.receiverMaxImageBytes ?? 64 * 1024 * 1024, log: testLog,
+    host: '127.0.0.1',
+    bindHost: '127.0.0.1',
+    port: 0,
+    url: options.url,
+    maxImageBytes: options.receiverMaxImageBytes ?? 64 * 1024 * 1024,
+    log: testLog,
     door: section.door,
     idleTimeoutMs: section.idleTimeoutMs,
     deliver(frame) {
-      if (options.throwOnSeqs?.includes(frame.header.seq)) throw new Error(`delivery of seq ${frame.header.seq} failed on purpose`);
+      if (options.throwOnSeqs?.includes(frame.header.seq))
+        throw new Error(`delivery of seq ${frame.header.seq} failed on purpose`);
       seen.delivered.push(frame);
       return { sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' };
     },
@@ -153,7 +188,12 @@ export async function openPair(transport: Transport, options: PairOptions = {}):
   try {
     await section.prepare(listener, window);
     link = await transport.connect({
-      host: '127.0.0.1', bindHost: '127.0.0.1', port: listener.port, url: options.url, maxImageBytes: options.transmitterMaxImageBytes ?? 64 * 1024 * 1024, log: testLog,
+      host: '127.0.0.1',
+      bindHost: '127.0.0.1',
+      port: listener.port,
+      url: options.url,
+      maxImageBytes: options.transmitterMaxImageBytes ?? 64 * 1024 * 1024,
+      log: testLog,
       connectTimeoutMs: 5000,
       imageBytes: options.imageBytes ?? 1024 * 1024,
       window,
@@ -212,7 +252,10 @@ export async function transferThrough(
     sectionId?: number;
     timeoutMs?: number;
     closeTwice?: boolean;
-    /** Runs the link's connect (seq undefined) and each send (its seq) inside it: a test that watches the sender's calls marks them so. */
+    /**
+     * Runs the link's connect (seq undefined) and each send (its seq) inside it: a test that watches the sender's calls
+     * marks them so.
+     */
     asSender?: <T>(work: () => T, seq: number | undefined) => T;
   },
 ): Promise<TransferOutcome> {
@@ -221,12 +264,23 @@ export async function transferThrough(
   const outcome: TransferOutcome = { received: [], acks: [], rejects: [] };
   const section = testDoor(transport.name, sectionId, 10_000, options.window);
   const listener = await transport.listen({
-    host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: options.url, maxImageBytes, log: testLog,
+    host: '127.0.0.1',
+    bindHost: '127.0.0.1',
+    port: 0,
+    url: options.url,
+    maxImageBytes,
+    log: testLog,
     door: section.door,
     idleTimeoutMs: section.idleTimeoutMs,
     deliver(frame: ReceivedFrame): Ack {
       const bytes = Buffer.isBuffer(frame.payload) ? Buffer.from(frame.payload) : Buffer.concat(frame.payload);
-      outcome.received.push({ seq: frame.header.seq, sectionId: frame.header.sectionId, bytes, sentAtNs: frame.header.sentAtNs, arrivalNs: frame.arrivalNs });
+      outcome.received.push({
+        seq: frame.header.seq,
+        sectionId: frame.header.sectionId,
+        bytes,
+        sentAtNs: frame.header.sentAtNs,
+        arrivalNs: frame.arrivalNs,
+      });
       return { sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' };
     },
     onReject(reason) {
@@ -254,26 +308,36 @@ export async function transferThrough(
   try {
     await section.prepare(listener, options.window);
     const asSender = options.asSender ?? (<T>(work: () => T): T => work());
-    link = await asSender(() => transport.connect({
-      host: '127.0.0.1', bindHost: '127.0.0.1', port: listener.port, url: options.url, maxImageBytes, log: testLog,
-      connectTimeoutMs: 5000,
-      imageBytes: images.reduce((most, image) => Math.max(most, image.length), 1),
-      window: options.window,
-      credential: section.credential,
-      onAck(ack) {
-        outcome.acks.push(ack);
-        wake?.();
-      },
-      onFailure(err) {
-        failure = err;
-        wake?.();
-      },
-    }), undefined);
+    link = await asSender(
+      () =>
+        transport.connect({
+          host: '127.0.0.1',
+          bindHost: '127.0.0.1',
+          port: listener.port,
+          url: options.url,
+          maxImageBytes,
+          log: testLog,
+          connectTimeoutMs: 5000,
+          imageBytes: images.reduce((most, image) => Math.max(most, image.length), 1),
+          window: options.window,
+          credential: section.credential,
+          onAck(ack) {
+            outcome.acks.push(ack);
+            wake?.();
+          },
+          onFailure(err) {
+            failure = err;
+            wake?.();
+          },
+        }),
+      undefined,
+    );
     const sending = link;
     for (let seq = 0; seq < images.length; ) {
       await waitFor(() => seq - outcome.acks.length < options.window);
       const admitted: [Buffer, Buffer, number][] = [];
-      for (; seq < images.length && seq - outcome.acks.length < options.window; seq++) admitted.push([stampedHeader(images[seq]!, seq, { sectionId }), images[seq]!, seq]);
+      for (; seq < images.length && seq - outcome.acks.length < options.window; seq++)
+        admitted.push([stampedHeader(images[seq]!, seq, { sectionId }), images[seq]!, seq]);
       for (const [header, image, at] of admitted) asSender(() => sending.send(header, image), at);
     }
     await waitFor(() => outcome.acks.length >= images.length);

@@ -34,11 +34,16 @@ export interface PartialMessageOptions {
   announcedBytes: number;
   /** Bytes of it actually written (< announcedBytes), in 1 MiB chunks that respect backpressure. */
   sendBytes: number;
-  /** Bound on each single wait (connect, handshake reply, drain); when it passes the client resolves anyway. Default 5000. */
+  /**
+   * Bound on each single wait (connect, handshake reply, drain); when it passes the client resolves anyway. Default
+   * 5000.
+   */
   timeoutMs?: number;
 }
 
-/** tcpPartial's options: `hello` (or else the credential as 80 hex chars) goes first, then `header`, then the payload. */
+/**
+ * tcpPartial's options: `hello` (or else the credential as 80 hex chars) goes first, then `header`, then the payload.
+ */
 export type TcpPartialOptions = PartialMessageOptions & { hello?: Buffer; header: Buffer };
 
 /** websocketPartial's options: the upgrade request's path. */
@@ -47,7 +52,10 @@ export type WebsocketPartialOptions = PartialMessageOptions & { path: string };
 /** grpcPartial's options: the method path, e.g. '/itb.ImageTransfer/Transfer'. */
 export type GrpcPartialOptions = PartialMessageOptions & { path: string };
 
-/** zeromqPartial's options: `header` is the message's first part, the partial payload its second; `socketType` the ZMTP peer it claims to be (DEALER unless given). */
+/**
+ * zeromqPartial's options: `header` is the message's first part, the partial payload its second; `socketType` the ZMTP
+ * peer it claims to be (DEALER unless given).
+ */
 export type ZeromqPartialOptions = PartialMessageOptions & { header: Buffer; socketType?: string };
 
 const HOST = '127.0.0.1';
@@ -71,7 +79,10 @@ const ZMTP_FLAG_COMMAND = 0x04;
 /** Zeros: the payload's content never matters, since the message never completes. */
 const ZERO_CHUNK = Buffer.alloc(CHUNK_BYTES);
 
-/** What a slow-header connection sends: nothing, part of a request line, or a request head a byte at a time that never ends. */
+/**
+ * What a slow-header connection sends: nothing, part of a request line, or a request head a byte at a time that never
+ * ends.
+ */
 export type SlowHeaderMode = 'silent' | 'partial-line' | 'byte-at-a-time';
 
 /** How often a byte-at-a-time connection sends its next byte. */
@@ -81,9 +92,19 @@ const SLOW_BYTE_INTERVAL_MS = 100;
  * One connection to 127.0.0.1:`port` that never finishes a request head (`mode`); `isClosed()`
  * tells at any time whether the peer has closed it. A refused connection is closed at once.
  */
-export async function slowHeaders(port: number, mode: SlowHeaderMode): Promise<HostileConnection & { isClosed(): boolean }> {
+export async function slowHeaders(
+  port: number,
+  mode: SlowHeaderMode,
+): Promise<HostileConnection & { isClosed(): boolean }> {
   const link = await openSocket(port, DEFAULT_TIMEOUT_MS);
-  const connection = { ...socketConnection(link, () => link.connected, () => 0), isClosed: () => link.closure.isClosed };
+  const connection = {
+    ...socketConnection(
+      link,
+      () => link.connected,
+      () => 0,
+    ),
+    isClosed: () => link.closure.isClosed,
+  };
   if (!link.connected) return connection;
   link.inbox.discard();
   if (mode === 'partial-line') link.socket.write('GET /hea', 'latin1');
@@ -102,7 +123,11 @@ export async function tcpPartial(options: TcpPartialOptions): Promise<HostileCon
   const link = await openSocket(options.port, timeoutMs);
   let admitted = false;
   let sentBytes = 0;
-  const connection = socketConnection(link, () => admitted, () => sentBytes);
+  const connection = socketConnection(
+    link,
+    () => admitted,
+    () => sentBytes,
+  );
   if (!link.connected) return connection;
   // The peer's replies (acks, if any) play no part: the only verdict plain TCP has is a close.
   link.inbox.discard();
@@ -112,12 +137,21 @@ export async function tcpPartial(options: TcpPartialOptions): Promise<HostileCon
   if (link.closure.isClosed) return connection;
   admitted = true;
   if (hello) link.socket.write(options.header);
-  await writePartial(link.socket, ZERO_CHUNK, options.sendBytes, link.closure.closed, timeoutMs, (bytes) => (sentBytes += bytes));
+  await writePartial(
+    link.socket,
+    ZERO_CHUNK,
+    options.sendBytes,
+    link.closure.closed,
+    timeoutMs,
+    (bytes) => (sentBytes += bytes),
+  );
   return connection;
 }
 
 /** WebSocket: a hand-made HTTP/1.1 upgrade, then one masked binary frame announcing `announcedBytes` (RFC 6455 5.2). */
-export async function websocketPartial(options: WebsocketPartialOptions): Promise<HostileConnection & { status(): number | undefined }> {
+export async function websocketPartial(
+  options: WebsocketPartialOptions,
+): Promise<HostileConnection & { status(): number | undefined }> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const maskKey = randomBytes(4);
   // Built before connecting, so a size it rejects throws with no socket left open.
@@ -126,7 +160,14 @@ export async function websocketPartial(options: WebsocketPartialOptions): Promis
   let admitted = false;
   let sentBytes = 0;
   let status: number | undefined;
-  const connection = { ...socketConnection(link, () => admitted, () => sentBytes), status: () => status };
+  const connection = {
+    ...socketConnection(
+      link,
+      () => admitted,
+      () => sentBytes,
+    ),
+    status: () => status,
+  };
   if (!link.connected) return connection;
 
   const requestLines = [
@@ -156,14 +197,24 @@ export async function websocketPartial(options: WebsocketPartialOptions): Promis
   link.socket.write(frameHead);
   // Zeros masked are the key repeated; CHUNK_BYTES is a multiple of 4, so every chunk starts in phase.
   const maskedZeros = Buffer.alloc(CHUNK_BYTES, maskKey);
-  await writePartial(link.socket, maskedZeros, options.sendBytes, link.closure.closed, timeoutMs, (bytes) => (sentBytes += bytes));
+  await writePartial(
+    link.socket,
+    maskedZeros,
+    options.sendBytes,
+    link.closure.closed,
+    timeoutMs,
+    (bytes) => (sentBytes += bytes),
+  );
   return connection;
 }
 
 /** gRPC: one HTTP/2 stream whose 5-byte message prefix announces `announcedBytes`, never half-closed. */
-export async function grpcPartial(options: GrpcPartialOptions): Promise<HostileConnection & { grpcStatus(): number | undefined }> {
+export async function grpcPartial(
+  options: GrpcPartialOptions,
+): Promise<HostileConnection & { grpcStatus(): number | undefined }> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  if (options.announcedBytes > 0xffff_ffff) throw new RangeError(`gRPC's length prefix cannot announce ${options.announcedBytes} bytes`);
+  if (options.announcedBytes > 0xffff_ffff)
+    throw new RangeError(`gRPC's length prefix cannot announce ${options.announcedBytes} bytes`);
   const closure = new Closure();
   let admitted = false;
   let refused = false;
@@ -234,19 +285,32 @@ export async function grpcPartial(options: GrpcPartialOptions): Promise<HostileC
 }
 
 /** httpPartial's options: the POST's path, content type and any further request headers. */
-export type HttpPartialOptions = PartialMessageOptions & { path: string; contentType: string; headers?: Readonly<Record<string, string>> };
+export type HttpPartialOptions = PartialMessageOptions & {
+  path: string;
+  contentType: string;
+  headers?: Readonly<Record<string, string>>;
+};
 
 /**
  * HTTP/1.1: a hand-made POST whose Content-Length announces `announcedBytes`, then `sendBytes` of
  * the body. A refusal is an answer (401, 400, …) before the body is done, or a close.
  */
-export async function httpPartial(options: HttpPartialOptions): Promise<HostileConnection & { status(): number | undefined }> {
+export async function httpPartial(
+  options: HttpPartialOptions,
+): Promise<HostileConnection & { status(): number | undefined }> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const link = await openSocket(options.port, timeoutMs);
   let admitted = false;
   let sentBytes = 0;
   let status: number | undefined;
-  const connection = { ...socketConnection(link, () => admitted, () => sentBytes), status: () => status };
+  const connection = {
+    ...socketConnection(
+      link,
+      () => admitted,
+      () => sentBytes,
+    ),
+    status: () => status,
+  };
   if (!link.connected) return connection;
   const requestLines = [
     `POST ${options.path} HTTP/1.1`,
@@ -258,12 +322,14 @@ export async function httpPartial(options: HttpPartialOptions): Promise<HostileC
   ];
   // Any answer before the body is complete is a refusal (the receiver answers an image only once
   // it is whole): it counts as the peer's close. The wait ends with the socket.
-  void link.inbox.takeThrough(Buffer.from('\r\n\r\n'), Date.now() + ANSWER_WAIT_MS, MAX_HTTP_HEAD_BYTES).then((head) => {
-    const code = head === undefined ? undefined : /^HTTP\/1\.[01] (\d{3})/.exec(head.toString('latin1'))?.[1];
-    if (code === undefined) return;
-    status = Number(code);
-    link.refuse();
-  });
+  void link.inbox
+    .takeThrough(Buffer.from('\r\n\r\n'), Date.now() + ANSWER_WAIT_MS, MAX_HTTP_HEAD_BYTES)
+    .then((head) => {
+      const code = head === undefined ? undefined : /^HTTP\/1\.[01] (\d{3})/.exec(head.toString('latin1'))?.[1];
+      if (code === undefined) return;
+      status = Number(code);
+      link.refuse();
+    });
   link.socket.write(`${requestLines.join('\r\n')}\r\n\r\n`, 'latin1');
   const stop = link.closure.closed;
   await within(stop, VERDICT_GRACE_MS, undefined);
@@ -273,17 +339,34 @@ export async function httpPartial(options: HttpPartialOptions): Promise<HostileC
   return connection;
 }
 
-/** ZeroMQ: ZMTP 3.0 (PLAIN with the credential as password, else NULL) as a DEALER (or `socketType`), then a two-part message whose second part is cut short. */
+/**
+ * ZeroMQ: ZMTP 3.0 (PLAIN with the credential as password, else NULL) as a DEALER (or `socketType`), then a two-part
+ * message whose second part is cut short.
+ */
 export async function zeromqPartial(options: ZeromqPartialOptions): Promise<HostileConnection> {
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   // Built before connecting, so a credential or size they reject throws with no socket left open.
-  const hello = options.credential === undefined ? undefined : zmtpCommand('HELLO', Buffer.concat([zmtpShortString(ZMTP_PLAIN_USERNAME), zmtpShortString(options.credential)]));
-  const messageHead = Buffer.concat([zmtpFrameHead(ZMTP_FLAG_MORE, options.header.length), options.header, zmtpFrameHead(0, options.announcedBytes, true)]);
+  const hello =
+    options.credential === undefined
+      ? undefined
+      : zmtpCommand(
+          'HELLO',
+          Buffer.concat([zmtpShortString(ZMTP_PLAIN_USERNAME), zmtpShortString(options.credential)]),
+        );
+  const messageHead = Buffer.concat([
+    zmtpFrameHead(ZMTP_FLAG_MORE, options.header.length),
+    options.header,
+    zmtpFrameHead(0, options.announcedBytes, true),
+  ]);
   const metadata = zmtpProperty('Socket-Type', options.socketType ?? 'DEALER');
   const link = await openSocket(options.port, timeoutMs);
   let admitted = false;
   let sentBytes = 0;
-  const connection = socketConnection(link, () => admitted, () => sentBytes);
+  const connection = socketConnection(
+    link,
+    () => admitted,
+    () => sentBytes,
+  );
   if (!link.connected) return connection;
   const { socket, inbox } = link;
 
@@ -312,7 +395,14 @@ export async function zeromqPartial(options: ZeromqPartialOptions): Promise<Host
   inbox.discard();
 
   socket.write(messageHead);
-  await writePartial(socket, ZERO_CHUNK, options.sendBytes, link.closure.closed, timeoutMs, (bytes) => (sentBytes += bytes));
+  await writePartial(
+    socket,
+    ZERO_CHUNK,
+    options.sendBytes,
+    link.closure.closed,
+    timeoutMs,
+    (bytes) => (sentBytes += bytes),
+  );
   return connection;
 }
 
@@ -392,7 +482,11 @@ class Inbox {
   private async arrival(deadline: number): Promise<boolean> {
     const remainingMs = deadline - Date.now();
     if (this.ended || remainingMs <= 0) return false;
-    const arrived = await within(new Promise<boolean>((resolve) => (this.wake = () => resolve(true))), remainingMs, false);
+    const arrived = await within(
+      new Promise<boolean>((resolve) => (this.wake = () => resolve(true))),
+      remainingMs,
+      false,
+    );
     this.wake = undefined;
     return arrived;
   }
@@ -508,7 +602,9 @@ async function within<T>(work: Promise<T>, timeoutMs: number, fallback: T): Prom
 /** The 40-byte hello record a TCP credential stands for: 80 hex characters. */
 function helloFromHex(credential: string): Buffer {
   if (!new RegExp(`^[0-9a-fA-F]{${TCP_HELLO_BYTES * 2}}$`).test(credential)) {
-    throw new TypeError(`a TCP credential is ${TCP_HELLO_BYTES * 2} hex characters, got ${credential.length} characters`);
+    throw new TypeError(
+      `a TCP credential is ${TCP_HELLO_BYTES * 2} hex characters, got ${credential.length} characters`,
+    );
   }
   return Buffer.from(credential, 'hex');
 }
@@ -576,7 +672,10 @@ function zmtpProperty(name: string, value: string): Buffer {
   return Buffer.concat([zmtpShortString(name), valueLength, valueBytes]);
 }
 
-/** Reads the peer's next command, skipping PINGs (left unanswered) and stray message frames; undefined on close or `deadline`. */
+/**
+ * Reads the peer's next command, skipping PINGs (left unanswered) and stray message frames; undefined on close or
+ * `deadline`.
+ */
 async function readZmtpCommand(inbox: Inbox, deadline: number): Promise<{ name: string; data: Buffer } | undefined> {
   for (;;) {
     const flagsByte = await inbox.take(1, deadline);
@@ -590,7 +689,8 @@ async function readZmtpCommand(inbox: Inbox, deadline: number): Promise<{ name: 
     if (!body) return undefined;
     if (!(flags & ZMTP_FLAG_COMMAND) || body.length === 0) continue;
     // libzmq writes its ERROR name as "\x05ERROR" in C, which the compiler reads as 0x5E then "RROR".
-    if (body.readUInt8(0) === 0x5e && body.subarray(1, 5).toString('latin1') === 'RROR') return { name: 'ERROR', data: body.subarray(5) };
+    if (body.readUInt8(0) === 0x5e && body.subarray(1, 5).toString('latin1') === 'RROR')
+      return { name: 'ERROR', data: body.subarray(5) };
     const nameBytes = body.readUInt8(0);
     const name = body.subarray(1, 1 + nameBytes).toString('latin1');
     if (name === 'PING') continue;

@@ -40,7 +40,8 @@ export const MODELS: Readonly<Record<string, (data: K8sObject) => { validate(): 
 /** The objects of a multi-document YAML text; `source` names it when it does not parse. */
 export function parseManifests(text: string, source: string): K8sObject[] {
   return parseAllDocuments(text).map((doc) => {
-    if (doc.errors.length > 0) throw new Error(`${source} is YAML that does not parse: ${doc.errors.map((e) => e.message).join('; ')}`);
+    if (doc.errors.length > 0)
+      throw new Error(`${source} is YAML that does not parse: ${doc.errors.map((e) => e.message).join('; ')}`);
     return doc.toJS() as K8sObject;
   });
 }
@@ -54,7 +55,10 @@ export function label(object: K8sObject): string {
 export function schemaProblems(objects: readonly K8sObject[]): string[] {
   return objects.flatMap((object) => {
     const model = MODELS[`${object.apiVersion}/${object.kind}`];
-    if (!model) return [`${label(object)}: no schema for ${object.apiVersion}/${object.kind}; known: ${Object.keys(MODELS).join(', ')}`];
+    if (!model)
+      return [
+        `${label(object)}: no schema for ${object.apiVersion}/${object.kind}; known: ${Object.keys(MODELS).join(', ')}`,
+      ];
     try {
       model(object).validate();
       return [];
@@ -74,17 +78,40 @@ export function typeProblems(objects: readonly K8sObject[]): string[] {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'itb-k8s-types-'));
   try {
     const keys = [...new Set(objects.map((o) => `${o.apiVersion}/${o.kind}`))];
-    const lines = keys.map((key, i) => `import type { I${key.split('/').at(-1)} as T${i} } from ${JSON.stringify(projectPath('node_modules', 'kubernetes-models', `${key}.js`))};`);
+    const lines = keys.map(
+      (key, i) =>
+        `import type { I${key.split('/').at(-1)} as T${i} } from ` +
+        JSON.stringify(projectPath('node_modules', 'kubernetes-models', `${key}.js`)) +
+        `;`,
+    );
     const starts: { line: number; label: string }[] = [];
     objects.forEach((object, i) => {
       starts.push({ line: lines.length + 1, label: label(object) });
-      lines.push(...`export const object${i}: T${keys.indexOf(`${object.apiVersion}/${object.kind}`)} = ${JSON.stringify(object, null, 1)};`.split('\n'));
+      lines.push(
+        ...(
+          `export const object${i}: T` +
+          keys.indexOf(`${object.apiVersion}/${object.kind}`) +
+          ` = ${JSON.stringify(object, null, 1)};`
+        ).split('\n'),
+      );
     });
     writeFileSync(path.join(dir, 'objects.mts'), `${lines.join('\n')}\n`);
-    const compilerOptions = { strict: true, module: 'nodenext', moduleResolution: 'nodenext', target: 'es2022', noEmit: true, skipLibCheck: true, types: [] };
+    const compilerOptions = {
+      strict: true,
+      module: 'nodenext',
+      moduleResolution: 'nodenext',
+      target: 'es2022',
+      noEmit: true,
+      skipLibCheck: true,
+      types: [],
+    };
     writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['objects.mts'] }));
     try {
-      execFileSync(process.execPath, [projectPath('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json', '--pretty', 'false'], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+      execFileSync(
+        process.execPath,
+        [projectPath('node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json', '--pretty', 'false'],
+        { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       return [];
     } catch (err) {
       const { stdout = '', stderr = '' } = err as { stdout?: string; stderr?: string };
@@ -110,9 +137,11 @@ export function find(objects: readonly K8sObject[], kind: string, name: string):
   return found;
 }
 /** The Deployment, Job or Service of that name. */
-export const deployment = (objects: readonly K8sObject[], name: string): IDeployment => find(objects, 'Deployment', name) as unknown as IDeployment;
+export const deployment = (objects: readonly K8sObject[], name: string): IDeployment =>
+  find(objects, 'Deployment', name) as unknown as IDeployment;
 export const job = (objects: readonly K8sObject[], name: string): IJob => find(objects, 'Job', name) as unknown as IJob;
-export const service = (objects: readonly K8sObject[], name: string): IService => find(objects, 'Service', name) as unknown as IService;
+export const service = (objects: readonly K8sObject[], name: string): IService =>
+  find(objects, 'Service', name) as unknown as IService;
 
 /** A workload's pod spec; throws when it has none. */
 export function podSpec(workload: IDeployment | IJob): IPodSpec {

@@ -32,7 +32,10 @@ function notRoot(): string {
   return `runs as uid ${process.getuid?.() ?? 'unknown'}, not root`;
 }
 
-/** Root that can give a file away: chown to uid 1000 and to nobody (65534), as the tests do; a user namespace's root may not. */
+/**
+ * Root that can give a file away: chown to uid 1000 and to nobody (65534), as the tests do; a user namespace's root may
+ * not.
+ */
 function rootMissing(): string | null {
   if (process.getuid?.() !== 0) return notRoot();
   return inTempDir((dir) => {
@@ -66,7 +69,25 @@ function netnsMissing(): string | null {
   const steps: [string, string[]][] = [
     ['ip', ['netns', 'add', namespace]],
     ['ip', ['-n', namespace, 'link', 'add', 'itbprobe0', 'type', 'veth', 'peer', 'name', 'itbprobe1']],
-    ['tc', ['-n', namespace, 'qdisc', 'add', 'dev', 'itbprobe0', 'root', 'tbf', 'rate', '40mbit', 'burst', '32kbit', 'latency', '50ms']],
+    [
+      'tc',
+      [
+        '-n',
+        namespace,
+        'qdisc',
+        'add',
+        'dev',
+        'itbprobe0',
+        'root',
+        'tbf',
+        'rate',
+        '40mbit',
+        'burst',
+        '32kbit',
+        'latency',
+        '50ms',
+      ],
+    ],
   ];
   try {
     for (const [file, args] of steps) {
@@ -88,8 +109,17 @@ function uid1000Missing(): string | null {
   const root = rootMissing();
   if (root !== null) return root;
   const entry = projectPath('dist', 'services', 'receiver', 'main.js');
-  const failure = failureOf('setpriv', ['--reuid=1000', '--regid=1000', '--clear-groups', process.execPath, '-e', `require('fs').accessSync(${JSON.stringify(entry)}, require('fs').constants.R_OK)`]);
-  return failure === null ? null : `uid 1000 cannot run ${entry} (a folder above it is closed to others: a checkout in /root?): ${failure}`;
+  const failure = failureOf('setpriv', [
+    '--reuid=1000',
+    '--regid=1000',
+    '--clear-groups',
+    process.execPath,
+    '-e',
+    `require('fs').accessSync(${JSON.stringify(entry)}, require('fs').constants.R_OK)`,
+  ]);
+  return failure === null
+    ? null
+    : `uid 1000 cannot run ${entry} (a folder above it is closed to others: a checkout in /root?): ${failure}`;
 }
 
 /** A user namespace with a mount namespace, and a bind mount over the boot id: what cross-host.test.ts does. */
@@ -101,7 +131,12 @@ function usernsMissing(): string | null {
   });
 }
 
-const PROBES: Readonly<Record<Privilege, () => string | null>> = { root: rootMissing, uid1000: uid1000Missing, netns: netnsMissing, userns: usernsMissing };
+const PROBES: Readonly<Record<Privilege, () => string | null>> = {
+  root: rootMissing,
+  uid1000: uid1000Missing,
+  netns: netnsMissing,
+  userns: usernsMissing,
+};
 const NAMES: Readonly<Record<Privilege, string>> = {
   root: 'root that can chown to any uid',
   uid1000: 'root, and uid 1000 able to run this checkout (setpriv)',

@@ -28,12 +28,20 @@ export const TEST_AUTH_TOKEN_FILE = path.join(os.tmpdir(), `itb-test-auth-token-
  * Starts `node dist/services/<name>/main.js` (or `npm start`'s `dist/scripts/start.js`) with `env`
  * over a clean environment; `prefix` is a command that runs it (e.g. in namespaces of its own).
  */
-export function startService(name: 'receiver' | 'transmitter' | 'start', env: Record<string, string>, prefix: readonly string[] = []): ServiceProcess {
-  const entry = name === 'start' ? projectPath('dist', 'scripts', 'start.js') : projectPath('dist', 'services', name, 'main.js');
+export function startService(
+  name: 'receiver' | 'transmitter' | 'start',
+  env: Record<string, string>,
+  prefix: readonly string[] = [],
+): ServiceProcess {
+  const entry =
+    name === 'start' ? projectPath('dist', 'scripts', 'start.js') : projectPath('dist', 'services', name, 'main.js');
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run "npm run build" first (npm test does)`);
   // The services run with the flags npm start and the image give them; npm start's own entry needs none.
   const command = [...prefix, process.execPath, ...(name === 'start' ? [] : SERVICE_NODE_FLAGS), entry];
-  const child = spawn(command[0]!, command.slice(1), { env: { PATH: process.env.PATH ?? '', AUTH_TOKEN_FILE: TEST_AUTH_TOKEN_FILE, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command[0]!, command.slice(1), {
+    env: { PATH: process.env.PATH ?? '', AUTH_TOKEN_FILE: TEST_AUTH_TOKEN_FILE, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
@@ -47,8 +55,10 @@ export function startService(name: 'receiver' | 'transmitter' | 'start', env: Re
     async waitForLog(pattern, timeoutMs = 20_000) {
       const deadline = Date.now() + timeoutMs;
       while (!pattern.test(err)) {
-        if (Date.now() > deadline) throw new Error(`${name} never logged ${pattern} within ${timeoutMs} ms; stderr:\n${err.slice(-3000)}`);
-        if (child.exitCode !== null) throw new Error(`${name} exited (${child.exitCode}) before logging ${pattern}; stderr:\n${err.slice(-3000)}`);
+        if (Date.now() > deadline)
+          throw new Error(`${name} never logged ${pattern} within ${timeoutMs} ms; stderr:\n${err.slice(-3000)}`);
+        if (child.exitCode !== null)
+          throw new Error(`${name} exited (${child.exitCode}) before logging ${pattern}; stderr:\n${err.slice(-3000)}`);
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     },
@@ -80,7 +90,9 @@ export async function startReadyReceiver(env: Record<string, string>): Promise<S
   return receiver;
 }
 
-/** Sends SIGTERM and waits up to 10 s for the process to go (killed after that); nothing for a service never started. */
+/**
+ * Sends SIGTERM and waits up to 10 s for the process to go (killed after that); nothing for a service never started.
+ */
 export async function stopService(service: ServiceProcess | undefined): Promise<void> {
   if (service === undefined) return;
   service.child.kill('SIGTERM');

@@ -34,7 +34,9 @@ export interface SyntheticRun {
   stall?: readonly [number, number];
 }
 
-/** A per-second series like the receiver's: one sample a second with arrivals, ±10 % images, a slow second now and then. */
+/**
+ * A per-second series like the receiver's: one sample a second with arrivals, ±10 % images, a slow second now and then.
+ */
 export function syntheticSeries(run: SyntheticRun, imageSizeBytes: number): SecondSample[] {
   const next = random(run.seed);
   const samples: SecondSample[] = [];
@@ -49,15 +51,28 @@ export function syntheticSeries(run: SyntheticRun, imageSizeBytes: number): Seco
       p99Ms: images >= 100 ? p50Ms * 2.2 * slow + extraMs : null,
       maxMs: p50Ms * 3 * slow + extraMs,
     });
-    samples.push({ second, images, intactBytes: images * imageSizeBytes, oneWay: distribution(0), rtt: distribution(0.1) });
+    samples.push({
+      second,
+      images,
+      intactBytes: images * imageSizeBytes,
+      oneWay: distribution(0),
+      rtt: distribution(0.1),
+    });
   }
   return samples;
 }
 
-/** An encoded HDR histogram (whole ns, 3 significant digits) of `count` times around `typicalMs`, 1 % of them 2 to 10 times slower. */
+/**
+ * An encoded HDR histogram (whole ns, 3 significant digits) of `count` times around `typicalMs`, 1 % of them 2 to 10
+ * times slower.
+ */
 export function syntheticHistogram(typicalMs: number, count: number, seed: number): string {
   const next = random(seed);
-  const histogram = buildHistogram({ lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000_000, numberOfSignificantValueDigits: 3 });
+  const histogram = buildHistogram({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: 3_600_000_000_000,
+    numberOfSignificantValueDigits: 3,
+  });
   // 10,000 drawn values, each standing for count ÷ 10,000 times (the rest on the last).
   const draws = 10_000;
   const each = Math.floor(count / draws);
@@ -72,7 +87,17 @@ export function syntheticHistogram(typicalMs: number, count: number, seed: numbe
 
 /** A latency summary around `typicalMs` for a table row, shaped as the histogram above. */
 function syntheticSummary(typicalMs: number, count: number): LatencySummary {
-  return { count, p50Ms: typicalMs, p90Ms: typicalMs * 1.2, p99Ms: typicalMs * 1.3, p999Ms: typicalMs * 5, minMs: typicalMs * 0.7, maxMs: typicalMs * 10, meanMs: typicalMs * 1.05, stdDevMs: typicalMs * 0.3 };
+  return {
+    count,
+    p50Ms: typicalMs,
+    p90Ms: typicalMs * 1.2,
+    p99Ms: typicalMs * 1.3,
+    p999Ms: typicalMs * 5,
+    minMs: typicalMs * 0.7,
+    maxMs: typicalMs * 10,
+    meanMs: typicalMs * 1.05,
+    stdDevMs: typicalMs * 0.3,
+  };
 }
 
 /**
@@ -97,12 +122,19 @@ export function syntheticSection(plan: SectionPlan, run: SyntheticRun, cost: Sec
       throughputIndicative: false,
     },
     series,
-    { oneWayNs: syntheticHistogram(run.typicalMs, images, run.seed + 1), rttNs: syntheticHistogram(run.typicalMs + 0.1, images, run.seed + 2) },
+    {
+      oneWayNs: syntheticHistogram(run.typicalMs, images, run.seed + 1),
+      rttNs: syntheticHistogram(run.typicalMs + 0.1, images, run.seed + 2),
+    },
   );
 }
 
 /** A section as files since the per-image records moved out hold it: series and histograms, no `images`. */
-export function withSeries(section: SectionResult, series: SecondSample[], histograms: NonNullable<SectionResult['histograms']>): SectionResult {
+export function withSeries(
+  section: SectionResult,
+  series: SecondSample[],
+  histograms: NonNullable<SectionResult['histograms']>,
+): SectionResult {
   const { images: _images, ...rest } = section as Omit<SectionResult, 'images'> & { images?: unknown };
   return { ...rest, series, histograms } as SectionResult;
 }
@@ -113,20 +145,39 @@ export function withSeries(section: SectionResult, series: SecondSample[], histo
  */
 export function asLegacy(section: SectionResult, timesMs: readonly (number | null)[]): SectionResult {
   const { series: _series, histograms: _histograms, ...rest } = section;
-  const images = timesMs.map((timeMs, i) => ({ image: i + 1, timeMs, rttMs: timeMs === null ? null : timeMs + 0.1, status: timeMs === null ? ('lost' as const) : ('ok' as const) }));
+  const images = timesMs.map((timeMs, i) => ({
+    image: i + 1,
+    timeMs,
+    rttMs: timeMs === null ? null : timeMs + 0.1,
+    status: timeMs === null ? ('lost' as const) : ('ok' as const),
+  }));
   return { ...rest, images } as unknown as SectionResult;
 }
 
-/** An encoded HDR histogram (whole ns, 1 ns to an hour, 3 significant digits) of the given times, as the receiver writes it. */
+/**
+ * An encoded HDR histogram (whole ns, 1 ns to an hour, 3 significant digits) of the given times, as the receiver writes
+ * it.
+ */
 export function histogramOf(timesMs: readonly number[]): string {
-  const histogram = buildHistogram({ lowestDiscernibleValue: 1, highestTrackableValue: 3_600_000_000_000, numberOfSignificantValueDigits: 3 });
+  const histogram = buildHistogram({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: 3_600_000_000_000,
+    numberOfSignificantValueDigits: 3,
+  });
   for (const ms of timesMs) histogram.recordValue(Math.round(ms * 1e6));
   const encoded = encodeIntoCompressedBase64(histogram);
   histogram.destroy();
   return encoded;
 }
 
-const sideCost = (cpuMsPerImage: number, peakRssMiB: number) => ({ cpuUserMs: 1, cpuSystemMs: 1, cpuMs: 2, cpuMsPerImage, peakRssBytes: peakRssMiB * 1024 * 1024, eventLoopUtilization: 0.5 });
+const sideCost = (cpuMsPerImage: number, peakRssMiB: number) => ({
+  cpuUserMs: 1,
+  cpuSystemMs: 1,
+  cpuMs: 2,
+  cpuMsPerImage,
+  peakRssBytes: peakRssMiB * 1024 * 1024,
+  eventLoopUtilization: 0.5,
+});
 
 /** The five transports of the synthetic runs, each with its typical one-way time. */
 export const LARGE_RUN_TRANSPORTS = [
@@ -144,8 +195,20 @@ export const LARGE_RUN_TRANSPORTS = [
 export function twentyMillionSections(slower = 1): SectionResult[] {
   return LARGE_RUN_TRANSPORTS.map((t, index) =>
     syntheticSection(
-      fixturePlan({ transport: t.transport, label: t.label, baseline: 'baseline' in t, sectionId: index + 1, window: 16 }),
-      { seconds: 400, imagesPerSecond: 10_000, typicalMs: t.typicalMs * slower, seed: index * 7 + Math.round(slower * 100), ...(t.transport === 'zeromq' ? { stall: [200, 205] as const } : {}) },
+      fixturePlan({
+        transport: t.transport,
+        label: t.label,
+        baseline: 'baseline' in t,
+        sectionId: index + 1,
+        window: 16,
+      }),
+      {
+        seconds: 400,
+        imagesPerSecond: 10_000,
+        typicalMs: t.typicalMs * slower,
+        seed: index * 7 + Math.round(slower * 100),
+        ...(t.transport === 'zeromq' ? { stall: [200, 205] as const } : {}),
+      },
       { transmitter: sideCost(0.05, 120), receiver: sideCost(0.08, 150), broker: null },
     ),
   );
@@ -153,5 +216,9 @@ export function twentyMillionSections(slower = 1): SectionResult[] {
 
 /** The section of a day's soak: 86,400 s at about 231 images a second, 20 million images. */
 export function soakSection(): SectionResult {
-  return syntheticSection(fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true, window: 16 }), { seconds: 86_400, imagesPerSecond: 231, typicalMs: 0.6, seed: 86_400 }, { transmitter: sideCost(0.05, 120), receiver: sideCost(0.08, 150), broker: null });
+  return syntheticSection(
+    fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true, window: 16 }),
+    { seconds: 86_400, imagesPerSecond: 231, typicalMs: 0.6, seed: 86_400 },
+    { transmitter: sideCost(0.05, 120), receiver: sideCost(0.08, 150), broker: null },
+  );
 }

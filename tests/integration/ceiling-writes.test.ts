@@ -25,7 +25,10 @@ interface Call {
   sizes: number[];
 }
 
-/** Set around everything the sender side starts (its connect, each send): what runs in it, or in what it set off, is the sender's. */
+/**
+ * Set around everything the sender side starts (its connect, each send): what runs in it, or in what it set off, is the
+ * sender's.
+ */
 const sender = new AsyncLocalStorage<true>();
 /** The image whose send came last: the sender's calls until the next send are this image's. */
 let current: number | undefined;
@@ -48,7 +51,10 @@ function asSender<T>(work: () => T, seq: number | undefined): T {
   return sender.run(true, work);
 }
 
-/** The byte sizes of the buffers among `args`, looking one level into arrays and plain objects (a [header, image] message, a {header, payload} Frame, undici's options). */
+/**
+ * The byte sizes of the buffers among `args`, looking one level into arrays and plain objects (a [header, image]
+ * message, a {header, payload} Frame, undici's options).
+ */
 function bufferSizes(args: readonly unknown[], depth = 0): number[] {
   return args.flatMap((arg): number[] => {
     if (arg instanceof Uint8Array) return [arg.byteLength];
@@ -60,7 +66,13 @@ function bufferSizes(args: readonly unknown[], depth = 0): number[] {
 }
 
 /** Replaces `owner[name]` with a function that records each call, then calls the original; returns the undo. */
-function spy(owner: object, name: string, label: string, sizesOf: (args: unknown[]) => number[], after?: (result: unknown) => void): () => void {
+function spy(
+  owner: object,
+  name: string,
+  label: string,
+  sizesOf: (args: unknown[]) => number[],
+  after?: (result: unknown) => void,
+): () => void {
   const own = Object.getOwnPropertyDescriptor(owner, name);
   const original = (owner as Record<string, unknown>)[name] as (...args: unknown[]) => unknown;
   // Defined, not assigned: zeromq's native send is read-only on the base class, so each socket class gets its own.
@@ -82,7 +94,11 @@ function spy(owner: object, name: string, label: string, sizesOf: (args: unknown
 
 /** Wraps every call a sender can make to move an image: node:net's socket writes and each library's send. */
 function spyAll(): () => void {
-  const socketWriteSizes = ([chunk, encoding]: unknown[]): number[] => [typeof chunk === 'string' ? Buffer.byteLength(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8') : bufferSizes([chunk])[0] ?? 0];
+  const socketWriteSizes = ([chunk, encoding]: unknown[]): number[] => [
+    typeof chunk === 'string'
+      ? Buffer.byteLength(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8')
+      : (bufferSizes([chunk])[0] ?? 0),
+  ];
   const grpc = require('@grpc/grpc-js') as typeof import('@grpc/grpc-js');
   const zeromq = require('zeromq') as typeof import('zeromq');
   const { Redis } = require('ioredis') as typeof import('ioredis');
@@ -95,10 +111,18 @@ function spyAll(): () => void {
     spy(net.Socket.prototype, 'uncork', 'socket.uncork', () => []),
     spy(WebSocket.prototype, 'send', 'ws.send', (args) => bufferSizes(args.slice(0, 1))),
     spy(grpc.Client.prototype, 'makeUnaryRequest', 'grpc.makeUnaryRequest', (args) => bufferSizes([args[3]])),
-    spy(grpc.Client.prototype, 'makeBidiStreamRequest', 'grpc.makeBidiStreamRequest', () => [], (call) => {
-      spy(call as object, 'write', 'grpc.call.write', (args) => bufferSizes(args.slice(0, 1)));
-    }),
-    ...[zeromq.Dealer, zeromq.XPublisher].map((socket) => spy(socket.prototype, 'send', 'zeromq.send', (args) => bufferSizes(args.slice(0, 1)))),
+    spy(
+      grpc.Client.prototype,
+      'makeBidiStreamRequest',
+      'grpc.makeBidiStreamRequest',
+      () => [],
+      (call) => {
+        spy(call as object, 'write', 'grpc.call.write', (args) => bufferSizes(args.slice(0, 1)));
+      },
+    ),
+    ...[zeromq.Dealer, zeromq.XPublisher].map((socket) =>
+      spy(socket.prototype, 'send', 'zeromq.send', (args) => bufferSizes(args.slice(0, 1))),
+    ),
     spy(Redis.prototype, 'sendCommand', 'redis.sendCommand', (args) => {
       const command = args[0] as { name: string; args: unknown[] };
       return bufferSizes(command.args);
@@ -118,13 +142,22 @@ function spyAll(): () => void {
  * below a 40-byte header moved into or out of a call, and the number and order of calls must match
  * in every case.
  */
-const NAMES_SLACK_BYTES: Readonly<Record<string, number>> = { redis: 32, 'redis-list': 32, 'redis-pubsub': 32, nats: 32, http: 96, 'http-json': 96 };
+const NAMES_SLACK_BYTES: Readonly<Record<string, number>> = {
+  redis: 32,
+  'redis-list': 32,
+  'redis-pubsub': 32,
+  nats: 32,
+  http: 96,
+  'http-json': 96,
+};
 
 const IMAGES = 7;
 /** The first images may carry a connection's setup (undici dials on its first request): compared from this seq on. */
 const COMPARED_FROM = 2;
 
-/** The calls of every compared image, in seq order; the last image's run on into the link's close, so it is left out. */
+/**
+ * The calls of every compared image, in seq order; the last image's run on into the link's close, so it is left out.
+ */
 function comparedCalls(calls: Map<number, Call[]>): Call[][] {
   return Array.from({ length: IMAGES - 1 - COMPARED_FROM }, (_, i) => calls.get(COMPARED_FROM + i) ?? []);
 }
@@ -133,11 +166,15 @@ async function transportCalls(transport: Transport, image: Buffer, url: string |
   recorded = new Map();
   const restore = spyAll();
   try {
-    const outcome = await transferThrough(transport, Array.from({ length: IMAGES }, () => image), {
-      window: 1,
-      ...(url === undefined ? {} : { url }),
-      asSender,
-    });
+    const outcome = await transferThrough(
+      transport,
+      Array.from({ length: IMAGES }, () => image),
+      {
+        window: 1,
+        ...(url === undefined ? {} : { url }),
+        asSender,
+      },
+    );
     expect(outcome.acks).toHaveLength(IMAGES);
     return comparedCalls(recorded);
   } finally {
@@ -155,11 +192,25 @@ async function ceilingCalls(pair: CeilingPair, image: Buffer, url: string | unde
     connect: (options) =>
       asSender(async () => {
         const connected = await pair.connect(options);
-        return { send: (seq: number, header: Buffer, body: Buffer) => asSender(() => connected.send(seq, header, body), seq), close: () => connected.close() } satisfies CeilingSender;
+        return {
+          send: (seq: number, header: Buffer, body: Buffer) => asSender(() => connected.send(seq, header, body), seq),
+          close: () => connected.close(),
+        } satisfies CeilingSender;
       }, undefined),
   };
   try {
-    const run = { image, count: IMAGES - COMPARED_FROM, window: 1, warmup: COMPARED_FROM, ackTimeoutMs: 5000, host: '127.0.0.1', port: await freePort(), brokerUrl: url, channel: `itb-ceiling-writes-${pair.transport}-${image.length}`, startTimeoutMs: 10_000 };
+    const run = {
+      image,
+      count: IMAGES - COMPARED_FROM,
+      window: 1,
+      warmup: COMPARED_FROM,
+      ackTimeoutMs: 5000,
+      host: '127.0.0.1',
+      port: await freePort(),
+      brokerUrl: url,
+      channel: `itb-ceiling-writes-${pair.transport}-${image.length}`,
+      startTimeoutMs: 10_000,
+    };
     await runInProcess(watched, run);
     return comparedCalls(recorded);
   } finally {
@@ -173,25 +224,33 @@ const servers = new LocalServers();
 beforeAll(async () => servers.startFor(transports));
 afterAll(async () => servers.closeAll());
 
-describe.each(transports.map((t) => [t.name, t] as const))('%s: the ceiling sender and the transport', (name, transport) => {
-  for (const bytes of [1024, 300_000]) {
-    it(`make the same calls per ${bytes.toLocaleString('en-US')}-byte image`, async () => {
-      const image = Buffer.alloc(bytes, 7);
-      const url = servers.urlFor(transport);
-      const ours = await transportCalls(transport, image, url);
-      const ceiling = await ceilingCalls(ceilingFor(name), image, url);
-      // Something was seen on both sides for every image, or the comparison below proves nothing.
-      for (const calls of [...ours, ...ceiling]) expect(calls.length).toBeGreaterThan(0);
-      const slackBytes = NAMES_SLACK_BYTES[name] ?? 0;
-      expect(ceiling.map((calls) => calls.map((c) => `${c.call}/${c.sizes.length}`))).toEqual(ours.map((calls) => calls.map((c) => `${c.call}/${c.sizes.length}`)));
-      ceiling.forEach((calls, image) => {
-        calls.forEach((c, at) => {
-          const theirs = ours[image]![at]!;
-          c.sizes.forEach((size, i) => {
-            expect(Math.abs(size - theirs.sizes[i]!), `${c.call} #${at} of image ${image + COMPARED_FROM}: ceiling ${size} B, transport ${theirs.sizes[i]} B`).toBeLessThanOrEqual(slackBytes);
+describe.each(transports.map((t) => [t.name, t] as const))(
+  '%s: the ceiling sender and the transport',
+  (name, transport) => {
+    for (const bytes of [1024, 300_000]) {
+      it(`make the same calls per ${bytes.toLocaleString('en-US')}-byte image`, async () => {
+        const image = Buffer.alloc(bytes, 7);
+        const url = servers.urlFor(transport);
+        const ours = await transportCalls(transport, image, url);
+        const ceiling = await ceilingCalls(ceilingFor(name), image, url);
+        // Something was seen on both sides for every image, or the comparison below proves nothing.
+        for (const calls of [...ours, ...ceiling]) expect(calls.length).toBeGreaterThan(0);
+        const slackBytes = NAMES_SLACK_BYTES[name] ?? 0;
+        expect(ceiling.map((calls) => calls.map((c) => `${c.call}/${c.sizes.length}`))).toEqual(
+          ours.map((calls) => calls.map((c) => `${c.call}/${c.sizes.length}`)),
+        );
+        ceiling.forEach((calls, image) => {
+          calls.forEach((c, at) => {
+            const theirs = ours[image]![at]!;
+            c.sizes.forEach((size, i) => {
+              expect(
+                Math.abs(size - theirs.sizes[i]!),
+                `${c.call} #${at} of image ${image + COMPARED_FROM}: ceiling ${size} B, transport ${theirs.sizes[i]} B`,
+              ).toBeLessThanOrEqual(slackBytes);
+            });
           });
         });
-      });
-    }, 30_000);
-  }
-});
+      }, 30_000);
+    }
+  },
+);

@@ -17,7 +17,9 @@ afterAll(async () => {
   await Promise.all([...servers.values()].map(async (server) => (await server).close()));
 });
 
-/** The broker a transport goes through: one private server per command (redis-server, nats-server) for the whole file. */
+/**
+ * The broker a transport goes through: one private server per command (redis-server, nats-server) for the whole file.
+ */
 async function brokerUrl(transport: string): Promise<string | undefined> {
   const local = transports.find((t) => t.name === transport)?.localServer;
   if (!local) return undefined;
@@ -37,7 +39,18 @@ function patterned(bytes: number): Buffer {
 }
 
 async function options(transport: string, image: Buffer, count: number, window: number): Promise<CeilingRunOptions> {
-  return { image, count, window, warmup: 2, ackTimeoutMs: 5000, host: '127.0.0.1', port: await freePort(), brokerUrl: await brokerUrl(transport), channel: `itb-ceiling-test-${transport}-${image.length}`, startTimeoutMs: 10_000 };
+  return {
+    image,
+    count,
+    window,
+    warmup: 2,
+    ackTimeoutMs: 5000,
+    host: '127.0.0.1',
+    port: await freePort(),
+    brokerUrl: await brokerUrl(transport),
+    channel: `itb-ceiling-test-${transport}-${image.length}`,
+    startTimeoutMs: 10_000,
+  };
 }
 
 describe('the ceiling table', () => {
@@ -49,8 +62,12 @@ describe('the ceiling table', () => {
 });
 
 describe.each(ceilings.map((pair) => [pair.transport, pair] as const))('the %s ceiling pair', (transport, pair) => {
-  for (const [bytes, window] of [[1024, 4], [300_000, 2]] as const) {
-    it(`moves ${bytes.toLocaleString('en-US')}-byte images intact at WINDOW=${window}, each once, every one acknowledged`, async () => {
+  for (const [bytes, window] of [
+    [1024, 4],
+    [300_000, 2],
+  ] as const) {
+    it(`moves ${bytes.toLocaleString('en-US')}-byte images intact at WINDOW=${window}, each once, every one ` +
+      `acknowledged`, async () => {
       const image = patterned(bytes);
       const digest = createHash('sha256').update(image).digest('hex');
       const seen = new Map<number, number>();

@@ -17,7 +17,11 @@ let config: Config;
 const url = (route: string): string => `http://127.0.0.1:${config.controlPort}${route}`;
 /** A POST with the test token, another token, or (null) none. */
 const post = (route: string, body: string, token: string | null = TEST_AUTH_TOKEN): Promise<Response> =>
-  fetch(url(route), { method: 'POST', headers: { 'content-type': 'application/json', ...(token === null ? {} : { authorization: `Bearer ${token}` }) }, body });
+  fetch(url(route), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token === null ? {} : { authorization: `Bearer ${token}` }) },
+    body,
+  });
 const health = async (): Promise<HealthResponse> => (await (await fetch(url('/health'))).json()) as HealthResponse;
 
 beforeAll(async () => {
@@ -30,31 +34,46 @@ afterAll(async () => {
 });
 
 describe('control endpoint', () => {
-  it('refuses every request that changes state without AUTH_TOKEN (401) or with a wrong one (403), and changes nothing', async () => {
-    const plan = { sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 5, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 10, window: 1, clock: null };
-    const requests: [string, string][] = [
-      ['/runs', JSON.stringify({ hello: 'world' })],
-      ['/sections', JSON.stringify(plan)],
-      ['/sections/1/measure', JSON.stringify({ images: 0, ms: 0, steady: null, mediansMs: null })],
-      ['/sections/1/end', JSON.stringify({ ...failedSectionEnd('test'), failure: null })],
-      ['/runs/finish', ''],
-    ];
-    const before = (await health()).counters;
-    for (const [route, body] of requests) {
-      const missing = await post(route, body, null);
-      expect(missing.status, route).toBe(401);
-      expect(missing.headers.get('www-authenticate'), route).toMatch(/^Bearer/);
-      expect((await post(route, body, 'not-the-token-0123456789')).status, route).toBe(403);
-    }
-    // The clock is the transmitter's too: answering it keeps a run alive.
-    expect((await fetch(url('/clock'))).status).toBe(401);
-    const after = await health();
-    expect(after.counters.refusedRequests).toBe(before.refusedRequests + 2 * requests.length + 1);
-    // Nothing started: no run is in progress and no file was written.
-    expect((await fetch(url('/results.json'))).status).toBe(404);
-    expect(await readdir(outputDir)).toEqual([]);
-    expect(await (await fetch(url('/'))).text()).toContain('No run has finished yet');
-  });
+  it(
+    'refuses every request that changes state without AUTH_TOKEN (401) or with a wrong one (403), and changes ' +
+      'nothing',
+    async () => {
+      const plan = {
+        sectionId: 1,
+        transport: 'tcp',
+        label: 'TCP',
+        baseline: true,
+        repeat: 1,
+        imageCount: 5,
+        warmup: { mode: 'images', images: 0 },
+        imageSizeBytes: 10,
+        window: 1,
+        clock: null,
+      };
+      const requests: [string, string][] = [
+        ['/runs', JSON.stringify({ hello: 'world' })],
+        ['/sections', JSON.stringify(plan)],
+        ['/sections/1/measure', JSON.stringify({ images: 0, ms: 0, steady: null, mediansMs: null })],
+        ['/sections/1/end', JSON.stringify({ ...failedSectionEnd('test'), failure: null })],
+        ['/runs/finish', ''],
+      ];
+      const before = (await health()).counters;
+      for (const [route, body] of requests) {
+        const missing = await post(route, body, null);
+        expect(missing.status, route).toBe(401);
+        expect(missing.headers.get('www-authenticate'), route).toMatch(/^Bearer/);
+        expect((await post(route, body, 'not-the-token-0123456789')).status, route).toBe(403);
+      }
+      // The clock is the transmitter's too: answering it keeps a run alive.
+      expect((await fetch(url('/clock'))).status).toBe(401);
+      const after = await health();
+      expect(after.counters.refusedRequests).toBe(before.refusedRequests + 2 * requests.length + 1);
+      // Nothing started: no run is in progress and no file was written.
+      expect((await fetch(url('/results.json'))).status).toBe(404);
+      expect(await readdir(outputDir)).toEqual([]);
+      expect(await (await fetch(url('/'))).text()).toContain('No run has finished yet');
+    },
+  );
 
   it('keeps GET /, /health, /progress, /results.json and /output.log open to anyone', async () => {
     expect((await fetch(url('/health'))).status).toBe(200);
@@ -72,7 +91,18 @@ describe('control endpoint', () => {
 
   it('refuses bodies outside the protocol with 400: unknown fields, wrong types, no coercion', async () => {
     expect((await post('/runs', JSON.stringify({ hello: 'world' }))).status).toBe(400);
-    const plan = { sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: '5', warmup: { mode: 'images', images: 0 }, imageSizeBytes: 10, window: 1, clock: null };
+    const plan = {
+      sectionId: 1,
+      transport: 'tcp',
+      label: 'TCP',
+      baseline: true,
+      repeat: 1,
+      imageCount: '5',
+      warmup: { mode: 'images', images: 0 },
+      imageSizeBytes: 10,
+      window: 1,
+      clock: null,
+    };
     expect((await post('/sections', JSON.stringify(plan))).status).toBe(400);
     expect((await post('/sections', JSON.stringify({ ...plan, imageCount: 5, extra: true }))).status).toBe(400);
     expect((await post('/sections/1/end', JSON.stringify({ failure: 7, transmitterCost: null }))).status).toBe(400);
@@ -98,14 +128,23 @@ describe('control endpoint', () => {
     }
     // A well-formed outcome gets as far as the section check: none is open.
     expect((await post('/sections/1/measure', JSON.stringify(outcome))).status).toBe(409);
-    expect((await post('/sections/1/measure', JSON.stringify({ images: 1234, ms: 812.5, steady: false, mediansMs: [0.3, 0.4] }))).status).toBe(409);
+    expect(
+      (
+        await post(
+          '/sections/1/measure',
+          JSON.stringify({ images: 1234, ms: 812.5, steady: false, mediansMs: [0.3, 0.4] }),
+        )
+      ).status,
+    ).toBe(409);
   });
 
   it('knows only its own routes and files', async () => {
     expect((await fetch(url('/../../etc/passwd'))).status).toBe(404);
     expect((await fetch(url('/output.log'))).status).toBe(404);
     expect((await fetch(url('/results.json'))).status).toBe(404);
-    expect((await post('/sections/%2e%2e%2fetc/end', JSON.stringify({ ...failedSectionEnd('test'), failure: null }))).status).toBe(409);
+    expect(
+      (await post('/sections/%2e%2e%2fetc/end', JSON.stringify({ ...failedSectionEnd('test'), failure: null }))).status,
+    ).toBe(409);
     const page = await fetch(url('/'));
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('No run has finished yet');

@@ -19,7 +19,8 @@ afterAll(async () => {
   await rm(outputDir, { recursive: true, force: true });
 });
 
-const results = async (): Promise<RunReport> => JSON.parse(await readFile(path.join(outputDir, 'results.json'), 'utf8')) as RunReport;
+const results = async (): Promise<RunReport> =>
+  JSON.parse(await readFile(path.join(outputDir, 'results.json'), 'utf8')) as RunReport;
 
 async function csvLines(file: string): Promise<string[]> {
   const lines: string[] = [];
@@ -28,8 +29,15 @@ async function csvLines(file: string): Promise<string[]> {
 }
 
 describe('DURATION', () => {
-  it('sends for the time given: the section counts what it sent, every one intact, a second per series entry', async () => {
-    const outcome = await runBoth(outputDir, { TRANSPORTS: 'tcp', DURATION: '2s', IMAGE_SIZE: '10KB', WINDOW: '4', WARMUP: '0' });
+  it('sends for the time given: the section counts what ' +
+    'it sent, every one intact, a second per series entry', async () => {
+    const outcome = await runBoth(outputDir, {
+      TRANSPORTS: 'tcp',
+      DURATION: '2s',
+      IMAGE_SIZE: '10KB',
+      WINDOW: '4',
+      WARMUP: '0',
+    });
     expect(outcome.succeeded, outcome.summary).toBe(true);
     const report = await results();
     expect(resultsSchemaErrors(report)).toEqual([]);
@@ -52,7 +60,14 @@ describe('DURATION', () => {
   }, 60_000);
 
   it('with RATE, is a soak at a fixed rate: about RATE × DURATION images, on schedule', async () => {
-    const outcome = await runBoth(outputDir, { TRANSPORTS: 'tcp', DURATION: '2s', RATE: '100', IMAGE_SIZE: '10KB', WINDOW: '4', WARMUP: '0' });
+    const outcome = await runBoth(outputDir, {
+      TRANSPORTS: 'tcp',
+      DURATION: '2s',
+      RATE: '100',
+      IMAGE_SIZE: '10KB',
+      WINDOW: '4',
+      WARMUP: '0',
+    });
     expect(outcome.succeeded, outcome.summary).toBe(true);
     const [section] = (await results()).sections;
     // 2 s at 100 images/s: image i is due at i ÷ RATE, so 200 are due within the time (± one at either
@@ -60,6 +75,10 @@ describe('DURATION', () => {
     // a wide margin below, none above.
     expect(section!.imageCount).toBeGreaterThanOrEqual(150);
     expect(section!.imageCount).toBeLessThanOrEqual(201);
-    expect([section?.okCount, section?.openLoop?.overloaded, section?.openLoop?.sendLag?.count]).toEqual([section!.imageCount, false, section!.imageCount]);
+    expect([section?.okCount, section?.openLoop?.overloaded, section?.openLoop?.sendLag?.count]).toEqual([
+      section!.imageCount,
+      false,
+      section!.imageCount,
+    ]);
   }, 60_000);
 });

@@ -18,7 +18,8 @@ const MIB = 1024 * 1024;
 const messageLimit = (maxImageBytes: number): number => maxImageBytes + FRAME_HEADER_BYTES + 16;
 
 describe('grpc transport', () => {
-  it('carries an image of exactly MAX_IMAGE_SIZE (12 MiB): the message limit leaves room for header and protobuf', async () => {
+  it('carries an image of exactly MAX_IMAGE_SIZE (12 MiB): ' +
+    'the message limit leaves room for header and protobuf', async () => {
     const image = randomBytes(12 * MIB);
     const outcome = await transferThrough(grpcTransport, [image], { window: 1, maxImageBytes: 12 * MIB });
     expect(outcome.rejects).toEqual([]);
@@ -27,7 +28,8 @@ describe('grpc transport', () => {
     expect(outcome.acks).toEqual([{ sectionId: 7, seq: 0, status: 'accepted' }]);
   }, 30_000);
 
-  it('refuses to send an image over MAX_IMAGE_SIZE: the link fails at once with RESOURCE_EXHAUSTED, nothing delivered, no hang', async () => {
+  it('refuses to send an image over MAX_IMAGE_SIZE: the link fails at once with RESOURCE_EXHAUSTED, nothing ' +
+    'delivered, no hang', async () => {
     // The receiver would take it (4 MiB): only the sender's own limit (1 MiB) stops it.
     const pair = await openPair(grpcTransport, { transmitterMaxImageBytes: MIB, receiverMaxImageBytes: 4 * MIB });
     try {
@@ -49,7 +51,8 @@ describe('grpc transport', () => {
     }
   }, 30_000);
 
-  it('receiver stays bounded by its own MAX_IMAGE_SIZE: grpc-js refuses the message, nothing delivered, the listener keeps serving', async () => {
+  it('receiver stays bounded by its own MAX_IMAGE_SIZE: grpc-js refuses the message, nothing delivered, the ' +
+    'listener keeps serving', async () => {
     // The sender's limit (4 MiB) lets a 2 MiB image out; the receiver's (1 MiB) must stop it.
     const pair = await openPair(grpcTransport, { receiverMaxImageBytes: MIB, transmitterMaxImageBytes: 4 * MIB });
     try {
@@ -59,9 +62,17 @@ describe('grpc transport', () => {
       expect(pair.seen.delivered).toEqual([]);
       expect(pair.seen.acks).toEqual([]);
       expect(pair.seen.rejects).toHaveLength(1);
-      expect(pair.seen.rejects[0]).toMatch(new RegExp(`^grpc from 127\\.0\\.0\\.1:\\d+: stream ended before the transmitter closed it: .*over the ${messageLimit(MIB)}-byte limit`));
+      expect(pair.seen.rejects[0]).toMatch(
+        new RegExp(
+          `^grpc from 127\\.0\\.0\\.1:\\d+: stream ended before the transmitter closed it: .*over ` +
+            `the ${messageLimit(MIB)}-byte limit`,
+        ),
+      );
       expect(pair.seen.failures).toHaveLength(1);
-      expect(pair.seen.failures[0]).toMatchObject({ code: ErrorCode.transport, message: expect.stringMatching(/RESOURCE_EXHAUSTED: Received message larger than max/) });
+      expect(pair.seen.failures[0]).toMatchObject({
+        code: ErrorCode.transport,
+        message: expect.stringMatching(/RESOURCE_EXHAUSTED: Received message larger than max/),
+      });
     } finally {
       await pair.link.close();
     }
@@ -69,7 +80,15 @@ describe('grpc transport', () => {
     await pair.section.reopen(pair.listener, 8);
     const acks: number[] = [];
     const next = await grpcTransport.connect({
-      host: '127.0.0.1', bindHost: '127.0.0.1', port: pair.listener.port, url: undefined, maxImageBytes: MIB, log: testLog, connectTimeoutMs: 5000, imageBytes: 1024 * 1024, window: 64,
+      host: '127.0.0.1',
+      bindHost: '127.0.0.1',
+      port: pair.listener.port,
+      url: undefined,
+      maxImageBytes: MIB,
+      log: testLog,
+      connectTimeoutMs: 5000,
+      imageBytes: 1024 * 1024,
+      window: 64,
       credential: pair.section.credential,
       onAck: (ack) => acks.push(ack.seq),
       onFailure: (err) => pair.seen.failures.push(err),
@@ -87,7 +106,8 @@ describe('grpc transport', () => {
     }
   }, 30_000);
 
-  it('drops a frame with a truncated header, a wrong payload length or an empty header field, and keeps the stream going', async () => {
+  it('drops a frame with a truncated header, a wrong payload length or an empty header field, and keeps the stream ' +
+    'going', async () => {
     const pair = await openPair(grpcTransport, { receiverMaxImageBytes: MIB, transmitterMaxImageBytes: MIB });
     try {
       const image = randomBytes(1000);

@@ -8,7 +8,13 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeHello, sectionCredential, type SectionCredential } from '../../services/core/auth.js';
-import { CONTROL_CONNECTION_LIMITS, failedSectionEnd, type ConnectionLimits, type HealthResponse, type RunAnnouncement } from '../../services/core/control-protocol.js';
+import {
+  CONTROL_CONNECTION_LIMITS,
+  failedSectionEnd,
+  type ConnectionLimits,
+  type HealthResponse,
+  type RunAnnouncement,
+} from '../../services/core/control-protocol.js';
 import { encodeFrameHeader } from '../../services/core/frame.js';
 import type { SectionPlan } from '../../services/core/section.js';
 import { hostFacts } from '../../services/shared/host.js';
@@ -16,11 +22,31 @@ import { ControlClient } from '../../services/transmitter/control-client.js';
 import { FRAME_HEADER_FIELD, PATH as HTTP_PATH } from '../../services/transports/http.js';
 import { jsonBodyLimitBytes } from '../../services/transports/http-json.js';
 import { transports } from '../../services/transports/index.js';
-import { connectionsPerSection, incompleteMessageBoundBytes, MAX_CONNECTIONS_PER_LISTENER } from '../../services/transports/kit/door.js';
+import {
+  connectionsPerSection,
+  incompleteMessageBoundBytes,
+  MAX_CONNECTIONS_PER_LISTENER,
+} from '../../services/transports/kit/door.js';
 import { LocalServers, TEST_AUTH_TOKEN } from '../helpers/harness.js';
-import { grpcPartial, httpPartial, slowHeaders, tcpPartial, websocketPartial, zeromqPartial, type HostileConnection, type SlowHeaderMode } from '../helpers/hostile-clients.js';
+import {
+  grpcPartial,
+  httpPartial,
+  slowHeaders,
+  tcpPartial,
+  websocketPartial,
+  zeromqPartial,
+  type HostileConnection,
+  type SlowHeaderMode,
+} from '../helpers/hostile-clients.js';
 import { startReceiver } from '../helpers/in-process.js';
-import { exitWithin, freePortsEnv, startReadyReceiver, startService, stopService, type ServiceProcess } from '../helpers/processes.js';
+import {
+  exitWithin,
+  freePortsEnv,
+  startReadyReceiver,
+  startService,
+  stopService,
+  type ServiceProcess,
+} from '../helpers/processes.js';
 
 // Hostile peers against a receiver running as its own process, on every data port: floods of
 // random bytes, and 20 connections at once each holding a partial message of nearly
@@ -40,33 +66,99 @@ const CAP_PROBE_CONNECTIONS = 40;
 /** What the runtime itself may add meanwhile (buffers, JIT, GC timing), on top of the documented bound. */
 const RUNTIME_SLACK_BYTES = 48 * 1024 * 1024;
 
-/** A client per transport whose receiver takes connections: a partial message of `announcedBytes`, `sendBytes` of it sent. */
-const hostileClients: Record<string, (port: number, credential: SectionCredential | undefined, sectionId: number) => Promise<HostileConnection>> = {
+/**
+ * A client per transport whose receiver takes connections: a partial message of `announcedBytes`, `sendBytes` of it
+ * sent.
+ */
+const hostileClients: Record<
+  string,
+  (port: number, credential: SectionCredential | undefined, sectionId: number) => Promise<HostileConnection>
+> = {
   tcp: (port, credential, sectionId) =>
-    tcpPartial({ port, hello: credential && encodeHello(credential), header: header(sectionId, NEAR_MAX_BYTES), announcedBytes: NEAR_MAX_BYTES, sendBytes: PARTIAL_BYTES }),
-  websocket: (port, credential) => websocketPartial({ port, path: '/images', credential: credential?.text, announcedBytes: NEAR_MAX_BYTES, sendBytes: PARTIAL_BYTES }),
-  grpc: (port, credential) => grpcPartial({ port, path: '/itb.ImageTransfer/Transfer', credential: credential?.text, announcedBytes: NEAR_MAX_BYTES, sendBytes: PARTIAL_BYTES }),
-  'grpc-unary': (port, credential) => grpcPartial({ port, path: '/itb.ImageUnary/Put', credential: credential?.text, announcedBytes: NEAR_MAX_BYTES, sendBytes: PARTIAL_BYTES }),
+    tcpPartial({
+      port,
+      hello: credential && encodeHello(credential),
+      header: header(sectionId, NEAR_MAX_BYTES),
+      announcedBytes: NEAR_MAX_BYTES,
+      sendBytes: PARTIAL_BYTES,
+    }),
+  websocket: (port, credential) =>
+    websocketPartial({
+      port,
+      path: '/images',
+      credential: credential?.text,
+      announcedBytes: NEAR_MAX_BYTES,
+      sendBytes: PARTIAL_BYTES,
+    }),
+  grpc: (port, credential) =>
+    grpcPartial({
+      port,
+      path: '/itb.ImageTransfer/Transfer',
+      credential: credential?.text,
+      announcedBytes: NEAR_MAX_BYTES,
+      sendBytes: PARTIAL_BYTES,
+    }),
+  'grpc-unary': (port, credential) =>
+    grpcPartial({
+      port,
+      path: '/itb.ImageUnary/Put',
+      credential: credential?.text,
+      announcedBytes: NEAR_MAX_BYTES,
+      sendBytes: PARTIAL_BYTES,
+    }),
   zeromq: (port, credential, sectionId) =>
-    zeromqPartial({ port, credential: credential?.text, header: header(sectionId, NEAR_MAX_BYTES), announcedBytes: NEAR_MAX_BYTES, sendBytes: PARTIAL_BYTES }),
+    zeromqPartial({
+      port,
+      credential: credential?.text,
+      header: header(sectionId, NEAR_MAX_BYTES),
+      announcedBytes: NEAR_MAX_BYTES,
+      sendBytes: PARTIAL_BYTES,
+    }),
   // The image port's SUB takes publishers only.
   'zeromq-pubsub': (port, credential, sectionId) =>
-    zeromqPartial({ port, credential: credential?.text, socketType: 'XPUB', header: header(sectionId, NEAR_MAX_BYTES), announcedBytes: NEAR_MAX_BYTES, sendBytes: PARTIAL_BYTES }),
+    zeromqPartial({
+      port,
+      credential: credential?.text,
+      socketType: 'XPUB',
+      header: header(sectionId, NEAR_MAX_BYTES),
+      announcedBytes: NEAR_MAX_BYTES,
+      sendBytes: PARTIAL_BYTES,
+    }),
   http: (port, credential, sectionId) =>
     httpPartial({
-      port, path: HTTP_PATH, contentType: 'application/octet-stream', headers: { [FRAME_HEADER_FIELD]: header(sectionId, NEAR_MAX_BYTES).toString('base64url') },
-      credential: credential?.text, announcedBytes: NEAR_MAX_BYTES, sendBytes: PARTIAL_BYTES,
+      port,
+      path: HTTP_PATH,
+      contentType: 'application/octet-stream',
+      headers: { [FRAME_HEADER_FIELD]: header(sectionId, NEAR_MAX_BYTES).toString('base64url') },
+      credential: credential?.text,
+      announcedBytes: NEAR_MAX_BYTES,
+      sendBytes: PARTIAL_BYTES,
     }),
-  'http-json': (port, credential) => httpPartial({ port, path: HTTP_PATH, contentType: 'application/json', credential: credential?.text, announcedBytes: NEAR_MAX_BYTES, sendBytes: PARTIAL_BYTES }),
+  'http-json': (port, credential) =>
+    httpPartial({
+      port,
+      path: HTTP_PATH,
+      contentType: 'application/json',
+      credential: credential?.text,
+      announcedBytes: NEAR_MAX_BYTES,
+      sendBytes: PARTIAL_BYTES,
+    }),
 };
 /** Transports whose receiver takes connections on a port (websocket-push's receiver dials out instead). */
 const portTransports = transports.filter((t) => t.setting.kind === 'port' && t.receiverDials !== true);
-/** Port transports whose listener caps its connections: libzmq accepts ZeroMQ's itself, with no cap (a handshake timeout instead). */
+/**
+ * Port transports whose listener caps its connections: libzmq accepts ZeroMQ's itself, with no cap (a handshake timeout
+ * instead).
+ */
 const cappedTransports = portTransports.filter((t) => !t.libraries.includes('zeromq'));
 /** Most one admitted connection can make the receiver hold: one image, or HTTP+JSON's body with it in base64. */
 const perConnectionBytes = Math.max(MAX_IMAGE_BYTES, jsonBodyLimitBytes(MAX_IMAGE_BYTES));
 /** The documented bound, for the most connections any section admits. */
-const bound = incompleteMessageBoundBytes(perConnectionBytes, portTransports.length, Math.max(...portTransports.map((t) => connectionsPerSection(t, 1))));
+const bound = incompleteMessageBoundBytes(
+  perConnectionBytes,
+  portTransports.length,
+  Math.max(...portTransports.map((t) => connectionsPerSection(t, 1))),
+);
 
 const servers = new LocalServers();
 let env: Record<string, string>;
@@ -87,7 +179,10 @@ async function health(): Promise<HealthResponse> {
   return (await (await fetch(`http://127.0.0.1:${env.CONTROL_PORT}/health`)).json()) as HealthResponse;
 }
 
-/** Runs `attack` while sampling the receiver's RSS; returns the attack's result and the peak growth over the RSS before it. */
+/**
+ * Runs `attack` while sampling the receiver's RSS; returns the attack's result and the peak growth over the RSS before
+ * it.
+ */
 async function measuringRss<T>(attack: () => Promise<T>): Promise<{ result: T; growthBytes: number }> {
   const baseline = rssBytes();
   let peak = baseline;
@@ -131,7 +226,10 @@ describe('hostile peers', () => {
   });
 
   it('drops random bytes and floods of connections on every port', async () => {
-    for (const port of [env.CONTROL_PORT, ...portTransports.map((t) => env[(t.setting as { envVar: string }).envVar])]) {
+    for (const port of [
+      env.CONTROL_PORT,
+      ...portTransports.map((t) => env[(t.setting as { envVar: string }).envVar]),
+    ]) {
       await Promise.all(
         Array.from({ length: 100 }, async () => {
           const socket = net.connect(Number(port), '127.0.0.1');
@@ -146,17 +244,32 @@ describe('hostile peers', () => {
     }
   }, 60_000);
 
-  it(`with no section open, each data listener keeps at most ${MAX_CONNECTIONS_PER_LISTENER} of ${CAP_PROBE_CONNECTIONS} silent connections and closes the rest`, async () => {
+  it(`with no section open, each data listener keeps at most ${MAX_CONNECTIONS_PER_LISTENER} ` +
+    `of ${CAP_PROBE_CONNECTIONS} silent connections and closes the rest`, async () => {
     // The six the bound in docs/failure-behaviour.md counts.
-    expect(cappedTransports.map((t) => t.name).sort()).toEqual(['grpc', 'grpc-unary', 'http', 'http-json', 'tcp', 'websocket']);
+    expect(cappedTransports.map((t) => t.name).sort()).toEqual([
+      'grpc',
+      'grpc-unary',
+      'http',
+      'http-json',
+      'tcp',
+      'websocket',
+    ]);
     const before = (await health()).counters;
     for (const transport of cappedTransports) {
       const port = Number(env[(transport.setting as { envVar: string }).envVar]);
-      const connections = await Promise.all(Array.from({ length: CAP_PROBE_CONNECTIONS }, () => slowHeaders(port, 'silent')));
+      const connections = await Promise.all(
+        Array.from({ length: CAP_PROBE_CONNECTIONS }, () => slowHeaders(port, 'silent')),
+      );
       try {
         // The ones over the cap are closed on arrival: the client sees them close well before
         // IMAGE_TIMEOUT_MS, when the listener would close silent ones anyway.
-        await expect.poll(() => connections.filter((c) => !c.isClosed()).length, { timeout: IMAGE_TIMEOUT_MS / 2, message: transport.name }).toBeLessThanOrEqual(MAX_CONNECTIONS_PER_LISTENER);
+        await expect
+          .poll(() => connections.filter((c) => !c.isClosed()).length, {
+            timeout: IMAGE_TIMEOUT_MS / 2,
+            message: transport.name,
+          })
+          .toBeLessThanOrEqual(MAX_CONNECTIONS_PER_LISTENER);
         // And the cap is not lower: the ones kept stay open.
         await new Promise((resolve) => setTimeout(resolve, 200));
         expect(connections.filter((c) => !c.isClosed()).length, transport.name).toBe(MAX_CONNECTIONS_PER_LISTENER);
@@ -165,16 +278,23 @@ describe('hostile peers', () => {
       }
     }
     const after = (await health()).counters;
-    expect(after.refusedConnections - before.refusedConnections).toBeGreaterThanOrEqual((CAP_PROBE_CONNECTIONS - MAX_CONNECTIONS_PER_LISTENER) * cappedTransports.length);
+    expect(after.refusedConnections - before.refusedConnections).toBeGreaterThanOrEqual(
+      (CAP_PROBE_CONNECTIONS - MAX_CONNECTIONS_PER_LISTENER) * cappedTransports.length,
+    );
   }, 120_000);
 
-  it(`without the secret: ${HOSTILE_CONNECTIONS} partial near-maximum messages per data port are refused before any payload, memory stays under the bound, every refusal is counted`, async () => {
+  it(`without the secret: ${HOSTILE_CONNECTIONS} partial near-maximum messages per data port are refused before ` +
+    `any payload, memory stays under the bound, every refusal is counted`, async () => {
     const before = (await health()).counters;
     const { result: connections, growthBytes } = await measuringRss(async () => {
       const all: HostileConnection[] = [];
       for (const transport of portTransports) {
         const port = Number(env[(transport.setting as { envVar: string }).envVar]);
-        all.push(...(await Promise.all(Array.from({ length: HOSTILE_CONNECTIONS }, () => hostileClients[transport.name]!(port, undefined, 1)))));
+        all.push(
+          ...(await Promise.all(
+            Array.from({ length: HOSTILE_CONNECTIONS }, () => hostileClients[transport.name]!(port, undefined, 1)),
+          )),
+        );
       }
       return all;
     });
@@ -182,37 +302,69 @@ describe('hostile peers', () => {
       expect(connections.filter((c) => c.admitted())).toEqual([]);
       expect(growthBytes).toBeLessThan(bound + RUNTIME_SLACK_BYTES);
       const after = (await health()).counters;
-      expect(after.refusedConnections - before.refusedConnections).toBeGreaterThanOrEqual(HOSTILE_CONNECTIONS * portTransports.length);
+      expect(after.refusedConnections - before.refusedConnections).toBeGreaterThanOrEqual(
+        HOSTILE_CONNECTIONS * portTransports.length,
+      );
       expect(after.rejectedFrames).toBe(before.rejectedFrames);
     } finally {
       for (const connection of connections) connection.close();
     }
   }, 120_000);
 
-  it(`with the open section's credential: as many of ${HOSTILE_CONNECTIONS} as a link holds get in (one; ZeroMQ PUB/SUB's two), each holds at most one partial image, and is closed once it stalls for IMAGE_TIMEOUT_MS`, async () => {
+  it(`with the open section's credential: as many of ${HOSTILE_CONNECTIONS} as a link holds get in (one; ZeroMQ ` +
+    `PUB/SUB's two), each holds at most one partial image, ` +
+    `and is closed once it stalls for IMAGE_TIMEOUT_MS`, async () => {
     const control = new ControlClient('127.0.0.1', Number(env.CONTROL_PORT), 5000);
     control.authorize(TEST_AUTH_TOKEN);
     const announcement: RunAnnouncement = {
-      startedAt: new Date().toISOString(), imageDescription: 'hostile', imageSizeBytes: NEAR_MAX_BYTES, imageCount: 1, window: 1, warmup: { mode: 'images', images: 0 }, repeat: 1,
-      transports: portTransports.map((t) => t.name), arrivalNotes: [], receivers: 1, receiverIndex: 0, config: {} as RunAnnouncement['config'], hosts: { transmitter: hostFacts(transports) },
+      startedAt: new Date().toISOString(),
+      imageDescription: 'hostile',
+      imageSizeBytes: NEAR_MAX_BYTES,
+      imageCount: 1,
+      window: 1,
+      warmup: { mode: 'images', images: 0 },
+      repeat: 1,
+      transports: portTransports.map((t) => t.name),
+      arrivalNotes: [],
+      receivers: 1,
+      receiverIndex: 0,
+      config: {} as RunAnnouncement['config'],
+      hosts: { transmitter: hostFacts(transports) },
     };
     await control.startRun(announcement);
     try {
       for (const [index, transport] of portTransports.entries()) {
         const plan: SectionPlan = {
-          sectionId: 500 + index, transport: transport.name, label: transport.label, baseline: transport.baseline, repeat: 1, imageCount: 1, warmup: { mode: 'images', images: 0 },
-          imageSizeBytes: NEAR_MAX_BYTES, window: 1, ratePerSecond: null, clients: 1, receivers: 1, receiverIndex: 0, clock: null,
+          sectionId: 500 + index,
+          transport: transport.name,
+          label: transport.label,
+          baseline: transport.baseline,
+          repeat: 1,
+          imageCount: 1,
+          warmup: { mode: 'images', images: 0 },
+          imageSizeBytes: NEAR_MAX_BYTES,
+          window: 1,
+          ratePerSecond: null,
+          clients: 1,
+          receivers: 1,
+          receiverIndex: 0,
+          clock: null,
         };
         await control.openSection(plan);
         const credential = sectionCredential(TEST_AUTH_TOKEN, plan.sectionId);
         const port = Number(env[(transport.setting as { envVar: string }).envVar]);
         const { result: connections, growthBytes } = await measuringRss(() =>
-          Promise.all(Array.from({ length: HOSTILE_CONNECTIONS }, () => hostileClients[transport.name]!(port, credential, plan.sectionId))),
+          Promise.all(
+            Array.from({ length: HOSTILE_CONNECTIONS }, () =>
+              hostileClients[transport.name]!(port, credential, plan.sectionId),
+            ),
+          ),
         );
         try {
           const admitted = connections.filter((c) => c.admitted());
           expect(admitted, transport.name).toHaveLength(connectionsPerSection(transport, plan.window));
-          for (const connection of admitted) expect(connection.sentBytes(), transport.name).toBeGreaterThan(PARTIAL_BYTES / 2);
+          for (const connection of admitted)
+            expect(connection.sentBytes(), transport.name).toBeGreaterThan(PARTIAL_BYTES / 2);
           expect(growthBytes, transport.name).toBeLessThan(bound + RUNTIME_SLACK_BYTES);
           // The admitted ones stall mid-message: closed after IMAGE_TIMEOUT_MS (heartbeats give ZeroMQ up to the same).
           const startedMs = Date.now();
@@ -245,7 +397,11 @@ describe('hostile peers', () => {
 describe('control port under a slow-header flood', () => {
   const FLOOD_CONNECTIONS = 200;
   const MODES: readonly SlowHeaderMode[] = ['silent', 'partial-line', 'byte-at-a-time'];
-  const limits: Readonly<ConnectionLimits> = { ...CONTROL_CONNECTION_LIMITS, headersTimeoutMs: 3000, keepAliveTimeoutMs: 2000 };
+  const limits: Readonly<ConnectionLimits> = {
+    ...CONTROL_CONNECTION_LIMITS,
+    headersTimeoutMs: 3000,
+    keepAliveTimeoutMs: 2000,
+  };
   const warnings: string[] = [];
   let controlPort: number;
   let close: () => Promise<void>;
@@ -265,13 +421,20 @@ describe('control port under a slow-header flood', () => {
 
   /** GET /health on a connection of its own; its status, within a generous bound. */
   async function healthStatus(): Promise<number> {
-    const response = await fetch(`http://127.0.0.1:${controlPort}/health`, { signal: AbortSignal.timeout(15_000), headers: { connection: 'close' } });
+    const response = await fetch(`http://127.0.0.1:${controlPort}/health`, {
+      signal: AbortSignal.timeout(15_000),
+      headers: { connection: 'close' },
+    });
     await response.arrayBuffer();
     return response.status;
   }
 
-  it(`answers GET /health during and after ${FLOOD_CONNECTIONS} slow-header connections, keeps at most ${CONTROL_CONNECTION_LIMITS.waitingConnections} of them, and closes those at the headers timeout`, async () => {
-    const opening = Promise.all(Array.from({ length: FLOOD_CONNECTIONS }, (_, i) => slowHeaders(controlPort, MODES[i % MODES.length]!)));
+  it(`answers GET /health during and after ${FLOOD_CONNECTIONS} slow-header connections, keeps at most ` +
+    CONTROL_CONNECTION_LIMITS.waitingConnections +
+    ` of them, and closes those at the headers timeout`, async () => {
+    const opening = Promise.all(
+      Array.from({ length: FLOOD_CONNECTIONS }, (_, i) => slowHeaders(controlPort, MODES[i % MODES.length]!)),
+    );
     expect(await healthStatus()).toBe(200);
     const flood = await opening;
     try {

@@ -9,7 +9,15 @@ import { FRAME_HEADER_BYTES } from '../../services/core/frame.js';
 import type { ReceivedFrame, ReceiverListener, TransmitterOptions } from '../../services/transports/contract.js';
 import { natsTransport, sectionSubjects, startPrivateNats, type PrivateNats } from '../../services/transports/nats.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
-import { eventually, openPair, stampedHeader, TEST_AUTH_TOKEN, testDoor, testLog, type TestDoor } from '../helpers/harness.js';
+import {
+  eventually,
+  openPair,
+  stampedHeader,
+  TEST_AUTH_TOKEN,
+  testDoor,
+  testLog,
+  type TestDoor,
+} from '../helpers/harness.js';
 
 // Only what is PARTICULAR to NATS. The contract every transport shares (delivery of every size, a
 // 12 MB image included, handles after close, connect() timeout, bad headers, a delivery that
@@ -31,11 +39,20 @@ afterAll(async () => {
 });
 
 /** A listener on `url` open for `section`, recording what it delivered and rejected. */
-async function listenFor(url: string, section: TestDoor, failures: string[] = []): Promise<{ listener: ReceiverListener; delivered: ReceivedFrame[]; rejects: string[] }> {
+async function listenFor(
+  url: string,
+  section: TestDoor,
+  failures: string[] = [],
+): Promise<{ listener: ReceiverListener; delivered: ReceivedFrame[]; rejects: string[] }> {
   const delivered: ReceivedFrame[] = [];
   const rejects: string[] = [];
   const listener = await natsTransport.listen({
-    host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url, maxImageBytes: 64 * MIB, log: testLog,
+    host: '127.0.0.1',
+    bindHost: '127.0.0.1',
+    port: 0,
+    url,
+    maxImageBytes: 64 * MIB,
+    log: testLog,
     door: section.door,
     idleTimeoutMs: section.idleTimeoutMs,
     deliver(frame) {
@@ -55,9 +72,22 @@ function bytesOf(frame: ReceivedFrame): Buffer {
 }
 
 /** Options of a link through `url` with `credential`'s section, recording acks and failures in `seen`. */
-function linkOptions(url: string, credential: TestDoor['credential'], imageBytes: number, seen: { acks: number[]; failures: Error[] }): TransmitterOptions {
+function linkOptions(
+  url: string,
+  credential: TestDoor['credential'],
+  imageBytes: number,
+  seen: { acks: number[]; failures: Error[] },
+): TransmitterOptions {
   return {
-    host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url, maxImageBytes: 64 * MIB, log: testLog, connectTimeoutMs: 3000, imageBytes, window: 16,
+    host: '127.0.0.1',
+    bindHost: '127.0.0.1',
+    port: 0,
+    url,
+    maxImageBytes: 64 * MIB,
+    log: testLog,
+    connectTimeoutMs: 3000,
+    imageBytes,
+    window: 16,
     credential,
     onAck: (ack) => seen.acks.push(ack.seq),
     onFailure: (err) => seen.failures.push(err),
@@ -65,7 +95,8 @@ function linkOptions(url: string, credential: TestDoor['credential'], imageBytes
 }
 
 describe('nats transport: NATS specifics', () => {
-  it("fails connect() with the reason, before anything is sent, when an image is over the server's max_payload; one at the limit goes through", async () => {
+  it("fails connect() with the reason, before anything is sent, when an image is over the server's max_payload; " +
+    'one at the limit goes through', async () => {
     const small = await startPrivateNats(MIB);
     const section = testDoor('nats');
     const { listener, delivered, rejects } = await listenFor(small.url, section);
@@ -86,7 +117,11 @@ describe('nats transport: NATS specifics', () => {
       // The largest image that fits, max_payload less the frame header, goes with its header
       // concatenated, and so does one for which the 81-byte header block is one byte too many;
       // one byte less, and it goes with its header apart.
-      for (const [seq, imageBytes] of [[0, MIB - FRAME_HEADER_BYTES], [1, MIB - 80], [2, MIB - 81]] as const) {
+      for (const [seq, imageBytes] of [
+        [0, MIB - FRAME_HEADER_BYTES],
+        [1, MIB - 80],
+        [2, MIB - 81],
+      ] as const) {
         const image = randomBytes(imageBytes);
         const link = await natsTransport.connect(linkOptions(small.url, section.credential, image.length, seen));
         try {
@@ -106,22 +141,30 @@ describe('nats transport: NATS specifics', () => {
     }
   }, 10_000);
 
-  it('names an image over NATS\'s 64 MB hard limit as one no server can carry', async () => {
+  it("names an image over NATS's 64 MB hard limit as one no server can carry", async () => {
     const section = testDoor('nats');
     const seen = { acks: [] as number[], failures: [] as Error[] };
-    const outcome = await natsTransport.connect(linkOptions(nats.url, section.credential, 64 * MIB, seen)).catch((err: unknown) => err);
+    const outcome = await natsTransport
+      .connect(linkOptions(nats.url, section.credential, 64 * MIB, seen))
+      .catch((err: unknown) => err);
     expect(outcome).toMatchObject({ code: ErrorCode.transport, message: expect.stringContaining("NATS's hard limit") });
   }, 10_000);
 
-  it("never delivers another section's frames, nor a closed section's, and their links learn that nobody reads them", async () => {
+  it("never delivers another section's frames, nor a closed " +
+    "section's, and their links learn that nobody reads them", async () => {
     const pair = await openPair(natsTransport, { url: nats.url });
     const other = { acks: [] as number[], failures: [] as Error[] };
-    const otherLink = await natsTransport.connect(linkOptions(nats.url, sectionCredential(TEST_AUTH_TOKEN, 8), 1000, other));
+    const otherLink = await natsTransport.connect(
+      linkOptions(nats.url, sectionCredential(TEST_AUTH_TOKEN, 8), 1000, other),
+    );
     try {
       const image = randomBytes(1000);
       otherLink.send(stampedHeader(image, 0, { sectionId: 8 }), image);
       await eventually(() => other.failures.length > 0);
-      expect(other.failures[0]).toMatchObject({ code: ErrorCode.receiverUnreachable, message: expect.stringContaining('no receiver is reading this section') });
+      expect(other.failures[0]).toMatchObject({
+        code: ErrorCode.receiverUnreachable,
+        message: expect.stringContaining('no receiver is reading this section'),
+      });
       expect(other.acks).toEqual([]);
 
       // The open section's own link works meanwhile.
@@ -142,7 +185,8 @@ describe('nats transport: NATS specifics', () => {
     }
   }, 10_000);
 
-  it("rejects a frame whose reply subject is not the section's ack inbox (acking nothing there), or whose header is malformed", async () => {
+  it("rejects a frame whose reply subject is not the section's ack inbox (acking nothing there), or whose header " +
+    'is malformed', async () => {
     const section = testDoor('nats');
     const { listener, delivered, rejects } = await listenFor(nats.url, section);
     const client = await natsConnect({ servers: nats.url, reconnect: false });
@@ -191,7 +235,9 @@ describe('nats transport: NATS specifics', () => {
   it('fails at once, naming NATS_URL, when it is not set', async () => {
     const section = testDoor('nats');
     const seen = { acks: [] as number[], failures: [] as Error[] };
-    await expect(natsTransport.connect({ ...linkOptions('', section.credential, 1000, seen), url: undefined })).rejects.toMatchObject({ code: ErrorCode.config, message: expect.stringContaining('NATS_URL is not set') });
+    await expect(
+      natsTransport.connect({ ...linkOptions('', section.credential, 1000, seen), url: undefined }),
+    ).rejects.toMatchObject({ code: ErrorCode.config, message: expect.stringContaining('NATS_URL is not set') });
   });
 
   it('starts its private server from a config file in a temporary directory and removes it at close', async () => {

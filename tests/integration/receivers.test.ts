@@ -31,7 +31,9 @@ const multiReceiver = transports.filter((t) => t.maxReceivers === undefined);
 /** Where receiver `index` (from 0) writes: OUTPUT_DIR for the first, a folder in it for each other. */
 const receiverDir = (index: number): string => path.join(outputDir, ...(index === 0 ? [] : [`receiver-${index + 1}`]));
 
-async function runWithReceivers(env: Record<string, string>): Promise<{ succeeded: boolean; summary: string; reports: RunReport[] }> {
+async function runWithReceivers(
+  env: Record<string, string>,
+): Promise<{ succeeded: boolean; summary: string; reports: RunReport[] }> {
   const started: { receiver: ReceiverApp; controlPort: number }[] = [];
   try {
     for (let index = 0; index < RECEIVERS; index++) {
@@ -39,8 +41,17 @@ async function runWithReceivers(env: Record<string, string>): Promise<{ succeede
       started.push({ receiver, controlPort: transmitterConfig.controlPort });
     }
     const transmitterConfig = configFor(outputDir, env);
-    const outcome = await runTransmitter({ ...transmitterConfig, receivers: RECEIVERS, receiverAddresses: started.map((s) => ({ host: '127.0.0.1', controlPort: s.controlPort })) });
-    const reports = await Promise.all(started.map(async (_, index) => JSON.parse(await readFile(path.join(receiverDir(index), 'results.json'), 'utf8')) as RunReport));
+    const outcome = await runTransmitter({
+      ...transmitterConfig,
+      receivers: RECEIVERS,
+      receiverAddresses: started.map((s) => ({ host: '127.0.0.1', controlPort: s.controlPort })),
+    });
+    const reports = await Promise.all(
+      started.map(
+        async (_, index) =>
+          JSON.parse(await readFile(path.join(receiverDir(index), 'results.json'), 'utf8')) as RunReport,
+      ),
+    );
     return { succeeded: outcome.succeeded, summary: outcome.summary, reports };
   } finally {
     await Promise.all(started.map((s) => s.receiver.close()));
@@ -48,41 +59,69 @@ async function runWithReceivers(env: Record<string, string>): Promise<{ succeede
 }
 
 describe('RECEIVERS', () => {
-  it('sends every image to each of 3 receivers (a copy each, or one publish for pub/sub), every one intact, with per-receiver and aggregate figures', async () => {
-    const env = { ...servers.env(transports), TRANSPORTS: multiReceiver.map((t) => t.name).join(','), IMAGE_COUNT: '20', WINDOW: '4', WARMUP: '4' };
-    const { succeeded, summary, reports } = await runWithReceivers(env);
-    expect(succeeded, summary).toBe(true);
-    for (const [index, report] of reports.entries()) {
-      expect(resultsSchemaErrors(report), `receiver ${index + 1}`).toEqual([]);
-      expect([report.run.receivers, report.run.receiverIndex]).toEqual([RECEIVERS, index]);
-      for (const section of report.sections) {
-        expect([section.transport, section.receiverIndex, section.okCount, section.lostCount]).toEqual([section.transport, index, 20, 0]);
-        // Each receiver's own CSV of the section: every image, intact, with its round trip to that receiver.
-        const images = await readImageRecords(receiverDir(index), section);
-        expect(images.map((i) => [i.image, i.status]), `receiver ${index + 1} ${section.transport}`).toEqual(Array.from({ length: 20 }, (_, i) => [i + 1, 'ok']));
-        expect(images.every((i) => i.rttMs !== null && i.rttMs > 0)).toBe(true);
+  it(
+    'sends every image to each of 3 receivers (a copy each, or one publish for pub/sub), every one intact, with ' +
+      'per-receiver and aggregate figures',
+    async () => {
+      const env = {
+        ...servers.env(transports),
+        TRANSPORTS: multiReceiver.map((t) => t.name).join(','),
+        IMAGE_COUNT: '20',
+        WINDOW: '4',
+        WARMUP: '4',
+      };
+      const { succeeded, summary, reports } = await runWithReceivers(env);
+      expect(succeeded, summary).toBe(true);
+      for (const [index, report] of reports.entries()) {
+        expect(resultsSchemaErrors(report), `receiver ${index + 1}`).toEqual([]);
+        expect([report.run.receivers, report.run.receiverIndex]).toEqual([RECEIVERS, index]);
+        for (const section of report.sections) {
+          expect([section.transport, section.receiverIndex, section.okCount, section.lostCount]).toEqual([
+            section.transport,
+            index,
+            20,
+            0,
+          ]);
+          // Each receiver's own CSV of the section: every image, intact, with its round trip to that receiver.
+          const images = await readImageRecords(receiverDir(index), section);
+          expect(
+            images.map((i) => [i.image, i.status]),
+            `receiver ${index + 1} ${section.transport}`,
+          ).toEqual(Array.from({ length: 20 }, (_, i) => [i + 1, 'ok']));
+          expect(images.every((i) => i.rttMs !== null && i.rttMs > 0)).toBe(true);
+        }
       }
-    }
-    for (const section of reports[0]!.sections) {
-      const transport = multiReceiver.find((t) => t.name === section.transport)!;
-      expect(section.fanOut?.mode, section.transport).toBe(transport.fanOut ?? 'copies');
-      expect(section.fanOut?.perReceiver.map((r) => [r.receiver, r.ok, r.okCount]), section.transport).toEqual([0, 1, 2].map((r) => [r, true, 20]));
-      expect([section.fanOut?.aggregate.okCount, section.fanOut?.aggregate.latency?.count], section.transport).toEqual([60, 60]);
-    }
-    // The other receivers' records hold their own figures only.
-    for (const report of reports.slice(1)) for (const section of report.sections) expect(section.fanOut).toBeNull();
-    const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
-    expect(log).toContain('Peers: one transmitter, one connection per transport; 3 receivers, every image to each');
-    // Each section's figures in output.log hold every receiver's, under its own heading.
-    const sections = logSections(log);
-    expect(sections).toHaveLength(multiReceiver.length);
-    for (const [index, section] of reports[0]!.sections.entries()) {
-      const mode = section.fanOut?.mode === 'one send' ? 'one send reaching all' : 'a copy each';
-      expect(sections[index]!.heading).toContain(`=== ${section.label}${section.baseline ? ' (baseline)' : ''} performance test:`);
-      expect(sections[index]!.footer).toContainEqual(expect.stringMatching(new RegExp(`^Receivers: 3, ${mode}: aggregate of 60 intact, p50 \\d+\\.\\d{3}`)));
-      expect(sections[index]!.imageLines).toHaveLength(20);
-    }
-    expect(log).toMatch(/^Receivers: 3, a copy each: aggregate of 60 intact, p50 \d+\.\d{3}/m);
-    expect(log).toMatch(/^Receivers: 3, one send reaching all: aggregate of 60 intact/m);
-  });
+      for (const section of reports[0]!.sections) {
+        const transport = multiReceiver.find((t) => t.name === section.transport)!;
+        expect(section.fanOut?.mode, section.transport).toBe(transport.fanOut ?? 'copies');
+        expect(
+          section.fanOut?.perReceiver.map((r) => [r.receiver, r.ok, r.okCount]),
+          section.transport,
+        ).toEqual([0, 1, 2].map((r) => [r, true, 20]));
+        expect(
+          [section.fanOut?.aggregate.okCount, section.fanOut?.aggregate.latency?.count],
+          section.transport,
+        ).toEqual([60, 60]);
+      }
+      // The other receivers' records hold their own figures only.
+      for (const report of reports.slice(1)) for (const section of report.sections) expect(section.fanOut).toBeNull();
+      const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
+      expect(log).toContain('Peers: one transmitter, one connection per transport; 3 receivers, every image to each');
+      // Each section's figures in output.log hold every receiver's, under its own heading.
+      const sections = logSections(log);
+      expect(sections).toHaveLength(multiReceiver.length);
+      for (const [index, section] of reports[0]!.sections.entries()) {
+        const mode = section.fanOut?.mode === 'one send' ? 'one send reaching all' : 'a copy each';
+        expect(sections[index]!.heading).toContain(
+          `=== ${section.label}${section.baseline ? ' (baseline)' : ''} performance test:`,
+        );
+        expect(sections[index]!.footer).toContainEqual(
+          expect.stringMatching(new RegExp(`^Receivers: 3, ${mode}: aggregate of 60 intact, p50 \\d+\\.\\d{3}`)),
+        );
+        expect(sections[index]!.imageLines).toHaveLength(20);
+      }
+      expect(log).toMatch(/^Receivers: 3, a copy each: aggregate of 60 intact, p50 \d+\.\d{3}/m);
+      expect(log).toMatch(/^Receivers: 3, one send reaching all: aggregate of 60 intact/m);
+    },
+  );
 });

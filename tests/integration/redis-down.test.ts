@@ -40,7 +40,18 @@ describe('Redis going down mid-run', () => {
       sectionEnded() {},
     };
     try {
-      const outcome = await runBoth(outputDir, { TRANSPORTS: 'tcp,redis,websocket', IMAGE_COUNT: '3000', IMAGE_SIZE: '64KB', WINDOW: '4', REDIS_URL: redis.url, IMAGE_TIMEOUT_MS: '2000' }, observer);
+      const outcome = await runBoth(
+        outputDir,
+        {
+          TRANSPORTS: 'tcp,redis,websocket',
+          IMAGE_COUNT: '3000',
+          IMAGE_SIZE: '64KB',
+          WINDOW: '4',
+          REDIS_URL: redis.url,
+          IMAGE_TIMEOUT_MS: '2000',
+        },
+        observer,
+      );
       expect(outcome.succeeded).toBe(false);
       const [tcp, redisSection, websocket] = outcome.report.transports;
       expect(tcp).toMatchObject({ transport: 'tcp', ok: true, okCount: 3000 });
@@ -60,13 +71,24 @@ describe('Redis going down mid-run', () => {
 });
 
 describe('Redis coming up after the receiver, as a cluster may start them', () => {
-  it('waits within CONNECT_TIMEOUT_MS for the receiver\'s redis listener to retry, and the section is ok', async () => {
+  it("waits within CONNECT_TIMEOUT_MS for the receiver's redis listener to retry, and the section is ok", async () => {
     const port = await freePort();
-    const { receiver, transmitterConfig } = await startReceiver(outputDir, { TRANSPORTS: 'tcp,redis', IMAGE_COUNT: '20', REDIS_URL: `redis://127.0.0.1:${port}`, CONNECT_TIMEOUT_MS: '20000' });
-    const redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--logfile', ''], { stdio: 'ignore' });
+    const { receiver, transmitterConfig } = await startReceiver(outputDir, {
+      TRANSPORTS: 'tcp,redis',
+      IMAGE_COUNT: '20',
+      REDIS_URL: `redis://127.0.0.1:${port}`,
+      CONNECT_TIMEOUT_MS: '20000',
+    });
+    const redis = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--logfile', ''],
+      { stdio: 'ignore' },
+    );
     try {
       // The receiver found no Redis at its start: its listener retries in the background.
-      const health = (await (await fetch(`http://127.0.0.1:${transmitterConfig.controlPort}/health`)).json()) as HealthResponse;
+      const health = (await (
+        await fetch(`http://127.0.0.1:${transmitterConfig.controlPort}/health`)
+      ).json()) as HealthResponse;
       expect(health.listeners.redis).toMatchObject({ ready: false, retrying: true });
       for (let tries = 0; !(await answersWith(port, '+PONG', 'PING\r\n')); tries++) {
         expect(tries).toBeLessThan(200);
@@ -83,11 +105,23 @@ describe('Redis coming up after the receiver, as a cluster may start them', () =
 });
 
 describe('a Redis transport with no REDIS_URL at all', () => {
-  it('is down for good, not retried: its section fails at once with the reason, without waiting CONNECT_TIMEOUT_MS', async () => {
-    const { receiver, transmitterConfig } = await startReceiver(outputDir, { TRANSPORTS: 'redis,tcp', IMAGE_COUNT: '5', REDIS_URL: '', CONNECT_TIMEOUT_MS: '20000' });
+  it('is down for good, not retried: its section fails at ' +
+    'once with the reason, without waiting CONNECT_TIMEOUT_MS', async () => {
+    const { receiver, transmitterConfig } = await startReceiver(outputDir, {
+      TRANSPORTS: 'redis,tcp',
+      IMAGE_COUNT: '5',
+      REDIS_URL: '',
+      CONNECT_TIMEOUT_MS: '20000',
+    });
     try {
-      const health = (await (await fetch(`http://127.0.0.1:${transmitterConfig.controlPort}/health`)).json()) as HealthResponse;
-      expect(health.listeners.redis).toMatchObject({ ready: false, retrying: false, error: expect.stringContaining('REDIS_URL is not set') });
+      const health = (await (
+        await fetch(`http://127.0.0.1:${transmitterConfig.controlPort}/health`)
+      ).json()) as HealthResponse;
+      expect(health.listeners.redis).toMatchObject({
+        ready: false,
+        retrying: false,
+        error: expect.stringContaining('REDIS_URL is not set'),
+      });
       expect(health.listeners.tcp).toMatchObject({ ready: true, retrying: false });
       const startedAt = Date.now();
       const outcome = await runTransmitter(transmitterConfig);

@@ -57,64 +57,84 @@ describe('redis-list transport: Redis list specifics', () => {
     expect(await inspector.exists(listSectionKeys(pair.section.credential).reader)).toBe(0);
   });
 
-  it('connect() fails at once, naming the missing receiver, when no receiver prepared the section on this Redis', async () => {
-    const section = testDoor('redis-list', 21);
-    const started = Date.now();
-    const connecting = redisListTransport.connect({
-      host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: redis.url, maxImageBytes: MIB, log: testLog, connectTimeoutMs: 5000, imageBytes: 1000, window: 4,
-      credential: section.credential,
-      onAck: () => {},
-      onFailure: () => {},
-    });
-    await expect(connecting).rejects.toMatchObject({ code: ErrorCode.receiverUnreachable, message: expect.stringContaining(`no receiver is reading this section on Redis at ${redis.url}`) });
-    expect(Date.now() - started).toBeLessThan(2000);
-    // Nothing was pushed into a list nobody reads.
-    expect(await inspector.exists(listSectionKeys(section.credential).frames)).toBe(0);
-  });
+  it(
+    'connect() fails at once, naming the missing receiver, ' + 'when no receiver prepared the section on this Redis',
+    async () => {
+      const section = testDoor('redis-list', 21);
+      const started = Date.now();
+      const connecting = redisListTransport.connect({
+        host: '127.0.0.1',
+        bindHost: '127.0.0.1',
+        port: 0,
+        url: redis.url,
+        maxImageBytes: MIB,
+        log: testLog,
+        connectTimeoutMs: 5000,
+        imageBytes: 1000,
+        window: 4,
+        credential: section.credential,
+        onAck: () => {},
+        onFailure: () => {},
+      });
+      await expect(connecting).rejects.toMatchObject({
+        code: ErrorCode.receiverUnreachable,
+        message: expect.stringContaining(`no receiver is reading this section on Redis at ${redis.url}`),
+      });
+      expect(Date.now() - started).toBeLessThan(2000);
+      // Nothing was pushed into a list nobody reads.
+      expect(await inspector.exists(listSectionKeys(section.credential).frames)).toBe(0);
+    },
+  );
 
-  it('rejects elements not pushed by a transmitter, keeps the pairing of the good ones, and empties the list', async () => {
-    const pair = await openPair(redisListTransport, { url: redis.url, receiverMaxImageBytes: MIB });
-    const keys = listSectionKeys(pair.section.credential);
-    try {
-      const image = Buffer.from([9, 8, 7, 6]);
-      const oversize = encodeFrameHeader({ sectionId: 7, seq: 3, sizeBytes: MIB + 1, checksum: 0n, sentAtNs: 1n });
-      // LPUSH puts its last argument at the head: these reach the receiver oldest first, left to right.
-      await inspector.lpush(keys.frames, Buffer.from('not a header'));
-      await inspector.lpush(keys.frames, oversize, Buffer.from([1, 2, 3, 4]));
-      await inspector.lpush(keys.frames, stampedHeader(image, 4), Buffer.from([1, 2, 3]));
-      pair.link.send(stampedHeader(image, 5), image);
-      await eventually(() => pair.seen.acks.length === 1 && pair.seen.rejects.length === 3);
-      expect(pair.seen.rejects).toHaveLength(3);
-      expect(pair.seen.rejects[0]).toBe('redis-list: frame header is 12 bytes, expected 40');
-      expect(pair.seen.rejects[1]).toMatch(/^redis-list: frame announces \d+ bytes, over MAX_IMAGE_SIZE/);
-      expect(pair.seen.rejects[2]).toBe('redis-list: image of 3 bytes, its header announces 4');
-      expect(pair.seen.delivered.map((f) => f.header.seq)).toEqual([5]);
-      expect(pair.seen.acks).toEqual([{ sectionId: 7, seq: 5, status: 'accepted' }]);
-      expect(pair.seen.failures).toEqual([]);
-      expect(await inspector.llen(keys.frames)).toBe(0);
-    } finally {
-      await pair.close();
-    }
-  });
-
-  it('holds no more than a window of images: the list and the ack list are empty once every image is acked', async () => {
-    const pair = await openPair(redisListTransport, { url: redis.url, window: 4 });
-    const keys = listSectionKeys(pair.section.credential);
-    const image = randomBytes(100_000);
-    try {
-      for (let seq = 0; seq < 40; seq++) {
-        await eventually(() => pair.seen.acks.length > seq - 4 || pair.seen.failures.length > 0, 10_000);
-        pair.link.send(stampedHeader(image, seq), image);
+  it(
+    'rejects elements not pushed by a transmitter, keeps ' + 'the pairing of the good ones, and empties the list',
+    async () => {
+      const pair = await openPair(redisListTransport, { url: redis.url, receiverMaxImageBytes: MIB });
+      const keys = listSectionKeys(pair.section.credential);
+      try {
+        const image = Buffer.from([9, 8, 7, 6]);
+        const oversize = encodeFrameHeader({ sectionId: 7, seq: 3, sizeBytes: MIB + 1, checksum: 0n, sentAtNs: 1n });
+        // LPUSH puts its last argument at the head: these reach the receiver oldest first, left to right.
+        await inspector.lpush(keys.frames, Buffer.from('not a header'));
+        await inspector.lpush(keys.frames, oversize, Buffer.from([1, 2, 3, 4]));
+        await inspector.lpush(keys.frames, stampedHeader(image, 4), Buffer.from([1, 2, 3]));
+        pair.link.send(stampedHeader(image, 5), image);
+        await eventually(() => pair.seen.acks.length === 1 && pair.seen.rejects.length === 3);
+        expect(pair.seen.rejects).toHaveLength(3);
+        expect(pair.seen.rejects[0]).toBe('redis-list: frame header is 12 bytes, expected 40');
+        expect(pair.seen.rejects[1]).toMatch(/^redis-list: frame announces \d+ bytes, over MAX_IMAGE_SIZE/);
+        expect(pair.seen.rejects[2]).toBe('redis-list: image of 3 bytes, its header announces 4');
+        expect(pair.seen.delivered.map((f) => f.header.seq)).toEqual([5]);
+        expect(pair.seen.acks).toEqual([{ sectionId: 7, seq: 5, status: 'accepted' }]);
+        expect(pair.seen.failures).toEqual([]);
+        expect(await inspector.llen(keys.frames)).toBe(0);
+      } finally {
+        await pair.close();
       }
-      await eventually(() => pair.seen.acks.length === 40, 10_000);
-      expect(pair.seen.failures).toEqual([]);
-      expect(pair.seen.delivered.map((f) => f.header.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i));
-      expect(await inspector.llen(keys.frames)).toBe(0);
-      expect(await inspector.llen(keys.acks)).toBe(0);
-    } finally {
-      await pair.close();
-    }
-  });
+    },
+  );
+
+  it(
+    'holds no more than a window of images: the list ' + 'and the ack list are empty once every image is acked',
+    async () => {
+      const pair = await openPair(redisListTransport, { url: redis.url, window: 4 });
+      const keys = listSectionKeys(pair.section.credential);
+      const image = randomBytes(100_000);
+      try {
+        for (let seq = 0; seq < 40; seq++) {
+          await eventually(() => pair.seen.acks.length > seq - 4 || pair.seen.failures.length > 0, 10_000);
+          pair.link.send(stampedHeader(image, seq), image);
+        }
+        await eventually(() => pair.seen.acks.length === 40, 10_000);
+        expect(pair.seen.failures).toEqual([]);
+        expect(pair.seen.delivered.map((f) => f.header.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i));
+        expect(await inspector.llen(keys.frames)).toBe(0);
+        expect(await inspector.llen(keys.acks)).toBe(0);
+      } finally {
+        await pair.close();
+      }
+    },
+  );
 
   it('works one element at a time on a server without BLMPOP (Redis < 7.0)', async () => {
     const old = await startPrivateRedis(['--rename-command', 'BLMPOP', '']);

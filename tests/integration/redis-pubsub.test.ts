@@ -58,7 +58,8 @@ afterAll(async () => {
 });
 
 describe('redis-pubsub transport: Redis pub/sub specifics', () => {
-  it('fails the section when Redis disconnects the slow subscriber at its output-buffer limit, counting every lost image exactly', async () => {
+  it('fails the section when Redis disconnects the slow subscriber at its output-buffer limit, counting every lost ' +
+    'image exactly', async () => {
     const outcome = await runBoth(outputDir, { ...LOSS_RUN, REDIS_URL: redis.url });
     expect(outcome.succeeded).toBe(false);
     const imageCount = Number(LOSS_RUN.IMAGE_COUNT);
@@ -86,7 +87,13 @@ describe('redis-pubsub transport: Redis pub/sub specifics', () => {
     expect(statuses.slice(firstLost).every((s) => s === 'lost')).toBe(true);
 
     const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
-    expect(log).toMatch(new RegExp(`^Redis pub/sub\\s+${section.okCount}\\s+${section.lostCount}\\s+0\\s.*FAILED: .*client-output-buffer-limit pubsub`, 'm'));
+    expect(log).toMatch(
+      new RegExp(
+        `^Redis pub/sub\\s+${section.okCount}\\s+${section.lostCount}\\s+0\\s.*FAILED: ` +
+          `.*client-output-buffer-limit pubsub`,
+        'm',
+      ),
+    );
     expect(log).toMatch(new RegExp(`^TCP \\(baseline\\)\\s+${imageCount}\\s+0\\s+0\\s.*\\sok$`, 'm'));
   }, 30_000);
 
@@ -95,7 +102,15 @@ describe('redis-pubsub transport: Redis pub/sub specifics', () => {
     const section = testDoor('redis-pubsub', 11);
     const failures: Error[] = [];
     const link = await redisPubsubTransport.connect({
-      host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: redis.url, maxImageBytes: MIB, log: testLog, connectTimeoutMs: 5000, imageBytes: 1000, window: 4,
+      host: '127.0.0.1',
+      bindHost: '127.0.0.1',
+      port: 0,
+      url: redis.url,
+      maxImageBytes: MIB,
+      log: testLog,
+      connectTimeoutMs: 5000,
+      imageBytes: 1000,
+      window: 4,
       credential: section.credential,
       onAck: () => {},
       onFailure: (err) => failures.push(err),
@@ -109,7 +124,9 @@ describe('redis-pubsub transport: Redis pub/sub specifics', () => {
       expect(failures).toHaveLength(1);
       expect(failures[0]).toMatchObject({ code: ErrorCode.receiverUnreachable });
       expect(failures[0]!.message).toContain(`no receiver is reading this section on Redis at ${redis.url}`);
-      expect(failures[0]!.message).toContain(`PUBLISH to ${sectionKeys(section.credential).frames} reached no subscriber`);
+      expect(failures[0]!.message).toContain(
+        `PUBLISH to ${sectionKeys(section.credential).frames} reached no subscriber`,
+      );
     } finally {
       await link.close();
     }
@@ -118,59 +135,87 @@ describe('redis-pubsub transport: Redis pub/sub specifics', () => {
   it('refuses at connect an image that alone would pass the pubsub output-buffer limit', async () => {
     const section = testDoor('redis-pubsub', 12);
     const connecting = redisPubsubTransport.connect({
-      host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: redis.url, maxImageBytes: 4 * MIB, log: testLog, connectTimeoutMs: 5000, imageBytes: 1_000_000, window: 4,
+      host: '127.0.0.1',
+      bindHost: '127.0.0.1',
+      port: 0,
+      url: redis.url,
+      maxImageBytes: 4 * MIB,
+      log: testLog,
+      connectTimeoutMs: 5000,
+      imageBytes: 1_000_000,
+      window: 4,
       credential: section.credential,
       onAck: () => {},
       onFailure: () => {},
     });
-    await expect(connecting).rejects.toMatchObject({ code: ErrorCode.transport, message: expect.stringMatching(/images of 1000000 bytes cannot go through Redis pub\/sub .* client-output-buffer-limit pubsub 1mb 512kb 1/) });
-  });
-
-  it('reports a subscriber Redis closed while the server stays up, once, with the limit, before the section ends', async () => {
-    const section = testDoor('redis-pubsub', 13);
-    const failures: string[] = [];
-    const listener = await redisPubsubTransport.listen({
-      host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: redis.url, maxImageBytes: MIB, log: testLog, door: section.door, idleTimeoutMs: 5000,
-      deliver: (frame) => ({ sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' }),
-      onReject: () => {},
-      onFailure: (reason) => failures.push(reason),
+    await expect(connecting).rejects.toMatchObject({
+      code: ErrorCode.transport,
+      message: expect.stringMatching(
+        /images of 1000000 bytes cannot go through Redis pub\/sub .* client-output-buffer-limit pubsub 1mb 512kb 1/,
+      ),
     });
-    try {
-      await section.prepare(listener);
-      expect(await inspector.call('CLIENT', 'KILL', 'TYPE', 'pubsub')).toBe(1);
-      // The app ends the section's record when closeSection() returns: the reason must be in by then.
-      await listener.closeSection!();
-      expect(failures).toHaveLength(1);
-      expect(failures[0]).toContain(`Redis at ${redis.url} closed the subscriber connection while the server stayed up`);
-      expect(failures[0]).toContain('client-output-buffer-limit pubsub 1mb 512kb 1');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      expect(failures).toHaveLength(1);
-    } finally {
-      await listener.close();
-    }
   });
 
-  it("reads only the open section's channel, and leaves no subscription or key behind when the section ends", async () => {
-    const pair = await openPair(redisPubsubTransport, { url: redis.url, imageBytes: 100 });
-    const keys = sectionKeys(pair.section.credential);
-    const stranger = sectionKeys(sectionCredential('not-the-test-secret-0123', pair.section.credential.sectionId));
-    try {
-      expect(await inspector.pubsub('NUMSUB', keys.frames)).toEqual([keys.frames, 1]);
-      // A message on a channel a stranger can name is never read.
-      const image = randomBytes(100);
-      expect(await inspector.publish(stranger.frames, Buffer.concat([stampedHeader(image, 0), image]))).toBe(0);
-      pair.link.send(stampedHeader(image, 1), image);
-      await eventually(() => pair.seen.acks.length === 1);
-      expect(pair.seen.delivered.map((f) => f.header.seq)).toEqual([1]);
-      expect(pair.seen.rejects).toEqual([]);
-      // The next section subscribes to its own channel; the ended one's subscription and acks are gone.
-      await pair.section.reopen(pair.listener, 8);
-      expect(await inspector.pubsub('NUMSUB', keys.frames)).toEqual([keys.frames, 0]);
-      expect(await inspector.exists(keys.acks)).toBe(0);
-      const next = sectionKeys(pair.section.credential).frames;
-      expect(await inspector.pubsub('NUMSUB', next)).toEqual([next, 1]);
-    } finally {
-      await pair.close();
-    }
-  });
+  it(
+    'reports a subscriber Redis closed while the server ' + 'stays up, once, with the limit, before the section ends',
+    async () => {
+      const section = testDoor('redis-pubsub', 13);
+      const failures: string[] = [];
+      const listener = await redisPubsubTransport.listen({
+        host: '127.0.0.1',
+        bindHost: '127.0.0.1',
+        port: 0,
+        url: redis.url,
+        maxImageBytes: MIB,
+        log: testLog,
+        door: section.door,
+        idleTimeoutMs: 5000,
+        deliver: (frame) => ({ sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' }),
+        onReject: () => {},
+        onFailure: (reason) => failures.push(reason),
+      });
+      try {
+        await section.prepare(listener);
+        expect(await inspector.call('CLIENT', 'KILL', 'TYPE', 'pubsub')).toBe(1);
+        // The app ends the section's record when closeSection() returns: the reason must be in by then.
+        await listener.closeSection!();
+        expect(failures).toHaveLength(1);
+        expect(failures[0]).toContain(
+          `Redis at ${redis.url} closed the subscriber connection while the server stayed up`,
+        );
+        expect(failures[0]).toContain('client-output-buffer-limit pubsub 1mb 512kb 1');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(failures).toHaveLength(1);
+      } finally {
+        await listener.close();
+      }
+    },
+  );
+
+  it(
+    "reads only the open section's channel, and leaves " + 'no subscription or key behind when the section ends',
+    async () => {
+      const pair = await openPair(redisPubsubTransport, { url: redis.url, imageBytes: 100 });
+      const keys = sectionKeys(pair.section.credential);
+      const stranger = sectionKeys(sectionCredential('not-the-test-secret-0123', pair.section.credential.sectionId));
+      try {
+        expect(await inspector.pubsub('NUMSUB', keys.frames)).toEqual([keys.frames, 1]);
+        // A message on a channel a stranger can name is never read.
+        const image = randomBytes(100);
+        expect(await inspector.publish(stranger.frames, Buffer.concat([stampedHeader(image, 0), image]))).toBe(0);
+        pair.link.send(stampedHeader(image, 1), image);
+        await eventually(() => pair.seen.acks.length === 1);
+        expect(pair.seen.delivered.map((f) => f.header.seq)).toEqual([1]);
+        expect(pair.seen.rejects).toEqual([]);
+        // The next section subscribes to its own channel; the ended one's subscription and acks are gone.
+        await pair.section.reopen(pair.listener, 8);
+        expect(await inspector.pubsub('NUMSUB', keys.frames)).toEqual([keys.frames, 0]);
+        expect(await inspector.exists(keys.acks)).toBe(0);
+        const next = sectionKeys(pair.section.credential).frames;
+        expect(await inspector.pubsub('NUMSUB', next)).toEqual([next, 1]);
+      } finally {
+        await pair.close();
+      }
+    },
+  );
 });

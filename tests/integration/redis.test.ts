@@ -8,7 +8,15 @@ import type { LocalServer, ReceiverOptions } from '../../services/transports/con
 import { redisTransport, sectionKeys, type SectionKeys } from '../../services/transports/redis.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
 import { sectionCredential } from '../../services/core/auth.js';
-import { eventually, openPair, stampedHeader, testDoor, testLog, transferThrough, type Pair } from '../helpers/harness.js';
+import {
+  eventually,
+  openPair,
+  stampedHeader,
+  testDoor,
+  testLog,
+  transferThrough,
+  type Pair,
+} from '../helpers/harness.js';
 
 // Only what is PARTICULAR to Redis. The contract every transport shares (delivery of every size,
 // handles after close, connect() timeout, bad magic and oversize headers, a delivery that throws,
@@ -33,7 +41,10 @@ afterAll(async () => {
   await redis?.close();
 });
 
-/** Sends seqs [from, from + count) of `image` keeping at most `window` unacknowledged, then waits for every ack; a link failure fails at once. */
+/**
+ * Sends seqs [from, from + count) of `image` keeping at most `window` unacknowledged, then waits for every ack; a link
+ * failure fails at once.
+ */
 async function pump(pair: Pair, image: Buffer, from: number, count: number, window: number): Promise<void> {
   const acked = (n: number) => (): boolean => pair.seen.acks.length >= n || pair.seen.failures.length > 0;
   for (let seq = from; seq < from + count; seq++) {
@@ -57,7 +68,11 @@ async function redisEventually(condition: () => Promise<boolean>, timeoutMs = 20
 
 /** True when the section's stream, its pending list and its ack list are all empty. */
 async function streamTrimmed(keys: SectionKeys): Promise<boolean> {
-  return (await inspector.xlen(keys.frames)) === 0 && (await inspector.llen(keys.acks)) === 0 && Number((await inspector.xpending(keys.frames, GROUP))[0]) === 0;
+  return (
+    (await inspector.xlen(keys.frames)) === 0 &&
+    (await inspector.llen(keys.acks)) === 0 &&
+    Number((await inspector.xpending(keys.frames, GROUP))[0]) === 0
+  );
 }
 
 async function usedMemoryBytes(): Promise<number> {
@@ -116,7 +131,13 @@ describe('redis transport: Redis specifics', () => {
     const STREAM_KEY = keys.frames;
     try {
       const good = encodeFrameHeader({ sectionId: 1, seq: 0, sizeBytes: 4, checksum: 0n, sentAtNs: 1n });
-      const oversize = encodeFrameHeader({ sectionId: 1, seq: 0, sizeBytes: MAX_IMAGE_BYTES + 1, checksum: 0n, sentAtNs: 1n });
+      const oversize = encodeFrameHeader({
+        sectionId: 1,
+        seq: 0,
+        sizeBytes: MAX_IMAGE_BYTES + 1,
+        checksum: 0n,
+        sentAtNs: 1n,
+      });
       await inspector.xadd(STREAM_KEY, '*', 'h', Buffer.from('not a header'), 'p', Buffer.from([1, 2, 3, 4]));
       const headerOnlyId = await inspector.xadd(STREAM_KEY, '*', 'h', good);
       await inspector.xadd(STREAM_KEY, '*', 'h', good, 'p', Buffer.from([1, 2, 3]));
@@ -147,7 +168,8 @@ describe('redis transport: Redis specifics', () => {
     try {
       // Entries in keys a stranger can name (the old fixed key, another token's section) are never read.
       const image = Buffer.from([1, 2, 3, 4]);
-      for (const key of ['itb:frames', stranger.frames]) await inspector.xadd(key, '*', 'h', stampedHeader(image, 0), 'p', image);
+      for (const key of ['itb:frames', stranger.frames])
+        await inspector.xadd(key, '*', 'h', stampedHeader(image, 0), 'p', image);
       pair.link.send(stampedHeader(image, 1), image);
       await eventually(() => pair.seen.acks.length === 1);
       await new Promise((resolve) => setTimeout(resolve, 200));
@@ -167,7 +189,17 @@ describe('redis transport: Redis specifics', () => {
   it('listen() and connect() reject within seconds, naming the URL, when no Redis runs there', async () => {
     const url = `redis://127.0.0.1:${await freePort()}`;
     const section = testDoor('redis');
-    const endpoint = { host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url, maxImageBytes: MAX_IMAGE_BYTES, log: testLog, door: section.door, idleTimeoutMs: 5000, credential: section.credential };
+    const endpoint = {
+      host: '127.0.0.1',
+      bindHost: '127.0.0.1',
+      port: 0,
+      url,
+      maxImageBytes: MAX_IMAGE_BYTES,
+      log: testLog,
+      door: section.door,
+      idleTimeoutMs: 5000,
+      credential: section.credential,
+    };
     const before = activeResources();
 
     // The receiver has no configured bound: it keeps retrying for its own 5 s, then gives up.
@@ -184,7 +216,14 @@ describe('redis transport: Redis specifics', () => {
 
     started = Date.now();
     const connectError = await redisTransport
-      .connect({ ...endpoint, connectTimeoutMs: 1500, imageBytes: 1024 * 1024, window: 64, onAck: () => {}, onFailure: () => {} })
+      .connect({
+        ...endpoint,
+        connectTimeoutMs: 1500,
+        imageBytes: 1024 * 1024,
+        window: 64,
+        onAck: () => {},
+        onFailure: () => {},
+      })
       .then(
         () => new Error('connect() resolved'),
         (err: unknown) => err,
@@ -192,7 +231,10 @@ describe('redis transport: Redis specifics', () => {
     const elapsedMs = Date.now() - started;
     expect(elapsedMs).toBeGreaterThanOrEqual(1400); // it retried for the whole budget
     expect(elapsedMs).toBeLessThan(4000);
-    expect(connectError).toMatchObject({ code: ErrorCode.timeout, message: expect.stringContaining(`Redis at ${url} within 1500 ms`) });
+    expect(connectError).toMatchObject({
+      code: ErrorCode.timeout,
+      message: expect.stringContaining(`Redis at ${url} within 1500 ms`),
+    });
     expect((connectError as Error).message).toContain('ECONNREFUSED');
     expect(await leakedResources(before)).toEqual([]);
   }, 30_000);
@@ -200,25 +242,79 @@ describe('redis transport: Redis specifics', () => {
   it('listen() and connect() reject clearly when REDIS_URL is not set', async () => {
     const section = testDoor('redis');
     for (const url of [undefined, '']) {
-      const endpoint = { host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url, maxImageBytes: MAX_IMAGE_BYTES, log: testLog, door: section.door, idleTimeoutMs: 5000, credential: section.credential };
-      const listening = redisTransport.listen({ ...endpoint, deliver: () => ({ sectionId: 0, seq: 0, status: 'accepted' }), onReject: () => {} });
-      await expect(listening).rejects.toMatchObject({ code: ErrorCode.config, message: expect.stringMatching(/REDIS_URL is not set/) });
-      const connecting = redisTransport.connect({ ...endpoint, connectTimeoutMs: 1000, imageBytes: 1024 * 1024, window: 64, onAck: () => {}, onFailure: () => {} });
-      await expect(connecting).rejects.toMatchObject({ code: ErrorCode.config, message: expect.stringMatching(/REDIS_URL is not set/) });
+      const endpoint = {
+        host: '127.0.0.1',
+        bindHost: '127.0.0.1',
+        port: 0,
+        url,
+        maxImageBytes: MAX_IMAGE_BYTES,
+        log: testLog,
+        door: section.door,
+        idleTimeoutMs: 5000,
+        credential: section.credential,
+      };
+      const listening = redisTransport.listen({
+        ...endpoint,
+        deliver: () => ({ sectionId: 0, seq: 0, status: 'accepted' }),
+        onReject: () => {},
+      });
+      await expect(listening).rejects.toMatchObject({
+        code: ErrorCode.config,
+        message: expect.stringMatching(/REDIS_URL is not set/),
+      });
+      const connecting = redisTransport.connect({
+        ...endpoint,
+        connectTimeoutMs: 1000,
+        imageBytes: 1024 * 1024,
+        window: 64,
+        onAck: () => {},
+        onFailure: () => {},
+      });
+      await expect(connecting).rejects.toMatchObject({
+        code: ErrorCode.config,
+        message: expect.stringMatching(/REDIS_URL is not set/),
+      });
     }
   });
 
-  it('reports a Redis that goes away mid-run on both sides, once each, naming the URL, and still closes cleanly', async () => {
+  it('reports a Redis that goes away mid-run on both sides, ' +
+    'once each, naming the URL, and still closes cleanly', async () => {
     const doomed = await redisTransport.localServer!.start();
     const section = testDoor('redis');
-    const endpoint = { host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: doomed.url, maxImageBytes: MAX_IMAGE_BYTES, log: testLog, door: section.door, idleTimeoutMs: 5000, credential: section.credential };
+    const endpoint = {
+      host: '127.0.0.1',
+      bindHost: '127.0.0.1',
+      port: 0,
+      url: doomed.url,
+      maxImageBytes: MAX_IMAGE_BYTES,
+      log: testLog,
+      door: section.door,
+      idleTimeoutMs: 5000,
+      credential: section.credential,
+    };
     const listenerFailures: string[] = [];
     const acks: Ack[] = [];
     const linkFailures: Error[] = [];
-    const deliver: ReceiverOptions['deliver'] = (frame) => ({ sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' });
-    const listener = await redisTransport.listen({ ...endpoint, deliver, onReject: () => {}, onFailure: (reason) => listenerFailures.push(reason) });
+    const deliver: ReceiverOptions['deliver'] = (frame) => ({
+      sectionId: frame.header.sectionId,
+      seq: frame.header.seq,
+      status: 'accepted',
+    });
+    const listener = await redisTransport.listen({
+      ...endpoint,
+      deliver,
+      onReject: () => {},
+      onFailure: (reason) => listenerFailures.push(reason),
+    });
     await section.prepare(listener);
-    const link = await redisTransport.connect({ ...endpoint, connectTimeoutMs: 5000, imageBytes: 1024 * 1024, window: 64, onAck: (ack) => acks.push(ack), onFailure: (err) => linkFailures.push(err) });
+    const link = await redisTransport.connect({
+      ...endpoint,
+      connectTimeoutMs: 5000,
+      imageBytes: 1024 * 1024,
+      window: 64,
+      onAck: (ack) => acks.push(ack),
+      onFailure: (err) => linkFailures.push(err),
+    });
     try {
       const image = randomBytes(1000);
       link.send(stampedHeader(image, 0), image);
@@ -229,7 +325,10 @@ describe('redis transport: Redis specifics', () => {
       expect(link.send(stampedHeader(late, 1), late)).toBeUndefined(); // returns at once, never throws
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(linkFailures).toHaveLength(1);
-      expect(linkFailures[0]).toMatchObject({ code: ErrorCode.transport, message: expect.stringContaining(doomed.url) });
+      expect(linkFailures[0]).toMatchObject({
+        code: ErrorCode.transport,
+        message: expect.stringContaining(doomed.url),
+      });
       expect(listenerFailures).toEqual([`lost its connection to Redis at ${doomed.url}`]);
       expect(acks.map((a) => a.seq)).toEqual([0]);
     } finally {

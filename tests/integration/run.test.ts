@@ -24,17 +24,22 @@ afterAll(async () => {
 });
 
 // Every transport unless a test names its own (the default run is only the transports with defaultRun).
-const runBoth = (env: Record<string, string>) => runBothInProcess(outputDir, { TRANSPORTS: 'all', ...servers.env(transports), ...env });
+const runBoth = (env: Record<string, string>) =>
+  runBothInProcess(outputDir, { TRANSPORTS: 'all', ...servers.env(transports), ...env });
 
 describe('a whole run in-process', () => {
-  it('moves the asset over every transport, three repeats interleaved in rotated order, and writes output.log and a valid results.json', async () => {
+  it('moves the asset over every transport, three repeats interleaved in rotated order, and writes output.log and ' +
+    'a valid results.json', async () => {
     const outcome = await runBoth({ IMAGE_COUNT: '3', WARMUP: '1', REPEAT: '3' });
     expect(outcome.succeeded, outcome.summary).toBe(true);
     const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
     const n = transports.length;
     for (const t of transports) {
       const title = `${t.label}${t.baseline ? ' (baseline)' : ''}`;
-      for (const repeat of [1, 2, 3]) expect(log).toContain(`=== ${title} performance test: 3 images transfer (533.0 KiB each, window 1, repeat ${repeat}/3) ===`);
+      for (const repeat of [1, 2, 3])
+        expect(log).toContain(
+          `=== ${title} performance test: 3 images transfer (533.0 KiB each, window 1, repeat ${repeat}/3) ===`,
+        );
     }
     expect(log.match(/^Image \d transmission time: \d+\.\d{3} ms$/gm)).toHaveLength(3 * 3 * n);
     expect(log.match(/^Total transfer time: \d+\.\d{3} ms$/gm)).toHaveLength(3 * n);
@@ -43,34 +48,56 @@ describe('a whole run in-process', () => {
 
     // OUTPUT_DIR's files are links through latest, which points at the run's own folder.
     expect(outcome.runFolder).toMatch(/^runs\/\d{8}T\d{6}Z-[0-9a-f]{6}$/);
-    for (const file of ['output.log', 'results.json', 'report.html']) expect(await readlink(path.join(outputDir, file))).toBe(path.join('latest', file));
-    expect(await realpath(path.join(outputDir, 'latest'))).toBe(await realpath(path.join(outputDir, outcome.runFolder!)));
+    for (const file of ['output.log', 'results.json', 'report.html'])
+      expect(await readlink(path.join(outputDir, file))).toBe(path.join('latest', file));
+    expect(await realpath(path.join(outputDir, 'latest'))).toBe(
+      await realpath(path.join(outputDir, outcome.runFolder!)),
+    );
     const results = JSON.parse(await readFile(path.join(outputDir, 'results.json'), 'utf8')) as RunReport;
     expect(resultsSchemaErrors(results)).toEqual([]);
     // The shared secret is in no report, and the schema would refuse one that had it.
     expect(JSON.stringify(results)).not.toContain(TEST_AUTH_TOKEN);
-    expect(resultsSchemaErrors({ ...results, run: { ...results.run, config: { ...results.run.config, authToken: TEST_AUTH_TOKEN } } })).not.toEqual([]);
+    expect(
+      resultsSchemaErrors({
+        ...results,
+        run: { ...results.run, config: { ...results.run.config, authToken: TEST_AUTH_TOKEN } },
+      }),
+    ).not.toEqual([]);
     // Interleaved, one section of every transport per repeat, the order rotated each repeat so no
     // transport always follows the same neighbour: A B C, B C A, C A B.
     const order = transports.map((t) => t.name);
     const rotated = (shift: number): string[] => [...order.slice(shift), ...order.slice(0, shift)];
-    expect(results.sections.map((s) => `${s.transport}/${s.repeat}`)).toEqual([1, 2, 3].flatMap((repeat) => rotated(repeat - 1).map((t) => `${t}/${repeat}`)));
-    expect(results.transports.map((t) => [t.transport, t.repeats, t.completedRepeats, t.okCount])).toEqual(order.map((t) => [t, 3, 3, 9]));
+    expect(results.sections.map((s) => `${s.transport}/${s.repeat}`)).toEqual(
+      [1, 2, 3].flatMap((repeat) => rotated(repeat - 1).map((t) => `${t}/${repeat}`)),
+    );
+    expect(results.transports.map((t) => [t.transport, t.repeats, t.completedRepeats, t.okCount])).toEqual(
+      order.map((t) => [t, 3, 3, 9]),
+    );
     // output.log's sections are results.json's, in order, each image's line streamed as it arrived.
     const logged = logSections(log);
-    expect(logged.map((s) => s.heading)).toEqual(results.sections.map((s) => expect.stringMatching(new RegExp(`^=== ${escapeRegExp(s.label)}.* repeat ${s.repeat}/3\\) ===$`))));
+    expect(logged.map((s) => s.heading)).toEqual(
+      results.sections.map((s) =>
+        expect.stringMatching(new RegExp(`^=== ${escapeRegExp(s.label)}.* repeat ${s.repeat}/3\\) ===$`)),
+      ),
+    );
     for (const [index, section] of results.sections.entries()) {
       expect(section.okCount).toBe(3);
       // Each section's CSV, named in results.json and in output.log, holds every image with its round trip.
       expect(logged[index]!.footer[0]).toBe(`Per-image records: ${section.imagesFile}`);
       const csv = await readImageCsv(outputDir, section);
       const images = await readImageRecords(outputDir, section);
-      expect(images.map((i) => [i.image, i.status])).toEqual([[1, 'ok'], [2, 'ok'], [3, 'ok']]);
+      expect(images.map((i) => [i.image, i.status])).toEqual([
+        [1, 'ok'],
+        [2, 'ok'],
+        [3, 'ok'],
+      ]);
       expect(images.every((i) => i.timeMs !== null && i.timeMs > 0)).toBe(true);
       // Every image's round trip (stamp → ack processed on the transmitter) covers its one-way time.
       for (const image of images) expect(image.rttMs).toBeGreaterThan(image.timeMs!);
       // WINDOW 1: the images arrived in order, and so their lines were written: the figures the CSV has.
-      expect(logged[index]!.imageLines).toEqual([1, 2, 3].map((image) => renderImageLine(image, csv.find((l) => l.image === image)!.oneWayNs, 'ok', false)));
+      expect(logged[index]!.imageLines).toEqual(
+        [1, 2, 3].map((image) => renderImageLine(image, csv.find((l) => l.image === image)!.oneWayNs, 'ok', false)),
+      );
       expect(section.rtt?.count).toBe(3);
       expect(section.verifyMs).toBeGreaterThan(0);
       // The total spans from the first send to the last arrival, so it covers every image.
@@ -106,7 +133,8 @@ describe('a whole run in-process', () => {
     expect(outcome.summary).toContain('TCP (baseline)');
   }, 90_000);
 
-  it("keeps WINDOW meaning the same on every transport: the window stays full and is never exceeded at WINDOW=16 with 1,000 images", async () => {
+  it('keeps WINDOW meaning the same on every transport: the window stays full and is never exceeded at WINDOW=16 ' +
+    'with 1,000 images', async () => {
     // 1,000 images, not fewer: the first and last windows fill and drain, and over a short section
     // that alone pulls the mean in flight well under WINDOW.
     const imageCount = 1000;
@@ -118,7 +146,9 @@ describe('a whole run in-process', () => {
       const images = await readImageRecords(outputDir, section, outcome.runFolder);
       expect(images.map((i) => i.image)).toEqual(Array.from({ length: imageCount }, (_, i) => i + 1));
       // output.log has a line for each image, once, written as it arrived.
-      expect(new Set(log[index]!.imageLines.map((line) => Number(/^Image (\d+) /.exec(line)?.[1])))).toEqual(new Set(images.map((i) => i.image)));
+      expect(new Set(log[index]!.imageLines.map((line) => Number(/^Image (\d+) /.exec(line)?.[1])))).toEqual(
+        new Set(images.map((i) => i.image)),
+      );
       expect(log[index]!.imageLines).toHaveLength(imageCount);
       // Images stamped and not yet acknowledged, on average over the first stamp to the last ack
       // (Little's law from the round trips): near WINDOW, never more. A busy sender refills the window
@@ -134,10 +164,18 @@ describe('a whole run in-process', () => {
   }, 120_000);
 
   it('keeps a window of images in flight with a generated size, and says when verification is off', async () => {
-    const outcome = await runBoth({ IMAGE_COUNT: '20', IMAGE_SIZE: '64KB', WINDOW: '8', TRANSPORTS: 'tcp,zeromq', VERIFY: 'false' });
+    const outcome = await runBoth({
+      IMAGE_COUNT: '20',
+      IMAGE_SIZE: '64KB',
+      WINDOW: '8',
+      TRANSPORTS: 'tcp,zeromq',
+      VERIFY: 'false',
+    });
     expect(outcome.succeeded, outcome.summary).toBe(true);
     // Verification off (to measure its cost) is said in the record, never silently.
-    expect(await readFile(path.join(outputDir, 'output.log'), 'utf8')).toContain('Integrity: NOT VERIFIED (VERIFY=false');
+    expect(await readFile(path.join(outputDir, 'output.log'), 'utf8')).toContain(
+      'Integrity: NOT VERIFIED (VERIFY=false',
+    );
     expect(outcome.report.sections.map((s) => [s.transport, s.okCount, s.window, s.imageSizeBytes])).toEqual([
       ['tcp', 20, 8, 64_000],
       ['zeromq', 20, 8, 64_000],
@@ -146,7 +184,11 @@ describe('a whole run in-process', () => {
 
   it('records a transport whose Redis is down as failed with its reason, and runs the others', async () => {
     const deadPort = await freePort();
-    const outcome = await runBoth({ IMAGE_COUNT: '2', TRANSPORTS: 'redis,tcp', REDIS_URL: `redis://127.0.0.1:${deadPort}` });
+    const outcome = await runBoth({
+      IMAGE_COUNT: '2',
+      TRANSPORTS: 'redis,tcp',
+      REDIS_URL: `redis://127.0.0.1:${deadPort}`,
+    });
     expect(outcome.succeeded, outcome.summary).toBe(false);
     const [redisSection, tcpSection] = outcome.report.sections;
     expect(redisSection?.ok).toBe(false);
@@ -154,12 +196,18 @@ describe('a whole run in-process', () => {
     expect(redisSection?.lostCount).toBe(2);
     expect(tcpSection?.ok).toBe(true);
     const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
-    expect(log).toContain(`FAILED: receiver's redis listener is not available: no connection to Redis at redis://127.0.0.1:${deadPort}`);
+    expect(log).toContain(
+      `FAILED: receiver's redis listener is not available: no connection to Redis at redis://127.0.0.1:${deadPort}`,
+    );
     expect(log).toMatch(/^Redis\s+0\s+2\s+0(\s+-){11}\s+FAILED/m);
   }, 60_000);
 
-  it('serves progress at / during a run, then the run\'s report.html, results.json and output.log', async () => {
-    const { receiver, transmitterConfig } = await startReceiver(outputDir, { IMAGE_COUNT: '200', IMAGE_SIZE: '64KB', TRANSPORTS: 'tcp,zeromq' });
+  it("serves progress at / during a run, then the run's report.html, results.json and output.log", async () => {
+    const { receiver, transmitterConfig } = await startReceiver(outputDir, {
+      IMAGE_COUNT: '200',
+      IMAGE_SIZE: '64KB',
+      TRANSPORTS: 'tcp,zeromq',
+    });
     const base = `http://127.0.0.1:${transmitterConfig.controlPort}`;
     try {
       let livePage: Promise<string> | undefined;

@@ -15,7 +15,10 @@ import { runBoth } from '../helpers/in-process.js';
 
 /** Where the delay goes. */
 type FaultPoint =
-  /** The transmitter's link holds each stamped frame before handing it to the library: on the wire's side of both stamps. */
+  /**
+   * The transmitter's link holds each stamped frame before handing it to the library: on the wire's side of both
+   * stamps.
+   */
   | 'link'
   /** The receiver blocks in delivery, after the arrival stamp and before the ack leaves. */
   | 'delivery'
@@ -33,10 +36,12 @@ function withFault(transport: Transport): Transport {
   return {
     ...transport,
     async connect(options) {
-      const onAck: typeof options.onAck = (ack) => (fault === 'ack' ? void setTimeout(() => options.onAck(ack), DELAY_MS) : options.onAck(ack));
+      const onAck: typeof options.onAck = (ack) =>
+        fault === 'ack' ? void setTimeout(() => options.onAck(ack), DELAY_MS) : options.onAck(ack);
       const link = await transport.connect({ ...options, onAck });
       return {
-        send: (header, payload) => (fault === 'link' ? void setTimeout(() => link.send(header, payload), DELAY_MS) : link.send(header, payload)),
+        send: (header, payload) =>
+          fault === 'link' ? void setTimeout(() => link.send(header, payload), DELAY_MS) : link.send(header, payload),
         close: () => link.close(),
       };
     },
@@ -44,7 +49,8 @@ function withFault(transport: Transport): Transport {
       return transport.listen({
         ...options,
         deliver(frame) {
-          if (fault === 'late-stamp') return options.deliver({ ...frame, arrivalNs: frame.arrivalNs + BigInt(DELAY_MS * 1e6) });
+          if (fault === 'late-stamp')
+            return options.deliver({ ...frame, arrivalNs: frame.arrivalNs + BigInt(DELAY_MS * 1e6) });
           if (fault === 'delivery') {
             const untilNs = process.hrtime.bigint() + BigInt(DELAY_MS * 1e6);
             while (process.hrtime.bigint() < untilNs);
@@ -82,7 +88,14 @@ interface Figures {
 async function runWith(point: FaultPoint | null): Promise<Figures> {
   fault = point;
   try {
-    const outcome = await runBoth(outputDir, { TRANSPORTS: 'all', IMAGE_COUNT: '15', IMAGE_SIZE: '1KB', WINDOW: '1', WARMUP: '3', ...servers.env(transports) });
+    const outcome = await runBoth(outputDir, {
+      TRANSPORTS: 'all',
+      IMAGE_COUNT: '15',
+      IMAGE_SIZE: '1KB',
+      WINDOW: '1',
+      WARMUP: '3',
+      ...servers.env(transports),
+    });
     return { sections: new Map(outcome.report.sections.map((s) => [s.transport, s])) };
   } finally {
     fault = null;
@@ -108,9 +121,14 @@ describe('the figures move by an injected delay exactly where it lies, on every 
       const before = baseline.sections.get(name);
       const after = faulted.sections.get(name);
       expect(before?.ok, `${name} undisturbed: ${before?.failure ?? ''}`).toBe(true);
-      return { transport: name, oneWayMs: after!.latency!.p50Ms - before!.latency!.p50Ms, rttMs: after!.rtt!.p50Ms - before!.rtt!.p50Ms };
+      return {
+        transport: name,
+        oneWayMs: after!.latency!.p50Ms - before!.latency!.p50Ms,
+        rttMs: after!.rtt!.p50Ms - before!.rtt!.p50Ms,
+      };
     });
-  const moved = (deltaMs: number): boolean => deltaMs >= DELAY_MS - DRIFT_MS && deltaMs <= DELAY_MS + LATE_TIMER_SLACK_MS;
+  const moved = (deltaMs: number): boolean =>
+    deltaMs >= DELAY_MS - DRIFT_MS && deltaMs <= DELAY_MS + LATE_TIMER_SLACK_MS;
   const still = (deltaMs: number): boolean => Math.abs(deltaMs) <= DRIFT_MS;
 
   it.each([
@@ -118,12 +136,20 @@ describe('the figures move by an injected delay exactly where it lies, on every 
     ['link', true, true],
     ['delivery', false, true],
     ['ack', false, true],
-  ] as const)('a delay in the %s moves the one-way time: %s, the round trip: %s', async (point, oneWayMoves, rttMoves) => {
-    const faulted = await runWith(point);
-    for (const section of faulted.sections.values()) expect(section.ok, `${section.transport}: ${section.failure ?? ''}`).toBe(true);
-    const off = shifts(faulted).filter((s) => (oneWayMoves ? !moved(s.oneWayMs) : !still(s.oneWayMs)) || (rttMoves ? !moved(s.rttMs) : !still(s.rttMs)));
-    expect(off, `Δ p50 against the undisturbed run, delay ${DELAY_MS} ms`).toEqual([]);
-  }, 120_000);
+  ] as const)(
+    'a delay in the %s moves the one-way time: %s, the round trip: %s',
+    async (point, oneWayMoves, rttMoves) => {
+      const faulted = await runWith(point);
+      for (const section of faulted.sections.values())
+        expect(section.ok, `${section.transport}: ${section.failure ?? ''}`).toBe(true);
+      const off = shifts(faulted).filter(
+        (s) =>
+          (oneWayMoves ? !moved(s.oneWayMs) : !still(s.oneWayMs)) || (rttMoves ? !moved(s.rttMs) : !still(s.rttMs)),
+      );
+      expect(off, `Δ p50 against the undisturbed run, delay ${DELAY_MS} ms`).toEqual([]);
+    },
+    120_000,
+  );
 
   it('a late arrival stamp moves the one-way time alone, and the timing check fails every section for it', async () => {
     const faulted = await runWith('late-stamp');
@@ -132,7 +158,9 @@ describe('the figures move by an injected delay exactly where it lies, on every 
     for (const section of faulted.sections.values()) {
       expect(section.ok).toBe(false);
       expect(section.arrivalsAfterAck, section.transport).toBe(15);
-      expect(section.failure).toMatch(/^timing check: 15 of 15 images stamped as arriving after their ack was processed/);
+      expect(section.failure).toMatch(
+        /^timing check: 15 of 15 images stamped as arriving after their ack was processed/,
+      );
     }
   }, 120_000);
 });

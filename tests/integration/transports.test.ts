@@ -5,7 +5,15 @@ import { freePort } from '../../services/shared/net.js';
 import type { LocalServer, Transport } from '../../services/transports/contract.js';
 import { transports } from '../../services/transports/index.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
-import { eventually, LocalServers, openPair, stampedHeader, testDoor, testLog, transferThrough } from '../helpers/harness.js';
+import {
+  eventually,
+  LocalServers,
+  openPair,
+  stampedHeader,
+  testDoor,
+  testLog,
+  transferThrough,
+} from '../helpers/harness.js';
 
 // One suite, every transport in the table, real sockets on loopback and real servers: the same
 // contract must hold whatever carries the bytes. A transport added to the table is tested here
@@ -54,17 +62,35 @@ for (const transport of transports) {
 
     it('leaves no open handle after close, and close is safe twice', async () => {
       const before = activeResources();
-      const outcome = await transferThrough(transport, [randomBytes(2048)], { window: 1, url: url(), closeTwice: true });
+      const outcome = await transferThrough(transport, [randomBytes(2048)], {
+        window: 1,
+        url: url(),
+        closeTwice: true,
+      });
       expect(outcome.acks).toHaveLength(1);
       expect(await leakedResources(before)).toEqual([]);
     }, 30_000);
 
-    it('connect() with nothing there rejects within connectTimeoutMs with ITB_ERR_TIMEOUT naming the address, leaving nothing open', async () => {
+    it('connect() with nothing there rejects within connectTimeoutMs with ITB_ERR_TIMEOUT naming the address, ' +
+      'leaving nothing open', async () => {
       const dead = await deadEndpoint(transport);
       const before = activeResources();
       const startedMs = Date.now();
       const outcome = await transport
-        .connect({ host: '127.0.0.1', bindHost: '127.0.0.1', port: dead.port, url: dead.url, maxImageBytes: MIB, log: testLog, connectTimeoutMs: 600, imageBytes: 1024 * 1024, window: 64, credential: testDoor(transport.name).credential, onAck() {}, onFailure() {} })
+        .connect({
+          host: '127.0.0.1',
+          bindHost: '127.0.0.1',
+          port: dead.port,
+          url: dead.url,
+          maxImageBytes: MIB,
+          log: testLog,
+          connectTimeoutMs: 600,
+          imageBytes: 1024 * 1024,
+          window: 64,
+          credential: testDoor(transport.name).credential,
+          onAck() {},
+          onFailure() {},
+        })
         .then(
           () => new Error('connect() resolved'),
           (err: unknown) => err,
@@ -78,7 +104,8 @@ for (const transport of transports) {
       expect(await leakedResources(before)).toEqual([]);
     }, 10_000);
 
-    it('drops a frame with a bad magic or announcing more than MAX_IMAGE_SIZE, reports it, delivers nothing of it, and keeps listening', async () => {
+    it('drops a frame with a bad magic or announcing more than MAX_IMAGE_SIZE, reports it, delivers nothing of it, ' +
+      'and keeps listening', async () => {
       for (const bad of ['magic', 'oversize'] as const) {
         const pair = await openPair(transport, { url: url(), receiverMaxImageBytes: MIB });
         try {
@@ -96,7 +123,15 @@ for (const transport of transports) {
         // The listener serves the next section's link normally.
         await pair.section.reopen(pair.listener, 8);
         const next = await transport.connect({
-          host: '127.0.0.1', bindHost: '127.0.0.1', port: pair.listener.port, url: url(), maxImageBytes: MIB, log: testLog, connectTimeoutMs: 5000, imageBytes: 1024 * 1024, window: 64,
+          host: '127.0.0.1',
+          bindHost: '127.0.0.1',
+          port: pair.listener.port,
+          url: url(),
+          maxImageBytes: MIB,
+          log: testLog,
+          connectTimeoutMs: 5000,
+          imageBytes: 1024 * 1024,
+          window: 64,
           credential: pair.section.credential,
           onAck: (ack) => pair.seen.acks.push(ack),
           onFailure: (err) => pair.seen.failures.push(err),
@@ -114,7 +149,8 @@ for (const transport of transports) {
       }
     }, 30_000);
 
-    it('drops a frame whose delivery throws: reported, never acked, and the next frame on the same link goes through', async () => {
+    it('drops a frame whose delivery throws: reported, never acked, and the next frame on the same link goes ' +
+      'through', async () => {
       const pair = await openPair(transport, { url: url(), throwOnSeqs: [0] });
       try {
         const images = [randomBytes(2000), randomBytes(2000)];
@@ -129,7 +165,8 @@ for (const transport of transports) {
       }
     }, 20_000);
 
-    it('reports a peer that goes away as one failure, nothing after close(), and close() of a healthy link reports none', async () => {
+    it('reports a peer that goes away as one failure, nothing after close(), and close() of a healthy link reports ' +
+      'none', async () => {
       // The peer a link depends on: the receiver's listener, or the server the transport goes through.
       let broker: LocalServer | undefined;
       if (transport.localServer) broker = await transport.localServer.start();
@@ -162,20 +199,34 @@ for (const transport of transports) {
         const acks: number[] = [];
         const section = testDoor(transport.name);
         const linking = transport.connect({
-          host: '127.0.0.1', bindHost: '127.0.0.1', port, url: undefined, maxImageBytes: MIB, log: testLog, connectTimeoutMs: 5000, imageBytes: 1024 * 1024, window: 64,
+          host: '127.0.0.1',
+          bindHost: '127.0.0.1',
+          port,
+          url: undefined,
+          maxImageBytes: MIB,
+          log: testLog,
+          connectTimeoutMs: 5000,
+          imageBytes: 1024 * 1024,
+          window: 64,
           credential: section.credential,
           onAck: (ack) => acks.push(ack.seq),
           onFailure() {},
         });
         await new Promise((resolve) => setTimeout(resolve, 300));
         const listener = await transport.listen({
-          host: '127.0.0.1', bindHost: '127.0.0.1', port, url: undefined, maxImageBytes: MIB, log: testLog,
+          host: '127.0.0.1',
+          bindHost: '127.0.0.1',
+          port,
+          url: undefined,
+          maxImageBytes: MIB,
+          log: testLog,
           door: section.door,
           idleTimeoutMs: section.idleTimeoutMs,
           deliver: (frame) => ({ sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' }),
           onReject() {},
         });
-        // As the receiver app does before the transmitter is told to connect (a listener that dials the transmitter starts here).
+        // As the receiver app does before the transmitter is told to connect (a listener that dials the transmitter
+        // starts here).
         await section.prepare(listener);
         const link = await linking;
         try {

@@ -45,7 +45,10 @@ let config: Config;
 beforeAll(async () => {
   await servers.startFor(transports);
   outputDir = await mkdtemp(path.join(os.tmpdir(), 'itb-verify-'));
-  ({ receiver, transmitterConfig: config } = await startReceiver(outputDir, { TRANSPORTS: 'all', ...servers.env(transports) }));
+  ({ receiver, transmitterConfig: config } = await startReceiver(outputDir, {
+    TRANSPORTS: 'all',
+    ...servers.env(transports),
+  }));
 });
 afterAll(async () => {
   await receiver?.close();
@@ -55,24 +58,63 @@ afterAll(async () => {
 
 describe('a corrupt image, acknowledged before it is verified', () => {
   for (const [index, transport] of transports.entries()) {
-    it(`${transport.name}: is acked as received, then counted corrupt in its image and its section, which is not ok`, async () => {
+    it(`${transport.name}: is acked as received, then counted ` +
+      `corrupt in its image and its section, which is not ok`, async () => {
       const control = new ControlClient('127.0.0.1', config.controlPort, 5000);
       control.authorize(TEST_AUTH_TOKEN);
       try {
         await control.startRun({
-          startedAt: new Date().toISOString(), imageDescription: 'random bytes', imageSizeBytes: 4096, imageCount: 3, window: 3, warmup: { mode: 'images', images: 0 }, repeat: 1,
-          transports: [transport.name], arrivalNotes: [], receivers: 1, receiverIndex: 0, config, hosts: { transmitter: hostFacts(transports) },
+          startedAt: new Date().toISOString(),
+          imageDescription: 'random bytes',
+          imageSizeBytes: 4096,
+          imageCount: 3,
+          window: 3,
+          warmup: { mode: 'images', images: 0 },
+          repeat: 1,
+          transports: [transport.name],
+          arrivalNotes: [],
+          receivers: 1,
+          receiverIndex: 0,
+          config,
+          hosts: { transmitter: hostFacts(transports) },
         });
-        const plan: SectionPlan = { sectionId: 900 + index, transport: transport.name, label: transport.label, baseline: transport.baseline, repeat: 1, imageCount: 3, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 4096, window: 3, ratePerSecond: null, clients: 1, receivers: 1, receiverIndex: 0, clock: null };
+        const plan: SectionPlan = {
+          sectionId: 900 + index,
+          transport: transport.name,
+          label: transport.label,
+          baseline: transport.baseline,
+          repeat: 1,
+          imageCount: 3,
+          warmup: { mode: 'images', images: 0 },
+          imageSizeBytes: 4096,
+          window: 3,
+          ratePerSecond: null,
+          clients: 1,
+          receivers: 1,
+          receiverIndex: 0,
+          clock: null,
+        };
         await control.openSection(plan);
         // A warm-up the plan does not allow would stretch the record: refused, and nothing changes.
-        await expect(control.startMeasuring(plan.sectionId, { images: 5, ms: 1, steady: null, mediansMs: null })).rejects.toThrow(/HTTP 409.*a warm-up of 5 images is not what the section's plan allows/);
+        await expect(
+          control.startMeasuring(plan.sectionId, { images: 5, ms: 1, steady: null, mediansMs: null }),
+        ).rejects.toThrow(/HTTP 409.*a warm-up of 5 images is not what the section's plan allows/);
         // No warm-up: the recorded images start at seq 0.
         await control.startMeasuring(plan.sectionId, { images: 0, ms: 0, steady: null, mediansMs: null });
-        await expect(control.startMeasuring(plan.sectionId, { images: 0, ms: 0, steady: null, mediansMs: null })).rejects.toThrow(/HTTP 409.*already measuring/);
+        await expect(
+          control.startMeasuring(plan.sectionId, { images: 0, ms: 0, steady: null, mediansMs: null }),
+        ).rejects.toThrow(/HTTP 409.*already measuring/);
         const acks: Ack[] = [];
         const link = await transport.connect({
-          host: '127.0.0.1', bindHost: '127.0.0.1', port: config.ports[transport.name] ?? 0, url: config.urls[transport.name], maxImageBytes: config.maxImageBytes, log: testLog, connectTimeoutMs: 5000, imageBytes: 1024 * 1024, window: 64,
+          host: '127.0.0.1',
+          bindHost: '127.0.0.1',
+          port: config.ports[transport.name] ?? 0,
+          url: config.urls[transport.name],
+          maxImageBytes: config.maxImageBytes,
+          log: testLog,
+          connectTimeoutMs: 5000,
+          imageBytes: 1024 * 1024,
+          window: 64,
           credential: sectionCredential(TEST_AUTH_TOKEN, plan.sectionId),
           onAck: (ack) => acks.push(ack),
           onFailure() {},
@@ -82,18 +124,44 @@ describe('a corrupt image, acknowledged before it is verified', () => {
           const checksum = imageChecksum(image);
           for (const seq of [0, 1, 2]) {
             // Image 2 (seq 1) carries a checksum that does not match its bytes.
-            link.send(encodeFrameHeader({ sectionId: plan.sectionId, seq, sizeBytes: image.length, checksum: seq === 1 ? checksum + 1n : checksum, sentAtNs: process.hrtime.bigint() }), image);
+            link.send(
+              encodeFrameHeader({
+                sectionId: plan.sectionId,
+                seq,
+                sizeBytes: image.length,
+                checksum: seq === 1 ? checksum + 1n : checksum,
+                sentAtNs: process.hrtime.bigint(),
+              }),
+              image,
+            );
           }
           await eventually(() => acks.length === 3);
         } finally {
           await link.close();
         }
-        expect(acks.map((a) => [a.seq, a.status])).toEqual([[0, 'accepted'], [1, 'accepted'], [2, 'accepted']]);
+        expect(acks.map((a) => [a.seq, a.status])).toEqual([
+          [0, 'accepted'],
+          [1, 'accepted'],
+          [2, 'accepted'],
+        ]);
         // The transmitter's round trips (5 s each: over any one-way time here) come in a batch, then its end.
-        await control.roundTrips(plan.sectionId, Buffer.from(Float64Array.of(1, 5e9, Number.NaN, 2, 5e9, Number.NaN, 3, 5e9, Number.NaN).buffer));
+        await control.roundTrips(
+          plan.sectionId,
+          Buffer.from(Float64Array.of(1, 5e9, Number.NaN, 2, 5e9, Number.NaN, 3, 5e9, Number.NaN).buffer),
+        );
         const result = await control.endSection(plan.sectionId, {
-          failure: null, transmitterCost: null, imagesSent: 3, roundTripsShipped: 3, sendLag: null, rttFromDue: null, meanInFlight: null, rttSeconds: [],
-          achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: 1.5, firstImageRttMs: 0.25 }, clockAfter: null,
+          failure: null,
+          transmitterCost: null,
+          imagesSent: 3,
+          roundTripsShipped: 3,
+          sendLag: null,
+          rttFromDue: null,
+          meanInFlight: null,
+          rttSeconds: [],
+          achievedRatePerSecond: null,
+          clientFigures: null,
+          coldStart: { connectMs: 1.5, firstImageRttMs: 0.25 },
+          clockAfter: null,
         });
         expect(result.warmedUp).toEqual({ images: 0, ms: 0, steady: null, mediansMs: null });
         expect([result.okCount, result.corruptCount, result.lostCount]).toEqual([2, 1, 0]);
@@ -107,9 +175,14 @@ describe('a corrupt image, acknowledged before it is verified', () => {
         expect(finished.summary).toMatch(new RegExp(`^${escapeRegExp(transport.label)}\\s.*\\s2\\s+0\\s+1\\s`, 'm'));
         // The section's CSV in the run's folder: each image with its verdict, its time and its round trip.
         const images = await readImageRecords(outputDir, result, finished.runFolder);
-        expect(images.map((i) => [i.image, i.status, i.rttMs])).toEqual([[1, 'ok', 5000], [2, 'corrupt', 5000], [3, 'ok', 5000]]);
+        expect(images.map((i) => [i.image, i.status, i.rttMs])).toEqual([
+          [1, 'ok', 5000],
+          [2, 'corrupt', 5000],
+          [3, 'ok', 5000],
+        ]);
         expect(images.every((i) => i.timeMs !== null && i.timeMs > 0)).toBe(true);
-        // The transmitter's cold-start figures pass through; the first image's one-way time is the receiver's own (seq 0, image 1).
+        // The transmitter's cold-start figures pass through; the first image's one-way time is the receiver's own (seq
+        // 0, image 1).
         expect(result.coldStart).toEqual({ connectMs: 1.5, firstImageMs: images[0]!.timeMs, firstImageRttMs: 0.25 });
       } finally {
         control.close();

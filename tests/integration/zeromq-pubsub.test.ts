@@ -8,7 +8,14 @@ import { freePort } from '../../services/shared/net.js';
 import { withTimeout } from '../../services/shared/waits.js';
 import type { TransmitterOptions } from '../../services/transports/contract.js';
 import { HIGH_WATER_MARK_MESSAGES } from '../../services/transports/zeromq.js';
-import { createAckPull, createAckPush, createPublisher, createSubscriber, PUBLISHER_HIGH_WATER_MARK, zeromqPubsubTransport } from '../../services/transports/zeromq-pubsub.js';
+import {
+  createAckPull,
+  createAckPush,
+  createPublisher,
+  createSubscriber,
+  PUBLISHER_HIGH_WATER_MARK,
+  zeromqPubsubTransport,
+} from '../../services/transports/zeromq-pubsub.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
 import { eventually, stampedHeader, testDoor, testLog, type TestDoor } from '../helpers/harness.js';
 
@@ -22,9 +29,22 @@ import { eventually, stampedHeader, testDoor, testLog, type TestDoor } from '../
 const MIB = 1024 * 1024;
 
 /** Transmitter options for a link to `port` in `section`, recording acks and failures. */
-function linkOptions(port: number, section: TestDoor, seen: { acks: number[]; failures: Error[] }, window = 64): TransmitterOptions {
+function linkOptions(
+  port: number,
+  section: TestDoor,
+  seen: { acks: number[]; failures: Error[] },
+  window = 64,
+): TransmitterOptions {
   return {
-    host: '127.0.0.1', bindHost: '127.0.0.1', port, url: undefined, maxImageBytes: MIB, log: testLog, connectTimeoutMs: 5000, imageBytes: MIB, window,
+    host: '127.0.0.1',
+    bindHost: '127.0.0.1',
+    port,
+    url: undefined,
+    maxImageBytes: MIB,
+    log: testLog,
+    connectTimeoutMs: 5000,
+    imageBytes: MIB,
+    window,
     credential: section.credential,
     onAck: (ack) => seen.acks.push(ack.seq),
     onFailure: (err) => seen.failures.push(err),
@@ -41,41 +61,51 @@ async function firstEvent(socket: Socket, types: readonly string[], timeoutMs = 
 }
 
 describe('zeromq-pubsub transport', () => {
-  it('sets the high-water marks, keeps the publisher lossy, fits the part limit and declares its drops and its two connections', () => {
-    const publisher = createPublisher('127.0.0.1', 'x'.repeat(32));
-    const ackPull = createAckPull('127.0.0.1', 'x'.repeat(32));
-    const subscriber = createSubscriber('127.0.0.1', 5_000_000);
-    const tinySubscriber = createSubscriber('127.0.0.1', 1);
-    const ackPush = createAckPush('127.0.0.1');
-    try {
-      // (ZMQ_XPUB_NODROP is write-only in libzmq: that it stays off is shown by the loss test.)
-      // Twice the others': libzmq credits the writer only every half mark, and WINDOW=64 must never drop.
-      expect(publisher.sendHighWaterMark).toBe(PUBLISHER_HIGH_WATER_MARK);
-      expect(PUBLISHER_HIGH_WATER_MARK).toBe(2 * HIGH_WATER_MARK_MESSAGES);
-      expect(subscriber.receiveHighWaterMark).toBe(HIGH_WATER_MARK_MESSAGES);
-      expect(ackPush.sendHighWaterMark).toBe(HIGH_WATER_MARK_MESSAGES);
-      expect(ackPull.receiveHighWaterMark).toBe(HIGH_WATER_MARK_MESSAGES);
-      expect(subscriber.maxMessageSize).toBe(5_000_000);
-      expect(tinySubscriber.maxMessageSize).toBeGreaterThanOrEqual(64); // ZMTP's own commands
-      for (const small of [publisher, ackPull, ackPush]) expect(small.maxMessageSize).toBeLessThan(MIB);
-      expect(ackPush.sendTimeout).toBeGreaterThan(0); // PUSH waits at its mark, bounded
-      expect(subscriber.plainServer && ackPush.plainServer).toBe(true);
-      expect(zeromqPubsubTransport.dropsImages).toContain(String(HIGH_WATER_MARK_MESSAGES));
-      expect(zeromqPubsubTransport.connectionsPerLink?.(16)).toBe(2);
-      expect(zeromqPubsubTransport.setting).toMatchObject({ kind: 'port', nextPorts: 1 });
-    } finally {
-      for (const socket of [publisher, ackPull, subscriber, tinySubscriber, ackPush]) socket.close();
-    }
-  });
+  it(
+    'sets the high-water marks, keeps the publisher lossy, fits the part limit and declares its drops and its two ' +
+      'connections',
+    () => {
+      const publisher = createPublisher('127.0.0.1', 'x'.repeat(32));
+      const ackPull = createAckPull('127.0.0.1', 'x'.repeat(32));
+      const subscriber = createSubscriber('127.0.0.1', 5_000_000);
+      const tinySubscriber = createSubscriber('127.0.0.1', 1);
+      const ackPush = createAckPush('127.0.0.1');
+      try {
+        // (ZMQ_XPUB_NODROP is write-only in libzmq: that it stays off is shown by the loss test.)
+        // Twice the others': libzmq credits the writer only every half mark, and WINDOW=64 must never drop.
+        expect(publisher.sendHighWaterMark).toBe(PUBLISHER_HIGH_WATER_MARK);
+        expect(PUBLISHER_HIGH_WATER_MARK).toBe(2 * HIGH_WATER_MARK_MESSAGES);
+        expect(subscriber.receiveHighWaterMark).toBe(HIGH_WATER_MARK_MESSAGES);
+        expect(ackPush.sendHighWaterMark).toBe(HIGH_WATER_MARK_MESSAGES);
+        expect(ackPull.receiveHighWaterMark).toBe(HIGH_WATER_MARK_MESSAGES);
+        expect(subscriber.maxMessageSize).toBe(5_000_000);
+        expect(tinySubscriber.maxMessageSize).toBeGreaterThanOrEqual(64); // ZMTP's own commands
+        for (const small of [publisher, ackPull, ackPush]) expect(small.maxMessageSize).toBeLessThan(MIB);
+        expect(ackPush.sendTimeout).toBeGreaterThan(0); // PUSH waits at its mark, bounded
+        expect(subscriber.plainServer && ackPush.plainServer).toBe(true);
+        expect(zeromqPubsubTransport.dropsImages).toContain(String(HIGH_WATER_MARK_MESSAGES));
+        expect(zeromqPubsubTransport.connectionsPerLink?.(16)).toBe(2);
+        expect(zeromqPubsubTransport.setting).toMatchObject({ kind: 'port', nextPorts: 1 });
+      } finally {
+        for (const socket of [publisher, ackPull, subscriber, tinySubscriber, ackPush]) socket.close();
+      }
+    },
+  );
 
-  it('a slow subscriber loses images at the high-water mark: in order or not at all, every delivered one acked, the loss counted exactly', async () => {
+  it('a slow subscriber loses images at the high-water mark: in order or not at all, every delivered one acked, ' +
+    'the loss counted exactly', async () => {
     const sent = 400;
     const section = testDoor('zeromq-pubsub', 7, 10_000, 1024);
     const delivered: number[] = [];
     const rejects: string[] = [];
     let lastDeliveryMs = Date.now();
     const listener = await zeromqPubsubTransport.listen({
-      host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: undefined, maxImageBytes: MIB, log: testLog,
+      host: '127.0.0.1',
+      bindHost: '127.0.0.1',
+      port: 0,
+      url: undefined,
+      maxImageBytes: MIB,
+      log: testLog,
       door: section.door,
       idleTimeoutMs: section.idleTimeoutMs,
       deliver(frame) {
@@ -105,7 +135,10 @@ describe('zeromq-pubsub transport', () => {
       // A window of 1024 is no window at all: all 400 (40 MB) go without waiting for an ack.
       for (const header of headers) link.send(header, image);
       // Until nothing more arrives for a second, and every delivered image's ack is in.
-      await eventually(() => delivered.length > 0 && Date.now() - lastDeliveryMs > 1000 && seen.acks.length >= delivered.length, 12_000);
+      await eventually(
+        () => delivered.length > 0 && Date.now() - lastDeliveryMs > 1000 && seen.acks.length >= delivered.length,
+        12_000,
+      );
       ledger.settleBelow(sent); // the silence settles the tail, as the app does
 
       expect(seen.failures).toEqual([]);
@@ -129,11 +162,17 @@ describe('zeromq-pubsub transport', () => {
     }
   }, 20_000);
 
-  it('refuses a peer with a wrong credential or none on both ports (ZAP), delivers nothing of it, and still admits the section link', async () => {
+  it('refuses a peer with a wrong credential or none on both ports (ZAP), delivers nothing of it, and still admits ' +
+    'the section link', async () => {
     const section = testDoor('zeromq-pubsub');
     const delivered: number[] = [];
     const listener = await zeromqPubsubTransport.listen({
-      host: '127.0.0.1', bindHost: '127.0.0.1', port: 0, url: undefined, maxImageBytes: MIB, log: testLog,
+      host: '127.0.0.1',
+      bindHost: '127.0.0.1',
+      port: 0,
+      url: undefined,
+      maxImageBytes: MIB,
+      log: testLog,
       door: section.door,
       idleTimeoutMs: section.idleTimeoutMs,
       deliver(frame) {
@@ -151,11 +190,16 @@ describe('zeromq-pubsub transport', () => {
       const wrongPublisher = new XPublisher({ linger: 0, plainUsername: 'itb', plainPassword: wrong });
       const wrongPull = new Pull({ linger: 0, plainUsername: 'itb', plainPassword: wrong });
       raw.push(wrongPublisher, wrongPull);
-      const wrongVerdicts = Promise.all([firstEvent(wrongPublisher, ['handshake', 'handshake:error:auth']), firstEvent(wrongPull, ['handshake', 'handshake:error:auth'])]);
+      const wrongVerdicts = Promise.all([
+        firstEvent(wrongPublisher, ['handshake', 'handshake:error:auth']),
+        firstEvent(wrongPull, ['handshake', 'handshake:error:auth']),
+      ]);
       wrongPublisher.connect(`tcp://127.0.0.1:${imagePort}`);
       wrongPull.connect(`tcp://127.0.0.1:${ackPort}`);
       expect(await wrongVerdicts).toEqual(['handshake:error:auth', 'handshake:error:auth']);
-      expect(section.refusals.filter((r) => r.includes("credential is not the open section's")).length).toBeGreaterThanOrEqual(2);
+      expect(
+        section.refusals.filter((r) => r.includes("credential is not the open section's")).length,
+      ).toBeGreaterThanOrEqual(2);
 
       // No credential at all: the handshake fails before ZAP, and the listener counts it on each port.
       const barePublisher = new XPublisher({ linger: 0 });
@@ -163,18 +207,25 @@ describe('zeromq-pubsub transport', () => {
       raw.push(barePublisher, barePull);
       barePublisher.connect(`tcp://127.0.0.1:${imagePort}`);
       barePull.connect(`tcp://127.0.0.1:${ackPort}`);
-      await eventually(() => section.refusals.some((r) => r.includes('image port')) && section.refusals.some((r) => r.includes('ack port')));
+      await eventually(
+        () =>
+          section.refusals.some((r) => r.includes('image port')) &&
+          section.refusals.some((r) => r.includes('ack port')),
+      );
 
       // Whatever they publish goes nowhere.
       const image = randomBytes(2000);
-      for (const [seq, publisher] of [wrongPublisher, barePublisher].entries()) await publisher.send([stampedHeader(image, seq), image]);
+      for (const [seq, publisher] of [wrongPublisher, barePublisher].entries())
+        await publisher.send([stampedHeader(image, seq), image]);
 
       // The transport's own link with a wrong credential is refused, not retried.
       const seen = { acks: [] as number[], failures: [] as Error[] };
-      const refused = await zeromqPubsubTransport.connect({ ...linkOptions(imagePort, section, seen), credential: { ...section.credential, text: wrong } }).then(
-        (link) => link,
-        (err: unknown) => err,
-      );
+      const refused = await zeromqPubsubTransport
+        .connect({ ...linkOptions(imagePort, section, seen), credential: { ...section.credential, text: wrong } })
+        .then(
+          (link) => link,
+          (err: unknown) => err,
+        );
       expect(refused).toMatchObject({ code: ErrorCode.refused });
 
       // The refusals took none of the section's two places: its real link gets in and is served.
@@ -203,7 +254,12 @@ describe('zeromq-pubsub transport', () => {
       const section = testDoor('zeromq-pubsub');
       const outcome = await zeromqPubsubTransport
         .listen({
-          host: '127.0.0.1', bindHost: '127.0.0.1', port, url: undefined, maxImageBytes: MIB, log: testLog,
+          host: '127.0.0.1',
+          bindHost: '127.0.0.1',
+          port,
+          url: undefined,
+          maxImageBytes: MIB,
+          log: testLog,
           door: section.door,
           idleTimeoutMs: section.idleTimeoutMs,
           deliver: (frame) => ({ sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' }),
@@ -216,7 +272,10 @@ describe('zeromq-pubsub transport', () => {
           },
           (err: unknown) => err,
         );
-      expect(outcome).toMatchObject({ code: ErrorCode.transport, message: expect.stringContaining(`127.0.0.1:${port + 1}`) });
+      expect(outcome).toMatchObject({
+        code: ErrorCode.transport,
+        message: expect.stringContaining(`127.0.0.1:${port + 1}`),
+      });
       expect((outcome as Error).message).toContain('ZEROMQ_PUBSUB_PORT + 1');
       expect(await leakedResources(before)).toEqual([]);
     } finally {

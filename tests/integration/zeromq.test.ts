@@ -2,7 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { Dealer } from 'zeromq';
 import { ErrorCode } from '../../services/core/errors.js';
-import { createDealer, createRouter, HIGH_WATER_MARK_MESSAGES, zeromqTransport } from '../../services/transports/zeromq.js';
+import {
+  createDealer,
+  createRouter,
+  HIGH_WATER_MARK_MESSAGES,
+  zeromqTransport,
+} from '../../services/transports/zeromq.js';
 import { eventually, openPair, stampedHeader, testDoor, testLog, transferThrough } from '../helpers/harness.js';
 
 // Only what is PARTICULAR to ZeroMQ. The contract every transport shares (delivery of every size,
@@ -36,7 +41,9 @@ describe('zeromq transport', () => {
       expect(router.sendTimeout).toBeGreaterThan(0);
       await router.bind('tcp://127.0.0.1:*');
       router.sendTimeout = 0; // with no peer at all, the send would otherwise wait sendTimeout first
-      await expect(router.send([Buffer.from('nobody'), Buffer.from('ack')])).rejects.toMatchObject({ code: 'EHOSTUNREACH' });
+      await expect(router.send([Buffer.from('nobody'), Buffer.from('ack')])).rejects.toMatchObject({
+        code: 'EHOSTUNREACH',
+      });
     } finally {
       dealer.close();
       router.close();
@@ -75,7 +82,12 @@ describe('zeromq transport', () => {
     const pair = await openPair(zeromqTransport, { receiverMaxImageBytes: 1024 * 1024 });
     // The raw peer is the next section's link; the pair's own link stays connected.
     await pair.section.reopen(pair.listener, 8);
-    const raw = new Dealer({ linger: 0, receiveTimeout: 300, plainUsername: 'itb', plainPassword: pair.section.credential.text });
+    const raw = new Dealer({
+      linger: 0,
+      receiveTimeout: 300,
+      plainUsername: 'itb',
+      plainPassword: pair.section.credential.text,
+    });
     try {
       raw.connect(`tcp://127.0.0.1:${pair.listener.port}`);
       const image = randomBytes(500);
@@ -113,14 +125,18 @@ describe('zeromq transport', () => {
     }
   }, 20_000);
 
-  it('drops a peer that sends a part over maxImageBytes before allocating it: the transmitter fails once, and the listener keeps serving', async () => {
+  it('drops a peer that sends a part over maxImageBytes before allocating it: the transmitter fails once, and the ' +
+    'listener keeps serving', async () => {
     const pair = await openPair(zeromqTransport, { receiverMaxImageBytes: 100_000 });
     try {
       const image = randomBytes(200_000);
       // The header announces a size within the limit, so only libzmq's part limit can stop the image.
       expect(pair.link.send(stampedHeader(image, 0, { sizeBytes: 100_000 }), image)).toBeUndefined(); // never throws
       await eventually(() => pair.seen.failures.length > 0);
-      expect(pair.seen.failures[0]).toMatchObject({ code: ErrorCode.transport, message: expect.stringContaining(`127.0.0.1:${pair.listener.port}`) });
+      expect(pair.seen.failures[0]).toMatchObject({
+        code: ErrorCode.transport,
+        message: expect.stringContaining(`127.0.0.1:${pair.listener.port}`),
+      });
       expect(pair.seen.delivered).toEqual([]);
       expect(pair.seen.rejects).toEqual([]); // libzmq dropped it before the gate saw anything
       // libzmq keeps reconnecting behind the failed link: that must not report a second failure.
@@ -136,7 +152,15 @@ describe('zeromq transport', () => {
     const acks: number[] = [];
     const failures: Error[] = [];
     const next = await zeromqTransport.connect({
-      host: '127.0.0.1', bindHost: '127.0.0.1', port: pair.listener.port, url: undefined, maxImageBytes: 100_000, log: testLog, connectTimeoutMs: 5000, imageBytes: 1024 * 1024, window: 64,
+      host: '127.0.0.1',
+      bindHost: '127.0.0.1',
+      port: pair.listener.port,
+      url: undefined,
+      maxImageBytes: 100_000,
+      log: testLog,
+      connectTimeoutMs: 5000,
+      imageBytes: 1024 * 1024,
+      window: 64,
       credential: pair.section.credential,
       onAck: (ack) => acks.push(ack.seq),
       onFailure: (err) => failures.push(err),

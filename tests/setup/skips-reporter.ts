@@ -19,6 +19,8 @@ export default class SkipsReporter implements Reporter {
     }
     if (lines.length === 0) return;
     const rest = others > 0 ? `\n(and ${others} skipped without a reason: a -t filter, .skip or an opt-in runIf)` : '';
-    process.stdout.write(`\nChecks this machine did not let run (${lines.length}), and why:\n${lines.join('\n')}${rest}\n\n`);
+    process.stdout.write(
+      `\nChecks this machine did not let run (${lines.length}), and why:\n${lines.join('\n')}${rest}\n\n`,
+    );
   }
 }

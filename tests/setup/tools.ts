@@ -25,12 +25,22 @@ const TOOLS_BY_PROJECT: Readonly<Record<string, readonly Tool[]>> = {
   e2e: [
     REDIS,
     NATS,
-    { command: 'docker-compose', usedFor: 'resolving docker-compose.yml with a real Compose implementation', install: APT },
+    {
+      command: 'docker-compose',
+      usedFor: 'resolving docker-compose.yml with a real Compose implementation',
+      install: APT,
+    },
     { command: 'chromium', usedFor: 'opening report.html in a browser', install: APT },
-    { command: 'pgrep', usedFor: 'finding npm start\'s receiver processes (procps)', install: APT },
+    { command: 'pgrep', usedFor: "finding npm start's receiver processes (procps)", install: APT },
   ],
   // Debian's kubernetes-client (1.20) has a kustomize too old for deploy/k8s.
-  k8s: [{ command: 'kubectl', usedFor: 'rendering deploy/k8s with kustomize (kubectl 1.27 or later)', install: 'https://kubernetes.io/docs/tasks/tools/ (or your cloud SDK\'s kubectl)' }],
+  k8s: [
+    {
+      command: 'kubectl',
+      usedFor: 'rendering deploy/k8s with kustomize (kubectl 1.27 or later)',
+      install: "https://kubernetes.io/docs/tasks/tools/ (or your cloud SDK's kubectl)",
+    },
+  ],
 };
 
 function onPath(command: string): boolean {
@@ -45,7 +55,11 @@ function onPath(command: string): boolean {
 /** What is missing for `projectName`'s tests, as the message the run stops with; null when nothing is. */
 function missingToolsMessage(projectName: string): string | null {
   const tools = TOOLS_BY_PROJECT[projectName];
-  if (!tools) return `no tool list for the vitest project "${projectName}" in tests/setup/tools.ts; known: ${Object.keys(TOOLS_BY_PROJECT).join(', ')}`;
+  if (!tools)
+    return (
+      `no tool list for the vitest project "${projectName}" in tests/setup/tools.ts; known: ` +
+      Object.keys(TOOLS_BY_PROJECT).join(', ')
+    );
   const missing = tools.filter((tool) => !onPath(tool.command));
   if (missing.length === 0) return null;
   const list = missing.map((tool) => `  ${tool.command}: ${tool.usedFor}; install: ${tool.install}`).join('\n');

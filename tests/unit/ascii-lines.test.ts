@@ -16,11 +16,19 @@ function written(write: (lines: AsciiLines) => void, chunkBytes = 4096): string 
 const statuses = ['ok', 'corrupt', 'lost'] as const;
 
 describe('AsciiLines', () => {
-  it('writes output.log\'s image line as renderImageLine does, for any image, time, status and clock', () => {
+  it("writes output.log's image line as renderImageLine does, for any image, time, status and clock", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 4_000_000_000 }), fc.option(fc.integer({ min: -5_000_000_000, max: 5_000_000_000_000 })), fc.constantFrom(...statuses), fc.boolean(), (image, oneWayNs, status, twoClocks) => {
-        expect(written((lines) => lines.imageLine(image, oneWayNs, status, twoClocks))).toBe(`${renderImageLine(image, oneWayNs, status, twoClocks)}\n`);
-      }),
+      fc.property(
+        fc.integer({ min: 1, max: 4_000_000_000 }),
+        fc.option(fc.integer({ min: -5_000_000_000, max: 5_000_000_000_000 })),
+        fc.constantFrom(...statuses),
+        fc.boolean(),
+        (image, oneWayNs, status, twoClocks) => {
+          expect(written((lines) => lines.imageLine(image, oneWayNs, status, twoClocks))).toBe(
+            `${renderImageLine(image, oneWayNs, status, twoClocks)}\n`,
+          );
+        },
+      ),
     );
   });
 

@@ -8,7 +8,10 @@ import { drive, type DrivenLink } from '../../scripts/ceiling/drive.js';
 const ACK_DELAY_MS = 3;
 
 /** A link whose every image is acknowledged ACK_DELAY_MS after its send; it records what was in flight at each send. */
-function timedLink(warmup: number, lastArrival: (firstTimedSendNs: bigint) => bigint | undefined): { link: DrivenLink; warmupInFlightAtTimedSends: number[] } {
+function timedLink(
+  warmup: number,
+  lastArrival: (firstTimedSendNs: bigint) => bigint | undefined,
+): { link: DrivenLink; warmupInFlightAtTimedSends: number[] } {
   const unacked = new Set<number>();
   const warmupInFlightAtTimedSends: number[] = [];
   let firstTimedSendNs: bigint | undefined;
@@ -27,7 +30,12 @@ function timedLink(warmup: number, lastArrival: (firstTimedSendNs: bigint) => bi
     },
     close: async () => {},
   };
-  const link: DrivenLink = { sender, acked: () => {}, failed: () => {}, lastArrivalNs: async () => lastArrival(firstTimedSendNs!) };
+  const link: DrivenLink = {
+    sender,
+    acked: () => {},
+    failed: () => {},
+    lastArrivalNs: async () => lastArrival(firstTimedSendNs!),
+  };
   return { link, warmupInFlightAtTimedSends };
 }
 
@@ -40,22 +48,28 @@ describe('drive', () => {
     expect(warmupInFlightAtTimedSends.every((n) => n === 0)).toBe(true);
   });
 
-  it('ends the span at the receiver\'s last timed arrival, not at the last ack, and takes MB/s and images/s over it', async () => {
-    const arrivalAfterMs = 1;
-    const { link } = timedLink(2, (first) => first + BigInt(arrivalAfterMs * 1e6));
-    const count = 5;
-    const figures = await drive(link, { image: Buffer.alloc(1000), count, window: 1, warmup: 2, ackTimeoutMs: 1000 });
-    // One at a time, the last ack comes at least count × ACK_DELAY_MS after the first timed send: far past the arrival given.
-    expect(figures.spanMs).toBeGreaterThanOrEqual(arrivalAfterMs);
-    expect(figures.spanMs).toBeLessThan(count * ACK_DELAY_MS);
-    expect(figures.imagesPerSecond).toBeCloseTo(count / (figures.spanMs / 1000), 6);
-    expect(figures.MBps).toBeCloseTo((count * 1000) / (figures.spanMs / 1000) / 1e6, 9);
-    // The round trips are still send → ack.
-    expect(figures.rttP50Ms).toBeGreaterThanOrEqual(ACK_DELAY_MS * 0.9);
-  });
+  it(
+    "ends the span at the receiver's last timed arrival, " + 'not at the last ack, and takes MB/s and images/s over it',
+    async () => {
+      const arrivalAfterMs = 1;
+      const { link } = timedLink(2, (first) => first + BigInt(arrivalAfterMs * 1e6));
+      const count = 5;
+      const figures = await drive(link, { image: Buffer.alloc(1000), count, window: 1, warmup: 2, ackTimeoutMs: 1000 });
+      // One at a time, the last ack comes at least count × ACK_DELAY_MS after the first timed send: far past the
+      // arrival given.
+      expect(figures.spanMs).toBeGreaterThanOrEqual(arrivalAfterMs);
+      expect(figures.spanMs).toBeLessThan(count * ACK_DELAY_MS);
+      expect(figures.imagesPerSecond).toBeCloseTo(count / (figures.spanMs / 1000), 6);
+      expect(figures.MBps).toBeCloseTo((count * 1000) / (figures.spanMs / 1000) / 1e6, 9);
+      // The round trips are still send → ack.
+      expect(figures.rttP50Ms).toBeGreaterThanOrEqual(ACK_DELAY_MS * 0.9);
+    },
+  );
 
   it('fails a run whose receiver stamped no timed arrival', async () => {
     const { link } = timedLink(1, () => undefined);
-    await expect(drive(link, { image: Buffer.alloc(10), count: 2, window: 1, warmup: 1, ackTimeoutMs: 1000 })).rejects.toThrow('the receiver reported no arrival of a timed image');
+    await expect(
+      drive(link, { image: Buffer.alloc(10), count: 2, window: 1, warmup: 1, ackTimeoutMs: 1000 }),
+    ).rejects.toThrow('the receiver reported no arrival of a timed image');
   });
 });

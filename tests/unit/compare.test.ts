@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { compareRuns, renderComparison, settingDifferences, type ComparisonRow } from '../../services/core/compare.js';
 import type { Config } from '../../services/core/config.js';
-import { RESULTS_SCHEMA_VERSION, summarizeTransports, type HostFacts, type RunReport } from '../../services/core/report.js';
+import {
+  RESULTS_SCHEMA_VERSION,
+  summarizeTransports,
+  type HostFacts,
+  type RunReport,
+} from '../../services/core/report.js';
 import type { SectionResult } from '../../services/core/section.js';
 import { SectionRecorder } from '../../services/core/recorder.js';
 
@@ -51,7 +56,9 @@ function section(transport: string, repeat: number, r: Repeat): SectionResult {
     outOfOrderCount: 0,
     strayCount: 0,
     totalMs: r.totalMs,
-    latency: timed ? { count: 10, p50Ms: p50, p90Ms: p99, p99Ms: p99, p999Ms: p99, minMs: p50, maxMs: p99, meanMs: p50, stdDevMs: 0 } : null,
+    latency: timed
+      ? { count: 10, p50Ms: p50, p90Ms: p99, p99Ms: p99, p999Ms: p99, minMs: p50, maxMs: p99, meanMs: p50, stdDevMs: 0 }
+      : null,
     rtt: null,
     littleRatio: null,
     verifyMs: null,
@@ -68,7 +75,17 @@ function section(transport: string, repeat: number, r: Repeat): SectionResult {
   };
 }
 
-const host: HostFacts = { hostname: 'bench', cpuModel: 'cpu', cores: 2, totalMemoryBytes: 2 ** 33, platform: 'linux', kernel: '6.1', nodeVersion: 'v20.20.2', bootId: null, libraries: {} };
+const host: HostFacts = {
+  hostname: 'bench',
+  cpuModel: 'cpu',
+  cores: 2,
+  totalMemoryBytes: 2 ** 33,
+  platform: 'linux',
+  kernel: '6.1',
+  nodeVersion: 'v20.20.2',
+  bootId: null,
+  libraries: {},
+};
 
 /** A run from each transport's repeats; the run's REPEAT is the most repeats any transport has. */
 function runReport(startedAt: string, repeatsByTransport: Record<string, Repeat[]>): RunReport {
@@ -82,11 +99,33 @@ function runReport(startedAt: string, repeatsByTransport: Record<string, Repeat[
       if (r) sections.push(section(transport, i + 1, r));
     }
   }
-  const config = { imageCount: 10, window: 1, warmup: 0, repeat, transports: order, verify: true, maxImageBytes: 2 ** 28 } as unknown as Config;
+  const config = {
+    imageCount: 10,
+    window: 1,
+    warmup: 0,
+    repeat,
+    transports: order,
+    verify: true,
+    maxImageBytes: 2 ** 28,
+  } as unknown as Config;
   return {
     schemaVersion: RESULTS_SCHEMA_VERSION,
     stopReason: null,
-    run: { startedAt, imageDescription: 'generated PNG', imageSizeBytes: IMAGE_SIZE_BYTES, imageCount: 10, window: 1, warmup: { mode: 'images', images: 0 }, repeat, transports: order, arrivalNotes: [], receivers: 1, receiverIndex: 0, config, hosts: { transmitter: host, receiver: host } },
+    run: {
+      startedAt,
+      imageDescription: 'generated PNG',
+      imageSizeBytes: IMAGE_SIZE_BYTES,
+      imageCount: 10,
+      window: 1,
+      warmup: { mode: 'images', images: 0 },
+      repeat,
+      transports: order,
+      arrivalNotes: [],
+      receivers: 1,
+      receiverIndex: 0,
+      config,
+      hosts: { transmitter: host, receiver: host },
+    },
     finishedAt: startedAt,
     sections,
     transports: summarizeTransports(sections, order),
@@ -118,7 +157,14 @@ const after3 = runReport('2026-01-02T00:00:00.000Z', {
 describe('compareRuns', () => {
   it('takes each figure from the median repeat and computes the change, its percent and direction', () => {
     const ws = row(compareRuns(before3, after3), 'websocket');
-    expect(ws).toMatchObject({ transport: 'websocket', label: 'WebSocket', baseline: false, before: 'measured', after: 'measured', note: null });
+    expect(ws).toMatchObject({
+      transport: 'websocket',
+      label: 'WebSocket',
+      baseline: false,
+      before: 'measured',
+      after: 'measured',
+      note: null,
+    });
     const { p50Ms, p99Ms, throughputMBps } = ws.figures;
     expect(p50Ms.before).toBe(2.0);
     expect(p50Ms.after).toBe(1.5);
@@ -129,7 +175,13 @@ describe('compareRuns', () => {
     expect(p99Ms.changePercent).toBeCloseTo(5.5555555556, 8);
     expect(p99Ms.direction).toBe('slower');
     // Higher MB/s is faster.
-    expect(throughputMBps).toMatchObject({ before: 100, after: 120, change: 20, changePercent: 20, direction: 'faster' });
+    expect(throughputMBps).toMatchObject({
+      before: 100,
+      after: 120,
+      change: 20,
+      changePercent: 20,
+      direction: 'faster',
+    });
   });
 
   it('marks a change beyond the wider of the two spreads, and one within it', () => {
@@ -146,7 +198,13 @@ describe('compareRuns', () => {
   });
 
   it('is strict: a change exactly as large as the spread is within it', () => {
-    const before = runReport('b', { tcp: [{ totalMs: 1, mbps: 100 }, { totalMs: 2, mbps: 110 }, { totalMs: 3, mbps: 120 }] });
+    const before = runReport('b', {
+      tcp: [
+        { totalMs: 1, mbps: 100 },
+        { totalMs: 2, mbps: 110 },
+        { totalMs: 3, mbps: 120 },
+      ],
+    });
     const after = runReport('a', { tcp: [{ totalMs: 1, mbps: 130 }] });
     const f = row(compareRuns(before, after), 'tcp').figures.throughputMBps;
     expect(f).toMatchObject({ before: 110, after: 130, change: 20, spread: 20, beyondSpread: false });
@@ -156,15 +214,37 @@ describe('compareRuns', () => {
     const single = runReport('b', { grpc: [{ totalMs: 5, p50Ms: 1, p99Ms: 2, mbps: 50 }] });
     const singleAfter = runReport('a', { grpc: [{ totalMs: 5, p50Ms: 3, p99Ms: 2, mbps: 50 }] });
     const f = row(compareRuns(single, singleAfter), 'grpc').figures;
-    expect(f.p50Ms).toMatchObject({ change: 2, changePercent: 200, spread: null, beyondSpread: null, direction: 'slower' });
+    expect(f.p50Ms).toMatchObject({
+      change: 2,
+      changePercent: 200,
+      spread: null,
+      beyondSpread: null,
+      direction: 'slower',
+    });
     expect(f.p99Ms).toMatchObject({ change: 0, changePercent: 0, beyondSpread: null, direction: 'same' });
 
-    const threeAfter = runReport('a', { grpc: [{ totalMs: 4, p50Ms: 2.5 }, { totalMs: 5, p50Ms: 3 }, { totalMs: 6, p50Ms: 3.5 }] });
-    expect(row(compareRuns(single, threeAfter), 'grpc').figures.p50Ms).toMatchObject({ change: 2, spread: 1, beyondSpread: true });
+    const threeAfter = runReport('a', {
+      grpc: [
+        { totalMs: 4, p50Ms: 2.5 },
+        { totalMs: 5, p50Ms: 3 },
+        { totalMs: 6, p50Ms: 3.5 },
+      ],
+    });
+    expect(row(compareRuns(single, threeAfter), 'grpc').figures.p50Ms).toMatchObject({
+      change: 2,
+      spread: 1,
+      beyondSpread: true,
+    });
   });
 
   it('does not count a one-value range as a spread when the other repeats failed', () => {
-    const before = runReport('b', { redis: [{ totalMs: 5, p50Ms: 1 }, { totalMs: null, failure: 'timeout' }, { totalMs: null, failure: 'timeout' }] });
+    const before = runReport('b', {
+      redis: [
+        { totalMs: 5, p50Ms: 1 },
+        { totalMs: null, failure: 'timeout' },
+        { totalMs: null, failure: 'timeout' },
+      ],
+    });
     const after = runReport('a', { redis: [{ totalMs: 5, p50Ms: 1.1 }] });
     const r = row(compareRuns(before, after), 'redis');
     expect(r.figures.p50Ms.spread).toBeNull();
@@ -178,8 +258,21 @@ describe('compareRuns', () => {
     const rows = compareRuns(before, after);
     expect(rows.map((r) => r.transport)).toEqual(['tcp', 'websocket', 'redis']);
     const tcp = row(rows, 'tcp');
-    expect(tcp).toMatchObject({ label: 'TCP', baseline: true, before: 'absent', after: 'measured', note: 'not in before run' });
-    expect(tcp.figures.p50Ms).toMatchObject({ before: null, after: 1, change: null, changePercent: null, beyondSpread: null, direction: null });
+    expect(tcp).toMatchObject({
+      label: 'TCP',
+      baseline: true,
+      before: 'absent',
+      after: 'measured',
+      note: 'not in before run',
+    });
+    expect(tcp.figures.p50Ms).toMatchObject({
+      before: null,
+      after: 1,
+      change: null,
+      changePercent: null,
+      beyondSpread: null,
+      direction: null,
+    });
     const redis = row(rows, 'redis');
     expect(redis).toMatchObject({ label: 'Redis', before: 'measured', after: 'absent', note: 'not in after run' });
     expect(redis.figures.throughputMBps).toMatchObject({ before: 100, after: null, change: null });
@@ -189,52 +282,109 @@ describe('compareRuns', () => {
     const before = runReport('b', { grpc: [{ totalMs: 5, p50Ms: 1 }] });
     const after = runReport('a', { grpc: [{ totalMs: null, failure: 'connect timeout after 30000 ms' }] });
     const r = row(compareRuns(before, after), 'grpc');
-    expect(r).toMatchObject({ before: 'measured', after: 'no-result', note: 'after: no repeat completed: connect timeout after 30000 ms' });
+    expect(r).toMatchObject({
+      before: 'measured',
+      after: 'no-result',
+      note: 'after: no repeat completed: connect timeout after 30000 ms',
+    });
     expect(r.figures.p50Ms).toMatchObject({ before: 1, after: null, change: null, beyondSpread: null });
   });
 
   it('reads figures of sections recorded by SectionRecorder', () => {
     const recorded = (arrivalNs: bigint): SectionResult => {
-      const recorder = new SectionRecorder({ sectionId: 1, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 1, warmup: { mode: 'images', images: 0 }, imageSizeBytes: 1_000_000, window: 1, ratePerSecond: null, clients: 1, receivers: 1, receiverIndex: 0, clock: null });
+      const recorder = new SectionRecorder({
+        sectionId: 1,
+        transport: 'tcp',
+        label: 'TCP',
+        baseline: true,
+        repeat: 1,
+        imageCount: 1,
+        warmup: { mode: 'images', images: 0 },
+        imageSizeBytes: 1_000_000,
+        window: 1,
+        ratePerSecond: null,
+        clients: 1,
+        receivers: 1,
+        receiverIndex: 0,
+        clock: null,
+      });
       recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null }, 0n);
       recorder.record({ sectionId: 1, seq: 0, sizeBytes: 1_000_000, checksum: 0n, sentAtNs: 0n }, arrivalNs);
       recorder.verified(0, true);
       return recorder.result(null);
     };
-    const report = (s: SectionResult): RunReport => ({ ...runReport('x', { tcp: [{ totalMs: 1 }] }), sections: [s], transports: summarizeTransports([s], ['tcp']) });
+    const report = (s: SectionResult): RunReport => ({
+      ...runReport('x', { tcp: [{ totalMs: 1 }] }),
+      sections: [s],
+      transports: summarizeTransports([s], ['tcp']),
+    });
     // One image: p50 = p99 = its time, exactly (the percentile never exceeds the true max).
     const f = row(compareRuns(report(recorded(2_000_000n)), report(recorded(1_000_000n))), 'tcp').figures;
-    expect(f.p50Ms).toMatchObject({ before: 2, after: 1, change: -1, changePercent: -50, direction: 'faster', beyondSpread: null });
-    expect(f.throughputMBps).toMatchObject({ before: 500, after: 1000, change: 500, changePercent: 100, direction: 'faster' });
+    expect(f.p50Ms).toMatchObject({
+      before: 2,
+      after: 1,
+      change: -1,
+      changePercent: -50,
+      direction: 'faster',
+      beyondSpread: null,
+    });
+    expect(f.throughputMBps).toMatchObject({
+      before: 500,
+      after: 1000,
+      change: 500,
+      changePercent: 100,
+      direction: 'faster',
+    });
   });
 });
 
 describe('renderComparison', () => {
   it('prints both runs, one row per transport with marks, and the legend', () => {
-    expect(renderComparison(compareRuns(before3, after3), before3, after3)).toBe(`Comparing before: 2026-01-01T00:00:00.000Z, 10 images of 976.6 KiB, window 1, warm-up none (WARMUP=0: a cold run), repeat 3
-     with after:  2026-01-02T00:00:00.000Z, 10 images of 976.6 KiB, window 1, warm-up none (WARMUP=0: a cold run), repeat 3
-Figures are the median completed repeat (every image intact; by total transfer time) of each run; change = after − before.
+    expect(renderComparison(compareRuns(before3, after3), before3, after3)).toBe(
+      `Comparing before: 2026-01-01T00:00:00.000Z, 10 images of 976.6 KiB, window 1, warm-up none (WARMUP=0: a ` +
+        `cold run), repeat 3
+     with after:  2026-01-02T00:00:00.000Z, 10 images of 976.6 KiB, window 1, warm-up none (WARMUP=0: a cold run), ` +
+        `repeat 3
+Figures are the median completed repeat (every image intact; by total transfer time) of each run; change = after − ` +
+        `before.
 
-Transport  p50 ms before → after             p50 ms change  p99 ms before → after            p99 ms change  MB/s before → after              MB/s change  Note
----------  ---------------------  ------------------------  ---------------------  -----------------------  -------------------  -----------------------  ----
-WebSocket          2.000 → 1.500  −0.500 (−25.0%) faster *          4.500 → 4.750  +0.250 (+5.6%) slower          100.0 → 120.0  +20.0 (+20.0%) faster
+Transport  p50 ms before → after             p50 ms change  p99 ms before → after            p99 ms change  MB/s ` +
+        `before → after              MB/s change  Note
+---------  ---------------------  ------------------------  ---------------------  -----------------------  ` +
+        `-------------------  -----------------------  ----
+WebSocket          2.000 → 1.500  −0.500 (−25.0%) faster *          4.500 → 4.750  +0.250 (+5.6%) slower          ` +
+        `100.0 → 120.0  +20.0 (+20.0%) faster
 
 Sign as measured; faster/slower: for p50 and p99 lower is faster, for MB/s higher is faster.
-Marks: *  beyond the repeat spread (the change is larger than the wider of the two runs' max − min across completed repeats)
+Marks: *  beyond the repeat spread (the change is larger than the wider of the two runs' max − min across completed ` +
+        `repeats)
        ?  spread unknown (REPEAT=1): rerun with REPEAT=3 for a verdict
        no mark: within the repeat spread, not told apart from noise
-`);
+`,
+    );
   });
 
   it('marks unknown spreads with "?", shows missing and failed transports, and warns of differing settings', () => {
-    const before = runReport('2026-01-01T00:00:00.000Z', { websocket: [{ totalMs: 1, p50Ms: 1 }], redis: [{ totalMs: 1 }] });
-    const after = runReport('2026-01-02T00:00:00.000Z', { tcp: [{ totalMs: 1 }], websocket: [{ totalMs: 1, p50Ms: 1.2 }], grpc: [{ totalMs: null, failure: 'boom' }] });
+    const before = runReport('2026-01-01T00:00:00.000Z', {
+      websocket: [{ totalMs: 1, p50Ms: 1 }],
+      redis: [{ totalMs: 1 }],
+    });
+    const after = runReport('2026-01-02T00:00:00.000Z', {
+      tcp: [{ totalMs: 1 }],
+      websocket: [{ totalMs: 1, p50Ms: 1.2 }],
+      grpc: [{ totalMs: null, failure: 'boom' }],
+    });
     after.run.window = 8;
     const text = renderComparison(compareRuns(before, after), before, after);
     const lines = text.split('\n');
-    expect(lines.slice(2, 4)).toEqual(['Warning: the runs differ in these settings; a change may come from them rather than from the code:', '  WINDOW: 1 → 8']);
+    expect(lines.slice(2, 4)).toEqual([
+      'Warning: the runs differ in these settings; a change may come from them rather than from the code:',
+      '  WINDOW: 1 → 8',
+    ]);
     expect(lines.find((l) => l.startsWith('WebSocket '))).toMatch(/1\.000 → 1\.200\s+\+0\.200 \(\+20\.0%\) slower \?/);
-    expect(lines.find((l) => l.startsWith('TCP (baseline) '))).toMatch(/^TCP \(baseline\)\s+- → 1\.000\s+-\s.*not in before run$/);
+    expect(lines.find((l) => l.startsWith('TCP (baseline) '))).toMatch(
+      /^TCP \(baseline\)\s+- → 1\.000\s+-\s.*not in before run$/,
+    );
     expect(lines.find((l) => l.startsWith('gRPC '))).toMatch(/after: no repeat completed: boom$/);
     expect(lines.find((l) => l.startsWith('Redis '))).toMatch(/100\.0 → -\s+-\s+not in after run$/);
     expect(text).toContain('?  spread unknown (REPEAT=1): rerun with REPEAT=3 for a verdict');
@@ -253,12 +403,16 @@ describe('settingDifferences', () => {
       transmitter: { ...host, nodeVersion: 'v22.1.0', libraries: { ws: '8.24.0', zeromq: '6.8.0' } },
       receiver: { ...host, libraries: { ws: '8.24.0', zeromq: '6.8.0' } },
     };
-    before.run.hosts = { transmitter: { ...host, libraries: { ws: '8.23.0' } }, receiver: { ...host, libraries: { ws: '8.23.0' } } };
+    before.run.hosts = {
+      transmitter: { ...host, libraries: { ws: '8.23.0' } },
+      receiver: { ...host, libraries: { ws: '8.23.0' } },
+    };
     expect(settingDifferences(before, after)).toEqual([
       'VERIFY: true → false',
       'image size: 976.6 KiB → 4.0 MiB',
       'WARMUP: none (WARMUP=0: a cold run) → 100 unrecorded images (WARMUP=100)',
-      'transmitter host: bench, cpu, 2 cores, 8.0 GiB, linux 6.1, Node v20.20.2 → bench, cpu, 2 cores, 8.0 GiB, linux 6.1, Node v22.1.0',
+      'transmitter host: bench, cpu, 2 cores, 8.0 GiB, linux 6.1, Node v20.20.2 → bench, cpu, 2 cores, 8.0 GiB, ' +
+        'linux 6.1, Node v22.1.0',
       'ws: 8.23.0 → 8.24.0',
       'zeromq: unset → 6.8.0',
     ]);
@@ -266,7 +420,16 @@ describe('settingDifferences', () => {
 });
 
 describe('settingDifferences of warm-up plans', () => {
-  const steady = { mode: 'steady', minMs: 500, minImages: 128, maxMs: 10_000, maxImages: 100_000, blockImages: 32, blocks: 4, tolerance: 0.05 } as const;
+  const steady = {
+    mode: 'steady',
+    minMs: 500,
+    minImages: 128,
+    maxMs: 10_000,
+    maxImages: 100_000,
+    blockImages: 32,
+    blocks: 4,
+    tolerance: 0.05,
+  } as const;
 
   it('names a change between a steady and a fixed warm-up, and between two steady ones, in words', () => {
     const before = runReport('b', { tcp: [{ totalMs: 1 }] });
@@ -274,11 +437,16 @@ describe('settingDifferences of warm-up plans', () => {
     before.run.warmup = steady;
     after.run.warmup = { mode: 'images', images: 2 };
     expect(settingDifferences(before, after)).toEqual([
-      'WARMUP: until steady: at least 500 ms and 128 images, then until no median round trip of the last 2 blocks of 32 images is more than 5 % below the lowest of the 2 before; at most 10,000 ms (WARMUP=auto) → 2 unrecorded images (WARMUP=2)',
+      'WARMUP: until steady: at least 500 ms and 128 images, then until no median round trip of the last 2 ' +
+        'blocks of 32 images is more than 5 % below the lowest of the 2 before; at most 10,000 ms (WARMUP=auto) → ' +
+        '2 unrecorded images (WARMUP=2)',
     ]);
     after.run.warmup = { ...steady, maxMs: 20_000 };
     expect(settingDifferences(before, after)).toEqual([
-      'WARMUP: until steady: at least 500 ms and 128 images, then until no median round trip of the last 2 blocks of 32 images is more than 5 % below the lowest of the 2 before; at most 10,000 ms (WARMUP=auto) → until steady: at least 500 ms and 128 images, then until no median round trip of the last 2 blocks of 32 images is more than 5 % below the lowest of the 2 before; at most 20,000 ms (WARMUP=auto)',
+      'WARMUP: until steady: at least 500 ms and 128 images, then until no median round trip of the last 2 ' +
+        'blocks of 32 images is more than 5 % below the lowest of the 2 before; at most 10,000 ms (WARMUP=auto) → ' +
+        'until steady: at least 500 ms and 128 images, then until no median round trip of the last 2 blocks of 32 ' +
+        'images is more than 5 % below the lowest of the 2 before; at most 20,000 ms (WARMUP=auto)',
     ]);
     after.run.warmup = { ...steady };
     expect(settingDifferences(before, after)).toEqual([]);
@@ -288,7 +456,13 @@ describe('settingDifferences of warm-up plans', () => {
 describe('median and spread over completed repeats only', () => {
   it('leaves a failed repeat out of the median and the spread, however fast it looked', () => {
     // The failed repeat has the lowest total (it stopped early) and a wild MB/s: neither may count.
-    const report = runReport('x', { grpc: [{ totalMs: 30, mbps: 90 }, { totalMs: 2, mbps: 999, failure: 'stream reset' }, { totalMs: 20, mbps: 110 }] });
+    const report = runReport('x', {
+      grpc: [
+        { totalMs: 30, mbps: 90 },
+        { totalMs: 2, mbps: 999, failure: 'stream reset' },
+        { totalMs: 20, mbps: 110 },
+      ],
+    });
     const summary = report.transports[0]!;
     expect(summary).toMatchObject({ repeats: 3, completedRepeats: 2, ok: false, failure: 'stream reset' });
     expect(report.sections[summary.medianSection!]!.totalMs).toBe(20);

@@ -23,19 +23,31 @@ import { projectPath } from '../../services/shared/paths.js';
 
 const specs: TransportSpec[] = [
   { name: 'websocket', setting: { kind: 'port', envVar: 'WEBSOCKET_PORT', defaultPort: 8081 }, defaultRun: true },
-  { name: 'redis', setting: { kind: 'url', envVar: 'REDIS_URL', schemes: ['redis', 'rediss'], example: 'redis://127.0.0.1:6379' }, defaultRun: true },
+  {
+    name: 'redis',
+    setting: { kind: 'url', envVar: 'REDIS_URL', schemes: ['redis', 'rediss'], example: 'redis://127.0.0.1:6379' },
+    defaultRun: true,
+  },
   { name: 'tcp', setting: { kind: 'port', envVar: 'TCP_PORT', defaultPort: 9000 }, defaultRun: true },
 ];
 
-const TRANSPORTS_ALLOWED = 'all, or a comma-separated list of distinct transports from: websocket, redis, tcp; no entry empty (unset for the default run: websocket,redis,tcp)';
+const TRANSPORTS_ALLOWED =
+  'all, or a comma-separated list of distinct transports from: websocket, redis, tcp; no entry empty (unset for ' +
+  'the default run: websocket,redis,tcp)';
 // Says the limit whatever the fault: a value that is no size at all, or one over it.
-const MAX_IMAGE_SIZE_ALLOWED = 'a whole number of bytes, or a number with B, KB, MB, GB (×1000) or KiB, MiB, GiB (×1024), e.g. 533KB, 4MB, 1MiB, at least 1 byte and at most 2.0 GiB (2146435071 bytes)';
+const MAX_IMAGE_SIZE_ALLOWED =
+  'a whole number of bytes, or a number with B, KB, MB, GB (×1000) or KiB, MiB, GiB (×1024), e.g. 533KB, 4MB, ' +
+  '1MiB, at least 1 byte and at most 2.0 GiB (2146435071 bytes)';
 
 describe('parseConfig', () => {
   describe('TRANSPORTS with transports outside the default run', () => {
     const withExtras: TransportSpec[] = [
       ...specs.slice(0, 2),
-      { name: 'redis-list', setting: { kind: 'url', envVar: 'REDIS_URL', schemes: ['redis', 'rediss'], example: 'redis://127.0.0.1:6379' }, defaultRun: false },
+      {
+        name: 'redis-list',
+        setting: { kind: 'url', envVar: 'REDIS_URL', schemes: ['redis', 'rediss'], example: 'redis://127.0.0.1:6379' },
+        defaultRun: false,
+      },
       { name: 'http', setting: { kind: 'port', envVar: 'HTTP_PORT', defaultPort: 8083 }, defaultRun: false },
       specs[2]!,
     ];
@@ -50,12 +62,23 @@ describe('parseConfig', () => {
 
     // Unlike the other variables, TRANSPORTS set but empty is not the default: an empty entry is
     // most often a name deleted by mistake, and running other transports than meant is a guess.
-    it.each(['', '  ', ',', ' , ', 'websocket,', ',tcp', 'websocket,,tcp'])('refuses TRANSPORTS=%j, an empty list or entry, saying what is allowed and how to get the default', (raw) => {
-      expect(parseConfig({ TRANSPORTS: raw }, withExtras)).toEqual({
-        ok: false,
-        issues: [{ variable: 'TRANSPORTS', value: raw, allowed: 'all, or a comma-separated list of distinct transports from: websocket, redis, redis-list, http, tcp; no entry empty (unset for the default run: websocket,redis,tcp)' }],
-      });
-    });
+    it.each(['', '  ', ',', ' , ', 'websocket,', ',tcp', 'websocket,,tcp'])(
+      'refuses TRANSPORTS=%j, an empty list or entry, saying what is allowed and how to get the default',
+      (raw) => {
+        expect(parseConfig({ TRANSPORTS: raw }, withExtras)).toEqual({
+          ok: false,
+          issues: [
+            {
+              variable: 'TRANSPORTS',
+              value: raw,
+              allowed:
+                'all, or a comma-separated list of distinct transports from: websocket, redis, redis-list, ' +
+                'http, tcp; no entry empty (unset for the default run: websocket,redis,tcp)',
+            },
+          ],
+        });
+      },
+    );
 
     it('runs every one, in table order, with all (any case)', () => {
       expect(transportsOf({ TRANSPORTS: 'all' })).toEqual(['websocket', 'redis', 'redis-list', 'http', 'tcp']);
@@ -64,12 +87,21 @@ describe('parseConfig', () => {
 
     it('takes a non-default one by name, and names every valid one when a name is wrong', () => {
       expect(transportsOf({ TRANSPORTS: 'http,redis-list' })).toEqual(['http', 'redis-list']);
-      expect(transportsOf({ TRANSPORTS: 'all,tcp' })).toMatch(/TRANSPORTS.*"all,tcp".*all, or a comma-separated list of distinct transports from: websocket, redis, redis-list, http, tcp/s);
+      expect(transportsOf({ TRANSPORTS: 'all,tcp' })).toMatch(
+        new RegExp(
+          /TRANSPORTS.*"all,tcp".*all, or a comma-separated list of distinct transports from: /.source +
+            /websocket, redis, redis-list, http, tcp/.source,
+          's',
+        ),
+      );
     });
 
     it('shares one URL variable between transports that go through the same server', () => {
       const result = parseConfig({ TRANSPORTS: 'all', REDIS_URL: 'redis://10.0.0.1:6379' }, withExtras);
-      expect(result.ok && result.config.urls).toEqual({ redis: 'redis://10.0.0.1:6379', 'redis-list': 'redis://10.0.0.1:6379' });
+      expect(result.ok && result.config.urls).toEqual({
+        redis: 'redis://10.0.0.1:6379',
+        'redis-list': 'redis://10.0.0.1:6379',
+      });
     });
   });
 
@@ -115,30 +147,71 @@ describe('parseConfig', () => {
   it('reads every variable', () => {
     const result = parseConfig(
       {
-        IMAGE_COUNT: '50', IMAGE_SIZE: '4MB', TRANSPORTS: 'tcp, WebSocket', WINDOW: '8', WARMUP: '0', WARMUP_MIN_MS: '250', WARMUP_MAX_MS: '4000', REPEAT: '3', RECEIVER_HOST: 'receiver', BIND_HOST: '0.0.0.0',
-        CONTROL_PORT: '18080', WEBSOCKET_PORT: '18081', TCP_PORT: '19000', REDIS_URL: 'redis://redis:6379', OUTPUT_DIR: '/out', LOG_LEVEL: 'DEBUG',
-        MAX_IMAGE_SIZE: '64MiB', IMAGE_TIMEOUT_MS: '500', CONNECT_TIMEOUT_MS: '1000', AUTH_TOKEN: 'dGhpcyBpcyBhIHNlY3JldA==', AUTH_TOKEN_FILE: '/run/secret',
+        IMAGE_COUNT: '50',
+        IMAGE_SIZE: '4MB',
+        TRANSPORTS: 'tcp, WebSocket',
+        WINDOW: '8',
+        WARMUP: '0',
+        WARMUP_MIN_MS: '250',
+        WARMUP_MAX_MS: '4000',
+        REPEAT: '3',
+        RECEIVER_HOST: 'receiver',
+        BIND_HOST: '0.0.0.0',
+        CONTROL_PORT: '18080',
+        WEBSOCKET_PORT: '18081',
+        TCP_PORT: '19000',
+        REDIS_URL: 'redis://redis:6379',
+        OUTPUT_DIR: '/out',
+        LOG_LEVEL: 'DEBUG',
+        MAX_IMAGE_SIZE: '64MiB',
+        IMAGE_TIMEOUT_MS: '500',
+        CONNECT_TIMEOUT_MS: '1000',
+        AUTH_TOKEN: 'dGhpcyBpcyBhIHNlY3JldA==',
+        AUTH_TOKEN_FILE: '/run/secret',
       },
       specs,
     );
     expect(result.ok).toBe(true);
     if (!result.ok) return;
     expect(result.config).toMatchObject({
-      imageCount: 50, imageSizeBytes: 4_000_000, transports: ['tcp', 'websocket'], window: 8, warmup: 0, warmupMinMs: 250, warmupMaxMs: 4000, repeat: 3, receiverHost: 'receiver', bindHost: '0.0.0.0',
-      controlPort: 18080, ports: { websocket: 18081, tcp: 19000 }, urls: { redis: 'redis://redis:6379' }, outputDir: '/out', logLevel: 'debug',
-      maxImageBytes: 64 * 1024 * 1024, imageTimeoutMs: 500, connectTimeoutMs: 1000, authToken: 'dGhpcyBpcyBhIHNlY3JldA==', authTokenFile: '/run/secret',
+      imageCount: 50,
+      imageSizeBytes: 4_000_000,
+      transports: ['tcp', 'websocket'],
+      window: 8,
+      warmup: 0,
+      warmupMinMs: 250,
+      warmupMaxMs: 4000,
+      repeat: 3,
+      receiverHost: 'receiver',
+      bindHost: '0.0.0.0',
+      controlPort: 18080,
+      ports: { websocket: 18081, tcp: 19000 },
+      urls: { redis: 'redis://redis:6379' },
+      outputDir: '/out',
+      logLevel: 'debug',
+      maxImageBytes: 64 * 1024 * 1024,
+      imageTimeoutMs: 500,
+      connectTimeoutMs: 1000,
+      authToken: 'dGhpcyBpcyBhIHNlY3JldA==',
+      authTokenFile: '/run/secret',
     });
   });
 
-  it('refuses an AUTH_TOKEN that is short or holds characters a header cannot carry, naming what is allowed and never showing the value', () => {
-    for (const token of ['short', 'has spaces in the middle', 'quote"inside-0123456789', 'x'.repeat(257)]) {
-      const result = parseConfig({ AUTH_TOKEN: token }, specs);
-      expect(result.ok, token).toBe(false);
-      if (result.ok) continue;
-      expect(result.issues).toEqual([{ variable: 'AUTH_TOKEN', value: '***', allowed: expect.stringContaining('16 to 256 characters') }]);
-    }
-    expect(parseConfig({ AUTH_TOKEN: 'a'.repeat(16) }, specs).ok).toBe(true);
-  });
+  it(
+    'refuses an AUTH_TOKEN that is short or holds characters a header cannot carry, naming what is allowed and ' +
+      'never showing the value',
+    () => {
+      for (const token of ['short', 'has spaces in the middle', 'quote"inside-0123456789', 'x'.repeat(257)]) {
+        const result = parseConfig({ AUTH_TOKEN: token }, specs);
+        expect(result.ok, token).toBe(false);
+        if (result.ok) continue;
+        expect(result.issues).toEqual([
+          { variable: 'AUTH_TOKEN', value: '***', allowed: expect.stringContaining('16 to 256 characters') },
+        ]);
+      }
+      expect(parseConfig({ AUTH_TOKEN: 'a'.repeat(16) }, specs).ok).toBe(true);
+    },
+  );
 
   it('keeps the secret out of the configuration reports show', () => {
     const result = parseConfig({ AUTH_TOKEN: 'dGhpcyBpcyBhIHNlY3JldA==' }, specs);
@@ -154,37 +227,94 @@ describe('parseConfig', () => {
       const result = parseConfig(env, withSpecs);
       return result.ok ? result.config.clients : result.issues;
     };
-    expect([clients({}), clients({ CLIENTS: '200', IMAGE_COUNT: '200' }), clients({ CLIENTS: '1000', IMAGE_COUNT: '5000' })]).toEqual([1, 200, 1000]);
-    expect(clients({ CLIENTS: '1001', IMAGE_COUNT: '5000' })).toEqual([{ variable: 'CLIENTS', value: '1001', allowed: 'a whole number from 1 to 1,000' }]);
-    expect(clients({ CLIENTS: '0' })).toEqual([{ variable: 'CLIENTS', value: '0', allowed: 'a whole number from 1 to 1,000' }]);
-    expect(clients({ CLIENTS: '50' })).toEqual([{ variable: 'CLIENTS', value: '50', allowed: 'at most IMAGE_COUNT (10): every client sends at least one recorded image' }]);
-    const single: TransportSpec[] = [...specs, { name: 'push', setting: { kind: 'port', envVar: 'PUSH_PORT', defaultPort: 8082 }, defaultRun: false, maxClients: { clients: 1, why: 'it dials back once' } }];
-    expect(clients({ CLIENTS: '2', TRANSPORTS: 'tcp,push' }, single)).toEqual([{ variable: 'CLIENTS', value: '2', allowed: 'at most 1 with push in TRANSPORTS (it dials back once)' }]);
+    expect([
+      clients({}),
+      clients({ CLIENTS: '200', IMAGE_COUNT: '200' }),
+      clients({ CLIENTS: '1000', IMAGE_COUNT: '5000' }),
+    ]).toEqual([1, 200, 1000]);
+    expect(clients({ CLIENTS: '1001', IMAGE_COUNT: '5000' })).toEqual([
+      { variable: 'CLIENTS', value: '1001', allowed: 'a whole number from 1 to 1,000' },
+    ]);
+    expect(clients({ CLIENTS: '0' })).toEqual([
+      { variable: 'CLIENTS', value: '0', allowed: 'a whole number from 1 to 1,000' },
+    ]);
+    expect(clients({ CLIENTS: '50' })).toEqual([
+      {
+        variable: 'CLIENTS',
+        value: '50',
+        allowed: 'at most IMAGE_COUNT (10): every client sends at least one recorded image',
+      },
+    ]);
+    const single: TransportSpec[] = [
+      ...specs,
+      {
+        name: 'push',
+        setting: { kind: 'port', envVar: 'PUSH_PORT', defaultPort: 8082 },
+        defaultRun: false,
+        maxClients: { clients: 1, why: 'it dials back once' },
+      },
+    ];
+    expect(clients({ CLIENTS: '2', TRANSPORTS: 'tcp,push' }, single)).toEqual([
+      { variable: 'CLIENTS', value: '2', allowed: 'at most 1 with push in TRANSPORTS (it dials back once)' },
+    ]);
     expect(clients({ CLIENTS: '2', TRANSPORTS: 'tcp' }, single)).toBe(2);
   });
 
-  it('reads RECEIVERS from 1 to 32, within what each transport in the run can take, and the addresses npm start lists', () => {
-    const parsed = (env: Record<string, string>, withSpecs: TransportSpec[] = specs) => {
-      const result = parseConfig(env, withSpecs);
-      return result.ok ? [result.config.receivers, result.config.receiverAddresses] : result.issues;
-    };
-    expect(parsed({})).toEqual([1, undefined]);
-    expect(parsed({ RECEIVERS: '32' })).toEqual([32, undefined]);
-    expect(parsed({ RECEIVERS: '33' })).toEqual([{ variable: 'RECEIVERS', value: '33', allowed: 'a whole number from 1 to 32' }]);
-    expect(parsed({ RECEIVERS: '2', ITB_RECEIVERS: '127.0.0.1:8080,[::1]:9090' })).toEqual([2, [{ host: '127.0.0.1', controlPort: 8080 }, { host: '::1', controlPort: 9090 }]]);
-    expect(parsed({ RECEIVERS: '3', ITB_RECEIVERS: '127.0.0.1:8080,127.0.0.1:9090' })).toEqual([
-      { variable: 'ITB_RECEIVERS', value: '127.0.0.1:8080,127.0.0.1:9090', allowed: 'host:port of each of the RECEIVERS (3) receivers, comma-separated (npm start sets it)' },
-    ]);
-    const single: TransportSpec[] = [...specs, { name: 'push', setting: { kind: 'port', envVar: 'PUSH_PORT', defaultPort: 8082 }, defaultRun: false, maxReceivers: { receivers: 1, why: 'they would dial one port' } }];
-    expect(parsed({ RECEIVERS: '2', TRANSPORTS: 'tcp,push' }, single)).toEqual([{ variable: 'RECEIVERS', value: '2', allowed: 'at most 1 with push in TRANSPORTS (they would dial one port)' }]);
-  });
+  it(
+    'reads RECEIVERS from 1 to 32, within what each transport in the run can take, and the addresses npm start ' +
+      'lists',
+    () => {
+      const parsed = (env: Record<string, string>, withSpecs: TransportSpec[] = specs) => {
+        const result = parseConfig(env, withSpecs);
+        return result.ok ? [result.config.receivers, result.config.receiverAddresses] : result.issues;
+      };
+      expect(parsed({})).toEqual([1, undefined]);
+      expect(parsed({ RECEIVERS: '32' })).toEqual([32, undefined]);
+      expect(parsed({ RECEIVERS: '33' })).toEqual([
+        { variable: 'RECEIVERS', value: '33', allowed: 'a whole number from 1 to 32' },
+      ]);
+      expect(parsed({ RECEIVERS: '2', ITB_RECEIVERS: '127.0.0.1:8080,[::1]:9090' })).toEqual([
+        2,
+        [
+          { host: '127.0.0.1', controlPort: 8080 },
+          { host: '::1', controlPort: 9090 },
+        ],
+      ]);
+      expect(parsed({ RECEIVERS: '3', ITB_RECEIVERS: '127.0.0.1:8080,127.0.0.1:9090' })).toEqual([
+        {
+          variable: 'ITB_RECEIVERS',
+          value: '127.0.0.1:8080,127.0.0.1:9090',
+          allowed: 'host:port of each of the RECEIVERS (3) receivers, comma-separated (npm start sets it)',
+        },
+      ]);
+      const single: TransportSpec[] = [
+        ...specs,
+        {
+          name: 'push',
+          setting: { kind: 'port', envVar: 'PUSH_PORT', defaultPort: 8082 },
+          defaultRun: false,
+          maxReceivers: { receivers: 1, why: 'they would dial one port' },
+        },
+      ];
+      expect(parsed({ RECEIVERS: '2', TRANSPORTS: 'tcp,push' }, single)).toEqual([
+        { variable: 'RECEIVERS', value: '2', allowed: 'at most 1 with push in TRANSPORTS (they would dial one port)' },
+      ]);
+    },
+  );
 
   it('reads RATE as images per second, fractions and the maximum included; unset is a closed loop', () => {
     const rate = (raw: string | undefined) => {
       const result = parseConfig({ RATE: raw }, specs);
       return result.ok ? result.config.ratePerSecond : result.issues;
     };
-    expect([rate(undefined), rate(''), rate('100'), rate('2.5'), rate('0.001'), rate('1000000')]).toEqual([undefined, undefined, 100, 2.5, 0.001, 1_000_000]);
+    expect([rate(undefined), rate(''), rate('100'), rate('2.5'), rate('0.001'), rate('1000000')]).toEqual([
+      undefined,
+      undefined,
+      100,
+      2.5,
+      0.001,
+      1_000_000,
+    ]);
   });
 
   describe('DURATION', () => {
@@ -211,19 +341,29 @@ describe('parseConfig', () => {
       expect(parsed({ DURATION: raw })).toMatchObject({ durationMs });
     });
 
-    it.each(['5', '999ms', '0s', '168h1ms', '169h', '1.5h', '1h 30m', '30S', '-30s', 'forever'])('refuses DURATION=%j: units, from 1 s to 7 days', (raw) => {
-      expect(parsed({ DURATION: raw })).toEqual([{ variable: 'DURATION', value: raw, allowed: DURATION_ALLOWED }]);
-    });
+    it.each(['5', '999ms', '0s', '168h1ms', '169h', '1.5h', '1h 30m', '30S', '-30s', 'forever'])(
+      'refuses DURATION=%j: units, from 1 s to 7 days',
+      (raw) => {
+        expect(parsed({ DURATION: raw })).toEqual([{ variable: 'DURATION', value: raw, allowed: DURATION_ALLOWED }]);
+      },
+    );
 
     it('says what is allowed: units (a bare number has none), the grammar, and both bounds', () => {
       expect(DURATION_ALLOWED).toBe(
-        'a time with units (a bare number has none): whole numbers with h, m, s or ms, largest first, e.g. 30s, 10m, 1h30m, 2m30s, 1500ms; from 1s (the figures are per second) to 7 days (168h)',
+        'a time with units (a bare number has none): whole numbers with h, m, s or ms, largest first, e.g. 30s, ' +
+          '10m, 1h30m, 2m30s, 1500ms; from 1s (the figures are per second) to 7 days (168h)',
       );
     });
 
     it('refuses DURATION together with IMAGE_COUNT, naming both and their values', () => {
       expect(parsed({ DURATION: '30s', IMAGE_COUNT: '10' })).toEqual([
-        { variable: 'IMAGE_COUNT', value: '10', allowed: 'unset when DURATION is set (DURATION="30s"): a section runs either IMAGE_COUNT images or for DURATION, so set one of the two' },
+        {
+          variable: 'IMAGE_COUNT',
+          value: '10',
+          allowed:
+            'unset when DURATION is set (DURATION="30s"): a section runs either IMAGE_COUNT images or for ' +
+            'DURATION, so set one of the two',
+        },
       ]);
       // An empty IMAGE_COUNT is unset, as in .env.example.
       expect(parsed({ DURATION: '30s', IMAGE_COUNT: '' })).toMatchObject({ durationMs: 30_000 });
@@ -237,19 +377,24 @@ describe('parseConfig', () => {
       const message = formatConfigIssues(result.issues);
       expect(message.split('\n')[0]).toBe('Invalid configuration (3 bad variables):');
       expect(message).toContain('  DURATION="5": expected a time with units (a bare number has none)');
-      expect(message).toContain('  IMAGE_COUNT="3": expected unset when DURATION is set (DURATION="5"): a section runs either IMAGE_COUNT images or for DURATION');
+      expect(message).toContain(
+        '  IMAGE_COUNT="3": expected unset when DURATION is set (DURATION="5"): a section runs either ' +
+          'IMAGE_COUNT images or for DURATION',
+      );
     });
 
     it('lets CLIENTS pass the default IMAGE_COUNT, which a section under DURATION does not count to', () => {
       expect(parsed({ DURATION: '1m', CLIENTS: '50' })).toMatchObject({ durationMs: 60_000, clients: 50 });
     });
 
-    it('goes into the public config, which results.json\'s schema and the control protocol\'s run schema accept', () => {
+    it("goes into the public config, which results.json's schema and the control protocol's run schema accept", () => {
       const result = parseConfig({ DURATION: '1h30m' }, specs);
       if (!result.ok) throw new Error('config refused');
       const shown = JSON.parse(JSON.stringify(publicConfig(result.config))) as Record<string, unknown>;
       expect(shown.durationMs).toBe(5_400_000);
-      const resultsSchema = JSON.parse(readFileSync(projectPath('services', 'core', 'results.schema.json'), 'utf8')) as { definitions: { config: object } };
+      const resultsSchema = JSON.parse(
+        readFileSync(projectPath('services', 'core', 'results.schema.json'), 'utf8'),
+      ) as { definitions: { config: object } };
       const ajv = new Ajv({ allErrors: true });
       const resultsConfig = ajv.compile(resultsSchema.definitions.config);
       const runConfig = ajv.compile(runInfoSchema.properties.config);
@@ -258,7 +403,8 @@ describe('parseConfig', () => {
         // Absent when unset (JSON drops undefined), never anything but milliseconds.
         const { durationMs: _d, ...unset } = shown;
         expect(validate(unset)).toBe(true);
-        for (const bad of ['1h30m', null, MIN_DURATION_MS - 1, MAX_DURATION_MS + 1, 1500.5]) expect(validate({ ...shown, durationMs: bad }), String(bad)).toBe(false);
+        for (const bad of ['1h30m', null, MIN_DURATION_MS - 1, MAX_DURATION_MS + 1, 1500.5])
+          expect(validate({ ...shown, durationMs: bad }), String(bad)).toBe(false);
       }
     });
   });
@@ -272,7 +418,12 @@ describe('parseConfig', () => {
     ['IMAGE_COUNT', '0', 'a whole number from 1 to 1,000,000,000'],
     ['IMAGE_COUNT', '-3', 'a whole number from 1 to 1,000,000,000'],
     ['IMAGE_COUNT', '2.5', 'a whole number from 1 to 1,000,000,000'],
-    ['IMAGE_SIZE', 'abc', 'a whole number of bytes, or a number with B, KB, MB, GB (×1000) or KiB, MiB, GiB (×1024), e.g. 533KB, 4MB, 1MiB, at least 1 byte'],
+    [
+      'IMAGE_SIZE',
+      'abc',
+      'a whole number of bytes, or a number with B, KB, MB, GB (×1000) or KiB, MiB, GiB (×1024), e.g. 533KB, ' +
+        '4MB, 1MiB, at least 1 byte',
+    ],
     ['IMAGE_SIZE', '300MiB', 'at most MAX_IMAGE_SIZE, 268435456 bytes (256.0 MiB)'],
     ['IMAGE_SIZE', '10', 'at least 84 bytes, the smallest valid PNG it can generate'],
     ['TRANSPORTS', 'websocket,carrier-pigeon', TRANSPORTS_ALLOWED],
@@ -326,16 +477,28 @@ describe('parseConfig', () => {
       expect(parsed({ WARMUP: raw }).warmup).toBe(images);
     });
 
-    it.each(['-1', '1.5', '100001', 'soon', '1e3', '0x10', ' auto-ish'])('rejects WARMUP=%j, naming the variable and what it allows', (raw) => {
-      expect(parseConfig({ WARMUP: raw }, specs)).toEqual({ ok: false, issues: [{ variable: 'WARMUP', value: raw, allowed: WARMUP_ALLOWED }] });
-    });
+    it.each(['-1', '1.5', '100001', 'soon', '1e3', '0x10', ' auto-ish'])(
+      'rejects WARMUP=%j, naming the variable and what it allows',
+      (raw) => {
+        expect(parseConfig({ WARMUP: raw }, specs)).toEqual({
+          ok: false,
+          issues: [{ variable: 'WARMUP', value: raw, allowed: WARMUP_ALLOWED }],
+        });
+      },
+    );
 
     it('defaults WARMUP_MIN_MS to 500 and WARMUP_MAX_MS to 10000 ms, and reads each boundary', () => {
       expect(parsed({})).toMatchObject({ warmupMinMs: 500, warmupMaxMs: 10_000 });
       expect(parsed({ WARMUP_MIN_MS: '0', WARMUP_MAX_MS: '1' })).toMatchObject({ warmupMinMs: 0, warmupMaxMs: 1 });
-      expect(parsed({ WARMUP_MIN_MS: '600000', WARMUP_MAX_MS: '3600000' })).toMatchObject({ warmupMinMs: 600_000, warmupMaxMs: 3_600_000 });
+      expect(parsed({ WARMUP_MIN_MS: '600000', WARMUP_MAX_MS: '3600000' })).toMatchObject({
+        warmupMinMs: 600_000,
+        warmupMaxMs: 3_600_000,
+      });
       // Equal is allowed: the warm-up then ends at that time, steady or not.
-      expect(parsed({ WARMUP_MIN_MS: '2000', WARMUP_MAX_MS: '2000' })).toMatchObject({ warmupMinMs: 2000, warmupMaxMs: 2000 });
+      expect(parsed({ WARMUP_MIN_MS: '2000', WARMUP_MAX_MS: '2000' })).toMatchObject({
+        warmupMinMs: 2000,
+        warmupMaxMs: 2000,
+      });
     });
 
     it.each([
@@ -361,19 +524,30 @@ describe('parseConfig', () => {
 
     it('judges WARMUP_MIN_MS against the default maximum when WARMUP_MAX_MS is itself invalid', () => {
       const result = parseConfig({ WARMUP_MIN_MS: '5000', WARMUP_MAX_MS: '0' }, specs);
-      expect(result.ok ? [] : result.issues).toEqual([{ variable: 'WARMUP_MAX_MS', value: '0', allowed: 'a whole number from 1 to 3,600,000' }]);
+      expect(result.ok ? [] : result.issues).toEqual([
+        { variable: 'WARMUP_MAX_MS', value: '0', allowed: 'a whole number from 1 to 3,600,000' },
+      ]);
     });
   });
 
   it('rejects a port used twice, naming both variables', () => {
     expect(parseConfig({ TCP_PORT: '8081' }, specs)).toEqual({
       ok: false,
-      issues: [{ variable: 'TCP_PORT', value: '8081', allowed: 'a port no other variable uses (WEBSOCKET_PORT is 8081 too)' }],
+      issues: [
+        { variable: 'TCP_PORT', value: '8081', allowed: 'a port no other variable uses (WEBSOCKET_PORT is 8081 too)' },
+      ],
     });
   });
 
   describe('a transport that binds the port after its own too (nextPorts)', () => {
-    const withNext: TransportSpec[] = [...specs, { name: 'pubsub', setting: { kind: 'port', envVar: 'PUBSUB_PORT', defaultPort: 5556, nextPorts: 1 }, defaultRun: false }];
+    const withNext: TransportSpec[] = [
+      ...specs,
+      {
+        name: 'pubsub',
+        setting: { kind: 'port', envVar: 'PUBSUB_PORT', defaultPort: 5556, nextPorts: 1 },
+        defaultRun: false,
+      },
+    ];
 
     it('leaves room for it below 65,536', () => {
       expect(parseConfig({ PUBSUB_PORT: '65535' }, withNext)).toEqual({
@@ -386,22 +560,40 @@ describe('parseConfig', () => {
     it('refuses a next port another variable has, in either order', () => {
       expect(parseConfig({ PUBSUB_PORT: '9000' }, withNext)).toEqual({
         ok: false,
-        issues: [{ variable: 'PUBSUB_PORT', value: '9000', allowed: 'a port no other variable uses (TCP_PORT is 9000 too)' }],
+        issues: [
+          { variable: 'PUBSUB_PORT', value: '9000', allowed: 'a port no other variable uses (TCP_PORT is 9000 too)' },
+        ],
       });
       expect(parseConfig({ PUBSUB_PORT: '8999' }, withNext)).toEqual({
         ok: false,
-        issues: [{ variable: 'PUBSUB_PORT', value: '8999', allowed: 'a port no other variable uses (it binds PUBSUB_PORT + 1 as well, 9000, and TCP_PORT is 9000)' }],
+        issues: [
+          {
+            variable: 'PUBSUB_PORT',
+            value: '8999',
+            allowed: 'a port no other variable uses (it binds PUBSUB_PORT + 1 as well, 9000, and TCP_PORT is 9000)',
+          },
+        ],
       });
       const later: TransportSpec[] = [withNext[3]!, ...specs];
       expect(parseConfig({ PUBSUB_PORT: '8080', WEBSOCKET_PORT: '8081' }, later)).toEqual({
         ok: false,
         issues: [
-          { variable: 'PUBSUB_PORT', value: '8080', allowed: 'a port no other variable uses (CONTROL_PORT is 8080 too)' },
+          {
+            variable: 'PUBSUB_PORT',
+            value: '8080',
+            allowed: 'a port no other variable uses (CONTROL_PORT is 8080 too)',
+          },
         ],
       });
       expect(parseConfig({ PUBSUB_PORT: '7000', WEBSOCKET_PORT: '7001' }, later)).toEqual({
         ok: false,
-        issues: [{ variable: 'WEBSOCKET_PORT', value: '7001', allowed: 'a port no other variable uses (PUBSUB_PORT + 1 is 7001 too)' }],
+        issues: [
+          {
+            variable: 'WEBSOCKET_PORT',
+            value: '7001',
+            allowed: 'a port no other variable uses (PUBSUB_PORT + 1 is 7001 too)',
+          },
+        ],
       });
     });
   });
@@ -412,10 +604,19 @@ describe('parseConfig', () => {
   });
 
   it('reports every bad variable at once, and formats them one per line', () => {
-    const result = parseConfig({ IMAGE_COUNT: '0', IMAGE_SIZE: 'abc', WINDOW: '0', TRANSPORTS: 'ftp', TCP_PORT: '-1' }, specs);
+    const result = parseConfig(
+      { IMAGE_COUNT: '0', IMAGE_SIZE: 'abc', WINDOW: '0', TRANSPORTS: 'ftp', TCP_PORT: '-1' },
+      specs,
+    );
     expect(result.ok).toBe(false);
     if (result.ok) return;
-    expect(result.issues.map((i) => i.variable).sort()).toEqual(['IMAGE_COUNT', 'IMAGE_SIZE', 'TCP_PORT', 'TRANSPORTS', 'WINDOW']);
+    expect(result.issues.map((i) => i.variable).sort()).toEqual([
+      'IMAGE_COUNT',
+      'IMAGE_SIZE',
+      'TCP_PORT',
+      'TRANSPORTS',
+      'WINDOW',
+    ]);
     const message = formatConfigIssues(result.issues);
     expect(message.split('\n')[0]).toBe('Invalid configuration (5 bad variables):');
     expect(message).toContain('  IMAGE_SIZE="abc": expected a whole number of bytes');
@@ -424,7 +625,14 @@ describe('parseConfig', () => {
 });
 
 describe('broker passwords', () => {
-  const withNats: TransportSpec[] = [...specs, { name: 'nats', setting: { kind: 'url', envVar: 'NATS_URL', schemes: ['nats'], example: 'nats://127.0.0.1:4222' }, defaultRun: false }];
+  const withNats: TransportSpec[] = [
+    ...specs,
+    {
+      name: 'nats',
+      setting: { kind: 'url', envVar: 'NATS_URL', schemes: ['nats'], example: 'nats://127.0.0.1:4222' },
+      defaultRun: false,
+    },
+  ];
   const PASSWORD = 'S3cretRedisPw';
   let dir: string;
   beforeAll(async () => {
@@ -445,8 +653,17 @@ describe('broker passwords', () => {
   it('names the two variables after the URL setting, for any broker', () => {
     expect(passwordVariables('REDIS_URL')).toEqual({ password: 'REDIS_PASSWORD', file: 'REDIS_PASSWORD_FILE' });
     expect(passwordVariables('NATS_URL')).toEqual({ password: 'NATS_PASSWORD', file: 'NATS_PASSWORD_FILE' });
-    expect(configVariables(withNats)).toEqual(expect.arrayContaining(['REDIS_PASSWORD', 'REDIS_PASSWORD_FILE', 'NATS_PASSWORD', 'NATS_PASSWORD_FILE']));
-    expect(brokerVariables(withNats)).toEqual(['REDIS_URL', 'REDIS_PASSWORD', 'REDIS_PASSWORD_FILE', 'NATS_URL', 'NATS_PASSWORD', 'NATS_PASSWORD_FILE']);
+    expect(configVariables(withNats)).toEqual(
+      expect.arrayContaining(['REDIS_PASSWORD', 'REDIS_PASSWORD_FILE', 'NATS_PASSWORD', 'NATS_PASSWORD_FILE']),
+    );
+    expect(brokerVariables(withNats)).toEqual([
+      'REDIS_URL',
+      'REDIS_PASSWORD',
+      'REDIS_PASSWORD_FILE',
+      'NATS_URL',
+      'NATS_PASSWORD',
+      'NATS_PASSWORD_FILE',
+    ]);
   });
 
   it('takes REDIS_PASSWORD as given, for the transports of REDIS_URL only', () => {
@@ -457,7 +674,12 @@ describe('broker passwords', () => {
   it('reads REDIS_PASSWORD_FILE, its trailing newline dropped', async () => {
     const file = path.join(dir, 'redis-password');
     await writeFile(file, `${PASSWORD}\n`);
-    const result = parsed({ REDIS_URL: 'redis://host:6379', REDIS_PASSWORD_FILE: file, NATS_URL: 'nats://host:4222', NATS_PASSWORD: 'n4ts' });
+    const result = parsed({
+      REDIS_URL: 'redis://host:6379',
+      REDIS_PASSWORD_FILE: file,
+      NATS_URL: 'nats://host:4222',
+      NATS_PASSWORD: 'n4ts',
+    });
     expect(result.ok && result.config.brokerPasswords).toEqual({ redis: PASSWORD, nats: 'n4ts' });
   });
 
@@ -465,7 +687,11 @@ describe('broker passwords', () => {
     const file = path.join(dir, 'both');
     await writeFile(file, PASSWORD);
     expect(issuesOf({ REDIS_URL: 'redis://host:6379', REDIS_PASSWORD: PASSWORD, REDIS_PASSWORD_FILE: file })).toEqual([
-      { variable: 'REDIS_PASSWORD_FILE', value: file, allowed: 'unset when REDIS_PASSWORD is set: the password comes from one of the two' },
+      {
+        variable: 'REDIS_PASSWORD_FILE',
+        value: file,
+        allowed: 'unset when REDIS_PASSWORD is set: the password comes from one of the two',
+      },
     ]);
   });
 
@@ -473,29 +699,58 @@ describe('broker passwords', () => {
     const empty = path.join(dir, 'empty');
     await writeFile(empty, '\n');
     const missing = path.join(dir, 'missing');
-    for (const [file, reason] of [[missing, `ENOENT: no such file or directory, stat '${missing}'`], [empty, 'the file is empty'], [dir, `${dir} is not a regular file`]] as const) {
+    for (const [file, reason] of [
+      [missing, `ENOENT: no such file or directory, stat '${missing}'`],
+      [empty, 'the file is empty'],
+      [dir, `${dir} is not a regular file`],
+    ] as const) {
       expect(issuesOf({ REDIS_URL: 'redis://host:6379', REDIS_PASSWORD_FILE: file }), file).toEqual([
-        { variable: 'REDIS_PASSWORD_FILE', value: file, allowed: `a readable file holding the password of the server REDIS_URL names (${reason})` },
+        {
+          variable: 'REDIS_PASSWORD_FILE',
+          value: file,
+          allowed: `a readable file holding the password of the server REDIS_URL names (${reason})`,
+        },
       ]);
     }
   });
 
   it('refuses a password also in the URL, and one with no URL, never printing either', () => {
     expect(issuesOf({ REDIS_URL: `redis://:${PASSWORD}@host:6379`, REDIS_PASSWORD: PASSWORD })).toEqual([
-      { variable: 'REDIS_URL', value: 'redis://***@host:6379', allowed: 'a URL without a password when REDIS_PASSWORD is set: the password comes from one place' },
+      {
+        variable: 'REDIS_URL',
+        value: 'redis://***@host:6379',
+        allowed: 'a URL without a password when REDIS_PASSWORD is set: the password comes from one place',
+      },
     ]);
     expect(issuesOf({ NATS_PASSWORD: PASSWORD })).toEqual([
-      { variable: 'NATS_PASSWORD', value: '***', allowed: 'unset while NATS_URL is unset: it is the password of the server NATS_URL names (a private server npm start runs has none)' },
+      {
+        variable: 'NATS_PASSWORD',
+        value: '***',
+        allowed:
+          'unset while NATS_URL is unset: it is the password of the server NATS_URL names (a private server npm ' +
+          'start runs has none)',
+      },
     ]);
   });
 
   it('shows a refused URL without its credentials', () => {
     const issues = issuesOf({ REDIS_URL: `http://:${PASSWORD}@host:6379` });
-    expect(issues).toEqual([{ variable: 'REDIS_URL', value: 'http://***@host:6379', allowed: expect.stringContaining('redis:// or rediss:// URL') }]);
+    expect(issues).toEqual([
+      {
+        variable: 'REDIS_URL',
+        value: 'http://***@host:6379',
+        allowed: expect.stringContaining('redis:// or rediss:// URL'),
+      },
+    ]);
   });
 
   it('keeps passwords out of the configuration reports show, and every URL there redacted', () => {
-    const result = parsed({ TRANSPORTS: 'redis,nats', REDIS_URL: `redis://:${PASSWORD}@host:6379`, NATS_URL: 'nats://bob@nats:4222', NATS_PASSWORD: 'n4tsPw' });
+    const result = parsed({
+      TRANSPORTS: 'redis,nats',
+      REDIS_URL: `redis://:${PASSWORD}@host:6379`,
+      NATS_URL: 'nats://bob@nats:4222',
+      NATS_PASSWORD: 'n4tsPw',
+    });
     if (!result.ok) throw new Error(formatConfigIssues(result.issues));
     // The config the services connect with keeps them.
     expect(result.config.urls).toEqual({ redis: `redis://:${PASSWORD}@host:6379`, nats: 'nats://bob@nats:4222' });
@@ -507,12 +762,19 @@ describe('broker passwords', () => {
 });
 
 describe('publicConfig on an announced config', () => {
-  it('takes one without urls, or with other than strings in them, as the open control protocol may carry, without throwing', () => {
-    const announced = (urls: unknown) => publicConfig({ imageCount: 3, urls } as unknown as Config);
-    expect(announced(undefined).urls).toEqual({});
-    expect(announced(null).urls).toEqual({});
-    expect(announced({ redis: 'redis://u:pw@h:6379', odd: 42 }).urls).toEqual({ redis: 'redis://***@h:6379', odd: undefined });
-  });
+  it(
+    'takes one without urls, or with other than strings in them, as the open control protocol may carry, without ' +
+      'throwing',
+    () => {
+      const announced = (urls: unknown) => publicConfig({ imageCount: 3, urls } as unknown as Config);
+      expect(announced(undefined).urls).toEqual({});
+      expect(announced(null).urls).toEqual({});
+      expect(announced({ redis: 'redis://u:pw@h:6379', odd: 42 }).urls).toEqual({
+        redis: 'redis://***@h:6379',
+        odd: undefined,
+      });
+    },
+  );
 });
 
 describe('parseConfig: a bad variable never hides one that depends on it', () => {
@@ -528,11 +790,17 @@ describe('parseConfig: a bad variable never hides one that depends on it', () =>
     for (const max of ['huge', '3GiB']) {
       expect(issuesOf({ IMAGE_SIZE: '300MiB', MAX_IMAGE_SIZE: max }), max).toEqual([
         { variable: 'MAX_IMAGE_SIZE', value: max, allowed: MAX_IMAGE_SIZE_ALLOWED },
-        { variable: 'IMAGE_SIZE', value: '300MiB', allowed: 'at most MAX_IMAGE_SIZE, 268435456 bytes (256.0 MiB, its default: MAX_IMAGE_SIZE itself is bad)' },
+        {
+          variable: 'IMAGE_SIZE',
+          value: '300MiB',
+          allowed: 'at most MAX_IMAGE_SIZE, 268435456 bytes (256.0 MiB, its default: MAX_IMAGE_SIZE itself is bad)',
+        },
       ]);
     }
     // Within the default: only MAX_IMAGE_SIZE is wrong.
-    expect(issuesOf({ IMAGE_SIZE: '100MiB', MAX_IMAGE_SIZE: '3GiB' })).toEqual([{ variable: 'MAX_IMAGE_SIZE', value: '3GiB', allowed: MAX_IMAGE_SIZE_ALLOWED }]);
+    expect(issuesOf({ IMAGE_SIZE: '100MiB', MAX_IMAGE_SIZE: '3GiB' })).toEqual([
+      { variable: 'MAX_IMAGE_SIZE', value: '3GiB', allowed: MAX_IMAGE_SIZE_ALLOWED },
+    ]);
     expect(issuesOf({ IMAGE_SIZE: '10', MAX_IMAGE_SIZE: 'huge' })).toEqual([
       { variable: 'MAX_IMAGE_SIZE', value: 'huge', allowed: MAX_IMAGE_SIZE_ALLOWED },
       { variable: 'IMAGE_SIZE', value: '10', allowed: 'at least 84 bytes, the smallest valid PNG it can generate' },
@@ -540,27 +808,55 @@ describe('parseConfig: a bad variable never hides one that depends on it', () =>
   });
 
   it('IMAGE_PATH with an IMAGE_SIZE that is itself bad', () => {
-    expect(issuesOf({ IMAGE_SIZE: 'abc', IMAGE_PATH: '/tmp/x.png' }).map((i) => i.variable)).toEqual(['IMAGE_SIZE', 'IMAGE_PATH']);
+    expect(issuesOf({ IMAGE_SIZE: 'abc', IMAGE_PATH: '/tmp/x.png' }).map((i) => i.variable)).toEqual([
+      'IMAGE_SIZE',
+      'IMAGE_PATH',
+    ]);
   });
 
   it('WARMUP_MIN_MS above the default WARMUP_MAX_MS, with WARMUP_MAX_MS bad', () => {
     expect(issuesOf({ WARMUP_MIN_MS: '20000', WARMUP_MAX_MS: '0' })).toEqual([
       { variable: 'WARMUP_MAX_MS', value: '0', allowed: WHOLE('1', '3,600,000') },
-      { variable: 'WARMUP_MIN_MS', value: '20000', allowed: 'at most WARMUP_MAX_MS (10000, its default: WARMUP_MAX_MS itself is bad)' },
+      {
+        variable: 'WARMUP_MIN_MS',
+        value: '20000',
+        allowed: 'at most WARMUP_MAX_MS (10000, its default: WARMUP_MAX_MS itself is bad)',
+      },
     ]);
   });
 
   it('CLIENTS above the default IMAGE_COUNT, with IMAGE_COUNT bad', () => {
     expect(issuesOf({ CLIENTS: '50', IMAGE_COUNT: '0' })).toEqual([
       { variable: 'IMAGE_COUNT', value: '0', allowed: WHOLE('1', '1,000,000,000') },
-      { variable: 'CLIENTS', value: '50', allowed: 'at most IMAGE_COUNT (10, its default: IMAGE_COUNT itself is bad): every client sends at least one recorded image' },
+      {
+        variable: 'CLIENTS',
+        value: '50',
+        allowed:
+          'at most IMAGE_COUNT (10, its default: IMAGE_COUNT itself is bad): every client sends at least one ' +
+          'recorded image',
+      },
     ]);
   });
 
   it('CLIENTS and RECEIVERS above what a transport takes, named in a TRANSPORTS that is bad for another name', () => {
-    const single: TransportSpec[] = [...specs, { name: 'push', setting: { kind: 'port', envVar: 'PUSH_PORT', defaultPort: 8082 }, defaultRun: false, maxClients: { clients: 1, why: 'it dials back once' }, maxReceivers: { receivers: 1, why: 'one port' } }];
+    const single: TransportSpec[] = [
+      ...specs,
+      {
+        name: 'push',
+        setting: { kind: 'port', envVar: 'PUSH_PORT', defaultPort: 8082 },
+        defaultRun: false,
+        maxClients: { clients: 1, why: 'it dials back once' },
+        maxReceivers: { receivers: 1, why: 'one port' },
+      },
+    ];
     expect(issuesOf({ CLIENTS: '2', RECEIVERS: '2', TRANSPORTS: 'Push,pigeon' }, single)).toEqual([
-      { variable: 'TRANSPORTS', value: 'Push,pigeon', allowed: 'all, or a comma-separated list of distinct transports from: websocket, redis, tcp, push; no entry empty (unset for the default run: websocket,redis,tcp)' },
+      {
+        variable: 'TRANSPORTS',
+        value: 'Push,pigeon',
+        allowed:
+          'all, or a comma-separated list of distinct transports from: websocket, redis, tcp, push; no entry ' +
+          'empty (unset for the default run: websocket,redis,tcp)',
+      },
       { variable: 'CLIENTS', value: '2', allowed: 'at most 1 with push in TRANSPORTS (it dials back once)' },
       { variable: 'RECEIVERS', value: '2', allowed: 'at most 1 with push in TRANSPORTS (one port)' },
     ]);
@@ -569,33 +865,70 @@ describe('parseConfig: a bad variable never hides one that depends on it', () =>
   it('ITB_RECEIVERS against the default RECEIVERS, with RECEIVERS bad', () => {
     expect(issuesOf({ RECEIVERS: 'two', ITB_RECEIVERS: '127.0.0.1:8080,127.0.0.1:9090' })).toEqual([
       { variable: 'RECEIVERS', value: 'two', allowed: WHOLE('1', '32') },
-      { variable: 'ITB_RECEIVERS', value: '127.0.0.1:8080,127.0.0.1:9090', allowed: 'host:port of each of the RECEIVERS (1, its default: RECEIVERS itself is bad) receivers, comma-separated (npm start sets it)' },
+      {
+        variable: 'ITB_RECEIVERS',
+        value: '127.0.0.1:8080,127.0.0.1:9090',
+        allowed:
+          'host:port of each of the RECEIVERS (1, its default: RECEIVERS itself is bad) receivers, ' +
+          'comma-separated (npm start sets it)',
+      },
     ]);
   });
 
   it('a port equal to the default of a port variable that is bad, whichever comes first', () => {
     expect(issuesOf({ CONTROL_PORT: 'http', WEBSOCKET_PORT: '8080' })).toEqual([
       { variable: 'CONTROL_PORT', value: 'http', allowed: WHOLE('1', '65,535') },
-      { variable: 'WEBSOCKET_PORT', value: '8080', allowed: "a port no other variable uses (CONTROL_PORT's default is 8080 too)" },
+      {
+        variable: 'WEBSOCKET_PORT',
+        value: '8080',
+        allowed: "a port no other variable uses (CONTROL_PORT's default is 8080 too)",
+      },
     ]);
     // TCP_PORT comes after WEBSOCKET_PORT in the table; the bad one's default is taken first all the same.
     expect(issuesOf({ WEBSOCKET_PORT: 'x', TCP_PORT: '8081' })).toEqual([
       { variable: 'WEBSOCKET_PORT', value: 'x', allowed: WHOLE('1', '65,535') },
-      { variable: 'TCP_PORT', value: '8081', allowed: "a port no other variable uses (WEBSOCKET_PORT's default is 8081 too)" },
+      {
+        variable: 'TCP_PORT',
+        value: '8081',
+        allowed: "a port no other variable uses (WEBSOCKET_PORT's default is 8081 too)",
+      },
     ]);
   });
 
   it("names all 8 of the issue's 8 bad values, each once, in one message", () => {
-    const env = { IMAGE_COUNT: '0', IMAGE_SIZE: '300MiB', MAX_IMAGE_SIZE: 'huge', TRANSPORTS: '', WINDOW: '0', WARMUP_MIN_MS: '20000', WARMUP_MAX_MS: '0', CLIENTS: '50' };
+    const env = {
+      IMAGE_COUNT: '0',
+      IMAGE_SIZE: '300MiB',
+      MAX_IMAGE_SIZE: 'huge',
+      TRANSPORTS: '',
+      WINDOW: '0',
+      WARMUP_MIN_MS: '20000',
+      WARMUP_MAX_MS: '0',
+      CLIENTS: '50',
+    };
     expect(issuesOf(env)).toEqual([
       { variable: 'IMAGE_COUNT', value: '0', allowed: WHOLE('1', '1,000,000,000') },
       { variable: 'TRANSPORTS', value: '', allowed: TRANSPORTS_ALLOWED },
       { variable: 'WINDOW', value: '0', allowed: WHOLE('1', '1,024') },
       { variable: 'WARMUP_MAX_MS', value: '0', allowed: WHOLE('1', '3,600,000') },
       { variable: 'MAX_IMAGE_SIZE', value: 'huge', allowed: MAX_IMAGE_SIZE_ALLOWED },
-      { variable: 'IMAGE_SIZE', value: '300MiB', allowed: 'at most MAX_IMAGE_SIZE, 268435456 bytes (256.0 MiB, its default: MAX_IMAGE_SIZE itself is bad)' },
-      { variable: 'WARMUP_MIN_MS', value: '20000', allowed: 'at most WARMUP_MAX_MS (10000, its default: WARMUP_MAX_MS itself is bad)' },
-      { variable: 'CLIENTS', value: '50', allowed: 'at most IMAGE_COUNT (10, its default: IMAGE_COUNT itself is bad): every client sends at least one recorded image' },
+      {
+        variable: 'IMAGE_SIZE',
+        value: '300MiB',
+        allowed: 'at most MAX_IMAGE_SIZE, 268435456 bytes (256.0 MiB, its default: MAX_IMAGE_SIZE itself is bad)',
+      },
+      {
+        variable: 'WARMUP_MIN_MS',
+        value: '20000',
+        allowed: 'at most WARMUP_MAX_MS (10000, its default: WARMUP_MAX_MS itself is bad)',
+      },
+      {
+        variable: 'CLIENTS',
+        value: '50',
+        allowed:
+          'at most IMAGE_COUNT (10, its default: IMAGE_COUNT itself is bad): every client sends at least one ' +
+          'recorded image',
+      },
     ]);
     expect(formatConfigIssues(issuesOf(env)).split('\n')[0]).toBe('Invalid configuration (8 bad variables):');
   });
@@ -604,9 +937,40 @@ describe('parseConfig: a bad variable never hides one that depends on it', () =>
 describe('configVariables', () => {
   it('lists every variable the config reads, ports included', () => {
     expect(configVariables(specs).sort()).toEqual(
-      ['AUTH_TOKEN', 'AUTH_TOKEN_FILE', 'BIND_HOST', 'CLIENTS', 'CONNECT_TIMEOUT_MS', 'CONTROL_PORT', 'DURATION', 'IMAGE_COUNT', 'IMAGE_PATH', 'IMAGE_SIZE', 'IMAGE_TIMEOUT_MS', 'LOG_LEVEL', 'MAX_IMAGE_SIZE',
-        'NETWORK_DELAY', 'NETWORK_LOSS', 'NETWORK_RATE', 'OUTPUT_DIR', 'RATE', 'RECEIVER_HOST', 'RECEIVERS', 'REDIS_PASSWORD', 'REDIS_PASSWORD_FILE', 'REDIS_URL', 'REPEAT', 'TCP_PORT', 'TRANSPORTS', 'VERIFY', 'WARMUP', 'WARMUP_MAX_MS',
-        'WARMUP_MIN_MS', 'WEBSOCKET_PORT', 'WINDOW'].sort(),
+      [
+        'AUTH_TOKEN',
+        'AUTH_TOKEN_FILE',
+        'BIND_HOST',
+        'CLIENTS',
+        'CONNECT_TIMEOUT_MS',
+        'CONTROL_PORT',
+        'DURATION',
+        'IMAGE_COUNT',
+        'IMAGE_PATH',
+        'IMAGE_SIZE',
+        'IMAGE_TIMEOUT_MS',
+        'LOG_LEVEL',
+        'MAX_IMAGE_SIZE',
+        'NETWORK_DELAY',
+        'NETWORK_LOSS',
+        'NETWORK_RATE',
+        'OUTPUT_DIR',
+        'RATE',
+        'RECEIVER_HOST',
+        'RECEIVERS',
+        'REDIS_PASSWORD',
+        'REDIS_PASSWORD_FILE',
+        'REDIS_URL',
+        'REPEAT',
+        'TCP_PORT',
+        'TRANSPORTS',
+        'VERIFY',
+        'WARMUP',
+        'WARMUP_MAX_MS',
+        'WARMUP_MIN_MS',
+        'WEBSOCKET_PORT',
+        'WINDOW',
+      ].sort(),
     );
   });
 });

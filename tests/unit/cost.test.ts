@@ -17,21 +17,35 @@ describe('sideCost', () => {
 
   it('gives zeros, not NaN, for an empty span', () => {
     const reading = { cpuUserMicros: 1, cpuSystemMicros: 1, eluIdleMs: 1, eluActiveMs: 1 };
-    expect(sideCost(reading, reading, 0, 0)).toEqual({ cpuUserMs: 0, cpuSystemMs: 0, cpuMs: 0, cpuMsPerImage: 0, peakRssBytes: 0, eventLoopUtilization: 0 });
+    expect(sideCost(reading, reading, 0, 0)).toEqual({
+      cpuUserMs: 0,
+      cpuSystemMs: 0,
+      cpuMs: 0,
+      cpuMsPerImage: 0,
+      peakRssBytes: 0,
+      eventLoopUtilization: 0,
+    });
   });
 });
 
 describe('brokerCost', () => {
-  it('turns two of the broker\'s own readings into CPU and the larger RSS, with no event loop', () => {
+  it("turns two of the broker's own readings into CPU and the larger RSS, with no event loop", () => {
     const start = { cpuUserMicros: 2_000_000, cpuSystemMicros: 500_000, rssBytes: 30_000_000 };
     const end = { cpuUserMicros: 2_012_000, cpuSystemMicros: 508_000, rssBytes: 28_000_000 };
-    expect(brokerCost(start, end, 4)).toEqual({ cpuUserMs: 12, cpuSystemMs: 8, cpuMs: 20, cpuMsPerImage: 5, peakRssBytes: 30_000_000, eventLoopUtilization: null });
+    expect(brokerCost(start, end, 4)).toEqual({
+      cpuUserMs: 12,
+      cpuSystemMs: 8,
+      cpuMs: 20,
+      cpuMsPerImage: 5,
+      peakRssBytes: 30_000_000,
+      eventLoopUtilization: null,
+    });
   });
 });
 
 describe('busyShare', () => {
   const start = { cpuUserMicros: 0, cpuSystemMicros: 0, eluIdleMs: 500, eluActiveMs: 100 };
-  it('divides the part by the loop\'s busy time in the span, idle time left out', () => {
+  it("divides the part by the loop's busy time in the span, idle time left out", () => {
     const end = { ...start, eluIdleMs: 900, eluActiveMs: 180 };
     expect(busyShare(20, start, end)).toBe(0.25);
     expect(busyShare(0, start, end)).toBe(0);

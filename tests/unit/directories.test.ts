@@ -29,7 +29,9 @@ describe('directoryProblem', () => {
     expect(directoryProblem(path.join(dir, 'file'))).toBe(`${path.join(dir, 'file')} is not a directory`);
     expect(directoryProblem(path.join(dir, 'file', 'out'))).toBe(`${path.join(dir, 'file')} is not a directory`);
     expect(directoryProblem('/dev/null/x')).toBe('/dev/null is not a directory');
-    expect(directoryProblem(path.join(dir, 'dangling', 'out'))).toBe(`${path.join(dir, 'dangling')} is a link to nothing`);
+    expect(directoryProblem(path.join(dir, 'dangling', 'out'))).toBe(
+      `${path.join(dir, 'dangling')} is a link to nothing`,
+    );
   });
 
   it('follows a link to a directory, as OUTPUT_DIR may be one', async () => {
@@ -39,9 +41,16 @@ describe('directoryProblem', () => {
   });
 
   it.each([
-    ['/proc/x', '/proc, the deepest part that exists, is on procfs (the kernel\'s view of processes), where no files can be written'],
-    ['/proc/self', 'it is on procfs (the kernel\'s view of processes), where no files can be written'],
-    ['/sys/x/y', '/sys, the deepest part that exists, is on sysfs (the kernel\'s view of devices), where no files can be written'],
+    [
+      '/proc/x',
+      "/proc, the deepest part that exists, is on procfs (the kernel's view of processes), where no files can " +
+        'be written',
+    ],
+    ['/proc/self', "it is on procfs (the kernel's view of processes), where no files can be written"],
+    [
+      '/sys/x/y',
+      "/sys, the deepest part that exists, is on sysfs (the kernel's view of devices), where no files can be written",
+    ],
   ])('refuses %s by its file system, named', (target, problem) => {
     expect(directoryProblem(target)).toBe(problem);
   });
@@ -63,7 +72,10 @@ describe('makeDirectories', () => {
   it('fails, not spins, where a level cannot be made: procfs (ENOENT), through a file (ENOTDIR)', async () => {
     await writeFile(path.join(dir, 'file'), 'x');
     await expect(makeDirectories('/proc/itb-x/y')).rejects.toMatchObject({ code: 'ENOENT', path: '/proc/itb-x' });
-    await expect(makeDirectories(path.join(dir, 'file'))).rejects.toMatchObject({ code: 'ENOTDIR', path: path.join(dir, 'file') });
+    await expect(makeDirectories(path.join(dir, 'file'))).rejects.toMatchObject({
+      code: 'ENOTDIR',
+      path: path.join(dir, 'file'),
+    });
     await expect(makeDirectories(path.join(dir, 'file', 'out'))).rejects.toMatchObject({ code: 'ENOTDIR' });
   });
 });

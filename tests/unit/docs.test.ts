@@ -61,12 +61,17 @@ function codeOf(text: string): string[] {
   return code;
 }
 
-/** GitHub's anchor for a heading: its rendered text lower-cased, punctuation dropped, spaces to hyphens, repeats numbered. */
+/**
+ * GitHub's anchor for a heading: its rendered text lower-cased, punctuation dropped, spaces to hyphens, repeats
+ * numbered.
+ */
 function anchorsOf(text: string): Set<string> {
   const anchors = new Set<string>();
   const seen = new Map<string, number>();
   for (const match of prose(text).matchAll(/^#{1,6} +(.+?) *#* *$/gm)) {
-    const rendered = match[1]!.replace(/\[([^\]]*)\]\([^)]*\)/g, '$1').replace(/[`*_]{1,2}(?=\S)|(?<=\S)[`*_]{1,2}/g, '');
+    const rendered = match[1]!
+      .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+      .replace(/[`*_]{1,2}(?=\S)|(?<=\S)[`*_]{1,2}/g, '');
     const base = rendered
       .toLowerCase()
       .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '')
@@ -86,7 +91,10 @@ interface Link {
 /** Relative links in prose (code spans hold no links), with text that may wrap across lines. */
 function relativeLinks(doc: Doc): Link[] {
   const text = prose(doc.text).replace(/`[^`\n]*`/g, 'code');
-  return [...text.matchAll(/\[[^\]]*\]\(([^)\s]+)\)/g)].map((m) => m[1]!).filter((target) => !/^[a-z]+:/i.test(target)).map((target) => ({ doc: doc.file, target }));
+  return [...text.matchAll(/\[[^\]]*\]\(([^)\s]+)\)/g)]
+    .map((m) => m[1]!)
+    .filter((target) => !/^[a-z]+:/i.test(target))
+    .map((target) => ({ doc: doc.file, target }));
 }
 
 /** Why a link leads nowhere, or null when it resolves to a file and (for #anchor) a heading in it. */
@@ -135,17 +143,26 @@ describe('README and docs/', () => {
   it('every relative link leads to a file, and every #anchor to a heading in it', () => {
     const links = docs.flatMap(relativeLinks);
     expect(links.length).toBeGreaterThan(20);
-    const broken = links.map((link) => ({ ...link, reason: brokenReason(link) })).filter((link) => link.reason !== null);
+    const broken = links
+      .map((link) => ({ ...link, reason: brokenReason(link) }))
+      .filter((link) => link.reason !== null);
     expect(broken).toEqual([]);
   });
 
   it('every doc in docs/ is linked from the README', () => {
     const linked = new Set(relativeLinks(docs[0]!).map((link) => link.target.split('#')[0]));
-    expect(docs.slice(1).map((d) => d.file).filter((file) => !linked.has(file))).toEqual([]);
+    expect(
+      docs
+        .slice(1)
+        .map((d) => d.file)
+        .filter((file) => !linked.has(file)),
+    ).toEqual([]);
   });
 
-  it('every npm command in code names a script of package.json or one of npm\'s own', () => {
-    const scripts = Object.keys((JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts);
+  it("every npm command in code names a script of package.json or one of npm's own", () => {
+    const scripts = Object.keys(
+      (JSON.parse(readFileSync(projectPath('package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts,
+    );
     const unknown: string[] = [];
     let checked = 0;
     for (const doc of docs) {
@@ -165,14 +182,20 @@ describe('README and docs/', () => {
   });
 
   it('every path under services/, scripts/, deploy/ or tests/ that they name exists (dist/ as its source)', () => {
-    const missing = docs.flatMap((doc) => repoPaths(doc.text).filter((p) => !existsSync(projectPath(sourceOf(p)))).map((p) => `${doc.file}: ${p}`));
+    const missing = docs.flatMap((doc) =>
+      repoPaths(doc.text)
+        .filter((p) => !existsSync(projectPath(sourceOf(p))))
+        .map((p) => `${doc.file}: ${p}`),
+    );
     expect(docs.flatMap((doc) => repoPaths(doc.text)).length).toBeGreaterThan(50);
     expect(missing).toEqual([]);
   });
 
-  it('the README\'s Configuration table names exactly the variables the config reads, and compose\'s own', () => {
+  it("the README's Configuration table names exactly the variables the config reads, and compose's own", () => {
     const readme = docs[0]!.text;
-    expect(configTableVariables(readme).sort()).toEqual([...configVariables(transports), ...COMPOSE_ONLY_VARIABLES].sort());
+    expect(configTableVariables(readme).sort()).toEqual(
+      [...configVariables(transports), ...COMPOSE_ONLY_VARIABLES].sort(),
+    );
     const compose = readFileSync(projectPath('docker-compose.yml'), 'utf8');
     for (const variable of COMPOSE_ONLY_VARIABLES) expect(compose, variable).toContain(`\${${variable}`);
   });
@@ -184,7 +207,7 @@ describe('README and docs/', () => {
 
 describe('GitHub anchors, as the link check computes them', () => {
   it.each([
-    ['## Against each library\'s ceiling', 'against-each-librarys-ceiling'],
+    ["## Against each library's ceiling", 'against-each-librarys-ceiling'],
     ['## Many clients, a fixed rate', 'many-clients-a-fixed-rate'],
     ['## results.json', 'resultsjson'],
     ['### Warm-up and sample size', 'warm-up-and-sample-size'],
@@ -194,6 +217,10 @@ describe('GitHub anchors, as the link check computes them', () => {
   });
 
   it('numbers a repeated heading as GitHub does', () => {
-    expect([...anchorsOf('## Notes\n## Notes\n```\n## not a heading\n```\n## Notes')]).toEqual(['notes', 'notes-1', 'notes-2']);
+    expect([...anchorsOf('## Notes\n## Notes\n```\n## not a heading\n```\n## Notes')]).toEqual([
+      'notes',
+      'notes-1',
+      'notes-2',
+    ]);
   });
 });

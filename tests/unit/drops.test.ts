@@ -25,13 +25,17 @@ describe('DropLedger', () => {
     expect(ledger.lostIn(5, 5)).toBe(0);
   });
 
-  it('never settles a seq it did not carry (another client\'s, or dropped at the sender) as lost, by an ack or by silence', () => {
-    const ledger = new DropLedger();
-    for (const seq of [0, 2, 4, 5]) ledger.open(seq);
-    expect(ledger.acknowledged(2)).toBe(1);
-    expect(ledger.settleBelow(6)).toBe(2);
-    expect([ledger.lost, ledger.lostIn(0, 6), ledger.lostIn(1, 1), ledger.lostIn(3, 1)]).toEqual([3, 3, 0, 0]);
-  });
+  it(
+    "never settles a seq it did not carry (another client's, or dropped at the sender) as lost, by an ack or by " +
+      'silence',
+    () => {
+      const ledger = new DropLedger();
+      for (const seq of [0, 2, 4, 5]) ledger.open(seq);
+      expect(ledger.acknowledged(2)).toBe(1);
+      expect(ledger.settleBelow(6)).toBe(2);
+      expect([ledger.lost, ledger.lostIn(0, 6), ledger.lostIn(1, 1), ledger.lostIn(3, 1)]).toEqual([3, 3, 0, 0]);
+    },
+  );
 
   it('settles nothing on an ack that may have overtaken earlier ones (several clients): silence does', () => {
     const ledger = DropLedger.opened(6);
@@ -58,7 +62,7 @@ describe('DropLedger', () => {
     expect(ledger.lostIn(0, 100)).toBe(3);
   });
 
-  it('holds a window\'s worth, not the section: 1,000,000 seqs acknowledged in order, WINDOW 8', () => {
+  it("holds a window's worth, not the section: 1,000,000 seqs acknowledged in order, WINDOW 8", () => {
     const ledger = new DropLedger();
     const window = 8;
     let mostHeld = 0;

@@ -22,11 +22,42 @@ describe('parseDurationMs', () => {
 
   it.each([
     // A bare number: seconds or minutes?
-    '5', '0', '1500',
+    '5',
+    '0',
+    '1500',
     // Not this grammar: empty, spaces, fractions, signs, exponents, other units or cases, words.
-    '', ' ', '1h 30m', ' 30s', '30 s', '1.5h', '0.5s', '-30s', '+30s', '1e3s', '1d', '1w', '100us', '1ns', '30S', '1H', '10M', '1hr', '30sec', '10min', 'h', 'ms', 'one minute',
+    '',
+    ' ',
+    '1h 30m',
+    ' 30s',
+    '30 s',
+    '1.5h',
+    '0.5s',
+    '-30s',
+    '+30s',
+    '1e3s',
+    '1d',
+    '1w',
+    '100us',
+    '1ns',
+    '30S',
+    '1H',
+    '10M',
+    '1hr',
+    '30sec',
+    '10min',
+    'h',
+    'ms',
+    'one minute',
     // Units out of order, twice, or a number left without one.
-    '30m1h', '30s2m', '500ms1s', '1h1h', '1m1m', '1h30', '1m30', '30s5',
+    '30m1h',
+    '30s2m',
+    '500ms1s',
+    '1h1h',
+    '1m1m',
+    '1h30',
+    '1m30',
+    '30s5',
   ])('%j is not a duration', (text) => {
     expect(parseDurationMs(text)).toBeUndefined();
   });

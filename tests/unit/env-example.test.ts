@@ -12,7 +12,8 @@ function readEnvExample(): Map<string, string> {
   for (const line of readFileSync(projectPath('.env.example'), 'utf8').split('\n')) {
     const match = /^([A-Z][A-Z0-9_]*)=(.*)$/.exec(line);
     if (match) entries.set(match[1]!, match[2]!);
-    else if (line.trim() !== '' && !line.startsWith('#')) throw new Error(`.env.example line is neither NAME=value nor a comment: ${line}`);
+    else if (line.trim() !== '' && !line.startsWith('#'))
+      throw new Error(`.env.example line is neither NAME=value nor a comment: ${line}`);
   }
   return entries;
 }

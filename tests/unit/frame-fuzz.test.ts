@@ -1,7 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ErrorCode, ItbError } from '../../services/core/errors.js';
-import { decodeAck, decodeFrameHeader, encodeAck, encodeFrameHeader, FRAME_HEADER_BYTES } from '../../services/core/frame.js';
+import {
+  decodeAck,
+  decodeFrameHeader,
+  encodeAck,
+  encodeFrameHeader,
+  FRAME_HEADER_BYTES,
+} from '../../services/core/frame.js';
 
 // The frame decoder is the first thing hostile bytes reach: whatever they are, it either returns
 // a header within MAX_IMAGE_SIZE or throws ITB_ERR_FRAME, never anything else.
@@ -36,18 +42,27 @@ describe('frame decoder under fuzzing', () => {
   });
 
   it('returns a bounded header or throws ITB_ERR_FRAME for arbitrary bytes', () => {
-    fc.assert(fc.property(fc.uint8Array({ minLength: 0, maxLength: 80 }), (bytes) => decodeOrFrameError(Buffer.from(bytes))), { numRuns: 5000 });
+    fc.assert(
+      fc.property(fc.uint8Array({ minLength: 0, maxLength: 80 }), (bytes) => decodeOrFrameError(Buffer.from(bytes))),
+      { numRuns: 5000 },
+    );
   });
 
   it('survives any single corrupted byte of a valid header, and any announced size', () => {
     fc.assert(
-      fc.property(header, fc.integer({ min: 0, max: FRAME_HEADER_BYTES - 1 }), fc.integer({ min: 0, max: 255 }), fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }), (h, index, value, size) => {
-        const bytes = encodeFrameHeader(h);
-        bytes[index] = value;
-        decodeOrFrameError(bytes);
-        bytes.writeBigUInt64BE(size, 16);
-        decodeOrFrameError(bytes);
-      }),
+      fc.property(
+        header,
+        fc.integer({ min: 0, max: FRAME_HEADER_BYTES - 1 }),
+        fc.integer({ min: 0, max: 255 }),
+        fc.bigInt({ min: 0n, max: 2n ** 64n - 1n }),
+        (h, index, value, size) => {
+          const bytes = encodeFrameHeader(h);
+          bytes[index] = value;
+          decodeOrFrameError(bytes);
+          bytes.writeBigUInt64BE(size, 16);
+          decodeOrFrameError(bytes);
+        },
+      ),
       { numRuns: 5000 },
     );
   });
@@ -55,9 +70,20 @@ describe('frame decoder under fuzzing', () => {
   it('decodes acks round-trip and rejects malformed ones with ITB_ERR_FRAME', () => {
     const status = fc.constantFrom('accepted' as const, 'rejected' as const);
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 2 ** 32 - 1 }), fc.integer({ min: 0, max: 2 ** 32 - 1 }), status, fc.integer({ min: 0, max: 31 }), (sectionId, seq, s, receiver) => {
-        expect(decodeAck(encodeAck({ sectionId, seq, status: s, receiver }))).toStrictEqual({ sectionId, seq, status: s, ...(receiver === 0 ? {} : { receiver }) });
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 2 ** 32 - 1 }),
+        fc.integer({ min: 0, max: 2 ** 32 - 1 }),
+        status,
+        fc.integer({ min: 0, max: 31 }),
+        (sectionId, seq, s, receiver) => {
+          expect(decodeAck(encodeAck({ sectionId, seq, status: s, receiver }))).toStrictEqual({
+            sectionId,
+            seq,
+            status: s,
+            ...(receiver === 0 ? {} : { receiver }),
+          });
+        },
+      ),
     );
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 24 }), (bytes) => {

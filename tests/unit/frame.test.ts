@@ -1,8 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { ErrorCode, ItbError } from '../../services/core/errors.js';
-import { ACK_BYTES, decodeAck, decodeFrameHeader, encodeAck, encodeFrameHeader, FRAME_HEADER_BYTES, type FrameHeader } from '../../services/core/frame.js';
+import {
+  ACK_BYTES,
+  decodeAck,
+  decodeFrameHeader,
+  encodeAck,
+  encodeFrameHeader,
+  FRAME_HEADER_BYTES,
+  type FrameHeader,
+} from '../../services/core/frame.js';
 
-const header: FrameHeader = { sectionId: 4_000_000_000, seq: 12, sizeBytes: 545_792, checksum: 0xfedcba9876543210n, sentAtNs: 123_456_789_012_345n };
+const header: FrameHeader = {
+  sectionId: 4_000_000_000,
+  seq: 12,
+  sizeBytes: 545_792,
+  checksum: 0xfedcba9876543210n,
+  sentAtNs: 123_456_789_012_345n,
+};
 
 describe('frame header', () => {
   it('encodes to 40 bytes with a fixed layout and decodes back', () => {
@@ -26,18 +40,30 @@ describe('frame header', () => {
   it.each([
     ['a short buffer', bad((b) => b.subarray(0, 39)), /40/],
     ['a long buffer', bad((b) => Buffer.concat([b, Buffer.alloc(1)])), /41 bytes/],
-    ['a wrong magic', bad((b) => {
-      b.writeUInt32BE(0xdeadbeef, 0);
-      return b;
-    }), /magic 0xdeadbeef/],
-    ['a wrong version', bad((b) => {
-      b.writeUInt16BE(9, 4);
-      return b;
-    }), /version 9/],
-    ['a size over the maximum', bad((b) => {
-      b.writeBigUInt64BE(10n * 1024n ** 3n, 16);
-      return b;
-    }), /10737418240 bytes, over MAX_IMAGE_SIZE/],
+    [
+      'a wrong magic',
+      bad((b) => {
+        b.writeUInt32BE(0xdeadbeef, 0);
+        return b;
+      }),
+      /magic 0xdeadbeef/,
+    ],
+    [
+      'a wrong version',
+      bad((b) => {
+        b.writeUInt16BE(9, 4);
+        return b;
+      }),
+      /version 9/,
+    ],
+    [
+      'a size over the maximum',
+      bad((b) => {
+        b.writeBigUInt64BE(10n * 1024n ** 3n, 16);
+        return b;
+      }),
+      /10737418240 bytes, over MAX_IMAGE_SIZE/,
+    ],
   ])('rejects %s with ITB_ERR_FRAME', (_, buf, message) => {
     let caught: unknown;
     try {
@@ -51,7 +77,9 @@ describe('frame header', () => {
   });
 
   it('accepts a size exactly at the maximum', () => {
-    expect(decodeFrameHeader(encodeFrameHeader({ ...header, sizeBytes: 1_000_000 }), 1_000_000).sizeBytes).toBe(1_000_000);
+    expect(decodeFrameHeader(encodeFrameHeader({ ...header, sizeBytes: 1_000_000 }), 1_000_000).sizeBytes).toBe(
+      1_000_000,
+    );
   });
 });
 

@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { CHART_NAMES, HTML_REPORT_CSP, jsonForScript, renderHtmlReport, scriptForInline, styleForInline, type HtmlReportLibraries } from '../../services/core/html-report.js';
+import {
+  CHART_NAMES,
+  HTML_REPORT_CSP,
+  jsonForScript,
+  renderHtmlReport,
+  scriptForInline,
+  styleForInline,
+  type HtmlReportLibraries,
+} from '../../services/core/html-report.js';
 import { TIMING_DEFINITIONS, type RunReport } from '../../services/core/report.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';
 import type { SectionResult } from '../../services/core/section.js';
@@ -11,18 +19,42 @@ import { asLegacy, histogramOf, soakSection, twentyMillionSections, withSeries }
 // The page as text: what it inlines, what it carries, what it must never contain. The browser
 // test (tests/e2e/report-browser.test.ts) draws it.
 
-const FAKE_CHART_JS = '/* fake Chart.js, see https://www.chartjs.org */ var Chart = function () {}; var tag = "</script><b>"; var TAG = "</SCRIPT >"; var comment = "<!--";';
+const FAKE_CHART_JS =
+  '/* fake Chart.js, see https://www.chartjs.org */ var Chart = function () {}; var tag = "</script><b>"; var ' +
+  'TAG = "</SCRIPT >"; var comment = "<!--";';
 // The real page style and script, so the checks on the whole page cover them too.
 const LIBRARIES: HtmlReportLibraries = { ...reportLibraries(), chartJs: FAKE_CHART_JS };
 
 const cost = {
-  transmitter: { cpuUserMs: 3, cpuSystemMs: 1, cpuMs: 4, cpuMsPerImage: 2, peakRssBytes: 100 * 1024 * 1024, eventLoopUtilization: 0.5 },
-  receiver: { cpuUserMs: 2, cpuSystemMs: 1, cpuMs: 3, cpuMsPerImage: 1.5, peakRssBytes: 80 * 1024 * 1024, eventLoopUtilization: 0.25 },
+  transmitter: {
+    cpuUserMs: 3,
+    cpuSystemMs: 1,
+    cpuMs: 4,
+    cpuMsPerImage: 2,
+    peakRssBytes: 100 * 1024 * 1024,
+    eventLoopUtilization: 0.5,
+  },
+  receiver: {
+    cpuUserMs: 2,
+    cpuSystemMs: 1,
+    cpuMs: 3,
+    cpuMsPerImage: 1.5,
+    peakRssBytes: 80 * 1024 * 1024,
+    eventLoopUtilization: 0.25,
+  },
   broker: null,
 };
 
-/** A section of the given times (ms; null = lost) as a file written before per-second series holds it: per-image records inline. */
-function legacySection(plan: Parameters<typeof fixtureSection>[0], timesMs: readonly (number | null)[], failure: string | null = null, sectionCost: Parameters<typeof fixtureSection>[3] = undefined): ReturnType<typeof fixtureSection> {
+/**
+ * A section of the given times (ms; null = lost) as a file written before per-second series holds it: per-image records
+ * inline.
+ */
+function legacySection(
+  plan: Parameters<typeof fixtureSection>[0],
+  timesMs: readonly (number | null)[],
+  failure: string | null = null,
+  sectionCost: Parameters<typeof fixtureSection>[3] = undefined,
+): ReturnType<typeof fixtureSection> {
   return asLegacy(fixtureSection(plan, timesMs, failure, sectionCost), timesMs);
 }
 
@@ -31,7 +63,11 @@ function sampleReport(startedAt = '2026-11-23T08:00:00.000Z'): RunReport {
     [
       legacySection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [2.413, 1.2, null, 1.9], null, cost),
       legacySection(fixturePlan({ transport: 'grpc', label: 'gRPC <&> "quoted"' }), [3.1, 2.9, 3.3, 3.0], null, cost),
-      legacySection(fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true }), [null, null, null, null], 'connect ECONNREFUSED 127.0.0.1:7001 </script><img src=x>'),
+      legacySection(
+        fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true }),
+        [null, null, null, null],
+        'connect ECONNREFUSED 127.0.0.1:7001 </script><img src=x>',
+      ),
     ],
     { startedAt },
   );
@@ -50,7 +86,9 @@ function withoutBulk(report: RunReport): unknown {
 
 /** The text of the element `<script ... id="id">`, which must be there exactly once. */
 function scriptBlock(html: string, id: string): string {
-  const matches = [...html.matchAll(new RegExp(`<script type="application/json" id="${id}">([\\s\\S]*?)</script>`, 'g'))];
+  const matches = [
+    ...html.matchAll(new RegExp(`<script type="application/json" id="${id}">([\\s\\S]*?)</script>`, 'g')),
+  ];
   expect(matches).toHaveLength(1);
   return matches[0]![1]!;
 }
@@ -90,8 +128,12 @@ function rowOf(html: string, transport: string): string {
 
 /** The texts of a summary row's cells under the given column headers. */
 function cellsOf(html: string, transport: string): Record<string, string> {
-  const headers = [...html.matchAll(/<th scope="col"[^>]*><button type="button">([^<]*)<\/button><\/th>/g)].map((m) => m[1]!);
-  const cells = [...rowOf(html, transport).matchAll(/<td class="[^"]*"[^>]*>([\s\S]*?)<\/td>/g)].map((m) => m[1]!.replace(/<[^>]+>/g, ''));
+  const headers = [...html.matchAll(/<th scope="col"[^>]*><button type="button">([^<]*)<\/button><\/th>/g)].map(
+    (m) => m[1]!,
+  );
+  const cells = [...rowOf(html, transport).matchAll(/<td class="[^"]*"[^>]*>([\s\S]*?)<\/td>/g)].map((m) =>
+    m[1]!.replace(/<[^>]+>/g, ''),
+  );
   expect(cells).toHaveLength(headers.length);
   return Object.fromEntries(headers.map((h, i) => [h, cells[i]!]));
 }
@@ -108,7 +150,9 @@ describe('renderHtmlReport', () => {
   it('is one HTML document with its CSP, nothing loaded from elsewhere', () => {
     expect(html.startsWith('<!DOCTYPE html>\n<html lang="en">')).toBe(true);
     expect(html.match(/<html\b/g)).toHaveLength(1);
-    expect(html).toContain(`<meta http-equiv="Content-Security-Policy" content="${HTML_REPORT_CSP.replace(/'/g, '&#39;')}">`);
+    expect(html).toContain(
+      `<meta http-equiv="Content-Security-Policy" content="${HTML_REPORT_CSP.replace(/'/g, '&#39;')}">`,
+    );
     expect(HTML_REPORT_CSP).toMatch(/^default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'/);
     expect(html).not.toMatch(/<script[^>]*\bsrc=/i);
     expect(html).not.toMatch(/<link\b/i);
@@ -117,7 +161,10 @@ describe('renderHtmlReport', () => {
 
   it('inlines the library, with "</script" and "<!--" escaped inside it', () => {
     const inlined = scriptForInline(FAKE_CHART_JS);
-    expect(inlined).toBe('/* fake Chart.js, see https://www.chartjs.org */ var Chart = function () {}; var tag = "<\\/script><b>"; var TAG = "<\\/SCRIPT >"; var comment = "<\\u0021--";');
+    expect(inlined).toBe(
+      '/* fake Chart.js, see https://www.chartjs.org */ var Chart = function () {}; var tag = "<\\/script><b>"; ' +
+        'var TAG = "<\\/SCRIPT >"; var comment = "<\\u0021--";',
+    );
     expect(html).toContain(`<script>${inlined}</script>`);
     // Escaped, the JavaScript still means the same strings.
     expect(new Function(`${inlined}; return [tag, TAG, comment];`)()).toEqual(['</script><b>', '</SCRIPT >', '<!--']);
@@ -133,17 +180,23 @@ describe('renderHtmlReport', () => {
     const page = renderHtmlReport([report], { chartJs: '', pageCss, pageScript });
     expect(styleForInline(pageCss)).toBe('.a::after { content: "<\\/style><b>"; } /* <\\/STYLE > */');
     // As the HTML parser ends them: at the first "</style" and "</script".
-    expect([...page.matchAll(/<style\b[^>]*>([\s\S]*?)<\/style/gi)].map((m) => m[1])).toEqual([styleForInline(pageCss)]);
+    expect([...page.matchAll(/<style\b[^>]*>([\s\S]*?)<\/style/gi)].map((m) => m[1])).toEqual([
+      styleForInline(pageCss),
+    ]);
     expect(scriptElements(page)).toContain(scriptForInline(pageScript));
   });
 
-  it('carries the runs as a JSON block that round-trips to the input, less per-image records and series (results.json keeps them)', () => {
-    const block = scriptBlock(html, 'itb-results');
-    expect(block).not.toContain('<');
-    expect(JSON.parse(block)).toEqual([withoutBulk(report)]);
-    expect(block).not.toContain('"images":[');
-    expect(jsonForScript({ text: '</script><!--' })).toBe('{"text":"\\u003c/script>\\u003c!--"}');
-  });
+  it(
+    'carries the runs as a JSON block that round-trips to the input, less per-image records and series ' +
+      '(results.json keeps them)',
+    () => {
+      const block = scriptBlock(html, 'itb-results');
+      expect(block).not.toContain('<');
+      expect(JSON.parse(block)).toEqual([withoutBulk(report)]);
+      expect(block).not.toContain('"images":[');
+      expect(jsonForScript({ text: '</script><!--' })).toBe('{"text":"\\u003c/script>\\u003c!--"}');
+    },
+  );
 
   it('has no http(s) URL outside the inlined library', () => {
     const outside = html.replace(scriptForInline(FAKE_CHART_JS), '');
@@ -153,13 +206,21 @@ describe('renderHtmlReport', () => {
 
   it('gives every chart a canvas with a data-chart name, and a specification for it', () => {
     const names = [...html.matchAll(/<canvas data-chart="([^"]+)"/g)].map((m) => m[1]);
-    expect(names).toEqual(['time-over-run', 'latency-percentiles', 'mbps-over-time', 'p99-over-time', 'throughput', 'cpu-per-image', 'peak-rss']);
+    expect(names).toEqual([
+      'time-over-run',
+      'latency-percentiles',
+      'mbps-over-time',
+      'p99-over-time',
+      'throughput',
+      'cpu-per-image',
+      'peak-rss',
+    ]);
     expect(names).toEqual([...CHART_NAMES]);
     const specs = specsOf(html);
     expect(specs.map((s) => s.name)).toEqual(names);
     const percentiles = specs[1]!;
-    // One line per transport: the i-th fastest of n intact times at x = n / (n − i − 0.5); a transport with no arrival has no points.
-    // WebSocket lost an image, so it has no completed repeat: its failed one is drawn for diagnosis.
+    // One line per transport: the i-th fastest of n intact times at x = n / (n − i − 0.5); a transport with no arrival
+    // has no points. WebSocket lost an image, so it has no completed repeat: its failed one is drawn for diagnosis.
     expect(percentiles.datasets.map((d) => d.transport)).toEqual(['websocket', 'grpc', 'tcp']);
     expect(percentiles.datasets[0]!.data).toEqual([
       { x: 3 / 2.5, y: 1.2 },
@@ -170,7 +231,20 @@ describe('renderHtmlReport', () => {
   });
 
   it('gives each of thirteen transports (TRANSPORTS=all) a colour of its own, the baseline grey', () => {
-    const names = ['websocket', 'websocket-push', 'grpc', 'grpc-unary', 'zeromq', 'zeromq-pubsub', 'redis', 'redis-list', 'redis-pubsub', 'nats', 'http', 'http-json'];
+    const names = [
+      'websocket',
+      'websocket-push',
+      'grpc',
+      'grpc-unary',
+      'zeromq',
+      'zeromq-pubsub',
+      'redis',
+      'redis-list',
+      'redis-pubsub',
+      'nats',
+      'http',
+      'http-json',
+    ];
     const all = fixtureReport([
       ...names.map((transport) => fixtureSection(fixturePlan({ transport, label: transport }), [1, 2], null, cost)),
       fixtureSection(fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true }), [1, 2], null, cost),
@@ -183,7 +257,15 @@ describe('renderHtmlReport', () => {
   });
 
   it('shows the header facts', () => {
-    for (const text of ['2026-11-23 08:00:00 UTC', 'assets/sample.png, 533.0 KiB (545,792 bytes)', 'Images per transport', 'Warm-up', 'Test CPU, 2 cores', 'Node v20.20.2', 'ws 8.23.0 · zeromq 6.8.0']) {
+    for (const text of [
+      '2026-11-23 08:00:00 UTC',
+      'assets/sample.png, 533.0 KiB (545,792 bytes)',
+      'Images per transport',
+      'Warm-up',
+      'Test CPU, 2 cores',
+      'Node v20.20.2',
+      'ws 8.23.0 · zeromq 6.8.0',
+    ]) {
       expect(html).toContain(text);
     }
   });
@@ -193,13 +275,19 @@ describe('renderHtmlReport', () => {
     expect(rows.map((r) => r[1])).toEqual(['websocket', 'grpc', 'tcp']);
     const tcp = rows[2]![0];
     expect(tcp).toContain('class="failed"');
-    expect(tcp).toContain('<span class="badge failed">FAILED</span> <span class="reason">connect ECONNREFUSED 127.0.0.1:7001 &lt;/script&gt;&lt;img src=x&gt;</span>');
+    expect(tcp).toContain(
+      '<span class="badge failed">FAILED</span> <span class="reason">connect ECONNREFUSED 127.0.0.1:7001 ' +
+        '&lt;/script&gt;&lt;img src=x&gt;</span>',
+    );
     // Lost images without a failure are a failure too, and say what went missing.
     expect(rows[0]![0]).toContain('<span class="reason">1 lost</span>');
     expect(rows[1]![0]).toContain('<span class="badge ok">ok</span>');
     expect(rows[1]![0]).toContain('gRPC &lt;&amp;&gt; &quot;quoted&quot;');
     expect(html).toContain('2 of 3 transports FAILED');
-    expect(html).toContain('<span class="details">WebSocket: 1 lost · TCP (baseline): connect ECONNREFUSED 127.0.0.1:7001 &lt;/script&gt;&lt;img src=x&gt;</span>');
+    expect(html).toContain(
+      '<span class="details">WebSocket: 1 lost · TCP (baseline): connect ECONNREFUSED 127.0.0.1:7001 ' +
+        '&lt;/script&gt;&lt;img src=x&gt;</span>',
+    );
     // Chart notes name the transport without data.
     expect(html).toMatch(/<span class="tag failed">no data<\/span> TCP \(baseline\)/);
   });
@@ -212,26 +300,45 @@ describe('renderHtmlReport', () => {
     const specs = JSON.parse(scriptBlock(two, 'itb-chart-specs')) as { name: string; datasets: { run: string }[] }[];
     for (const spec of specs) expect(new Set(spec.datasets.map((d) => d.run))).toEqual(new Set(['before', 'after']));
     expect(two).toContain('Before (2026-11-22 08:00:00 UTC) against after (2026-11-23 08:00:00 UTC)');
-    expect(two).toMatch(/<span class="now">([\d.,]+)<\/span><span class="was">\1<\/span><span class="change same">±0%<\/span>/);
+    expect(two).toMatch(
+      /<span class="now">([\d.,]+)<\/span><span class="was">\1<\/span><span class="change same">±0%<\/span>/,
+    );
     // Results the same in both runs are not repeated.
     expect(two).not.toContain('before:');
   });
 
   it('marks a better and a worse change by what is better for the figure', () => {
-    const faster = fixtureReport([fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [1, 1], null, cost)]);
-    const slower = fixtureReport([fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [2, 2], null, cost)]);
+    const faster = fixtureReport([
+      fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [1, 1], null, cost),
+    ]);
+    const slower = fixtureReport([
+      fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [2, 2], null, cost),
+    ]);
     const html = renderHtmlReport([slower, faster], LIBRARIES);
     // p50 halved: better; throughput doubled (higher is better): better too.
-    expect(html).toMatch(/<span class="now">1\.000<\/span><span class="was">2\.000<\/span><span class="change better">−50\.0%<\/span>/);
+    expect(html).toMatch(
+      /<span class="now">1\.000<\/span><span class="was">2\.000<\/span><span class="change better">−50\.0%<\/span>/,
+    );
     expect(html).toMatch(/<span class="change better">\+\d+\.\d%<\/span>/);
     expect(renderHtmlReport([faster, slower], LIBRARIES)).toMatch(/<span class="change worse">\+100\.0%<\/span>/);
     // Counts change by whole images, and not at all when equal.
-    const lossy = fixtureReport([fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [1, null], null, cost)]);
-    const lossyRow = /<tr data-transport="websocket"[\s\S]*?<\/tr>/.exec(renderHtmlReport([lossy, faster], LIBRARIES))![0];
-    expect(lossyRow).toContain('<span class="now">2</span><span class="was">1</span><span class="change better">+1</span>');
-    expect(lossyRow).toContain('<span class="now">0</span><span class="was">1</span><span class="change better">−1</span>');
+    const lossy = fixtureReport([
+      fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [1, null], null, cost),
+    ]);
+    const lossyRow = /<tr data-transport="websocket"[\s\S]*?<\/tr>/.exec(
+      renderHtmlReport([lossy, faster], LIBRARIES),
+    )![0];
+    expect(lossyRow).toContain(
+      '<span class="now">2</span><span class="was">1</span><span class="change better">+1</span>',
+    );
+    expect(lossyRow).toContain(
+      '<span class="now">0</span><span class="was">1</span><span class="change better">−1</span>',
+    );
     expect(lossyRow).toContain('<span class="now">0</span><span class="was">0</span></td>');
-    expect(lossyRow).toContain('<span class="badge ok">ok</span><span class="was">before: <span class="badge failed">FAILED</span> <span class="reason">1 lost</span></span>');
+    expect(lossyRow).toContain(
+      '<span class="badge ok">ok</span><span class="was">before: <span class="badge failed">FAILED</span> <span ' +
+        'class="reason">1 lost</span></span>',
+    );
   });
 
   it('accepts one or two runs only', () => {
@@ -241,12 +348,27 @@ describe('renderHtmlReport', () => {
 });
 
 describe('renderHtmlReport: round trip and broker figures', () => {
-  const broker = { cpuUserMs: 2, cpuSystemMs: 1, cpuMs: 3, cpuMsPerImage: 0.75, peakRssBytes: 12 * 1024 * 1024, eventLoopUtilization: null };
+  const broker = {
+    cpuUserMs: 2,
+    cpuSystemMs: 1,
+    cpuMs: 3,
+    cpuMsPerImage: 0.75,
+    peakRssBytes: 12 * 1024 * 1024,
+    eventLoopUtilization: null,
+  };
   const withBroker = (brokerMsPerImage = 0.75, startedAt?: string): RunReport =>
     fixtureReport(
       [
-        fixtureSection(fixturePlan({ transport: 'grpc', label: 'gRPC', sectionId: 1 }), [3.1, 2.9, 3.3, 3.0], null, cost),
-        fixtureSection(fixturePlan({ transport: 'redis', label: 'Redis', sectionId: 2 }), [2.0, 2.2, 2.1, 2.4], null, { ...cost, broker: { ...broker, cpuMsPerImage: brokerMsPerImage } }),
+        fixtureSection(
+          fixturePlan({ transport: 'grpc', label: 'gRPC', sectionId: 1 }),
+          [3.1, 2.9, 3.3, 3.0],
+          null,
+          cost,
+        ),
+        fixtureSection(fixturePlan({ transport: 'redis', label: 'Redis', sectionId: 2 }), [2.0, 2.2, 2.1, 2.4], null, {
+          ...cost,
+          broker: { ...broker, cpuMsPerImage: brokerMsPerImage },
+        }),
       ],
       startedAt === undefined ? {} : { startedAt },
     );
@@ -262,17 +384,33 @@ describe('renderHtmlReport: round trip and broker figures', () => {
     expect([grpc.rtt!.count < 100, grpc.rtt!.p99Ms]).toEqual([true, null]);
     expect(cells['RTT p99 ms']).toBe('–');
     const roundTrip = TIMING_DEFINITIONS.find((d) => d.startsWith('Round trip'))!;
-    expect(html).toMatch(new RegExp(`<th scope="col" data-type="number" title="median round trip\\. ${roundTrip.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"><button type="button">RTT p50 ms</button>`));
+    expect(html).toMatch(
+      new RegExp(
+        `<th scope="col" data-type="number" title="median round trip\\. ` +
+          roundTrip.replace(/[.*+?^${}()|[\]\\]/g, '\\$&') +
+          `"><button type="button">RTT p50 ms</button>`,
+      ),
+    );
     // No transport went through a broker: no broker column.
     expect(html).not.toContain('Broker CPU ms/img');
   });
 
   it('shows the spread of RTT p50 across completed repeats on hover', () => {
     const plan = (repeat: number) => fixturePlan({ transport: 'grpc', label: 'gRPC', repeat, sectionId: repeat });
-    const report = fixtureReport([fixtureSection(plan(1), [1, 1], null, cost), fixtureSection(plan(2), [2, 2], null, cost), fixtureSection(plan(3), [4, 4], null, cost)], { repeat: 3 });
+    const report = fixtureReport(
+      [
+        fixtureSection(plan(1), [1, 1], null, cost),
+        fixtureSection(plan(2), [2, 2], null, cost),
+        fixtureSection(plan(3), [4, 4], null, cost),
+      ],
+      { repeat: 3 },
+    );
     const spread = report.transports[0]!.spread.rttP50Ms!;
     const median = report.sections[report.transports[0]!.medianSection!]!.rtt!.p50Ms;
-    expect(rowOf(renderHtmlReport([report], LIBRARIES), 'grpc')).toContain(`title="completed repeats: ${spread.min.toFixed(3)}–${spread.max.toFixed(3)}"><span class="now">${median.toFixed(3)}</span>`);
+    expect(rowOf(renderHtmlReport([report], LIBRARIES), 'grpc')).toContain(
+      `title="completed repeats: ${spread.min.toFixed(3)}–${spread.max.toFixed(3)}"><span ` +
+        `class="now">${median.toFixed(3)}</span>`,
+    );
   });
 
   it('adds a Broker CPU ms/img column when a transport has a broker cost, "–" for the others', () => {
@@ -281,50 +419,98 @@ describe('renderHtmlReport: round trip and broker figures', () => {
     expect(cellsOf(html, 'grpc')['Broker CPU ms/img']).toBe('–');
   });
 
-  it('across two hosts, adds a Clock ± ms column right after the one-way figures and says in the facts how the times were put on one clock', () => {
-    const report = fixtureReport([twoClockSection({ transport: 'grpc', label: 'gRPC' }), fixtureSection(fixturePlan({ transport: 'redis', label: 'Redis', sectionId: 2 }), [2.0, 2.2], null, cost)]);
-    report.run.hosts.receiver = { ...report.run.hosts.receiver, bootId: 'other-kernel' };
-    const html = renderHtmlReport([report], LIBRARIES);
-    expect(cellsOf(html, 'grpc')).toMatchObject({ 'p50 ms': '1.200', 'Clock ± ms': '0.160', 'RTT p50 ms': '1.500' });
-    expect(cellsOf(html, 'redis')['Clock ± ms']).toBe('–');
-    expect(html).toMatch(/<button type="button">max ms<\/button><\/th><th scope="col" data-type="number" title="two hosts, two clocks: [^"]+"><button type="button">Clock ± ms<\/button><\/th><th[^>]*><button type="button">RTT p50 ms/);
-    expect(html).toContain('<th scope="row">Clock</th><td>different or unknown kernels: send times moved onto the receiver clock by the offset estimated before each section: one-way figures within ± 0.160 ms at most (Clock ± column); the round trip (RTT) is on the transmitter clock alone, the clock-free figure</td>');
-    // One kernel: no such column.
-    expect(renderHtmlReport([sampleReport()], LIBRARIES)).not.toContain('Clock ± ms');
-  });
+  it(
+    'across two hosts, adds a Clock ± ms column right after the one-way figures and says in the facts how the ' +
+      'times were put on one clock',
+    () => {
+      const report = fixtureReport([
+        twoClockSection({ transport: 'grpc', label: 'gRPC' }),
+        fixtureSection(fixturePlan({ transport: 'redis', label: 'Redis', sectionId: 2 }), [2.0, 2.2], null, cost),
+      ]);
+      report.run.hosts.receiver = { ...report.run.hosts.receiver, bootId: 'other-kernel' };
+      const html = renderHtmlReport([report], LIBRARIES);
+      expect(cellsOf(html, 'grpc')).toMatchObject({ 'p50 ms': '1.200', 'Clock ± ms': '0.160', 'RTT p50 ms': '1.500' });
+      expect(cellsOf(html, 'redis')['Clock ± ms']).toBe('–');
+      expect(html).toMatch(
+        new RegExp(
+          /<button type="button">max ms<\/button><\/th><th scope="col" data-type="number" title="two /.source +
+            /hosts, two clocks: [^"]+"><button type="button">Clock ± ms<\/button><\/th><th[^>]*><button /.source +
+            /type="button">RTT p50 ms/.source,
+        ),
+      );
+      expect(html).toContain(
+        '<th scope="row">Clock</th><td>different or unknown kernels: send times moved onto the receiver clock by ' +
+          'the offset estimated before each section: one-way figures within ± 0.160 ms at most (Clock ± column); the ' +
+          'round trip (RTT) is on the transmitter clock alone, the clock-free figure</td>',
+      );
+      // One kernel: no such column.
+      expect(renderHtmlReport([sampleReport()], LIBRARIES)).not.toContain('Clock ± ms');
+    },
+  );
 
   it('says a closed loop, and adds no open-loop column, without RATE', () => {
     const html = renderHtmlReport([sampleReport()], LIBRARIES);
-    expect(html).toContain('<th scope="row">Send schedule</th><td>closed loop: the next image goes as soon as the window has room</td>');
+    expect(html).toContain(
+      '<th scope="row">Send schedule</th><td>closed loop: the next image goes as soon as the window has room</td>',
+    );
     expect(html).not.toContain('p99 from due ms');
   });
 
-  it('under RATE, says the schedule, labels MB/s as the load delivered, and gives the sent and delivered rates and OVERLOADED', () => {
-    const plan = fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true, imageCount: 2, ratePerSecond: 50 });
-    const recorder = new SectionRecorder(plan);
-    recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null }, 0n);
-    // Due at 0 and 20 ms; the second waited 5 ms for a window slot: both went out and arrived 25 ms apart, 40 images/s.
-    recorder.record({ sectionId: 1, seq: 0, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs: 0n }, 2_000_000n);
-    recorder.record({ sectionId: 1, seq: 1, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs: 25_000_000n }, 27_000_000n);
-    recorder.verified(0, true);
-    recorder.verified(1, true);
-    const section = resultWith(recorder, null, { rttNs: [2_500_000, 2_500_000], dueLagNs: [0, 5_000_000], achievedRatePerSecond: 40 });
-    const report = fixtureReport([section]);
-    const html = renderHtmlReport([{ ...report, run: { ...report.run, config: { ...report.run.config, ratePerSecond: 50 } } }], LIBRARIES);
-    expect(html).toContain(
-      '<th scope="row">Send schedule</th><td>open loop at RATE 50 images/s; an image due while WINDOW are in flight waits for a slot and goes late, its wait counted from its due time; MB/s is the load delivered, not a capacity</td>',
-    );
-    // Two images: p99 from due is withheld, not the max under another name.
-    expect(cellsOf(html, 'tcp')).toMatchObject({ 'Sent/s': '40.0', 'Delivered/s': '40.0', 'p99 from due ms': '–', 'MB/s at RATE': '~40.4' });
-    expect(html).not.toContain('Unsent');
-    expect(rowOf(html, 'tcp')).toContain('<span class="badge ok">ok</span> <span class="reason">OVERLOADED at RATE: sent or delivered under 95 % of RATE; see p99 from due</span>');
-    expect(html).toContain('Under RATE, MB/s and images/s are what was delivered at the offered load');
-  });
+  it(
+    'under RATE, says the schedule, labels MB/s as the load delivered, and gives the sent and delivered rates and ' +
+      'OVERLOADED',
+    () => {
+      const plan = fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true, imageCount: 2, ratePerSecond: 50 });
+      const recorder = new SectionRecorder(plan);
+      recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null }, 0n);
+      // Due at 0 and 20 ms; the second waited 5 ms for a window slot: both went out and arrived 25 ms apart, 40
+      // images/s.
+      recorder.record({ sectionId: 1, seq: 0, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs: 0n }, 2_000_000n);
+      recorder.record(
+        { sectionId: 1, seq: 1, sizeBytes: plan.imageSizeBytes, checksum: 0n, sentAtNs: 25_000_000n },
+        27_000_000n,
+      );
+      recorder.verified(0, true);
+      recorder.verified(1, true);
+      const section = resultWith(recorder, null, {
+        rttNs: [2_500_000, 2_500_000],
+        dueLagNs: [0, 5_000_000],
+        achievedRatePerSecond: 40,
+      });
+      const report = fixtureReport([section]);
+      const html = renderHtmlReport(
+        [{ ...report, run: { ...report.run, config: { ...report.run.config, ratePerSecond: 50 } } }],
+        LIBRARIES,
+      );
+      expect(html).toContain(
+        '<th scope="row">Send schedule</th><td>open loop at RATE 50 images/s; an image due while WINDOW are in ' +
+          'flight waits for a slot and goes late, its wait counted from its due time; MB/s is the load delivered, ' +
+          'not a capacity</td>',
+      );
+      // Two images: p99 from due is withheld, not the max under another name.
+      expect(cellsOf(html, 'tcp')).toMatchObject({
+        'Sent/s': '40.0',
+        'Delivered/s': '40.0',
+        'p99 from due ms': '–',
+        'MB/s at RATE': '~40.4',
+      });
+      expect(html).not.toContain('Unsent');
+      expect(rowOf(html, 'tcp')).toContain(
+        '<span class="badge ok">ok</span> <span class="reason">OVERLOADED at RATE: sent or delivered under 95 % ' +
+          'of RATE; see p99 from due</span>',
+      );
+      expect(html).toContain('Under RATE, MB/s and images/s are what was delivered at the offered load');
+    },
+  );
 
   it('colours a broker CPU change as lower is better', () => {
     const two = renderHtmlReport([withBroker(1, '2026-11-22T08:00:00.000Z'), withBroker(0.5)], LIBRARIES);
-    expect(rowOf(two, 'redis')).toContain('<span class="now">0.500</span><span class="was">1.000</span><span class="change better">−50.0%</span>');
-    expect(rowOf(renderHtmlReport([withBroker(0.5, '2026-11-22T08:00:00.000Z'), withBroker(1)], LIBRARIES), 'redis')).toContain(
+    expect(rowOf(two, 'redis')).toContain(
+      '<span class="now">0.500</span><span class="was">1.000</span><span class="change better">−50.0%</span>',
+    );
+    expect(
+      rowOf(renderHtmlReport([withBroker(0.5, '2026-11-22T08:00:00.000Z'), withBroker(1)], LIBRARIES), 'redis'),
+    ).toContain(
       '<span class="now">1.000</span><span class="was">0.500</span><span class="change worse">+100.0%</span>',
     );
   });
@@ -342,11 +528,15 @@ describe('renderHtmlReport: round trip and broker figures', () => {
     // The transmitter and receiver keep their colours.
     const without = specsOf(renderHtmlReport([sampleReport()], LIBRARIES)).find((s) => s.name === 'cpu-per-image')!;
     expect(without.datasets.map((d) => d.side)).toEqual(['transmitter', 'receiver']);
-    expect(without.datasets.map((d) => d.backgroundColor)).toEqual(cpu.datasets.slice(0, 2).map((d) => d.backgroundColor));
+    expect(without.datasets.map((d) => d.backgroundColor)).toEqual(
+      cpu.datasets.slice(0, 2).map((d) => d.backgroundColor),
+    );
     // Peak memory stays two-sided: a broker's RSS is two readings of a whole server, not a sampled peak.
     expect(specs.find((s) => s.name === 'peak-rss')!.datasets.map((d) => d.side)).toEqual(['transmitter', 'receiver']);
 
-    const two = specsOf(renderHtmlReport([withBroker(1, '2026-11-22T08:00:00.000Z'), withBroker(0.5)], LIBRARIES)).find((s) => s.name === 'cpu-per-image')!;
+    const two = specsOf(renderHtmlReport([withBroker(1, '2026-11-22T08:00:00.000Z'), withBroker(0.5)], LIBRARIES)).find(
+      (s) => s.name === 'cpu-per-image',
+    )!;
     expect(two.datasets.filter((d) => d.side === 'broker').map((d) => [d.label, d.data])).toEqual([
       ['Broker · before', [null, 1]],
       ['Broker · after', [null, 0.5]],
@@ -358,7 +548,8 @@ describe('renderHtmlReport: a transport with no completed repeat', () => {
   const report = sampleReport();
   const page = renderHtmlReport([report], LIBRARIES);
   const specs = specsOf(page);
-  const figure = (name: string): string => new RegExp(`<figure class="card chart-card chart-${name}">[\\s\\S]*?</figure>`).exec(page)![0];
+  const figure = (name: string): string =>
+    new RegExp(`<figure class="card chart-card chart-${name}">[\\s\\S]*?</figure>`).exec(page)![0];
 
   it('still draws its last repeat with arrivals on the percentile chart, tagged', () => {
     for (const name of ['latency-percentiles']) {
@@ -373,7 +564,13 @@ describe('renderHtmlReport: a transport with no completed repeat', () => {
       const tcp = specs.find((s) => s.name === name)!.datasets.find((d) => d.transport === 'tcp')!;
       expect([tcp.hasData, tcp.failedRepeat, tcp.legendLabel]).toEqual([false, false, 'TCP (baseline) (no data)']);
     }
-    expect(page).toContain('<p class="note">Bars come from each transport’s completed repeat (every image intact) only: none for a transport without one. Lines of a transport with no completed repeat show its last repeat with any arrival, tagged “FAILED repeat shown”: for diagnosis, not a result. A section from a file written before per-second series were recorded has nothing to draw over time (tagged “no series in this file”); its latency distribution comes from its per-image times.</p>');
+    expect(page).toContain(
+      '<p class="note">Bars come from each transport’s completed repeat (every image intact) only: none for a ' +
+        'transport without one. Lines of a transport with no completed repeat show its last repeat with any ' +
+        'arrival, tagged “FAILED repeat shown”: for diagnosis, not a result. A section from a file written before ' +
+        'per-second series were recorded has nothing to draw over time (tagged “no series in this file”); its ' +
+        'latency distribution comes from its per-image times.</p>',
+    );
     // A completed transport is not tagged.
     const grpc = specs[1]!.datasets.find((d) => d.transport === 'grpc')!;
     expect([grpc.failedRepeat, grpc.legendLabel]).toEqual([false, 'gRPC <&> "quoted"']);
@@ -388,14 +585,16 @@ describe('renderHtmlReport: a transport with no completed repeat', () => {
       expect(figure(name)).not.toContain('FAILED repeat shown');
     }
     const cells = cellsOf(page, 'websocket');
-    for (const header of ['p50 ms', 'p99 ms', 'RTT p50 ms', 'RTT p99 ms', 'Total ms', 'MB/s', 'TX CPU ms/img']) expect(cells[header], header).toBe('–');
+    for (const header of ['p50 ms', 'p99 ms', 'RTT p50 ms', 'RTT p99 ms', 'Total ms', 'MB/s', 'TX CPU ms/img'])
+      expect(cells[header], header).toBe('–');
     // The counts still count every repeat.
     expect([cells.OK, cells.Lost, cells.Corrupt]).toEqual(['3', '1', '0']);
     expect(page).toContain('A transport with no completed repeat has no figures (–)');
   });
 
   it('draws the LAST repeat that has any arrival, named in the tooltip label', () => {
-    const plan = (transport: string, label: string, repeat: number) => fixturePlan({ transport, label, repeat, sectionId: repeat });
+    const plan = (transport: string, label: string, repeat: number) =>
+      fixturePlan({ transport, label, repeat, sectionId: repeat });
     const repeated = fixtureReport(
       [
         legacySection(plan('websocket', 'WebSocket', 1), [1.5, null], null, cost),
@@ -421,12 +620,18 @@ describe('renderHtmlReport: a transport with no completed repeat', () => {
       { x: 4, y: 1 },
     ]);
     expect(cellsOf(two, 'grpc')['p50 ms']).toBe('1.000');
-    expect(rowOf(two, 'grpc')).toContain('<span class="badge failed">FAILED</span> <span class="reason">2 lost</span> <span class="completed">1 of 3 repeats completed</span>');
+    expect(rowOf(two, 'grpc')).toContain(
+      '<span class="badge failed">FAILED</span> <span class="reason">2 lost</span> <span class="completed">1 of ' +
+        '3 repeats completed</span>',
+    );
     expect(two).toContain('<span class="details">WebSocket: connection reset · gRPC: 2 lost</span>');
   });
 
   it('says which run a failed repeat is drawn from when only one of two is', () => {
-    const completed = fixtureReport([legacySection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [1, 1], null, cost)], { startedAt: '2026-11-24T08:00:00.000Z' });
+    const completed = fixtureReport(
+      [legacySection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [1, 1], null, cost)],
+      { startedAt: '2026-11-24T08:00:00.000Z' },
+    );
     const two = renderHtmlReport([report, completed], LIBRARIES);
     const websocket = specsOf(two)[1]!.datasets.filter((d) => d.transport === 'websocket');
     expect(websocket.map((d) => [d.run, d.failedRepeat, d.label])).toEqual([
@@ -441,49 +646,90 @@ describe('renderHtmlReport: a transport with no completed repeat', () => {
 describe('renderHtmlReport: header facts and footnotes', () => {
   it('says repeats are interleaved, the order rotated, and the median COMPLETED repeat shown', () => {
     const plan = (repeat: number) => fixturePlan({ transport: 'grpc', label: 'gRPC', repeat, sectionId: repeat });
-    const html = renderHtmlReport([fixtureReport([fixtureSection(plan(1), [1, 1], null, cost), fixtureSection(plan(2), [2, 2], null, cost)], { repeat: 2 })], LIBRARIES);
-    expect(html).toContain('<tr><th scope="row">Repeat</th><td>2, interleaved: the transport order rotated each repeat (A B C, B C A, C A B, …); figures from each transport’s median COMPLETED repeat</td></tr>');
+    const html = renderHtmlReport(
+      [
+        fixtureReport([fixtureSection(plan(1), [1, 1], null, cost), fixtureSection(plan(2), [2, 2], null, cost)], {
+          repeat: 2,
+        }),
+      ],
+      LIBRARIES,
+    );
+    expect(html).toContain(
+      '<tr><th scope="row">Repeat</th><td>2, interleaved: the transport order rotated each repeat (A B C, B C ' +
+        'A, C A B, …); figures from each transport’s median COMPLETED repeat</td></tr>',
+    );
     expect(html).toContain('come from the median completed repeat');
   });
 
   it('says a run of under 1,000 images per section is too short to compare, and no more above', () => {
     const plan = fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true });
-    const html = (count: number): string => renderHtmlReport([fixtureReport([fixtureSection({ ...plan, imageCount: count }, Array<number>(count).fill(0.5), null, cost)])], LIBRARIES);
-    expect(html(10)).toContain('Short run: fewer than 1,000 images per section, so even the p50 is not comparable with another run&#39;s');
+    const html = (count: number): string =>
+      renderHtmlReport(
+        [fixtureReport([fixtureSection({ ...plan, imageCount: count }, Array<number>(count).fill(0.5), null, cost)])],
+        LIBRARIES,
+      );
+    expect(html(10)).toContain(
+      'Short run: fewer than 1,000 images per section, so even the p50 is not comparable with another run&#39;s',
+    );
     expect(html(1000)).not.toContain('Short run:');
   });
 
   it('lists the arrival notes when there are any', () => {
     const plain = sampleReport();
     expect(renderHtmlReport([plain], LIBRARIES)).not.toContain('Batched arrivals');
-    const noted: RunReport = { ...plain, run: { ...plain.run, arrivalNotes: ['Redis: ioredis hands over <a reply> whole', 'Other: in pairs'] } };
-    expect(renderHtmlReport([noted], LIBRARIES)).toContain('<tr><th scope="row">Batched arrivals</th><td>Redis: ioredis hands over &lt;a reply&gt; whole · Other: in pairs</td></tr>');
+    const noted: RunReport = {
+      ...plain,
+      run: { ...plain.run, arrivalNotes: ['Redis: ioredis hands over <a reply> whole', 'Other: in pairs'] },
+    };
+    expect(renderHtmlReport([noted], LIBRARIES)).toContain(
+      '<tr><th scope="row">Batched arrivals</th><td>Redis: ioredis hands over &lt;a reply&gt; whole · Other: in ' +
+        'pairs</td></tr>',
+    );
     // Two runs keep their rows paired: the run without notes says so.
-    expect(renderHtmlReport([plain, noted], LIBRARIES)).toMatch(/<tr class="differs"><th scope="row">Batched arrivals <span class="tag">differs<\/span><\/th><td>none<\/td><td>Redis: ioredis/);
+    expect(renderHtmlReport([plain, noted], LIBRARIES)).toMatch(
+      new RegExp(
+        /<tr class="differs"><th scope="row">Batched arrivals <span /.source +
+          /class="tag">differs<\/span><\/th><td>none<\/td><td>Redis: ioredis/.source,
+      ),
+    );
   });
 
-  it('says verification happens after the ack on the thread that stamps arrivals, with its share of that thread per transport, and when it did not happen at all', () => {
-    const report = sampleReport();
-    expect(renderHtmlReport([report], LIBRARIES)).toContain('checked by the receiver after its ack, on the thread that stamps arrivals');
-    // The column shows the median section's share in percent; a transport with no figure gets a dash.
-    report.sections[1]!.verifyBusyShare = 0.214;
-    const html = renderHtmlReport([report], LIBRARIES);
-    const header = [...html.matchAll(/<th scope="col"[^>]*><button type="button">([^<]*)<\/button><\/th>/g)].map((m) => m[1]);
-    const column = header.indexOf('RX hashing %');
-    expect(column).toBeGreaterThan(0);
-    const cellsOf = (transport: string): string[] => {
-      const row = new RegExp(`<tr data-transport="${transport}"[\\s\\S]*?</tr>`).exec(html)![0];
-      return [...row.matchAll(/<td [^>]*>([\s\S]*?)<\/td>/g)].map((m) => m[1]!);
-    };
-    expect(cellsOf('grpc')[column]).toBe('<span class="now">21</span>');
-    expect(cellsOf('websocket')[column]).toBe('<span class="now">–</span>');
-    const unverified: RunReport = { ...report, run: { ...report.run, config: { ...report.run.config, verify: false } } };
-    expect(renderHtmlReport([unverified], LIBRARIES)).toContain('NOT VERIFIED (VERIFY=false)');
-  });
+  it(
+    'says verification happens after the ack on the thread that stamps arrivals, with its share of that thread ' +
+      'per transport, and when it did not happen at all',
+    () => {
+      const report = sampleReport();
+      expect(renderHtmlReport([report], LIBRARIES)).toContain(
+        'checked by the receiver after its ack, on the thread that stamps arrivals',
+      );
+      // The column shows the median section's share in percent; a transport with no figure gets a dash.
+      report.sections[1]!.verifyBusyShare = 0.214;
+      const html = renderHtmlReport([report], LIBRARIES);
+      const header = [...html.matchAll(/<th scope="col"[^>]*><button type="button">([^<]*)<\/button><\/th>/g)].map(
+        (m) => m[1],
+      );
+      const column = header.indexOf('RX hashing %');
+      expect(column).toBeGreaterThan(0);
+      const cellsOf = (transport: string): string[] => {
+        const row = new RegExp(`<tr data-transport="${transport}"[\\s\\S]*?</tr>`).exec(html)![0];
+        return [...row.matchAll(/<td [^>]*>([\s\S]*?)<\/td>/g)].map((m) => m[1]!);
+      };
+      expect(cellsOf('grpc')[column]).toBe('<span class="now">21</span>');
+      expect(cellsOf('websocket')[column]).toBe('<span class="now">–</span>');
+      const unverified: RunReport = {
+        ...report,
+        run: { ...report.run, config: { ...report.run.config, verify: false } },
+      };
+      expect(renderHtmlReport([unverified], LIBRARIES)).toContain('NOT VERIFIED (VERIFY=false)');
+    },
+  );
 
   it('defines every time as output.log does, and says the sd is the sample sd', () => {
-    const footer = /<footer class="footnotes">[\s\S]*?<\/footer>/.exec(renderHtmlReport([sampleReport()], LIBRARIES))![0];
-    for (const definition of TIMING_DEFINITIONS) expect(footer).toContain(definition.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;'));
+    const footer = /<footer class="footnotes">[\s\S]*?<\/footer>/.exec(
+      renderHtmlReport([sampleReport()], LIBRARIES),
+    )![0];
+    for (const definition of TIMING_DEFINITIONS)
+      expect(footer).toContain(definition.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;'));
     expect(footer).toContain('Round trip of image i');
     expect(footer).toContain('hashes it afterwards, on the same thread');
     expect(footer).toContain('the sample one (n − 1)');
@@ -491,7 +737,12 @@ describe('renderHtmlReport: header facts and footnotes', () => {
 });
 
 describe('renderHtmlReport: charts from per-second series and histograms', () => {
-  const dist = (minMs: number, p50Ms: number, maxMs: number, p99Ms: number | null = null): SecondDistribution => ({ minMs, p50Ms, p99Ms, maxMs });
+  const dist = (minMs: number, p50Ms: number, maxMs: number, p99Ms: number | null = null): SecondDistribution => ({
+    minMs,
+    p50Ms,
+    p99Ms,
+    maxMs,
+  });
   const size = 545_792;
   // Second 2 had no arrival; second 3 one corrupt image (no intact bytes, no one-way time, a round trip).
   const series: SecondSample[] = [
@@ -500,33 +751,68 @@ describe('renderHtmlReport: charts from per-second series and histograms', () =>
     { second: 3, images: 1, intactBytes: 0, oneWay: null, rtt: dist(3, 3, 3) },
   ];
   // The table's max is 5 ms exactly; the histogram's bucket of 5 ms tops out at 5.001215 ms.
-  const websocket = withSeries(fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [1, 5], null, cost), series, { oneWayNs: histogramOf([1, 5]), rttNs: histogramOf([1.1, 5.1]) });
-  const fewPerSecond = [{ second: 0, images: 10, intactBytes: 10 * size, oneWay: dist(1, 2, 3), rtt: dist(1.1, 2.1, 3.1) }];
-  const grpc = withSeries(fixtureSection(fixturePlan({ transport: 'grpc', label: 'gRPC', sectionId: 2 }), [2, 2], null, cost), fewPerSecond, { oneWayNs: histogramOf([2, 2]), rttNs: null });
+  const websocket = withSeries(
+    fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [1, 5], null, cost),
+    series,
+    { oneWayNs: histogramOf([1, 5]), rttNs: histogramOf([1.1, 5.1]) },
+  );
+  const fewPerSecond = [
+    { second: 0, images: 10, intactBytes: 10 * size, oneWay: dist(1, 2, 3), rtt: dist(1.1, 2.1, 3.1) },
+  ];
+  const grpc = withSeries(
+    fixtureSection(fixturePlan({ transport: 'grpc', label: 'gRPC', sectionId: 2 }), [2, 2], null, cost),
+    fewPerSecond,
+    { oneWayNs: histogramOf([2, 2]), rttNs: null },
+  );
   const report = fixtureReport([websocket, grpc]);
   const page = renderHtmlReport([report], LIBRARIES);
   const specs = specsOf(page);
   const spec = (name: string): Spec => specs.find((s) => s.name === name)!;
-  const figure = (name: string, html = page): string => new RegExp(`<figure class="card chart-card chart-${name}">[\\s\\S]*?</figure>`).exec(html)![0];
+  const figure = (name: string, html = page): string =>
+    new RegExp(`<figure class="card chart-card chart-${name}">[\\s\\S]*?</figure>`).exec(html)![0];
 
-  it('draws the transmission time over the run: per second the p50, the p99 dashed, and the min–max band, a gap where none arrived', () => {
-    const lines = spec('time-over-run').datasets.filter((d) => d.transport === 'websocket');
-    expect(lines.map((d) => [d.figure, d.label, d.fill, d.borderDash])).toEqual([
-      ['p50', 'WebSocket p50', false, []],
-      ['p99', 'WebSocket p99', false, [5, 4]],
-      ['min', 'WebSocket min', false, []],
-      ['max', 'WebSocket max', '-1', []],
-    ]);
-    const ys = (d: { data: unknown[] }) => (d.data as { x: number; y: number | null }[]).map((p) => [p.x, p.y]);
-    expect(lines.map(ys)).toEqual([
-      [[0, 2], [1, 2.5], [2, null], [3, null]],
-      [[0, 5], [1, null], [2, null], [3, null]],
-      [[0, 1], [1, 1.5], [2, null], [3, null]],
-      [[0, 9], [1, 4], [2, null], [3, null]],
-    ]);
-    expect([lines[0]!.bucketSeconds, lines[0]!.spanSeconds, spec('time-over-run').xMax]).toEqual([1, 4, 4]);
-    expect(page).toContain('data-log-toggle="time-over-run"');
-  });
+  it(
+    'draws the transmission time over the run: per second the p50, the p99 dashed, and the min–max band, a gap ' +
+      'where none arrived',
+    () => {
+      const lines = spec('time-over-run').datasets.filter((d) => d.transport === 'websocket');
+      expect(lines.map((d) => [d.figure, d.label, d.fill, d.borderDash])).toEqual([
+        ['p50', 'WebSocket p50', false, []],
+        ['p99', 'WebSocket p99', false, [5, 4]],
+        ['min', 'WebSocket min', false, []],
+        ['max', 'WebSocket max', '-1', []],
+      ]);
+      const ys = (d: { data: unknown[] }) => (d.data as { x: number; y: number | null }[]).map((p) => [p.x, p.y]);
+      expect(lines.map(ys)).toEqual([
+        [
+          [0, 2],
+          [1, 2.5],
+          [2, null],
+          [3, null],
+        ],
+        [
+          [0, 5],
+          [1, null],
+          [2, null],
+          [3, null],
+        ],
+        [
+          [0, 1],
+          [1, 1.5],
+          [2, null],
+          [3, null],
+        ],
+        [
+          [0, 9],
+          [1, 4],
+          [2, null],
+          [3, null],
+        ],
+      ]);
+      expect([lines[0]!.bucketSeconds, lines[0]!.spanSeconds, spec('time-over-run').xMax]).toEqual([1, 4, 4]);
+      expect(page).toContain('data-log-toggle="time-over-run"');
+    },
+  );
 
   it('draws MB/s over time, 0 in the seconds nothing intact arrived', () => {
     const [line] = spec('mbps-over-time').datasets.filter((d) => d.transport === 'websocket');
@@ -570,37 +856,76 @@ describe('renderHtmlReport: charts from per-second series and histograms', () =>
   });
 
   it('merges seconds past 2,000, and says how', () => {
-    const long = Array.from({ length: 5000 }, (_, second): SecondSample => ({ second, images: 200, intactBytes: 200 * size, oneWay: dist(1, 2, 3, 2.5), rtt: dist(1, 2, 3, 2.5) }));
+    const long = Array.from(
+      { length: 5000 },
+      (_, second): SecondSample => ({
+        second,
+        images: 200,
+        intactBytes: 200 * size,
+        oneWay: dist(1, 2, 3, 2.5),
+        rtt: dist(1, 2, 3, 2.5),
+      }),
+    );
     const html = renderHtmlReport([fixtureReport([withSeries(websocket, long, websocket.histograms!)])], LIBRARIES);
     for (const s of specsOf(html).filter((x) => x.name.endsWith('over-time') || x.name === 'time-over-run')) {
       for (const d of s.datasets) expect(d.data.length, s.name).toBe(1667);
       expect(s.datasets[0]!.bucketSeconds).toBe(3);
     }
-    expect(html).toContain('Over 2,000 s a point merges consecutive seconds: the median of their p50s, the largest of their p99s (an upper bound: percentiles do not merge).');
+    expect(html).toContain(
+      'Over 2,000 s a point merges consecutive seconds: the median of their p50s, the largest of their p99s (an ' +
+        'upper bound: percentiles do not merge).',
+    );
   });
 
-  it('overlays a file without series (before) on one with (after): the charts over time say which has none, the distribution draws both', () => {
-    const older = fixtureReport([legacySection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [1.5, 2.5], null, cost)], { startedAt: '2026-11-22T08:00:00.000Z' });
-    const two = renderHtmlReport([older, fixtureReport([websocket])], LIBRARIES);
-    const twoSpecs = specsOf(two);
-    for (const name of ['time-over-run', 'mbps-over-time', 'p99-over-time']) {
-      const lines = twoSpecs.find((s) => s.name === name)!.datasets;
-      expect(lines.filter((d) => d.run === 'after').every((d) => d.hasData && d.missing === null), name).toBe(true);
-      expect(lines.filter((d) => d.run === 'before').map((d) => [d.hasData, d.missing, d.data.length]), name).toEqual([[false, 'no series in this file', 0]]);
-      expect(lines[0]!.legendLabel).toBe('WebSocket (no series in this file before)');
-      expect(figure(name, two)).toContain('<span class="tag failed">no series in this file before</span> WebSocket');
-    }
-    const percentiles = twoSpecs.find((s) => s.name === 'latency-percentiles')!.datasets;
-    expect(percentiles.map((d) => [d.run, d.data])).toEqual([
-      ['after', [{ x: 2 / 1.5, y: 1.000447 }, { x: 4, y: 5 }]],
-      ['before', [{ x: 2 / 1.5, y: 1.5 }, { x: 4, y: 2.5 }]],
-    ]);
-    expect(two).toContain('A section from a file written before per-second series were recorded has nothing to draw over time');
-    // Where dashes mark a figure (p99, round trip) the before run is faint, not dashed: the key says which.
-    expect(figure('time-over-run', two)).toContain('<span class="key-line key-faint key-before"');
-    expect(figure('p99-over-time', two)).toContain('<span class="key-line key-faint key-before"');
-    expect(figure('mbps-over-time', two)).toContain('<span class="key-line key-before"');
-  });
+  it(
+    'overlays a file without series (before) on one with (after): the charts over time say which has none, the ' +
+      'distribution draws both',
+    () => {
+      const older = fixtureReport(
+        [legacySection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [1.5, 2.5], null, cost)],
+        { startedAt: '2026-11-22T08:00:00.000Z' },
+      );
+      const two = renderHtmlReport([older, fixtureReport([websocket])], LIBRARIES);
+      const twoSpecs = specsOf(two);
+      for (const name of ['time-over-run', 'mbps-over-time', 'p99-over-time']) {
+        const lines = twoSpecs.find((s) => s.name === name)!.datasets;
+        expect(
+          lines.filter((d) => d.run === 'after').every((d) => d.hasData && d.missing === null),
+          name,
+        ).toBe(true);
+        expect(
+          lines.filter((d) => d.run === 'before').map((d) => [d.hasData, d.missing, d.data.length]),
+          name,
+        ).toEqual([[false, 'no series in this file', 0]]);
+        expect(lines[0]!.legendLabel).toBe('WebSocket (no series in this file before)');
+        expect(figure(name, two)).toContain('<span class="tag failed">no series in this file before</span> WebSocket');
+      }
+      const percentiles = twoSpecs.find((s) => s.name === 'latency-percentiles')!.datasets;
+      expect(percentiles.map((d) => [d.run, d.data])).toEqual([
+        [
+          'after',
+          [
+            { x: 2 / 1.5, y: 1.000447 },
+            { x: 4, y: 5 },
+          ],
+        ],
+        [
+          'before',
+          [
+            { x: 2 / 1.5, y: 1.5 },
+            { x: 4, y: 2.5 },
+          ],
+        ],
+      ]);
+      expect(two).toContain(
+        'A section from a file written before per-second series were recorded has nothing to draw over time',
+      );
+      // Where dashes mark a figure (p99, round trip) the before run is faint, not dashed: the key says which.
+      expect(figure('time-over-run', two)).toContain('<span class="key-line key-faint key-before"');
+      expect(figure('p99-over-time', two)).toContain('<span class="key-line key-faint key-before"');
+      expect(figure('mbps-over-time', two)).toContain('<span class="key-line key-before"');
+    },
+  );
 });
 
 describe('renderHtmlReport: a run of 20 million images', () => {
@@ -613,13 +938,20 @@ describe('renderHtmlReport: a run of 20 million images', () => {
     expect(sections.reduce((n, s) => n + s.okCount, 0)).toBeLessThan(20_500_000);
     const after = fixtureReport(sections);
     const page = renderHtmlReport([after], reportLibraries());
-    const pair = renderHtmlReport([fixtureReport(twentyMillionSections(1.15), { startedAt: '2026-11-22T08:00:00.000Z' }), after], reportLibraries());
-    console.log(`20 million images: report.html ${Buffer.byteLength(page)} bytes; before/after pair ${Buffer.byteLength(pair)} bytes`);
+    const pair = renderHtmlReport(
+      [fixtureReport(twentyMillionSections(1.15), { startedAt: '2026-11-22T08:00:00.000Z' }), after],
+      reportLibraries(),
+    );
+    console.log(
+      `20 million images: report.html ${Buffer.byteLength(page)} bytes; before/after ` +
+        `pair ${Buffer.byteLength(pair)} bytes`,
+    );
     expect(Buffer.byteLength(page)).toBeLessThan(MAX_PAGE_BYTES);
     expect(Buffer.byteLength(pair)).toBeLessThan(MAX_PAGE_BYTES);
     // Every line over time is one point a second (400 of them), every percentile curve at most 2,000 points.
     for (const spec of specsOf(page)) {
-      if (spec.name === 'latency-percentiles') for (const d of spec.datasets) expect(d.data.length).toBeLessThanOrEqual(2000);
+      if (spec.name === 'latency-percentiles')
+        for (const d of spec.datasets) expect(d.data.length).toBeLessThanOrEqual(2000);
       else if (spec.name.includes('over')) for (const d of spec.datasets) expect(d.data.length).toBe(400);
     }
   });
@@ -629,8 +961,12 @@ describe('renderHtmlReport: a run of 20 million images', () => {
     expect(soak.series).toHaveLength(86_400);
     expect(soak.okCount).toBeGreaterThan(19_500_000);
     const page = renderHtmlReport([fixtureReport([soak])], reportLibraries());
-    console.log(`a day's soak (86,400 s, ${soak.okCount.toLocaleString('en-US')} images): report.html ${Buffer.byteLength(page)} bytes`);
+    console.log(
+      `a day's soak (86,400 s, ${soak.okCount.toLocaleString('en-US')} images): ` +
+        `report.html ${Buffer.byteLength(page)} bytes`,
+    );
     expect(Buffer.byteLength(page)).toBeLessThan(MAX_PAGE_BYTES);
-    for (const spec of specsOf(page).filter((s) => s.name.includes('over'))) for (const d of spec.datasets) expect(d.data.length).toBe(1964);
+    for (const spec of specsOf(page).filter((s) => s.name.includes('over')))
+      for (const d of spec.datasets) expect(d.data.length).toBe(1964);
   });
 });

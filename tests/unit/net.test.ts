@@ -38,13 +38,18 @@ describe('freePort', () => {
 });
 
 describe('singleListenHost', () => {
-  it('resolves localhost (any case) to the one address dns.lookup gives, so fastify binds a single server its caps hold on', async () => {
-    const { address } = await lookup('localhost');
-    expect(await singleListenHost('localhost')).toBe(address);
-    expect(await singleListenHost('LocalHost')).toBe(address);
-  });
+  it(
+    'resolves localhost (any case) to the one address dns.lookup gives, so fastify binds a single server its caps ' +
+      'hold on',
+    async () => {
+      const { address } = await lookup('localhost');
+      expect(await singleListenHost('localhost')).toBe(address);
+      expect(await singleListenHost('LocalHost')).toBe(address);
+    },
+  );
 
   it('passes every other host through untouched', async () => {
-    for (const host of ['127.0.0.1', '::1', '0.0.0.0', '::', 'receiver']) expect(await singleListenHost(host)).toBe(host);
+    for (const host of ['127.0.0.1', '::1', '0.0.0.0', '::', 'receiver'])
+      expect(await singleListenHost(host)).toBe(host);
   });
 });

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { distributionOf, harnessOverhead, percentText, summarizeOverhead, summarizeTimeOverhead } from '../../scripts/lib/overhead.js';
+import {
+  distributionOf,
+  harnessOverhead,
+  percentText,
+  summarizeOverhead,
+  summarizeTimeOverhead,
+} from '../../scripts/lib/overhead.js';
 
 describe('harnessOverhead', () => {
   it('is 1 − ours ÷ ceiling', () => {
@@ -18,17 +24,25 @@ describe('harnessOverhead', () => {
 });
 
 describe('summarizeOverhead', () => {
-  it('shows the overhead of the medians it shows, and each round\'s own overhead as the range', () => {
-    // Rounds: 0.25, 0.5, 0.125 from their pairs; the overhead shown is 1 − 750 / 1024 (the medians), not the rounds' median 0.25.
+  it("shows the overhead of the medians it shows, and each round's own overhead as the range", () => {
+    // Rounds: 0.25, 0.5, 0.125 from their pairs; the overhead shown is 1 − 750 / 1024 (the medians), not the rounds'
+    // median 0.25.
     const summary = summarizeOverhead([
       { ours: 750, ceiling: 1000 },
       { ours: 512, ceiling: 1024 },
       { ours: 896, ceiling: 1024 },
     ]);
-    expect(summary).toMatchObject({ pairedRounds: 3, oursMedian: 750, ceilingMedian: 1024, overhead: 1 - 750 / 1024, overheadMin: 0.125, overheadMax: 0.5 });
+    expect(summary).toMatchObject({
+      pairedRounds: 3,
+      oursMedian: 750,
+      ceilingMedian: 1024,
+      overhead: 1 - 750 / 1024,
+      overheadMin: 0.125,
+      overheadMax: 0.5,
+    });
   });
 
-  it('never disagrees in sign with the medians beside it, where the median of the rounds\' overheads would', () => {
+  it("never disagrees in sign with the medians beside it, where the median of the rounds' overheads would", () => {
     // Per round: 0.25, 0.375, −2 (median 0.25, a "25 % overhead"), while ours\' median 160 beats the ceiling\'s 128.
     const pairs = [
       { ours: 96, ceiling: 128 },
@@ -43,7 +57,7 @@ describe('summarizeOverhead', () => {
     expect(summary.overheadMax).toBe(0.375);
   });
 
-  it('reports each figure\'s distribution over the rounds: min, quartiles (nearest rank), median, max', () => {
+  it("reports each figure's distribution over the rounds: min, quartiles (nearest rank), median, max", () => {
     const summary = summarizeOverhead([
       { ours: 40, ceiling: 100 },
       { ours: 10, ceiling: 300 },
@@ -61,39 +75,70 @@ describe('summarizeOverhead', () => {
       { ours: 700, ceiling: null },
       { ours: 300, ceiling: 1000 },
     ]);
-    expect(summary).toMatchObject({ pairedRounds: 2, oursMedian: 500, ceilingMedian: 1000, overhead: 0.5, overheadMin: 0.5, overheadMax: 0.7 });
+    expect(summary).toMatchObject({
+      pairedRounds: 2,
+      oursMedian: 500,
+      ceilingMedian: 1000,
+      overhead: 0.5,
+      overheadMin: 0.5,
+      overheadMax: 0.7,
+    });
   });
 
   it('has no overhead without both medians, and no range when no round has both', () => {
     expect(summarizeOverhead([{ ours: null, ceiling: 1000 }])).toEqual({
-      pairedRounds: 0, oursMedian: null, ceilingMedian: 1000, overhead: null, overheadMin: null, overheadMax: null, ours: null, ceiling: { rounds: 1, min: 1000, q1: 1000, median: 1000, q3: 1000, max: 1000 },
+      pairedRounds: 0,
+      oursMedian: null,
+      ceilingMedian: 1000,
+      overhead: null,
+      overheadMin: null,
+      overheadMax: null,
+      ours: null,
+      ceiling: { rounds: 1, min: 1000, q1: 1000, median: 1000, q3: 1000, max: 1000 },
     });
-    expect(summarizeOverhead([])).toEqual({ pairedRounds: 0, oursMedian: null, ceilingMedian: null, overhead: null, overheadMin: null, overheadMax: null, ours: null, ceiling: null });
+    expect(summarizeOverhead([])).toEqual({
+      pairedRounds: 0,
+      oursMedian: null,
+      ceilingMedian: null,
+      overhead: null,
+      overheadMin: null,
+      overheadMax: null,
+      ours: null,
+      ceiling: null,
+    });
   });
 });
 
 describe('distributionOf', () => {
-  it('is null for no values, and one value\'s own everywhere for one', () => {
+  it("is null for no values, and one value's own everywhere for one", () => {
     expect(distributionOf([])).toBeNull();
     expect(distributionOf([7])).toEqual({ rounds: 1, min: 7, q1: 7, median: 7, q3: 7, max: 7 });
   });
 });
 
 describe('summarizeTimeOverhead (a round trip: lower is better)', () => {
-  it('takes 1 − ceiling ÷ ours from the medians, per round for the range, and keeps each side\'s own figures', () => {
+  it("takes 1 − ceiling ÷ ours from the medians, per round for the range, and keeps each side's own figures", () => {
     // Rounds: 1 − 0.5/1 = 0.5, 1 − 0.75/1 = 0.25, 1 − 1/0.5 = −1; medians: ours 1, ceiling 0.75.
     const summary = summarizeTimeOverhead([
       { ours: 1, ceiling: 0.5 },
       { ours: 1, ceiling: 0.75 },
       { ours: 0.5, ceiling: 1 },
     ]);
-    expect(summary).toMatchObject({ pairedRounds: 3, oursMedian: 1, ceilingMedian: 0.75, overhead: 0.25, overheadMin: -1, overheadMax: 0.5 });
+    expect(summary).toMatchObject({
+      pairedRounds: 3,
+      oursMedian: 1,
+      ceilingMedian: 0.75,
+      overhead: 0.25,
+      overheadMin: -1,
+      overheadMax: 0.5,
+    });
     expect(summary.ours).toEqual({ rounds: 3, min: 0.5, q1: 0.5, median: 1, q3: 1, max: 1 });
     expect(summary.ceiling).toEqual({ rounds: 3, min: 0.5, q1: 0.5, median: 0.75, q3: 1, max: 1 });
   });
 
   it('shows ours faster than its ceiling as a negative overhead (the NATS case: 1.780 against 1.919 ms)', () => {
-    // Per round: 1 − 1/1.78 ≈ 0.44, 1 − 1.919/1.5 ≈ −0.28, 1 − 2.2/2.5 = 0.12: their median (0.12) would claim a 12 % overhead.
+    // Per round: 1 − 1/1.78 ≈ 0.44, 1 − 1.919/1.5 ≈ −0.28, 1 − 2.2/2.5 = 0.12: their median (0.12) would claim a 12 %
+    // overhead.
     const summary = summarizeTimeOverhead([
       { ours: 1.78, ceiling: 1 },
       { ours: 1.5, ceiling: 1.919 },

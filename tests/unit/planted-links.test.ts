@@ -30,64 +30,86 @@ afterEach(async () => {
 });
 
 describe('writeFileAtomic', () => {
-  it('writes beside links planted at the target and at the old temporary name (<target>.<pid>.tmp): the victim is untouched', async () => {
-    const out = path.join(dir, 'out');
-    await mkdir(out);
-    const target = path.join(out, 'results.json');
-    const oldTemporary = `${target}.${process.pid}.tmp`;
-    await symlink(victim, oldTemporary);
-    await symlink(victim, target);
-    await writeFileAtomic(target, 'new text\n');
-    await victims.expectUntouched();
-    // The link at the target was replaced by the new file (a rename), not written through.
-    expect((await lstat(target)).isFile()).toBe(true);
-    expect(await readFile(target, 'utf8')).toBe('new text\n');
-    // The planted link is left as it was, and no temporary is left behind.
-    expect(await readlink(oldTemporary)).toBe(victim);
-    expect((await readdir(out)).sort()).toEqual(['results.json', path.basename(oldTemporary)].sort());
-  });
+  it(
+    'writes beside links planted at the target and at the old temporary name (<target>.<pid>.tmp): the victim is ' +
+      'untouched',
+    async () => {
+      const out = path.join(dir, 'out');
+      await mkdir(out);
+      const target = path.join(out, 'results.json');
+      const oldTemporary = `${target}.${process.pid}.tmp`;
+      await symlink(victim, oldTemporary);
+      await symlink(victim, target);
+      await writeFileAtomic(target, 'new text\n');
+      await victims.expectUntouched();
+      // The link at the target was replaced by the new file (a rename), not written through.
+      expect((await lstat(target)).isFile()).toBe(true);
+      expect(await readFile(target, 'utf8')).toBe('new text\n');
+      // The planted link is left as it was, and no temporary is left behind.
+      expect(await readlink(oldTemporary)).toBe(victim);
+      expect((await readdir(out)).sort()).toEqual(['results.json', path.basename(oldTemporary)].sort());
+    },
+  );
 
-  it('creates its temporaries so that even a guessed name with a link at it fails (EEXIST) instead of writing through', async () => {
-    const link = path.join(dir, 'guessed.tmp');
-    await symlink(victim, link);
-    await expect(open(link, CREATE_NEW_FILE, 0o644)).rejects.toMatchObject({ code: 'EEXIST' });
-    const dangling = path.join(dir, 'dangling.tmp');
-    await symlink(path.join(dir, 'not-there'), dangling);
-    await expect(open(dangling, CREATE_NEW_FILE, 0o644)).rejects.toMatchObject({ code: 'EEXIST' });
-    await expect(lstat(path.join(dir, 'not-there'))).rejects.toMatchObject({ code: 'ENOENT' });
-    await victims.expectUntouched();
-  });
+  it(
+    'creates its temporaries so that even a guessed name with a link at it fails (EEXIST) instead of writing ' +
+      'through',
+    async () => {
+      const link = path.join(dir, 'guessed.tmp');
+      await symlink(victim, link);
+      await expect(open(link, CREATE_NEW_FILE, 0o644)).rejects.toMatchObject({ code: 'EEXIST' });
+      const dangling = path.join(dir, 'dangling.tmp');
+      await symlink(path.join(dir, 'not-there'), dangling);
+      await expect(open(dangling, CREATE_NEW_FILE, 0o644)).rejects.toMatchObject({ code: 'EEXIST' });
+      await expect(lstat(path.join(dir, 'not-there'))).rejects.toMatchObject({ code: 'ENOENT' });
+      await victims.expectUntouched();
+    },
+  );
 });
 
 describe('AppendFile', () => {
   it('create and reopen refuse a link at the name (ITB_ERR_WRITE naming it); the victim is untouched', async () => {
     const link = path.join(dir, 'output.log');
     await symlink(victim, link);
-    await expect(AppendFile.create(link)).rejects.toMatchObject({ code: ErrorCode.write, message: expect.stringContaining(`could not write ${link}: EEXIST`) });
-    await expect(AppendFile.reopen(link)).rejects.toMatchObject({ code: ErrorCode.write, message: expect.stringContaining(`could not write ${link}: ELOOP`) });
+    await expect(AppendFile.create(link)).rejects.toMatchObject({
+      code: ErrorCode.write,
+      message: expect.stringContaining(`could not write ${link}: EEXIST`),
+    });
+    await expect(AppendFile.reopen(link)).rejects.toMatchObject({
+      code: ErrorCode.write,
+      message: expect.stringContaining(`could not write ${link}: ELOOP`),
+    });
     await victims.expectUntouched();
   });
 });
 
 describe('RunFolder in an OUTPUT_DIR others could plant in', () => {
-  it('a whole run: links at output.log, results.json, report.html, latest and their old temporary names are replaced, never written through', async () => {
-    const out = path.join(dir, 'out');
-    await mkdir(out);
-    const planted = [...Object.values(OUTPUT_FILES).flatMap((file) => [file, `${file}.${process.pid}.tmp`]), `latest.${process.pid}.tmp`];
-    for (const name of planted) await symlink(victim, path.join(out, name));
-    await symlink(victimDir, path.join(out, 'latest'));
+  it(
+    'a whole run: links at output.log, results.json, report.html, latest and their old temporary names are ' +
+      'replaced, never written through',
+    async () => {
+      const out = path.join(dir, 'out');
+      await mkdir(out);
+      const planted = [
+        ...Object.values(OUTPUT_FILES).flatMap((file) => [file, `${file}.${process.pid}.tmp`]),
+        `latest.${process.pid}.tmp`,
+      ];
+      for (const name of planted) await symlink(victim, path.join(out, name));
+      await symlink(victimDir, path.join(out, 'latest'));
 
-    const folder = await RunFolder.create(out, run);
-    const plan = fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true, imageCount: 1 });
-    await folder.openSection(plan);
-    const report = folder.report(null);
-    await folder.finish(report, reportLibraries());
+      const folder = await RunFolder.create(out, run);
+      const plan = fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true, imageCount: 1 });
+      await folder.openSection(plan);
+      const report = folder.report(null);
+      await folder.finish(report, reportLibraries());
 
-    await victims.expectUntouched();
-    expect(await readlink(path.join(out, 'latest'))).toBe(path.relative(out, folder.dir));
-    for (const file of Object.values(OUTPUT_FILES)) expect(await readlink(path.join(out, file)), file).toBe(path.join('latest', file));
-    expect(await readFile(path.join(out, 'output.log'), 'utf8')).toContain('=== TCP (baseline) performance test');
-  });
+      await victims.expectUntouched();
+      expect(await readlink(path.join(out, 'latest'))).toBe(path.relative(out, folder.dir));
+      for (const file of Object.values(OUTPUT_FILES))
+        expect(await readlink(path.join(out, file)), file).toBe(path.join('latest', file));
+      expect(await readFile(path.join(out, 'output.log'), 'utf8')).toContain('=== TCP (baseline) performance test');
+    },
+  );
 
   it('a planted runs link is refused, naming it and where it points; nothing is made where it points', async () => {
     const out = path.join(dir, 'out');
@@ -95,16 +117,23 @@ describe('RunFolder in an OUTPUT_DIR others could plant in', () => {
     await symlink(victimDir, path.join(out, 'runs'));
     await expect(RunFolder.create(out, run)).rejects.toMatchObject({
       code: ErrorCode.write,
-      message: `could not write ${path.join(out, 'runs')}: it is a symbolic link (to ${victimDir}), which this receiver did not make: remove it, or use an OUTPUT_DIR only you can write`,
+      message:
+        `could not write ${path.join(out, 'runs')}: it is a symbolic link (to ${victimDir}), which this receiver ` +
+        `did not make: remove it, or use an OUTPUT_DIR only you can write`,
     });
     await victims.expectUntouched();
   });
 
-  it('a second receiver\'s receiver-<k> planted as a link is refused the same way', async () => {
+  it("a second receiver's receiver-<k> planted as a link is refused the same way", async () => {
     const out = path.join(dir, 'out');
     await mkdir(out);
     await symlink(victimDir, path.join(out, 'receiver-2'));
-    await expect(RunFolder.create(path.join(out, 'receiver-2'), run, out)).rejects.toMatchObject({ code: ErrorCode.write, message: expect.stringContaining(`could not write ${path.join(out, 'receiver-2')}: it is a symbolic link (to ${victimDir})`) });
+    await expect(RunFolder.create(path.join(out, 'receiver-2'), run, out)).rejects.toMatchObject({
+      code: ErrorCode.write,
+      message: expect.stringContaining(
+        `could not write ${path.join(out, 'receiver-2')}: it is a symbolic link (to ${victimDir})`,
+      ),
+    });
     await victims.expectUntouched();
   });
 
@@ -112,7 +141,9 @@ describe('RunFolder in an OUTPUT_DIR others could plant in', () => {
     const out = path.join(dir, 'out');
     await mkdir(path.join(out, 'runs'), { recursive: true });
     await chmod(path.join(out, 'runs'), 0o777);
-    await expect(RunFolder.create(out, run)).rejects.toMatchObject({ message: expect.stringContaining('runs: others can write in it, which this receiver did not make') });
+    await expect(RunFolder.create(out, run)).rejects.toMatchObject({
+      message: expect.stringContaining('runs: others can write in it, which this receiver did not make'),
+    });
     await chmod(path.join(out, 'runs'), 0o755);
     const folder = await RunFolder.create(out, run);
     await folder.abandon();
@@ -124,7 +155,9 @@ describe('RunFolder in an OUTPUT_DIR others could plant in', () => {
     const out = path.join(dir, 'out');
     await mkdir(path.join(out, 'runs'), { recursive: true });
     await chown(path.join(out, 'runs'), 65534, 65534);
-    await expect(RunFolder.create(out, run)).rejects.toMatchObject({ message: expect.stringContaining(`runs: it is owned by uid 65534, not by uid 0 (this process)`) });
+    await expect(RunFolder.create(out, run)).rejects.toMatchObject({
+      message: expect.stringContaining(`runs: it is owned by uid 65534, not by uid 0 (this process)`),
+    });
     expect(await readdir(path.join(out, 'runs'))).toEqual([]);
   });
 

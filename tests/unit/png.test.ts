@@ -1,7 +1,13 @@
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { ErrorCode, ItbError } from '../../services/core/errors.js';
-import { MIN_GENERATED_PNG_BYTES, PADDING_CHUNK_TYPE, describePng, generatePng, pngChunk } from '../../services/core/png.js';
+import {
+  MIN_GENERATED_PNG_BYTES,
+  PADDING_CHUNK_TYPE,
+  describePng,
+  generatePng,
+  pngChunk,
+} from '../../services/core/png.js';
 
 const SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 
@@ -44,7 +50,9 @@ function parseChunks(png: Buffer): ParsedChunk[] {
 describe('pngChunk', () => {
   it('frames data with its length, type and CRC', () => {
     // IEND's bytes are the same in every PNG.
-    expect([...pngChunk('IEND', new Uint8Array(0))]).toEqual([0, 0, 0, 0, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82]);
+    expect([...pngChunk('IEND', new Uint8Array(0))]).toEqual([
+      0, 0, 0, 0, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82,
+    ]);
     const chunk = pngChunk('paDd', Buffer.from([1, 2, 3]));
     expect(chunk.length).toBe(15);
     expect(chunk.readUInt32BE(0)).toBe(3);
@@ -70,49 +78,55 @@ describe('generatePng', () => {
     { sizeBytes: 12_000_000, width: 1999, height: 2000, paddingBytes: 3005 },
   ];
 
-  it.each(cases)('makes a valid $width x $height PNG of exactly $sizeBytes bytes', ({ sizeBytes, width, height, paddingBytes }) => {
-    const png = generatePng(sizeBytes, 1);
-    expect(png.length).toBe(sizeBytes);
-    expect([...png.subarray(0, 8)]).toEqual(SIGNATURE);
+  it.each(cases)(
+    'makes a valid $width x $height PNG of exactly $sizeBytes bytes',
+    ({ sizeBytes, width, height, paddingBytes }) => {
+      const png = generatePng(sizeBytes, 1);
+      expect(png.length).toBe(sizeBytes);
+      expect([...png.subarray(0, 8)]).toEqual(SIGNATURE);
 
-    const chunks = parseChunks(png);
-    expect(chunks.map((c) => c.type)).toEqual(['IHDR', 'IDAT', PADDING_CHUNK_TYPE, 'IEND']);
-    for (const chunk of chunks) expect(chunk.crcValid, `${chunk.type} CRC`).toBe(true);
+      const chunks = parseChunks(png);
+      expect(chunks.map((c) => c.type)).toEqual(['IHDR', 'IDAT', PADDING_CHUNK_TYPE, 'IEND']);
+      for (const chunk of chunks) expect(chunk.crcValid, `${chunk.type} CRC`).toBe(true);
 
-    const ihdr = chunks[0]!.data;
-    expect(ihdr.length).toBe(13);
-    expect({
-      width: ihdr.readUInt32BE(0),
-      height: ihdr.readUInt32BE(4),
-      bitDepth: ihdr[8],
-      colourType: ihdr[9],
-      compression: ihdr[10],
-      filterMethod: ihdr[11],
-      interlace: ihdr[12],
-    }).toEqual({ width, height, bitDepth: 8, colourType: 2, compression: 0, filterMethod: 0, interlace: 0 });
-    expect(describePng(png)).toEqual({ width, height });
+      const ihdr = chunks[0]!.data;
+      expect(ihdr.length).toBe(13);
+      expect({
+        width: ihdr.readUInt32BE(0),
+        height: ihdr.readUInt32BE(4),
+        bitDepth: ihdr[8],
+        colourType: ihdr[9],
+        compression: ihdr[10],
+        filterMethod: ihdr[11],
+        interlace: ihdr[12],
+      }).toEqual({ width, height, bitDepth: 8, colourType: 2, compression: 0, filterMethod: 0, interlace: 0 });
+      expect(describePng(png)).toEqual({ width, height });
 
-    const rowBytes = 1 + 3 * width;
-    const raw = zlib.inflateSync(chunks[1]!.data); // also checks the stream's Adler-32
-    expect(raw.length).toBe(height * rowBytes);
-    for (let row = 0; row < height; row++) expect(raw[row * rowBytes], `filter type of row ${row}`).toBe(0);
+      const rowBytes = 1 + 3 * width;
+      const raw = zlib.inflateSync(chunks[1]!.data); // also checks the stream's Adler-32
+      expect(raw.length).toBe(height * rowBytes);
+      for (let row = 0; row < height; row++) expect(raw[row * rowBytes], `filter type of row ${row}`).toBe(0);
 
-    expect(chunks[2]!.data.length).toBe(paddingBytes);
-    expect(chunks[3]!.data.length).toBe(0);
-  });
+      expect(chunks[2]!.data.length).toBe(paddingBytes);
+      expect(chunks[3]!.data.length).toBe(0);
+    },
+  );
 
   it('fills its pixels with noise no compressor can shrink', () => {
     const png = generatePng(1_000_000, 1);
     expect(zlib.deflateSync(png).length).toBeGreaterThan(png.length);
   });
 
-  it.each([MIN_GENERATED_PNG_BYTES, 85, 1000, 4095])('gives the same %i bytes wherever Node would have put a small buffer', (sizeBytes) => {
-    const first = generatePng(sizeBytes, 5);
-    for (let shift = 1; shift <= 3; shift++) {
-      Buffer.allocUnsafe(shift); // moves the shared pool's next offset off 4-byte alignment
-      expect(generatePng(sizeBytes, 5).equals(first), `after a ${shift}-byte allocation`).toBe(true);
-    }
-  });
+  it.each([MIN_GENERATED_PNG_BYTES, 85, 1000, 4095])(
+    'gives the same %i bytes wherever Node would have put a small buffer',
+    (sizeBytes) => {
+      const first = generatePng(sizeBytes, 5);
+      for (let shift = 1; shift <= 3; shift++) {
+        Buffer.allocUnsafe(shift); // moves the shared pool's next offset off 4-byte alignment
+        expect(generatePng(sizeBytes, 5).equals(first), `after a ${shift}-byte allocation`).toBe(true);
+      }
+    },
+  );
 
   it('gives the same bytes for the same seed and different bytes for another', () => {
     const a = generatePng(100_000, 1);
@@ -152,7 +166,10 @@ describe('describePng', () => {
     { name: 'text', bytes: Buffer.from('hello, this is not a picture at all') },
     { name: 'JPEG', bytes: Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 0x10, 0x4a, 0x46, 0x49, 0x46, 0, 1]) },
     { name: 'a signature alone', bytes: Buffer.from(SIGNATURE) },
-    { name: 'a signature then IEND', bytes: Buffer.concat([Buffer.from(SIGNATURE), pngChunk('IEND', new Uint8Array(0)), Buffer.alloc(13)]) },
+    {
+      name: 'a signature then IEND',
+      bytes: Buffer.concat([Buffer.from(SIGNATURE), pngChunk('IEND', new Uint8Array(0)), Buffer.alloc(13)]),
+    },
   ])('throws ITB_ERR_IMAGE for $name', ({ bytes }) => {
     expect(() => describePng(bytes)).toThrow(expect.objectContaining({ code: ErrorCode.image }));
   });
@@ -161,6 +178,9 @@ describe('describePng', () => {
     const ihdr = Buffer.alloc(13);
     ihdr.writeUInt32BE(640, 0);
     ihdr.writeUInt32BE(480, 4);
-    expect(describePng(Buffer.concat([Buffer.from(SIGNATURE), pngChunk('IHDR', ihdr)]))).toEqual({ width: 640, height: 480 });
+    expect(describePng(Buffer.concat([Buffer.from(SIGNATURE), pngChunk('IHDR', ihdr)]))).toEqual({
+      width: 640,
+      height: 480,
+    });
   });
 });

@@ -36,7 +36,17 @@ const plan: SectionPlan = {
 };
 
 function sectionProgress(): SectionProgress {
-  return { transport: 'tcp', label: 'TCP', repeat: 1, repeats: 2, imageCount: 100, imageSizeBytes: 1_000_000, sent: 0, acked: 0, startedAtMs: undefined };
+  return {
+    transport: 'tcp',
+    label: 'TCP',
+    repeat: 1,
+    repeats: 2,
+    imageCount: 100,
+    imageSizeBytes: 1_000_000,
+    sent: 0,
+    acked: 0,
+    startedAtMs: undefined,
+  };
 }
 
 const okResult = (): SectionResult => ({ ...new SectionRecorder(plan).result(null), ok: true });
@@ -80,7 +90,9 @@ describe('progress display', () => {
 
       // 40 MB acknowledged in 2 s is 20 MB/s; 60 images left at 20 images/s is 3 s.
       vi.advanceTimersByTime(5000 - 40 * 50);
-      expect(stream.text.slice(before.length)).toBe('progress: TCP 1/2: 40/100 images acknowledged, 20.0 MB/s, about 3 s left\n');
+      expect(stream.text.slice(before.length)).toBe(
+        'progress: TCP 1/2: 40/100 images acknowledged, 20.0 MB/s, about 3 s left\n',
+      );
 
       progress.acked = 100;
       display.sectionEnded(progress, okResult());
@@ -163,7 +175,6 @@ describe('progress display', () => {
       display.sectionEnded(progress, failedResult());
       expect(stream.text).toContain('FAILED: receiver gone');
       // No colour codes of our own: only cursor movement from cli-progress.
-      // biome-ignore lint/suspicious/noControlCharactersInRegex: ESC is the character looked for
       expect(stream.text).not.toMatch(/\x1b\[[0-9;]*m/);
 
       display.stop();
@@ -189,7 +200,12 @@ describe('progress display', () => {
       // Back to the first bar's row (one row up from the second bar), column 1, all below cleared (a
       // wrapped line leaves no bar's remains), the whole line, then both bars, unchanged since the
       // last frame, drawn again.
-      expect(written).toMatch(/^\x1b\[1A\x1b\[1G\x1b\[0J\x1b\[2KWARN \(receiver\): a line\n\x1b\[1GTCP repeat 1\/2 .*\n\x1b\[1GWebSocket repeat 1\/2 /);
+      expect(written).toMatch(
+        new RegExp(
+          /^\x1b\[1A\x1b\[1G\x1b\[0J\x1b\[2KWARN \(receiver\): a line\n\x1b\[1GTCP repeat 1\/2 /.source +
+            /.*\n\x1b\[1GWebSocket repeat 1\/2 /.source,
+        ),
+      );
 
       display.stop();
       const afterStop = stream.text;
@@ -207,6 +223,14 @@ describe('progress display', () => {
   });
 
   it('formats durations in whole units', () => {
-    expect([0, 2.1, 59, 60, 125, 3600, 3725].map(formatDurationSeconds)).toEqual(['0 s', '3 s', '59 s', '1 min 0 s', '2 min 5 s', '1 h 0 min', '1 h 2 min']);
+    expect([0, 2.1, 59, 60, 125, 3600, 3725].map(formatDurationSeconds)).toEqual([
+      '0 s',
+      '3 s',
+      '59 s',
+      '1 min 0 s',
+      '2 min 5 s',
+      '1 h 0 min',
+      '1 h 2 min',
+    ]);
   });
 });

@@ -4,12 +4,22 @@ import { achievedRate, OpenLoopSchedule } from '../../services/core/schedule.js'
 describe('OpenLoopSchedule', () => {
   it('makes image i due at start + i ÷ rate, image 0 at the start', () => {
     const schedule = new OpenLoopSchedule(100, 1_000_000_000n);
-    expect([0, 1, 2, 199].map((i) => schedule.dueNs(i))).toEqual([1_000_000_000n, 1_010_000_000n, 1_020_000_000n, 2_990_000_000n]);
+    expect([0, 1, 2, 199].map((i) => schedule.dueNs(i))).toEqual([
+      1_000_000_000n,
+      1_010_000_000n,
+      1_020_000_000n,
+      2_990_000_000n,
+    ]);
   });
 
   it('rounds a fractional period to the nanosecond without drifting', () => {
     const schedule = new OpenLoopSchedule(3, 0n);
-    expect([1, 2, 3, 3_000].map((i) => schedule.dueNs(i))).toEqual([333_333_333n, 666_666_667n, 1_000_000_000n, 1_000_000_000_000n]);
+    expect([1, 2, 3, 3_000].map((i) => schedule.dueNs(i))).toEqual([
+      333_333_333n,
+      666_666_667n,
+      1_000_000_000n,
+      1_000_000_000_000n,
+    ]);
   });
 
   it('counts the images due at a time: none before the start, image 0 at it, the next exactly at its due time', () => {

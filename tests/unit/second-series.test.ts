@@ -7,25 +7,28 @@ import { joinSeries, SecondSeries } from '../../services/core/second-series.js';
 const S = 1_000_000_000n;
 
 describe('SecondSeries', () => {
-  it('buckets images by the whole second since its origin they were taken in, and leaves seconds without one out', () => {
-    const series = new SecondSeries(10n * S);
-    series.add(10n * S + 200_000_000n, 100, 1);
-    series.add(10n * S + 900_000_000n, 100, 3);
-    // A corrupt image: counted, no intact bytes, no time.
-    series.add(11n * S + 500_000_000n, 0, null);
-    series.add(13n * S + 100_000_000n, 100, 2);
-    const seconds = series.seconds();
-    expect(seconds.map((s) => [s.second, s.images, s.intactBytes])).toEqual([
-      [0, 2, 200],
-      [1, 1, 0],
-      [3, 1, 100],
-    ]);
-    expect(seconds[0]!.times).toMatchObject({ minMs: 1, maxMs: 3, p99Ms: null });
-    expect(seconds[1]!.times).toBeNull();
-    // Its open second is in the list as it stands.
-    expect(seconds[2]!.times).toMatchObject({ minMs: 2, maxMs: 2 });
-    series.destroy();
-  });
+  it(
+    'buckets images by the whole second since its origin ' + 'they were taken in, and leaves seconds without one out',
+    () => {
+      const series = new SecondSeries(10n * S);
+      series.add(10n * S + 200_000_000n, 100, 1);
+      series.add(10n * S + 900_000_000n, 100, 3);
+      // A corrupt image: counted, no intact bytes, no time.
+      series.add(11n * S + 500_000_000n, 0, null);
+      series.add(13n * S + 100_000_000n, 100, 2);
+      const seconds = series.seconds();
+      expect(seconds.map((s) => [s.second, s.images, s.intactBytes])).toEqual([
+        [0, 2, 200],
+        [1, 1, 0],
+        [3, 1, 100],
+      ]);
+      expect(seconds[0]!.times).toMatchObject({ minMs: 1, maxMs: 3, p99Ms: null });
+      expect(seconds[1]!.times).toBeNull();
+      // Its open second is in the list as it stands.
+      expect(seconds[2]!.times).toMatchObject({ minMs: 2, maxMs: 2 });
+      series.destroy();
+    },
+  );
 
   it('counts a time that comes late (its second already closed) in the second open now', () => {
     const series = new SecondSeries(0n);
@@ -62,7 +65,7 @@ describe('SecondSeries', () => {
 });
 
 describe('joinSeries', () => {
-  it('puts the transmitter\'s round trips beside the receiver\'s one-way times, by second', () => {
+  it("puts the transmitter's round trips beside the receiver's one-way times, by second", () => {
     const oneWay = [
       { second: 0, images: 2, intactBytes: 200, times: { minMs: 1, p50Ms: 1, p99Ms: null, maxMs: 3 } },
       { second: 2, images: 1, intactBytes: 100, times: null },
@@ -72,7 +75,13 @@ describe('joinSeries', () => {
       { second: 1, rtt: { minMs: 5, p50Ms: 5, p99Ms: null, maxMs: 5 } },
     ];
     expect(joinSeries(oneWay, rtt)).toEqual([
-      { second: 0, images: 2, intactBytes: 200, oneWay: { minMs: 1, p50Ms: 1, p99Ms: null, maxMs: 3 }, rtt: { minMs: 2, p50Ms: 2, p99Ms: null, maxMs: 4 } },
+      {
+        second: 0,
+        images: 2,
+        intactBytes: 200,
+        oneWay: { minMs: 1, p50Ms: 1, p99Ms: null, maxMs: 3 },
+        rtt: { minMs: 2, p50Ms: 2, p99Ms: null, maxMs: 4 },
+      },
       { second: 2, images: 1, intactBytes: 100, oneWay: null, rtt: null },
     ]);
   });

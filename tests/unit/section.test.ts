@@ -1,15 +1,47 @@
 import { describe, expect, it } from 'vitest';
 import type { FrameHeader } from '../../services/core/frame.js';
-import { clientFairness, fanOutOf, isOverloaded, withFanOut, MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type SectionPlan } from '../../services/core/section.js';
+import {
+  clientFairness,
+  fanOutOf,
+  isOverloaded,
+  withFanOut,
+  MIN_STABLE_IMAGES,
+  MIN_STABLE_SPAN_MS,
+  type SectionPlan,
+} from '../../services/core/section.js';
 import { acknowledgedOnlyResult, SectionRecorder, type SectionSink } from '../../services/core/recorder.js';
 import type { WarmupOutcome } from '../../services/core/warmup.js';
 import { collectingSink, NO_WARMUP, resultWith } from '../helpers/fixtures.js';
 
-const plan: SectionPlan = { sectionId: 5, transport: 'tcp', label: 'TCP', baseline: true, repeat: 1, imageCount: 3, warmup: { mode: 'images', images: 2 }, imageSizeBytes: 1_000_000, window: 1, ratePerSecond: null, clients: 1, receivers: 1, receiverIndex: 0, clock: null };
-const frame = (seq: number, sentAtNs: bigint, sizeBytes = 1_000_000): FrameHeader => ({ sectionId: 5, seq, sizeBytes, checksum: 1n, sentAtNs });
+const plan: SectionPlan = {
+  sectionId: 5,
+  transport: 'tcp',
+  label: 'TCP',
+  baseline: true,
+  repeat: 1,
+  imageCount: 3,
+  warmup: { mode: 'images', images: 2 },
+  imageSizeBytes: 1_000_000,
+  window: 1,
+  ratePerSecond: null,
+  clients: 1,
+  receivers: 1,
+  receiverIndex: 0,
+  clock: null,
+};
+const frame = (seq: number, sentAtNs: bigint, sizeBytes = 1_000_000): FrameHeader => ({
+  sectionId: 5,
+  seq,
+  sizeBytes,
+  checksum: 1n,
+  sentAtNs,
+});
 /** How a fixed warm-up of `images` images went, as the transmitter reports it. */
 const warmedUp = (images: number): WarmupOutcome => ({ images, ms: 0, steady: null, mediansMs: null });
-/** A recorder for a section without warm-up, recording from its first frame: the transmitter ends the (empty) warm-up before it sends. */
+/**
+ * A recorder for a section without warm-up, recording from its first frame: the transmitter ends the (empty) warm-up
+ * before it sends.
+ */
 const unwarmed = (overrides: Partial<SectionPlan>, sink?: SectionSink): SectionRecorder => {
   const recorder = new SectionRecorder({ ...plan, warmup: { mode: 'images', images: 0 }, ...overrides }, sink);
   recorder.beginRecording(NO_WARMUP, 0n);
@@ -17,7 +49,12 @@ const unwarmed = (overrides: Partial<SectionPlan>, sink?: SectionSink): SectionR
 };
 
 /** Records a frame and then its later verdict (none for null). */
-const take = (recorder: SectionRecorder, header: FrameHeader, arrivalNs: bigint, checksumOk: boolean | null = true): string => {
+const take = (
+  recorder: SectionRecorder,
+  header: FrameHeader,
+  arrivalNs: bigint,
+  checksumOk: boolean | null = true,
+): string => {
   const status = recorder.record(header, arrivalNs);
   if (status === 'accepted' && checksumOk !== null) recorder.verified(header.seq, checksumOk);
   return status;
@@ -57,7 +94,10 @@ describe('SectionRecorder', () => {
     expect(result.latency).toMatchObject({ count: 3, minMs: 1, maxMs: 4 });
     expect(result.latency?.meanMs).toBeCloseTo(7 / 3, 12);
     // The sample standard deviation (n − 1): times 2, 1, 4 around 7/3.
-    expect(result.latency?.stdDevMs).toBeCloseTo(Math.sqrt(((2 - 7 / 3) ** 2 + (1 - 7 / 3) ** 2 + (4 - 7 / 3) ** 2) / 2), 12);
+    expect(result.latency?.stdDevMs).toBeCloseTo(
+      Math.sqrt(((2 - 7 / 3) ** 2 + (1 - 7 / 3) ** 2 + (4 - 7 / 3) ** 2) / 2),
+      12,
+    );
     expect(result.throughputMBps).toBeCloseTo(3_000_000 / 1e3 / 7.2, 9);
     expect(result.imagesPerSecond).toBeCloseTo(3 / 0.0072, 9);
     expect(result.cost).toEqual({ transmitter: null, receiver: null, broker: null });
@@ -66,37 +106,50 @@ describe('SectionRecorder', () => {
     expect([result.okCount, result.lostCount, result.corruptCount, result.duplicateCount]).toEqual([3, 0, 0, 0]);
   });
 
-  it('counts a checksum mismatch found after the ack, a wrong size, a gap, a duplicate, a stray and disorder, and fails', () => {
-    const images = collectingSink();
-    const recorder = unwarmed({ imageCount: 5 }, images.sink);
-    // Accepted (acked) first; the verdict comes later and still makes the image corrupt.
-    expect(take(recorder, frame(0, 0n), 1_000_000n, false)).toBe('accepted');
-    expect(take(recorder, frame(2, 0n, 999), 1_000_000n, true)).toBe('accepted');
-    expect(take(recorder, frame(1, 0n), 2_000_000n, true)).toBe('accepted');
-    expect(take(recorder, frame(1, 0n), 2_000_000n, true)).toBe('rejected');
-    expect(take(recorder, frame(9, 0n), 2_000_000n, true)).toBe('rejected');
-    const result = recorder.result(null);
-    expect(images.records.map((i) => i.status)).toEqual(['corrupt', 'ok', 'corrupt', 'lost', 'lost']);
-    expect(images.records[3]).toEqual({ image: 4, timeMs: null, rttMs: null, status: 'lost' });
-    // The lost go last, in order, after the images held for their round trips.
-    expect(images.calls.map((c) => c.image).slice(3)).toEqual([4, 5]);
-    // output.log's sink heard every arrival, corrupt ones too, in arrival order.
-    expect(images.arrivals.map((a) => [a.image, a.intact])).toEqual([[1, false], [3, false], [2, true]]);
-    expect([result.okCount, result.corruptCount, result.lostCount]).toEqual([1, 2, 2]);
-    expect([result.duplicateCount, result.strayCount, result.outOfOrderCount]).toEqual([1, 1, 1]);
-    // Only intact images count in the time summary and the throughput.
-    expect(result.latency).toMatchObject({ count: 1, minMs: 2, maxMs: 2 });
-    expect(result.totalMs).toBe(2);
-    expect(result.throughputMBps).toBeCloseTo(1_000_000 / 1e3 / 2, 9);
-    expect(result.ok).toBe(false);
-  });
+  it(
+    'counts a checksum mismatch found after the ack, a wrong size, a gap, a duplicate, a stray and disorder, and ' +
+      'fails',
+    () => {
+      const images = collectingSink();
+      const recorder = unwarmed({ imageCount: 5 }, images.sink);
+      // Accepted (acked) first; the verdict comes later and still makes the image corrupt.
+      expect(take(recorder, frame(0, 0n), 1_000_000n, false)).toBe('accepted');
+      expect(take(recorder, frame(2, 0n, 999), 1_000_000n, true)).toBe('accepted');
+      expect(take(recorder, frame(1, 0n), 2_000_000n, true)).toBe('accepted');
+      expect(take(recorder, frame(1, 0n), 2_000_000n, true)).toBe('rejected');
+      expect(take(recorder, frame(9, 0n), 2_000_000n, true)).toBe('rejected');
+      const result = recorder.result(null);
+      expect(images.records.map((i) => i.status)).toEqual(['corrupt', 'ok', 'corrupt', 'lost', 'lost']);
+      expect(images.records[3]).toEqual({ image: 4, timeMs: null, rttMs: null, status: 'lost' });
+      // The lost go last, in order, after the images held for their round trips.
+      expect(images.calls.map((c) => c.image).slice(3)).toEqual([4, 5]);
+      // output.log's sink heard every arrival, corrupt ones too, in arrival order.
+      expect(images.arrivals.map((a) => [a.image, a.intact])).toEqual([
+        [1, false],
+        [3, false],
+        [2, true],
+      ]);
+      expect([result.okCount, result.corruptCount, result.lostCount]).toEqual([1, 2, 2]);
+      expect([result.duplicateCount, result.strayCount, result.outOfOrderCount]).toEqual([1, 1, 1]);
+      // Only intact images count in the time summary and the throughput.
+      expect(result.latency).toMatchObject({ count: 1, minMs: 2, maxMs: 2 });
+      expect(result.totalMs).toBe(2);
+      expect(result.throughputMBps).toBeCloseTo(1_000_000 / 1e3 / 2, 9);
+      expect(result.ok).toBe(false);
+    },
+  );
 
   it('keeps a failure reason and reports everything lost when nothing came', () => {
     const result = new SectionRecorder(plan).result('cannot connect');
     expect(result.ok).toBe(false);
     expect(result.failure).toBe('cannot connect');
     expect(result.lostCount).toBe(3);
-    expect([result.totalMs, result.latency, result.throughputMBps, result.imagesPerSecond]).toEqual([null, null, null, null]);
+    expect([result.totalMs, result.latency, result.throughputMBps, result.imagesPerSecond]).toEqual([
+      null,
+      null,
+      null,
+      null,
+    ]);
   });
 
   it('is not ok when a failure is reported even if every image arrived', () => {
@@ -117,7 +170,7 @@ describe('SectionRecorder', () => {
     expect(result.ok).toBe(false);
   });
 
-  it('adds the round trips, their distribution and the Little\'s law ratio', () => {
+  it("adds the round trips, their distribution and the Little's law ratio", () => {
     // Window 2, four images of 1 MB: stamped at 0, 0, 2 and 2 ms; arrivals at 1.5, 2, 3.5 and 4 ms.
     const images = collectingSink();
     const recorder = unwarmed({ imageCount: 4, window: 2 }, images.sink);
@@ -154,7 +207,11 @@ describe('SectionRecorder', () => {
     [0n, 0n].forEach((sentAtNs, seq) => {
       take(twoClients, frame(seq, sentAtNs), 1_000_000n);
     });
-    expect(resultWith(twoClients, null, { rttNs: [2_000_000, 2_000_000], sentAtNs: [0n, 0n] })).toMatchObject({ littleRatio: 1, ok: true, failure: null });
+    expect(resultWith(twoClients, null, { rttNs: [2_000_000, 2_000_000], sentAtNs: [0n, 0n] })).toMatchObject({
+      littleRatio: 1,
+      ok: true,
+      failure: null,
+    });
   });
 
   it('shows no window figure under RATE or with several receivers, where no single window bounds the flights', () => {
@@ -162,90 +219,122 @@ describe('SectionRecorder', () => {
       const recorder = unwarmed({ imageCount: 1, ...overrides });
       take(recorder, frame(0, 0n), 1_000_000n);
       // The transmitter's mean in flight (1 here) is given; the recorder shows none.
-      expect(resultWith(recorder, null, { rttNs: [2_000_000], sentAtNs: [0n] })).toMatchObject({ littleRatio: null, meanInFlight: null });
+      expect(resultWith(recorder, null, { rttNs: [2_000_000], sentAtNs: [0n] })).toMatchObject({
+        littleRatio: null,
+        meanInFlight: null,
+      });
     }
   });
 
-  it('fails a section with an arrival stamped after its ack on one clock, and trusts the offset\'s bound across two', () => {
-    // Image 2 is stamped arriving 3 ms after its send, but its ack was processed 2 ms after it.
-    const late = (): SectionRecorder => {
-      const recorder = unwarmed({ imageCount: 2 });
-      take(recorder, frame(0, 0n), 1_000_000n);
-      take(recorder, frame(1, 10_000_000n), 13_000_000n);
-      return recorder;
-    };
-    const result = resultWith(late(), null, { rttNs: [2_000_000, 2_000_000] });
-    expect([result.arrivalsAfterAck, result.ok]).toEqual([1, false]);
-    expect(result.failure).toBe('timing check: 1 of 2 images stamped as arriving after their ack was processed (one-way time over round trip on one clock): an arrival stamp came late');
-    // A transport's own failure comes first, the check's after it.
-    expect(resultWith(late(), 'link broke', { rttNs: [2_000_000, 2_000_000] }).failure).toMatch(/^link broke; timing check: /);
-    // Across two kernels the one-way time carries the offset's error: no verdict.
-    const acrossHosts = unwarmed({ imageCount: 1, clock: { offsetNs: 0, uncertaintyNs: 2_000_000, roundTripNs: 100_000, samples: 8, applied: true } });
-    take(acrossHosts, frame(0, 0n), 3_000_000n);
-    expect(resultWith(acrossHosts, null, { rttNs: [2_000_000] })).toMatchObject({ arrivalsAfterAck: null, ok: true });
-  });
+  it(
+    'fails a section with an arrival stamped after its ack ' + "on one clock, and trusts the offset's bound across two",
+    () => {
+      // Image 2 is stamped arriving 3 ms after its send, but its ack was processed 2 ms after it.
+      const late = (): SectionRecorder => {
+        const recorder = unwarmed({ imageCount: 2 });
+        take(recorder, frame(0, 0n), 1_000_000n);
+        take(recorder, frame(1, 10_000_000n), 13_000_000n);
+        return recorder;
+      };
+      const result = resultWith(late(), null, { rttNs: [2_000_000, 2_000_000] });
+      expect([result.arrivalsAfterAck, result.ok]).toEqual([1, false]);
+      expect(result.failure).toBe(
+        'timing check: 1 of 2 images stamped as arriving after their ack was processed (one-way time over round ' +
+          'trip on one clock): an arrival stamp came late',
+      );
+      // A transport's own failure comes first, the check's after it.
+      expect(resultWith(late(), 'link broke', { rttNs: [2_000_000, 2_000_000] }).failure).toMatch(
+        /^link broke; timing check: /,
+      );
+      // Across two kernels the one-way time carries the offset's error: no verdict.
+      const acrossHosts = unwarmed({
+        imageCount: 1,
+        clock: { offsetNs: 0, uncertaintyNs: 2_000_000, roundTripNs: 100_000, samples: 8, applied: true },
+      });
+      take(acrossHosts, frame(0, 0n), 3_000_000n);
+      expect(resultWith(acrossHosts, null, { rttNs: [2_000_000] })).toMatchObject({ arrivalsAfterAck: null, ok: true });
+    },
+  );
 });
 
 describe('SectionRecorder: memory that does not grow with the section', () => {
-  it('holds only the images waiting for their verdict or round trip, when round trips come in batches: 100,000 images', () => {
-    const imageCount = 100_000;
-    const batchImages = 1024;
-    let records = 0;
-    let lastRecorded = 0;
-    let lostOrCorrupt = 0;
-    const recorder = unwarmed(
-      { imageCount, window: 8 },
-      {
-        arrived() {},
-        recorded(image, status) {
-          records++;
-          lastRecorded = Math.max(lastRecorded, image);
-          if (status !== 'ok') lostOrCorrupt++;
+  it(
+    'holds only the images waiting for their verdict or round trip, when round trips come in batches: 100,000 ' +
+      'images',
+    () => {
+      const imageCount = 100_000;
+      const batchImages = 1024;
+      let records = 0;
+      let lastRecorded = 0;
+      let lostOrCorrupt = 0;
+      const recorder = unwarmed(
+        { imageCount, window: 8 },
+        {
+          arrived() {},
+          recorded(image, status) {
+            records++;
+            lastRecorded = Math.max(lastRecorded, image);
+            if (status !== 'ok') lostOrCorrupt++;
+          },
         },
-      },
-    );
-    let batch: number[] = [];
-    let mostHeld = 0;
-    for (let seq = 0; seq < imageCount; seq++) {
-      const sentAtNs = BigInt(seq) * 100_000n;
-      recorder.record(frame(seq, sentAtNs), sentAtNs + 50_000n);
-      // Verdicts come a few images late (the verifier's queue).
-      if (seq >= 3) recorder.verified(seq - 3, true);
-      batch.push(seq + 1, 80_000, Number.NaN);
-      // The transmitter's batch of round trips, as its acks come: one every 1,024 images.
-      if (batch.length === batchImages * 3) {
-        recorder.roundTrips(Float64Array.from(batch));
-        batch = [];
+      );
+      let batch: number[] = [];
+      let mostHeld = 0;
+      for (let seq = 0; seq < imageCount; seq++) {
+        const sentAtNs = BigInt(seq) * 100_000n;
+        recorder.record(frame(seq, sentAtNs), sentAtNs + 50_000n);
+        // Verdicts come a few images late (the verifier's queue).
+        if (seq >= 3) recorder.verified(seq - 3, true);
+        batch.push(seq + 1, 80_000, Number.NaN);
+        // The transmitter's batch of round trips, as its acks come: one every 1,024 images.
+        if (batch.length === batchImages * 3) {
+          recorder.roundTrips(Float64Array.from(batch));
+          batch = [];
+        }
+        mostHeld = Math.max(mostHeld, recorder.heldImages);
       }
-      mostHeld = Math.max(mostHeld, recorder.heldImages);
-    }
-    for (let seq = imageCount - 3; seq < imageCount; seq++) recorder.verified(seq, true);
-    recorder.roundTrips(Float64Array.from(batch));
-    expect(recorder.heldImages).toBe(0);
-    // At most a batch's worth and the verifier's queue: not the section.
-    expect(mostHeld).toBeLessThanOrEqual(batchImages + 3);
-    expect(records).toBe(imageCount);
-    const result = recorder.result(null, { roundTripsShipped: imageCount });
-    expect([records, lastRecorded, lostOrCorrupt]).toEqual([imageCount, imageCount, 0]);
-    expect([result.ok, result.okCount, result.latency?.count, result.rtt?.count]).toEqual([true, imageCount, imageCount, imageCount]);
-  });
+      for (let seq = imageCount - 3; seq < imageCount; seq++) recorder.verified(seq, true);
+      recorder.roundTrips(Float64Array.from(batch));
+      expect(recorder.heldImages).toBe(0);
+      // At most a batch's worth and the verifier's queue: not the section.
+      expect(mostHeld).toBeLessThanOrEqual(batchImages + 3);
+      expect(records).toBe(imageCount);
+      const result = recorder.result(null, { roundTripsShipped: imageCount });
+      expect([records, lastRecorded, lostOrCorrupt]).toEqual([imageCount, imageCount, 0]);
+      expect([result.ok, result.okCount, result.latency?.count, result.rtt?.count]).toEqual([
+        true,
+        imageCount,
+        imageCount,
+        imageCount,
+      ]);
+    },
+  );
 
-  it('fails a section some of whose shipped round trips never reached it, and counts round trips for no image as stray', () => {
-    const recorder = unwarmed({ imageCount: 2 });
-    take(recorder, frame(0, 0n), 1_000_000n);
-    take(recorder, frame(1, 0n), 1_000_000n);
-    // Image 3 is beyond the section, -1 is no image: neither is taken.
-    recorder.roundTrips(Float64Array.of(1, 2_000_000, Number.NaN, 3, 2_000_000, Number.NaN, -1, 2_000_000, Number.NaN));
-    const result = recorder.result(null, { roundTripsShipped: 2 });
-    expect([result.ok, result.rtt?.count]).toEqual([false, 1]);
-    expect(result.failure).toBe('round trips: 1 of 2 the transmitter sent never reached the receiver\'s record');
-  });
+  it(
+    'fails a section some of whose shipped round trips never reached it, and counts round trips for no image as ' +
+      'stray',
+    () => {
+      const recorder = unwarmed({ imageCount: 2 });
+      take(recorder, frame(0, 0n), 1_000_000n);
+      take(recorder, frame(1, 0n), 1_000_000n);
+      // Image 3 is beyond the section, -1 is no image: neither is taken.
+      recorder.roundTrips(
+        Float64Array.of(1, 2_000_000, Number.NaN, 3, 2_000_000, Number.NaN, -1, 2_000_000, Number.NaN),
+      );
+      const result = recorder.result(null, { roundTripsShipped: 2 });
+      expect([result.ok, result.rtt?.count]).toEqual([false, 1]);
+      expect(result.failure).toBe("round trips: 1 of 2 the transmitter sent never reached the receiver's record");
+    },
+  );
 });
 
 describe('SectionRecorder with a clock offset', () => {
   const clock = { offsetNs: 5_000_000, uncertaintyNs: 100_000, roundTripNs: 200_000, samples: 8 };
 
-  /** A section of one image sent at 1 ms (transmitter clock) and in hand at 8 ms (receiver clock), its verdict given; its records in `images`. */
+  /**
+   * A section of one image sent at 1 ms (transmitter clock) and in hand at 8 ms (receiver clock), its verdict given;
+   * its records in `images`.
+   */
   const oneImage = (applied: boolean) => {
     const images = collectingSink();
     const recorder = unwarmed({ imageCount: 1, clock: { ...clock, applied } }, images.sink);
@@ -268,10 +357,12 @@ describe('SectionRecorder with a clock offset', () => {
     expect(result.latency?.minMs).toBe(7);
     expect(result.clock?.offsetNs).toBe(5_000_000);
     // One clock: the one-way time carries no offset error, whatever the estimate after says.
-    expect(oneImage(false).recorder.result(null, { clockAfter: { ...clock, offsetNs: 9_000_000 } }).oneWayClockErrorMs).toBeNull();
+    expect(
+      oneImage(false).recorder.result(null, { clockAfter: { ...clock, offsetNs: 9_000_000 } }).oneWayClockErrorMs,
+    ).toBeNull();
   });
 
-  it('bounds the one-way times\' clock error by the estimate before, widened by the drift seen after', () => {
+  it("bounds the one-way times' clock error by the estimate before, widened by the drift seen after", () => {
     const before = oneImage(true).recorder.result(null);
     expect([before.oneWayClockErrorMs, before.clockAfter]).toEqual([0.1, null]);
     // 30 µs of drift by the end, estimated ± 80 µs there: 0.11 ms.
@@ -286,13 +377,17 @@ describe('SectionRecorder with a clock offset', () => {
 
 describe('SectionRecorder: where the recorded images start', () => {
   /** A warm-up until steady, capped at 10 images so the cap is easy to reach. */
-  const steadyPlan: SectionPlan = { ...plan, warmup: { mode: 'steady', minMs: 0, minImages: 4, maxMs: 1000, maxImages: 10, blockImages: 2, tolerance: 0.05 } };
+  const steadyPlan: SectionPlan = {
+    ...plan,
+    warmup: { mode: 'steady', minMs: 0, minImages: 4, maxMs: 1000, maxImages: 10, blockImages: 2, tolerance: 0.05 },
+  };
 
   it('records from the seq beginRecording names: a warm-up of any length, then imageCount images, then strays', () => {
     const images = collectingSink();
     const recorder = new SectionRecorder(steadyPlan, images.sink);
     // Five warm-up images, 1 ms each, sent 1 ms apart: accepted (acked) but not recorded.
-    for (let seq = 0; seq < 5; seq++) expect(take(recorder, frame(seq, BigInt(seq) * 1_000_000n), BigInt(seq + 1) * 1_000_000n)).toBe('accepted');
+    for (let seq = 0; seq < 5; seq++)
+      expect(take(recorder, frame(seq, BigInt(seq) * 1_000_000n), BigInt(seq + 1) * 1_000_000n)).toBe('accepted');
     expect([recorder.receivedCount, recorder.recordedCount, recorder.firstRecordedSeq]).toEqual([5, 0, undefined]);
     const outcome: WarmupOutcome = { images: 5, ms: 5.5, steady: true, mediansMs: [1, 1] };
     recorder.beginRecording(outcome, 0n);
@@ -328,15 +423,18 @@ describe('SectionRecorder: where the recorded images start', () => {
     ['a fixed warm-up of 2', plan, 1, 2],
     ['a fixed warm-up of 0', { ...plan, warmup: { mode: 'images', images: 0 } } satisfies SectionPlan, undefined, 0],
     ['a warm-up until steady, capped at 10 images', steadyPlan, 9, 10],
-  ])('before beginRecording, with %s, takes seqs below the warm-up limit and counts the limit on as stray', (_name, sectionPlan, lastAccepted, firstStray) => {
-    const recorder = new SectionRecorder(sectionPlan);
-    if (lastAccepted !== undefined) expect(take(recorder, frame(lastAccepted, 0n), 1_000_000n)).toBe('accepted');
-    expect(take(recorder, frame(firstStray, 0n), 1_000_000n)).toBe('rejected');
-    expect(take(recorder, frame(firstStray + 50, 0n), 1_000_000n)).toBe('rejected');
-    expect(recorder.recordedCount).toBe(0);
-    const result = recorder.result(null);
-    expect([result.strayCount, result.lostCount, result.ok, result.warmedUp]).toEqual([2, 3, false, null]);
-  });
+  ])(
+    'before beginRecording, with %s, takes seqs below the warm-up limit and counts the limit on as stray',
+    (_name, sectionPlan, lastAccepted, firstStray) => {
+      const recorder = new SectionRecorder(sectionPlan);
+      if (lastAccepted !== undefined) expect(take(recorder, frame(lastAccepted, 0n), 1_000_000n)).toBe('accepted');
+      expect(take(recorder, frame(firstStray, 0n), 1_000_000n)).toBe('rejected');
+      expect(take(recorder, frame(firstStray + 50, 0n), 1_000_000n)).toBe('rejected');
+      expect(recorder.recordedCount).toBe(0);
+      const result = recorder.result(null);
+      expect([result.strayCount, result.lostCount, result.ok, result.warmedUp]).toEqual([2, 3, false, null]);
+    },
+  );
 
   it('takes a late warm-up frame after beginRecording without recording it', () => {
     const recorder = new SectionRecorder(plan);
@@ -354,7 +452,10 @@ describe('SectionResult.throughputIndicative', () => {
     expect([MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS]).toEqual([30, 200]);
   });
 
-  /** `count` intact images of 1 ms each, evenly stamped so the last arrives at `spanNs`; `corrupt` of them fail their checksum. */
+  /**
+   * `count` intact images of 1 ms each, evenly stamped so the last arrives at `spanNs`; `corrupt` of them fail their
+   * checksum.
+   */
   const section = (count: number, spanNs: number, corrupt = 0) => {
     const recorder = unwarmed({ imageCount: count });
     const lastSentNs = BigInt(spanNs) - 1_000_000n;
@@ -386,20 +487,25 @@ describe('SectionResult.throughputIndicative', () => {
 });
 
 describe('SectionResult.coldStart', () => {
-  it('takes the first image\'s one-way time from seq 0, a warm-up image, and passes the transmitter\'s figures through', () => {
-    const recorder = new SectionRecorder(plan);
-    // Seq 0: sent at 0, in hand at 7.5 ms (a new connection's first image is slow); seq 1: 1 ms.
-    take(recorder, frame(0, 0n), 7_500_000n);
-    take(recorder, frame(1, 8_000_000n), 9_000_000n);
-    recorder.beginRecording(warmedUp(2), 0n);
-    for (const seq of [2, 3, 4]) take(recorder, frame(seq, BigInt(seq) * 10_000_000n), BigInt(seq) * 10_000_000n + 1_000_000n);
-    const result = recorder.result(null, { coldStart: { connectMs: 12.25, firstImageRttMs: 9.5 } });
-    expect(result.coldStart).toEqual({ connectMs: 12.25, firstImageMs: 7.5, firstImageRttMs: 9.5 });
-    // The cold first image is in none of the recorded figures.
-    expect(result.latency?.maxMs).toBe(1);
-  });
+  it(
+    "takes the first image's one-way time from seq 0, a warm-up image, and passes the transmitter's figures " +
+      'through',
+    () => {
+      const recorder = new SectionRecorder(plan);
+      // Seq 0: sent at 0, in hand at 7.5 ms (a new connection's first image is slow); seq 1: 1 ms.
+      take(recorder, frame(0, 0n), 7_500_000n);
+      take(recorder, frame(1, 8_000_000n), 9_000_000n);
+      recorder.beginRecording(warmedUp(2), 0n);
+      for (const seq of [2, 3, 4])
+        take(recorder, frame(seq, BigInt(seq) * 10_000_000n), BigInt(seq) * 10_000_000n + 1_000_000n);
+      const result = recorder.result(null, { coldStart: { connectMs: 12.25, firstImageRttMs: 9.5 } });
+      expect(result.coldStart).toEqual({ connectMs: 12.25, firstImageMs: 7.5, firstImageRttMs: 9.5 });
+      // The cold first image is in none of the recorded figures.
+      expect(result.latency?.maxMs).toBe(1);
+    },
+  );
 
-  it('is seq 0 = image 1 without warm-up, on the receiver\'s clock when the offset is applied', () => {
+  it("is seq 0 = image 1 without warm-up, on the receiver's clock when the offset is applied", () => {
     const clock = { offsetNs: 5_000_000, uncertaintyNs: 100_000, roundTripNs: 200_000, samples: 8, applied: true };
     const images = collectingSink();
     const recorder = unwarmed({ imageCount: 1, clock }, images.sink);
@@ -413,7 +519,11 @@ describe('SectionResult.coldStart', () => {
   it('has no first image when seq 0 never arrived', () => {
     const recorder = new SectionRecorder(plan);
     take(recorder, frame(1, 0n), 1_000_000n);
-    expect(recorder.result('reset', { coldStart: { connectMs: 2, firstImageRttMs: null } }).coldStart).toEqual({ connectMs: 2, firstImageMs: null, firstImageRttMs: null });
+    expect(recorder.result('reset', { coldStart: { connectMs: 2, firstImageRttMs: null } }).coldStart).toEqual({
+      connectMs: 2,
+      firstImageMs: null,
+      firstImageRttMs: null,
+    });
   });
 });
 
@@ -421,12 +531,37 @@ describe('acknowledgedOnlyResult', () => {
   it('with a warm-up outcome: counts acknowledged recorded seqs as intact, the rest lost, warm-up acks aside', () => {
     const outcome: WarmupOutcome = { images: 2, ms: 3, steady: null, mediansMs: null };
     // Seqs 0 and 1 are the warm-up; images 1 and 3 were acknowledged (the transmitter's count), image 2 never.
-    const rtt = { count: 2, p50Ms: 1, p90Ms: null, p99Ms: null, p999Ms: null, minMs: 1, maxMs: 3, meanMs: 2, stdDevMs: Math.SQRT2 };
-    const result = acknowledgedOnlyResult(plan, 2, 'receiver gone', outcome, { rtt, achievedRatePerSecond: null, coldStart: { connectMs: 4, firstImageRttMs: 1.5 } });
-    expect([result.okCount, result.lostCount, result.corruptCount, result.ok, result.failure]).toEqual([2, 1, 0, false, 'receiver gone']);
+    const rtt = {
+      count: 2,
+      p50Ms: 1,
+      p90Ms: null,
+      p99Ms: null,
+      p999Ms: null,
+      minMs: 1,
+      maxMs: 3,
+      meanMs: 2,
+      stdDevMs: Math.SQRT2,
+    };
+    const result = acknowledgedOnlyResult(plan, 2, 'receiver gone', outcome, {
+      rtt,
+      achievedRatePerSecond: null,
+      coldStart: { connectMs: 4, firstImageRttMs: 1.5 },
+    });
+    expect([result.okCount, result.lostCount, result.corruptCount, result.ok, result.failure]).toEqual([
+      2,
+      1,
+      0,
+      false,
+      'receiver gone',
+    ]);
     // The round trips are the transmitter's own; the receiver's record (and its file) is gone.
     expect([result.rtt, result.imagesFile, result.histograms]).toEqual([rtt, null, { oneWayNs: null, rttNs: null }]);
-    expect([result.totalMs, result.latency, result.throughputMBps, result.throughputIndicative]).toEqual([null, null, null, true]);
+    expect([result.totalMs, result.latency, result.throughputMBps, result.throughputIndicative]).toEqual([
+      null,
+      null,
+      null,
+      true,
+    ]);
     expect(result.warmedUp).toEqual(outcome);
     // The receiver's record is gone: no one-way time for the first image.
     expect(result.coldStart).toEqual({ connectMs: 4, firstImageMs: null, firstImageRttMs: 1.5 });
@@ -434,15 +569,18 @@ describe('acknowledgedOnlyResult', () => {
     expect(acknowledgedOnlyResult(plan, 5, 'receiver gone', outcome)).toMatchObject({ okCount: 3, lostCount: 0 });
   });
 
-  it('without a warm-up outcome (the warm-up never ended): every recorded image is lost, whatever was acknowledged', () => {
-    const result = acknowledgedOnlyResult(plan, 1, 'receiver gone', undefined);
-    expect([result.okCount, result.lostCount, result.warmedUp]).toEqual([0, 3, null]);
-    expect(result.coldStart).toEqual({ connectMs: null, firstImageMs: null, firstImageRttMs: null });
-  });
+  it(
+    'without a warm-up outcome (the warm-up never ended): ' + 'every recorded image is lost, whatever was acknowledged',
+    () => {
+      const result = acknowledgedOnlyResult(plan, 1, 'receiver gone', undefined);
+      expect([result.okCount, result.lostCount, result.warmedUp]).toEqual([0, 3, null]);
+      expect(result.coldStart).toEqual({ connectMs: null, firstImageMs: null, firstImageRttMs: null });
+    },
+  );
 });
 
 describe('SectionRecorder under RATE (open loop)', () => {
-  it('counts latency from the due time too, a late send\'s wait included, and stays ok', () => {
+  it("counts latency from the due time too, a late send's wait included, and stays ok", () => {
     const images = collectingSink();
     const recorder = unwarmed({ imageCount: 4, ratePerSecond: 100 }, images.sink);
     // Due every 10 ms. Image 2 (seq 1) waited 8 ms for a window slot; image 4 (seq 3) was sent 2 ms late.
@@ -450,13 +588,27 @@ describe('SectionRecorder under RATE (open loop)', () => {
     take(recorder, frame(1, 18_000_000n), 19_000_000n);
     take(recorder, frame(2, 20_000_000n), 23_000_000n);
     take(recorder, frame(3, 32_000_000n), 33_000_000n);
-    const result = resultWith(recorder, null, { rttNs: [2_000_000, 2_000_000, 4_000_000, 2_000_000], dueLagNs: [0, 8_000_000, 0, 2_000_000], achievedRatePerSecond: 93.75 });
+    const result = resultWith(recorder, null, {
+      rttNs: [2_000_000, 2_000_000, 4_000_000, 2_000_000],
+      dueLagNs: [0, 8_000_000, 0, 2_000_000],
+      achievedRatePerSecond: 93.75,
+    });
     expect(images.records.map((i) => i.status)).toEqual(['ok', 'ok', 'ok', 'ok']);
     // Each image's stamp − due goes to its record with its round trip.
-    expect(images.calls.map((c) => [c.image, c.rttNs, c.dueLagNs])).toEqual([[1, 2_000_000, 0], [2, 2_000_000, 8_000_000], [3, 4_000_000, 0], [4, 2_000_000, 2_000_000]]);
+    expect(images.calls.map((c) => [c.image, c.rttNs, c.dueLagNs])).toEqual([
+      [1, 2_000_000, 0],
+      [2, 2_000_000, 8_000_000],
+      [3, 4_000_000, 0],
+      [4, 2_000_000, 2_000_000],
+    ]);
     expect([result.okCount, result.lostCount, result.ok]).toEqual([4, 0, true]);
     // Arrivals at 1, 19, 23 and 33 ms: 3 images after the first in 32 ms.
-    expect(result.openLoop).toMatchObject({ ratePerSecond: 100, achievedRatePerSecond: 93.75, deliveredRatePerSecond: 93.75, overloaded: true });
+    expect(result.openLoop).toMatchObject({
+      ratePerSecond: 100,
+      achievedRatePerSecond: 93.75,
+      deliveredRatePerSecond: 93.75,
+      overloaded: true,
+    });
     expect(result.openLoop?.sendLag).toMatchObject({ count: 4, minMs: 0, maxMs: 8 });
     // One-way 1, 1, 3, 1 ms from the stamp; 1, 9, 3, 3 ms from the due time.
     expect(result.latency).toMatchObject({ count: 4, minMs: 1, maxMs: 3 });
@@ -474,7 +626,12 @@ describe('SectionRecorder under RATE (open loop)', () => {
     take(recorder, frame(2, 20_000_000n), 41_000_000n);
     const slow = resultWith(recorder, null, { dueLagNs: [0, 0, 0], achievedRatePerSecond: 100 });
     expect(slow.openLoop).toMatchObject({ achievedRatePerSecond: 100, deliveredRatePerSecond: 50, overloaded: true });
-    expect([isOverloaded(100, 95, 95), isOverloaded(100, 94.9, 100), isOverloaded(100, 100, 94.9), isOverloaded(100, null, null)]).toEqual([false, true, true, false]);
+    expect([
+      isOverloaded(100, 95, 95),
+      isOverloaded(100, 94.9, 100),
+      isOverloaded(100, 100, 94.9),
+      isOverloaded(100, null, null),
+    ]).toEqual([false, true, true, false]);
   });
 
   it('still fails on an image sent and never arrived, and on one never sent (the section failed first: lost)', () => {
@@ -494,23 +651,66 @@ describe('SectionRecorder under RATE (open loop)', () => {
 });
 
 describe('clientFairness', () => {
-  it('gives the fewest and most images, the slowest and fastest client in MB/s, and Jain\'s index', () => {
+  it("gives the fewest and most images, the slowest and fastest client in MB/s, and Jain's index", () => {
     // 1,000,000-byte images: 10 and 30 images/s are 10 and 30 MB/s; Jain = (10+30)² ÷ (2·(100+900)) = 0.8.
-    expect(clientFairness([{ images: 5, imagesPerSecond: 10 }, { images: 15, imagesPerSecond: 30 }], 1_000_000)).toEqual({
-      clients: 2, fewestImages: 5, mostImages: 15, slowestMBps: 10, fastestMBps: 30, jainIndex: 0.8,
+    expect(
+      clientFairness(
+        [
+          { images: 5, imagesPerSecond: 10 },
+          { images: 15, imagesPerSecond: 30 },
+        ],
+        1_000_000,
+      ),
+    ).toEqual({
+      clients: 2,
+      fewestImages: 5,
+      mostImages: 15,
+      slowestMBps: 10,
+      fastestMBps: 30,
+      jainIndex: 0.8,
     });
   });
 
   it('is 1 when every client is served alike, and counts a client served nothing as 0', () => {
-    expect(clientFairness([{ images: 3, imagesPerSecond: 7 }, { images: 3, imagesPerSecond: 7 }, { images: 3, imagesPerSecond: 7 }], 1000)?.jainIndex).toBe(1);
+    expect(
+      clientFairness(
+        [
+          { images: 3, imagesPerSecond: 7 },
+          { images: 3, imagesPerSecond: 7 },
+          { images: 3, imagesPerSecond: 7 },
+        ],
+        1000,
+      )?.jainIndex,
+    ).toBe(1);
     // One of four has it all: 1/4; the idle ones are the slowest, at 0.
-    expect(clientFairness([{ images: 8, imagesPerSecond: 20 }, { images: 0, imagesPerSecond: null }, { images: 0, imagesPerSecond: null }, { images: 0, imagesPerSecond: null }], 1_000_000)).toMatchObject({
-      fewestImages: 0, slowestMBps: 0, fastestMBps: 20, jainIndex: 0.25,
+    expect(
+      clientFairness(
+        [
+          { images: 8, imagesPerSecond: 20 },
+          { images: 0, imagesPerSecond: null },
+          { images: 0, imagesPerSecond: null },
+          { images: 0, imagesPerSecond: null },
+        ],
+        1_000_000,
+      ),
+    ).toMatchObject({
+      fewestImages: 0,
+      slowestMBps: 0,
+      fastestMBps: 20,
+      jainIndex: 0.25,
     });
   });
 
   it('has no rates or index when no client has a rate', () => {
-    expect(clientFairness([{ images: 1, imagesPerSecond: null }, { images: 0, imagesPerSecond: null }], 1000)).toEqual({ clients: 2, fewestImages: 0, mostImages: 1, slowestMBps: null, fastestMBps: null, jainIndex: null });
+    expect(
+      clientFairness(
+        [
+          { images: 1, imagesPerSecond: null },
+          { images: 0, imagesPerSecond: null },
+        ],
+        1000,
+      ),
+    ).toEqual({ clients: 2, fewestImages: 0, mostImages: 1, slowestMBps: null, fastestMBps: null, jainIndex: null });
     expect(clientFairness([], 1000)).toBeNull();
   });
 });
@@ -522,30 +722,42 @@ describe('fanOutOf and withFanOut (RECEIVERS > 1)', () => {
     for (const [seq, arrivalNs] of arrivals) take(recorder, frame(seq, 0n), arrivalNs);
     return resultWith(recorder, null, { rttNs: arrivals.map(([, ns]) => Number(ns) + 500_000) });
   };
-  const first = receiverResult(0, [[0, 1_000_000n], [1, 3_000_000n]]);
+  const first = receiverResult(0, [
+    [0, 1_000_000n],
+    [1, 3_000_000n],
+  ]);
   const second = receiverResult(1, [[0, 2_000_000n]]);
 
-  it('gives each receiver\'s counts and times, and one distribution over all of them', () => {
+  it("gives each receiver's counts and times, and one distribution over all of them", () => {
     const fanOut = fanOutOf([first, second], 'copies');
     expect(fanOut.mode).toBe('copies');
-    expect(fanOut.perReceiver.map((r) => [r.receiver, r.ok, r.okCount, r.lostCount])).toEqual([[0, true, 2, 0], [1, false, 1, 1]]);
+    expect(fanOut.perReceiver.map((r) => [r.receiver, r.ok, r.okCount, r.lostCount])).toEqual([
+      [0, true, 2, 0],
+      [1, false, 1, 1],
+    ]);
     expect(fanOut.aggregate).toMatchObject({ okCount: 3, lostCount: 1, corruptCount: 0 });
     expect(fanOut.aggregate.latency).toMatchObject({ count: 3, minMs: 1, maxMs: 3 });
     expect(fanOut.aggregate.rtt).toMatchObject({ count: 3, minMs: 1.5, maxMs: 3.5 });
   });
 
-  it('makes the first receiver\'s section not ok when another receiver\'s was not, naming it', () => {
+  it("makes the first receiver's section not ok when another receiver's was not, naming it", () => {
     const merged = withFanOut(first, fanOutOf([first, second], 'one send'));
     expect([merged.ok, merged.failure]).toEqual([false, 'receiver 2 of 2: 1 lost, 0 corrupt']);
     const allOk = withFanOut(first, fanOutOf([first, first], 'one send'));
     expect([allOk.ok, allOk.failure, allOk.fanOut?.mode]).toEqual([true, null, 'one send']);
   });
 
-  it('keeps each receiver\'s clock error bound, the largest for all, null when every one shares the transmitter\'s kernel', () => {
-    expect(fanOutOf([first, second], 'copies').aggregate.oneWayClockErrorMs).toBeNull();
-    const fanOut = fanOutOf([first, { ...second, oneWayClockErrorMs: 0.25 }, { ...second, receiverIndex: 2, oneWayClockErrorMs: 0.125 }], 'copies');
-    expect(fanOut.perReceiver.map((r) => r.oneWayClockErrorMs)).toEqual([null, 0.25, 0.125]);
-    expect(fanOut.aggregate.oneWayClockErrorMs).toBe(0.25);
-  });
+  it(
+    "keeps each receiver's clock error bound, the largest for all, null when every one shares the transmitter's " +
+      'kernel',
+    () => {
+      expect(fanOutOf([first, second], 'copies').aggregate.oneWayClockErrorMs).toBeNull();
+      const fanOut = fanOutOf(
+        [first, { ...second, oneWayClockErrorMs: 0.25 }, { ...second, receiverIndex: 2, oneWayClockErrorMs: 0.125 }],
+        'copies',
+      );
+      expect(fanOut.perReceiver.map((r) => r.oneWayClockErrorMs)).toEqual([null, 0.25, 0.125]);
+      expect(fanOut.aggregate.oneWayClockErrorMs).toBe(0.25);
+    },
+  );
 });
-

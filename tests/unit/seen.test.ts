@@ -12,13 +12,28 @@ describe('SeenSet', () => {
     const seen = new SeenSet();
     expect([seen.add(5), seen.add(0), seen.add(5), seen.add(CHUNK_SEQS + 5)]).toEqual([true, true, false, true]);
     expect(seen.size).toBe(3);
-    expect([seen.has(5), seen.has(0), seen.has(1), seen.has(CHUNK_SEQS + 5), seen.has(5 + 2 * CHUNK_SEQS)]).toEqual([true, true, false, true, false]);
+    expect([seen.has(5), seen.has(0), seen.has(1), seen.has(CHUNK_SEQS + 5), seen.has(5 + 2 * CHUNK_SEQS)]).toEqual([
+      true,
+      true,
+      false,
+      true,
+      false,
+    ]);
   });
 
   it('lists the holes between two seqs in order, across chunks, and nothing outside them', () => {
     const seen = new SeenSet();
-    for (let seq = 0; seq < 2 * CHUNK_SEQS + 10; seq++) if (![3, 7, CHUNK_SEQS - 1, CHUNK_SEQS, 2 * CHUNK_SEQS + 4].includes(seq)) seen.add(seq);
-    expect([...seen.missing(0, 2 * CHUNK_SEQS + 12)]).toEqual([3, 7, CHUNK_SEQS - 1, CHUNK_SEQS, 2 * CHUNK_SEQS + 4, 2 * CHUNK_SEQS + 10, 2 * CHUNK_SEQS + 11]);
+    for (let seq = 0; seq < 2 * CHUNK_SEQS + 10; seq++)
+      if (![3, 7, CHUNK_SEQS - 1, CHUNK_SEQS, 2 * CHUNK_SEQS + 4].includes(seq)) seen.add(seq);
+    expect([...seen.missing(0, 2 * CHUNK_SEQS + 12)]).toEqual([
+      3,
+      7,
+      CHUNK_SEQS - 1,
+      CHUNK_SEQS,
+      2 * CHUNK_SEQS + 4,
+      2 * CHUNK_SEQS + 10,
+      2 * CHUNK_SEQS + 11,
+    ]);
     expect([...seen.missing(4, 7)]).toEqual([]);
     expect([...seen.missing(7, 8)]).toEqual([7]);
   });

@@ -36,18 +36,53 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(reso
 
 /** One section of three recorded images after three warm-up ones, delivered as the timeline in the test says. */
 async function runSection(verify: boolean): Promise<SectionResult> {
-  const session = new RunSession(testLog, () => fixtureHost('receiver'), verify, undefined, (onRun) => new Verifier(onRun, slowHash));
+  const session = new RunSession(
+    testLog,
+    () => fixtureHost('receiver'),
+    verify,
+    undefined,
+    (onRun) => new Verifier(onRun, slowHash),
+  );
   const parsed = parseConfig({ AUTH_TOKEN: 'test-secret-0123456789abcdef' }, transports);
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
-  const plan: SectionPlan = fixturePlan({ transport: 'tcp', label: 'TCP', sectionId: 4, imageCount: 3, window: 3, imageSizeBytes: IMAGE.length, warmup: { mode: 'images', images: WARMUP_IMAGES } });
+  const plan: SectionPlan = fixturePlan({
+    transport: 'tcp',
+    label: 'TCP',
+    sectionId: 4,
+    imageCount: 3,
+    window: 3,
+    imageSizeBytes: IMAGE.length,
+    warmup: { mode: 'images', images: WARMUP_IMAGES },
+  });
   const announcement: RunAnnouncement = {
-    startedAt: new Date().toISOString(), imageDescription: 'zeros', imageSizeBytes: IMAGE.length, imageCount: 3, window: 3, warmup: { mode: 'images', images: 0 }, repeat: 1,
-    transports: ['tcp'], arrivalNotes: [], receivers: 1, receiverIndex: 0, config: parsed.config, hosts: { transmitter: fixtureHost('transmitter') },
+    startedAt: new Date().toISOString(),
+    imageDescription: 'zeros',
+    imageSizeBytes: IMAGE.length,
+    imageCount: 3,
+    window: 3,
+    warmup: { mode: 'images', images: 0 },
+    repeat: 1,
+    transports: ['tcp'],
+    arrivalNotes: [],
+    receivers: 1,
+    receiverIndex: 0,
+    config: parsed.config,
+    hosts: { transmitter: fixtureHost('transmitter') },
   };
   session.start(announcement);
   session.openSection(plan, undefined);
   const deliver = (seq: number): void => {
-    session.deliver({ header: { sectionId: 4, seq, sizeBytes: IMAGE.length, checksum: imageChecksum(IMAGE), sentAtNs: process.hrtime.bigint() }, payload: IMAGE, arrivalNs: process.hrtime.bigint() });
+    session.deliver({
+      header: {
+        sectionId: 4,
+        seq,
+        sizeBytes: IMAGE.length,
+        checksum: imageChecksum(IMAGE),
+        sentAtNs: process.hrtime.bigint(),
+      },
+      payload: IMAGE,
+      arrivalNs: process.hrtime.bigint(),
+    });
   };
   // The warm-up's six images arrive in one turn: one run of six hashes, before the span.
   for (let seq = 0; seq < WARMUP_IMAGES; seq++) deliver(seq);
@@ -60,10 +95,27 @@ async function runSection(verify: boolean): Promise<SectionResult> {
   // The last recorded image ends the span; its hash runs after it (here, in endSection's flush).
   deliver(WARMUP_IMAGES + 2);
   // The transmitter's round trips of the three images (60 ms each) come in their batch, then its end.
-  expect(await session.roundTrips('4', Buffer.from(Float64Array.of(1, 60_000_000, Number.NaN, 2, 60_000_000, Number.NaN, 3, 60_000_000, Number.NaN).buffer))).toBe(true);
+  expect(
+    await session.roundTrips(
+      '4',
+      Buffer.from(
+        Float64Array.of(1, 60_000_000, Number.NaN, 2, 60_000_000, Number.NaN, 3, 60_000_000, Number.NaN).buffer,
+      ),
+    ),
+  ).toBe(true);
   const end: SectionEnd = {
-    failure: null, transmitterCost: null, imagesSent: 3, roundTripsShipped: 3, sendLag: null, rttFromDue: null, meanInFlight: 3, rttSeconds: [],
-    achievedRatePerSecond: null, clientFigures: null, coldStart: { connectMs: null, firstImageRttMs: null }, clockAfter: null,
+    failure: null,
+    transmitterCost: null,
+    imagesSent: 3,
+    roundTripsShipped: 3,
+    sendLag: null,
+    rttFromDue: null,
+    meanInFlight: 3,
+    rttSeconds: [],
+    achievedRatePerSecond: null,
+    clientFigures: null,
+    coldStart: { connectMs: null, firstImageRttMs: null },
+    clockAfter: null,
   };
   const result = await session.endSection(end);
   if (result === undefined) throw new Error('no section result');
@@ -71,21 +123,24 @@ async function runSection(verify: boolean): Promise<SectionResult> {
 }
 
 describe('RunSession: what verification costs the receiver thread', () => {
-  it('reports the recorded images\' hashing, the longest run inside the span and its share of the busy time there', async () => {
-    const result = await runSection(true);
-    expect(result.ok).toBe(true);
-    expect(result.rtt).toMatchObject({ count: 3, minMs: 60, maxMs: 60 });
-    // Three recorded hashes: 15 ms; with the warm-up's six it would be 45.
-    expect(result.verifyMs).toBeGreaterThanOrEqual(3 * HASH_MS);
-    expect(result.verifyMs).toBeLessThan(9 * HASH_MS);
-    // The run of two inside the span: 10 ms; the warm-up's run of six (30) is outside it, as is the last image's.
-    expect(result.verifyLongestRunMs).toBeGreaterThanOrEqual(2 * HASH_MS);
-    expect(result.verifyLongestRunMs).toBeLessThan(6 * HASH_MS);
-    // The span is mostly that run of hashing: the thread did little else in it.
-    expect(result.verifyBusyShare).toBeGreaterThan(0.5);
-    expect(result.verifyBusyShare).toBeLessThanOrEqual(1);
-    expect(result.cost.receiver).not.toBeNull();
-  });
+  it(
+    "reports the recorded images' hashing, the longest run " + 'inside the span and its share of the busy time there',
+    async () => {
+      const result = await runSection(true);
+      expect(result.ok).toBe(true);
+      expect(result.rtt).toMatchObject({ count: 3, minMs: 60, maxMs: 60 });
+      // Three recorded hashes: 15 ms; with the warm-up's six it would be 45.
+      expect(result.verifyMs).toBeGreaterThanOrEqual(3 * HASH_MS);
+      expect(result.verifyMs).toBeLessThan(9 * HASH_MS);
+      // The run of two inside the span: 10 ms; the warm-up's run of six (30) is outside it, as is the last image's.
+      expect(result.verifyLongestRunMs).toBeGreaterThanOrEqual(2 * HASH_MS);
+      expect(result.verifyLongestRunMs).toBeLessThan(6 * HASH_MS);
+      // The span is mostly that run of hashing: the thread did little else in it.
+      expect(result.verifyBusyShare).toBeGreaterThan(0.5);
+      expect(result.verifyBusyShare).toBeLessThanOrEqual(1);
+      expect(result.cost.receiver).not.toBeNull();
+    },
+  );
 
   it('has none of the three figures with VERIFY=false, and every image still counts as intact', async () => {
     const result = await runSection(false);

@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { imagesPerSecond, LatencyRecorder, medianOf, mergeLatency, nsToMs, percentile, rangeOf, summarizeLatency, throughputMBps } from '../../services/core/stats.js';
+import {
+  imagesPerSecond,
+  LatencyRecorder,
+  medianOf,
+  mergeLatency,
+  nsToMs,
+  percentile,
+  rangeOf,
+  summarizeLatency,
+  throughputMBps,
+} from '../../services/core/stats.js';
 
 describe('percentile (nearest rank)', () => {
   const values = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
@@ -45,7 +55,11 @@ describe('summarizeLatency', () => {
     [1000, ['p90', 'p99', 'p999']],
   ])('of %d times reports exactly the percentiles the sample supports', (count, expected) => {
     const summary = summarizeLatency(Array.from({ length: count }, (_, i) => i + 1))!;
-    const named = [summary.p90Ms === null ? null : 'p90', summary.p99Ms === null ? null : 'p99', summary.p999Ms === null ? null : 'p999'];
+    const named = [
+      summary.p90Ms === null ? null : 'p90',
+      summary.p99Ms === null ? null : 'p99',
+      summary.p999Ms === null ? null : 'p999',
+    ];
     expect(named).toEqual(expected);
   });
 
@@ -59,7 +73,12 @@ describe('summarizeLatency', () => {
     const times = Array.from({ length: 10_000 }, (_, i) => 0.05 + ((i * 7919) % 10_000) / 997);
     const ascending = [...times].sort((a, b) => a - b);
     const summary = summarizeLatency(times)!;
-    for (const [p, value] of [[50, summary.p50Ms], [90, summary.p90Ms], [99, summary.p99Ms], [99.9, summary.p999Ms]] as const) {
+    for (const [p, value] of [
+      [50, summary.p50Ms],
+      [90, summary.p90Ms],
+      [99, summary.p99Ms],
+      [99.9, summary.p999Ms],
+    ] as const) {
       const exact = percentile(ascending, p);
       expect(value).not.toBeNull();
       expect(Math.abs(value! - exact) / exact).toBeLessThan(0.001);
@@ -98,21 +117,34 @@ describe('LatencyRecorder', () => {
     recorder.destroy();
   });
 
-  it('keeps the mean and sd of a running sum within 1e-12 of two passes over the times, and percentiles within 0.1 %', () => {
-    const recorder = new LatencyRecorder();
-    for (const t of spreadTimes) recorder.record(t);
-    const summary = recorder.summary()!;
-    const { mean, sd } = twoPass(spreadTimes);
-    expect(Math.abs(summary.meanMs - mean) / mean).toBeLessThan(1e-12);
-    expect(Math.abs(summary.stdDevMs - sd) / sd).toBeLessThan(1e-12);
-    const ascending = [...spreadTimes].sort((a, b) => a - b);
-    expect([summary.count, summary.minMs, summary.maxMs]).toEqual([spreadTimes.length, ascending[0], ascending.at(-1)]);
-    for (const [p, value] of [[50, summary.p50Ms], [90, summary.p90Ms], [99, summary.p99Ms], [99.9, summary.p999Ms]] as const) {
-      const exact = percentile(ascending, p);
-      expect(Math.abs(value! - exact) / exact).toBeLessThan(0.001);
-    }
-    recorder.destroy();
-  });
+  it(
+    'keeps the mean and sd of a running sum within 1e-12 of two passes over the times, and percentiles within 0.1 ' +
+      '%',
+    () => {
+      const recorder = new LatencyRecorder();
+      for (const t of spreadTimes) recorder.record(t);
+      const summary = recorder.summary()!;
+      const { mean, sd } = twoPass(spreadTimes);
+      expect(Math.abs(summary.meanMs - mean) / mean).toBeLessThan(1e-12);
+      expect(Math.abs(summary.stdDevMs - sd) / sd).toBeLessThan(1e-12);
+      const ascending = [...spreadTimes].sort((a, b) => a - b);
+      expect([summary.count, summary.minMs, summary.maxMs]).toEqual([
+        spreadTimes.length,
+        ascending[0],
+        ascending.at(-1),
+      ]);
+      for (const [p, value] of [
+        [50, summary.p50Ms],
+        [90, summary.p90Ms],
+        [99, summary.p99Ms],
+        [99.9, summary.p999Ms],
+      ] as const) {
+        const exact = percentile(ascending, p);
+        expect(Math.abs(value! - exact) / exact).toBeLessThan(0.001);
+      }
+      recorder.destroy();
+    },
+  );
 
   it('starts over after reset, and has no summary and no histogram without a time', () => {
     const recorder = new LatencyRecorder();
@@ -135,19 +167,24 @@ describe('mergeLatency', () => {
     return merged;
   };
 
-  it('of two halves is the whole: count, min and max exact, mean to rounding, sd within 1e-9, p50 and p99 within 0.1 %', () => {
-    const whole = summarizeLatency(spreadTimes)!;
-    const merged = mergeLatency([part(spreadTimes.slice(0, 7_000)), part(spreadTimes.slice(7_000))])!;
-    expect([merged.count, merged.minMs, merged.maxMs]).toEqual([whole.count, whole.minMs, whole.maxMs]);
-    // The mean pooled from the halves' means differs from the running mean by rounding only.
-    expect(Math.abs(merged.meanMs - whole.meanMs) / whole.meanMs).toBeLessThan(1e-12);
-    expect(Math.abs(merged.stdDevMs - whole.stdDevMs) / whole.stdDevMs).toBeLessThan(1e-9);
-    for (const key of ['p50Ms', 'p99Ms'] as const) expect(Math.abs(merged[key]! - whole[key]!) / whole[key]!).toBeLessThan(0.001);
-    // Two halves of very different times: the pooled sd counts the distance between their means.
-    const apart = mergeLatency([part([1, 1, 1, 1]), part([9, 9, 9, 9])])!;
-    expect([apart.count, apart.meanMs, apart.minMs, apart.maxMs]).toEqual([8, 5, 1, 9]);
-    expect(apart.stdDevMs).toBeCloseTo(Math.sqrt((8 * 16) / 7), 12);
-  });
+  it(
+    'of two halves is the whole: count, min and max exact, mean to rounding, sd within 1e-9, p50 and p99 within ' +
+      '0.1 %',
+    () => {
+      const whole = summarizeLatency(spreadTimes)!;
+      const merged = mergeLatency([part(spreadTimes.slice(0, 7_000)), part(spreadTimes.slice(7_000))])!;
+      expect([merged.count, merged.minMs, merged.maxMs]).toEqual([whole.count, whole.minMs, whole.maxMs]);
+      // The mean pooled from the halves' means differs from the running mean by rounding only.
+      expect(Math.abs(merged.meanMs - whole.meanMs) / whole.meanMs).toBeLessThan(1e-12);
+      expect(Math.abs(merged.stdDevMs - whole.stdDevMs) / whole.stdDevMs).toBeLessThan(1e-9);
+      for (const key of ['p50Ms', 'p99Ms'] as const)
+        expect(Math.abs(merged[key]! - whole[key]!) / whole[key]!).toBeLessThan(0.001);
+      // Two halves of very different times: the pooled sd counts the distance between their means.
+      const apart = mergeLatency([part([1, 1, 1, 1]), part([9, 9, 9, 9])])!;
+      expect([apart.count, apart.meanMs, apart.minMs, apart.maxMs]).toEqual([8, 5, 1, 9]);
+      expect(apart.stdDevMs).toBeCloseTo(Math.sqrt((8 * 16) / 7), 12);
+    },
+  );
 
   it('leaves out parts without times, and is undefined with none, or when a part has no histogram to merge', () => {
     const some = part([3, 4]);

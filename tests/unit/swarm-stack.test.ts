@@ -40,14 +40,19 @@ interface Stack {
 const read = (file: string): string => readFileSync(projectPath(file), 'utf8');
 // merge: compose files use YAML merge keys (<<: *bench-env), as the Docker CLI reads them.
 const stack = parseYaml(read('deploy/swarm/stack.yml'), { merge: true }) as Stack;
-const compose = parseYaml(read('docker-compose.yml'), { merge: true }) as { services: Record<string, { environment: Record<string, string>; command: string[] }> };
+const compose = parseYaml(read('docker-compose.yml'), { merge: true }) as {
+  services: Record<string, { environment: Record<string, string>; command: string[] }>;
+};
 const service = (name: string): StackService => {
   const found = stack.services[name];
   if (!found) throw new Error(`no service ${name} in deploy/swarm/stack.yml`);
   return found;
 };
 
-/** compose's variables that the stack sets otherwise: the secret through a swarm secret, the entrypoint's owner from the image. */
+/**
+ * compose's variables that the stack sets otherwise: the secret through a swarm secret, the entrypoint's owner from the
+ * image.
+ */
 const NOT_IN_STACK = ['AUTH_TOKEN', 'RUN_AS_OWNER_OF', 'ALSO_OWN', 'IMAGE_PATH'];
 
 describe('deploy/swarm/stack.yml', () => {
@@ -58,23 +63,38 @@ describe('deploy/swarm/stack.yml', () => {
       for (const [variable, value] of Object.entries(composeEnv)) {
         if (NOT_IN_STACK.includes(variable)) expect(stackEnv, `${name} ${variable}`).not.toHaveProperty(variable);
         // Addresses differ (the overlay network, the secret's path); every knob is the same text.
-        else if (!['AUTH_TOKEN_FILE', 'RECEIVER_HOST', 'REDIS_URL', 'NATS_URL'].includes(variable)) expect(stackEnv[variable], `${name} ${variable}`).toBe(value);
+        else if (!['AUTH_TOKEN_FILE', 'RECEIVER_HOST', 'REDIS_URL', 'NATS_URL'].includes(variable))
+          expect(stackEnv[variable], `${name} ${variable}`).toBe(value);
       }
-      for (const variable of Object.keys(stackEnv)) expect(configVariables(transports), `${name} ${variable}`).toContain(variable);
+      for (const variable of Object.keys(stackEnv))
+        expect(configVariables(transports), `${name} ${variable}`).toContain(variable);
     }
   });
 
-  it('places the receiver and the transmitter by the itb.role node label, one switch letting the transmitter onto a receiver node', () => {
-    expect(service('receiver').deploy.placement).toEqual({ constraints: ['node.labels.itb.role == receiver'], max_replicas_per_node: 1 });
-    expect(service('transmitter').deploy.placement?.constraints).toEqual(['node.labels.itb.role == ${TRANSMITTER_NODE_ROLE:-transmitter}']);
-    expect(service('receiver').deploy.replicas).toBe('${RECEIVERS:-1}');
-  });
+  it(
+    'places the receiver and the transmitter by the itb.role node label, one switch letting the transmitter onto ' +
+      'a receiver node',
+    () => {
+      expect(service('receiver').deploy.placement).toEqual({
+        constraints: ['node.labels.itb.role == receiver'],
+        max_replicas_per_node: 1,
+      });
+      expect(service('transmitter').deploy.placement?.constraints).toEqual([
+        'node.labels.itb.role == ${TRANSMITTER_NODE_ROLE:-transmitter}',
+      ]);
+      expect(service('receiver').deploy.replicas).toBe('${RECEIVERS:-1}');
+    },
+  );
 
   it('runs the transmitter once, as a job that is never restarted', () => {
     expect(service('transmitter').deploy.mode).toBe('replicated-job');
     expect(service('transmitter').deploy.restart_policy).toEqual({ condition: 'none' });
     expect(service('transmitter').command).toEqual(compose.services.transmitter!.command);
-    expect(service('transmitter').command).toEqual(['node', ...SERVICE_NODE_FLAGS, 'dist/services/transmitter/main.js']);
+    expect(service('transmitter').command).toEqual([
+      'node',
+      ...SERVICE_NODE_FLAGS,
+      'dist/services/transmitter/main.js',
+    ]);
   });
 
   it('keeps results in a volume on the receiver node and publishes only the control port, on that node', () => {
@@ -83,7 +103,9 @@ describe('deploy/swarm/stack.yml', () => {
     expect(receiver.volumes).toEqual(['results:/app/output']);
     expect(receiver.environment?.OUTPUT_DIR).toBe('/app/output');
     expect(stack.volumes).toHaveProperty('results');
-    expect(receiver.ports).toEqual([{ target: '${CONTROL_PORT:-8080}', published: '${CONTROL_PORT:-8080}', protocol: 'tcp', mode: 'host' }]);
+    expect(receiver.ports).toEqual([
+      { target: '${CONTROL_PORT:-8080}', published: '${CONTROL_PORT:-8080}', protocol: 'tcp', mode: 'host' },
+    ]);
     expect(receiver.healthcheck?.test).toEqual(['CMD', 'node', 'dist/services/receiver/healthcheck.js']);
   });
 
@@ -92,18 +114,30 @@ describe('deploy/swarm/stack.yml', () => {
     for (const name of ['receiver', 'redis', 'nats']) expect(service(name).deploy.endpoint_mode, name).toBe('dnsrr');
     for (const name of Object.keys(stack.services)) expect(service(name).networks, name).toEqual(['bench']);
     for (const name of ['receiver', 'transmitter']) {
-      expect(service(name).environment).toMatchObject({ RECEIVER_HOST: 'receiver', REDIS_URL: 'redis://redis:6379', NATS_URL: 'nats://nats:4222', BIND_HOST: '0.0.0.0' });
+      expect(service(name).environment).toMatchObject({
+        RECEIVER_HOST: 'receiver',
+        REDIS_URL: 'redis://redis:6379',
+        NATS_URL: 'nats://nats:4222',
+        BIND_HOST: '0.0.0.0',
+      });
     }
   });
 
   it('runs Redis and NATS as docker-compose.yml does, NATS with the same configuration file', () => {
-    expect(service('redis').command).toEqual(['redis-server', '--save', '', '--appendonly', 'no', ...REDIS_IMAGE_LIMIT_ARGS]);
+    expect(service('redis').command).toEqual([
+      'redis-server',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      ...REDIS_IMAGE_LIMIT_ARGS,
+    ]);
     expect(service('nats').command).toEqual(['nats-server', '--config', '/etc/itb/nats-server.conf']);
     expect(service('nats').configs).toEqual([{ source: 'nats_conf', target: '/etc/itb/nats-server.conf' }]);
     expect(stack.configs).toEqual({ nats_conf: { file: '../../scripts/docker/nats-server.conf' } });
   });
 
-  it('gives both services the secret from an external swarm secret, readable by the image\'s node user only', () => {
+  it("gives both services the secret from an external swarm secret, readable by the image's node user only", () => {
     expect(stack.secrets).toEqual({ itb_auth_token: { external: true } });
     for (const name of ['receiver', 'transmitter']) {
       expect(service(name).secrets).toEqual([{ source: 'itb_auth_token', uid: '1000', gid: '1000', mode: 0o400 }]);

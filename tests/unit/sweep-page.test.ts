@@ -8,16 +8,31 @@ const chart: SweepChart = {
   note: '64.0 KB × 4000 <images>',
   xLabel: 'CLIENTS',
   yLabel: 'p99 ms',
-  series: [{ label: 'TCP </script>', points: [{ x: 1, y: 0.5 }, { x: 10, y: null }] }],
+  series: [
+    {
+      label: 'TCP </script>',
+      points: [
+        { x: 1, y: 0.5 },
+        { x: 10, y: null },
+      ],
+    },
+  ],
 };
 
 describe('renderSweepPage', () => {
-  const html = renderSweepPage('sweeps & more', [chart], { chartJs: 'var Chart = function () {};', pageCss: 'body { margin: 0 }' });
+  const html = renderSweepPage('sweeps & more', [chart], {
+    chartJs: 'var Chart = function () {};',
+    pageCss: 'body { margin: 0 }',
+  });
 
-  it('is one self-contained page under the report\'s CSP, a canvas per chart, text escaped', () => {
-    expect(html).toContain(`<meta http-equiv="Content-Security-Policy" content="${HTML_REPORT_CSP.replace(/'/g, '&#39;')}">`);
+  it("is one self-contained page under the report's CSP, a canvas per chart, text escaped", () => {
+    expect(html).toContain(
+      `<meta http-equiv="Content-Security-Policy" content="${HTML_REPORT_CSP.replace(/'/g, '&#39;')}">`,
+    );
     expect(html).toContain('<title>sweeps &amp; more</title>');
-    expect(html).toContain('<canvas data-chart="latency-vs-clients" aria-label="p99 one-way latency against clients"></canvas>');
+    expect(html).toContain(
+      '<canvas data-chart="latency-vs-clients" aria-label="p99 one-way latency against clients"></canvas>',
+    );
     expect(html).toContain('<p class="note">64.0 KB × 4000 &lt;images&gt;</p>');
     expect(html).toContain('var Chart = function () {};');
     expect(html).not.toMatch(/<script[^>]+src=/);
@@ -46,13 +61,15 @@ describe('renderSweepPage with bars', () => {
   const html = renderSweepPage('bench', [bars, chart], { chartJs: 'var Chart = function () {};', pageCss: '' });
 
   it('gives the bars a canvas of their own beside the sweeps, and carries them as JSON with their gaps', () => {
-    expect(html).toContain('<canvas data-chart="ceiling-large" aria-label="Each transport beside its library’s ceiling"></canvas>');
+    expect(html).toContain(
+      '<canvas data-chart="ceiling-large" aria-label="Each transport beside its library’s ceiling"></canvas>',
+    );
     expect(html).toContain('<canvas data-chart="latency-vs-clients"');
     const json = /<script type="application\/json" id="itb-sweeps">([\s\S]*?)<\/script>/.exec(html)?.[1];
     expect(JSON.parse(json!)).toEqual([bars, chart]);
   });
 
-  it('carries a chart\'s linear scale to the page; a sweep without one keeps its log axes', () => {
+  it("carries a chart's linear scale to the page; a sweep without one keeps its log axes", () => {
     const linear: SweepChart = { ...chart, id: 'soak-rss-images', scale: 'linear' };
     const page = renderSweepPage('bench', [linear, chart], { chartJs: '', pageCss: '' });
     const json = /<script type="application\/json" id="itb-sweeps">([\s\S]*?)<\/script>/.exec(page)?.[1];

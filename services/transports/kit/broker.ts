@@ -14,7 +14,10 @@ export interface BrokerAddress {
   password: string | undefined;
 }
 
-/** The broker at `url`; `password` (given apart, e.g. REDIS_PASSWORD) when the URL has none (the config never lets both be set). */
+/**
+ * The broker at `url`; `password` (given apart, e.g. REDIS_PASSWORD) when the URL has none (the config never lets both
+ * be set).
+ */
 export function brokerAddress(url: string, password: string | undefined): BrokerAddress {
   const parts = urlCredentials(url);
   return { url: parts.url, shown: redactUrl(url), user: parts.user, password: parts.password ?? password };

@@ -19,7 +19,12 @@ export type ConnectAttempt<T> = (remainingMs: number) => Promise<T>;
  * Runs `attempt` until one succeeds or `timeoutMs` is over. An attempt is raced against the time
  * left, and one that succeeds too late is handed to `discard`, so nothing outlives the failure.
  */
-export async function connectWithin<T>(what: string, timeoutMs: number, attempt: ConnectAttempt<T>, discard: (late: T) => void): Promise<T> {
+export async function connectWithin<T>(
+  what: string,
+  timeoutMs: number,
+  attempt: ConnectAttempt<T>,
+  discard: (late: T) => void,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastProblem = 'no attempt finished';
   for (;;) {

@@ -37,12 +37,21 @@ export const UNPROVEN_CONNECTION_BYTES = 64 * 1024;
  * each with one image of MAX_IMAGE_SIZE under way, and every listener full of connections still
  * proving themselves.
  */
-export function incompleteMessageBoundBytes(maxImageBytes: number, listenerCount: number, sectionConnections = 1): number {
+export function incompleteMessageBoundBytes(
+  maxImageBytes: number,
+  listenerCount: number,
+  sectionConnections = 1,
+): number {
   return sectionConnections * maxImageBytes + listenerCount * MAX_CONNECTIONS_PER_LISTENER * UNPROVEN_CONNECTION_BYTES;
 }
 
-/** Connections `transport`'s link holds in a section of `window`: what its door admits, within MAX_LINKS_PER_SECTION. */
-export function connectionsPerSection(transport: { connectionsPerLink?(window: number): number }, window: number): number {
+/**
+ * Connections `transport`'s link holds in a section of `window`: what its door admits, within MAX_LINKS_PER_SECTION.
+ */
+export function connectionsPerSection(
+  transport: { connectionsPerLink?(window: number): number },
+  window: number,
+): number {
   return Math.max(1, Math.min(MAX_LINKS_PER_SECTION, transport.connectionsPerLink?.(window) ?? 1));
 }
 
@@ -88,7 +97,12 @@ export class Doorkeeper {
     };
   }
 
-  private admit(transport: string, presented: string | undefined, from: string, drop: () => void): DoorPass | undefined {
+  private admit(
+    transport: string,
+    presented: string | undefined,
+    from: string,
+    drop: () => void,
+  ): DoorPass | undefined {
     const open = this.open;
     const refusal =
       presented === undefined
@@ -135,8 +149,16 @@ export function listenerConnectionCap(door: Pick<Door, 'sectionConnections'>): n
  * counted as refused.
  */
 export function capConnections(server: net.Server, door: Door, transport: string): void {
-  Object.defineProperty(server, 'maxConnections', { configurable: true, enumerable: true, get: () => listenerConnectionCap(door), set: () => undefined });
+  Object.defineProperty(server, 'maxConnections', {
+    configurable: true,
+    enumerable: true,
+    get: () => listenerConnectionCap(door),
+    set: () => undefined,
+  });
   server.on('drop', (dropped) =>
-    door.refuse(`${transport} from ${hostPort(dropped?.remoteAddress ?? '?', dropped?.remotePort ?? 0)}`, `over the listener's ${listenerConnectionCap(door)} connections: closed on arrival`),
+    door.refuse(
+      `${transport} from ${hostPort(dropped?.remoteAddress ?? '?', dropped?.remotePort ?? 0)}`,
+      `over the listener's ${listenerConnectionCap(door)} connections: closed on arrival`,
+    ),
   );
 }

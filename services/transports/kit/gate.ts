@@ -18,16 +18,25 @@ import type { ReceiverOptions } from '../contract.js';
 export interface FrameGate {
   /** Decodes a header whose bytes are in hand; undefined when it was rejected (and reported). */
   header(headerBytes: Buffer): FrameHeader | undefined;
-  /** Takes a whole image under a decoded header; returns the ack to send back at once, or undefined when it was dropped (and reported). */
+  /**
+   * Takes a whole image under a decoded header; returns the ack to send back at once, or undefined when it was dropped
+   * (and reported).
+   */
   take(header: FrameHeader, payload: Buffer | readonly Buffer[]): Ack | undefined;
-  /** Header bytes and image in one call, for transports that get both at once; `arrivalNs` when the transport had them in hand before now. */
+  /**
+   * Header bytes and image in one call, for transports that get both at once; `arrivalNs` when the transport had them
+   * in hand before now.
+   */
   frame(headerBytes: Buffer, payload: Buffer, arrivalNs?: bigint): Ack | undefined;
   /** Reports input dropped for a reason of the transport's own (a text message, a wrong part count). */
   reject(reason: string): void;
 }
 
 /** The gate of one transport's listener; `source` starts every rejection ("tcp", "grpc from 127.0.0.1:5000"). */
-export function frameGate(options: Pick<ReceiverOptions, 'deliver' | 'onReject' | 'maxImageBytes'>, source: string): FrameGate {
+export function frameGate(
+  options: Pick<ReceiverOptions, 'deliver' | 'onReject' | 'maxImageBytes'>,
+  source: string,
+): FrameGate {
   const reject = (reason: string): void => options.onReject(`${source}: ${reason}`);
   const header = (headerBytes: Buffer): FrameHeader | undefined => {
     try {
@@ -38,7 +47,9 @@ export function frameGate(options: Pick<ReceiverOptions, 'deliver' | 'onReject' 
     }
   };
   const deliver = (decoded: FrameHeader, payload: Buffer | readonly Buffer[], arrivalNs: bigint): Ack | undefined => {
-    const payloadBytes = Buffer.isBuffer(payload) ? payload.length : payload.reduce((sum, part) => sum + part.length, 0);
+    const payloadBytes = Buffer.isBuffer(payload)
+      ? payload.length
+      : payload.reduce((sum, part) => sum + part.length, 0);
     if (payloadBytes !== decoded.sizeBytes) {
       reject(`image of ${payloadBytes} bytes, its header announces ${decoded.sizeBytes}`);
       return undefined;

@@ -26,9 +26,17 @@ import { SendQueue } from './send-queue.js';
 const ioredis = lazyLibrary<typeof import('ioredis')>('ioredis');
 
 /** REDIS_URL: the one setting of every Redis transport, so they all go through the same server. */
-export const redisUrlSetting: TransportSetting = { kind: 'url', envVar: 'REDIS_URL', schemes: ['redis', 'rediss'], example: 'redis://127.0.0.1:6379' };
+export const redisUrlSetting: TransportSetting = {
+  kind: 'url',
+  envVar: 'REDIS_URL',
+  schemes: ['redis', 'rediss'],
+  example: 'redis://127.0.0.1:6379',
+};
 
-/** The keys of one section: images go through `frames` (a stream, a list or a channel), acks come back on the `acks` list. */
+/**
+ * The keys of one section: images go through `frames` (a stream, a list or a channel), acks come back on the `acks`
+ * list.
+ */
 export interface SectionKeys {
   frames: string;
   acks: string;
@@ -64,12 +72,24 @@ const DROP_KEYS_TIMEOUT_MS = 500;
  * image as one bulk string (proto-max-bulk-len, 512 MB by default) inside one command
  * (client-query-buffer-limit, 1 GB by default). docker-compose.yml passes the same arguments.
  */
-export const REDIS_IMAGE_LIMIT_ARGS: readonly string[] = ['--proto-max-bulk-len', '2gb', '--client-query-buffer-limit', '4gb'];
+export const REDIS_IMAGE_LIMIT_ARGS: readonly string[] = [
+  '--proto-max-bulk-len',
+  '2gb',
+  '--client-query-buffer-limit',
+  '4gb',
+];
 
 /** The Redis server of REDIS_URL (and REDIS_PASSWORD), or a clear error naming the transport that needs it. */
-export function requireBroker(endpoint: Pick<TransmitterOptions, 'url' | 'password'>, transport: string): BrokerAddress {
+export function requireBroker(
+  endpoint: Pick<TransmitterOptions, 'url' | 'password'>,
+  transport: string,
+): BrokerAddress {
   if (endpoint.url === undefined || endpoint.url === '') {
-    throw new ItbError(ErrorCode.config, `REDIS_URL is not set: the ${transport} transport needs a Redis server to go through (e.g. REDIS_URL=redis://127.0.0.1:6379)`);
+    throw new ItbError(
+      ErrorCode.config,
+      `REDIS_URL is not set: the ${transport} transport needs a Redis server to go through (e.g. ` +
+        `REDIS_URL=redis://127.0.0.1:6379)`,
+    );
   }
   return brokerAddress(endpoint.url, endpoint.password);
 }
@@ -109,7 +129,9 @@ export function openClient(broker: BrokerAddress, timeoutMs: number): Promise<Re
   );
 }
 
-/** Opens the two connections a side needs (one blocks in reads or subscribes, one writes); closes both if either fails. */
+/**
+ * Opens the two connections a side needs (one blocks in reads or subscribes, one writes); closes both if either fails.
+ */
 export async function openPair(broker: BrokerAddress, timeoutMs: number): Promise<[Redis, Redis]> {
   const opened = await Promise.allSettled([openClient(broker, timeoutMs), openClient(broker, timeoutMs)]);
   const [first, second] = opened;
@@ -175,13 +197,22 @@ export function failLinkOnClose(guard: LinkGuard, clients: readonly (readonly [R
  * while its listener is not closing itself: no more images will arrive through it. `shownUrl`:
  * the broker as messages name it (BrokerAddress.shown).
  */
-export function failListenerOnClose(clients: readonly Redis[], options: Pick<ReceiverOptions, 'log' | 'onFailure'>, transport: string, shownUrl: string, closing: () => boolean): void {
+export function failListenerOnClose(
+  clients: readonly Redis[],
+  options: Pick<ReceiverOptions, 'log' | 'onFailure'>,
+  transport: string,
+  shownUrl: string,
+  closing: () => boolean,
+): void {
   let failed = false;
   for (const client of clients) {
     client.on('close', () => {
       if (closing() || failed) return;
       failed = true;
-      options.log.error({ url: shownUrl }, `${transport}: receiver lost its connection to Redis; no more images will arrive`);
+      options.log.error(
+        { url: shownUrl },
+        `${transport}: receiver lost its connection to Redis; no more images will arrive`,
+      );
       options.onFailure?.(`lost its connection to Redis at ${shownUrl}`);
     });
   }
@@ -229,7 +260,12 @@ export interface AckLoopOptions {
 /** Pops the section's acks and passes them on until the link ends; a failed pop fails the link. */
 export async function popAcksUntilEnded(options: AckLoopOptions): Promise<void> {
   const { guard, log } = options;
-  const pop = listPopper(options.reader, () => log.info({ url: options.shownUrl }, `${options.transport}: no BLMPOP on this server (Redis < 7.0), popping acks one at a time`));
+  const pop = listPopper(options.reader, () =>
+    log.info(
+      { url: options.shownUrl },
+      `${options.transport}: no BLMPOP on this server (Redis < 7.0), popping acks one at a time`,
+    ),
+  );
   while (!guard.ended) {
     let items: Buffer[];
     try {
@@ -261,7 +297,10 @@ export async function dropKeys(client: Redis, keys: readonly string[]): Promise<
 export async function withInfoTimeout<T>(work: Promise<T>, what = 'Redis INFO'): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new ItbError(ErrorCode.timeout, `${what} unanswered within ${INFO_TIMEOUT_MS} ms`)), INFO_TIMEOUT_MS);
+    timer = setTimeout(
+      () => reject(new ItbError(ErrorCode.timeout, `${what} unanswered within ${INFO_TIMEOUT_MS} ms`)),
+      INFO_TIMEOUT_MS,
+    );
   });
   try {
     return await Promise.race([work, expired]);
@@ -278,7 +317,11 @@ async function readInfo(client: Redis): Promise<BrokerReading> {
     if (!Number.isFinite(value)) throw new ItbError(ErrorCode.transport, `Redis INFO has no ${name}`);
     return value;
   };
-  return { cpuUserMicros: Math.round(field('used_cpu_user') * 1e6), cpuSystemMicros: Math.round(field('used_cpu_sys') * 1e6), rssBytes: field('used_memory_rss') };
+  return {
+    cpuUserMicros: Math.round(field('used_cpu_user') * 1e6),
+    cpuSystemMicros: Math.round(field('used_cpu_sys') * 1e6),
+    rssBytes: field('used_memory_rss'),
+  };
 }
 
 /** The broker's reading for the cost report, within INFO_TIMEOUT_MS. */
@@ -291,22 +334,46 @@ export function readBroker(client: Redis): Promise<BrokerReading> {
  * `extraArgs` (a test's own limits); with `password`, one that refuses clients without it (the
  * URL returned has none: the caller decides where the password goes).
  */
-export async function startPrivateRedis(extraArgs: readonly string[] = [], host = '127.0.0.1', password?: string): Promise<LocalServer> {
+export async function startPrivateRedis(
+  extraArgs: readonly string[] = [],
+  host = '127.0.0.1',
+  password?: string,
+): Promise<LocalServer> {
   const server = await startLocalProcess({
     command: 'redis-server',
     // Bound to one non-loopback address (a shaped link's end), Redis would refuse every client
     // without a password (protected mode): only the two sides of this run can reach that address.
     args: (port) => [
-      '--port', String(port), '--bind', host, ...(host === '127.0.0.1' ? [] : ['--protected-mode', 'no']),
-      '--save', '', '--appendonly', 'no', ...REDIS_IMAGE_LIMIT_ARGS, '--loglevel', 'warning', '--logfile', '', ...(password === undefined ? [] : ['--requirepass', password]), ...extraArgs,
+      '--port',
+      String(port),
+      '--bind',
+      host,
+      ...(host === '127.0.0.1' ? [] : ['--protected-mode', 'no']),
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      ...REDIS_IMAGE_LIMIT_ARGS,
+      '--loglevel',
+      'warning',
+      '--logfile',
+      '',
+      ...(password === undefined ? [] : ['--requirepass', password]),
+      ...extraArgs,
     ],
-    ready: (port) => (password === undefined ? answersWith(port, '+PONG', 'PING\r\n', host) : answersWith(port, '+OK', `AUTH ${password}\r\n`, host)),
+    ready: (port) =>
+      password === undefined
+        ? answersWith(port, '+PONG', 'PING\r\n', host)
+        : answersWith(port, '+OK', `AUTH ${password}\r\n`, host),
   });
   return { url: `redis://${host}:${server.port}`, close: server.close };
 }
 
 /** The `localServer` of every Redis transport: one command, one way to start it. */
-export const redisLocalServer = { command: 'redis-server', start: (host?: string): Promise<LocalServer> => startPrivateRedis([], host) };
+export const redisLocalServer = {
+  command: 'redis-server',
+  start: (host?: string): Promise<LocalServer> => startPrivateRedis([], host),
+};
 
 /**
  * Turns what a Redis transport read (list elements, channel messages) back into frames: a header,
@@ -362,7 +429,10 @@ export interface RedisLinkShape {
   transport: string;
   /** How the link is named in its failures ("Redis list"). */
   label: string;
-  /** Checks made before anything is sent (a receiver is there, an image fits); throws to refuse the link. `shownUrl` names the broker in messages. */
+  /**
+   * Checks made before anything is sent (a receiver is there, an image fits); throws to refuse the link. `shownUrl`
+   * names the broker in messages.
+   */
   check?(writer: Redis, shownUrl: string): Promise<void>;
   /**
    * Made once per link: the function that hands one frame to `writer` without waiting for the
@@ -377,7 +447,11 @@ export interface RedisLinkShape {
  * its write buffer, its one copy of the image); the next frame waits only while the socket is
  * over its high-water mark.
  */
-export async function connectRedisLink(options: TransmitterOptions, keys: SectionKeys, shape: RedisLinkShape): Promise<TransmitterLink> {
+export async function connectRedisLink(
+  options: TransmitterOptions,
+  keys: SectionKeys,
+  shape: RedisLinkShape,
+): Promise<TransmitterLink> {
   const broker = requireBroker(options, shape.transport);
   const [writer, ackReader] = await openPair(broker, options.connectTimeoutMs);
   try {
@@ -391,7 +465,15 @@ export async function connectRedisLink(options: TransmitterOptions, keys: Sectio
     [writer, 'writer'],
     [ackReader, 'ack reader'],
   ]);
-  const ackLoop = popAcksUntilEnded({ reader: ackReader, key: keys.acks, guard, onAck: options.onAck, log: options.log, transport: shape.transport, shownUrl: broker.shown });
+  const ackLoop = popAcksUntilEnded({
+    reader: ackReader,
+    key: keys.acks,
+    guard,
+    onAck: options.onAck,
+    log: options.log,
+    transport: shape.transport,
+    shownUrl: broker.shown,
+  });
   const write = shape.writer(writer, guard, broker.shown);
   const queue = new SendQueue(
     (header, payload) => {
