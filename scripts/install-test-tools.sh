@@ -23,7 +23,8 @@ else
   sudo=()
   [ "$(id -u)" = 0 ] || sudo=(sudo)
   "${sudo[@]}" apt-get update
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+  # Through env, as sudo drops the caller's environment: debconf must not ask on a terminal.
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
 # kubectl 1.27 or later (deploy/k8s is rendered by its kustomize) is not in Debian's packages at a
