@@ -255,3 +255,24 @@ export function twoClockSection(
     clockAfter: { ...TWO_CLOCKS.after },
   });
 }
+
+/** The CPU and memory of both sides, and no broker: the cost every report fixture carries. */
+export const fixtureCost = {
+  transmitter: {
+    cpuUserMs: 3,
+    cpuSystemMs: 1,
+    cpuMs: 4,
+    cpuMsPerImage: 2,
+    peakRssBytes: 100 * 1024 * 1024,
+    eventLoopUtilization: 0.5,
+  },
+  receiver: {
+    cpuUserMs: 2,
+    cpuSystemMs: 1,
+    cpuMs: 3,
+    cpuMsPerImage: 1.5,
+    peakRssBytes: 80 * 1024 * 1024,
+    eventLoopUtilization: 0.25,
+  },
+  broker: null,
+};

@@ -12,7 +12,14 @@ import { TIMING_DEFINITIONS, type RunReport } from '../../services/core/report.j
 import { reportLibraries } from '../../services/shared/report-assets.js';
 import type { SectionResult } from '../../services/core/section.js';
 import { SectionRecorder } from '../../services/core/recorder.js';
-import { fixturePlan, fixtureReport, fixtureSection, resultWith, twoClockSection } from '../helpers/fixtures.js';
+import {
+  fixturePlan,
+  fixtureReport,
+  fixtureSection,
+  resultWith,
+  twoClockSection,
+  fixtureCost as cost,
+} from '../helpers/fixtures.js';
 import type { SecondDistribution, SecondSample } from '../../services/core/series.js';
 import { asLegacy, histogramOf, soakSection, twentyMillionSections, withSeries } from '../helpers/series-fixtures.js';
 
@@ -24,26 +31,6 @@ const FAKE_CHART_JS =
   'TAG = "</SCRIPT >"; var comment = "<!--";';
 // The real page style and script, so the checks on the whole page cover them too.
 const LIBRARIES: HtmlReportLibraries = { ...reportLibraries(), chartJs: FAKE_CHART_JS };
-
-const cost = {
-  transmitter: {
-    cpuUserMs: 3,
-    cpuSystemMs: 1,
-    cpuMs: 4,
-    cpuMsPerImage: 2,
-    peakRssBytes: 100 * 1024 * 1024,
-    eventLoopUtilization: 0.5,
-  },
-  receiver: {
-    cpuUserMs: 2,
-    cpuSystemMs: 1,
-    cpuMs: 3,
-    cpuMsPerImage: 1.5,
-    peakRssBytes: 80 * 1024 * 1024,
-    eventLoopUtilization: 0.25,
-  },
-  broker: null,
-};
 
 /**
  * A section of the given times (ms; null = lost) as a file written before per-second series holds it: per-image records

@@ -23,28 +23,10 @@ import {
   fixtureSection,
   twoClockSection,
   resultWith,
+  fixtureCost as cost,
 } from '../helpers/fixtures.js';
 import { resultsSchemaErrors } from '../../scripts/lib/results-schema.js';
 
-const cost = {
-  transmitter: {
-    cpuUserMs: 3,
-    cpuSystemMs: 1,
-    cpuMs: 4,
-    cpuMsPerImage: 2,
-    peakRssBytes: 100 * 1024 * 1024,
-    eventLoopUtilization: 0.5,
-  },
-  receiver: {
-    cpuUserMs: 2,
-    cpuSystemMs: 1,
-    cpuMs: 3,
-    cpuMsPerImage: 1.5,
-    peakRssBytes: 80 * 1024 * 1024,
-    eventLoopUtilization: 0.25,
-  },
-  broker: null,
-};
 const clock = { offsetNs: -12_000, uncertaintyNs: 150_000, roundTripNs: 300_000, samples: 8, applied: false };
 
 const broker = {
