@@ -1,4 +1,4 @@
-import { compareRuns, renderComparison } from '../services/core/compare.js';
+import { compareRuns, renderComparison } from '../services/core/report/compare.js';
 import { BadResultsFile, readResultsFile } from './lib/results-file.js';
 
 // `npm run compare -- before/results.json after/results.json`: how each transport's p50, p99 and

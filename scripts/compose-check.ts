@@ -2,7 +2,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { RunReport } from '../services/core/report.js';
+import type { RunReport } from '../services/core/report/report.js';
 import { freePort } from '../services/shared/net.js';
 import { projectRoot } from '../services/shared/paths.js';
 import { defaultTransports, transports } from '../services/transports/index.js';

@@ -8,7 +8,7 @@ import {
   pngChunk,
   SAMPLE_ASSET_BYTES as ASSET_SIZE_BYTES,
   SAMPLE_ASSET_PATH,
-} from '../services/core/png.js';
+} from '../services/core/model/png.js';
 import { projectPath } from '../services/shared/paths.js';
 
 const ASSET_PATH = projectPath(SAMPLE_ASSET_PATH);

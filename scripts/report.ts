@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { errorMessage } from '../services/core/errors.js';
-import { renderHtmlReport } from '../services/core/html-report.js';
+import { renderHtmlReport } from '../services/core/report/html-report.js';
 import { BadResultsFile, readResultsFile } from './lib/results-file.js';
 import { writeFileAtomic } from '../services/shared/files.js';
 import { reportLibraries } from '../services/shared/report-assets.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { formatConfigIssues, parseConfig } from '../services/core/config.js';
-import { isShaped } from '../services/core/link.js';
+import { formatConfigIssues, parseConfig } from '../services/core/config/config.js';
+import { isShaped } from '../services/core/config/link.js';
 import { ExitCode, readSecretFile } from '../services/shared/entry.js';
 import { transports } from '../services/transports/index.js';
 import { applyShaping, shapedText, shapingCommands, ShapingRefused } from './lib/shaped-link.js';

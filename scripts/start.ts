@@ -4,7 +4,7 @@ import path from 'node:path';
 import { errorMessage } from '../services/core/errors.js';
 import { newAuthToken } from '../services/shared/auth-token.js';
 import { stopChild } from '../services/shared/child-process.js';
-import type { ConfigIssue } from '../services/core/config.js';
+import type { ConfigIssue } from '../services/core/config/config.js';
 import {
   configFromEnvOrExit,
   effectiveLogLevel,
@@ -20,8 +20,8 @@ import { SERVICE_NODE_FLAGS } from '../services/shared/node-flags.js';
 import { projectPath } from '../services/shared/paths.js';
 import { reportLibraries } from '../services/shared/report-assets.js';
 import { completeRun, runFolders } from '../services/shared/run-folder.js';
-import { isLoopbackHost, isShaped } from '../services/core/link.js';
-import { redactUrl } from '../services/core/redact.js';
+import { isLoopbackHost, isShaped } from '../services/core/config/link.js';
+import { redactUrl } from '../services/core/config/redact.js';
 import type { LocalServer } from '../services/transports/contract.js';
 import { transportByName, transports } from '../services/transports/index.js';
 import { freePortsEnv } from './lib/ports.js';

@@ -4,7 +4,7 @@ import { ceilingHeader, type CeilingSender } from './contract.js';
 // and the next one goes as soon as fewer than `window` are unacknowledged. The only bookkeeping is
 // a timestamp per image (its round trip). Warm-up images first, on the same link, untimed and all
 // acknowledged before the first timed one goes, as the suite drains its warm-up. The span is the
-// suite's too (services/core/section.ts, totalMs): from the first timed image's send stamp to the
+// suite's too (services/core/model/section.ts, totalMs): from the first timed image's send stamp to the
 // last timed image's arrival stamp at the receiver (both processes read one monotonic clock,
 // process.hrtime.bigint(), on one host), not to its ack.
 

@@ -1,4 +1,4 @@
-import { medianOf, percentile } from '../../services/core/stats.js';
+import { medianOf, percentile } from '../../services/core/model/stats.js';
 
 // The bench's "harness overhead": how much of what the library can do at all (its ceiling client,
 // scripts/ceiling/) the suite leaves on the table. The overhead shown is computed from the two

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { errorMessage } from '../../services/core/errors.js';
-import { RESULTS_SCHEMA_VERSION, type RunReport } from '../../services/core/report.js';
+import { RESULTS_SCHEMA_VERSION, type RunReport } from '../../services/core/report/report.js';
 
 /** A results.json that cannot be used; the message names the file and why. */
 export class BadResultsFile extends Error {}

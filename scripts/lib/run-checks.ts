@@ -1,4 +1,4 @@
-import type { RunReport } from '../../services/core/report.js';
+import type { RunReport } from '../../services/core/report/report.js';
 import { resultsSchemaErrors } from './results-schema.js';
 
 // What the checks of a real deployment (compose-check, swarm-check) assert about a finished run.

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { errorMessage } from '../../services/core/errors.js';
-import { describeShaping, formatBitRate, type NetworkShaping } from '../../services/core/link.js';
+import { describeShaping, formatBitRate, type NetworkShaping } from '../../services/core/config/link.js';
 
 // The shaped link of `npm start` (NETWORK_RATE, NETWORK_DELAY, NETWORK_LOSS): the transmitter runs
 // in a network namespace of its own, joined to this machine's namespace (receiver and private

@@ -1,7 +1,7 @@
-import { MAX_IMAGE_COUNT } from '../../services/core/config.js';
+import { MAX_IMAGE_COUNT } from '../../services/core/config/config.js';
 import { OUTPUT_FILES } from '../../services/shared/run-folder.js';
-import { renderTable } from '../../services/core/report.js';
-import { formatSize } from '../../services/core/size.js';
+import { renderTable } from '../../services/core/report/report.js';
+import { formatSize } from '../../services/core/config/size.js';
 import type { SweepChart } from './sweep-page.js';
 
 // `npm run bench -- soak`: does memory stay flat over a long run? Small images over TCP at a wide

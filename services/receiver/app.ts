@@ -3,8 +3,8 @@ import { STATUS_CODES } from 'node:http';
 import path from 'node:path';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { bearerToken, secretsEqual, sectionCredential } from '../core/auth.js';
-import type { Config } from '../core/config.js';
+import { bearerToken, secretsEqual, sectionCredential } from '../core/wire/auth.js';
+import type { Config } from '../core/config/config.js';
 import {
   CLOCK_HEADER,
   CONTROL_BODY_LIMIT_BYTES,
@@ -24,11 +24,11 @@ import {
   type RunAnnouncement,
   type RunFinish,
   type SectionEnd,
-} from '../core/control-protocol.js';
+} from '../core/wire/control-protocol.js';
 import { errorMessage } from '../core/errors.js';
-import { renderSummary, runSucceeded } from '../core/report.js';
-import type { FanOut, SectionPlan, SectionResult } from '../core/section.js';
-import type { WarmupOutcome } from '../core/warmup.js';
+import { renderSummary, runSucceeded } from '../core/report/report.js';
+import type { FanOut, SectionPlan, SectionResult } from '../core/model/section.js';
+import type { WarmupOutcome } from '../core/model/warmup.js';
 import { receiverAuthToken } from '../shared/auth-token.js';
 import { guardConnections } from '../shared/connection-guard.js';
 import { hostFacts } from '../shared/host.js';

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
-import type { Config } from '../core/config.js';
-import type { ListenerStatus } from '../core/control-protocol.js';
-import type { BrokerReading } from '../core/cost.js';
+import type { Config } from '../core/config/config.js';
+import type { ListenerStatus } from '../core/wire/control-protocol.js';
+import type { BrokerReading } from '../core/model/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import type { Ack } from '../core/frame.js';
+import type { Ack } from '../core/wire/frame.js';
 import type { ReceivedFrame, ReceiverListener, SectionOpening } from '../transports/contract.js';
 import { transportByName } from '../transports/index.js';
 import type { Doorkeeper } from '../transports/kit/door.js';

@@ -1,5 +1,5 @@
-import { sectionTitle } from '../core/report.js';
-import { formatSize } from '../core/size.js';
+import { sectionTitle } from '../core/report/report.js';
+import { formatSize } from '../core/config/size.js';
 import type { RunProgress } from './session.js';
 
 // The page GET / shows while a run is in progress (and before any run): plain HTML that reloads

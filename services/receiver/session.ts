@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { publicConfig, type Config } from '../core/config.js';
-import { failedSectionEnd, type RunAnnouncement, type SectionEnd } from '../core/control-protocol.js';
+import { publicConfig, type Config } from '../core/config/config.js';
+import { failedSectionEnd, type RunAnnouncement, type SectionEnd } from '../core/wire/control-protocol.js';
 import {
   brokerCost,
   busyShare,
@@ -9,15 +9,15 @@ import {
   type BrokerReading,
   type ResourceReading,
   type SideCost,
-} from '../core/cost.js';
+} from '../core/model/cost.js';
 import { errorMessage } from '../core/errors.js';
-import type { Ack } from '../core/frame.js';
-import { buildRunReport, type HostFacts, type RunInfo, type RunReport } from '../core/report.js';
-import { withFanOut, type FanOut, type SectionPlan, type SectionResult } from '../core/section.js';
-import { SectionRecorder } from '../core/recorder.js';
-import { exerciseSharedPaths } from '../core/prewarm.js';
-import { nsToMs } from '../core/stats.js';
-import { warmupImagesAllowed, type WarmupOutcome } from '../core/warmup.js';
+import type { Ack } from '../core/wire/frame.js';
+import { buildRunReport, type HostFacts, type RunInfo, type RunReport } from '../core/report/report.js';
+import { withFanOut, type FanOut, type SectionPlan, type SectionResult } from '../core/model/section.js';
+import { SectionRecorder } from '../core/model/recorder.js';
+import { exerciseSharedPaths } from '../core/model/prewarm.js';
+import { nsToMs } from '../core/model/stats.js';
+import { warmupImagesAllowed, type WarmupOutcome } from '../core/model/warmup.js';
 import { readResources, RssPeakTracker } from '../shared/resources.js';
 import type { OpenSectionFiles } from '../shared/run-folder.js';
 import type { ReceivedFrame } from '../transports/contract.js';

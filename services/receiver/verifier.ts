@@ -1,4 +1,4 @@
-import { imageChecksum } from '../core/checksum.js';
+import { imageChecksum } from '../core/wire/checksum.js';
 
 // Verification after the ack, on the receiver's one thread. The receiver acknowledges an image as
 // soon as the gate has it, then hands the bytes here; they are hashed in the event loop's check

@@ -11,8 +11,8 @@ import {
   writeFileSync,
 } from 'node:fs';
 import path from 'node:path';
-import { AUTH_TOKEN_PATTERN, judgeSecretFile } from '../core/auth.js';
-import { AUTH_TOKEN_ALLOWED, DEFAULT_AUTH_TOKEN_FILE, type Config, type ConfigIssue } from '../core/config.js';
+import { AUTH_TOKEN_PATTERN, judgeSecretFile } from '../core/wire/auth.js';
+import { AUTH_TOKEN_ALLOWED, DEFAULT_AUTH_TOKEN_FILE, type Config, type ConfigIssue } from '../core/config/config.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 
 // Where the shared secret comes from. AUTH_TOKEN wins (npm start sets a fresh one per run). Without

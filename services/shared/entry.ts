@@ -9,7 +9,7 @@ import {
   type ConfigIssue,
   type ParseOptions,
   type TransportSpec,
-} from '../core/config.js';
+} from '../core/config/config.js';
 import { directoryProblem, makeDirectories } from './directories.js';
 
 /** Exit codes of every entry: 0 all intact, 1 a transport failed or lost images, 2 bad configuration. */

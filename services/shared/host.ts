@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import type { HostFacts } from '../core/report.js';
+import type { HostFacts } from '../core/report/report.js';
 import { projectPath } from './paths.js';
 
 /** The measuring libraries every report names besides the transports' own. */

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { ErrorCode, ItbError, errorMessage } from '../core/errors.js';
-import { describePng, generatePng, SAMPLE_ASSET_BYTES, SAMPLE_ASSET_PATH } from '../core/png.js';
+import { describePng, generatePng, SAMPLE_ASSET_BYTES, SAMPLE_ASSET_PATH } from '../core/model/png.js';
 import { projectPath } from './paths.js';
 
 /** Where the bundled sample picture lives (made by `npm run make-asset`). */

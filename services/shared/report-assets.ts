@@ -1,10 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs';
-import type { HtmlReportLibraries } from '../core/html-report.js';
+import type { HtmlReportLibraries } from '../core/report/html-report.js';
 import { projectPath } from './paths.js';
 
 // What the HTML report inlines, read from files so the report needs no network: Chart.js from
 // node_modules, the page's own style and script from assets/ (which the runtime image ships).
-// Kept apart from services/core/html-report.ts so the renderer stays pure.
+// Kept apart from services/core/report/html-report.ts so the renderer stays pure.
 
 let cached: HtmlReportLibraries | undefined;
 

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { ResourceReading } from '../core/cost.js';
+import type { ResourceReading } from '../core/model/cost.js';
 
 /** This process's CPU and event-loop totals now. */
 export function readResources(): ResourceReading {

@@ -15,8 +15,8 @@ import {
 } from 'node:fs/promises';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { encodeFrameHeader, decodeFrameHeader } from '../core/frame.js';
-import { renderHtmlReport, type HtmlReportLibraries } from '../core/html-report.js';
+import { encodeFrameHeader, decodeFrameHeader } from '../core/wire/frame.js';
+import { renderHtmlReport, type HtmlReportLibraries } from '../core/report/html-report.js';
 import {
   buildRunReport,
   renderImageLine,
@@ -27,10 +27,10 @@ import {
   renderSectionHeading,
   type RunInfo,
   type RunReport,
-} from '../core/report.js';
-import type { SectionPlan, SectionResult } from '../core/section.js';
-import { SectionRecorder, type SectionSink } from '../core/recorder.js';
-import type { WarmupOutcome } from '../core/warmup.js';
+} from '../core/report/report.js';
+import type { SectionPlan, SectionResult } from '../core/model/section.js';
+import { SectionRecorder, type SectionSink } from '../core/model/recorder.js';
+import type { WarmupOutcome } from '../core/model/warmup.js';
 import { ErrorCode, ItbError } from '../core/errors.js';
 import { AsciiLines } from './ascii-lines.js';
 import { makeDirectories } from './directories.js';

@@ -1,36 +1,36 @@
 import { randomInt } from 'node:crypto';
 import type { Logger } from 'pino';
-import { sectionCredential, type SectionCredential } from '../core/auth.js';
-import { imageChecksum } from '../core/checksum.js';
-import { estimateClockOffset, type ClockOffset, type ClockSample } from '../core/clock.js';
-import { MAX_IMAGE_COUNT, publicConfig, type Config } from '../core/config.js';
+import { sectionCredential, type SectionCredential } from '../core/wire/auth.js';
+import { imageChecksum } from '../core/wire/checksum.js';
+import { estimateClockOffset, type ClockOffset, type ClockSample } from '../core/model/clock.js';
+import { MAX_IMAGE_COUNT, publicConfig, type Config } from '../core/config/config.js';
 import {
   failedSectionEnd,
   type HealthResponse,
   type RunAnnouncement,
   type RunOutcome,
-} from '../core/control-protocol.js';
-import { sideCost, type SideCost } from '../core/cost.js';
+} from '../core/wire/control-protocol.js';
+import { sideCost, type SideCost } from '../core/model/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import { buildRunReport, renderSummary } from '../core/report.js';
+import { buildRunReport, renderSummary } from '../core/report/report.js';
 import {
   fanOutOf,
   type SectionClock,
   type SectionPlan,
   type SectionResult,
   type TransmitterColdStart,
-} from '../core/section.js';
-import { acknowledgedOnlyResult, SectionRecorder } from '../core/recorder.js';
-import { OpenLoopSchedule } from '../core/schedule.js';
-import { exerciseSharedPaths } from '../core/prewarm.js';
-import { nsToMs } from '../core/stats.js';
+} from '../core/model/section.js';
+import { acknowledgedOnlyResult, SectionRecorder } from '../core/model/recorder.js';
+import { OpenLoopSchedule } from '../core/model/schedule.js';
+import { exerciseSharedPaths } from '../core/model/prewarm.js';
+import { nsToMs } from '../core/model/stats.js';
 import {
   warmupDecision,
   warmupPlan,
   type SteadinessReading,
   type WarmupDecision,
   type WarmupOutcome,
-} from '../core/warmup.js';
+} from '../core/model/warmup.js';
 import { transmitterAuthToken } from '../shared/auth-token.js';
 import { hostFacts } from '../shared/host.js';
 import { readResources, RssPeakTracker } from '../shared/resources.js';

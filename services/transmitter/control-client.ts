@@ -1,15 +1,15 @@
 import http from 'node:http';
-import type { ClockSample } from '../core/clock.js';
+import type { ClockSample } from '../core/model/clock.js';
 import {
   CLOCK_HEADER,
   type HealthResponse,
   type RunAnnouncement,
   type RunFinish,
   type SectionEnd,
-} from '../core/control-protocol.js';
+} from '../core/wire/control-protocol.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import type { FanOut, SectionPlan, SectionResult } from '../core/section.js';
-import type { WarmupOutcome } from '../core/warmup.js';
+import type { FanOut, SectionPlan, SectionResult } from '../core/model/section.js';
+import type { WarmupOutcome } from '../core/model/warmup.js';
 import { bracketHost } from '../shared/net.js';
 
 /** The transmitter's side of the control protocol: every request bounded in time. */

@@ -1,11 +1,11 @@
 import { ErrorCode, ItbError } from '../core/errors.js';
-import { DropLedger } from '../core/drops.js';
-import { encodeFrameHeader, type Ack } from '../core/frame.js';
-import type { ClientFigures, SectionPlan } from '../core/section.js';
-import { SteadinessCheck } from '../core/warmup.js';
-import { SecondSeries } from '../core/second-series.js';
-import { LatencyRecorder } from '../core/stats.js';
-import type { ResourceReading } from '../core/cost.js';
+import { DropLedger } from '../core/model/drops.js';
+import { encodeFrameHeader, type Ack } from '../core/wire/frame.js';
+import type { ClientFigures, SectionPlan } from '../core/model/section.js';
+import { SteadinessCheck } from '../core/model/warmup.js';
+import { SecondSeries } from '../core/model/second-series.js';
+import { LatencyRecorder } from '../core/model/stats.js';
+import type { ResourceReading } from '../core/model/cost.js';
 import { readResources, type RssPeakTracker } from '../shared/resources.js';
 
 // One section's bookkeeping on the transmitter: stamps and acks of the seqs in flight, and which

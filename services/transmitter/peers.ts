@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import net from 'node:net';
-import type { Config } from '../core/config.js';
+import type { Config } from '../core/config/config.js';
 import { ErrorCode, ItbError } from '../core/errors.js';
 import { sleep } from '../shared/waits.js';
 

@@ -1,8 +1,8 @@
 import readline from 'node:readline';
 import cliProgress from 'cli-progress';
-import type { SectionResult } from '../core/section.js';
-import { formatSize } from '../core/size.js';
-import { formatDurationMs } from '../core/duration.js';
+import type { SectionResult } from '../core/model/section.js';
+import { formatSize } from '../core/config/size.js';
+import { formatDurationMs } from '../core/config/duration.js';
 import type { RunObserver, SectionProgress } from './app.js';
 
 // The transmitter's live progress. The transmitter only increments SectionProgress counters; this

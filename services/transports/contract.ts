@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
-import type { SectionCredential } from '../core/auth.js';
-import type { TransportSetting } from '../core/config.js';
-import type { BrokerReading } from '../core/cost.js';
-import type { Ack, FrameHeader } from '../core/frame.js';
+import type { SectionCredential } from '../core/wire/auth.js';
+import type { TransportSetting } from '../core/config/config.js';
+import type { BrokerReading } from '../core/model/cost.js';
+import type { Ack, FrameHeader } from '../core/wire/frame.js';
 
 // The two-sided contract every transport implements. A transport moves opaque frames (a 40-byte
 // encoded header plus the image bytes) one way and 12-byte acks the other way. The rules that

@@ -1,8 +1,8 @@
 import type net from 'node:net';
 import type * as grpc from '@grpc/grpc-js';
-import { secretsEqual } from '../core/auth.js';
+import { secretsEqual } from '../core/wire/auth.js';
 import { ErrorCode, ItbError } from '../core/errors.js';
-import type { Ack } from '../core/frame.js';
+import type { Ack } from '../core/wire/frame.js';
 import { hostPort } from '../shared/net.js';
 import { once } from '../shared/once.js';
 import type {

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ErrorCode, ItbError } from '../core/errors.js';
-import { ACK_STATUS_CODES, FRAME_HEADER_BYTES, type Ack, type AckStatus } from '../core/frame.js';
+import { ACK_STATUS_CODES, FRAME_HEADER_BYTES, type Ack, type AckStatus } from '../core/wire/frame.js';
 import type { ReceiverListener, ReceiverOptions, Transport } from './contract.js';
 import { connectHttp, contentLength, DROPPED_STATUS, listenHttp, PATH, type HttpFraming } from './http.js';
 
@@ -28,7 +28,10 @@ import { connectHttp, contentLength, DROPPED_STATUS, listenHttp, PATH, type Http
 // checks and the base64 decode, which are part of this transport's cost and so inside every
 // image's time.
 
-/** The frame header's fields in their wire order (services/core/frame.ts's layout, big-endian): name, offset, width. */
+/**
+ * The frame header's fields in their wire order (services/core/wire/frame.ts's layout, big-endian): name, offset,
+ * width.
+ */
 const HEADER_FIELDS = [
   ['magic', 0, 'u32'],
   ['version', 4, 'u16'],

@@ -1,9 +1,9 @@
 import type net from 'node:net';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Client, Dispatcher } from 'undici';
-import { bearerToken, secretsEqual } from '../core/auth.js';
+import { bearerToken, secretsEqual } from '../core/wire/auth.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type Ack, type FrameHeader } from '../core/frame.js';
+import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type Ack, type FrameHeader } from '../core/wire/frame.js';
 import { boundPort, hostPort, singleListenHost } from '../shared/net.js';
 import { once } from '../shared/once.js';
 import type {

@@ -1,4 +1,4 @@
-import type { SectionCredential } from '../core/auth.js';
+import type { SectionCredential } from '../core/wire/auth.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { once } from '../shared/once.js';
 import { sleep } from '../shared/waits.js';

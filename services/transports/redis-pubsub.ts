@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import { FRAME_HEADER_BYTES } from '../core/frame.js';
+import { FRAME_HEADER_BYTES } from '../core/wire/frame.js';
 import { once } from '../shared/once.js';
 import { settlesWithin } from '../shared/waits.js';
 import type {

@@ -1,5 +1,5 @@
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import { encodeAck } from '../core/frame.js';
+import { encodeAck } from '../core/wire/frame.js';
 import { once } from '../shared/once.js';
 import { sleep } from '../shared/waits.js';
 import type {

@@ -1,7 +1,7 @@
 import { once as onceEvent } from 'node:events';
 import net from 'node:net';
-import { encodeHello, HELLO_BYTES, helloCredentialText } from '../core/auth.js';
-import { ACK_BYTES, decodeAck, encodeAck, FRAME_HEADER_BYTES, type FrameHeader } from '../core/frame.js';
+import { encodeHello, HELLO_BYTES, helloCredentialText } from '../core/wire/auth.js';
+import { ACK_BYTES, decodeAck, encodeAck, FRAME_HEADER_BYTES, type FrameHeader } from '../core/wire/frame.js';
 import { boundPort, hostPort } from '../shared/net.js';
 import { once } from '../shared/once.js';
 import { drainOrClose } from '../shared/waits.js';

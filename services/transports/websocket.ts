@@ -1,8 +1,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type WebSocket from 'ws';
-import { bearerToken } from '../core/auth.js';
+import { bearerToken } from '../core/wire/auth.js';
 import { ErrorCode, ItbError } from '../core/errors.js';
-import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type FrameHeader } from '../core/frame.js';
+import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type FrameHeader } from '../core/wire/frame.js';
 import { boundPort, hostPort, singleListenHost } from '../shared/net.js';
 import { once } from '../shared/once.js';
 import type { ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';

@@ -1,6 +1,6 @@
 import type { Context, Pull, Push, Subscriber, XPublisher, Socket } from 'zeromq';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import { ACK_BYTES, decodeAck, encodeAck } from '../core/frame.js';
+import { ACK_BYTES, decodeAck, encodeAck } from '../core/wire/frame.js';
 import { once } from '../shared/once.js';
 import { settlesWithin } from '../shared/waits.js';
 import type { ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';

@@ -1,6 +1,6 @@
 import type { Context, Dealer, Reply, Router } from 'zeromq';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import { ACK_BYTES, decodeAck, encodeAck } from '../core/frame.js';
+import { ACK_BYTES, decodeAck, encodeAck } from '../core/wire/frame.js';
 import { hostPort } from '../shared/net.js';
 import { once } from '../shared/once.js';
 import { settlesWithin } from '../shared/waits.js';

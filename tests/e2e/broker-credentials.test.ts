@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunReport } from '../../services/core/report.js';
+import type { RunReport } from '../../services/core/report/report.js';
 import type { LocalServer } from '../../services/transports/contract.js';
 import { startPrivateRedis } from '../../services/transports/kit/redis.js';
 import { startPrivateNats } from '../../services/transports/nats.js';

@@ -4,15 +4,15 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../services/core/config.js';
+import type { Config } from '../../services/core/config/config.js';
 import {
   RESULTS_SCHEMA_VERSION,
   renderResultsJson,
   summarizeTransports,
   type HostFacts,
   type RunReport,
-} from '../../services/core/report.js';
-import type { SectionResult } from '../../services/core/section.js';
+} from '../../services/core/report/report.js';
+import type { SectionResult } from '../../services/core/model/section.js';
 import { projectPath } from '../../services/shared/paths.js';
 
 // `npm run compare`'s entry as a user runs it, on two results.json files. `npm test` builds dist/

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { configVariables, parseConfig, type Config } from '../../services/core/config.js';
+import { configVariables, parseConfig, type Config } from '../../services/core/config/config.js';
 import { stopChild } from '../../services/shared/child-process.js';
 import { SERVICE_NODE_FLAGS } from '../../services/shared/node-flags.js';
 import { projectPath, projectRoot } from '../../services/shared/paths.js';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { stopChild } from '../../services/shared/child-process.js';
 import { freePort } from '../../services/shared/net.js';
-import type { RunReport } from '../../services/core/report.js';
+import type { RunReport } from '../../services/core/report/report.js';
 import { exitWithin, freePortsEnv, startService, type ServiceProcess } from '../helpers/processes.js';
 import { logSections, readImageCsv } from '../helpers/run-files.js';
 

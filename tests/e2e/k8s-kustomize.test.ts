@@ -7,7 +7,7 @@ import type { IConfigMap } from 'kubernetes-models/v1/ConfigMap';
 import type { IContainer } from 'kubernetes-models/v1/Container';
 import type { IPodSpec } from 'kubernetes-models/v1/PodSpec';
 import { describe, expect, it } from 'vitest';
-import { parseConfig, type Config } from '../../services/core/config.js';
+import { parseConfig, type Config } from '../../services/core/config/config.js';
 import { SERVICE_NODE_FLAGS } from '../../services/shared/node-flags.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { transports } from '../../services/transports/index.js';

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RunReport } from '../../services/core/report.js';
+import type { RunReport } from '../../services/core/report/report.js';
 import {
   exitWithin,
   freePortsEnv,

@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm, utimes } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RunReport } from '../../services/core/report.js';
+import type { RunReport } from '../../services/core/report/report.js';
 import {
   freePortsEnv,
   startReadyReceiver,

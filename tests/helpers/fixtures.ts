@@ -1,14 +1,14 @@
-import { parseConfig } from '../../services/core/config.js';
+import { parseConfig } from '../../services/core/config/config.js';
 import {
   RESULTS_SCHEMA_VERSION,
   summarizeTransports,
   type HostFacts,
   type RunReport,
-} from '../../services/core/report.js';
-import type { ImageRecord, SectionExtras, SectionPlan, SectionResult } from '../../services/core/section.js';
-import { SectionRecorder, type SectionSink } from '../../services/core/recorder.js';
-import { summarizeLatency } from '../../services/core/stats.js';
-import type { WarmupOutcome } from '../../services/core/warmup.js';
+} from '../../services/core/report/report.js';
+import type { ImageRecord, SectionExtras, SectionPlan, SectionResult } from '../../services/core/model/section.js';
+import { SectionRecorder, type SectionSink } from '../../services/core/model/recorder.js';
+import { summarizeLatency } from '../../services/core/model/stats.js';
+import type { WarmupOutcome } from '../../services/core/model/warmup.js';
 import { transports } from '../../services/transports/index.js';
 
 /** The outcome of a warm-up of no images (WARMUP=0): the recorded images start at seq 0. */

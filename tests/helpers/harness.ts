@@ -1,7 +1,7 @@
 import { pino } from 'pino';
-import { sectionCredential, type SectionCredential } from '../../services/core/auth.js';
-import { imageChecksum } from '../../services/core/checksum.js';
-import { encodeFrameHeader, type Ack } from '../../services/core/frame.js';
+import { sectionCredential, type SectionCredential } from '../../services/core/wire/auth.js';
+import { imageChecksum } from '../../services/core/wire/checksum.js';
+import { encodeFrameHeader, type Ack } from '../../services/core/wire/frame.js';
 import type {
   Door,
   LocalServer,

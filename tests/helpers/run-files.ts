@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { ImageRecord, SectionResult } from '../../services/core/section.js';
+import type { ImageRecord, SectionResult } from '../../services/core/model/section.js';
 import { IMAGES_CSV_HEADER, LATEST_LINK } from '../../services/shared/run-folder.js';
 import type { SinkRecord } from './fixtures.js';
 

@@ -1,7 +1,7 @@
 import { build as buildHistogram, encodeIntoCompressedBase64 } from 'hdr-histogram-js';
-import type { SectionPlan, SectionResult } from '../../services/core/section.js';
-import type { SecondSample } from '../../services/core/series.js';
-import type { LatencySummary } from '../../services/core/stats.js';
+import type { SectionPlan, SectionResult } from '../../services/core/model/section.js';
+import type { SecondSample } from '../../services/core/model/series.js';
+import type { LatencySummary } from '../../services/core/model/stats.js';
 import { fixturePlan, fixtureSection } from './fixtures.js';
 
 // Sections in the two shapes report.html reads: per-second series with HDR histograms (files

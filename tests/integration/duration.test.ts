@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunReport } from '../../services/core/report.js';
+import type { RunReport } from '../../services/core/report/report.js';
 import { resultsSchemaErrors } from '../../scripts/lib/results-schema.js';
 import { runBoth } from '../helpers/in-process.js';
 

@@ -2,10 +2,10 @@ import { randomBytes } from 'node:crypto';
 import http2 from 'node:http2';
 import * as grpc from '@grpc/grpc-js';
 import { describe, expect, it } from 'vitest';
-import { sectionCredential } from '../../services/core/auth.js';
+import { sectionCredential } from '../../services/core/wire/auth.js';
 import { ErrorCode } from '../../services/core/errors.js';
-import { FRAME_HEADER_BYTES, type Ack } from '../../services/core/frame.js';
-import { nsToMs } from '../../services/core/stats.js';
+import { FRAME_HEADER_BYTES, type Ack } from '../../services/core/wire/frame.js';
+import { nsToMs } from '../../services/core/model/stats.js';
 import type {
   Door,
   ReceivedFrame,

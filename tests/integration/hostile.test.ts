@@ -7,16 +7,16 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeHello, sectionCredential, type SectionCredential } from '../../services/core/auth.js';
+import { encodeHello, sectionCredential, type SectionCredential } from '../../services/core/wire/auth.js';
 import {
   CONTROL_CONNECTION_LIMITS,
   failedSectionEnd,
   type ConnectionLimits,
   type HealthResponse,
   type RunAnnouncement,
-} from '../../services/core/control-protocol.js';
-import { encodeFrameHeader } from '../../services/core/frame.js';
-import type { SectionPlan } from '../../services/core/section.js';
+} from '../../services/core/wire/control-protocol.js';
+import { encodeFrameHeader } from '../../services/core/wire/frame.js';
+import type { SectionPlan } from '../../services/core/model/section.js';
 import { hostFacts } from '../../services/shared/host.js';
 import { ControlClient } from '../../services/transmitter/control-client.js';
 import { FRAME_HEADER_FIELD, PATH as HTTP_PATH } from '../../services/transports/http.js';

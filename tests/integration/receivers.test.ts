@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RunReport } from '../../services/core/report.js';
+import type { RunReport } from '../../services/core/report/report.js';
 import type { ReceiverApp } from '../../services/receiver/app.js';
 import { transports } from '../../services/transports/index.js';
 import { LocalServers } from '../helpers/harness.js';

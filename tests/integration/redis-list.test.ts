@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sectionCredential } from '../../services/core/auth.js';
+import { sectionCredential } from '../../services/core/wire/auth.js';
 import { ErrorCode } from '../../services/core/errors.js';
-import { encodeFrameHeader } from '../../services/core/frame.js';
+import { encodeFrameHeader } from '../../services/core/wire/frame.js';
 import type { LocalServer } from '../../services/transports/contract.js';
 import { startPrivateRedis } from '../../services/transports/kit/redis.js';
 import { listSectionKeys, redisListTransport } from '../../services/transports/redis-list.js';

@@ -2,12 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../services/core/errors.js';
-import { encodeFrameHeader, type Ack } from '../../services/core/frame.js';
+import { encodeFrameHeader, type Ack } from '../../services/core/wire/frame.js';
 import { freePort } from '../../services/shared/net.js';
 import type { LocalServer, ReceiverOptions } from '../../services/transports/contract.js';
 import { redisTransport, sectionKeys, type SectionKeys } from '../../services/transports/redis.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
-import { sectionCredential } from '../../services/core/auth.js';
+import { sectionCredential } from '../../services/core/wire/auth.js';
 import {
   eventually,
   openPair,

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, readlink, realpath, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { renderImageLine, type RunReport } from '../../services/core/report.js';
+import { renderImageLine, type RunReport } from '../../services/core/report/report.js';
 import { freePort } from '../../services/shared/net.js';
 import { transports } from '../../services/transports/index.js';
 import { escapeRegExp, LocalServers, TEST_AUTH_TOKEN } from '../helpers/harness.js';

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { SectionResult } from '../../services/core/section.js';
+import type { SectionResult } from '../../services/core/model/section.js';
 import type { Transport } from '../../services/transports/contract.js';
 import { LocalServers } from '../helpers/harness.js';
 import { runBoth } from '../helpers/in-process.js';

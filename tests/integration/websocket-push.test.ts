@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../services/core/errors.js';
-import { encodeAck, type Ack } from '../../services/core/frame.js';
+import { encodeAck, type Ack } from '../../services/core/wire/frame.js';
 import { freePort } from '../../services/shared/net.js';
 import type { TransmitterLink, TransmitterOptions } from '../../services/transports/contract.js';
 import { websocketPushTransport } from '../../services/transports/websocket-push.js';

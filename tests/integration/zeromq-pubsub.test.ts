@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { Pull, XPublisher, type Socket } from 'zeromq';
-import { DropLedger } from '../../services/core/drops.js';
+import { DropLedger } from '../../services/core/model/drops.js';
 import { ErrorCode } from '../../services/core/errors.js';
 import { freePort } from '../../services/shared/net.js';
 import { withTimeout } from '../../services/shared/waits.js';

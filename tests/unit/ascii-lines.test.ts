@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { renderImageLine } from '../../services/core/report.js';
+import { renderImageLine } from '../../services/core/report/report.js';
 import { AsciiLines } from '../../services/shared/ascii-lines.js';
 
 // The per-image lines written as bytes must read exactly as report.ts words them.

@@ -4,7 +4,7 @@ import {
   oneWayClockErrorNs,
   type ClockOffset,
   type ClockSample,
-} from '../../services/core/clock.js';
+} from '../../services/core/model/clock.js';
 
 // Synthetic exchanges: the receiver's clock runs `trueOffset` ahead; each exchange has its own
 // outbound and return delays, so only a symmetric, short one recovers the offset closely.

@@ -1,14 +1,19 @@
 import { describe, expect, it } from 'vitest';
-import { compareRuns, renderComparison, settingDifferences, type ComparisonRow } from '../../services/core/compare.js';
-import type { Config } from '../../services/core/config.js';
+import {
+  compareRuns,
+  renderComparison,
+  settingDifferences,
+  type ComparisonRow,
+} from '../../services/core/report/compare.js';
+import type { Config } from '../../services/core/config/config.js';
 import {
   RESULTS_SCHEMA_VERSION,
   summarizeTransports,
   type HostFacts,
   type RunReport,
-} from '../../services/core/report.js';
-import type { SectionResult } from '../../services/core/section.js';
-import { SectionRecorder } from '../../services/core/recorder.js';
+} from '../../services/core/report/report.js';
+import type { SectionResult } from '../../services/core/model/section.js';
+import { SectionRecorder } from '../../services/core/model/recorder.js';
 
 // Sections are built literally so every figure is exact (the recorder's HDR percentiles are only
 // within 0.1 %); one test goes through SectionRecorder to tie the two together.

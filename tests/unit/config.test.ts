@@ -16,8 +16,8 @@ import {
   publicConfig,
   type Config,
   type TransportSpec,
-} from '../../services/core/config.js';
-import { runInfoSchema } from '../../services/core/control-protocol.js';
+} from '../../services/core/config/config.js';
+import { runInfoSchema } from '../../services/core/wire/control-protocol.js';
 import { readSecretFile } from '../../services/shared/entry.js';
 import { projectPath } from '../../services/shared/paths.js';
 
@@ -393,7 +393,7 @@ describe('parseConfig', () => {
       const shown = JSON.parse(JSON.stringify(publicConfig(result.config))) as Record<string, unknown>;
       expect(shown.durationMs).toBe(5_400_000);
       const resultsSchema = JSON.parse(
-        readFileSync(projectPath('services', 'core', 'results.schema.json'), 'utf8'),
+        readFileSync(projectPath('services', 'core', 'report', 'results.schema.json'), 'utf8'),
       ) as { definitions: { config: object } };
       const ajv = new Ajv({ allErrors: true });
       const resultsConfig = ajv.compile(resultsSchema.definitions.config);

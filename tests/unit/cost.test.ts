@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { brokerCost, busyShare, sideCost } from '../../services/core/cost.js';
+import { brokerCost, busyShare, sideCost } from '../../services/core/model/cost.js';
 
 describe('sideCost', () => {
   it('turns two readings into CPU, per-image CPU and event-loop utilization', () => {

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { configVariables } from '../../services/core/config.js';
+import { configVariables } from '../../services/core/config/config.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { transports } from '../../services/transports/index.js';
 

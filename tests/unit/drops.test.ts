@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DropLedger } from '../../services/core/drops.js';
+import { DropLedger } from '../../services/core/model/drops.js';
 
 describe('DropLedger', () => {
   it('settles every open seq below an ack as lost, once', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatDurationMs, parseDurationMs } from '../../services/core/duration.js';
+import { formatDurationMs, parseDurationMs } from '../../services/core/config/duration.js';
 
 describe('parseDurationMs', () => {
   it.each([

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { configVariables, parseConfig } from '../../services/core/config.js';
+import { configVariables, parseConfig } from '../../services/core/config/config.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { transports } from '../../services/transports/index.js';
 

@@ -7,7 +7,7 @@ import {
   encodeAck,
   encodeFrameHeader,
   FRAME_HEADER_BYTES,
-} from '../../services/core/frame.js';
+} from '../../services/core/wire/frame.js';
 
 // The frame decoder is the first thing hostile bytes reach: whatever they are, it either returns
 // a header within MAX_IMAGE_SIZE or throws ITB_ERR_FRAME, never anything else.

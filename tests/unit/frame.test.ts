@@ -8,7 +8,7 @@ import {
   encodeFrameHeader,
   FRAME_HEADER_BYTES,
   type FrameHeader,
-} from '../../services/core/frame.js';
+} from '../../services/core/wire/frame.js';
 
 const header: FrameHeader = {
   sectionId: 4_000_000_000,

@@ -7,11 +7,11 @@ import {
   scriptForInline,
   styleForInline,
   type HtmlReportLibraries,
-} from '../../services/core/html-report.js';
-import { TIMING_DEFINITIONS, type RunReport } from '../../services/core/report.js';
+} from '../../services/core/report/html-report.js';
+import { TIMING_DEFINITIONS, type RunReport } from '../../services/core/report/report.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';
-import type { SectionResult } from '../../services/core/section.js';
-import { SectionRecorder } from '../../services/core/recorder.js';
+import type { SectionResult } from '../../services/core/model/section.js';
+import { SectionRecorder } from '../../services/core/model/recorder.js';
 import {
   fixturePlan,
   fixtureReport,
@@ -20,7 +20,7 @@ import {
   twoClockSection,
   fixtureCost as cost,
 } from '../helpers/fixtures.js';
-import type { SecondDistribution, SecondSample } from '../../services/core/series.js';
+import type { SecondDistribution, SecondSample } from '../../services/core/model/series.js';
 import { asLegacy, histogramOf, soakSection, twentyMillionSections, withSeries } from '../helpers/series-fixtures.js';
 
 // The page as text: what it inlines, what it carries, what it must never contain. The browser

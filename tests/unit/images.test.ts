@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ErrorCode, ItbError } from '../../services/core/errors.js';
-import { generatePng } from '../../services/core/png.js';
+import { generatePng } from '../../services/core/model/png.js';
 import { ASSET_PATH, ASSET_SIZE_BYTES, loadImage } from '../../services/shared/images.js';
 import { projectPath } from '../../services/shared/paths.js';
 

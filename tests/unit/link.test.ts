@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseConfig, type TransportSpec } from '../../services/core/config.js';
+import { parseConfig, type TransportSpec } from '../../services/core/config/config.js';
 import {
   describeShaping,
   formatBitRate,
@@ -8,7 +8,7 @@ import {
   parseBitRate,
   parseDelayMs,
   parseLossPercent,
-} from '../../services/core/link.js';
+} from '../../services/core/config/link.js';
 import { shapingCommands, tbfBurstBytes } from '../../scripts/lib/shaped-link.js';
 
 const specs: TransportSpec[] = [

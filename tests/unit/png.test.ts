@@ -7,7 +7,7 @@ import {
   describePng,
   generatePng,
   pngChunk,
-} from '../../services/core/png.js';
+} from '../../services/core/model/png.js';
 
 const SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { exerciseSharedPaths } from '../../services/core/prewarm.js';
+import { exerciseSharedPaths } from '../../services/core/model/prewarm.js';
 
 describe('exerciseSharedPaths', () => {
   it('runs every frame through the codecs and the record, accepted and intact, and hashes the image 20 times', () => {

@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { SectionPlan, SectionResult } from '../../services/core/section.js';
-import { SectionRecorder } from '../../services/core/recorder.js';
+import type { SectionPlan, SectionResult } from '../../services/core/model/section.js';
+import { SectionRecorder } from '../../services/core/model/recorder.js';
 import type { SectionProgress } from '../../services/transmitter/app.js';
 import { createProgressDisplay, formatDurationSeconds } from '../../services/transmitter/progress.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { redactUrl, urlCredentials } from '../../services/core/redact.js';
+import { redactUrl, urlCredentials } from '../../services/core/config/redact.js';
 
 describe('redactUrl', () => {
   it.each([

@@ -11,11 +11,11 @@ import {
   runSucceeded,
   summarizeTransports,
   type RunReport,
-} from '../../services/core/report.js';
-import { fanOutOf, withFanOut, type ColdStart, type SectionResult } from '../../services/core/section.js';
-import { SectionRecorder } from '../../services/core/recorder.js';
-import type { WarmupOutcome, WarmupPlan } from '../../services/core/warmup.js';
-import { mergeLatency } from '../../services/core/stats.js';
+} from '../../services/core/report/report.js';
+import { fanOutOf, withFanOut, type ColdStart, type SectionResult } from '../../services/core/model/section.js';
+import { SectionRecorder } from '../../services/core/model/recorder.js';
+import type { WarmupOutcome, WarmupPlan } from '../../services/core/model/warmup.js';
+import { mergeLatency } from '../../services/core/model/stats.js';
 import {
   collectingSink,
   fixturePlan,

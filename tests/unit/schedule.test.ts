@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { achievedRate, OpenLoopSchedule } from '../../services/core/schedule.js';
+import { achievedRate, OpenLoopSchedule } from '../../services/core/model/schedule.js';
 
 describe('OpenLoopSchedule', () => {
   it('makes image i due at start + i ÷ rate, image 0 at the start', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { joinSeries, SecondSeries } from '../../services/core/second-series.js';
+import { joinSeries, SecondSeries } from '../../services/core/model/second-series.js';
 
 // A section's per-second figures, built as images come: each second's count, intact bytes and a
 // small distribution of its times, by the second (since the origin) the image was taken in.

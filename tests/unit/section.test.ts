@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { FrameHeader } from '../../services/core/frame.js';
+import type { FrameHeader } from '../../services/core/wire/frame.js';
 import {
   clientFairness,
   fanOutOf,
@@ -8,9 +8,9 @@ import {
   MIN_STABLE_IMAGES,
   MIN_STABLE_SPAN_MS,
   type SectionPlan,
-} from '../../services/core/section.js';
-import { acknowledgedOnlyResult, SectionRecorder, type SectionSink } from '../../services/core/recorder.js';
-import type { WarmupOutcome } from '../../services/core/warmup.js';
+} from '../../services/core/model/section.js';
+import { acknowledgedOnlyResult, SectionRecorder, type SectionSink } from '../../services/core/model/recorder.js';
+import type { WarmupOutcome } from '../../services/core/model/warmup.js';
 import { collectingSink, NO_WARMUP, resultWith } from '../helpers/fixtures.js';
 
 const plan: SectionPlan = {

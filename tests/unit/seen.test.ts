@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { SeenSet } from '../../services/core/seen.js';
+import { SeenSet } from '../../services/core/model/seen.js';
 
 // The receiver's record of which seqs arrived: duplicates refused, holes listed in order at the
 // section's end, and memory that stays a chunk or two however long the section runs.

@@ -1,6 +1,11 @@
 import { build, encodeIntoCompressedBase64 } from 'hdr-histogram-js';
 import { describe, expect, it } from 'vitest';
-import { bucketSeries, latencyCurve, type SecondDistribution, type SecondSample } from '../../services/core/series.js';
+import {
+  bucketSeries,
+  latencyCurve,
+  type SecondDistribution,
+  type SecondSample,
+} from '../../services/core/model/series.js';
 
 /** A distribution with a p99 only when given one. */
 const dist = (minMs: number, p50Ms: number, maxMs: number, p99Ms: number | null = null): SecondDistribution => ({

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { imageChecksum } from '../../services/core/checksum.js';
-import { parseConfig } from '../../services/core/config.js';
-import type { RunAnnouncement, SectionEnd } from '../../services/core/control-protocol.js';
-import type { SectionPlan, SectionResult } from '../../services/core/section.js';
+import { imageChecksum } from '../../services/core/wire/checksum.js';
+import { parseConfig } from '../../services/core/config/config.js';
+import type { RunAnnouncement, SectionEnd } from '../../services/core/wire/control-protocol.js';
+import type { SectionPlan, SectionResult } from '../../services/core/model/section.js';
 import { RunSession } from '../../services/receiver/session.js';
 import { Verifier } from '../../services/receiver/verifier.js';
 import { transports } from '../../services/transports/index.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatSize, parseSize } from '../../services/core/size.js';
+import { formatSize, parseSize } from '../../services/core/config/size.js';
 
 describe('parseSize', () => {
   it.each([

@@ -9,7 +9,7 @@ import {
   rangeOf,
   summarizeLatency,
   throughputMBps,
-} from '../../services/core/stats.js';
+} from '../../services/core/model/stats.js';
 
 describe('percentile (nearest rank)', () => {
   const values = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { configVariables } from '../../services/core/config.js';
+import { configVariables } from '../../services/core/config/config.js';
 import { SERVICE_NODE_FLAGS } from '../../services/shared/node-flags.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { transports } from '../../services/transports/index.js';

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promise
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { judgeSecretFile } from '../../services/core/auth.js';
+import { judgeSecretFile } from '../../services/core/wire/auth.js';
 import { ErrorCode } from '../../services/core/errors.js';
 import { newAuthToken, readOrCreateTokenFile, readTokenFile } from '../../services/shared/auth-token.js';
 

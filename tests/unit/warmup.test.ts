@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { percentile } from '../../services/core/stats.js';
+import { percentile } from '../../services/core/model/stats.js';
 import {
   describeWarmup,
   describeWarmupOutcome,
@@ -17,7 +17,7 @@ import {
   type WarmupOutcome,
   type WarmupPlan,
   type WarmupProgress,
-} from '../../services/core/warmup.js';
+} from '../../services/core/model/warmup.js';
 
 /** WARMUP=auto with the default times and WINDOW=1. */
 const STEADY: Extract<WarmupPlan, { mode: 'steady' }> = {

@@ -1,4 +1,4 @@
-import { redactUrl, urlCredentials } from '../../core/redact.js';
+import { redactUrl, urlCredentials } from '../../core/config/redact.js';
 
 // A broker's URL taken apart once per connection: the library gets the URL without credentials
 // and the user and password as options (so it can neither misread nor echo them), and every

@@ -1,5 +1,5 @@
 import type net from 'node:net';
-import { credentialMatches, type SectionCredential } from '../../core/auth.js';
+import { credentialMatches, type SectionCredential } from '../../core/wire/auth.js';
 import { hostPort } from '../../shared/net.js';
 import type { Door, DoorPass } from '../contract.js';
 

@@ -1,5 +1,5 @@
 import { errorMessage } from '../../core/errors.js';
-import { decodeFrameHeader, type Ack, type FrameHeader } from '../../core/frame.js';
+import { decodeFrameHeader, type Ack, type FrameHeader } from '../../core/wire/frame.js';
 import type { ReceiverOptions } from '../contract.js';
 
 // The one receive path. Every transport hands what it got to a gate, which decodes and checks the

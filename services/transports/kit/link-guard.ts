@@ -1,5 +1,5 @@
 import { ErrorCode, ItbError } from '../../core/errors.js';
-import type { Ack } from '../../core/frame.js';
+import type { Ack } from '../../core/wire/frame.js';
 import type { TransmitterLink } from '../contract.js';
 import type { SendQueue } from './send-queue.js';
 

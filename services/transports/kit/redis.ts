@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { SectionCredential } from '../../core/auth.js';
-import type { TransportSetting } from '../../core/config.js';
-import type { BrokerReading } from '../../core/cost.js';
+import type { SectionCredential } from '../../core/wire/auth.js';
+import type { TransportSetting } from '../../core/config/config.js';
+import type { BrokerReading } from '../../core/model/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../../core/errors.js';
-import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type Ack, type FrameHeader } from '../../core/frame.js';
+import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type Ack, type FrameHeader } from '../../core/wire/frame.js';
 import { answersWith, startLocalProcess } from '../../shared/local-server.js';
 import { drainOrClose, settlesWithin } from '../../shared/waits.js';
 import type { LocalServer, ReceiverOptions, TransmitterLink, TransmitterOptions } from '../contract.js';

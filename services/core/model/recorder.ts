@@ -1,5 +1,5 @@
 import { oneWayClockErrorNs } from './clock.js';
-import type { AckStatus, FrameHeader } from './frame.js';
+import type { AckStatus, FrameHeader } from '../wire/frame.js';
 import { SecondSeries, joinSeries } from './second-series.js';
 import { SeenSet } from './seen.js';
 import {

@@ -2,14 +2,14 @@
 // services use these types and schemas and meet only over the wire. Bodies are checked against
 // the schemas (fastify validates them, without type coercion), and kept small.
 
-import { MAX_CLIENTS, MAX_DURATION_MS, MAX_IMAGE_COUNT, MAX_RECEIVERS, MIN_DURATION_MS } from './config.js';
-import type { SideCost } from './cost.js';
-import { MAX_RATE_PER_SECOND } from './schedule.js';
-import type { HostFacts, RunInfo, RunReport } from './report.js';
-import type { ClockOffset } from './clock.js';
-import type { ClientFigures, TransmitterColdStart } from './section.js';
-import type { SecondDistribution } from './series.js';
-import type { LatencySummary } from './stats.js';
+import { MAX_CLIENTS, MAX_DURATION_MS, MAX_IMAGE_COUNT, MAX_RECEIVERS, MIN_DURATION_MS } from '../config/config.js';
+import type { SideCost } from '../model/cost.js';
+import { MAX_RATE_PER_SECOND } from '../model/schedule.js';
+import type { HostFacts, RunInfo, RunReport } from '../report/report.js';
+import type { ClockOffset } from '../model/clock.js';
+import type { ClientFigures, TransmitterColdStart } from '../model/section.js';
+import type { SecondDistribution } from '../model/series.js';
+import type { LatencySummary } from '../model/stats.js';
 
 /** Largest control request body, in bytes: the protocol's messages are a few kilobytes. */
 export const CONTROL_BODY_LIMIT_BYTES = 64 * 1024;

@@ -6,10 +6,10 @@ import {
   type RunReport,
   type TransportSummary,
 } from './report.js';
-import type { SectionResult } from './section.js';
-import { formatSize } from './size.js';
-import type { Range } from './stats.js';
-import { describeWarmup } from './warmup.js';
+import type { SectionResult } from '../model/section.js';
+import { formatSize } from '../config/size.js';
+import type { Range } from '../model/stats.js';
+import { describeWarmup } from '../model/warmup.js';
 
 // Two runs' results side by side: per transport, how the median repeat's p50, p99 and MB/s moved,
 // and whether the move is larger than the runs' own repeat-to-repeat spread. Pure: the CLI

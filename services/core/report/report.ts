@@ -1,6 +1,6 @@
-import type { ClockOffset } from './clock.js';
-import type { PublicConfig } from './config.js';
-import type { SideCost } from './cost.js';
+import type { ClockOffset } from '../model/clock.js';
+import type { PublicConfig } from '../config/config.js';
+import type { SideCost } from '../model/cost.js';
 import {
   COMPARABLE_RUN_IMAGES,
   MIN_STABLE_IMAGES,
@@ -13,18 +13,18 @@ import {
   type OpenLoopFigures,
   type SectionPlan,
   type SectionResult,
-} from './section.js';
-import { formatDurationMs } from './duration.js';
-import { formatSize } from './size.js';
-import { medianOf, MIN_SAMPLES_FOR, rangeOf, type LatencySummary, type Range } from './stats.js';
-import { describeWarmup, describeWarmupOutcome, type WarmupPlan } from './warmup.js';
+} from '../model/section.js';
+import { formatDurationMs } from '../config/duration.js';
+import { formatSize } from '../config/size.js';
+import { medianOf, MIN_SAMPLES_FOR, rangeOf, type LatencySummary, type Range } from '../model/stats.js';
+import { describeWarmup, describeWarmupOutcome, type WarmupPlan } from '../model/warmup.js';
 
 // One report object per run, rendered several ways: output.log text, the summary tables printed
 // at the end, and results.json. Renderers are pure functions of the report.
 
 /**
- * Version of results.json's shape (services/core/results.schema.json); bump it when a field changes meaning or goes
- * away.
+ * Version of results.json's shape (services/core/report/results.schema.json); bump it when a field changes meaning or
+ * goes away.
  */
 export const RESULTS_SCHEMA_VERSION = 7;
 

@@ -1,5 +1,5 @@
-import { imageChecksum } from './checksum.js';
-import { decodeAck, decodeFrameHeader, encodeAck, encodeFrameHeader } from './frame.js';
+import { imageChecksum } from '../wire/checksum.js';
+import { decodeAck, decodeFrameHeader, encodeAck, encodeFrameHeader } from '../wire/frame.js';
 import type { SectionPlan } from './section.js';
 import { SectionRecorder } from './recorder.js';
 

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { AUTH_TOKEN_PATTERN } from './auth.js';
-import { errorMessage } from './errors.js';
+import { AUTH_TOKEN_PATTERN } from '../wire/auth.js';
+import { errorMessage } from '../errors.js';
 import { DURATION_UNITS_HELP, formatDurationMs, parseDurationMs } from './duration.js';
-import { MIN_GENERATED_PNG_BYTES } from './png.js';
+import { MIN_GENERATED_PNG_BYTES } from '../model/png.js';
 import { formatSize, parseSize, SIZE_UNITS_HELP } from './size.js';
 import {
   DELAY_ALLOWED,
@@ -16,8 +16,8 @@ import {
   type NetworkShaping,
 } from './link.js';
 import { REDACTED, redactUrl, urlCredentials } from './redact.js';
-import { MAX_RATE_PER_SECOND } from './schedule.js';
-import { MAX_FIXED_WARMUP_IMAGES } from './warmup.js';
+import { MAX_RATE_PER_SECOND } from '../model/schedule.js';
+import { MAX_FIXED_WARMUP_IMAGES } from '../model/warmup.js';
 
 // Configuration comes only from environment variables. One zod schema holds every variable, its
 // default and what it allows; parsing collects every bad variable at once, then cross-variable

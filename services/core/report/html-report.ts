@@ -11,11 +11,11 @@ import {
   type RunReport,
   type TransportSummary,
 } from './report.js';
-import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, OVERLOAD_RATE_SHARE, type SectionResult } from './section.js';
-import { bucketSeries, latencyCurve, type SeriesBucket } from './series.js';
-import { formatSize } from './size.js';
-import { MIN_SAMPLES_FOR, type LatencySummary } from './stats.js';
-import { describeWarmup } from './warmup.js';
+import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, OVERLOAD_RATE_SHARE, type SectionResult } from '../model/section.js';
+import { bucketSeries, latencyCurve, type SeriesBucket } from '../model/series.js';
+import { formatSize } from '../config/size.js';
+import { MIN_SAMPLES_FOR, type LatencySummary } from '../model/stats.js';
+import { describeWarmup } from '../model/warmup.js';
 
 // report.html: one self-contained page per run (or a before/after pair) with charts and the
 // summary table. Pure: the caller reads results.json and the inlined libraries. The page fetches

@@ -1,4 +1,4 @@
-import { ErrorCode, ItbError } from './errors.js';
+import { ErrorCode, ItbError } from '../errors.js';
 
 // Every image travels as a fixed 40-byte header plus its bytes. The header is the only thing the
 // receiver needs to time and verify an image, so every transport carries it unchanged.

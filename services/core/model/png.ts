@@ -1,5 +1,5 @@
 import zlib from 'node:zlib';
-import { ErrorCode, ItbError } from './errors.js';
+import { ErrorCode, ItbError } from '../errors.js';
 
 // A generated image is a real PNG (any viewer opens it) whose size is exact to the byte, so a run
 // can ask for "4 MB images" and every transport moves exactly that many bytes. Pixels are random,
