@@ -1,6 +1,6 @@
 import { MAX_IMAGE_COUNT } from '../../services/core/config/config.js';
 import { OUTPUT_FILES } from '../../services/shared/run-folder.js';
-import { renderTable } from '../../services/core/report/report.js';
+import { renderTable } from '../../services/core/report/text/format.js';
 import { formatSize } from '../../services/core/config/size.js';
 import type { SweepChart } from './sweep-page.js';
 

@@ -1,4 +1,4 @@
-import { escapeHtml, jsonForScript, pageHead, scriptForInline } from '../../services/core/report/html-report.js';
+import { escapeHtml, jsonForScript, pageHead, scriptForInline } from '../../services/core/report/html/page.js';
 
 // The bench's charts drawn as one self-contained HTML page (Chart.js inlined, as report.html does):
 // each transport beside its library's ceiling (bars), latency against clients and against offered

@@ -26,7 +26,8 @@ import {
   type SectionEnd,
 } from '../core/wire/control-protocol.js';
 import { errorMessage } from '../core/errors.js';
-import { renderSummary, runSucceeded } from '../core/report/report.js';
+import { renderSummary } from '../core/report/text/summary-tables.js';
+import { runSucceeded } from '../core/report/report.js';
 import type { FanOut, SectionPlan, SectionResult } from '../core/model/section.js';
 import type { WarmupOutcome } from '../core/model/warmup.js';
 import { receiverAuthToken } from '../shared/auth-token.js';

@@ -1,4 +1,4 @@
-import { sectionTitle } from '../core/report/report.js';
+import { sectionTitle } from '../core/report/wording.js';
 import { formatSize } from '../core/config/size.js';
 import type { RunProgress } from './session.js';
 

@@ -2,7 +2,7 @@
 // buffer: no string is built per image. They are written as images arrive, on the thread that
 // stamps arrivals, so their cost is every image's; building them as strings (a template, then a
 // join and a conversion to bytes per chunk) cost about 0.65 µs an image, this about a quarter of
-// it. The text is the same as report.ts's renderImageLine (a unit test holds them equal).
+// it. The text is the same as core/report/text/output-log.ts's renderImageLine (a unit test holds them equal).
 
 const ZERO = 0x30;
 const NEWLINE = 0x0a;
@@ -152,7 +152,7 @@ export class AsciiLines {
     this.at += digits;
   }
 
-  // As report.ts's msOfNs: rounded to the µs, half away from zero, three decimals.
+  // As core/report/text/output-log.ts's msOfNs: rounded to the µs, half away from zero, three decimals.
   private msOfNs(ns: number): void {
     const us = Math.round(Math.abs(ns) / 1000);
     const fraction = us <= 0x7fffffff ? (us | 0) % 1000 : us % 1000;

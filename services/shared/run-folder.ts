@@ -17,17 +17,14 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { encodeFrameHeader, decodeFrameHeader } from '../core/wire/frame.js';
 import { renderHtmlReport, type HtmlReportLibraries } from '../core/report/html-report.js';
+import { buildRunReport, renderResultsJson, type RunInfo, type RunReport } from '../core/report/report.js';
 import {
-  buildRunReport,
   renderImageLine,
   renderOutputLogEnd,
   renderOutputLogHeader,
-  renderResultsJson,
   renderSectionFooter,
   renderSectionHeading,
-  type RunInfo,
-  type RunReport,
-} from '../core/report/report.js';
+} from '../core/report/text/output-log.js';
 import type { SectionPlan, SectionResult } from '../core/model/section.js';
 import { SectionRecorder, type SectionSink } from '../core/model/recorder.js';
 import type { WarmupOutcome } from '../core/model/warmup.js';

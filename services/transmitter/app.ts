@@ -12,7 +12,8 @@ import {
 } from '../core/wire/control-protocol.js';
 import { sideCost, type SideCost } from '../core/model/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import { buildRunReport, renderSummary } from '../core/report/report.js';
+import { buildRunReport } from '../core/report/report.js';
+import { renderSummary } from '../core/report/text/summary-tables.js';
 import {
   fanOutOf,
   type SectionClock,

@@ -1,9 +1,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { renderImageLine } from '../../services/core/report/report.js';
+import { renderImageLine } from '../../services/core/report/text/output-log.js';
 import { AsciiLines } from '../../services/shared/ascii-lines.js';
 
-// The per-image lines written as bytes must read exactly as report.ts words them.
+// The per-image lines written as bytes must read exactly as text/output-log.ts words them.
 
 function written(write: (lines: AsciiLines) => void, chunkBytes = 4096): string {
   const chunks: Buffer[] = [];

@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
+import { CHART_NAMES } from '../../services/core/report/html/chart-types.js';
 import {
-  CHART_NAMES,
   HTML_REPORT_CSP,
   jsonForScript,
-  renderHtmlReport,
   scriptForInline,
   styleForInline,
-  type HtmlReportLibraries,
-} from '../../services/core/report/html-report.js';
-import { TIMING_DEFINITIONS, type RunReport } from '../../services/core/report/report.js';
+} from '../../services/core/report/html/page.js';
+import { renderHtmlReport, type HtmlReportLibraries } from '../../services/core/report/html-report.js';
+import { TIMING_DEFINITIONS } from '../../services/core/report/wording.js';
+import type { RunReport } from '../../services/core/report/report.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';
 import type { SectionResult } from '../../services/core/model/section.js';
 import { SectionRecorder } from '../../services/core/model/recorder.js';

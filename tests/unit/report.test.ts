@@ -4,14 +4,16 @@ import {
   renderOutputLog,
   renderOutputLogEnd,
   renderOutputLogHeader,
-  renderResultsJson,
   renderSectionFooter,
   renderSectionHeading,
-  renderSummary,
+} from '../../services/core/report/text/output-log.js';
+import {
+  renderResultsJson,
   runSucceeded,
   summarizeTransports,
   type RunReport,
 } from '../../services/core/report/report.js';
+import { renderSummary } from '../../services/core/report/text/summary-tables.js';
 import { fanOutOf, withFanOut, type ColdStart, type SectionResult } from '../../services/core/model/section.js';
 import { SectionRecorder } from '../../services/core/model/recorder.js';
 import type { WarmupOutcome, WarmupPlan } from '../../services/core/model/warmup.js';

@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { renderImageLine } from '../../services/core/report/report.js';
+import { renderImageLine } from '../../services/core/report/text/output-log.js';
 import { fanOutOf, withFanOut, type SectionPlan, type SectionResult } from '../../services/core/model/section.js';
 import { SectionRecorder } from '../../services/core/model/recorder.js';
 import { IMAGES_CSV_HEADER, RunFolder } from '../../services/shared/run-folder.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { HTML_REPORT_CSP } from '../../services/core/report/html-report.js';
+import { HTML_REPORT_CSP } from '../../services/core/report/html/page.js';
 import { renderSweepPage, type SweepBars, type SweepChart } from '../../scripts/lib/sweep-page.js';
 
 const chart: SweepChart = {

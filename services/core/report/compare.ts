@@ -1,11 +1,6 @@
-import {
-  nodeDescription,
-  renderTable,
-  sectionTitle,
-  type HostFacts,
-  type RunReport,
-  type TransportSummary,
-} from './report.js';
+import { nodeDescription, sectionTitle } from './wording.js';
+import { renderTable } from './text/format.js';
+import type { HostFacts, RunReport, TransportSummary } from './report.js';
 import type { SectionResult } from '../model/section.js';
 import { formatSize } from '../config/size.js';
 import type { Range } from '../model/stats.js';

@@ -1,0 +1,352 @@
+import type { ClockOffset } from '../../model/clock.js';
+import type { SideCost } from '../../model/cost.js';
+import {
+  MIN_STABLE_IMAGES,
+  MIN_STABLE_SPAN_MS,
+  OVERLOAD_RATE_SHARE,
+  type ClientFairness,
+  type ColdStart,
+  type FanOut,
+  type ImageRecord,
+  type OpenLoopFigures,
+  type SectionPlan,
+  type SectionResult,
+} from '../../model/section.js';
+import { formatDurationMs } from '../../config/duration.js';
+import { formatSize } from '../../config/size.js';
+import { MIN_SAMPLES_FOR, type LatencySummary } from '../../model/stats.js';
+import { describeWarmup, describeWarmupOutcome } from '../../model/warmup.js';
+import { percentileWithheld, runSucceeded, type HostFacts, type RunInfo, type RunReport } from '../report.js';
+import { nodeDescription, peersText, sectionTitle, TIMING_DEFINITIONS } from '../wording.js';
+import { fixed, mib, ms, percent, signedMs } from './format.js';
+import { renderSummary } from './summary-tables.js';
+
+// output.log: the header when the run starts, each section's heading, image lines and figures as
+// it runs, the summary and verdict at its end.
+
+/**
+ * What hashing took from the receiver's one thread, the one that stamps arrivals: it runs after
+ * each ack, but a stamp can still wait behind it (verifier.ts), so the line says by how much.
+ */
+function verificationText(section: SectionResult): string {
+  const share =
+    section.verifyBusyShare == null
+      ? ''
+      : `: ${percent(section.verifyBusyShare)} of its busy time in the span, which images queued behind it wait ` +
+        `for when the window is full`;
+  const longest =
+    section.verifyLongestRunMs == null ? '' : ` (longest run ${section.verifyLongestRunMs.toFixed(3)} ms)`;
+  return (
+    `${(section.verifyMs ?? 0).toFixed(1)} ms hashing the recorded images, each after its ack, on the receiver ` +
+    `thread that stamps arrivals${share}; ` +
+    `bytes that arrive during a hash are stamped after it${longest}; VERIFY=false measures without`
+  );
+}
+
+function costLine(side: string, cost: SideCost | null): string {
+  if (cost === null) return `${side}: not measured`;
+  const loop = cost.eventLoopUtilization === null ? '' : `, event loop ${percent(cost.eventLoopUtilization)} busy`;
+  const memory =
+    cost.eventLoopUtilization === null
+      ? `RSS ${mib(cost.peakRssBytes)} MiB (larger of its two readings)`
+      : `peak RSS ${mib(cost.peakRssBytes)} MiB`;
+  return (
+    `${side}: CPU ${cost.cpuMs.toFixed(1)} ms (user ${cost.cpuUserMs.toFixed(1)}, ` +
+    `system ${cost.cpuSystemMs.toFixed(1)}), ${cost.cpuMsPerImage.toFixed(3)} ms/image, ${memory}${loop}`
+  );
+}
+
+/** "p50 …, p90 …, p99 …, p99.9 …, max …, mean … ± … ms" of a distribution. */
+function distributionLine(l: LatencySummary): string {
+  const withheld = percentileWithheld(l)
+    ? `; ${l.count} time${l.count === 1 ? '' : 's'}, too few for the percentiles shown as -`
+    : '';
+  return (
+    `p50 ${ms(l.p50Ms)}, p90 ${ms(l.p90Ms)}, p99 ${ms(l.p99Ms)}, p99.9 ${ms(l.p999Ms)}, max ${ms(l.maxMs)}, ` +
+    `mean ${ms(l.meanMs)} ± ${ms(l.stdDevMs)} ms (sample sd)${withheld}`
+  );
+}
+
+/** "12.3 MB/s, 45.6 images/s", marked indicative (~) when the recorded span is too short for a stable figure. */
+function throughputText(section: SectionResult): string {
+  const figures = `${fixed(section.throughputMBps, 1)} MB/s, ${fixed(section.imagesPerSecond, 1)} images/s`;
+  if (!section.throughputIndicative) return figures;
+  return (
+    `~${figures} (indicative: ${section.okCount} image${section.okCount === 1 ? '' : 's'} ` +
+    `over ${ms(section.totalMs)} ms; under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms a section's ` +
+    `MB/s is indicative whatever its repeats: raise IMAGE_COUNT)`
+  );
+}
+
+/** "10 clients, each its own window: 17–23 images each, slowest 12.3 MB/s, …". */
+function fairnessText(f: ClientFairness): string {
+  return (
+    `${f.clients} connections, each with its own window: ${f.fewestImages}–${f.mostImages} images each; ` +
+    `slowest ${fixed(f.slowestMBps, 1)} MB/s, fastest ${fixed(f.fastestMBps, 1)} MB/s (each over its own first ` +
+    `stamp to last ack); Jain's fairness index ${fixed(f.jainIndex, 3)} (1 = all served alike)`
+  );
+}
+
+/** "3, a copy each: aggregate of 60 intact, p50 …, p99 …; receiver 1: 20 intact, p50 …, … MB/s; …". */
+function fanOutText(f: FanOut): string {
+  const { aggregate: a } = f;
+  const receivers = f.perReceiver.map(
+    (r) =>
+      `receiver ${r.receiver + 1}: ${r.ok ? '' : 'FAILED, '}${r.okCount} intact` +
+      (r.lostCount > 0 ? `, ${r.lostCount} lost` : '') +
+      (r.corruptCount > 0 ? `, ${r.corruptCount} corrupt` : '') +
+      `, p50 ${ms(r.latency?.p50Ms)}, p99 ${ms(r.latency?.p99Ms)} ms${clockErrorText(r)}` +
+      `, ${fixed(r.throughputMBps, 1)} MB/s`,
+  );
+  const how = f.mode === 'copies' ? 'a copy each' : 'one send reaching all';
+  return (
+    `${f.perReceiver.length}, ${how}: aggregate of ${a.okCount} intact` +
+    (a.lostCount > 0 ? `, ${a.lostCount} lost` : '') +
+    (a.corruptCount > 0 ? `, ${a.corruptCount} corrupt` : '') +
+    `, p50 ${ms(a.latency?.p50Ms)}, p99 ${ms(a.latency?.p99Ms)} ms` +
+    (a.oneWayClockErrorMs == null ? '' : ` ± up to ${ms(a.oneWayClockErrorMs)} ms`) +
+    `, RTT p50 ${ms(a.rtt?.p50Ms)} ms; ${receivers.join('; ')}`
+  );
+}
+
+/** "100 images/s", with up to 3 decimals for fractional rates. */
+function rateText(ratePerSecond: number): string {
+  return `${Number(ratePerSecond.toFixed(3)).toLocaleString('en-US')} images/s`;
+}
+
+/** "RATE 100 images/s offered, sent at 99.9 and delivered at 99.9 images/s: kept up" (or OVERLOADED). */
+function openLoopText(open: OpenLoopFigures): string {
+  const rates =
+    `RATE ${rateText(open.ratePerSecond)} offered, sent at ${fixed(open.achievedRatePerSecond, 1)} and delivered at ` +
+    fixed(open.deliveredRatePerSecond, 1) +
+    ` images/s`;
+  return open.overloaded
+    ? `${rates}: OVERLOADED (under ${OVERLOAD_RATE_SHARE * 100} % of RATE; images waited for a window slot and ` +
+        `went late: see the send lag and the times from due)`
+    : `${rates}: kept up`;
+}
+
+/** "15.8 of 16 images in flight on average …": the window's occupancy by Little's law, and what it does not show. */
+function windowText(section: Pick<SectionResult, 'littleRatio' | 'meanInFlight' | 'clients' | 'window'>): string {
+  const capacity = section.clients * section.window;
+  const inFlight = section.meanInFlight ?? (section.littleRatio ?? 0) * capacity;
+  const of = section.clients > 1 ? `CLIENTS × WINDOW = ${capacity}` : `WINDOW = ${capacity}`;
+  return (
+    `${inFlight.toFixed(2)} images in flight on average of ${of} (` +
+    (100 * (section.littleRatio ?? 0)).toFixed(1) +
+    ` % full, by Little's law from the round trips; it shows the window stayed full, not that the times are right)`
+  );
+}
+
+/** " ± 0.150 ms" after a one-way time that crossed two clocks; '' on one clock. */
+function clockErrorText(section: Pick<SectionResult, 'oneWayClockErrorMs'>): string {
+  return section.oneWayClockErrorMs == null ? '' : ` ± ${ms(section.oneWayClockErrorMs)} ms`;
+}
+
+function coldStartText(cold: ColdStart, clockError = ''): string {
+  return (
+    `connect ${ms(cold.connectMs)} ms, first image ${ms(cold.firstImageMs)} ms${clockError} ` +
+    `one-way, ${ms(cold.firstImageRttMs)} ms round trip`
+  );
+}
+
+/** output.log's heading of a section, written when it opens. */
+export function renderSectionHeading(plan: SectionPlan, repeats: number): string {
+  const repeatNote = repeats > 1 ? `, repeat ${plan.repeat}/${repeats}` : '';
+  const what =
+    plan.durationMs == null ? `${plan.imageCount} images transfer` : `images for ${formatDurationMs(plan.durationMs)}`;
+  return (
+    `=== ${sectionTitle(plan)} performance test: ${what} (${formatSize(plan.imageSizeBytes)} each, ` +
+    `window ${plan.window}` +
+    (plan.clients > 1 ? `, ${plan.clients} clients` : '') +
+    (plan.ratePerSecond === null ? '' : `, RATE ${rateText(plan.ratePerSecond)}`) +
+    `${repeatNote}) ===`
+  );
+}
+
+/**
+ * output.log's line for one recorded image, written as it arrives (in arrival order). Across two
+ * clocks (`twoClocks`) its one-way time carries the section's error bound, given below its lines.
+ */
+export function renderImageLine(
+  image: number,
+  oneWayNs: number | null,
+  status: ImageRecord['status'],
+  twoClocks: boolean,
+): string {
+  if (oneWayNs === null) return `Image ${image}: LOST (never arrived)`;
+  const beside = twoClocks ? ' (two clocks: ± the bound below)' : '';
+  return status === 'corrupt'
+    ? `Image ${image} transmission time: ${msOfNs(oneWayNs)} ms${beside} (CORRUPT: checksum or size mismatch)`
+    : `Image ${image} transmission time: ${msOfNs(oneWayNs)} ms${beside}`;
+}
+
+/**
+ * Whole nanoseconds as ms with three decimals (rounded to the µs, half away from zero), in
+ * integer arithmetic: it runs for every image as it arrives, at less than half toFixed's cost.
+ */
+export function msOfNs(ns: number): string {
+  const us = Math.round(Math.abs(ns) / 1000);
+  const fraction = us % 1000;
+  return (
+    `${ns < 0 && us > 0 ? '-' : ''}${(us - fraction) / 1000}.` +
+    (fraction < 10 ? '00' : fraction < 100 ? '0' : '') +
+    `${fraction}`
+  );
+}
+
+/** output.log's lines of a section after its images: its figures, written when it ends. */
+export function renderSectionFooter(section: SectionResult): string {
+  const lines: string[] = [];
+  const clockError = clockErrorText(section);
+  if (section.imagesFile !== null) lines.push(`Per-image records: ${section.imagesFile}`);
+  lines.push(
+    section.totalMs === null
+      ? 'Total transfer time: - (no image arrived)'
+      : `Total transfer time: ${ms(section.totalMs)} ms`,
+  );
+  if (section.latency !== null) {
+    lines.push(
+      `Latency` +
+        (clockError === '' ? '' : ` (one-way across two clocks: each figure${clockError})`) +
+        `: ${distributionLine(section.latency)}`,
+    );
+    lines.push(
+      `Throughput` +
+        (section.openLoop === null ? '' : ' (delivered at the offered RATE: the load, not a capacity)') +
+        `: ${throughputText(section)}`,
+    );
+  }
+  if (section.rtt !== null) {
+    lines.push(`Round trip${clockError === '' ? '' : ' (one clock: no offset)'}: ${distributionLine(section.rtt)}`);
+    if (section.littleRatio !== null) lines.push(`Window: ${windowText(section)}`);
+  }
+  if (section.clientFairness !== null) lines.push(`Clients: ${fairnessText(section.clientFairness)}`);
+  if (section.fanOut !== null) lines.push(`Receivers: ${fanOutText(section.fanOut)}`);
+  const open = section.openLoop;
+  if (open !== null) {
+    lines.push(`Open loop: ${openLoopText(open)}`);
+    if (open.sendLag !== null) lines.push(`Send lag (stamp − due): ${distributionLine(open.sendLag)}`);
+    if (open.latencyFromDue !== null)
+      lines.push(
+        `Latency from due time` +
+          (clockError === '' ? '' : ` (across two clocks: each figure${clockError})`) +
+          `: ${distributionLine(open.latencyFromDue)}`,
+      );
+    if (open.rttFromDue !== null) lines.push(`Round trip from due time: ${distributionLine(open.rttFromDue)}`);
+  }
+  lines.push(`Warm-up: ${describeWarmupOutcome(section.warmedUp)}`);
+  lines.push(`Cold start (new connection, before the warm-up): ${coldStartText(section.coldStart, clockError)}`);
+  lines.push(`Cost, ${costLine('transmitter', section.cost.transmitter)}`);
+  lines.push(`Cost, ${costLine('receiver', section.cost.receiver)}`);
+  if (section.cost.broker !== null) lines.push(`Cost, ${costLine('broker', section.cost.broker)}`);
+  if (section.verifyMs !== null) lines.push(`Verification: ${verificationText(section)}`);
+  const anomalies = [
+    section.duplicateCount > 0 ? `${section.duplicateCount} duplicate frames` : '',
+    section.outOfOrderCount > 0
+      ? `${section.outOfOrderCount} arrived out of order` +
+        (section.clients > 1 ? ` (interleaved across ${section.clients} clients: expected)` : '')
+      : '',
+    section.strayCount > 0 ? `${section.strayCount} stray frames` : '',
+  ].filter(Boolean);
+  if (anomalies.length > 0) lines.push(`Anomalies: ${anomalies.join(', ')}`);
+  lines.push(`Clock: ${clockText(section)}`);
+  if (section.failure !== null) lines.push(`FAILED: ${section.failure}`);
+  return lines.join('\n');
+}
+
+function hostLine(side: string, host: HostFacts): string {
+  return (
+    `${side} host: ${host.hostname} (${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}` +
+    `, ${host.platform} ${host.kernel}, ${nodeDescription(host)})`
+  );
+}
+
+/** A section's clock offset estimates, and whether its one-way times were moved by them. */
+function clockText(s: SectionResult): string {
+  if (s.clock === null) return 'offset not estimated';
+  const offset = (o: ClockOffset): string => `${signedMs(o.offsetNs)} ± ${(o.uncertaintyNs / 1e6).toFixed(3)} ms`;
+  const estimates = s.clockAfter ? `${offset(s.clock)} before, ${offset(s.clockAfter)} after` : offset(s.clock);
+  const use = s.clock.applied ? `applied: one-way times ± ${ms(s.oneWayClockErrorMs)} ms` : 'same kernel, not applied';
+  return `receiver − transmitter ${estimates} (${use})`;
+}
+
+/** output.log's header, written when the run starts. */
+export function renderOutputLogHeader(run: RunInfo): string {
+  const libraries = Object.entries(run.hosts.receiver.libraries)
+    .map(([name, version]) => `${name} ${version}`)
+    .join(', ');
+  return [
+    'image-transfer-bench results',
+    `Date: ${run.startedAt}`,
+    hostLine('Transmitter', run.hosts.transmitter),
+    hostLine('Receiver', run.hosts.receiver),
+    `Libraries: ${libraries}`,
+    `Image: ${run.imageDescription}`,
+    run.config.durationMs === undefined
+      ? `Images per transport: ${run.imageCount} (${formatSize(run.imageSizeBytes)} each); window ${run.window}; ` +
+        `repeat ${run.repeat}`
+      : `Each transport sends for ` +
+        formatDurationMs(run.config.durationMs) +
+        ` (DURATION; ${formatSize(run.imageSizeBytes)} images); window ${run.window}; repeat ${run.repeat}`,
+    `Peers: ${peersText(run)}`,
+    `Link: ${run.config.link ?? 'not recorded'}`,
+    `Send schedule: ` +
+      (run.config.ratePerSecond === undefined
+        ? 'closed loop (the next image goes as soon as the window has room)'
+        : `open loop at RATE ${rateText(run.config.ratePerSecond)} (WINDOW bounds the images in flight; latency ` +
+          `also counted from each image's due time)`),
+    `Warm-up of each section, on its connection before the recorded images: ${describeWarmup(run.warmup)}`,
+    `Transports: ${run.transports.join(', ')}` +
+      (run.repeat > 1 ? ' (interleaved, the order rotated each repeat: A B C, B C A, C A B, …)' : ''),
+    'Definitions:',
+    ...TIMING_DEFINITIONS.map((d) => `  ${d}`),
+    ...(run.arrivalNotes.length > 0
+      ? ['Arrivals handed over in batches:', ...run.arrivalNotes.map((n) => `  ${n}.`)]
+      : []),
+    'Times are milliseconds; percentiles come from an HDR histogram (3 significant digits), max, mean and ' +
+      'sample sd (n − 1) exact from the times as they came.',
+    `A percentile is shown only where the sample supports it: p90 from ${MIN_SAMPLES_FOR.p90} times, p99 ` +
+      `from ${MIN_SAMPLES_FOR.p99}, p99.9 from ` +
+      MIN_SAMPLES_FOR.p999.toLocaleString('en-US') +
+      ` (with fewer, the nearest-rank percentile is the max itself); - otherwise.`,
+    'MB/s counts 10^6 bytes of intact images per second of total transfer time.',
+    run.config.verify === false
+      ? 'Integrity: NOT VERIFIED (VERIFY=false, to measure what verification costs): a corrupt image would count ' +
+        'as intact.'
+      : 'Integrity: every image verified by the receiver (size and xxHash64 checksum), after its ack, on the ' +
+        'thread that stamps arrivals (see Verification in each section).',
+    'Per-image lines are written as the images arrive (in arrival order; the lost ones when the section ends); ' +
+      "each section's CSV (named below it) holds every image with its round trip.",
+    'Clock offset, receiver − transmitter, estimated before each section and again after its last ack (lowest ' +
+      'of 8 round trips over the control endpoint; ± half that round trip): in each section.',
+  ].join('\n');
+}
+
+/** output.log's end: the summary and the verdict, written when the run ends. */
+export function renderOutputLogEnd(report: RunReport): string {
+  const overloaded = report.sections.filter((s) => s.openLoop?.overloaded === true).length;
+  const verdict = runSucceeded(report)
+    ? overloaded === 0
+      ? 'Result: every transport delivered every image intact.'
+      : `Result: every transport delivered every image intact; ${overloaded} ` +
+        `section${overloaded === 1 ? ' was' : 's were'} OVERLOADED at RATE (see Open loop): their times from due, ` +
+        `not their MB/s, say what the load cost.`
+    : report.stopReason
+      ? `Result: INCOMPLETE: ${report.stopReason}. Sections not listed above did not run.`
+      : 'Result: FAILED: at least one transport lost, corrupted or failed to deliver images (see above).';
+  return `=== Summary (finished ${report.finishedAt}) ===\n${renderSummary(report)}\n\n${verdict}\n`;
+}
+
+/**
+ * output.log of a whole report at once, without per-image lines (the receiver streams those as
+ * images arrive): header, each section's heading and figures, the summary.
+ */
+export function renderOutputLog(report: RunReport): string {
+  const repeats = report.run.repeat;
+  return [
+    renderOutputLogHeader(report.run),
+    ...report.sections.map((s) => `${renderSectionHeading(s, repeats)}\n${renderSectionFooter(s)}`),
+    renderOutputLogEnd(report),
+  ].join('\n\n');
+}

@@ -1,0 +1,296 @@
+import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, OVERLOAD_RATE_SHARE, type SectionResult } from '../../model/section.js';
+import { MIN_SAMPLES_FOR, type LatencySummary } from '../../model/stats.js';
+import {
+  MIN_STABLE_REPEATS,
+  percentileWithheld,
+  shortRun,
+  STABLE_SPREAD_SHARE,
+  type RunReport,
+  type TransportSummary,
+} from '../report.js';
+import { sectionTitle, SHORT_RUN_NOTE } from '../wording.js';
+import { fixed, mib, ms, percent, range, renderTable } from './format.js';
+
+// The tables at the end of output.log (and of the services' console): one row per transport.
+
+/** Below the tables where a MB/s shows ~. */
+const INDICATIVE_NOTE =
+  `~ indicative: fewer than ${MIN_STABLE_REPEATS} completed repeats, or their MB/s beyond ` +
+  `±${STABLE_SPREAD_SHARE * 100} % of the median (or a section under ${MIN_STABLE_IMAGES} images ` +
+  `or ${MIN_STABLE_SPAN_MS} ms): run with REPEAT=${MIN_STABLE_REPEATS} or more for a figure its repeats vouch ` +
+  `for.`;
+
+/** Below the tables where a percentile shows '-' for want of images. */
+const TOO_FEW_NOTE =
+  `p90, p99 and p99.9 show - below ${MIN_SAMPLES_FOR.p90}, ${MIN_SAMPLES_FOR.p99} and ` +
+  MIN_SAMPLES_FOR.p999.toLocaleString('en-US') +
+  ` images: with fewer, the percentile is the max itself; raise IMAGE_COUNT.`;
+
+/** Sections of `transport` that were OVERLOADED under RATE. */
+function overloadedRepeats(sections: readonly SectionResult[], transport: string): number {
+  return sections.filter((s) => s.transport === transport && s.openLoop?.overloaded === true).length;
+}
+
+/**
+ * The Result cell: ok (with any warm-up not steady, any repeat OVERLOADED under RATE), or FAILED with the first
+ * failure.
+ */
+function resultText(t: TransportSummary, overloaded: number): string {
+  if (!t.ok) return `FAILED${t.failure ? `: ${t.failure}` : ''}`;
+  const notes = [
+    t.notSteadyRepeats > 0 ? `warm-up NOT STEADY in ${t.notSteadyRepeats} of ${t.repeats}` : '',
+    overloaded > 0
+      ? `OVERLOADED at RATE${t.repeats > 1 ? ` in ${overloaded} of ${t.repeats}` : ''} (see Open loop)`
+      : '',
+  ].filter(Boolean);
+  return ['ok', ...notes].join(', ');
+}
+
+/** The summary tables: latency, round trip and throughput per transport, cost per side, and spread across repeats. */
+export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>): string {
+  const median = (t: TransportSummary): SectionResult | undefined =>
+    t.medianSection === null ? undefined : report.sections[t.medianSection];
+  // Across two clocks: a column with each transport's bound on its one-way figures' clock error.
+  const twoClocks = report.transports.some((t) => median(t)?.oneWayClockErrorMs != null);
+  const latencyRows = report.transports.map((t) => {
+    const s = median(t);
+    const l = s?.latency ?? null;
+    return [
+      sectionTitle(t),
+      String(t.okCount),
+      String(t.lostCount),
+      String(t.corruptCount),
+      ms(l?.p50Ms),
+      ms(l?.p90Ms),
+      ms(l?.p99Ms),
+      ms(l?.p999Ms),
+      ms(l?.maxMs),
+      l === null ? '-' : `${ms(l.meanMs)} ± ${ms(l.stdDevMs)}`,
+      ...(twoClocks ? [s?.oneWayClockErrorMs == null ? '-' : `± ${ms(s.oneWayClockErrorMs)}`] : []),
+      ms(s?.rtt?.p50Ms),
+      ms(s?.rtt?.p99Ms),
+      ms(s?.totalMs),
+      `${s !== undefined && t.throughputIndicative ? '~' : ''}${fixed(s?.throughputMBps, 1)}`,
+      `${s !== undefined && t.throughputIndicative ? '~' : ''}${fixed(s?.imagesPerSecond, 1)}`,
+      resultText(t, overloadedRepeats(report.sections, t.transport)),
+    ];
+  });
+  const coldRows = report.transports.map((t) => [
+    sectionTitle(t),
+    ms(t.coldStart.connectMs),
+    ms(t.coldStart.firstImageMs),
+    ms(t.coldStart.firstImageRttMs),
+  ]);
+  const indicative = report.transports.some((t) => median(t) !== undefined && t.throughputIndicative);
+  const withBroker = report.transports.some((t) => median(t)?.cost.broker);
+  const costRows = report.transports.map((t) => {
+    const c = median(t)?.cost;
+    const tx = c?.transmitter ?? undefined;
+    const rx = c?.receiver ?? undefined;
+    const broker = c?.broker ?? undefined;
+    return [
+      sectionTitle(t),
+      fixed(tx?.cpuMsPerImage, 3),
+      fixed(rx?.cpuMsPerImage, 3),
+      ...(withBroker ? [fixed(broker?.cpuMsPerImage, 3)] : []),
+      fixed(tx?.cpuMs, 1),
+      fixed(rx?.cpuMs, 1),
+      mib(tx?.peakRssBytes),
+      mib(rx?.peakRssBytes),
+      percent(tx?.eventLoopUtilization ?? undefined),
+      percent(rx?.eventLoopUtilization ?? undefined),
+    ];
+  });
+  const repeats = Math.max(0, ...report.transports.map((t) => t.repeats));
+  // A figure of the median section, else of the transport's first (a failed one has no median).
+  const figureOf = <K extends 'openLoop' | 'clientFairness' | 'fanOut'>(
+    t: TransportSummary,
+    key: K,
+  ): SectionResult[K] | undefined =>
+    median(t)?.[key] ?? report.sections.find((s) => s.transport === t.transport)?.[key];
+  const openRows = report.transports.flatMap((t) => {
+    const open = figureOf(t, 'openLoop');
+    if (!open) return [];
+    const load = open.overloaded ? 'OVERLOADED' : 'kept up';
+    return [
+      [
+        sectionTitle(t),
+        fixed(open.ratePerSecond, 1),
+        fixed(open.achievedRatePerSecond, 1),
+        fixed(open.deliveredRatePerSecond, 1),
+        ms(open.sendLag?.p99Ms),
+        ms(open.latencyFromDue?.p50Ms),
+        ms(open.latencyFromDue?.p99Ms),
+        ms(open.rttFromDue?.p50Ms),
+        ms(open.rttFromDue?.p99Ms),
+        load,
+      ],
+    ];
+  });
+  const openLoop = openRows.length > 0;
+  const tooFew = report.transports.some(
+    (t) => percentileWithheld(median(t)?.latency ?? null) || percentileWithheld(median(t)?.rtt ?? null),
+  );
+  const short = report.transports.some((t) => shortRun(median(t)));
+  const blocks = [
+    `Times in ms; one-way: p50 … mean ± sample sd` +
+      (twoClocks ? ", across two clocks: each within clock ± of the truth (the offset's bound)" : '') +
+      (`; RTT: round trip, stamp → ack processed${twoClocks ? ', on one clock (no offset)' : ''}:\n${renderTable(
+        [
+          'Transport',
+          'OK',
+          'Lost',
+          'Corrupt',
+          'p50 ms',
+          'p90 ms',
+          'p99 ms',
+          'p99.9 ms',
+          'max ms',
+          'mean ± sd ms',
+          ...(twoClocks ? ['clock ± ms'] : []),
+          'RTT p50',
+          'RTT p99',
+          'Total ms',
+          ...(openLoop ? ['MB/s at RATE', 'images/s at RATE'] : ['MB/s', 'images/s']),
+          'Result',
+        ],
+        latencyRows,
+      )}${tooFew ? `\n${TOO_FEW_NOTE}` : ''}${short ? `\n${SHORT_RUN_NOTE}` : ''}` +
+        (indicative ? `\n${INDICATIVE_NOTE}` : '') +
+        (openLoop
+          ? '\nAt RATE: MB/s and images/s are what was delivered at the offered load (RATE × size when it kept up), ' +
+            "not the transport's capacity: the closed loop measures that."
+          : '')),
+    `Cold start, a new connection before its warm-up (median of the repeats; not part of the figures above):\n` +
+      renderTable(['Transport', 'connect ms', 'first image ms', 'first image RTT ms'], coldRows, false),
+    `Cost per side (TX transmitter, RX receiver` +
+      (withBroker ? ', broker: the server the transport goes through, from its own counters' : '') +
+      `; CPU = user + system from the first recorded image to the last ack):\n${renderTable(
+        [
+          'Transport',
+          'TX CPU ms/img',
+          'RX CPU ms/img',
+          ...(withBroker ? ['Broker CPU ms/img'] : []),
+          'TX CPU ms',
+          'RX CPU ms',
+          'TX peak RSS MiB',
+          'RX peak RSS MiB',
+          'TX loop busy',
+          'RX loop busy',
+        ],
+        costRows,
+        false,
+      )}`,
+  ];
+  const fairnessRows = report.transports.flatMap((t) => {
+    const f = figureOf(t, 'clientFairness');
+    if (!f) return [];
+    return [
+      [
+        sectionTitle(t),
+        String(f.clients),
+        `${f.fewestImages}–${f.mostImages}`,
+        fixed(f.slowestMBps, 1),
+        fixed(f.fastestMBps, 1),
+        fixed(f.jainIndex, 3),
+      ],
+    ];
+  });
+  // Receivers on other kernels than the transmitter's: each one's clock error bound, "all" the largest.
+  const fanOutClocks = report.transports.some((t) => figureOf(t, 'fanOut')?.aggregate.oneWayClockErrorMs != null);
+  const fanOutRows = report.transports.flatMap((t) => {
+    const f = figureOf(t, 'fanOut');
+    if (!f) return [];
+    const row = (
+      who: string,
+      figures: {
+        okCount: number;
+        lostCount: number;
+        latency: LatencySummary | null;
+        oneWayClockErrorMs?: number | null;
+      },
+      mbps: string,
+    ): string[] => [
+      sectionTitle(t),
+      who,
+      String(figures.okCount),
+      String(figures.lostCount),
+      ms(figures.latency?.p50Ms),
+      ms(figures.latency?.p99Ms),
+      ...(fanOutClocks ? [figures.oneWayClockErrorMs == null ? '-' : `± ${ms(figures.oneWayClockErrorMs)}`] : []),
+      mbps,
+    ];
+    return [
+      row(`all (${f.mode === 'copies' ? 'copies' : 'one send'})`, f.aggregate, '-'),
+      ...f.perReceiver.map((r) => row(String(r.receiver + 1), r, fixed(r.throughputMBps, 1))),
+    ];
+  });
+  if (fanOutRows.length > 0) {
+    blocks.push(
+      `Receivers (every image to each; "all": every receiver's images as one distribution` +
+        (fanOutClocks
+          ? '; clock ±: the one-way clock error bound of a receiver on another kernel, "all" the largest'
+          : '') +
+        `):\n` +
+        renderTable(
+          ['Transport', 'receiver', 'OK', 'Lost', 'p50 ms', 'p99 ms', ...(fanOutClocks ? ['clock ± ms'] : []), 'MB/s'],
+          fanOutRows,
+          false,
+        ),
+    );
+  }
+  if (fairnessRows.length > 0) {
+    blocks.push(
+      `Clients (CLIENTS connections, each with its own window; each client's MB/s over its own first stamp to last ` +
+        `ack; Jain's index 1 = all served alike):\n${renderTable(
+          ['Transport', 'clients', 'images each', 'slowest MB/s', 'fastest MB/s', 'Jain'],
+          fairnessRows,
+          false,
+        )}`,
+    );
+  }
+  if (openRows.length > 0) {
+    blocks.push(
+      `Open loop (RATE offered; sent/s and delivered/s achieved; "from due": counted from each image's due time, a ` +
+        `wait for a window slot included: coordinated omission corrected; OVERLOADED: sent or delivered ` +
+        `under ${OVERLOAD_RATE_SHARE * 100} % of RATE):\n${renderTable(
+          [
+            'Transport',
+            'RATE/s',
+            'sent/s',
+            'delivered/s',
+            'send lag p99',
+            'from due p50',
+            'from due p99',
+            'RTT from due p50',
+            'RTT from due p99',
+            'Load',
+          ],
+          openRows,
+        )}`,
+    );
+  }
+  if (repeats > 1) {
+    const spreadRows = report.transports.map((t) => [
+      sectionTitle(t),
+      `${t.completedRepeats}/${t.repeats}`,
+      range(t.spread.throughputMBps, 1),
+      range(t.spread.p50Ms, 3),
+      range(t.spread.p99Ms, 3),
+      range(t.spread.rttP50Ms, 3),
+      range(t.spread.totalMs, 3),
+    ]);
+    blocks[0] =
+      `Median of the completed repeats (every image intact) per transport, by total transfer time; ` +
+      `OK/Lost/Corrupt count every repeat.\n${blocks[0]}`;
+    blocks.push(
+      `Spread across completed repeats (min–max):\n` +
+        renderTable(
+          ['Transport', 'Completed', 'MB/s', 'p50 ms', 'p99 ms', 'RTT p50 ms', 'Total ms'],
+          spreadRows,
+          false,
+        ),
+    );
+  }
+  return blocks.join('\n\n');
+}
