@@ -219,8 +219,8 @@ export function shortRun(section: Pick<SectionResult, 'imageCount'> | undefined)
 }
 
 /** True when the distribution has times but too few for one of its percentiles. */
-export function percentileWithheld(l: LatencySummary | null): boolean {
-  return l !== null && (l.p90Ms === null || l.p99Ms === null || l.p999Ms === null);
+export function percentileWithheld(l: LatencySummary | null | undefined): boolean {
+  return l != null && (l.p90Ms === null || l.p99Ms === null || l.p999Ms === null);
 }
 
 /**

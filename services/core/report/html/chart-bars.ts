@@ -1,15 +1,12 @@
-import type { ChartName, ChartSpec, BarDataset } from './chart-types.js';
+import type { BarDataset, ChartName, ChartSpec, Side } from './chart-types.js';
 import { withAlpha, type RunView, type TransportInRun, type TransportView } from './views.js';
 
 // The bar charts, a figure per transport (throughput) or per side (CPU, memory): one dataset per
 // side and run.
 
 // The broker's purple stays clear of both other sides and of the failure red.
-const SIDE_COLORS = { transmitter: '#3f6fb5', receiver: '#e0892f', broker: '#7b5ea7' } as const;
+const SIDE_COLORS: Record<Side, string> = { transmitter: '#3f6fb5', receiver: '#e0892f', broker: '#7b5ea7' };
 const SIDE_NAMES = { transmitter: 'Transmitter', receiver: 'Receiver', broker: 'Broker' } as const;
-
-/** A side whose cost a bar shows. */
-export type Side = keyof typeof SIDE_COLORS;
 
 /** What one bar chart shows: its figure per transport, per side (or one figure: side null). */
 export interface BarFigure {

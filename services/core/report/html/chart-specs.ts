@@ -1,4 +1,4 @@
-import type { Side } from './chart-bars.js';
+import type { Side } from './chart-types.js';
 import { barSpec } from './chart-bars.js';
 import { lineDatasets } from './chart-lines.js';
 import { PERCENTILE_TICKS, percentileDrawing } from './chart-percentiles.js';

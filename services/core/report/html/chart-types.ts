@@ -1,5 +1,7 @@
 import type { RunRole } from './views.js';
-import type { Side } from './chart-bars.js';
+
+/** A side whose cost a bar shows. */
+export type Side = 'transmitter' | 'receiver' | 'broker';
 
 // The chart specifications the page's script turns into Chart.js charts: typed here, computed by
 // chart-specs.ts from the line families (chart-series.ts, chart-percentiles.ts) and the bars.

@@ -1,6 +1,6 @@
 import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, OVERLOAD_RATE_SHARE } from '../../model/section.js';
-import { MIN_SAMPLES_FOR, type LatencySummary } from '../../model/stats.js';
-import { MIN_STABLE_REPEATS, shortRun, STABLE_SPREAD_SHARE, type RunReport } from '../report.js';
+import { MIN_SAMPLES_FOR } from '../../model/stats.js';
+import { MIN_STABLE_REPEATS, percentileWithheld, shortRun, STABLE_SPREAD_SHARE, type RunReport } from '../report.js';
 import { SHORT_RUN_NOTE } from '../wording.js';
 import { escapeHtml } from './page.js';
 import {
@@ -201,6 +201,3 @@ ${rows.join('\n')}
 }
 
 /** True when a distribution has times but too few for one of its percentiles. */
-function percentileWithheld(l: LatencySummary | null | undefined): boolean {
-  return l != null && (l.p90Ms === null || l.p99Ms === null || l.p999Ms === null);
-}
