@@ -6,7 +6,7 @@ import { projectPath } from '../../services/shared/paths.js';
 // bench itself takes many minutes and is never run by npm test).
 
 function bench(...args: string[]): { code: number | null; stderr: string } {
-  const result = spawnSync(process.execPath, [projectPath('dist', 'scripts', 'bench.js'), ...args], {
+  const result = spawnSync(process.execPath, [projectPath('dist', 'scripts', 'bench', 'main.js'), ...args], {
     encoding: 'utf8',
     timeout: 20_000,
   });

@@ -27,7 +27,7 @@ beforeAll(async () => {
   const child = spawn(
     process.execPath,
     [
-      projectPath('dist', 'scripts', 'bench.js'),
+      projectPath('dist', 'scripts', 'bench', 'main.js'),
       'soak',
       '--images',
       '50000',

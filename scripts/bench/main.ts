@@ -1,0 +1,191 @@
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { HostFacts } from '../../services/core/report/report.js';
+import { nodeDescription } from '../../services/core/report/wording.js';
+import type { SectionResult } from '../../services/core/model/section.js';
+import { formatSize } from '../../services/core/config/size.js';
+import { makeDirectories } from '../../services/shared/directories.js';
+import { reportLibraries } from '../../services/shared/report-assets.js';
+import { MIN_CLAIM_ROUNDS } from '../lib/overhead.js';
+import { renderSweepPage, type BenchChart } from '../lib/sweep-page.js';
+import { soakArgs } from '../lib/soak.js';
+import { runSoak } from '../lib/soak-run.js';
+import { SHAPE_NAMES } from './ceiling-model.js';
+import { ceiling } from './ceiling.js';
+import { clientSweep, multiClientTransports } from './clients.js';
+import { matrix } from './matrix.js';
+import { optionsFrom, PARTS, planFrom } from './options.js';
+import { rateSweep } from './rate.js';
+import { steady } from './steady.js';
+import type { Cell } from './suite.js';
+import { verifyCost } from './verify.js';
+
+// `npm run bench [-- ceiling verify matrix steady clients rate] [--transports=a,b] [--ceiling-only]
+// [--shapes=large,small,latency] [--rounds=N]`:
+// the whole suite (`npm start`'s entry, so real processes and private servers), in six parts, all
+// by default:
+// - ceiling: every transport (or those --transports= names) in three shapes, each suite run
+//   followed in the same minute by its library's ceiling client (scripts/ceiling/: the thinnest
+//   correct sender and receiver of the same library): 533 KiB at WINDOW=16 (MB/s, the suite also
+//   with VERIFY=false), 1 KB at WINDOW=256 (images/s) and 533 KiB one at a time (round trip), or
+//   those --shapes= names; ten rounds (--rounds= lowers it, and the output then calls the medians
+//   indicative) in rotated order; harness overhead = 1 − median ours ÷ median ceiling (a round
+//   trip: 1 − median ceiling ÷ median ours), beside the range of each round's own overhead and, in
+//   results.json, each figure's distribution over the rounds. --ceiling-only runs the ceiling
+//   clients alone;
+// - verify: what VERIFY=false changes in TCP's and ZeroMQ's MB/s at WINDOW=16: five interleaved
+//   pairs (on/off, then off/on, ...), the median of the five changes;
+// - matrix: image size × WINDOW with three interleaved repeats, then linear assembly and flat memory;
+// - steady: the default warm-up (WARMUP=auto) checked: a transport's p50 when it runs first vs
+//   last, a default-sized run's p50 (10 images) against a 1,000-image run's, and how much MB/s
+//   spreads across repeats at each IMAGE_COUNT;
+// - clients: latency and per-client fairness against CLIENTS (1, 10, 50, 200), rounds interleaved;
+// - rate: an open loop (RATE) from light load to past saturation: achieved rate, images dropped at
+//   the sender, latency from the due time.
+// And, only when named: soak, 1 KB images over TCP for 20 million images with both sides' RSS
+// sampled, and a verdict on its growth (scripts/lib/soak.ts); a failed verdict exits 1.
+// --out=<dir> writes the files there instead of bench/.
+// Prints tables and writes bench/results-<date>.json, and its charts (each transport beside its
+// ceiling, the two sweeps) in bench/charts-<date>.html. A benchmark, not a test: `npm test` never runs it.
+// Each part is a file beside this one; this one reads the command line, runs the parts it names and writes their files.
+
+/** Reads the command line (exit 2 on a bad one), runs the parts it names, and prints and writes their results. */
+async function main(args: readonly string[]): Promise<void> {
+  const soak = soakArgs(args);
+  const options = optionsFrom(soak.rest, soak.problems);
+  const plan = planFrom(options);
+  const parts = options.parts;
+  const started = new Date();
+  const narrowed =
+    `${options.transports === undefined ? '' : `; transports: ${options.transports.join(', ')}`}` +
+    (parts.includes('ceiling') ? `; ceiling: ${options.shapes.join(', ')}, ${plan.ceilingRounds} rounds` : '');
+  const lines: string[] = [
+    `image-transfer-bench benchmark, ${started.toISOString()} (parts: ${parts.join(', ')}${narrowed})`,
+  ];
+  const record: Record<string, unknown> = {
+    startedAt: started.toISOString(),
+    parts,
+    transports: options.transports ?? null,
+  };
+  // Per-second series and histograms stay out (each run's results.json has them): the file keeps every section's
+  // figures.
+  const strip = (cell: Cell) => ({
+    name: cell.name,
+    env: cell.env,
+    seconds: cell.seconds,
+    report: {
+      ...cell.report,
+      sections: cell.report.sections.map(({ series: _series, histograms: _histograms, ...rest }) => rest),
+    },
+  });
+  let host: HostFacts | undefined;
+  const charts: BenchChart[] = [];
+  if (parts.includes('ceiling')) {
+    const result = await ceiling(plan, options.ceilingOnly);
+    lines.push('', ...result.lines);
+    const section = (result: SectionResult | undefined) =>
+      result && (({ series: _series, histograms: _histograms, ...rest }) => rest)(result);
+    record.ceiling = {
+      ceilingOnly: options.ceilingOnly,
+      shapes: plan.ceilingShapes,
+      rounds: plan.ceilingRounds,
+      // Fewer rounds than a claim needs: the medians are indicative, and say so here too.
+      indicative: plan.ceilingRounds < MIN_CLAIM_ROUNDS,
+      // Per transport and shape: the medians compared, the harness overhead they give (1 − median ours ÷ median
+      // ceiling; a round trip 1 − median ceiling ÷ median ours), the range of each round's own overhead, and each
+      // figure's distribution over the rounds (min, quartiles, median, max).
+      summary: result.summary,
+      cells: result.cells.map((c) => ({
+        transport: c.transport,
+        shape: c.shape,
+        round: c.round,
+        ceiling: c.ceiling,
+        ours: section(c.ours),
+        oursUnverified: section(c.oursUnverified),
+      })),
+    };
+    charts.push(...result.charts);
+    host ??= result.host;
+  }
+  if (parts.includes('verify')) {
+    const result = await verifyCost(plan);
+    lines.push('', ...result.lines);
+    record.verify = result.cells.map(strip);
+    host ??= result.cells[0]?.report.run.hosts.receiver;
+  }
+  if (parts.includes('matrix')) {
+    const result = await matrix(plan);
+    lines.push('', ...result.lines);
+    Object.assign(record, {
+      matrix: result.cells.map(strip),
+      linearity: result.linearity.map(strip),
+      memory: result.memory.map(strip),
+    });
+    host ??= result.cells[0]?.report.run.hosts.receiver;
+  }
+  if (parts.includes('steady')) {
+    const result = await steady(plan);
+    lines.push('', ...result.lines);
+    record.steady = result.cells.map(strip);
+    host ??= result.cells[0]?.report.run.hosts.receiver;
+  }
+  // Only single-client transports chosen: nothing to sweep (and an empty TRANSPORTS is refused).
+  if (parts.includes('clients') && multiClientTransports(plan.transportNames).length === 0)
+    lines.push('', `Clients: skipped, every transport chosen takes one client (${plan.transportNames.join(', ')}).`);
+  else if (parts.includes('clients')) {
+    const result = await clientSweep(plan);
+    lines.push('', ...result.lines);
+    record.clients = result.cells.map(strip);
+    charts.push(result.chart);
+    host ??= result.cells[0]?.report.run.hosts.receiver;
+  }
+  if (parts.includes('rate')) {
+    const result = await rateSweep(plan);
+    lines.push('', ...result.lines);
+    record.rate = result.cells.map(strip);
+    charts.push(...result.charts);
+    host ??= result.cells[0]?.report.run.hosts.receiver;
+  }
+  if (parts.includes('soak')) {
+    const result = await runSoak(soak.options);
+    lines.push('', ...result.lines);
+    record.soak = result.record;
+    charts.push(...result.charts);
+    host ??= result.host;
+    if (!result.verdict.pass) process.exitCode = 1;
+  }
+  if (host) {
+    lines.splice(
+      1,
+      0,
+      `Host: ${host.cpuModel}, ${host.cores} cores, ${formatSize(host.totalMemoryBytes)}, ${host.platform}` +
+        ` ${host.kernel}, ${nodeDescription(host)}`,
+      `Libraries: ${Object.entries(host.libraries)
+        .map(([n, v]) => `${n} ${v}`)
+        .join(', ')}`,
+    );
+  }
+  const totalSeconds = (Date.now() - started.getTime()) / 1000;
+  lines.push('', `Benchmark took ${totalSeconds.toFixed(0)} s.`);
+  const text = lines.join('\n');
+  process.stdout.write(`${text}\n`);
+  await makeDirectories(options.outDir);
+  // A run of some parts only gets a name of its own, so it never overwrites the day's full run.
+  const suffix =
+    `${parts.length === PARTS.length ? '' : `-${parts.join('-')}`}${options.ceilingOnly ? '-only' : ''}` +
+    (options.transports === undefined ? '' : `-${options.transports.join('-')}`) +
+    (options.shapes.length === SHAPE_NAMES.length ? '' : `-${options.shapes.join('-')}`);
+  const file = path.join(options.outDir, `results-${started.toISOString().slice(0, 10)}${suffix}.json`);
+  await writeFile(file, `${JSON.stringify({ ...record, totalSeconds, text }, null, 1)}\n`);
+  process.stdout.write(`Written: ${path.relative(process.cwd(), file)}\n`);
+  if (charts.length > 0) {
+    const page = path.join(options.outDir, `charts-${started.toISOString().slice(0, 10)}${suffix}.html`);
+    await writeFile(
+      page,
+      renderSweepPage(`image-transfer-bench benchmark, ${started.toISOString()}`, charts, reportLibraries()),
+    );
+    process.stdout.write(`Written: ${path.relative(process.cwd(), page)}\n`);
+  }
+}
+
+await main(process.argv.slice(2));

@@ -1,0 +1,138 @@
+import path from 'node:path';
+import { directoryProblem } from '../../services/shared/directories.js';
+import { projectPath } from '../../services/shared/paths.js';
+import type { Transport } from '../../services/transports/contract.js';
+import { defaultTransports, transportByName, transports } from '../../services/transports/index.js';
+import { MIN_CLAIM_ROUNDS } from '../lib/overhead.js';
+import { SOAK_USAGE } from '../lib/soak.js';
+import { ALL_CEILING_SHAPES, SHAPE_NAMES, type CeilingShape, type ShapeName } from './ceiling-model.js';
+
+// The command line: the parts it names and their options, every problem said at once (exit 2), and the plan the
+// parts read.
+
+/** The parts a bench runs when none is named, in their order (soak runs only when named). */
+export const PARTS = ['ceiling', 'verify', 'matrix', 'steady', 'clients', 'rate'] as const;
+/** A part the command line can name. */
+export type Part = (typeof PARTS)[number] | 'soak';
+/** What a bad command line is told after its problems. */
+export const USAGE =
+  `usage: npm run bench [-- [${PARTS.join(' ')}] [--transports=<name>,<name>...] [--ceiling-only] ` +
+  `[--shapes=${SHAPE_NAMES.join(',')}] [--rounds=<N>] [--out=<dir>]]\n       npm run bench -- ${SOAK_USAGE} ` +
+  `[--out=<dir>]`;
+
+/** What the command line asks for; see optionsFrom. */
+export interface BenchOptions {
+  parts: Part[];
+  transports: string[] | undefined;
+  ceilingOnly: boolean;
+  /** The ceiling part's shapes: all unless --shapes= names some. */
+  shapes: ShapeName[];
+  /** The ceiling part's rounds: MIN_CLAIM_ROUNDS unless --rounds= says otherwise. */
+  rounds: number;
+  /** Where results and charts go: bench/ unless --out= says otherwise. */
+  outDir: string;
+}
+
+/**
+ * The parts named on the command line (all when none is), the transports `--transports=` names,
+ * --ceiling-only (the ceiling part with its ceiling clients alone, no suite run), the ceiling
+ * part's --shapes= and --rounds=, and --out=; anything else exits 2, every problem said at once
+ * (`problems`: those soakArgs found already, as it took the soak's flags out of `args`).
+ */
+export function optionsFrom(args: readonly string[], problems: string[]): BenchOptions {
+  let chosen: string[] | undefined;
+  let ceilingOnly = false;
+  let shapes: ShapeName[] = [...SHAPE_NAMES];
+  let rounds = MIN_CLAIM_ROUNDS;
+  let outDir = projectPath('bench');
+  const partNames: string[] = [];
+  for (const arg of args) {
+    if (arg === '--ceiling-only') ceilingOnly = true;
+    else if (arg.startsWith('--out=')) outDir = path.resolve(arg.slice('--out='.length));
+    else if (arg.startsWith('--shapes=')) {
+      const named = arg
+        .slice('--shapes='.length)
+        .split(',')
+        .map((name) => name.trim())
+        .filter((name) => name !== '');
+      const unknown = named.filter((name) => !(SHAPE_NAMES as readonly string[]).includes(name));
+      if (unknown.length > 0 || named.length === 0)
+        problems.push(`unknown shape ${unknown.join(', ') || '(none given)'}; shapes: ${SHAPE_NAMES.join(', ')}`);
+      shapes = SHAPE_NAMES.filter((name) => named.includes(name));
+    } else if (arg.startsWith('--rounds=')) {
+      const text = arg.slice('--rounds='.length);
+      rounds = Number(text);
+      if (!/^[0-9]+$/.test(text) || rounds < 1)
+        problems.push(`--rounds=${text}: expected a whole number of at least 1`);
+    } else if (arg.startsWith('--transports=')) {
+      chosen = arg
+        .slice('--transports='.length)
+        .split(',')
+        .map((name) => name.trim())
+        .filter((name) => name !== '');
+      const unknown = chosen.filter((name) => !transports.some((t) => t.name === name));
+      if (unknown.length > 0 || chosen.length === 0)
+        problems.push(
+          `unknown transport ${unknown.join(', ') || '(none given)'}; transports: ` +
+            transports.map((t) => t.name).join(', '),
+        );
+    } else if ((PARTS as readonly string[]).includes(arg) || arg === 'soak') partNames.push(arg);
+    else problems.push(`unknown part ${arg}; parts: ${PARTS.join(', ')}, soak`);
+  }
+  if (ceilingOnly && partNames.some((p) => p !== 'ceiling'))
+    problems.push(
+      `--ceiling-only runs the ceiling part alone, not ${partNames.filter((p) => p !== 'ceiling').join(', ')}`,
+    );
+  // Checked now, made (one level at a time) only at the end: a benchmark of hours never ends unable to save.
+  const outProblem = directoryProblem(outDir);
+  if (outProblem !== undefined)
+    problems.push(`--out=${outDir}: expected a directory this user can create and write; ${outDir}: ${outProblem}`);
+  if (problems.length > 0) {
+    process.stderr.write(`bench: ${problems.join('\n')}\n${USAGE}\n`);
+    process.exit(2);
+  }
+  if (ceilingOnly) return { parts: ['ceiling'], transports: chosen, ceilingOnly, shapes, rounds, outDir };
+  return {
+    parts: partNames.length === 0 ? [...PARTS] : [...PARTS, 'soak' as const].filter((p) => partNames.includes(p)),
+    transports: chosen,
+    ceilingOnly,
+    shapes,
+    rounds,
+    outDir,
+  };
+}
+
+/** What the parts read of the command line, worked out once from its options: see planFrom. */
+export interface BenchPlan {
+  /** The ceiling runs every transport unless --transports= names others. */
+  ceilingTransports: readonly Transport[];
+  /**
+   * The transports of the matrix, steady, clients and rate parts (every suite run that names none): the default ones
+   * unless --transports= names others.
+   */
+  transportNames: readonly string[];
+  /** The shapes this run measures (--shapes=), in their order. */
+  ceilingShapes: readonly CeilingShape[];
+  /**
+   * Rounds of the ceiling, the transports' order rotated each round: at least MIN_CLAIM_ROUNDS unless --rounds= lowers
+   * it.
+   */
+  ceilingRounds: number;
+  /** Said beside the ceiling's medians when they rest on fewer rounds than a claim needs. */
+  indicativeNote: string;
+}
+
+/** The plan of a run with `options`. */
+export function planFrom(options: BenchOptions): BenchPlan {
+  return {
+    ceilingTransports: options.transports === undefined ? transports : options.transports.map(transportByName),
+    transportNames: options.transports ?? defaultTransports.map((t) => t.name),
+    ceilingShapes: ALL_CEILING_SHAPES.filter((shape) => options.shapes.includes(shape.name)),
+    ceilingRounds: options.rounds,
+    indicativeNote:
+      options.rounds < MIN_CLAIM_ROUNDS
+        ? ` With ${options.rounds} rounds (fewer than ${MIN_CLAIM_ROUNDS}) the medians are indicative: no claim ` +
+          `rests on them.`
+        : '',
+  };
+}
