@@ -101,7 +101,31 @@ function documentedGroups(): { name: string; doc: VariableDoc }[][] {
   );
 }
 
-const comments = (lines: readonly string[], indent = ''): string[] => lines.map((line) => `${indent}# ${line}`);
+const comments = (lines: readonly string[]): string[] => lines.map((line) => `# ${line}`);
+
+/** Longest comment line a generated paragraph is wrapped to, `# ` included. */
+const COMMENT_WIDTH = 100;
+
+/** `text` as comment lines of at most COMMENT_WIDTH characters, cut between words. */
+function wrapped(text: string): string[] {
+  const lines: string[] = [];
+  for (const word of text.split(' ')) {
+    const last = lines.at(-1);
+    if (last !== undefined && `# ${last} ${word}`.length <= COMMENT_WIDTH) lines[lines.length - 1] = `${last} ${word}`;
+    else lines.push(word);
+  }
+  return comments(lines);
+}
+
+/** A variable's comment in .env.example. */
+function helpOf(doc: VariableDoc): string[] {
+  if (doc.listsTransports !== true) return comments(doc.help);
+  return wrapped(
+    `${doc.help.join(' ')} ${facts()
+      .map((t) => t.name)
+      .join(', ')}.`,
+  );
+}
 
 /** .env.example: every variable the config reads, its comment above it, its default as its value. */
 function envExample(): string {
@@ -115,7 +139,7 @@ function envExample(): string {
     '# Written by `npm run generate` from services/core/config/variable-docs.ts; your copy is yours.',
   ];
   const groups = documentedGroups().map((group) =>
-    group.flatMap(({ name, doc }) => [...comments(doc.help), `${name}=${written[name]}`]),
+    group.flatMap(({ name, doc }) => [...helpOf(doc), `${name}=${written[name]}`]),
   );
   return `${[header, ...groups].map((lines) => lines.join('\n')).join('\n\n')}\n`;
 }

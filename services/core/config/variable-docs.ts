@@ -20,6 +20,8 @@ export interface VariableDoc {
    * it in its manifests (the transports' port settings are such ports without an entry here).
    */
   isPort?: boolean;
+  /** Its help goes on with every transport's name, in the table's order. */
+  listsTransports?: boolean;
   /**
    * Set but empty is refused (TRANSPORTS): compose's interpolation must then be `${X-default}`, not `${X:-default}`.
    */
@@ -93,10 +95,8 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
     ],
   },
   TRANSPORTS: {
-    help: [
-      'Transports to run, in this order; "all" runs every one: websocket, websocket-push, grpc,',
-      'grpc-unary, zeromq, zeromq-pubsub, redis, redis-list, redis-pubsub, nats, http, http-json, tcp.',
-    ],
+    help: ['Transports to run, in this order; "all" runs every one:'],
+    listsTransports: true,
     emptyIsError: true,
     composeNote: '"-", not ":-": a TRANSPORTS set but empty is refused, as by npm start, not read as the default.',
     knobHelp: ['Transports to run, in this order; "all" runs every one (websocket-push only with RECEIVERS=1).'],
