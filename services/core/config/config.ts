@@ -407,6 +407,12 @@ export function configVariables(specs: readonly TransportSpec[]): string[] {
   return Object.keys(schemaFor(specs).shape);
 }
 
+/** Each variable's default as the schema gives it when unset (undefined: none), by name: what generated files write. */
+export function variableDefaults(specs: readonly TransportSpec[]): Record<string, unknown> {
+  const shape = schemaFor(specs).shape as Record<string, z.ZodType<unknown, string | undefined>>;
+  return Object.fromEntries(Object.entries(shape).map(([name, schema]) => [name, schema.safeParse(undefined).data]));
+}
+
 /** What parseConfig() is told besides the environment. */
 export interface ParseOptions {
   /** The caller is the one that applies NETWORK_* (npm start), not a service. */
