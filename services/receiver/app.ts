@@ -36,7 +36,7 @@ import { hostPort, singleListenHost, unmappedAddress } from '../shared/net.js';
 import { reportLibraries } from '../shared/report-assets.js';
 import { completeRun, lastWriteMs, OUTPUT_FILES, RunFolder, runFolders } from '../shared/run-folder.js';
 import { transportByName } from '../transports/index.js';
-import { connectionsPerSection, Doorkeeper } from '../transports/kit/door.js';
+import { connectionsPerSection, Doorkeeper } from './door.js';
 import { Listeners } from './listeners.js';
 import { renderLivePage } from './live-page.js';
 import { RunSession } from './session.js';
@@ -89,14 +89,12 @@ export function buildReceiver(
   const receiverHost = (): ReturnType<typeof hostFacts> => hostFacts(config.transports.map(transportByName));
   let rejectedInputs = 0;
   let rejectedFrames = 0;
-  let refusedConnections = 0;
   let refusedRequests = 0;
   // Read in start(): AUTH_TOKEN, or the token file (created there when missing).
   let authToken: string | undefined;
-  const doorkeeper = new Doorkeeper((transport, reason) => {
-    refusedConnections++;
-    log.warn({ transport, reason, refusedConnections }, 'connection refused');
-  });
+  const doorkeeper = new Doorkeeper((transport, reason, refusedConnections) =>
+    log.warn({ transport, reason, refusedConnections }, 'connection refused'),
+  );
   // The transport whose section the door is open for, so its listener can release what it prepared.
   let dataSectionTransport: string | undefined;
   // The listeners deliver into the session, and the session reads brokers through the listeners;
@@ -348,7 +346,12 @@ export function buildReceiver(
         status: 'ready',
         listeners: listeners.status(),
         host: receiverHost(),
-        counters: { rejectedInputs, rejectedFrames, refusedConnections, refusedRequests },
+        counters: {
+          rejectedInputs,
+          rejectedFrames,
+          refusedConnections: doorkeeper.refusedConnections,
+          refusedRequests,
+        },
       }),
     );
     // Read-only and secret-free like /health, for a soak's sampler (npm run bench -- soak): finished sections' arrivals

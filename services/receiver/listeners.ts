@@ -6,7 +6,7 @@ import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import type { Ack } from '../core/wire/frame.js';
 import type { ReceivedFrame, ReceiverListener, SectionOpening } from '../transports/contract.js';
 import { transportByName } from '../transports/index.js';
-import type { Doorkeeper } from '../transports/kit/door.js';
+import type { Doorkeeper } from './door.js';
 
 /** What every listener reports back to the receiver. */
 export interface ListenerSinks {
