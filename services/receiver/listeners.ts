@@ -6,11 +6,13 @@ import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import type { Ack } from '../core/wire/frame.js';
 import type { ReceivedFrame, ReceiverListener, SectionOpening } from '../transports/contract.js';
 import { transportByName } from '../transports/index.js';
-import type { Doorkeeper } from '../transports/kit/door.js';
+import type { Doorkeeper } from './door.js';
 
-/** What every listener reports back to the receiver. */
-export interface ListenerSinks {
+/** Where every listener delivers: its frames, the inputs it rejected, its failure (the receiver's run session). */
+export interface FrameSink {
+  /** Records a frame and returns its ack at once: called on every frame's path, so it never waits. */
   deliver(frame: ReceivedFrame): Ack;
+  /** An input that was not a frame (malformed, too large) was rejected by `transport`'s listener. */
   onReject(transport: string, reason: string): void;
   /**
    * A listener that was up can no longer receive anything (its broker dropped it): the open section of its transport
@@ -37,12 +39,11 @@ export class Listeners {
     private readonly config: Readonly<Config>,
     private readonly log: Logger,
     private readonly doorkeeper: Doorkeeper,
-    private readonly sinks: ListenerSinks,
   ) {}
 
-  /** Starts every configured listener; failures are recorded, not thrown. */
-  async startAll(): Promise<void> {
-    for (const name of this.config.transports) await this.start(name);
+  /** Starts every configured listener, delivering into `sink` (retries too); failures are recorded, not thrown. */
+  async startAll(sink: FrameSink): Promise<void> {
+    for (const name of this.config.transports) await this.start(name, sink);
   }
 
   /** Every listener's state, by transport name. */
@@ -75,7 +76,7 @@ export class Listeners {
     await Promise.all(closing);
   }
 
-  private async start(name: string): Promise<void> {
+  private async start(name: string, sink: FrameSink): Promise<void> {
     const transport = transportByName(name);
     const port = this.config.ports[name] ?? 0;
     await this.open.get(name)?.close();
@@ -91,8 +92,8 @@ export class Listeners {
         door: this.doorkeeper.door(name),
         idleTimeoutMs: this.config.imageTimeoutMs,
         log: this.log.child({ transport: name }),
-        deliver: (frame) => this.sinks.deliver(frame),
-        onReject: (reason) => this.sinks.onReject(name, reason),
+        deliver: (frame) => sink.deliver(frame),
+        onReject: (reason) => sink.onReject(name, reason),
         onFailure: (reason) => {
           this.statuses[name] = {
             ready: false,
@@ -101,8 +102,8 @@ export class Listeners {
             retrying: true,
           };
           this.log.error({ transport: name, reason }, 'listener failed; trying to listen again in the background');
-          this.sinks.onFailure(name, reason);
-          this.retryLater(name);
+          sink.onFailure(name, reason);
+          this.retryLater(name, sink);
         },
       });
       if (this.closed) {
@@ -128,15 +129,15 @@ export class Listeners {
         { transport: name, err: errorMessage(err) },
         'listener failed to start; its section will be reported as failed until a retry succeeds',
       );
-      this.retryLater(name);
+      this.retryLater(name, sink);
     }
   }
 
-  private retryLater(name: string): void {
+  private retryLater(name: string, sink: FrameSink): void {
     if (this.closed || this.retries.has(name)) return;
     const timer = setTimeout(() => {
       this.retries.delete(name);
-      if (!this.closed && !this.statuses[name]?.ready) void this.start(name);
+      if (!this.closed && !this.statuses[name]?.ready) void this.start(name, sink);
     }, RETRY_INTERVAL_MS);
     timer.unref();
     this.retries.set(name, timer);

@@ -21,6 +21,7 @@ import { warmupImagesAllowed, type WarmupOutcome } from '../core/model/warmup.js
 import { readResources, RssPeakTracker } from '../shared/resources.js';
 import type { OpenSectionFiles } from '../shared/run-folder.js';
 import type { ReceivedFrame } from '../transports/contract.js';
+import type { FrameSink } from './listeners.js';
 import { Verifier } from './verifier.js';
 
 // The receiver's state for one run: the sections done, the one open, and what arrives for it.
@@ -79,8 +80,8 @@ interface OpenSection {
   listenerFailure: string | undefined;
 }
 
-/** One run at a time on the receiver: sections in, frames recorded, a report out. */
-export class RunSession {
+/** One run at a time on the receiver: sections in, frames recorded, a report out; the listeners deliver here. */
+export class RunSession implements FrameSink {
   private info: RunInfo | undefined;
   private sections: SectionResult[] = [];
   /** This run's (or the last run's) place among its receivers: its files stay where GET / finds them after the run. */
@@ -89,6 +90,10 @@ export class RunSession {
   private readonly verifier: Verifier;
   /** Frames and inputs the run did not expect, for the log at its end. */
   strayFrames = 0;
+  /** Frames rejected since the receiver started (for no open section, or refused by its record), for GET /health. */
+  rejectedFrames = 0;
+  /** Inputs the listeners rejected since the receiver started (not a frame: malformed, too large), for GET /health. */
+  rejectedInputs = 0;
   /** Date.now() of the last control request or frame: the watchdog's measure of a live transmitter. */
   lastActivityMs = Date.now();
 
@@ -200,8 +205,15 @@ export class RunSession {
    * The listener of `transport` can no longer receive: when the open section is that transport's,
    * it fails with `reason` first, whatever the transmitter saw of it (its link may only see silence).
    */
-  listenerFailed(transport: string, reason: string): void {
-    if (this.open?.recorder.plan.transport === transport) this.open.listenerFailure ??= reason;
+  onFailure(transport: string, reason: string): void {
+    if (this.open?.recorder.plan.transport === transport)
+      this.open.listenerFailure ??= `receiver's ${transport} listener failed: ${reason}`;
+  }
+
+  /** A listener of `transport` rejected an input that was not a frame: counted and logged, nothing recorded. */
+  onReject(transport: string, reason: string): void {
+    this.rejectedInputs++;
+    this.log.warn({ transport, reason, rejectedInputs: this.rejectedInputs }, 'input rejected');
   }
 
   /** Ends the open section with the transmitter's side of it; returns its result. */
@@ -299,7 +311,7 @@ export class RunSession {
   /**
    * Records one frame from any transport and returns its ack at once; the checksum is verified
    * afterwards, on this same thread (verifier.ts says what that costs the stamps). A frame for no
-   * open section is rejected and counted.
+   * open section, or one its record refuses, is rejected and counted.
    */
   deliver(frame: ReceivedFrame): Ack {
     const { header } = frame;
@@ -307,6 +319,7 @@ export class RunSession {
     const open = this.open;
     if (open === undefined || open.recorder.plan.sectionId !== header.sectionId) {
       this.strayFrames++;
+      this.rejectedFrames++;
       this.log.warn({ sectionId: header.sectionId, seq: header.seq }, 'frame for no open section dropped');
       return { sectionId: header.sectionId, seq: header.seq, status: 'rejected' };
     }
@@ -331,7 +344,7 @@ export class RunSession {
         open.measureEnd = { reading: readResources(), peakRssBytes: open.rss.stop() };
         open.brokerEnd = this.brokerReading(recorder.plan.transport);
       }
-    }
+    } else this.rejectedFrames++;
     if (this.log.isLevelEnabled('debug')) {
       this.log.debug(
         {

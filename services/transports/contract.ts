@@ -14,9 +14,9 @@ import type { Ack, FrameHeader } from '../core/wire/frame.js';
 //   is in hand), acknowledges it at once and verifies it later, after the ack but on the same
 //   thread (services/receiver/verifier.ts says what that costs other images' stamps);
 // - what a receiver does with bad input and with a delivery that throws is the gate's one policy;
-// - who gets in is the door's one policy (./kit/door.ts): a connection proves it belongs to the
-//   open section before the receiver holds any of its payload, and a listener keeps a bounded
-//   number of connections, each closed when it falls silent.
+// - who gets in is the door's one policy (the receiver's; ./kit/door.ts is a listener's side): a
+//   connection proves it belongs to the open section before the receiver holds any of its payload,
+//   and a listener keeps a bounded number of connections, each closed when it falls silent.
 
 /** Where a transport finds its peer; a transport uses the fields its setting gives it. */
 export interface TransportEndpoint {
@@ -131,7 +131,7 @@ export interface ReceiverOptions extends TransportEndpoint {
   idleTimeoutMs: number;
 }
 
-/** A listener's doorkeeper (./kit/door.ts). */
+/** A listener's doorkeeper: the receiver decides who gets in; a listener asks (./kit/door.ts: what it keeps). */
 export interface Door {
   /**
    * Checks the credential a connection presented in text form (undefined: it presented none).

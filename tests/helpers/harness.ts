@@ -11,7 +11,7 @@ import type {
   Transport,
 } from '../../services/transports/contract.js';
 import { transportByName } from '../../services/transports/index.js';
-import { connectionsPerSection, Doorkeeper } from '../../services/transports/kit/door.js';
+import { connectionsPerSection, Doorkeeper } from '../../services/receiver/door.js';
 
 /** `text` as a regular expression that matches it literally (labels such as "HTTP+JSON"). */
 export function escapeRegExp(text: string): string {

@@ -17,16 +17,13 @@ import {
 } from '../../services/core/wire/control-protocol.js';
 import { encodeFrameHeader } from '../../services/core/wire/frame.js';
 import type { SectionPlan } from '../../services/core/model/section.js';
+import { connectionsPerSection, incompleteMessageBoundBytes } from '../../services/receiver/door.js';
 import { hostFacts } from '../../services/shared/host.js';
 import { ControlClient } from '../../services/transmitter/control-client.js';
 import { FRAME_HEADER_FIELD, PATH as HTTP_PATH } from '../../services/transports/http.js';
 import { jsonBodyLimitBytes } from '../../services/transports/http-json.js';
 import { transports } from '../../services/transports/index.js';
-import {
-  connectionsPerSection,
-  incompleteMessageBoundBytes,
-  MAX_CONNECTIONS_PER_LISTENER,
-} from '../../services/transports/kit/door.js';
+import { MAX_CONNECTIONS_PER_LISTENER } from '../../services/transports/kit/door.js';
 import { LocalServers, TEST_AUTH_TOKEN } from '../helpers/harness.js';
 import {
   grpcPartial,

@@ -1,0 +1,297 @@
+import path from 'node:path';
+import type { Logger } from 'pino';
+import type { Config } from '../core/config/config.js';
+import { errorMessage } from '../core/errors.js';
+import type { SectionPlan, SectionResult } from '../core/model/section.js';
+import { runSucceeded } from '../core/report/report.js';
+import { renderSummary } from '../core/report/text/summary-tables.js';
+import type { SectionCredential } from '../core/wire/auth.js';
+import type { ProgressResponse, RunAnnouncement, RunFinish, SectionEnd } from '../core/wire/control-protocol.js';
+import { reportLibraries } from '../shared/report-assets.js';
+import { completeRun, lastWriteMs, RunFolder, runFolders } from '../shared/run-folder.js';
+import { transportByName } from '../transports/index.js';
+import { connectionsPerSection, type Doorkeeper } from './door.js';
+import type { Listeners } from './listeners.js';
+import type { RunSession } from './session.js';
+
+// What a run is on the receiver beyond its records (RunSession keeps those): its folder, written as
+// it goes; the door and the listener of its open section; and its end, the same three ways (the
+// transmitter finishes it, the watchdog finds the transmitter gone, the receiver shuts down).
+
+/** How much longer than the watchdog's limit a run must have been silent before a starting receiver completes it. */
+const ABANDONED_RUN_GRACE_MS = 60_000;
+
+/** Extra time the watchdog allows beyond the transmitter's own longest wait before declaring it gone. */
+const WATCHDOG_GRACE_MS = 5000;
+
+/** The run in progress: when this receiver accepted it (its own clock) and the transmitter's address as it saw it. */
+interface RunHolder {
+  startedAt: string;
+  peer: string;
+}
+
+/** Why a second POST /runs is refused: the run in progress, and how long a silent one can still hold the receiver. */
+function runInProgress(holder: RunHolder | undefined, idleLimitMs: number): string {
+  const who = holder === undefined ? '' : `: started ${holder.startedAt} by ${holder.peer}`;
+  return (
+    `a run is in progress${who}; it keeps its files; wait for it to end (or for the receiver's ` +
+    `watchdog, ${idleLimitMs / 1000} s after the transmitter goes silent: the longer of IMAGE_TIMEOUT_MS and ` +
+    `CONNECT_TIMEOUT_MS, plus 5 s)`
+  );
+}
+
+/** A run's folder, sections and end; the control routes, the watchdog and close() act on runs through it. */
+export interface RunKeeper {
+  /** The run's folder while one is in progress. */
+  readonly folder: RunFolder | undefined;
+  /** Why a second POST /runs is refused while a run is in progress. */
+  inProgressRefusal(): string;
+  /** Starts a run and its folder for the transmitter at `peer`; throws (the run not started) when its folder fails. */
+  startRun(announcement: RunAnnouncement, peer: string): Promise<void>;
+  /** Opens a section, its door admitting `credential`; returns why it is refused (recorded as failed) if it is. */
+  openSection(plan: SectionPlan, credential: SectionCredential, transmitterHost: string): Promise<string | undefined>;
+  /** Ends the open section with the transmitter's side of it; its result as recorded in the run's files. */
+  endSection(end: SectionEnd): Promise<SectionResult | undefined>;
+  /** Ends the run in progress (`stopReason` null: the transmitter finished it); undefined when none is. */
+  endRun(stopReason: string | null): Promise<RunFinish | undefined>;
+  /** GET /progress's answer. */
+  progress(): ProgressResponse;
+  /** Completes the runs a receiver died in, found in OUTPUT_DIR (at start). */
+  completeAbandonedRuns(): Promise<void>;
+  /** Ends the run in progress when its transmitter has gone silent too long. */
+  checkTransmitterAlive(): void;
+}
+
+/** The run keeper of a receiver's session, listeners and doorkeeper. */
+export function buildRunKeeper(
+  config: Readonly<Config>,
+  log: Logger,
+  session: RunSession,
+  listeners: Listeners,
+  doorkeeper: Doorkeeper,
+): RunKeeper {
+  // GET /progress's counts of the run in progress, or of the last one once it ended.
+  let lastRunCounts = { recorded: 0, imageCount: 0 };
+  // The open run's folder: its files are written as the run goes.
+  let folder: RunFolder | undefined;
+  // The transport whose section the door is open for, so its listener can release what it prepared.
+  let dataSectionTransport: string | undefined;
+  // The transmitter never stays silent longer than its longest wait (a connect, or an ack).
+  const idleLimitMs = Math.max(config.imageTimeoutMs, config.connectTimeoutMs) + WATCHDOG_GRACE_MS;
+  // Who holds the run in progress, named to a second transmitter when it is refused.
+  let runHolder: RunHolder | undefined;
+
+  // Shuts the door on the section's links and lets its listener release what it prepared.
+  async function closeDataSection(): Promise<void> {
+    doorkeeper.closeSection();
+    const transport = dataSectionTransport;
+    dataSectionTransport = undefined;
+    if (transport !== undefined)
+      await listeners
+        .closeSection(transport)
+        .catch((err: unknown) => log.warn({ transport, err: errorMessage(err) }, 'section not released'));
+  }
+
+  // Opens the door to the section's one link, after its listener prepared what it needs; returns
+  // why not when it cannot. `transmitterHost` is where the section's control request came from.
+  async function openDataSection(
+    plan: SectionPlan,
+    credential: SectionCredential,
+    transmitterHost: string,
+  ): Promise<string | undefined> {
+    // The door is open before a listener that dials the transmitter (websocket-push) admits its own connection.
+    // Each client holds one link's connections.
+    doorkeeper.openSection(
+      plan.transport,
+      credential,
+      plan.clients * connectionsPerSection(transportByName(plan.transport), plan.window),
+    );
+    try {
+      await listeners.openSection(plan.transport, {
+        credential,
+        window: plan.window,
+        transmitterHost,
+        receiverIndex: plan.receiverIndex,
+      });
+    } catch (err) {
+      doorkeeper.closeSection();
+      return `receiver's ${plan.transport} listener could not prepare the section: ${errorMessage(err)}`;
+    }
+    dataSectionTransport = plan.transport;
+    return undefined;
+  }
+
+  // Opens the section `plan` after closing the one before; returns why it is refused (its listener
+  // is down, its images too large, its door cannot open), when it is: it is recorded as failed then.
+  async function openSection(
+    plan: SectionPlan,
+    credential: SectionCredential,
+    transmitterHost: string,
+  ): Promise<string | undefined> {
+    await closeDataSection();
+    const status = listeners.status()[plan.transport];
+    const refusal = !status?.ready
+      ? `receiver's ${plan.transport} listener is not available: ${status?.error ?? 'not in its TRANSPORTS'}`
+      : plan.imageSizeBytes > config.maxImageBytes
+        ? `images of ${plan.imageSizeBytes} bytes are over the receiver's MAX_IMAGE_SIZE ` +
+          `(${config.maxImageBytes} bytes)`
+        : await openDataSection(plan, credential, transmitterHost);
+    // A refused section stays in the report as failed, with the reason: never silently missing.
+    // A section still open (its end never came) is recorded as failed, with the count it got.
+    await recordSection(await session.endOpenSection('a new section opened before this one ended'));
+    if (refusal !== undefined) await recordSection(session.openSection(plan, refusal));
+    else session.openSection(plan, undefined, await folder?.openSection(plan));
+    return refusal;
+  }
+
+  // GET /progress's counts: the run in progress's, or the last one's once it ended.
+  function progress(): ProgressResponse {
+    const progress = session.progress();
+    // Between runs the last run's counts stay: its end can fall between two readings of a sampler.
+    if (progress === undefined) return { inProgress: false, transport: null, ...lastRunCounts };
+    const done = progress.sections.reduce((sum, section) => sum + section.okCount + section.corruptCount, 0);
+    lastRunCounts = {
+      recorded: done + (progress.open?.recorded ?? 0),
+      imageCount: progress.info.imageCount * progress.info.repeat * progress.info.transports.length,
+    };
+    return { inProgress: true, transport: progress.open?.transport ?? null, ...lastRunCounts };
+  }
+
+  // Starts a run's folder; a run whose folder cannot be made does not start (the reason names the path).
+  // `peer` is the transmitter's address, named to a second one when it is refused.
+  async function startRun(announcement: RunAnnouncement, peer: string): Promise<void> {
+    session.start(announcement);
+    try {
+      folder = await RunFolder.create(
+        path.resolve(session.outputDir(config.outputDir)),
+        session.runInfo!,
+        path.resolve(config.outputDir),
+      );
+    } catch (err) {
+      folder = undefined;
+      await session.finish('its files could not be written');
+      throw err;
+    }
+    runHolder = { startedAt: new Date().toISOString(), peer };
+  }
+
+  // A section's result into its run's files (output.log's figures, results.json); returns it as recorded there.
+  async function recordSection(result: SectionResult | undefined): Promise<SectionResult | undefined> {
+    if (result === undefined || folder === undefined) return result;
+    return folder.endSection(result);
+  }
+
+  // Ends the run in progress: its open section (if any) fails with `stopReason`, then the summary,
+  // results.json and report.html go into the run's folder and OUTPUT_DIR's links switch to it.
+  // A failed write throws naming the path and the reason; the previous run's files stay linked.
+  async function endRun(stopReason: string | null): Promise<RunFinish | undefined> {
+    await closeDataSection();
+    if (stopReason !== null) await recordSection(await session.endOpenSection(stopReason));
+    const report = await session.finish(stopReason);
+    if (report !== undefined)
+      lastRunCounts = {
+        recorded: report.sections.reduce((sum, section) => sum + section.okCount + section.corruptCount, 0),
+        imageCount: report.run.imageCount * report.run.repeat * report.run.transports.length,
+      };
+    const runFolder = folder;
+    folder = undefined;
+    if (report === undefined || runFolder === undefined) return undefined;
+    const outputDir = runFolder.baseDir;
+    const finish: RunFinish = {
+      summary: renderSummary(report),
+      succeeded: runSucceeded(report),
+      runFolder: path.relative(outputDir, runFolder.dir),
+    };
+    try {
+      await runFolder.finish(report, reportLibraries());
+    } catch (err) {
+      // The run's figures still reach the transmitter; OUTPUT_DIR's links stay on the previous run.
+      await runFolder.abandon();
+      const filesNotWritten = errorMessage(err);
+      log.error(
+        { outputDir, runFolder: runFolder.name, err: filesNotWritten, stopReason },
+        'output files not written; the previous run stays the latest',
+      );
+      return { ...finish, succeeded: false, filesNotWritten };
+    }
+    if (stopReason === null)
+      log.info(
+        {
+          outputDir,
+          runFolder: runFolder.name,
+          strayFrames: session.strayFrames,
+          rejectedInputs: session.rejectedInputs,
+        },
+        'run finished; output files written',
+      );
+    else
+      log.warn(
+        {
+          outputDir,
+          runFolder: runFolder.name,
+          stopReason,
+          strayFrames: session.strayFrames,
+          rejectedInputs: session.rejectedInputs,
+        },
+        'run ended incomplete; output files written',
+      );
+    return finish;
+  }
+
+  // A run a receiver died in (killed, out of memory) is completed when one starts again here: its
+  // finished sections as they were, the open one from its per-image file, marked incomplete. Only
+  // a run nothing has written to for longer than the watchdog's limit (and a minute): never one
+  // another receiver sharing OUTPUT_DIR is still writing.
+  async function completeAbandonedRuns(): Promise<void> {
+    const base = path.resolve(config.outputDir);
+    for (const dir of await runFolders(base)) {
+      const quietMs = Date.now() - (await lastWriteMs(dir));
+      if (quietMs < idleLimitMs + ABANDONED_RUN_GRACE_MS) continue;
+      try {
+        const report = await completeRun(
+          base,
+          dir,
+          'the receiver stopped before the run ended (completed when a receiver started again)',
+          reportLibraries(),
+        );
+        if (report !== undefined)
+          log.warn(
+            { runFolder: path.basename(dir), sections: report.sections.length },
+            'completed a run its receiver never ended: its open section is marked incomplete',
+          );
+      } catch (err) {
+        log.error(
+          { runFolder: path.basename(dir), err: errorMessage(err) },
+          'could not complete a run its receiver never ended',
+        );
+      }
+    }
+  }
+
+  // Ends a run whose transmitter has been silent longer than it ever waits (checked every second).
+  function checkTransmitterAlive(): void {
+    if (!session.inProgress || Date.now() - session.lastActivityMs <= idleLimitMs) return;
+    const reason =
+      `transmitter went away: no frame or control request for ` +
+      Math.round((Date.now() - session.lastActivityMs) / 1000) +
+      ` s`;
+    endRun(reason).catch((err: unknown) => log.error({ err: errorMessage(err) }, 'could not write the output files'));
+  }
+
+  return {
+    get folder() {
+      return folder;
+    },
+    inProgressRefusal: () => runInProgress(runHolder, idleLimitMs),
+    startRun,
+    openSection,
+    async endSection(end) {
+      await closeDataSection();
+      return recordSection(await session.endSection(end));
+    },
+    endRun,
+    progress,
+    completeAbandonedRuns,
+    checkTransmitterAlive,
+  };
+}
