@@ -20,7 +20,7 @@ import {
   type SectionResult,
   type TransmitterColdStart,
 } from '../core/model/section.js';
-import { acknowledgedOnlyResult, SectionRecorder } from '../core/model/recorder.js';
+import { failedSectionResult } from '../core/model/section-result.js';
 import { OpenLoopSchedule } from '../core/model/schedule.js';
 import { exerciseSharedPaths } from '../core/model/prewarm.js';
 import { nsToMs } from '../core/model/stats.js';
@@ -535,18 +535,26 @@ export function buildTransmitter(
         ),
       );
       const flight = outcome?.flight;
-      result =
-        flight !== undefined && flight.recordedAcked > 0
-          ? acknowledgedOnlyResult(plan, flight.recordedAcked, reason, outcome?.warmedUp, {
-              imagesSent: flight.recordedStamped,
-              rtt: flight.tally.rtt.summary() ?? null,
-              coldStart: outcome?.coldStart,
-              sendLag: flight.tally.sendLag.summary() ?? null,
-              rttFromDue: flight.tally.rttFromDue.summary() ?? null,
-              achievedRatePerSecond: flight.achievedRatePerSecond,
-              clientFigures: flight.clientFigures(),
-            })
-          : new SectionRecorder(plan).result(reason, { coldStart: outcome?.coldStart });
+      result = failedSectionResult(
+        plan,
+        reason,
+        outcome?.coldStart,
+        flight === undefined
+          ? undefined
+          : {
+              count: flight.recordedAcked,
+              warmedUp: outcome?.warmedUp,
+              extras: {
+                imagesSent: flight.recordedStamped,
+                rtt: flight.tally.rtt.summary() ?? null,
+                coldStart: outcome?.coldStart,
+                sendLag: flight.tally.sendLag.summary() ?? null,
+                rttFromDue: flight.tally.rttFromDue.summary() ?? null,
+                achievedRatePerSecond: flight.achievedRatePerSecond,
+                clientFigures: flight.clientFigures(),
+              },
+            },
+      );
     } finally {
       outcome?.flight.destroy();
     }
