@@ -35,9 +35,9 @@ export interface TransmitterApp {
  * The transports of repeat `repeat` (from 1) in run order: TRANSPORTS rotated by one place per
  * repeat (A B C, B C A, C A B, …), so no transport always follows the same neighbour.
  */
-function rotatedOrder(names: readonly string[], repeat: number): string[] {
-  const shift = (repeat - 1) % Math.max(1, names.length);
-  return [...names.slice(shift), ...names.slice(0, shift)];
+function rotatedOrder<T>(transports: readonly T[], repeat: number): T[] {
+  const shift = (repeat - 1) % Math.max(1, transports.length);
+  return [...transports.slice(shift), ...transports.slice(0, shift)];
 }
 
 /** Builds a transmitter that sends `image` per the config; nothing happens until run(). */
@@ -48,7 +48,9 @@ export function buildTransmitter(
   observer?: RunObserver,
 ): TransmitterApp {
   const checksum = imageChecksum(image.bytes);
-  const transmitterHost = hostFacts(config.transports.map(transportByName));
+  // The run's transports, in TRANSPORTS order.
+  const transports = config.transports.map(transportByName);
+  const transmitterHost = hostFacts(transports);
 
   return {
     async run() {
@@ -83,7 +85,7 @@ export function buildTransmitter(
           warmup: warmupPlan(config),
           repeat: config.repeat,
           transports: config.transports,
-          arrivalNotes: config.transports.flatMap((name) => transportByName(name).batchedArrivals ?? []),
+          arrivalNotes: transports.flatMap((transport) => transport.batchedArrivals ?? []),
           config: publicConfig(config),
           receivers: peers.length,
           receiverIndex: 0,
@@ -93,8 +95,7 @@ export function buildTransmitter(
         if (config.ratePerSecond !== undefined) dueTimer = await DueTimer.open();
         // WARMUP=0 is a cold run on purpose: nothing is warmed, not even the shared paths.
         if (config.warmup !== 0) exerciseSharedPaths(image.bytes);
-        // Interleaved, one section of every transport per repeat, in an order rotated each repeat,
-        // so drift on a shared machine and a neighbour's leftover garbage hit every transport alike.
+        // What every section runs with, the same for the whole run.
         const deps: SectionDeps = {
           peers,
           authToken,
@@ -103,7 +104,7 @@ export function buildTransmitter(
             repeat: config.repeat,
             imageCount: config.imageCount,
             durationMs: config.durationMs,
-            warmupPlan: warmupPlan(config),
+            warmupPlan: announcement.warmup,
             window: config.window,
             ratePerSecond: config.ratePerSecond,
             clients: config.clients,
@@ -129,12 +130,14 @@ export function buildTransmitter(
           log,
           observer,
         };
+        // Interleaved, one section of every transport per repeat, in an order rotated each repeat,
+        // so drift on a shared machine and a neighbour's leftover garbage hit every transport alike.
         const sections: SectionResult[] = [];
         // A receiver that could not take part (listener down) or is gone stops the run after its section.
         let receiverLost: string | undefined;
         for (let repeat = 1; repeat <= config.repeat && receiverLost === undefined; repeat++) {
-          for (const name of rotatedOrder(config.transports, repeat)) {
-            const section = await runSection(deps, transportByName(name), repeat);
+          for (const transport of rotatedOrder(transports, repeat)) {
+            const section = await runSection(deps, transport, repeat);
             sections.push(section.result);
             receiverLost = section.receiverLost;
             if (receiverLost !== undefined) break;
