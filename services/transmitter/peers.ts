@@ -1,12 +1,18 @@
 import { lookup } from 'node:dns/promises';
 import net from 'node:net';
+import type { Logger } from 'pino';
+import { estimateClockOffset, type ClockOffset, type ClockSample } from '../core/model/clock.js';
 import type { Config } from '../core/config/config.js';
+import type { HealthResponse } from '../core/wire/control-protocol.js';
 import { ErrorCode, ItbError } from '../core/errors.js';
+import type { SectionClock } from '../core/model/section.js';
 import { sleep } from '../shared/waits.js';
+import type { ControlClient } from './control-client.js';
 
-// Where the receivers are. One: RECEIVER_HOST on CONTROL_PORT. Several: the addresses npm start
-// lists (ITB_RECEIVERS), or every address RECEIVER_HOST resolves to, as compose's
-// `--scale receiver=N` gives (Docker's DNS answers with one address per replica).
+// Where the receivers are, and what the transmitter asks each before a section. Where: one,
+// RECEIVER_HOST on CONTROL_PORT. Several: the addresses npm start lists (ITB_RECEIVERS), or every
+// address RECEIVER_HOST resolves to, as compose's `--scale receiver=N` gives (Docker's DNS answers
+// with one address per replica).
 
 /** A receiver's control endpoint. */
 export interface ReceiverAddress {
@@ -57,4 +63,48 @@ export async function receiverAddresses(
     .sort((a, b) => a.localeCompare(b, 'en', { numeric: true }))
     .slice(0, config.receivers)
     .map((host) => ({ host, controlPort: config.controlPort }));
+}
+
+/** A receiver of the run as the transmitter reaches it: its place (0 first), its address, control client and health. */
+export interface Peer {
+  index: number;
+  host: string;
+  control: ControlClient;
+  health: HealthResponse;
+}
+
+/** Round trips per clock-offset estimate (after one that opens the socket): the lowest is kept. */
+const CLOCK_SAMPLES = 8;
+
+/**
+ * Waits until `peer`'s listener for transport `name` is ready; one that is not is logged (see below).
+ * In a cluster the receiver may answer before its broker is up, and a listener that failed
+ * retries in the background: its section waits for it, within CONNECT_TIMEOUT_MS. One still
+ * down by then, or down for good (a setting missing), fails its section with the receiver's
+ * reason, and the run goes on.
+ */
+export async function listenerReady(peer: Peer, name: string, connectTimeoutMs: number, log: Logger): Promise<void> {
+  peer.health = await peer.control.waitUntilReady(connectTimeoutMs, [name]);
+  const status = peer.health.listeners[name];
+  if (status?.ready !== true)
+    log.warn(
+      { receiver: peer.host, transport: name, reason: status?.error, retrying: status?.retrying },
+      'receiver listener not ready: its section fails with the reason',
+    );
+}
+
+/** `peer`'s clock offset from the transmitter's, by ping-pong over its control endpoint; null without a sample. */
+export async function estimateOffset(peer: Peer): Promise<ClockOffset | null> {
+  await peer.control.clockSample();
+  const samples: ClockSample[] = [];
+  for (let i = 0; i < CLOCK_SAMPLES; i++) samples.push(await peer.control.clockSample());
+  return estimateClockOffset(samples) ?? null;
+}
+
+/** `peer`'s clock for a section: the offset is applied only across kernels (clocks). */
+export async function estimateClock(peer: Peer, transmitterBootId: string | null): Promise<SectionClock | null> {
+  const estimate = await estimateOffset(peer);
+  if (estimate === null) return null;
+  const sameKernel = transmitterBootId !== null && transmitterBootId === peer.health.host.bootId;
+  return { ...estimate, applied: !sameKernel };
 }

@@ -9,7 +9,8 @@ import {
   MIN_STABLE_SPAN_MS,
   type SectionPlan,
 } from '../../services/core/model/section.js';
-import { acknowledgedOnlyResult, SectionRecorder, type SectionSink } from '../../services/core/model/recorder.js';
+import { SectionRecorder, type SectionSink } from '../../services/core/model/recorder.js';
+import { acknowledgedOnlyResult, failedSectionResult } from '../../services/core/model/section-result.js';
 import type { WarmupOutcome } from '../../services/core/model/warmup.js';
 import { collectingSink, NO_WARMUP, resultWith } from '../helpers/fixtures.js';
 
@@ -577,6 +578,56 @@ describe('acknowledgedOnlyResult', () => {
       expect(result.coldStart).toEqual({ connectMs: null, firstImageMs: null, firstImageRttMs: null });
     },
   );
+});
+
+describe('failedSectionResult', () => {
+  const coldStart = { connectMs: 4, firstImageRttMs: 1.5 };
+  const rtt = {
+    count: 1,
+    p50Ms: 1,
+    p90Ms: null,
+    p99Ms: null,
+    p999Ms: null,
+    minMs: 1,
+    maxMs: 1,
+    meanMs: 1,
+    stdDevMs: 0,
+  };
+  // Closed and open loop, DURATION, several clients and receivers, a clock applied: every branch of the shape.
+  const plans: SectionPlan[] = [
+    plan,
+    { ...plan, ratePerSecond: 100, clients: 2 },
+    { ...plan, durationMs: 1000, receivers: 2, receiverIndex: 1 },
+    { ...plan, clock: { offsetNs: 5, uncertaintyNs: 2, roundTripNs: 4, samples: 8, applied: true } },
+  ];
+
+  it.each(plans)(
+    'with nothing acknowledged: what the recorder of a section where nothing arrived gives (%#)',
+    (each) => {
+      expect(failedSectionResult(each, 'receiver gone', coldStart, undefined)).toEqual(
+        new SectionRecorder(each).result('receiver gone', { coldStart }),
+      );
+      const none = { count: 0, warmedUp: warmedUp(2), extras: { imagesSent: 7, rtt } };
+      expect(failedSectionResult(each, 'reset', undefined, none)).toEqual(
+        new SectionRecorder(each).result('reset', {}),
+      );
+    },
+  );
+
+  it.each(plans)('with acks: the recorder of a section where nothing arrived, counted from the acks (%#)', (each) => {
+    const extras = { imagesSent: 2, rtt, coldStart, achievedRatePerSecond: 90, meanInFlight: 1 };
+    for (const outcome of [warmedUp(2), undefined]) {
+      const recorder = new SectionRecorder(each);
+      if (outcome !== undefined) recorder.beginRecording(outcome, 0n);
+      const recorded = recorder.result('receiver gone', extras);
+      const okCount = outcome === undefined ? 0 : Math.min(2, recorded.imageCount);
+      const expected = { ...recorded, okCount, lostCount: recorded.imageCount - okCount, rtt };
+      expect(acknowledgedOnlyResult(each, 2, 'receiver gone', outcome, extras)).toEqual(expected);
+      expect(failedSectionResult(each, 'receiver gone', coldStart, { count: 2, warmedUp: outcome, extras })).toEqual(
+        expected,
+      );
+    }
+  });
 });
 
 describe('SectionRecorder under RATE (open loop)', () => {

@@ -1,18 +1,9 @@
-import { oneWayClockErrorNs } from './clock.js';
 import type { AckStatus, FrameHeader } from '../wire/frame.js';
-import { SecondSeries, joinSeries } from './second-series.js';
+import { SecondSeries } from './second-series.js';
+import { resultImageCount, sectionResult } from './section-result.js';
 import { SeenSet } from './seen.js';
-import {
-  clientFairness,
-  isOverloaded,
-  MIN_STABLE_IMAGES,
-  MIN_STABLE_SPAN_MS,
-  type ImageRecord,
-  type SectionExtras,
-  type SectionPlan,
-  type SectionResult,
-} from './section.js';
-import { imagesPerSecond, LatencyRecorder, nsToMs, throughputMBps, type LatencySummary } from './stats.js';
+import type { ImageRecord, SectionExtras, SectionPlan, SectionResult } from './section.js';
+import { LatencyRecorder, nsToMs } from './stats.js';
 import { warmupImageLimit, type WarmupOutcome } from './warmup.js';
 
 // The receiver's record of one transport's section: which images came, when, and whether intact.
@@ -21,9 +12,6 @@ import { warmupImageLimit, type WarmupOutcome } from './warmup.js';
 // image's record leaves for the receiver's files as soon as it is whole; what stays are
 // histograms and sums. Pure: arrival times, verdicts, round trips and the clock offset are given
 // to it, so tests drive it exactly.
-
-// The window check allows for rounding only: the round trips and stamps are whole nanoseconds.
-const WINDOW_CHECK_SLACK = 1.000001;
 
 /**
  * Where a section's per-image records go as they are made (the receiver's files), so the recorder
@@ -299,8 +287,7 @@ export class SectionRecorder {
    */
   result(failure: string | null, extras: SectionExtras = {}): SectionResult {
     const first = this.firstRecordedSeq;
-    const imageCount =
-      this.plan.durationMs != null && extras.imagesSent !== undefined ? extras.imagesSent : this.plan.imageCount;
+    const imageCount = resultImageCount(this.plan, extras);
     if (first !== undefined) {
       for (const [seq, arrival] of this.awaitingVerdict)
         if (seq >= first && seq < first + imageCount) this.takeArrival(seq - first + 1, arrival, false);
@@ -313,34 +300,6 @@ export class SectionRecorder {
       for (const seq of this.seen.missing(first, first + imageCount))
         this.sink.recorded(seq - first + 1, 'lost', null, null, null);
     }
-    const okCount = this.okCount;
-    const corruptCount = this.corruptCount;
-    const lostCount = Math.max(0, imageCount - okCount - corruptCount);
-    const rtt = this.rtt.summary() ?? null;
-    const rttCount = rtt?.count ?? 0;
-    const inFlight =
-      this.plan.ratePerSecond === null && this.plan.receivers === 1 ? (extras.meanInFlight ?? null) : null;
-    const arrivalsAfterAck = this.plan.clock?.applied || rttCount === 0 ? null : this.arrivalsAfterAck;
-    const timingFailure = arrivalsAfterAck
-      ? `timing check: ${arrivalsAfterAck} of ${rttCount} images stamped as arriving after their ack was ` +
-        `processed (one-way time over round trip on one clock): an arrival stamp came late`
-      : null;
-    const windowFailure =
-      inFlight !== null && inFlight > this.plan.clients * this.plan.window * WINDOW_CHECK_SLACK
-        ? `window check: ${inFlight.toFixed(2)} images in flight on average, more than CLIENTS × WINDOW ` +
-          `= ${this.plan.clients * this.plan.window}`
-        : null;
-    const shipped = extras.roundTripsShipped;
-    const roundTripFailure =
-      shipped !== undefined && shipped > this.roundTripsTaken
-        ? `round trips: ${shipped - this.roundTripsTaken} of ${shipped} the transmitter sent never reached the ` +
-          `receiver's record`
-        : null;
-    const checkFailures = [timingFailure, windowFailure, roundTripFailure].filter((f): f is string => f !== null);
-    const sectionFailure =
-      failure === null && checkFailures.length === 0
-        ? null
-        : [failure, ...checkFailures].filter((f): f is string => f !== null).join('; ');
     const totalMs =
       this.firstSentAtNs !== undefined && this.lastArrivalNs !== undefined
         ? nsToMs(this.lastArrivalNs - this.firstSentAtNs)
@@ -352,86 +311,33 @@ export class SectionRecorder {
       this.lastArrivalNs === this.firstArrivalNs
         ? null
         : ((this.verifiedArrivals - 1) * 1e9) / Number(this.lastArrivalNs - this.firstArrivalNs);
-    const clockAfter = extras.clockAfter ?? null;
-    const result: SectionResult = {
-      ...this.plan,
-      imageCount,
-      clockAfter,
-      oneWayClockErrorMs: this.plan.clock?.applied ? oneWayClockErrorNs(this.plan.clock, clockAfter) / 1e6 : null,
-      ok: sectionFailure === null && okCount === imageCount && this.duplicateCount === 0 && this.strayCount === 0,
-      failure: sectionFailure,
-      imagesFile: null,
-      series: joinSeries(this.series?.seconds() ?? [], extras.rttSeconds ?? []),
-      histograms: { oneWayNs: this.latency.encoded(), rttNs: this.rtt.encoded() },
-      okCount,
-      corruptCount,
-      lostCount,
-      duplicateCount: this.duplicateCount,
-      outOfOrderCount: this.outOfOrderCount,
-      strayCount: this.strayCount,
-      totalMs,
-      latency: this.latency.summary() ?? null,
-      rtt,
-      littleRatio: inFlight === null ? null : inFlight / (this.plan.clients * this.plan.window),
-      meanInFlight: inFlight,
-      arrivalsAfterAck,
-      verifyMs: extras.verifyMs ?? null,
-      verifyLongestRunMs: extras.verifyLongestRunMs ?? null,
-      verifyBusyShare: extras.verifyBusyShare ?? null,
-      throughputMBps: totalMs === null ? null : throughputMBps(okCount * this.plan.imageSizeBytes, totalMs),
-      imagesPerSecond: totalMs === null ? null : imagesPerSecond(okCount, totalMs),
-      throughputIndicative: totalMs === null || totalMs < MIN_STABLE_SPAN_MS || okCount < MIN_STABLE_IMAGES,
-      openLoop:
-        this.plan.ratePerSecond === null
-          ? null
-          : {
-              ratePerSecond: this.plan.ratePerSecond,
-              achievedRatePerSecond: extras.achievedRatePerSecond ?? null,
-              deliveredRatePerSecond: deliveredPerSecond,
-              overloaded: isOverloaded(
-                this.plan.ratePerSecond,
-                extras.achievedRatePerSecond ?? null,
-                deliveredPerSecond,
-              ),
-              sendLag: extras.sendLag ?? null,
-              latencyFromDue: this.latencyFromDue.summary() ?? null,
-              rttFromDue: extras.rttFromDue ?? null,
-            },
-      clientFairness: extras.clientFigures ? clientFairness(extras.clientFigures, this.plan.imageSizeBytes) : null,
-      fanOut: null,
-      warmedUp: this.warmedUp ?? null,
-      coldStart: {
-        connectMs: extras.coldStart?.connectMs ?? null,
+    const result = sectionResult(
+      this.plan,
+      failure,
+      {
+        okCount: this.okCount,
+        corruptCount: this.corruptCount,
+        duplicateCount: this.duplicateCount,
+        outOfOrderCount: this.outOfOrderCount,
+        strayCount: this.strayCount,
+        arrivalsAfterAck: this.arrivalsAfterAck,
+        roundTripsTaken: this.roundTripsTaken,
+        totalMs,
+        deliveredPerSecond,
+        latency: this.latency.summary() ?? null,
+        rtt: this.rtt.summary() ?? null,
+        latencyFromDue: this.latencyFromDue.summary() ?? null,
+        histograms: { oneWayNs: this.latency.encoded(), rttNs: this.rtt.encoded() },
+        arrivalSeconds: this.series?.seconds() ?? [],
         firstImageMs: this.firstImageMs,
-        firstImageRttMs: extras.coldStart?.firstImageRttMs ?? null,
+        warmedUp: this.warmedUp ?? null,
       },
-      cost: extras.cost ?? { transmitter: null, receiver: null, broker: null },
-    };
+      extras,
+    );
     this.latency.destroy();
     this.rtt.destroy();
     this.latencyFromDue.destroy();
     this.series?.destroy();
     return result;
   }
-}
-
-/**
- * A section the transmitter must report on its own because the receiver's record is gone (the
- * receiver died): acknowledged images count as delivered intact but without a one-way time, the
- * rest as lost; round trips are the transmitter's own.
- */
-export function acknowledgedOnlyResult(
-  plan: SectionPlan,
-  acknowledgedImages: number,
-  failure: string,
-  warmedUp: WarmupOutcome | undefined,
-  extras: SectionExtras & { rtt?: LatencySummary | null } = {},
-): SectionResult {
-  const recorder = new SectionRecorder(plan);
-  if (warmedUp !== undefined) recorder.beginRecording(warmedUp, 0n);
-  const result = recorder.result(failure, extras);
-  const imageCount = result.imageCount;
-  // Without a warm-up outcome no image was recorded: an acknowledged one was a warm-up image.
-  const okCount = warmedUp === undefined ? 0 : Math.min(acknowledgedImages, imageCount);
-  return { ...result, okCount, lostCount: imageCount - okCount, rtt: extras.rtt ?? null };
 }

@@ -5,7 +5,8 @@ import { mergeLatency, type LatencySummary } from './stats.js';
 import type { WarmupOutcome, WarmupPlan } from './warmup.js';
 
 // What a section is: its plan, the figures it is reported with, and how several receivers' or
-// clients' figures combine. The receiver's recorder that produces them is in recorder.ts.
+// clients' figures combine. Results are built in section-result.ts, from the receiver's recorder (recorder.ts)
+// or from the transmitter's acks alone.
 
 /** The clock offset estimated at the start of a section, and whether times were corrected by it. */
 export interface SectionClock extends ClockOffset {
