@@ -23,7 +23,7 @@ import { closeWhenSilent, MAX_CONNECTIONS_PER_LISTENER } from './kit/door.js';
 import { frameGate } from './kit/gate.js';
 import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue } from './kit/send-queue.js';
-import { closeSocket, imageWriter, PATH, receiveImages, wsLibrary } from './websocket.js';
+import { closeSocket, imageWriter, PATH, receiveImages, wsLibrary } from './kit/websocket.js';
 
 // WebSocket the other way round: the RECEIVER opens the connection and the transmitter's server
 // pushes the images down it. RFC 6455 masks only what a client sends, so the images go out

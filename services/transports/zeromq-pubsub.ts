@@ -20,7 +20,7 @@ import {
   tcpAddress,
   ZAP_DOMAIN,
   zeromqLibrary,
-} from './zeromq.js';
+} from './kit/zeromq.js';
 
 // Publish/subscribe, where the publisher may drop: the receiver binds a SUB socket on
 // ZEROMQ_PUBSUB_PORT and a PUSH socket for acks on ZEROMQ_PUBSUB_PORT + 1 (ACK_PORT_OFFSET; the

@@ -19,7 +19,8 @@ import { encodeFrameHeader } from '../../services/core/wire/frame.js';
 import type { SectionPlan } from '../../services/core/model/section.js';
 import { hostFacts } from '../../services/shared/host.js';
 import { ControlClient } from '../../services/transmitter/control-client.js';
-import { FRAME_HEADER_FIELD, PATH as HTTP_PATH } from '../../services/transports/http.js';
+import { FRAME_HEADER_FIELD } from '../../services/transports/http.js';
+import { PATH as HTTP_PATH } from '../../services/transports/kit/http.js';
 import { jsonBodyLimitBytes } from '../../services/transports/http-json.js';
 import { transports } from '../../services/transports/index.js';
 import {

@@ -7,7 +7,7 @@ import { ErrorCode } from '../../services/core/errors.js';
 import { freePort } from '../../services/shared/net.js';
 import { withTimeout } from '../../services/shared/waits.js';
 import type { TransmitterOptions } from '../../services/transports/contract.js';
-import { HIGH_WATER_MARK_MESSAGES } from '../../services/transports/zeromq.js';
+import { HIGH_WATER_MARK_MESSAGES } from '../../services/transports/kit/zeromq.js';
 import {
   createAckPull,
   createAckPush,
