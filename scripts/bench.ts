@@ -380,7 +380,7 @@ async function startCeilingBrokers(): Promise<{ urls: Map<string, string>; close
   const byCommand = new Map<string, string>();
   try {
     for (const transport of CEILING_TRANSPORTS) {
-      const local = transport.localServer;
+      const local = transport.deployment.localServer;
       if (!local) continue;
       let url = byCommand.get(local.command);
       if (url === undefined) {
@@ -1010,7 +1010,7 @@ async function steady(): Promise<{ lines: string[]; cells: Cell[] }> {
 
 // Several clients: websocket-push takes one (its receiver dials back once).
 const multiClientTransports = (): string[] =>
-  TRANSPORTS.filter((name) => transportByName(name).maxClients === undefined);
+  TRANSPORTS.filter((name) => transportByName(name).traits.maxClients === undefined);
 
 async function clientSweep(): Promise<{ lines: string[]; cells: Cell[]; chart: SweepChart }> {
   const cells: Cell[] = [];

@@ -250,7 +250,7 @@ export function buildTransmitter(
     waiter: AckWaiter,
     peers: readonly Peer[],
   ): Promise<TransmitterLink[][]> {
-    const oneSend = transport.fanOut === 'one send';
+    const oneSend = transport.traits.fanOut === 'one send';
     const targets = oneSend ? peers.slice(0, 1) : peers;
     const connecting = Array.from({ length: plan.clients }, (_, client) =>
       targets.map((peer) =>
@@ -297,7 +297,7 @@ export function buildTransmitter(
   // may have its own), else the configured one (websocket-push's is the transmitter's own).
   function portOf(transport: Transport, peer: Peer): number {
     const configured = config.ports[transport.name] ?? 0;
-    if (transport.setting.kind !== 'port' || transport.receiverDials) return configured;
+    if (transport.deployment.setting.kind !== 'port' || transport.traits.receiverDials) return configured;
     return peer.health.listeners[transport.name]?.port || configured;
   }
 
@@ -327,7 +327,7 @@ export function buildTransmitter(
       progress,
       waiter,
       new RssPeakTracker(),
-      transport.dropsImages !== undefined,
+      transport.traits.dropsImages !== undefined,
     );
     // Each recorded round trip leaves for its receiver's record in batches as acks come: none is kept here.
     const shippers = peers.map((peer) => new RoundTripShipper((body) => peer.control.roundTrips(plan.sectionId, body)));
@@ -377,7 +377,7 @@ export function buildTransmitter(
       const lost = flight.lostAmongRecorded();
       const failure =
         lost > 0
-          ? `${transport.label} dropped images, as it may by design (${transport.dropsImages}): ${lost} never ` +
+          ? `${transport.label} dropped images, as it may by design (${transport.traits.dropsImages}): ${lost} never ` +
             `acknowledged`
           : null;
       if (lost > 0) log.warn({ transport: transport.name, unacknowledged: lost }, 'images dropped by the transport');
@@ -452,7 +452,7 @@ export function buildTransmitter(
       sectionId: randomInt(1, 2 ** 32 - 1),
       transport: transport.name,
       label: transport.label,
-      baseline: transport.baseline,
+      baseline: transport.traits.baseline,
       repeat,
       // DURATION: the count is only a ceiling; the section's is what it sent in that time.
       imageCount: config.durationMs === undefined ? config.imageCount : MAX_IMAGE_COUNT,
@@ -522,7 +522,7 @@ export function buildTransmitter(
       result = results[0]!;
       // Several receivers: the first one's record gets every receiver's figures and the aggregate.
       if (peers.length > 1)
-        result = await peers[0]!.control.fanOut(plan.sectionId, fanOutOf(results, transport.fanOut ?? 'copies'));
+        result = await peers[0]!.control.fanOut(plan.sectionId, fanOutOf(results, transport.traits.fanOut ?? 'copies'));
     } catch (err) {
       // A receiver could not take part (listener down) or is gone: then only the acks tell
       // what arrived, and the run stops after this section.
@@ -598,7 +598,7 @@ export function buildTransmitter(
           warmup: warmupPlan(config),
           repeat: config.repeat,
           transports: config.transports,
-          arrivalNotes: config.transports.flatMap((name) => transportByName(name).batchedArrivals ?? []),
+          arrivalNotes: config.transports.flatMap((name) => transportByName(name).traits.batchedArrivals ?? []),
           config: publicConfig(config),
           receivers: peers.length,
           receiverIndex: 0,

@@ -401,10 +401,16 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const grpcUnaryTransport: Transport = {
   name: NAME,
   label: 'gRPC unary',
-  defaultRun: false,
-  baseline: false,
-  setting: { kind: 'port', envVar: 'GRPC_UNARY_PORT', defaultPort: 50052 },
-  libraries: ['@grpc/grpc-js', '@grpc/proto-loader'],
+  traits: {
+    baseline: false,
+  },
+  library: {
+    packages: ['@grpc/grpc-js', '@grpc/proto-loader'],
+  },
+  deployment: {
+    defaultRun: false,
+    setting: { kind: 'port', envVar: 'GRPC_UNARY_PORT', defaultPort: 50052 },
+  },
   connect,
   listen,
 };

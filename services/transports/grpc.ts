@@ -174,10 +174,16 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const grpcTransport: Transport = {
   name: 'grpc',
   label: 'gRPC',
-  defaultRun: true,
-  baseline: false,
-  setting: { kind: 'port', envVar: 'GRPC_PORT', defaultPort: 50051 },
-  libraries: ['@grpc/grpc-js', '@grpc/proto-loader'],
+  traits: {
+    baseline: false,
+  },
+  library: {
+    packages: ['@grpc/grpc-js', '@grpc/proto-loader'],
+  },
+  deployment: {
+    defaultRun: true,
+    setting: { kind: 'port', envVar: 'GRPC_PORT', defaultPort: 50051 },
+  },
   connect,
   listen,
 };

@@ -205,10 +205,16 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const httpJsonTransport: Transport = {
   name: 'http-json',
   label: 'HTTP+JSON',
-  defaultRun: false,
-  baseline: false,
-  setting: { kind: 'port', envVar: 'HTTP_JSON_PORT', defaultPort: 8084 },
-  libraries: ['fastify', 'undici'],
+  traits: {
+    baseline: false,
+  },
+  library: {
+    packages: ['fastify', 'undici'],
+  },
+  deployment: {
+    defaultRun: false,
+    setting: { kind: 'port', envVar: 'HTTP_JSON_PORT', defaultPort: 8084 },
+  },
   connect: (options) => connectHttp(options, 'HTTP+JSON', jsonFraming),
   listen,
 };

@@ -112,10 +112,16 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const httpTransport: Transport = {
   name: 'http',
   label: 'HTTP',
-  defaultRun: false,
-  baseline: false,
-  setting: { kind: 'port', envVar: 'HTTP_PORT', defaultPort: 8083 },
-  libraries: ['fastify', 'undici'],
+  traits: {
+    baseline: false,
+  },
+  library: {
+    packages: ['fastify', 'undici'],
+  },
+  deployment: {
+    defaultRun: false,
+    setting: { kind: 'port', envVar: 'HTTP_PORT', defaultPort: 8083 },
+  },
   connect: (options) => connectHttp(options, 'HTTP', rawFraming),
   listen,
 };

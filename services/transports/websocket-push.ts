@@ -307,14 +307,20 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const websocketPushTransport: Transport = {
   name: 'websocket-push',
   label: 'WebSocket push',
-  defaultRun: false,
-  baseline: false,
-  setting: { kind: 'port', envVar: 'WEBSOCKET_PUSH_PORT', defaultPort: 8082 },
-  // No fastify on either side, and bufferutil plays no part: nothing masked is over ws's 32-byte threshold.
-  libraries: ['ws'],
-  receiverDials: true,
-  maxClients: { clients: 1, why: 'its receiver dials one connection back to the one port the transmitter serves' },
-  maxReceivers: { receivers: 1, why: 'its receivers would all dial the one port the transmitter serves' },
+  traits: {
+    baseline: false,
+    receiverDials: true,
+    maxClients: { clients: 1, why: 'its receiver dials one connection back to the one port the transmitter serves' },
+    maxReceivers: { receivers: 1, why: 'its receivers would all dial the one port the transmitter serves' },
+  },
+  library: {
+    // No fastify on either side, and bufferutil plays no part: nothing masked is over ws's 32-byte threshold.
+    packages: ['ws'],
+  },
+  deployment: {
+    defaultRun: false,
+    setting: { kind: 'port', envVar: 'WEBSOCKET_PUSH_PORT', defaultPort: 8082 },
+  },
   connect,
   listen,
 };

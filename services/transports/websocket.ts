@@ -133,10 +133,16 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const websocketTransport: Transport = {
   name: 'websocket',
   label: 'WebSocket',
-  defaultRun: true,
-  baseline: false,
-  setting: { kind: 'port', envVar: 'WEBSOCKET_PORT', defaultPort: 8081 },
-  libraries: ['fastify', '@fastify/websocket', 'ws', 'bufferutil'],
+  traits: {
+    baseline: false,
+  },
+  library: {
+    packages: ['fastify', '@fastify/websocket', 'ws', 'bufferutil'],
+  },
+  deployment: {
+    defaultRun: true,
+    setting: { kind: 'port', envVar: 'WEBSOCKET_PORT', defaultPort: 8081 },
+  },
   connect,
   listen,
 };

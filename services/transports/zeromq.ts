@@ -259,11 +259,17 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const zeromqTransport: Transport = {
   name: 'zeromq',
   label: 'ZeroMQ',
-  defaultRun: true,
-  baseline: false,
-  setting: { kind: 'port', envVar: 'ZEROMQ_PORT', defaultPort: 5555 },
-  libraries: ['zeromq'],
-  nativeLibraries: () => ({ libzmq: zeromqLibrary().version }),
+  traits: {
+    baseline: false,
+  },
+  library: {
+    packages: ['zeromq'],
+    nativeVersions: () => ({ libzmq: zeromqLibrary().version }),
+  },
+  deployment: {
+    defaultRun: true,
+    setting: { kind: 'port', envVar: 'ZEROMQ_PORT', defaultPort: 5555 },
+  },
   connect,
   listen,
 };

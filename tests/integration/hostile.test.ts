@@ -146,12 +146,14 @@ const hostileClients: Record<
     }),
 };
 /** Transports whose receiver takes connections on a port (websocket-push's receiver dials out instead). */
-const portTransports = transports.filter((t) => t.setting.kind === 'port' && t.receiverDials !== true);
+const portTransports = transports.filter(
+  (t) => t.deployment.setting.kind === 'port' && t.traits.receiverDials !== true,
+);
 /**
  * Port transports whose listener caps its connections: libzmq accepts ZeroMQ's itself, with no cap (a handshake timeout
  * instead).
  */
-const cappedTransports = portTransports.filter((t) => !t.libraries.includes('zeromq'));
+const cappedTransports = portTransports.filter((t) => !t.library.packages.includes('zeromq'));
 /** Most one admitted connection can make the receiver hold: one image, or HTTP+JSON's body with it in base64. */
 const perConnectionBytes = Math.max(MAX_IMAGE_BYTES, jsonBodyLimitBytes(MAX_IMAGE_BYTES));
 /** The documented bound, for the most connections any section admits. */
@@ -229,7 +231,7 @@ describe('hostile peers', () => {
   it('drops random bytes and floods of connections on every port', async () => {
     for (const port of [
       env.CONTROL_PORT,
-      ...portTransports.map((t) => env[(t.setting as { envVar: string }).envVar]),
+      ...portTransports.map((t) => env[(t.deployment.setting as { envVar: string }).envVar]),
     ]) {
       await Promise.all(
         Array.from({ length: 100 }, async () => {
@@ -258,7 +260,7 @@ describe('hostile peers', () => {
     ]);
     const before = (await health()).counters;
     for (const transport of cappedTransports) {
-      const port = Number(env[(transport.setting as { envVar: string }).envVar]);
+      const port = Number(env[(transport.deployment.setting as { envVar: string }).envVar]);
       const connections = await Promise.all(
         Array.from({ length: CAP_PROBE_CONNECTIONS }, () => slowHeaders(port, 'silent')),
       );
@@ -290,7 +292,7 @@ describe('hostile peers', () => {
     const { result: connections, growthBytes } = await measuringRss(async () => {
       const all: HostileConnection[] = [];
       for (const transport of portTransports) {
-        const port = Number(env[(transport.setting as { envVar: string }).envVar]);
+        const port = Number(env[(transport.deployment.setting as { envVar: string }).envVar]);
         all.push(
           ...(await Promise.all(
             Array.from({ length: HOSTILE_CONNECTIONS }, () => hostileClients[transport.name]!(port, undefined, 1)),
@@ -339,7 +341,7 @@ describe('hostile peers', () => {
           sectionId: 500 + index,
           transport: transport.name,
           label: transport.label,
-          baseline: transport.baseline,
+          baseline: transport.traits.baseline,
           repeat: 1,
           imageCount: 1,
           warmup: { mode: 'images', images: 0 },
@@ -353,7 +355,7 @@ describe('hostile peers', () => {
         };
         await control.openSection(plan);
         const credential = sectionCredential(TEST_AUTH_TOKEN, plan.sectionId);
-        const port = Number(env[(transport.setting as { envVar: string }).envVar]);
+        const port = Number(env[(transport.deployment.setting as { envVar: string }).envVar]);
         const { result: connections, growthBytes } = await measuringRss(() =>
           Promise.all(
             Array.from({ length: HOSTILE_CONNECTIONS }, () =>
