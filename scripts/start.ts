@@ -58,21 +58,21 @@ const children = new Set<ChildProcess>();
 function shapedUrlIssues(processEnv: NodeJS.ProcessEnv): ConfigIssue[] {
   const shaped = ['NETWORK_RATE', 'NETWORK_DELAY', 'NETWORK_LOSS'].some((name) => processEnv[name]?.trim());
   if (!shaped) return [];
-  return [...new Set(transports.flatMap((t) => (t.setting.kind === 'url' ? [t.setting.envVar] : [])))].flatMap(
-    (envVar) => {
-      const raw = processEnv[envVar]?.trim();
-      if (!raw || !URL.canParse(raw) || !isLoopbackHost(new URL(raw).hostname.replace(/^\[|\]$/g, ''))) return [];
-      return [
-        {
-          variable: envVar,
-          value: redactUrl(raw),
-          allowed:
-            'unset, or an address the transmitter can reach from its own network namespace when NETWORK_* shape ' +
-            'the link: unset, a private server starts behind the shaped link',
-        },
-      ];
-    },
-  );
+  return [
+    ...new Set(transports.flatMap((t) => (t.deployment.setting.kind === 'url' ? [t.deployment.setting.envVar] : []))),
+  ].flatMap((envVar) => {
+    const raw = processEnv[envVar]?.trim();
+    if (!raw || !URL.canParse(raw) || !isLoopbackHost(new URL(raw).hostname.replace(/^\[|\]$/g, ''))) return [];
+    return [
+      {
+        variable: envVar,
+        value: redactUrl(raw),
+        allowed:
+          'unset, or an address the transmitter can reach from its own network namespace when NETWORK_* shape ' +
+          'the link: unset, a private server starts behind the shaped link',
+      },
+    ];
+  });
 }
 
 /**
@@ -154,7 +154,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 for (const name of config.transports) {
-  const { setting, localServer } = transportByName(name);
+  const { setting, localServer } = transportByName(name).deployment;
   // Transports that share a URL setting (the Redis ones) share the one server started for it.
   if (
     setting.kind !== 'url' ||

@@ -76,7 +76,7 @@ async function startCeilingBrokers(plan: BenchPlan): Promise<{ urls: Map<string,
   const byCommand = new Map<string, string>();
   try {
     for (const transport of plan.ceilingTransports) {
-      const local = transport.localServer;
+      const local = transport.deployment.localServer;
       if (!local) continue;
       let url = byCommand.get(local.command);
       if (url === undefined) {

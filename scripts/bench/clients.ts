@@ -18,7 +18,7 @@ const CLIENT_SWEEP = { clients: [1, 10, 50, 200], bytes: 64_000, count: 4000, wi
 // Several clients: websocket-push takes one (its receiver dials back once).
 /** Of `transportNames`, those that take several clients. */
 export const multiClientTransports = (transportNames: readonly string[]): string[] =>
-  transportNames.filter((name) => transportByName(name).maxClients === undefined);
+  transportNames.filter((name) => transportByName(name).traits.maxClients === undefined);
 
 /** The clients part: latency and per-client fairness against CLIENTS, rounds interleaved. */
 export async function clientSweep(plan: BenchPlan): Promise<{ lines: string[]; cells: Cell[]; chart: SweepChart }> {

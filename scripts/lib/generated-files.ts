@@ -31,9 +31,9 @@ function transportFacts(t: Transport) {
   return {
     name: t.name,
     label: t.label,
-    baseline: t.baseline,
-    setting: t.setting,
-    receiverDials: t.receiverDials === true,
+    baseline: t.traits.baseline,
+    setting: t.deployment.setting,
+    receiverDials: t.traits.receiverDials === true,
   };
 }
 

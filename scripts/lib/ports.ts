@@ -8,7 +8,7 @@ import { transports } from '../../services/transports/index.js';
 export async function freePortsEnv(): Promise<Record<string, string>> {
   const wanted: [string, number][] = [
     ['CONTROL_PORT', 1],
-    ...transports.flatMap(({ setting }): [string, number][] =>
+    ...transports.flatMap(({ deployment: { setting } }): [string, number][] =>
       setting.kind === 'port' ? [[setting.envVar, 1 + (setting.nextPorts ?? 0)]] : [],
     ),
   ];

@@ -42,10 +42,10 @@ export function incompleteMessageBoundBytes(
  * Connections `transport`'s link holds in a section of `window`: what its door admits, within MAX_LINKS_PER_SECTION.
  */
 export function connectionsPerSection(
-  transport: { connectionsPerLink?(window: number): number },
+  transport: { traits: { connectionsPerLink?(window: number): number } },
   window: number,
 ): number {
-  return Math.max(1, Math.min(MAX_LINKS_PER_SECTION, transport.connectionsPerLink?.(window) ?? 1));
+  return Math.max(1, Math.min(MAX_LINKS_PER_SECTION, transport.traits.connectionsPerLink?.(window) ?? 1));
 }
 
 /**

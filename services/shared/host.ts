@@ -28,13 +28,15 @@ const versions = new Map<string, string>();
 
 /**
  * Facts about this machine, and the versions of the libraries `transportTable` uses (each
- * transport's `libraries` and native ones, then the measuring ones). Pass the run's transports:
+ * transport's `library.packages` and native ones, then the measuring ones). Pass the run's transports:
  * reading a native library's version loads it.
  */
 export function hostFacts(
-  transportTable: readonly { libraries: readonly string[]; nativeLibraries?(): Readonly<Record<string, string>> }[],
+  transportTable: readonly {
+    library: { packages: readonly string[]; nativeVersions?(): Readonly<Record<string, string>> };
+  }[],
 ): HostFacts {
-  const reported = [...new Set([...transportTable.flatMap((t) => t.libraries), ...MEASURING_LIBRARIES])];
+  const reported = [...new Set([...transportTable.flatMap((t) => t.library.packages), ...MEASURING_LIBRARIES])];
   machine ??= {
     hostname: os.hostname(),
     cpuModel: os.cpus()[0]?.model.trim() ?? 'unknown',
@@ -58,7 +60,7 @@ export function hostFacts(
     ...machine,
     libraries: {
       ...Object.fromEntries(reported.map((name) => [name, version(name)])),
-      ...Object.assign({}, ...transportTable.map((t) => t.nativeLibraries?.() ?? {})),
+      ...Object.assign({}, ...transportTable.map((t) => t.library.nativeVersions?.() ?? {})),
     },
   };
 }

@@ -86,7 +86,7 @@ export function buildTransmitter(
           warmup: warmupPlan(config),
           repeat: config.repeat,
           transports: config.transports,
-          arrivalNotes: transports.flatMap((transport) => transport.batchedArrivals ?? []),
+          arrivalNotes: transports.flatMap((transport) => transport.traits.batchedArrivals ?? []),
           config: publicConfig(config),
           receivers: peers.length,
           receiverIndex: 0,

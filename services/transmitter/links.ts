@@ -29,7 +29,7 @@ export async function connectLinks(
   peers: readonly Peer[],
 ): Promise<TransmitterLink[][]> {
   const { log } = settings;
-  const oneSend = transport.fanOut === 'one send';
+  const oneSend = transport.traits.fanOut === 'one send';
   const targets = oneSend ? peers.slice(0, 1) : peers;
   const connecting = Array.from({ length: plan.clients }, (_, client) =>
     targets.map((peer) =>
@@ -78,7 +78,7 @@ export async function connectLinks(
  */
 export function portOf(transport: Transport, peer: Peer, ports: LinkSettings['ports']): number {
   const configured = ports[transport.name] ?? 0;
-  if (transport.setting.kind !== 'port' || transport.receiverDials) return configured;
+  if (transport.deployment.setting.kind !== 'port' || transport.traits.receiverDials) return configured;
   return peer.health.listeners[transport.name]?.port || configured;
 }
 

@@ -69,7 +69,7 @@ export async function runSection(deps: SectionDeps, transport: Transport, repeat
     sectionId: randomInt(1, 2 ** 32 - 1),
     transport: transport.name,
     label: transport.label,
-    baseline: transport.baseline,
+    baseline: transport.traits.baseline,
     repeat,
     // DURATION: the count is only a ceiling; the section's is what it sent in that time.
     imageCount: settings.durationMs === undefined ? settings.imageCount : MAX_IMAGE_COUNT,
@@ -148,7 +148,7 @@ export async function runSection(deps: SectionDeps, transport: Transport, repeat
     result = results[0]!;
     // Several receivers: the first one's record gets every receiver's figures and the aggregate.
     if (peers.length > 1)
-      result = await peers[0]!.control.fanOut(plan.sectionId, fanOutOf(results, transport.fanOut ?? 'copies'));
+      result = await peers[0]!.control.fanOut(plan.sectionId, fanOutOf(results, transport.traits.fanOut ?? 'copies'));
   } catch (err) {
     // A receiver could not take part (listener down) or is gone: then only the acks tell
     // what arrived, and the run stops after this section.

@@ -63,7 +63,7 @@ export async function transfer(
     progress,
     waiter,
     new RssPeakTracker(),
-    transport.dropsImages !== undefined,
+    transport.traits.dropsImages !== undefined,
   );
   // Each recorded round trip leaves for its receiver's record in batches as acks come: none is kept here.
   const shippers = peers.map((peer) => new RoundTripShipper((body) => peer.control.roundTrips(plan.sectionId, body)));
@@ -120,7 +120,7 @@ export async function transfer(
     const lost = flight.lostAmongRecorded();
     const failure =
       lost > 0
-        ? `${transport.label} dropped images, as it may by design (${transport.dropsImages}): ${lost} never ` +
+        ? `${transport.label} dropped images, as it may by design (${transport.traits.dropsImages}): ${lost} never ` +
           `acknowledged`
         : null;
     if (lost > 0) log.warn({ transport: transport.name, unacknowledged: lost }, 'images dropped by the transport');

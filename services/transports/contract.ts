@@ -198,34 +198,23 @@ export interface LocalServer {
   close(): Promise<void>;
 }
 
-/** One transport: both sides plus what config, runner, reports, compose, bench and tests need to know. */
-export interface Transport {
-  /** Name used in TRANSPORTS and results.json. */
-  name: string;
-  /** Name shown in output.log. */
-  label: string;
-  /** In the run TRANSPORTS gives when unset; every transport runs with TRANSPORTS=all. */
-  defaultRun: boolean;
+/** How a transport behaves, as the run, the door and the reports must know it. */
+export interface TransportTraits {
   /** Marked "baseline" in the output: the floor the others are compared against. */
   baseline: boolean;
-  setting: TransportSetting;
   /**
-   * For a transport whose setting is a URL: how `npm start` and the tests get a server of their own
-   * when the URL is not set (started on a free loopback port, stopped afterwards).
+   * 'one send': one link's send reaches every receiver of the section (a broker's pub/sub), and
+   * every receiver's acks come back on it, each naming its receiver. Undefined: a link per
+   * receiver, each image sent as a copy to each.
    */
-  localServer?: {
-    command: string /** `host`: the address it binds and its URL names (127.0.0.1 by default). */;
-    start(host?: string): Promise<LocalServer>;
-  };
-  /** npm packages the transport is built on: every report names them with their versions. */
-  libraries: readonly string[];
+  fanOut?: 'one send';
   /**
-   * Versions of native libraries underneath, as the package reports them (libzmq), named in every report too; reading
-   * them loads the library.
+   * Set for a transport that may drop images by design (pub/sub at a high-water mark), and says
+   * when. Its images arrive in order or not at all, so an ack for a later image settles every
+   * earlier unacknowledged one as lost, and the window moves on; the receiver's record counts
+   * them exactly. Never set for a transport that must deliver everything.
    */
-  nativeLibraries?(): Readonly<Record<string, string>>;
-  /** The service in docker-compose.yml this transport goes through (its broker), when it has one. */
-  composeService?: string;
+  dropsImages?: string;
   /**
    * How arrivals are stamped when the library can only hand over several frames at once (one
    * stamp per hand-over); undefined when it hands over one frame at a time. output.log prints it.
@@ -241,23 +230,49 @@ export interface Transport {
   /** Most RECEIVERS the transport can run, and why; undefined: any number up to MAX_RECEIVERS. */
   maxReceivers?: { receivers: number; why: string };
   /**
-   * 'one send': one link's send reaches every receiver of the section (a broker's pub/sub), and
-   * every receiver's acks come back on it, each naming its receiver. Undefined: a link per
-   * receiver, each image sent as a copy to each.
-   */
-  fanOut?: 'one send';
-  /**
    * Connections (or calls) one link holds open at once, given the section's WINDOW: how many the
    * door admits per section. Undefined: one.
    */
   connectionsPerLink?(window: number): number;
+}
+
+/** What a transport is built on: every report names it with its versions. */
+export interface TransportLibrary {
+  /** npm packages the transport is built on: every report names them with their versions. */
+  packages: readonly string[];
   /**
-   * Set for a transport that may drop images by design (pub/sub at a high-water mark), and says
-   * when. Its images arrive in order or not at all, so an ack for a later image settles every
-   * earlier unacknowledged one as lost, and the window moves on; the receiver's record counts
-   * them exactly. Never set for a transport that must deliver everything.
+   * Versions of native libraries underneath, as the package reports them (libzmq), named in every report too; reading
+   * them loads the library.
    */
-  dropsImages?: string;
+  nativeVersions?(): Readonly<Record<string, string>>;
+}
+
+/** How a transport is configured and deployed: config, `npm start`, compose and the tests read it. */
+export interface TransportDeployment {
+  /** In the run TRANSPORTS gives when unset; every transport runs with TRANSPORTS=all. */
+  defaultRun: boolean;
+  setting: TransportSetting;
+  /** The service in docker-compose.yml this transport goes through (its broker), when it has one. */
+  composeService?: string;
+  /**
+   * For a transport whose setting is a URL: how `npm start` and the tests get a server of their own
+   * when the URL is not set (started on a free loopback port, stopped afterwards).
+   */
+  localServer?: {
+    command: string /** `host`: the address it binds and its URL names (127.0.0.1 by default). */;
+    start(host?: string): Promise<LocalServer>;
+  };
+}
+
+/** One transport: both sides plus what config, runner, reports, compose, bench and tests need to know. */
+export interface Transport {
+  /** Name used in TRANSPORTS and results.json. */
+  name: string;
+  /** Name shown in output.log. */
+  label: string;
+  traits: TransportTraits;
+  library: TransportLibrary;
+  deployment: TransportDeployment;
   connect(options: TransmitterOptions): Promise<TransmitterLink>;
   listen(options: ReceiverOptions): Promise<ReceiverListener>;
 }

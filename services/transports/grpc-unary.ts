@@ -32,12 +32,12 @@ import {
   type EndCall,
   type FrameMessage,
   type ProtoMethod,
-} from './grpc.js';
+} from './kit/grpc.js';
 
 // gRPC unary: one `ImageUnary.Put(Frame) -> Ack` call per image (proto/transfer.proto), up to
 // WINDOW calls in flight at once, multiplexed as HTTP/2 streams on ONE channel (one connection).
 // Channel options, message limits, the connect loop, the bearer metadata, the door interceptor and
-// the capped listener are grpc.ts's. Per image, grpc-js copies the payload twice on send (protobuf
+// the capped listener are kit/grpc.ts's. Per image, grpc-js copies the payload twice on send (protobuf
 // encode, then the 5-byte gRPC message prefix) and once on receive (the message is assembled from
 // HTTP/2 DATA frames); protobuf decode hands `payload` out as a view.
 //
@@ -401,10 +401,16 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const grpcUnaryTransport: Transport = {
   name: NAME,
   label: 'gRPC unary',
-  defaultRun: false,
-  baseline: false,
-  setting: { kind: 'port', envVar: 'GRPC_UNARY_PORT', defaultPort: 50052 },
-  libraries: ['@grpc/grpc-js', '@grpc/proto-loader'],
+  traits: {
+    baseline: false,
+  },
+  library: {
+    packages: ['@grpc/grpc-js', '@grpc/proto-loader'],
+  },
+  deployment: {
+    defaultRun: false,
+    setting: { kind: 'port', envVar: 'GRPC_UNARY_PORT', defaultPort: 50052 },
+  },
   connect,
   listen,
 };

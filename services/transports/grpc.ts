@@ -1,32 +1,27 @@
-import { once as onceEvent } from 'node:events';
-import net from 'node:net';
 import type * as grpc from '@grpc/grpc-js';
-import type { MethodDefinition, PackageDefinition, ServiceDefinition } from '@grpc/proto-loader';
-import { bearerToken, type SectionCredential } from '../core/wire/auth.js';
-import { ErrorCode, ItbError, errorMessage } from '../core/errors.js';
-import { ACK_STATUS_CODES, FRAME_HEADER_BYTES, type Ack } from '../core/wire/frame.js';
-import { boundPort, hostPort } from '../shared/net.js';
+import { hostPort } from '../shared/net.js';
 import { once } from '../shared/once.js';
-import { projectPath } from '../shared/paths.js';
 import { settlesWithin } from '../shared/waits.js';
-import type {
-  DoorPass,
-  ReceiverListener,
-  ReceiverOptions,
-  TransmitterLink,
-  TransmitterOptions,
-  Transport,
-} from './contract.js';
-import { connectWithin } from './kit/connect.js';
-import { capConnections } from './kit/door.js';
+import type { ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
 import { frameGate } from './kit/gate.js';
+import {
+  ackFromMessage,
+  ackMessage,
+  bearerMetadata,
+  connectClient,
+  doorInterceptor,
+  grpcJs,
+  loadProtoMethod,
+  maxMessageBytes,
+  serveCapped,
+  sharedChannelOptions,
+  type AckMessage,
+  type AdmitCall,
+  type FrameMessage,
+  type ProtoMethod,
+} from './kit/grpc.js';
 import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue } from './kit/send-queue.js';
-import { lazyLibrary } from './kit/library.js';
-
-/** @grpc/grpc-js, loaded when a gRPC transport is first used (kit/library.ts); exported for grpc-unary. */
-export const grpcJs = lazyLibrary<typeof grpc>('@grpc/grpc-js');
-const protoLoader = lazyLibrary<typeof import('@grpc/proto-loader')>('@grpc/proto-loader');
 
 // gRPC: one bidirectional `Transfer` stream per link (proto/transfer.proto), one Frame message per
 // image and one Ack message back. Images are not chunked: a thin grpc-js client measured no gain from it, since
@@ -35,124 +30,18 @@ const protoLoader = lazyLibrary<typeof import('@grpc/proto-loader')>('@grpc/prot
 // message is assembled from HTTP/2 DATA frames); protobuf decode hands `payload` out as a view.
 // The call's metadata carries the section's credential as a bearer token; a server interceptor
 // checks it before the call reads any message, so a refused call holds at most what HTTP/2 flow
-// control lets in before anyone reads (one 64 KiB window per connection). The exported helpers
-// (proto loading, channel options, connect loop, door interceptor, capped listener) are shared
-// with grpc-unary.ts, which differs only in how images travel and how its door counts calls.
+// control lets in before anyone reads (one 64 KiB window per connection). What it shares with
+// grpc-unary.ts (proto loading, channel options, connect loop, door interceptor, capped listener)
+// is kit/grpc.ts's; grpc-unary differs only in how images travel and how its door counts calls.
 
-/** Wire shape of a Frame as proto-loader (keepCase false) hands it over. */
-export interface FrameMessage {
-  header?: Buffer;
-  payload?: Buffer;
-}
-
-/** Wire shape of an Ack; `status` is the AckStatus's wire code (ACK_STATUS_CODES). */
-export interface AckMessage {
-  sectionId?: number;
-  seq?: number;
-  status?: number;
-}
-
-/** Protobuf framing of a Frame around header and payload: 2 field tags and 2 length varints. */
-const PROTOBUF_OVERHEAD_BYTES = 16;
-/** HTTP/2 flow-control window: a 64 KiB default stalls a large image on every WINDOW_UPDATE. */
-const FLOW_CONTROL_WINDOW_BYTES = 16 * 1024 * 1024;
 /** How long close() lets a stream finish (half-close answered) before cancelling it. */
 const STREAM_CLOSE_GRACE_MS = 1000;
-/** How long the receiver's close() waits for calls to end gracefully before forcing them. */
-const SERVER_SHUTDOWN_GRACE_MS = 1000;
 /** Calls one connection may have open at once: a transmitter opens one. */
 const MAX_STREAMS_PER_CONNECTION = 4;
-
-/** One rpc of proto/transfer.proto and the service it belongs to. */
-export interface ProtoMethod<Request, Response> {
-  service: ServiceDefinition;
-  method: MethodDefinition<Request, Response>;
-}
-
-let packageDefinition: PackageDefinition | undefined;
-
-/** Finds `serviceName`.`methodName` in proto/transfer.proto, loaded once, on first use rather than at import. */
-export function loadProtoMethod<Request, Response>(
-  serviceName: string,
-  methodName: string,
-): ProtoMethod<Request, Response> {
-  // Default loader options keep `bytes` fields as Buffers (never strings) and uint32 as numbers.
-  packageDefinition ??= protoLoader().loadSync(projectPath('proto', 'transfer.proto'), { keepCase: false });
-  const service = packageDefinition[serviceName] as ServiceDefinition | undefined;
-  const method = service?.[methodName] as MethodDefinition<Request, Response> | undefined;
-  if (!service || !method)
-    throw new ItbError(ErrorCode.transport, `proto/transfer.proto has no ${serviceName}.${methodName}`);
-  return { service, method };
-}
 
 /** The bidi Transfer rpc. */
 function loadTransferDefinition(): ProtoMethod<FrameMessage, AckMessage> {
   return loadProtoMethod<FrameMessage, AckMessage>('itb.ImageTransfer', 'Transfer');
-}
-
-/** Largest Frame message either side lets through: one image of MAX_IMAGE_SIZE, its header and framing. */
-export function maxMessageBytes(maxImageBytes: number): number {
-  return maxImageBytes + FRAME_HEADER_BYTES + PROTOBUF_OVERHEAD_BYTES;
-}
-
-/** Channel options both sides share: message limits fitted to MAX_IMAGE_SIZE, not unlimited. */
-export function sharedChannelOptions(maxImageBytes: number): grpc.ChannelOptions {
-  return {
-    'grpc.max_receive_message_length': maxMessageBytes(maxImageBytes),
-    'grpc.max_send_message_length': maxMessageBytes(maxImageBytes),
-    // grpc-js 1.14 reads this on the client only (grpc/grpc-node PR #3058 adds the server side);
-    // it is set on both so the receiver gains it once the library honours it.
-    'grpc-node.flow_control_window': FLOW_CONTROL_WINDOW_BYTES,
-  };
-}
-
-/**
- * Opens the transmitter's channel to `target` within connectTimeoutMs: limits fitted to
- * MAX_IMAGE_SIZE, no transparent retries, and an HTTP/2 connection of its own.
- */
-export function connectClient(target: string, options: TransmitterOptions): Promise<grpc.Client> {
-  // waitForReady keeps trying a refused or lost connection itself, so one attempt spans the budget.
-  return connectWithin(
-    `gRPC receiver at ${target}`,
-    options.connectTimeoutMs,
-    async (remainingMs) => {
-      const candidate = new (grpcJs().Client)(target, grpcJs().credentials.createInsecure(), {
-        ...sharedChannelOptions(options.maxImageBytes),
-        // A transparent retry would resend an image and distort its time; also skips the retry buffer.
-        'grpc.enable_retries': 0,
-        // Each link gets its own HTTP/2 connection rather than sharing a pooled one with another channel.
-        'grpc.use_local_subchannel_pool': 1,
-      });
-      try {
-        await new Promise<void>((resolve, reject) =>
-          candidate.waitForReady(Date.now() + remainingMs, (err) => (err ? reject(err) : resolve())),
-        );
-        return candidate;
-      } catch (err) {
-        candidate.close();
-        throw err;
-      }
-    },
-    (late) => late.close(),
-  );
-}
-
-/** Call metadata presenting the section's credential as a bearer token. */
-export function bearerMetadata(credential: SectionCredential): grpc.Metadata {
-  const metadata = new (grpcJs().Metadata)();
-  metadata.set('authorization', `Bearer ${credential.text}`);
-  return metadata;
-}
-
-/** The Ack a message carries; undefined when its status is not one of ACK_STATUS_CODES. */
-export function ackFromMessage(message: AckMessage): Ack | undefined {
-  const status = ACK_STATUS_CODES[message.status ?? 0];
-  return status === undefined ? undefined : { sectionId: message.sectionId ?? 0, seq: message.seq ?? 0, status };
-}
-
-/** The message carrying `ack`. */
-export function ackMessage(ack: Ack): AckMessage {
-  return { sectionId: ack.sectionId, seq: ack.seq, status: ACK_STATUS_CODES.indexOf(ack.status) };
 }
 
 /** Connects the transmitter side: one channel, one bidi stream. */
@@ -211,164 +100,6 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
     client.close();
     log.debug('gRPC link closed');
   });
-}
-
-/** How a call ends from the door's side: with this status, unless it already ended. */
-export type EndCall = (code: grpc.status, details: string) => void;
-
-/** A call the door turned away: the status it ends with (the refusal is already reported). */
-export interface CallRefusal {
-  code: grpc.status;
-  details: string;
-}
-
-/**
- * Decides, on the credential it presented (undefined: none), whether one call may read its
- * messages: what to release when the call ends, or its refusal. `from` words every report;
- * `peer` is the connection's address as grpc-js gives it; `end` ends the call (for `drop`).
- */
-export type AdmitCall = (
-  presented: string | undefined,
-  from: string,
-  peer: string,
-  end: EndCall,
-) => DoorPass | CallRefusal;
-
-/**
- * The receiver's door for gRPC: a call is admitted on its metadata before it reads any message,
- * and a call that goes `idleTimeoutMs` without a whole message (stalled in the middle of one) is
- * ended, which frees what grpc-js assembled of it. `onUnanswered` hears of an admitted call that
- * ended without a status of the handler's or the door's: grpc-js refused its message itself (over
- * the limit, undecodable) or the transmitter cancelled it.
- */
-export function doorInterceptor(
-  options: ReceiverOptions,
-  transport: string,
-  admitCall: AdmitCall,
-  onUnanswered?: (from: string) => void,
-): grpc.ServerInterceptor {
-  return (_methodDescriptor, call) => {
-    let pass: DoorPass | undefined;
-    let silence: NodeJS.Timeout | undefined;
-    let ended = false;
-    const peer = call.getPeer();
-    const from = `${transport} from ${peer}`;
-    const stopWatching = (): void => {
-      clearTimeout(silence);
-      silence = undefined;
-    };
-    const end = (code: grpc.status, details: string): void => {
-      if (ended) return;
-      ended = true;
-      stopWatching();
-      call.sendStatus({ code, details });
-    };
-    // One timer per call, restarted on every message (refresh() re-arms it without a new allocation).
-    const watchSilence = (): void => {
-      if (ended) return;
-      if (silence !== undefined) {
-        silence.refresh();
-        return;
-      }
-      silence = setTimeout(() => {
-        options.door.refuse(from, `no whole message for ${options.idleTimeoutMs} ms (IMAGE_TIMEOUT_MS): call ended`);
-        end(grpcJs().status.DEADLINE_EXCEEDED, `no whole message for ${options.idleTimeoutMs} ms`);
-      }, options.idleTimeoutMs);
-    };
-    return new (grpcJs().ServerInterceptingCall)(call, {
-      start(next) {
-        next({
-          onReceiveMetadata(metadata, nextMetadata) {
-            const [authorization] = metadata.get('authorization');
-            const verdict = admitCall(
-              typeof authorization === 'string' ? bearerToken(authorization) : undefined,
-              from,
-              peer,
-              end,
-            );
-            if (!('release' in verdict)) {
-              end(verdict.code, verdict.details);
-              return;
-            }
-            pass = verdict;
-            watchSilence();
-            nextMetadata(metadata);
-          },
-          onReceiveMessage(message, nextMessage) {
-            watchSilence();
-            nextMessage(message);
-          },
-          onReceiveHalfClose(nextHalfClose) {
-            stopWatching();
-            nextHalfClose();
-          },
-          onCancel() {
-            const unanswered = !ended;
-            ended = true;
-            stopWatching();
-            pass?.release();
-            if (unanswered && pass !== undefined) onUnanswered?.(from);
-          },
-        });
-      },
-      sendStatus(status, nextStatus) {
-        ended = true;
-        stopWatching();
-        pass?.release();
-        nextStatus(status);
-      },
-    });
-  };
-}
-
-/** A gRPC server listening on a socket of its own; see {@link serveCapped}. */
-export interface CappedServer {
-  port: number;
-  /** Stops listening, lets calls end within a grace, then forces them and destroys every connection. */
-  close(): Promise<void>;
-}
-
-/**
- * Serves `server` on connections a net.Server of ours accepts: grpc-js has no connection cap, so
- * the cap is net.Server's (capConnections). `onConnection` sees each accepted socket first.
- */
-export async function serveCapped(
-  server: grpc.Server,
-  options: ReceiverOptions,
-  transport: string,
-  label: string,
-  onConnection?: (socket: net.Socket) => void,
-): Promise<CappedServer> {
-  const injector = server.createConnectionInjector(grpcJs().ServerCredentials.createInsecure());
-  const sockets = new Set<net.Socket>();
-  const tcp = net.createServer((socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-    onConnection?.(socket);
-    injector.injectConnection(socket);
-  });
-  capConnections(tcp, options.door, transport);
-  const address = hostPort(options.bindHost, options.port);
-  try {
-    tcp.listen(options.port, options.bindHost);
-    await Promise.race([onceEvent(tcp, 'listening'), onceEvent(tcp, 'error').then(([err]) => Promise.reject(err))]);
-  } catch (err) {
-    injector.destroy();
-    server.forceShutdown();
-    throw new ItbError(ErrorCode.transport, `${label} receiver cannot listen on ${address}: ${errorMessage(err)}`, {
-      cause: err,
-    });
-  }
-  return {
-    port: boundPort(tcp.address()),
-    async close() {
-      tcp.close();
-      const shutDown = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
-      if (!(await settlesWithin(shutDown, SERVER_SHUTDOWN_GRACE_MS))) server.forceShutdown();
-      injector.destroy();
-      for (const socket of sockets) socket.destroy();
-    },
-  };
 }
 
 /** Starts the receiver side: a gRPC server whose Transfer handler passes each frame through the gate and acks it. */
@@ -443,10 +174,16 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const grpcTransport: Transport = {
   name: 'grpc',
   label: 'gRPC',
-  defaultRun: true,
-  baseline: false,
-  setting: { kind: 'port', envVar: 'GRPC_PORT', defaultPort: 50051 },
-  libraries: ['@grpc/grpc-js', '@grpc/proto-loader'],
+  traits: {
+    baseline: false,
+  },
+  library: {
+    packages: ['@grpc/grpc-js', '@grpc/proto-loader'],
+  },
+  deployment: {
+    defaultRun: true,
+    setting: { kind: 'port', envVar: 'GRPC_PORT', defaultPort: 50051 },
+  },
   connect,
   listen,
 };

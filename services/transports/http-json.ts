@@ -2,11 +2,11 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ErrorCode, ItbError } from '../core/errors.js';
 import { ACK_STATUS_CODES, FRAME_HEADER_BYTES, type Ack, type AckStatus } from '../core/wire/frame.js';
 import type { ReceiverListener, ReceiverOptions, Transport } from './contract.js';
-import { connectHttp, contentLength, DROPPED_STATUS, listenHttp, PATH, type HttpFraming } from './http.js';
+import { connectHttp, contentLength, DROPPED_STATUS, listenHttp, PATH, type HttpFraming } from './kit/http.js';
 
 // What "HTTP+JSON" costs for binary data: each image is one HTTP/1.1 POST whose body is a JSON
 // object carrying every field of the 40-byte frame header and the image in base64, and the ack
-// comes back as a small JSON object. Everything else is `http`'s (./http.ts): one keep-alive
+// comes back as a small JSON object. Everything else is shared with `http` (./kit/http.ts): one keep-alive
 // connection per link pipelined WINDOW deep, the same door, the same limits.
 //
 // Copies, all forced by the format: the transmitter base64-encodes the image into a string (4/3
@@ -205,10 +205,16 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const httpJsonTransport: Transport = {
   name: 'http-json',
   label: 'HTTP+JSON',
-  defaultRun: false,
-  baseline: false,
-  setting: { kind: 'port', envVar: 'HTTP_JSON_PORT', defaultPort: 8084 },
-  libraries: ['fastify', 'undici'],
+  traits: {
+    baseline: false,
+  },
+  library: {
+    packages: ['fastify', 'undici'],
+  },
+  deployment: {
+    defaultRun: false,
+    setting: { kind: 'port', envVar: 'HTTP_JSON_PORT', defaultPort: 8084 },
+  },
   connect: (options) => connectHttp(options, 'HTTP+JSON', jsonFraming),
   listen,
 };

@@ -17,7 +17,7 @@ import { zeromqTransport } from './zeromq.js';
 /**
  * Every transport, in run order (the TCP baseline last). This is the one list: config,
  * `.env.example`'s check, `npm start`'s local servers, reports, bench and tests all take theirs
- * from it; those with `defaultRun` make the run TRANSPORTS gives when unset. Adding a transport:
+ * from it; those with `deployment.defaultRun` make the run TRANSPORTS gives when unset. Adding a transport:
  * its file, and a row here.
  */
 export const transports: readonly Transport[] = [
@@ -37,7 +37,7 @@ export const transports: readonly Transport[] = [
 ];
 
 /** The transports of a run when TRANSPORTS is unset, in run order. */
-export const defaultTransports: readonly Transport[] = transports.filter((t) => t.defaultRun);
+export const defaultTransports: readonly Transport[] = transports.filter((t) => t.deployment.defaultRun);
 
 /** Looks a transport up by name; an unknown name is an error that lists the valid ones. */
 export function transportByName(name: string): Transport {

@@ -429,14 +429,20 @@ export async function startPrivateNats(
 export const natsTransport: Transport = {
   name: 'nats',
   label: 'NATS',
-  // Every receiver subscribes to the section's channel (subject): one PUBLISH reaches them all.
-  fanOut: 'one send',
-  defaultRun: false,
-  baseline: false,
-  setting: { kind: 'url', envVar: 'NATS_URL', schemes: ['nats'], example: 'nats://127.0.0.1:4222' },
-  localServer: { command: 'nats-server', start: (host) => startPrivateNats(undefined, host) },
-  libraries: ['@nats-io/transport-node'],
-  composeService: 'nats',
+  traits: {
+    baseline: false,
+    // Every receiver subscribes to the section's channel (subject): one PUBLISH reaches them all.
+    fanOut: 'one send',
+  },
+  library: {
+    packages: ['@nats-io/transport-node'],
+  },
+  deployment: {
+    defaultRun: false,
+    setting: { kind: 'url', envVar: 'NATS_URL', schemes: ['nats'], example: 'nats://127.0.0.1:4222' },
+    composeService: 'nats',
+    localServer: { command: 'nats-server', start: (host) => startPrivateNats(undefined, host) },
+  },
   connect,
   listen,
 };

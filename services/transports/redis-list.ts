@@ -228,15 +228,21 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const redisListTransport: Transport = {
   name: 'redis-list',
   label: 'Redis list',
-  defaultRun: false,
-  baseline: false,
-  setting: redisUrlSetting,
-  localServer: redisLocalServer,
-  libraries: ['ioredis'],
-  composeService: 'redis',
-  batchedArrivals:
-    'Redis list: ioredis hands over a BLMPOP reply whole, so the images of one pop are in hand together and ' +
-    'their arrival stamps are taken one after the other as the reply is read',
+  traits: {
+    baseline: false,
+    batchedArrivals:
+      'Redis list: ioredis hands over a BLMPOP reply whole, so the images of one pop are in hand together and ' +
+      'their arrival stamps are taken one after the other as the reply is read',
+  },
+  library: {
+    packages: ['ioredis'],
+  },
+  deployment: {
+    defaultRun: false,
+    setting: redisUrlSetting,
+    composeService: 'redis',
+    localServer: redisLocalServer,
+  },
   connect,
   listen,
 };

@@ -393,14 +393,20 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const redisPubsubTransport: Transport = {
   name: 'redis-pubsub',
   label: 'Redis pub/sub',
-  // Every receiver subscribes to the section's channel: one PUBLISH reaches them all.
-  fanOut: 'one send',
-  defaultRun: false,
-  baseline: false,
-  setting: redisUrlSetting,
-  localServer: redisLocalServer,
-  libraries: ['ioredis'],
-  composeService: 'redis',
+  traits: {
+    baseline: false,
+    // Every receiver subscribes to the section's channel: one PUBLISH reaches them all.
+    fanOut: 'one send',
+  },
+  library: {
+    packages: ['ioredis'],
+  },
+  deployment: {
+    defaultRun: false,
+    setting: redisUrlSetting,
+    composeService: 'redis',
+    localServer: redisLocalServer,
+  },
   connect,
   listen,
 };

@@ -259,15 +259,21 @@ const PAYLOAD_BUFFER = Buffer.from(PAYLOAD_FIELD);
 export const redisTransport: Transport = {
   name: 'redis',
   label: 'Redis',
-  defaultRun: true,
-  baseline: false,
-  setting: redisUrlSetting,
-  localServer: redisLocalServer,
-  libraries: ['ioredis'],
-  composeService: 'redis',
-  batchedArrivals:
-    'Redis: ioredis hands over an XREADGROUP reply whole, so the images of one reply are in hand together and ' +
-    'their arrival stamps are taken one after the other as the reply is read',
+  traits: {
+    baseline: false,
+    batchedArrivals:
+      'Redis: ioredis hands over an XREADGROUP reply whole, so the images of one reply are in hand together and ' +
+      'their arrival stamps are taken one after the other as the reply is read',
+  },
+  library: {
+    packages: ['ioredis'],
+  },
+  deployment: {
+    defaultRun: true,
+    setting: redisUrlSetting,
+    composeService: 'redis',
+    localServer: redisLocalServer,
+  },
   connect,
   listen,
 };

@@ -183,10 +183,16 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const tcpTransport: Transport = {
   name: 'tcp',
   label: 'TCP',
-  defaultRun: true,
-  baseline: true,
-  setting: { kind: 'port', envVar: 'TCP_PORT', defaultPort: 9000 },
-  libraries: [],
+  traits: {
+    baseline: true,
+  },
+  library: {
+    packages: [],
+  },
+  deployment: {
+    defaultRun: true,
+    setting: { kind: 'port', envVar: 'TCP_PORT', defaultPort: 9000 },
+  },
   connect,
   listen,
 };

@@ -23,7 +23,7 @@ import { closeWhenSilent, MAX_CONNECTIONS_PER_LISTENER } from './kit/door.js';
 import { frameGate } from './kit/gate.js';
 import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue } from './kit/send-queue.js';
-import { closeSocket, imageWriter, PATH, receiveImages, wsLibrary } from './websocket.js';
+import { closeSocket, imageWriter, PATH, receiveImages, wsLibrary } from './kit/websocket.js';
 
 // WebSocket the other way round: the RECEIVER opens the connection and the transmitter's server
 // pushes the images down it. RFC 6455 masks only what a client sends, so the images go out
@@ -307,14 +307,20 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const websocketPushTransport: Transport = {
   name: 'websocket-push',
   label: 'WebSocket push',
-  defaultRun: false,
-  baseline: false,
-  setting: { kind: 'port', envVar: 'WEBSOCKET_PUSH_PORT', defaultPort: 8082 },
-  // No fastify on either side, and bufferutil plays no part: nothing masked is over ws's 32-byte threshold.
-  libraries: ['ws'],
-  receiverDials: true,
-  maxClients: { clients: 1, why: 'its receiver dials one connection back to the one port the transmitter serves' },
-  maxReceivers: { receivers: 1, why: 'its receivers would all dial the one port the transmitter serves' },
+  traits: {
+    baseline: false,
+    receiverDials: true,
+    maxClients: { clients: 1, why: 'its receiver dials one connection back to the one port the transmitter serves' },
+    maxReceivers: { receivers: 1, why: 'its receivers would all dial the one port the transmitter serves' },
+  },
+  library: {
+    // No fastify on either side, and bufferutil plays no part: nothing masked is over ws's 32-byte threshold.
+    packages: ['ws'],
+  },
+  deployment: {
+    defaultRun: false,
+    setting: { kind: 'port', envVar: 'WEBSOCKET_PUSH_PORT', defaultPort: 8082 },
+  },
   connect,
   listen,
 };

@@ -2,22 +2,18 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type WebSocket from 'ws';
 import { bearerToken } from '../core/wire/auth.js';
 import { ErrorCode, ItbError } from '../core/errors.js';
-import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type FrameHeader } from '../core/wire/frame.js';
+import { decodeAck, FRAME_HEADER_BYTES } from '../core/wire/frame.js';
 import { boundPort, hostPort, singleListenHost } from '../shared/net.js';
 import { once } from '../shared/once.js';
 import type { ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
 import { connectWithin } from './kit/connect.js';
 import { capConnections, closeWhenSilent } from './kit/door.js';
-import { frameGate, type FrameGate } from './kit/gate.js';
+import { frameGate } from './kit/gate.js';
 import { LinkGuard } from './kit/link-guard.js';
-import { SendQueue, type WriteFrame } from './kit/send-queue.js';
+import { SendQueue } from './kit/send-queue.js';
 import { lazyLibrary } from './kit/library.js';
+import { closeSocket, imageWriter, PATH, receiveImages, wsLibrary } from './kit/websocket.js';
 
-/**
- * ws (its WebSocket class, which also carries WebSocketServer), loaded when a WebSocket transport is first used
- * (kit/library.ts); exported for websocket-push.
- */
-export const wsLibrary = lazyLibrary<typeof WebSocket & Pick<typeof import('ws'), 'WebSocketServer'>>('ws');
 /** fastify and its WebSocket plugin, for the receiver side only. */
 const fastifyLibrary = lazyLibrary<typeof import('fastify')>('fastify');
 const websocketPlugin = lazyLibrary<typeof import('@fastify/websocket')>('@fastify/websocket');
@@ -29,18 +25,12 @@ const websocketPlugin = lazyLibrary<typeof import('@fastify/websocket')>('@fasti
 // request carries the section's credential as a bearer token: a refused one is answered 401 and
 // never upgraded, so nothing of its payload is read.
 
-/** Path of the images' WebSocket (websocket-push's too). */
-export const PATH = '/images';
-/** A close code from RFC 6455: the peer sent something this endpoint does not accept. */
-export const POLICY_VIOLATION = 1008;
 /**
  * Bytes ws may hold unsent (its masked copies plus the socket's buffer) before the link holds
  * frames back: enough to keep the kernel's buffer fed, bounded so a wide window of large images
  * is not copied into memory all at once.
  */
 export const BUFFERED_HIGH_WATER_BYTES = 1024 * 1024;
-/** How long close() waits for the peer's close handshake before dropping the connection. */
-export const CLOSE_HANDSHAKE_MS = 1000;
 
 /** Statuses the receiver answers an upgrade with when it will not take this link: retrying cannot help. */
 const REFUSED_STATUSES = new Set([401, 403]);
@@ -102,57 +92,6 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   return guard.link(queue, () => closeSocket(ws));
 }
 
-/**
- * A SendQueue's writer for `ws`: header and image as two binary messages, held back while ws holds over
- * `highWaterBytes` unsent.
- */
-export function imageWriter(ws: WebSocket, highWaterBytes: number): WriteFrame {
-  return (header, payload) => {
-    ws.send(header, { binary: true });
-    if (ws.bufferedAmount + payload.length <= highWaterBytes) {
-      ws.send(payload, { binary: true });
-      return undefined;
-    }
-    // Settles once this image is written to the socket (or the socket is gone: 'close' reports that).
-    return new Promise<void>((resolve) => ws.send(payload, { binary: true }, () => resolve()));
-  };
-}
-
-/** Closes `ws` with the close handshake, dropping it when the peer does not answer within CLOSE_HANDSHAKE_MS. */
-export async function closeSocket(ws: WebSocket): Promise<void> {
-  if (ws.readyState === wsLibrary().CLOSED) return;
-  const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
-  ws.close();
-  const timer = setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS);
-  await closed;
-  clearTimeout(timer);
-}
-
-/** Pairs `socket`'s binary messages (header, then image) through `gate` and sends each ack back at once. */
-export function receiveImages(socket: WebSocket, gate: FrameGate): void {
-  let header: FrameHeader | undefined;
-  // After a text message or a bad header, header and image messages can no longer be paired.
-  const refuse = (): void => socket.close(POLICY_VIOLATION, 'bad frame');
-  socket.on('message', (data: Buffer, isBinary: boolean) => {
-    if (!isBinary) {
-      gate.reject('text message where a binary frame was expected');
-      refuse();
-      return;
-    }
-    if (header === undefined) {
-      header = gate.header(data);
-      if (header === undefined) refuse();
-      return;
-    }
-    // A dropped image leaves the message pairing intact: the connection goes on.
-    const ack = gate.take(header, data);
-    header = undefined;
-    if (ack !== undefined) socket.send(encodeAck(ack));
-  });
-  // ws reports oversize messages (over maxPayload) and protocol errors here, then closes.
-  socket.on('error', (err) => gate.reject(err.message));
-}
-
 async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   // connectionTimeout closes a socket that is silent before its upgrade; after it, ws clears it
   // and the handler sets the same bound again.
@@ -194,10 +133,16 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const websocketTransport: Transport = {
   name: 'websocket',
   label: 'WebSocket',
-  defaultRun: true,
-  baseline: false,
-  setting: { kind: 'port', envVar: 'WEBSOCKET_PORT', defaultPort: 8081 },
-  libraries: ['fastify', '@fastify/websocket', 'ws', 'bufferutil'],
+  traits: {
+    baseline: false,
+  },
+  library: {
+    packages: ['fastify', '@fastify/websocket', 'ws', 'bufferutil'],
+  },
+  deployment: {
+    defaultRun: true,
+    setting: { kind: 'port', envVar: 'WEBSOCKET_PORT', defaultPort: 8081 },
+  },
   connect,
   listen,
 };

@@ -20,7 +20,7 @@ import {
   tcpAddress,
   ZAP_DOMAIN,
   zeromqLibrary,
-} from './zeromq.js';
+} from './kit/zeromq.js';
 
 // Publish/subscribe, where the publisher may drop: the receiver binds a SUB socket on
 // ZEROMQ_PUBSUB_PORT and a PUSH socket for acks on ZEROMQ_PUBSUB_PORT + 1 (ACK_PORT_OFFSET; the
@@ -454,19 +454,25 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 export const zeromqPubsubTransport: Transport = {
   name: 'zeromq-pubsub',
   label: 'ZeroMQ PUB/SUB',
-  // One XPUB connected to every receiver's SUB: one send reaches them all.
-  fanOut: 'one send',
-  defaultRun: false,
-  baseline: false,
-  // nextPorts: the ack socket binds the port after this one.
-  setting: { kind: 'port', envVar: 'ZEROMQ_PUBSUB_PORT', defaultPort: 5556, nextPorts: ACK_PORT_OFFSET },
-  libraries: ['zeromq'],
-  nativeLibraries: () => ({ libzmq: zeromqLibrary().version }),
-  // The image connection and the ack connection.
-  connectionsPerLink: () => 2,
-  dropsImages:
-    `PUB drops an image for a subscriber whose queue is at its high-water mark (${PUBLISHER_HIGH_WATER_MARK} ` +
-    `messages on the publisher, ${HIGH_WATER_MARK_MESSAGES} on the subscriber)`,
+  traits: {
+    baseline: false,
+    // One XPUB connected to every receiver's SUB: one send reaches them all.
+    fanOut: 'one send',
+    dropsImages:
+      `PUB drops an image for a subscriber whose queue is at its high-water mark (${PUBLISHER_HIGH_WATER_MARK} ` +
+      `messages on the publisher, ${HIGH_WATER_MARK_MESSAGES} on the subscriber)`,
+    // The image connection and the ack connection.
+    connectionsPerLink: () => 2,
+  },
+  library: {
+    packages: ['zeromq'],
+    nativeVersions: () => ({ libzmq: zeromqLibrary().version }),
+  },
+  deployment: {
+    defaultRun: false,
+    // nextPorts: the ack socket binds the port after this one.
+    setting: { kind: 'port', envVar: 'ZEROMQ_PUBSUB_PORT', defaultPort: 5556, nextPorts: ACK_PORT_OFFSET },
+  },
   connect,
   listen,
 };

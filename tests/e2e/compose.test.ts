@@ -128,9 +128,9 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
   it("has the two services and every transport's broker " +
     'service, wired as designed, with the code defaults', async () => {
     const compose = await resolveCompose({});
-    const brokers = transports.flatMap((t) => (t.composeService ? [t] : []));
+    const brokers = transports.flatMap((t) => (t.deployment.composeService ? [t] : []));
     // The Redis transports share one Redis service.
-    const brokerServices = [...new Set(brokers.map((t) => t.composeService!))];
+    const brokerServices = [...new Set(brokers.map((t) => t.deployment.composeService!))];
     expect(Object.keys(compose.services).sort()).toEqual(['receiver', 'transmitter', ...brokerServices].sort());
     // The config's variables, and the two the image's entrypoint reads (scripts/docker/entrypoint.sh).
     const known = [...configVariables(transports), ...ENTRYPOINT_VARIABLES];
@@ -161,7 +161,9 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
         expect(known, `${name} sets ${variable}`).toContain(variable);
       // Every transport's own setting reaches both services (from .env, or fixed for the compose network).
       for (const t of transports)
-        expect(Object.keys(s.environment ?? {}), `${name} lacks ${t.setting.envVar}`).toContain(t.setting.envVar);
+        expect(Object.keys(s.environment ?? {}), `${name} lacks ${t.deployment.setting.envVar}`).toContain(
+          t.deployment.setting.envVar,
+        );
       expect(withoutNetworkVariables(configOf(s.environment)), name).toEqual(defaults);
     }
 
@@ -187,9 +189,9 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     expect(transmitterConfig.bindHost).toBe('0.0.0.0');
     // Both services reach each broker by its compose service name, with the transport's own scheme.
     for (const t of brokers) {
-      const scheme = t.setting.kind === 'url' ? t.setting.schemes[0] : 'none';
+      const scheme = t.deployment.setting.kind === 'url' ? t.deployment.setting.schemes[0] : 'none';
       for (const config of [transmitterConfig, receiverConfig])
-        expect(config.urls[t.name], t.name).toMatch(new RegExp(`^${scheme}://${t.composeService}:\\d+$`));
+        expect(config.urls[t.name], t.name).toMatch(new RegExp(`^${scheme}://${t.deployment.composeService}:\\d+$`));
     }
     expect(transmitter.ports ?? []).toEqual([]);
     // Started, not healthy: the transmitter waits for /health itself, and a receiver that cannot

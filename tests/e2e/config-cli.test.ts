@@ -24,7 +24,9 @@ afterAll(async () => {
   await rm(outputDir, { recursive: true, force: true });
 });
 
-const firstPortVariable = transports.flatMap(({ setting }) => (setting.kind === 'port' ? [setting.envVar] : []))[0]!;
+const firstPortVariable = transports.flatMap(({ deployment: { setting } }) =>
+  setting.kind === 'port' ? [setting.envVar] : [],
+)[0]!;
 
 // One wrong value per variable (and the cross-variable rules), with what the message must say.
 const badValues: [variable: string, value: string, expected: string][] = [
@@ -75,7 +77,7 @@ const badValues: [variable: string, value: string, expected: string][] = [
   ['AUTH_TOKEN', 'secret', 'AUTH_TOKEN="***": expected 16 to 256 characters'],
   // Every transport's own setting, from the table: a port, or a broker's URL.
   // (Transports that share a setting, as the Redis ones share REDIS_URL, give it one row.)
-  ...[...new Map(transports.map(({ setting }) => [setting.envVar, setting])).values()].map(
+  ...[...new Map(transports.map(({ deployment: { setting } }) => [setting.envVar, setting])).values()].map(
     (setting, i): [string, string, string] => {
       if (setting.kind === 'url')
         return [

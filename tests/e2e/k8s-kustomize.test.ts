@@ -289,8 +289,8 @@ describe('what the manifests mean', () => {
       const config = containerConfig(objects, receiver);
       const listened = (dials: boolean): number[] =>
         transports.flatMap((t) =>
-          t.setting.kind === 'port' && Boolean(t.receiverDials) === dials
-            ? Array.from({ length: 1 + (t.setting.nextPorts ?? 0) }, (_, k) => config.ports[t.name]! + k)
+          t.deployment.setting.kind === 'port' && Boolean(t.traits.receiverDials) === dials
+            ? Array.from({ length: 1 + (t.deployment.setting.nextPorts ?? 0) }, (_, k) => config.ports[t.name]! + k)
             : [],
         );
       const numbers = (c: IContainer): number[] => (c.ports ?? []).map((p) => p.containerPort).sort((a, b) => a - b);

@@ -197,7 +197,7 @@ describe('one run at a time', () => {
         sectionId,
         transport: 'tcp',
         label: tcp.label,
-        baseline: tcp.baseline,
+        baseline: tcp.traits.baseline,
         repeat: 1,
         imageCount: 3,
         warmup: { mode: 'images', images: 0 },

@@ -76,7 +76,7 @@ describe('npm start entry', () => {
     );
     expect(result.stdout).toMatch(/^Transport\s+TX CPU ms\/img\s+RX CPU ms\/img/m);
     for (const t of transports) {
-      const title = escapeRegExp(`${t.label}${t.baseline ? ' (baseline)' : ''}`);
+      const title = escapeRegExp(`${t.label}${t.traits.baseline ? ' (baseline)' : ''}`);
       expect(result.stdout).toMatch(new RegExp(`^${title}\\s+3\\s+0\\s+0\\s.*\\sok$`, 'm'));
     }
     const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');

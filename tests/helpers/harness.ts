@@ -38,23 +38,25 @@ export class LocalServers {
   /** Starts a server for every URL setting of `table` that has a local one. */
   async startFor(table: readonly Transport[]): Promise<void> {
     for (const transport of table) {
-      const envVar = transport.setting.envVar;
-      if (transport.localServer && !this.servers.has(envVar))
-        this.servers.set(envVar, await transport.localServer.start());
+      const envVar = transport.deployment.setting.envVar;
+      if (transport.deployment.localServer && !this.servers.has(envVar))
+        this.servers.set(envVar, await transport.deployment.localServer.start());
     }
   }
 
   /** The URL setting for `transport`: its server's, or undefined when it has none. */
   urlFor(transport: Transport): string | undefined {
-    return transport.setting.kind === 'url' ? this.servers.get(transport.setting.envVar)?.url : undefined;
+    return transport.deployment.setting.kind === 'url'
+      ? this.servers.get(transport.deployment.setting.envVar)?.url
+      : undefined;
   }
 
   /** The env variables that point every started transport at its server (REDIS_URL=...). */
   env(table: readonly Transport[]): Record<string, string> {
     return Object.fromEntries(
       table.flatMap((t) =>
-        t.setting.kind === 'url' && this.servers.has(t.setting.envVar)
-          ? [[t.setting.envVar, this.servers.get(t.setting.envVar)!.url]]
+        t.deployment.setting.kind === 'url' && this.servers.has(t.deployment.setting.envVar)
+          ? [[t.deployment.setting.envVar, this.servers.get(t.deployment.setting.envVar)!.url]]
           : [],
       ),
     );

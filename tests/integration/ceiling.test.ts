@@ -21,7 +21,7 @@ afterAll(async () => {
  * The broker a transport goes through: one private server per command (redis-server, nats-server) for the whole file.
  */
 async function brokerUrl(transport: string): Promise<string | undefined> {
-  const local = transports.find((t) => t.name === transport)?.localServer;
+  const local = transports.find((t) => t.name === transport)?.deployment.localServer;
   if (!local) return undefined;
   let server = servers.get(local.command);
   if (!server) {

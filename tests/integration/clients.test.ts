@@ -25,7 +25,7 @@ afterAll(async () => {
 const results = async (): Promise<RunReport> =>
   JSON.parse(await readFile(path.join(outputDir, 'results.json'), 'utf8')) as RunReport;
 // Every transport that can take several clients (websocket-push's receiver dials one connection back).
-const multiClient = transports.filter((t) => t.maxClients === undefined).map((t) => t.name);
+const multiClient = transports.filter((t) => t.traits.maxClients === undefined).map((t) => t.name);
 
 describe('CLIENTS', () => {
   it(

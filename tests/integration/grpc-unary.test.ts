@@ -14,7 +14,7 @@ import type {
   TransmitterOptions,
 } from '../../services/transports/contract.js';
 import { grpcUnaryTransport } from '../../services/transports/grpc-unary.js';
-import { loadProtoMethod, type AckMessage, type FrameMessage } from '../../services/transports/grpc.js';
+import { loadProtoMethod, type AckMessage, type FrameMessage } from '../../services/transports/kit/grpc.js';
 import {
   eventually,
   openPair,

@@ -20,7 +20,8 @@ import type { SectionPlan } from '../../services/core/model/section.js';
 import { connectionsPerSection, incompleteMessageBoundBytes } from '../../services/receiver/door.js';
 import { hostFacts } from '../../services/shared/host.js';
 import { ControlClient } from '../../services/transmitter/control-client.js';
-import { FRAME_HEADER_FIELD, PATH as HTTP_PATH } from '../../services/transports/http.js';
+import { FRAME_HEADER_FIELD } from '../../services/transports/http.js';
+import { PATH as HTTP_PATH } from '../../services/transports/kit/http.js';
 import { jsonBodyLimitBytes } from '../../services/transports/http-json.js';
 import { transports } from '../../services/transports/index.js';
 import { MAX_CONNECTIONS_PER_LISTENER } from '../../services/transports/kit/door.js';
@@ -142,12 +143,14 @@ const hostileClients: Record<
     }),
 };
 /** Transports whose receiver takes connections on a port (websocket-push's receiver dials out instead). */
-const portTransports = transports.filter((t) => t.setting.kind === 'port' && t.receiverDials !== true);
+const portTransports = transports.filter(
+  (t) => t.deployment.setting.kind === 'port' && t.traits.receiverDials !== true,
+);
 /**
  * Port transports whose listener caps its connections: libzmq accepts ZeroMQ's itself, with no cap (a handshake timeout
  * instead).
  */
-const cappedTransports = portTransports.filter((t) => !t.libraries.includes('zeromq'));
+const cappedTransports = portTransports.filter((t) => !t.library.packages.includes('zeromq'));
 /** Most one admitted connection can make the receiver hold: one image, or HTTP+JSON's body with it in base64. */
 const perConnectionBytes = Math.max(MAX_IMAGE_BYTES, jsonBodyLimitBytes(MAX_IMAGE_BYTES));
 /** The documented bound, for the most connections any section admits. */
@@ -225,7 +228,7 @@ describe('hostile peers', () => {
   it('drops random bytes and floods of connections on every port', async () => {
     for (const port of [
       env.CONTROL_PORT,
-      ...portTransports.map((t) => env[(t.setting as { envVar: string }).envVar]),
+      ...portTransports.map((t) => env[(t.deployment.setting as { envVar: string }).envVar]),
     ]) {
       await Promise.all(
         Array.from({ length: 100 }, async () => {
@@ -254,7 +257,7 @@ describe('hostile peers', () => {
     ]);
     const before = (await health()).counters;
     for (const transport of cappedTransports) {
-      const port = Number(env[(transport.setting as { envVar: string }).envVar]);
+      const port = Number(env[(transport.deployment.setting as { envVar: string }).envVar]);
       const connections = await Promise.all(
         Array.from({ length: CAP_PROBE_CONNECTIONS }, () => slowHeaders(port, 'silent')),
       );
@@ -286,7 +289,7 @@ describe('hostile peers', () => {
     const { result: connections, growthBytes } = await measuringRss(async () => {
       const all: HostileConnection[] = [];
       for (const transport of portTransports) {
-        const port = Number(env[(transport.setting as { envVar: string }).envVar]);
+        const port = Number(env[(transport.deployment.setting as { envVar: string }).envVar]);
         all.push(
           ...(await Promise.all(
             Array.from({ length: HOSTILE_CONNECTIONS }, () => hostileClients[transport.name]!(port, undefined, 1)),
@@ -335,7 +338,7 @@ describe('hostile peers', () => {
           sectionId: 500 + index,
           transport: transport.name,
           label: transport.label,
-          baseline: transport.baseline,
+          baseline: transport.traits.baseline,
           repeat: 1,
           imageCount: 1,
           warmup: { mode: 'images', images: 0 },
@@ -349,7 +352,7 @@ describe('hostile peers', () => {
         };
         await control.openSection(plan);
         const credential = sectionCredential(TEST_AUTH_TOKEN, plan.sectionId);
-        const port = Number(env[(transport.setting as { envVar: string }).envVar]);
+        const port = Number(env[(transport.deployment.setting as { envVar: string }).envVar]);
         const { result: connections, growthBytes } = await measuringRss(() =>
           Promise.all(
             Array.from({ length: HOSTILE_CONNECTIONS }, () =>

@@ -26,7 +26,7 @@ afterAll(async () => {
 
 const RECEIVERS = 3;
 // Every transport that takes several receivers (websocket-push's receivers would all dial one port).
-const multiReceiver = transports.filter((t) => t.maxReceivers === undefined);
+const multiReceiver = transports.filter((t) => t.traits.maxReceivers === undefined);
 
 /** Where receiver `index` (from 0) writes: OUTPUT_DIR for the first, a folder in it for each other. */
 const receiverDir = (index: number): string => path.join(outputDir, ...(index === 0 ? [] : [`receiver-${index + 1}`]));
@@ -93,7 +93,7 @@ describe('RECEIVERS', () => {
       }
       for (const section of reports[0]!.sections) {
         const transport = multiReceiver.find((t) => t.name === section.transport)!;
-        expect(section.fanOut?.mode, section.transport).toBe(transport.fanOut ?? 'copies');
+        expect(section.fanOut?.mode, section.transport).toBe(transport.traits.fanOut ?? 'copies');
         expect(
           section.fanOut?.perReceiver.map((r) => [r.receiver, r.ok, r.okCount]),
           section.transport,

@@ -25,7 +25,7 @@ afterAll(async () => {
 
 describe('Redis going down mid-run', () => {
   it('fails the redis section with its reason and keeps the others', async () => {
-    const redis = await redisTransport.localServer!.start();
+    const redis = await redisTransport.deployment.localServer!.start();
     let stopped: Promise<void> | undefined;
     // Stops Redis once the redis section has had some images acknowledged.
     const observer: RunObserver = {

@@ -20,7 +20,7 @@ const MIB = 1024 * 1024;
 let redis: LocalServer;
 let inspector: Redis;
 beforeAll(async () => {
-  redis = await redisListTransport.localServer!.start();
+  redis = await redisListTransport.deployment.localServer!.start();
   inspector = new Redis(redis.url, { protocol: 2, retryStrategy: () => null });
   inspector.on('error', () => {});
 });

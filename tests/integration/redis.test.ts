@@ -32,7 +32,7 @@ const MAX_IMAGE_BYTES = 64 * 1024 * 1024;
 let redis: LocalServer;
 let inspector: Redis;
 beforeAll(async () => {
-  redis = await redisTransport.localServer!.start();
+  redis = await redisTransport.deployment.localServer!.start();
   inspector = new Redis(redis.url, { protocol: 2, retryStrategy: () => null });
   inspector.on('error', () => {});
 });
@@ -279,7 +279,7 @@ describe('redis transport: Redis specifics', () => {
 
   it('reports a Redis that goes away mid-run on both sides, ' +
     'once each, naming the URL, and still closes cleanly', async () => {
-    const doomed = await redisTransport.localServer!.start();
+    const doomed = await redisTransport.deployment.localServer!.start();
     const section = testDoor('redis');
     const endpoint = {
       host: '127.0.0.1',

@@ -36,7 +36,7 @@ describe('a whole run in-process', () => {
     const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
     const n = transports.length;
     for (const t of transports) {
-      const title = `${t.label}${t.baseline ? ' (baseline)' : ''}`;
+      const title = `${t.label}${t.traits.baseline ? ' (baseline)' : ''}`;
       for (const repeat of [1, 2, 3])
         expect(log).toContain(
           `=== ${title} performance test: 3 images transfer (533.0 KiB each, window 1, repeat ${repeat}/3) ===`,
@@ -113,7 +113,8 @@ describe('a whole run in-process', () => {
       }
       // A transport that goes through Redis reports the broker as a third side, from its own
       // counters; nats-server has no cumulative CPU counter to read (its /varz gives a sampled percentage).
-      const throughBroker = transports.find((t) => t.name === section.transport)?.setting.envVar === 'REDIS_URL';
+      const throughBroker =
+        transports.find((t) => t.name === section.transport)?.deployment.setting.envVar === 'REDIS_URL';
       if (throughBroker) {
         expect(section.cost.broker?.cpuMs).toBeGreaterThan(0);
         expect(section.cost.broker?.peakRssBytes).toBeGreaterThan(1024 * 1024);

@@ -31,8 +31,11 @@ afterAll(async () => {
 /** An endpoint where nothing answers: a closed loopback port, as a port or as a URL of the transport's scheme. */
 async function deadEndpoint(transport: Transport): Promise<{ port: number; url: string | undefined; where: string }> {
   const port = await freePort();
-  const url = transport.setting.kind === 'url' ? `${transport.setting.schemes[0]}://127.0.0.1:${port}` : undefined;
-  return { port: transport.setting.kind === 'port' ? port : 0, url, where: `127.0.0.1:${port}` };
+  const url =
+    transport.deployment.setting.kind === 'url'
+      ? `${transport.deployment.setting.schemes[0]}://127.0.0.1:${port}`
+      : undefined;
+  return { port: transport.deployment.setting.kind === 'port' ? port : 0, url, where: `127.0.0.1:${port}` };
 }
 
 const cases = [
@@ -169,7 +172,7 @@ for (const transport of transports) {
       'none', async () => {
       // The peer a link depends on: the receiver's listener, or the server the transport goes through.
       let broker: LocalServer | undefined;
-      if (transport.localServer) broker = await transport.localServer.start();
+      if (transport.deployment.localServer) broker = await transport.deployment.localServer.start();
       const pair = await openPair(transport, { url: broker?.url });
       try {
         if (broker) await broker.close();
@@ -193,7 +196,7 @@ for (const transport of transports) {
       expect(healthy.seen.rejects).toEqual([]);
     }, 30_000);
 
-    if (transport.setting.kind === 'port') {
+    if (transport.deployment.setting.kind === 'port') {
       it('connects to a receiver that starts listening after connect() began', async () => {
         const port = await freePort();
         const acks: number[] = [];

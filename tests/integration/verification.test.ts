@@ -82,7 +82,7 @@ describe('a corrupt image, acknowledged before it is verified', () => {
           sectionId: 900 + index,
           transport: transport.name,
           label: transport.label,
-          baseline: transport.baseline,
+          baseline: transport.traits.baseline,
           repeat: 1,
           imageCount: 3,
           warmup: { mode: 'images', images: 0 },

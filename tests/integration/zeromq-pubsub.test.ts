@@ -7,7 +7,7 @@ import { ErrorCode } from '../../services/core/errors.js';
 import { freePort } from '../../services/shared/net.js';
 import { withTimeout } from '../../services/shared/waits.js';
 import type { TransmitterOptions } from '../../services/transports/contract.js';
-import { HIGH_WATER_MARK_MESSAGES } from '../../services/transports/zeromq.js';
+import { HIGH_WATER_MARK_MESSAGES } from '../../services/transports/kit/zeromq.js';
 import {
   createAckPull,
   createAckPush,
@@ -83,9 +83,9 @@ describe('zeromq-pubsub transport', () => {
         for (const small of [publisher, ackPull, ackPush]) expect(small.maxMessageSize).toBeLessThan(MIB);
         expect(ackPush.sendTimeout).toBeGreaterThan(0); // PUSH waits at its mark, bounded
         expect(subscriber.plainServer && ackPush.plainServer).toBe(true);
-        expect(zeromqPubsubTransport.dropsImages).toContain(String(HIGH_WATER_MARK_MESSAGES));
-        expect(zeromqPubsubTransport.connectionsPerLink?.(16)).toBe(2);
-        expect(zeromqPubsubTransport.setting).toMatchObject({ kind: 'port', nextPorts: 1 });
+        expect(zeromqPubsubTransport.traits.dropsImages).toContain(String(HIGH_WATER_MARK_MESSAGES));
+        expect(zeromqPubsubTransport.traits.connectionsPerLink?.(16)).toBe(2);
+        expect(zeromqPubsubTransport.deployment.setting).toMatchObject({ kind: 'port', nextPorts: 1 });
       } finally {
         for (const socket of [publisher, ackPull, subscriber, tinySubscriber, ackPush]) socket.close();
       }

@@ -2,12 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { Dealer } from 'zeromq';
 import { ErrorCode } from '../../services/core/errors.js';
-import {
-  createDealer,
-  createRouter,
-  HIGH_WATER_MARK_MESSAGES,
-  zeromqTransport,
-} from '../../services/transports/zeromq.js';
+import { HIGH_WATER_MARK_MESSAGES } from '../../services/transports/kit/zeromq.js';
+import { createDealer, createRouter, zeromqTransport } from '../../services/transports/zeromq.js';
 import { eventually, openPair, stampedHeader, testDoor, testLog, transferThrough } from '../helpers/harness.js';
 
 // Only what is PARTICULAR to ZeroMQ. The contract every transport shares (delivery of every size,

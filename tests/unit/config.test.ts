@@ -22,13 +22,24 @@ import { readSecretFile } from '../../services/shared/entry.js';
 import { projectPath } from '../../services/shared/paths.js';
 
 const specs: TransportSpec[] = [
-  { name: 'websocket', setting: { kind: 'port', envVar: 'WEBSOCKET_PORT', defaultPort: 8081 }, defaultRun: true },
+  {
+    name: 'websocket',
+    deployment: { setting: { kind: 'port', envVar: 'WEBSOCKET_PORT', defaultPort: 8081 }, defaultRun: true },
+    traits: {},
+  },
   {
     name: 'redis',
-    setting: { kind: 'url', envVar: 'REDIS_URL', schemes: ['redis', 'rediss'], example: 'redis://127.0.0.1:6379' },
-    defaultRun: true,
+    deployment: {
+      setting: { kind: 'url', envVar: 'REDIS_URL', schemes: ['redis', 'rediss'], example: 'redis://127.0.0.1:6379' },
+      defaultRun: true,
+    },
+    traits: {},
   },
-  { name: 'tcp', setting: { kind: 'port', envVar: 'TCP_PORT', defaultPort: 9000 }, defaultRun: true },
+  {
+    name: 'tcp',
+    deployment: { setting: { kind: 'port', envVar: 'TCP_PORT', defaultPort: 9000 }, defaultRun: true },
+    traits: {},
+  },
 ];
 
 const TRANSPORTS_ALLOWED =
@@ -45,10 +56,22 @@ describe('parseConfig', () => {
       ...specs.slice(0, 2),
       {
         name: 'redis-list',
-        setting: { kind: 'url', envVar: 'REDIS_URL', schemes: ['redis', 'rediss'], example: 'redis://127.0.0.1:6379' },
-        defaultRun: false,
+        deployment: {
+          setting: {
+            kind: 'url',
+            envVar: 'REDIS_URL',
+            schemes: ['redis', 'rediss'],
+            example: 'redis://127.0.0.1:6379',
+          },
+          defaultRun: false,
+        },
+        traits: {},
       },
-      { name: 'http', setting: { kind: 'port', envVar: 'HTTP_PORT', defaultPort: 8083 }, defaultRun: false },
+      {
+        name: 'http',
+        deployment: { setting: { kind: 'port', envVar: 'HTTP_PORT', defaultPort: 8083 }, defaultRun: false },
+        traits: {},
+      },
       specs[2]!,
     ];
     const transportsOf = (env: Record<string, string>): readonly string[] | string => {
@@ -249,9 +272,8 @@ describe('parseConfig', () => {
       ...specs,
       {
         name: 'push',
-        setting: { kind: 'port', envVar: 'PUSH_PORT', defaultPort: 8082 },
-        defaultRun: false,
-        maxClients: { clients: 1, why: 'it dials back once' },
+        deployment: { setting: { kind: 'port', envVar: 'PUSH_PORT', defaultPort: 8082 }, defaultRun: false },
+        traits: { maxClients: { clients: 1, why: 'it dials back once' } },
       },
     ];
     expect(clients({ CLIENTS: '2', TRANSPORTS: 'tcp,push' }, single)).toEqual([
@@ -291,9 +313,8 @@ describe('parseConfig', () => {
         ...specs,
         {
           name: 'push',
-          setting: { kind: 'port', envVar: 'PUSH_PORT', defaultPort: 8082 },
-          defaultRun: false,
-          maxReceivers: { receivers: 1, why: 'they would dial one port' },
+          deployment: { setting: { kind: 'port', envVar: 'PUSH_PORT', defaultPort: 8082 }, defaultRun: false },
+          traits: { maxReceivers: { receivers: 1, why: 'they would dial one port' } },
         },
       ];
       expect(parsed({ RECEIVERS: '2', TRANSPORTS: 'tcp,push' }, single)).toEqual([
@@ -544,8 +565,11 @@ describe('parseConfig', () => {
       ...specs,
       {
         name: 'pubsub',
-        setting: { kind: 'port', envVar: 'PUBSUB_PORT', defaultPort: 5556, nextPorts: 1 },
-        defaultRun: false,
+        deployment: {
+          setting: { kind: 'port', envVar: 'PUBSUB_PORT', defaultPort: 5556, nextPorts: 1 },
+          defaultRun: false,
+        },
+        traits: {},
       },
     ];
 
@@ -629,8 +653,11 @@ describe('broker passwords', () => {
     ...specs,
     {
       name: 'nats',
-      setting: { kind: 'url', envVar: 'NATS_URL', schemes: ['nats'], example: 'nats://127.0.0.1:4222' },
-      defaultRun: false,
+      deployment: {
+        setting: { kind: 'url', envVar: 'NATS_URL', schemes: ['nats'], example: 'nats://127.0.0.1:4222' },
+        defaultRun: false,
+      },
+      traits: {},
     },
   ];
   const PASSWORD = 'S3cretRedisPw';
@@ -843,10 +870,11 @@ describe('parseConfig: a bad variable never hides one that depends on it', () =>
       ...specs,
       {
         name: 'push',
-        setting: { kind: 'port', envVar: 'PUSH_PORT', defaultPort: 8082 },
-        defaultRun: false,
-        maxClients: { clients: 1, why: 'it dials back once' },
-        maxReceivers: { receivers: 1, why: 'one port' },
+        deployment: { setting: { kind: 'port', envVar: 'PUSH_PORT', defaultPort: 8082 }, defaultRun: false },
+        traits: {
+          maxClients: { clients: 1, why: 'it dials back once' },
+          maxReceivers: { receivers: 1, why: 'one port' },
+        },
       },
     ];
     expect(issuesOf({ CLIENTS: '2', RECEIVERS: '2', TRANSPORTS: 'Push,pigeon' }, single)).toEqual([

@@ -12,7 +12,11 @@ import {
 import { shapingCommands, tbfBurstBytes } from '../../scripts/lib/shaped-link.js';
 
 const specs: TransportSpec[] = [
-  { name: 'tcp', setting: { kind: 'port', envVar: 'TCP_PORT', defaultPort: 9000 }, defaultRun: true },
+  {
+    name: 'tcp',
+    deployment: { setting: { kind: 'port', envVar: 'TCP_PORT', defaultPort: 9000 }, defaultRun: true },
+    traits: {},
+  },
 ];
 const none = { rateBitsPerSecond: undefined, delayMs: undefined, lossPercent: undefined };
 

@@ -33,16 +33,20 @@ export type TransportSetting =
 /** What the config needs to know about a transport: its name and its setting. */
 export interface TransportSpec {
   name: string;
-  setting: TransportSetting;
-  /** In the run TRANSPORTS gives when unset. */
-  defaultRun: boolean;
-  /**
-   * Most CLIENTS the transport can run (websocket-push: 1, its receiver dials one connection back); undefined:
-   * MAX_CLIENTS.
-   */
-  maxClients?: { clients: number; why: string };
-  /** Most RECEIVERS the transport can run (websocket-push: 1); undefined: MAX_RECEIVERS. */
-  maxReceivers?: { receivers: number; why: string };
+  traits: {
+    /**
+     * Most CLIENTS the transport can run (websocket-push: 1, its receiver dials one connection back); undefined:
+     * MAX_CLIENTS.
+     */
+    maxClients?: { clients: number; why: string };
+    /** Most RECEIVERS the transport can run (websocket-push: 1); undefined: MAX_RECEIVERS. */
+    maxReceivers?: { receivers: number; why: string };
+  };
+  deployment: {
+    /** In the run TRANSPORTS gives when unset. */
+    defaultRun: boolean;
+    setting: TransportSetting;
+  };
 }
 
 /** Levels LOG_LEVEL accepts (pino's). */
@@ -277,15 +281,15 @@ const password = () =>
 
 /** Names of the URL settings of `specs` (REDIS_URL once for the three Redis transports). */
 function urlVariables(specs: readonly TransportSpec[]): string[] {
-  return [...new Set(specs.flatMap(({ setting }) => (setting.kind === 'url' ? [setting.envVar] : [])))];
+  return [...new Set(specs.flatMap(({ deployment: { setting } }) => (setting.kind === 'url' ? [setting.envVar] : [])))];
 }
 
 function schemaFor(specs: readonly TransportSpec[]) {
   const names = specs.map((s) => s.name);
-  const defaultNames = specs.filter((s) => s.defaultRun).map((s) => s.name);
+  const defaultNames = specs.filter((s) => s.deployment.defaultRun).map((s) => s.name);
   const settingVars = Object.fromEntries(
     specs.map(
-      ({ setting }) =>
+      ({ deployment: { setting } }) =>
         [
           setting.envVar,
           setting.kind === 'port'
@@ -520,13 +524,14 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
     {
       variable: 'CLIENTS',
       value: clients,
-      most: (spec: TransportSpec) => spec.maxClients && { count: spec.maxClients.clients, why: spec.maxClients.why },
+      most: (spec: TransportSpec) =>
+        spec.traits.maxClients && { count: spec.traits.maxClients.clients, why: spec.traits.maxClients.why },
     },
     {
       variable: 'RECEIVERS',
       value: receivers,
       most: (spec: TransportSpec) =>
-        spec.maxReceivers && { count: spec.maxReceivers.receivers, why: spec.maxReceivers.why },
+        spec.traits.maxReceivers && { count: spec.traits.maxReceivers.receivers, why: spec.traits.maxReceivers.why },
     },
   ];
   for (const { variable, value, most } of limits) {
@@ -598,12 +603,17 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
       parsedOk('CONTROL_PORT') ? 'CONTROL_PORT' : "CONTROL_PORT's default",
     ],
   ]);
-  for (const { setting } of specs) {
+  for (const {
+    deployment: { setting },
+  } of specs) {
     if (setting.kind !== 'port' || parsedOk(setting.envVar)) continue;
     for (let offset = 0; offset <= (setting.nextPorts ?? 0); offset++)
       portOwners.set(setting.defaultPort + offset, `${setting.envVar}'s default${offset === 0 ? '' : ` + ${offset}`}`);
   }
-  for (const { name, setting } of specs) {
+  for (const {
+    name,
+    deployment: { setting },
+  } of specs) {
     if (!parsedOk(setting.envVar)) continue;
     if (setting.kind === 'url') {
       urls[name] = v[setting.envVar] as string | undefined;
