@@ -3,7 +3,7 @@ import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { LATEST_LINK } from '../../services/shared/run-folder.js';
 import os from 'node:os';
 import path from 'node:path';
-import type { HealthResponse, ProgressResponse } from '../../services/core/wire/control-protocol.js';
+import type { HealthResponse, ProgressResponse } from '../../services/core/control/control-protocol.js';
 import { brokerVariables } from '../../services/core/config/config.js';
 import type { HostFacts } from '../../services/core/report/report.js';
 import { newAuthToken } from '../../services/shared/auth-token.js';

@@ -8,7 +8,7 @@ import {
   CONTROL_CONNECTION_LIMITS,
   type ConnectionLimits,
   type ListenerStatus,
-} from '../core/wire/control-protocol.js';
+} from '../core/control/control-protocol.js';
 import { receiverAuthToken } from '../shared/auth-token.js';
 import { guardConnections } from '../shared/connection-guard.js';
 import { hostFacts } from '../shared/host.js';

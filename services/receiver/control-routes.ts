@@ -21,7 +21,7 @@ import {
   sectionEndSchema,
   sectionPlanSchema,
   warmupOutcomeSchema,
-} from '../core/wire/control-protocol.js';
+} from '../core/control/control-protocol.js';
 import { unmappedAddress } from '../shared/net.js';
 import { OUTPUT_FILES } from '../shared/run-folder.js';
 import type { Doorkeeper } from './door.js';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../core/config/config.js';
-import type { ListenerStatus } from '../core/wire/control-protocol.js';
+import type { ListenerStatus } from '../core/control/control-protocol.js';
 import type { BrokerReading } from '../core/model/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import type { Ack } from '../core/wire/frame.js';

@@ -6,7 +6,7 @@ import type { SectionPlan, SectionResult } from '../core/model/section.js';
 import { runSucceeded } from '../core/report/report.js';
 import { renderSummary } from '../core/report/text/summary-tables.js';
 import type { SectionCredential } from '../core/wire/auth.js';
-import type { ProgressResponse, RunAnnouncement, RunFinish, SectionEnd } from '../core/wire/control-protocol.js';
+import type { ProgressResponse, RunAnnouncement, RunFinish, SectionEnd } from '../core/control/control-protocol.js';
 import { reportLibraries } from '../shared/report-assets.js';
 import { completeRun, lastWriteMs, RunFolder, runFolders } from '../shared/run-folder.js';
 import { transportByName } from '../transports/index.js';

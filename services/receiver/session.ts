@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { Logger } from 'pino';
 import { publicConfig, type Config } from '../core/config/config.js';
-import { failedSectionEnd, type RunAnnouncement, type SectionEnd } from '../core/wire/control-protocol.js';
+import { failedSectionEnd, type RunAnnouncement, type SectionEnd } from '../core/control/control-protocol.js';
 import {
   brokerCost,
   busyShare,

@@ -1,6 +1,6 @@
 import type http from 'node:http';
 import type net from 'node:net';
-import type { ConnectionLimits } from '../core/wire/control-protocol.js';
+import type { ConnectionLimits } from '../core/control/control-protocol.js';
 
 // A plain cap on connections cannot hold an HTTP port open to anyone: a flood of connections that
 // send nothing, or their request head a byte at a time, fills the cap and the next real request

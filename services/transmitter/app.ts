@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { imageChecksum } from '../core/wire/checksum.js';
 import { publicConfig, type Config } from '../core/config/config.js';
-import type { RunAnnouncement, RunOutcome } from '../core/wire/control-protocol.js';
+import type { RunAnnouncement, RunOutcome } from '../core/control/control-protocol.js';
 import { buildRunReport } from '../core/report/report.js';
 import { renderSummary } from '../core/report/text/summary-tables.js';
 import type { SectionResult } from '../core/model/section.js';

@@ -6,7 +6,7 @@ import {
   type RunAnnouncement,
   type RunFinish,
   type SectionEnd,
-} from '../core/wire/control-protocol.js';
+} from '../core/control/control-protocol.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import type { FanOut, SectionPlan, SectionResult } from '../core/model/section.js';
 import type { WarmupOutcome } from '../core/model/warmup.js';

@@ -3,7 +3,7 @@ import net from 'node:net';
 import type { Logger } from 'pino';
 import { estimateClockOffset, type ClockOffset, type ClockSample } from '../core/model/clock.js';
 import type { Config } from '../core/config/config.js';
-import type { HealthResponse } from '../core/wire/control-protocol.js';
+import type { HealthResponse } from '../core/control/control-protocol.js';
 import { ErrorCode, ItbError } from '../core/errors.js';
 import type { SectionClock } from '../core/model/section.js';
 import { sleep } from '../shared/waits.js';

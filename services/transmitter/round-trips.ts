@@ -1,4 +1,4 @@
-import { ROUND_TRIP_RECORD_VALUES, ROUND_TRIPS_PER_BATCH } from '../core/wire/control-protocol.js';
+import { ROUND_TRIP_RECORD_VALUES, ROUND_TRIPS_PER_BATCH } from '../core/control/control-protocol.js';
 
 // Each recorded image's round trip leaves the transmitter for its receiver's record in batches, as
 // acks come, so neither side keeps a figure per image: a batch is sent when it is full or a

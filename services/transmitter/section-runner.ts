@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { sectionCredential } from '../core/wire/auth.js';
 import type { ClockOffset } from '../core/model/clock.js';
 import { MAX_IMAGE_COUNT, type Config } from '../core/config/config.js';
-import { failedSectionEnd } from '../core/wire/control-protocol.js';
+import { failedSectionEnd } from '../core/control/control-protocol.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { fanOutOf, type SectionPlan, type SectionResult } from '../core/model/section.js';
 import { failedSectionResult } from '../core/model/section-result.js';

@@ -4,7 +4,7 @@ import type net from 'node:net';
 import type WebSocket from 'ws';
 import { bearerToken, credentialMatches } from '../core/wire/auth.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import { CONTROL_CONNECTION_LIMITS, type ConnectionLimits } from '../core/wire/control-protocol.js';
+import { CONTROL_CONNECTION_LIMITS, type ConnectionLimits } from '../core/control/control-protocol.js';
 import { ACK_BYTES, decodeAck, FRAME_HEADER_BYTES } from '../core/wire/frame.js';
 import { guardConnections } from '../shared/connection-guard.js';
 import { freePort, hostPort } from '../shared/net.js';

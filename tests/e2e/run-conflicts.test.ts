@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sectionCredential } from '../../services/core/wire/auth.js';
 import { imageChecksum } from '../../services/core/wire/checksum.js';
 import type { RunReport } from '../../services/core/report/report.js';
-import { failedSectionEnd, type RunAnnouncement } from '../../services/core/wire/control-protocol.js';
+import { failedSectionEnd, type RunAnnouncement } from '../../services/core/control/control-protocol.js';
 import { encodeFrameHeader, type Ack } from '../../services/core/wire/frame.js';
 import type { SectionPlan } from '../../services/core/model/section.js';
 import { stopChild } from '../../services/shared/child-process.js';

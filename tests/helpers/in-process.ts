@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { parseConfig, type Config } from '../../services/core/config/config.js';
 import { buildReceiver, type ReceiverApp } from '../../services/receiver/app.js';
-import type { ConnectionLimits, RunOutcome } from '../../services/core/wire/control-protocol.js';
+import type { ConnectionLimits, RunOutcome } from '../../services/core/control/control-protocol.js';
 import { buildTransmitter, type RunObserver } from '../../services/transmitter/app.js';
 import { loadImage } from '../../services/shared/images.js';
 import { transports } from '../../services/transports/index.js';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../../services/core/config/config.js';
 import type { ReceiverApp } from '../../services/receiver/app.js';
-import { failedSectionEnd, type HealthResponse } from '../../services/core/wire/control-protocol.js';
+import { failedSectionEnd, type HealthResponse } from '../../services/core/control/control-protocol.js';
 import { TEST_AUTH_TOKEN } from '../helpers/harness.js';
 import { startReceiver } from '../helpers/in-process.js';
 

@@ -14,7 +14,7 @@ import {
   type ConnectionLimits,
   type HealthResponse,
   type RunAnnouncement,
-} from '../../services/core/wire/control-protocol.js';
+} from '../../services/core/control/control-protocol.js';
 import { encodeFrameHeader } from '../../services/core/wire/frame.js';
 import type { SectionPlan } from '../../services/core/model/section.js';
 import { connectionsPerSection, incompleteMessageBoundBytes } from '../../services/receiver/door.js';

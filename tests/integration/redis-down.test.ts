@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { redisTransport } from '../../services/transports/redis.js';
-import type { HealthResponse } from '../../services/core/wire/control-protocol.js';
+import type { HealthResponse } from '../../services/core/control/control-protocol.js';
 import type { RunObserver } from '../../services/transmitter/app.js';
 import { stopChild } from '../../services/shared/child-process.js';
 import { freePort } from '../../services/shared/net.js';

@@ -17,7 +17,7 @@ import {
   type Config,
   type TransportSpec,
 } from '../../services/core/config/config.js';
-import { runInfoSchema } from '../../services/core/wire/control-protocol.js';
+import { runInfoSchema } from '../../services/core/control/control-protocol.js';
 import { readSecretFile } from '../../services/shared/entry.js';
 import { projectPath } from '../../services/shared/paths.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { imageChecksum } from '../../services/core/wire/checksum.js';
 import { parseConfig } from '../../services/core/config/config.js';
-import type { RunAnnouncement, SectionEnd } from '../../services/core/wire/control-protocol.js';
+import type { RunAnnouncement, SectionEnd } from '../../services/core/control/control-protocol.js';
 import type { SectionPlan, SectionResult } from '../../services/core/model/section.js';
 import { RunSession } from '../../services/receiver/session.js';
 import { Verifier } from '../../services/receiver/verifier.js';
