@@ -409,7 +409,12 @@ export const grpcUnaryTransport: Transport = {
   },
   deployment: {
     defaultRun: false,
-    setting: { kind: 'port', envVar: 'GRPC_UNARY_PORT', defaultPort: 50052 },
+    setting: {
+      kind: 'port',
+      envVar: 'GRPC_UNARY_PORT',
+      defaultPort: 50052,
+      description: 'gRPC listener for unary calls',
+    },
   },
   connect,
   listen,

@@ -182,7 +182,12 @@ export const grpcTransport: Transport = {
   },
   deployment: {
     defaultRun: true,
-    setting: { kind: 'port', envVar: 'GRPC_PORT', defaultPort: 50051 },
+    setting: {
+      kind: 'port',
+      envVar: 'GRPC_PORT',
+      defaultPort: 50051,
+      description: 'gRPC listener (bidirectional stream)',
+    },
   },
   connect,
   listen,

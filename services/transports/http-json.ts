@@ -213,7 +213,12 @@ export const httpJsonTransport: Transport = {
   },
   deployment: {
     defaultRun: false,
-    setting: { kind: 'port', envVar: 'HTTP_JSON_PORT', defaultPort: 8084 },
+    setting: {
+      kind: 'port',
+      envVar: 'HTTP_JSON_PORT',
+      defaultPort: 8084,
+      description: 'HTTP listener (JSON bodies, the image in base64)',
+    },
   },
   connect: (options) => connectHttp(options, 'HTTP+JSON', jsonFraming),
   listen,

@@ -120,7 +120,7 @@ export const httpTransport: Transport = {
   },
   deployment: {
     defaultRun: false,
-    setting: { kind: 'port', envVar: 'HTTP_PORT', defaultPort: 8083 },
+    setting: { kind: 'port', envVar: 'HTTP_PORT', defaultPort: 8083, description: 'HTTP listener (raw image bodies)' },
   },
   connect: (options) => connectHttp(options, 'HTTP', rawFraming),
   listen,

@@ -319,7 +319,7 @@ export const websocketPushTransport: Transport = {
   },
   deployment: {
     defaultRun: false,
-    setting: { kind: 'port', envVar: 'WEBSOCKET_PUSH_PORT', defaultPort: 8082 },
+    setting: { kind: 'port', envVar: 'WEBSOCKET_PUSH_PORT', defaultPort: 8082, description: 'WebSocket server' },
   },
   connect,
   listen,

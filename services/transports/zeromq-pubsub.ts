@@ -471,7 +471,14 @@ export const zeromqPubsubTransport: Transport = {
   deployment: {
     defaultRun: false,
     // nextPorts: the ack socket binds the port after this one.
-    setting: { kind: 'port', envVar: 'ZEROMQ_PUBSUB_PORT', defaultPort: 5556, nextPorts: ACK_PORT_OFFSET },
+    setting: {
+      kind: 'port',
+      envVar: 'ZEROMQ_PUBSUB_PORT',
+      defaultPort: 5556,
+      nextPorts: ACK_PORT_OFFSET,
+      description:
+        'ZeroMQ SUB socket; its acks go out on this port + 1 (so at most 65,534, and the next port must be free)',
+    },
   },
   connect,
   listen,

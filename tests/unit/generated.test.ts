@@ -7,7 +7,8 @@ import { generatedFiles, staleFiles } from '../../scripts/lib/generated-files.js
 
 // What `npm run generate` writes (scripts/lib/generated-files.ts) is committed beside its sources:
 // the generator runs here in memory, and a committed file that differs is named, so a default,
-// knob or port changed in the code reaches .env.example, compose, the swarm stack and Kubernetes.
+// knob or port changed in the code reaches .env.example, compose, the swarm stack, Kubernetes and
+// the README's Configuration table.
 
 const committed = (file: string): string => readFileSync(projectPath(file), 'utf8');
 
@@ -25,6 +26,13 @@ describe('generated files', () => {
     const edited = (file: string): string =>
       file === 'deploy/swarm/stack.yml' ? committed(file).replace('WINDOW: $', 'WINDOW: 2$') : committed(file);
     expect(staleFiles(edited)).toEqual(['deploy/swarm/stack.yml']);
+  });
+
+  it('names the README when a row of its Configuration table was edited by hand', () => {
+    const edited = (file: string): string =>
+      file === 'README.md' ? committed(file).replace('| `WINDOW` | `1` |', '| `WINDOW` | `2` |') : committed(file);
+    expect(edited('README.md')).not.toEqual(committed('README.md'));
+    expect(staleFiles(edited)).toEqual(['README.md']);
   });
 });
 

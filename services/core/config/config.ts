@@ -24,10 +24,14 @@ import { MAX_FIXED_WARMUP_IMAGES } from '../model/warmup.js';
 // rules run over the parsed values. The result is frozen and passed down: nothing deeper reads
 // process.env.
 
-/** The one setting that says where a transport's peer is: a port of the receiver's, or the URL of a broker. */
+/**
+ * The one setting that says where a transport's peer is: a port of the receiver's, or the URL of a broker.
+ * `nextPorts`: ports after this one the transport binds too (zeromq-pubsub's acks: 1). `description`: what binds the
+ * port, for the README's table and .env.example's comment, when "<label> listener" says less (what it carries, the
+ * next ports it binds): `HTTP listener (raw image bodies)`.
+ */
 export type TransportSetting =
-  /** `nextPorts`: ports after this one the transport binds too (zeromq-pubsub's acks: 1). */
-  | { kind: 'port'; envVar: string; defaultPort: number; nextPorts?: number }
+  | { kind: 'port'; envVar: string; defaultPort: number; nextPorts?: number; description?: string }
   | { kind: 'url'; envVar: string; schemes: readonly string[]; example: string };
 
 /** What the config needs to know about a transport: its name and its setting. */
