@@ -111,6 +111,7 @@ async function main(args: readonly string[]): Promise<void> {
     const result = await verifyCost(plan);
     lines.push('', ...result.lines);
     record.verify = result.cells.map(strip);
+    record.checksums = result.checksums;
     host ??= result.cells[0]?.report.run.hosts.receiver;
   }
   if (parts.includes('matrix')) {

@@ -2,14 +2,25 @@ import { renderTable } from '../../services/core/report/text/format.js';
 import { formatSize } from '../../services/core/config/size.js';
 import { fixed, median } from './format.js';
 import type { BenchPlan } from './options.js';
+import { hashLines, measureHashes, type HashFigures } from './hash.js';
 import { ASSET_BYTES, medianSection, runSuite, type Cell } from './suite.js';
 
-// The verify part: what VERIFY=false changes in MB/s, in interleaved pairs.
+// The verify part: the checksum candidates' own speed, then what VERIFY=false changes in MB/s, in interleaved pairs.
 
+/** Image sizes the checksum candidates are measured at: 1 KB and the asset's. */
+const CHECKSUM_SIZES = [1000, ASSET_BYTES];
 const VERIFY = { transports: ['tcp', 'zeromq'], window: 16, warmup: 100, count: 2000, pairs: 5 };
 
-/** The verify part: VERIFY=true against VERIFY=false in interleaved pairs, and the change in MB/s per pair. */
-export async function verifyCost(plan: BenchPlan): Promise<{ lines: string[]; cells: Cell[] }> {
+/**
+ * The verify part: the checksum candidates measured in this process, then VERIFY=true against VERIFY=false in
+ * interleaved pairs, and the change in MB/s per pair.
+ */
+export async function verifyCost(
+  plan: BenchPlan,
+): Promise<{ lines: string[]; cells: Cell[]; checksums: { imageBytes: number; figures: HashFigures[] }[] }> {
+  // Before the suite runs, while nothing else runs: the candidates' figures are this process's alone.
+  // The two image sizes the ceiling part compares at: a candidate faster on one may be slower on the other.
+  const checksums = CHECKSUM_SIZES.map((imageBytes) => ({ imageBytes, figures: measureHashes(imageBytes) }));
   const cells: Cell[] = [];
   const changes = new Map<string, number[]>(VERIFY.transports.map((t) => [t, []]));
   for (let pair = 1; pair <= VERIFY.pairs; pair++) {
@@ -54,7 +65,9 @@ export async function verifyCost(plan: BenchPlan): Promise<{ lines: string[]; ce
   });
   return {
     cells,
+    checksums,
     lines: [
+      ...checksums.flatMap(({ imageBytes, figures }) => [...hashLines(imageBytes, figures), '']),
       `What verification costs: ${VERIFY.transports.join(' and ')}, ${formatSize(ASSET_BYTES)} × ${VERIFY.count}` +
         ` after ${VERIFY.warmup} untimed, WINDOW=${VERIFY.window}; ${VERIFY.pairs} interleaved pairs. Change = ` +
         `MB/s with VERIFY=false over MB/s with VERIFY=true, per pair.`,
