@@ -12,6 +12,7 @@ import {
 } from './ceiling-model.js';
 import type { BenchPlan } from './options.js';
 import { fixed, median } from './format.js';
+import type { LoopbackFigures } from './loopback.js';
 
 // The ceiling part's tables and chart bars, from its cells and summaries.
 
@@ -216,5 +217,45 @@ export function ceilingLines(
         `its range: each round's own pair's overhead, least to most. Each figure's distribution over the rounds ` +
         `(min, quartiles, max) is in results.json.`,
     ...plan.ceilingShapes.flatMap((shape) => tables[shape.name](shape)),
+  ];
+}
+
+/**
+ * The loopback's own ceiling (median of the rounds' measurements) and every transport's large-shape MB/s, ours and its
+ * ceiling client's, as a share of it: none when the large shape did not run.
+ */
+export function loopbackLines(
+  plan: BenchPlan,
+  summary: readonly CeilingSummary[],
+  loopback: readonly LoopbackFigures[],
+): string[] {
+  if (loopback.length === 0) return [];
+  const nodeNet = median(loopback.flatMap((l) => l.nodeNetMBps ?? []));
+  const iperf3 = median(loopback.flatMap((l) => l.iperf3MBps ?? []));
+  const limit = Math.max(nodeNet ?? 0, iperf3 ?? 0);
+  const share = (mbps: number | null): string =>
+    mbps === null || limit === 0 ? '-' : `${fixed((100 * mbps) / limit, 0)} %`;
+  const problems = [...new Set(loopback.flatMap((l) => l.problems))];
+  const large = summary.filter((s) => s.shape === 'large');
+  const shape = plan.ceilingShapes.find((each) => each.name === 'large');
+  const shapeText = shape === undefined ? 'large-shape' : `${formatSize(shape.bytes)} × WINDOW=${shape.window}`;
+  return [
+    '',
+    `The loopback's own ceiling, measured before each round's transports (median of ${loopback.length}): a node:net ` +
+      `pair (two processes, 4 MiB writes) ${fixed(nodeNet, 0)} MB/s, iperf3 ${fixed(iperf3, 0)} MB/s. Each ` +
+      `transport's ${shapeText} MB/s as a share ` +
+      'of the higher:',
+    ...problems.map((problem) => `  (${problem})`),
+    renderTable(
+      ['Transport', 'ours MB/s', 'ceiling client MB/s', 'ours / loopback', 'ceiling client / loopback'],
+      large.map((s) => [
+        s.transport,
+        fixed(s.overhead.oursMedian, 1),
+        fixed(s.overhead.ceilingMedian, 1),
+        share(s.overhead.oursMedian),
+        share(s.overhead.ceilingMedian),
+      ]),
+      false,
+    ),
   ];
 }

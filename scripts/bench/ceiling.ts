@@ -7,7 +7,8 @@ import { runCeiling } from '../lib/ceiling-run.js';
 import { summarizeOverhead, summarizeTimeOverhead, type FigurePair } from '../lib/overhead.js';
 import type { BenchChart } from '../lib/sweep-page.js';
 import { ceilingFigureOf, type CeilingCell, type CeilingSummary } from './ceiling-model.js';
-import { ceilingCharts, ceilingLines } from './ceiling-tables.js';
+import { ceilingCharts, ceilingLines, loopbackLines } from './ceiling-tables.js';
+import { measureLoopback, type LoopbackFigures } from './loopback.js';
 import type { BenchPlan } from './options.js';
 import { medianSection, rotated, runSuite } from './suite.js';
 
@@ -107,12 +108,20 @@ export async function ceiling(
   summary: CeilingSummary[];
   charts: BenchChart[];
   host: HostFacts | undefined;
+  loopback: LoopbackFigures[];
 }> {
   const cells: CeilingCell[] = [];
+  // The loopback's own ceiling, once a round before its transports (the large shape's MB/s are held against it).
+  const loopback: LoopbackFigures[] = [];
+  const measuresLoopback = plan.ceilingShapes.some((shape) => shape.name === 'large');
   let host: HostFacts | undefined;
   const brokers = await startCeilingBrokers(plan);
   try {
     for (let round = 1; round <= plan.ceilingRounds; round++) {
+      if (measuresLoopback) {
+        process.stderr.write(`bench: the loopback's own ceiling (node:net pair, iperf3), round ${round} ...\n`);
+        loopback.push(await measureLoopback());
+      }
       for (const transport of rotated(plan.ceilingTransports, round - 1)) {
         for (const shape of plan.ceilingShapes) {
           const env = {
@@ -168,7 +177,8 @@ export async function ceiling(
     cells,
     summary,
     host,
-    lines: ceilingLines(plan, cells, summary, ceilingOnly),
+    loopback,
+    lines: [...ceilingLines(plan, cells, summary, ceilingOnly), ...loopbackLines(plan, summary, loopback)],
     charts: ceilingCharts(plan, summary, ceilingOnly),
   };
 }

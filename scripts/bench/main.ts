@@ -31,10 +31,12 @@ import { verifyCost } from './verify.js';
 //   those --shapes= names; ten rounds (--rounds= lowers it, and the output then calls the medians
 //   indicative) in rotated order; harness overhead = 1 − median ours ÷ median ceiling (a round
 //   trip: 1 − median ceiling ÷ median ours), beside the range of each round's own overhead and, in
-//   results.json, each figure's distribution over the rounds. --ceiling-only runs the ceiling
-//   clients alone;
-// - verify: what VERIFY=false changes in TCP's and ZeroMQ's MB/s at WINDOW=16: five interleaved
-//   pairs (on/off, then off/on, ...), the median of the five changes;
+//   results.json, each figure's distribution over the rounds; with the large shape, each round
+//   first measures the loopback's own ceiling (a node:net pair, and iperf3 when installed) and
+//   every transport's MB/s is printed as a share of it. --ceiling-only runs the ceiling clients alone;
+// - verify: the checksum candidates (xxHash64, XXH3-64, CRC32C) timed in this process at 1 KB and
+//   533 KiB, then what VERIFY=false changes in TCP's and ZeroMQ's MB/s at WINDOW=16: five
+//   interleaved pairs (on/off, then off/on, ...), the median of the five changes;
 // - matrix: image size × WINDOW with three interleaved repeats, then linear assembly and flat memory;
 // - steady: the default warm-up (WARMUP=auto) checked: a transport's p50 when it runs first vs
 //   last, a default-sized run's p50 (10 images) against a 1,000-image run's, and how much MB/s
@@ -95,6 +97,8 @@ async function main(args: readonly string[]): Promise<void> {
       // ceiling; a round trip 1 − median ceiling ÷ median ours), the range of each round's own overhead, and each
       // figure's distribution over the rounds (min, quartiles, median, max).
       summary: result.summary,
+      // The loopback's own ceiling, each round's (node:net pair and iperf3, MB/s).
+      loopback: result.loopback,
       cells: result.cells.map((c) => ({
         transport: c.transport,
         shape: c.shape,
