@@ -8,6 +8,7 @@ import { summarizeOverhead, summarizeTimeOverhead, type FigurePair } from '../li
 import type { BenchChart } from '../lib/sweep-page.js';
 import { ceilingFigureOf, type CeilingCell, type CeilingSummary } from './ceiling-model.js';
 import { ceilingCharts, ceilingLines, loopbackLines } from './ceiling-tables.js';
+import { hostNoiseLines, timeHostTask } from './host-noise.js';
 import { measureLoopback, type LoopbackFigures } from './loopback.js';
 import type { BenchPlan } from './options.js';
 import { medianSection, rotated, runSuite } from './suite.js';
@@ -109,15 +110,19 @@ export async function ceiling(
   charts: BenchChart[];
   host: HostFacts | undefined;
   loopback: LoopbackFigures[];
+  hostTaskMs: number[];
 }> {
   const cells: CeilingCell[] = [];
   // The loopback's own ceiling, once a round before its transports (the large shape's MB/s are held against it).
   const loopback: LoopbackFigures[] = [];
   const measuresLoopback = plan.ceilingShapes.some((shape) => shape.name === 'large');
+  // The host's own noise: a fixed CPU task timed before each round.
+  const hostTaskMs: number[] = [];
   let host: HostFacts | undefined;
   const brokers = await startCeilingBrokers(plan);
   try {
     for (let round = 1; round <= plan.ceilingRounds; round++) {
+      hostTaskMs.push(timeHostTask());
       if (measuresLoopback) {
         process.stderr.write(`bench: the loopback's own ceiling (node:net pair, iperf3), round ${round} ...\n`);
         loopback.push(await measureLoopback());
@@ -178,7 +183,13 @@ export async function ceiling(
     summary,
     host,
     loopback,
-    lines: [...ceilingLines(plan, cells, summary, ceilingOnly), ...loopbackLines(plan, summary, loopback)],
+    hostTaskMs,
+    lines: [
+      ...ceilingLines(plan, cells, summary, ceilingOnly),
+      ...loopbackLines(plan, summary, loopback),
+      '',
+      ...hostNoiseLines(hostTaskMs),
+    ],
     charts: ceilingCharts(plan, summary, ceilingOnly),
   };
 }

@@ -33,7 +33,8 @@ import { verifyCost } from './verify.js';
 //   trip: 1 − median ceiling ÷ median ours), beside the range of each round's own overhead and, in
 //   results.json, each figure's distribution over the rounds; with the large shape, each round
 //   first measures the loopback's own ceiling (a node:net pair, and iperf3 when installed) and
-//   every transport's MB/s is printed as a share of it. --ceiling-only runs the ceiling clients alone;
+//   every transport's MB/s is printed as a share of it; and each round first times a fixed CPU
+//   task, whose spread is printed as the host's own noise. --ceiling-only runs the ceiling clients alone;
 // - verify: the checksum candidates (xxHash64, XXH3-64, CRC32C) timed in this process at 1 KB and
 //   533 KiB, then what VERIFY=false changes in TCP's and ZeroMQ's MB/s at WINDOW=16: five
 //   interleaved pairs (on/off, then off/on, ...), the median of the five changes;
@@ -99,6 +100,8 @@ async function main(args: readonly string[]): Promise<void> {
       summary: result.summary,
       // The loopback's own ceiling, each round's (node:net pair and iperf3, MB/s).
       loopback: result.loopback,
+      // A fixed CPU task's ms, timed before each round: the host's own noise.
+      hostTaskMs: result.hostTaskMs,
       cells: result.cells.map((c) => ({
         transport: c.transport,
         shape: c.shape,
