@@ -161,7 +161,8 @@ Times are milliseconds; percentiles come from an HDR histogram (3 significant di
 A percentile is shown only where the sample supports it: p90 from 10 times, p99 from 100, p99.9 from 1,000 (with ` +
           `fewer, the nearest-rank percentile is the max itself); - otherwise.
 MB/s counts 10^6 bytes of intact images per second of total transfer time.
-Integrity: every image verified by the receiver (size and xxHash64 checksum), after its ack, on the thread that ` +
+Integrity: every image verified by the receiver (size and checksum: XXH3-64 over 16 KiB, xxHash64 under), after its ` +
+          `ack, on the thread that ` +
           `stamps arrivals (see Verification in each section).
 Per-image lines are written as the images arrive (in arrival order; the lost ones when the section ends); each ` +
           `section's CSV (named below it) holds every image with its round trip.

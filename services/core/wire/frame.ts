@@ -3,7 +3,9 @@ import { ErrorCode, ItbError } from '../errors.js';
 // Every image travels as a fixed 40-byte header plus its bytes. The header is the only thing the
 // receiver needs to time and verify an image, so every transport carries it unchanged.
 // Layout (big-endian): magic u32 | version u16 | headerBytes u16 | sectionId u32 | seq u32 |
-// sizeBytes u64 | checksum u64 | sentAtNs u64.
+// sizeBytes u64 | checksum u64 | sentAtNs u64. The checksum is checksum.ts's imageChecksum, whose
+// algorithm the version names: version 2 sums images over 16 KiB with XXH3-64 and the rest with
+// xxHash64; version 1 (xxHash64 at every size) is refused as unsupported, never verified as corrupt.
 
 /** Byte length of an encoded frame header. */
 export const FRAME_HEADER_BYTES = 40;
@@ -11,7 +13,7 @@ export const FRAME_HEADER_BYTES = 40;
 export const ACK_BYTES = 12;
 
 const MAGIC = 0x49544231; // "ITB1"
-const VERSION = 1;
+const VERSION = 2;
 const SENT_AT_OFFSET = 32;
 
 /** What the transmitter says about one image. */

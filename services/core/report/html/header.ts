@@ -76,7 +76,8 @@ function factRows(view: RunView, transports: readonly TransportView[], withArriv
       'Integrity',
       run.config.verify === false
         ? 'NOT VERIFIED (VERIFY=false): a corrupt image would count as intact'
-        : 'size and xxHash64 of every image, checked by the receiver after its ack, on the thread that stamps ' +
+        : 'size and checksum (XXH3-64 over 16 KiB, xxHash64 under) of every image, checked by the receiver after ' +
+          'its ack, on the thread that stamps ' +
           'arrivals: bytes arriving during a hash are stamped after it (RX hashing %)',
     ],
     [

@@ -314,7 +314,8 @@ export function renderOutputLogHeader(run: RunInfo): string {
     run.config.verify === false
       ? 'Integrity: NOT VERIFIED (VERIFY=false, to measure what verification costs): a corrupt image would count ' +
         'as intact.'
-      : 'Integrity: every image verified by the receiver (size and xxHash64 checksum), after its ack, on the ' +
+      : 'Integrity: every image verified by the receiver (size and checksum: XXH3-64 over 16 KiB, xxHash64 ' +
+        'under), after its ack, on the ' +
         'thread that stamps arrivals (see Verification in each section).',
     'Per-image lines are written as the images arrive (in arrival order; the lost ones when the section ends); ' +
       "each section's CSV (named below it) holds every image with its round trip.",
