@@ -1,7 +1,7 @@
 import { renderTable } from '../../services/core/report/text/format.js';
 import type { SectionResult } from '../../services/core/model/section.js';
 import { formatSize } from '../../services/core/config/size.js';
-import { percentText, type OverheadSummary } from '../lib/overhead.js';
+import { percentText, type MedianInterval } from '../lib/overhead.js';
 import type { BenchChart } from '../lib/sweep-page.js';
 import {
   ceilingFigureOf,
@@ -15,6 +15,24 @@ import { fixed, median } from './format.js';
 import type { LoopbackFigures } from './loopback.js';
 
 // The ceiling part's tables and chart bars, from its cells and summaries.
+
+/** Beyond this half-width (points) an overhead's interval is marked wide: it cannot tell 5 % from 15 %. */
+const WIDE_HALF_WIDTH_POINTS = 5;
+
+/** A median's 95 % confidence interval, "12 % – 19 %"; "-" without one (under 6 paired rounds). */
+export function intervalText(ci: MedianInterval | null): string {
+  return ci === null ? '-' : `${percentText(ci.low)} – ${percentText(ci.high)}`;
+}
+
+/**
+ * The interval's half-width in whole points, "±4"; "±7 wide" over WIDE_HALF_WIDTH_POINTS (as shown, so "±5" never is);
+ * "-" without one.
+ */
+export function halfWidthText(ci: MedianInterval | null): string {
+  if (ci === null) return '-';
+  const points = Math.round(((ci.high - ci.low) / 2) * 100);
+  return `±${points}${points > WIDE_HALF_WIDTH_POINTS ? ' wide' : ''}`;
+}
 
 /** The bars of the bench's page: each transport's median beside its ceiling's, MB/s (large) and images/s (small). */
 export function ceilingCharts(plan: BenchPlan, summary: readonly CeilingSummary[], ceilingOnly: boolean): BenchChart[] {
@@ -33,14 +51,12 @@ export function ceilingCharts(plan: BenchPlan, summary: readonly CeilingSummary[
         `after ${shape.warmup.toLocaleString('en-US')} untimed, WINDOW=${shape.window}; medians ` +
         `of ${plan.ceilingRounds} rounds, each suite run followed by its ceiling client in the same ` +
         `minute.${plan.indicativeNote} Harness overhead = 1 − median ours ÷ median ceiling (the bars' own figures), ` +
-        `with the range of each round's own overhead: ` +
+        `with the 95 % confidence interval of the median of each round's own overhead: ` +
         plan.ceilingTransports
           .map(
             (t, i) =>
               `${t.label} ${percentText(own[i]?.overhead ?? null)}` +
-              (own[i]?.overheadMin == null
-                ? ''
-                : ` (${percentText(own[i]!.overheadMin)} – ${percentText(own[i]!.overheadMax ?? null)})`),
+              (own[i]?.pairCI == null ? '' : ` (${intervalText(own[i]!.pairCI)})`),
           )
           .join(', ') +
         `.`,
@@ -74,8 +90,6 @@ export function ceilingLines(
     summary.find((s) => s.transport === t && s.shape === shape)!;
   const ownCells = (t: string, shape: CeilingShape['name']) =>
     cells.filter((c) => c.transport === t && c.shape === shape);
-  const range = (o: OverheadSummary): string =>
-    o.overheadMin === null ? '-' : `${percentText(o.overheadMin)} – ${percentText(o.overheadMax)}`;
   const result = (own: readonly CeilingCell[]): string => {
     const failed = own.find((c) => 'failed' in c.ceiling)?.ceiling as { failed: string } | undefined;
     const oursOk =
@@ -100,9 +114,12 @@ export function ceilingLines(
             fixed(s.overhead.ceilingMedian, 1),
             fixed(s.overhead.oursMedian, 1),
             percentText(s.overhead.overhead),
-            range(s.overhead),
+            intervalText(s.overhead.pairCI),
+            halfWidthText(s.overhead.pairCI),
             fixed(s.overheadUnverified?.oursMedian, 1),
             percentText(s.overheadUnverified?.overhead ?? null),
+            intervalText(s.overheadUnverified?.pairCI ?? null),
+            halfWidthText(s.overheadUnverified?.pairCI ?? null),
             medianOfCells(own, (x) => x.cost.transmitter?.cpuMsPerImage),
             medianOfCells(own, (x) => x.cost.receiver?.cpuMsPerImage),
             result(own),
@@ -119,7 +136,8 @@ export function ceilingLines(
             fixed(s.overhead.ceilingMedian, 0),
             fixed(s.overhead.oursMedian, 0),
             percentText(s.overhead.overhead),
-            range(s.overhead),
+            intervalText(s.overhead.pairCI),
+            halfWidthText(s.overhead.pairCI),
             result(own),
           ];
     });
@@ -135,7 +153,8 @@ export function ceilingLines(
             ceilingP50,
             medianOfCells(own, (x) => x.rtt?.p50Ms),
             percentText(s.overhead.overhead),
-            range(s.overhead),
+            intervalText(s.overhead.pairCI),
+            halfWidthText(s.overhead.pairCI),
             medianOfCells(own, (x) => x.latency?.p50Ms),
             result(own),
           ];
@@ -160,9 +179,12 @@ export function ceilingLines(
               'ceiling MB/s',
               'ours MB/s',
               'overhead',
-              'overhead range',
+              '95 % CI',
+              '±',
               'ours unverified MB/s',
               'overhead unverified',
+              'unverified 95 % CI',
+              '±',
               'TX CPU',
               'RX CPU',
               'Result',
@@ -176,7 +198,7 @@ export function ceilingLines(
       ceilingOnly
         ? renderTable(['Transport', 'ceiling images/s', 'Result'], small())
         : renderTable(
-            ['Transport', 'ceiling images/s', 'ours images/s', 'overhead', 'overhead range', 'Result'],
+            ['Transport', 'ceiling images/s', 'ours images/s', 'overhead', '95 % CI', '±', 'Result'],
             small(),
           ),
     ],
@@ -196,7 +218,8 @@ export function ceilingLines(
               'ceiling RTT p50 ms',
               'ours RTT p50 ms',
               'overhead',
-              'overhead range',
+              '95 % CI',
+              '±',
               'ours one-way p50 ms',
               'Result',
             ],
@@ -213,9 +236,11 @@ export function ceilingLines(
         `the thinnest correct sender and receiver of the same library, the same images, WINDOW, ack and write ` +
         `calls, no verification; its span from the first timed send to the last timed arrival, as the suite's), ` +
         `two processes each; ${plan.ceilingRounds} rounds, the transports' order rotated; medians of the ` +
-        `rounds.${plan.indicativeNote} Harness overhead = 1 − median ours ÷ median ceiling, from the medians shown; ` +
-        `its range: each round's own pair's overhead, least to most. Each figure's distribution over the rounds ` +
-        `(min, quartiles, max) is in results.json.`,
+        `rounds.${plan.indicativeNote} Harness overhead = 1 − median ours ÷ median ceiling, from the medians shown. ` +
+        `95 % CI: a distribution-free confidence interval of the median of the rounds' own pair overheads (order ` +
+        `statistics of the binomial; needs 6 rounds or more); a half-width over ${WIDE_HALF_WIDTH_POINTS} points is ` +
+        `marked wide: more rounds narrow it. Each figure's distribution over the rounds (min, quartiles, max) and ` +
+        `the least and most of the rounds' own overheads are in results.json.`,
     ...plan.ceilingShapes.flatMap((shape) => tables[shape.name](shape)),
   ];
 }

@@ -30,8 +30,9 @@ import { verifyCost } from './verify.js';
 //   with VERIFY=false), 1 KB at WINDOW=256 (images/s) and 533 KiB one at a time (round trip), or
 //   those --shapes= names; ten rounds (--rounds= lowers it, and the output then calls the medians
 //   indicative) in rotated order; harness overhead = 1 − median ours ÷ median ceiling (a round
-//   trip: 1 − median ceiling ÷ median ours), beside the range of each round's own overhead and, in
-//   results.json, each figure's distribution over the rounds; with the large shape, each round
+//   trip: 1 − median ceiling ÷ median ours), beside the 95 % confidence interval of the median of
+//   each round's own overhead and, in results.json, that median, the least and most of them and
+//   each figure's distribution over the rounds; with the large shape, each round
 //   first measures the loopback's own ceiling (a node:net pair, and iperf3 when installed) and
 //   every transport's MB/s is printed as a share of it; and each round first times a fixed CPU
 //   task, whose spread is printed as the host's own noise. --ceiling-only runs the ceiling clients alone;
@@ -95,8 +96,9 @@ async function main(args: readonly string[]): Promise<void> {
       // Fewer rounds than a claim needs: the medians are indicative, and say so here too.
       indicative: plan.ceilingRounds < MIN_CLAIM_ROUNDS,
       // Per transport and shape: the medians compared, the harness overhead they give (1 − median ours ÷ median
-      // ceiling; a round trip 1 − median ceiling ÷ median ours), the range of each round's own overhead, and each
-      // figure's distribution over the rounds (min, quartiles, median, max).
+      // ceiling; a round trip 1 − median ceiling ÷ median ours), each round's own overhead's median (pairMedian), its
+      // 95 % confidence interval (pairCI) and range (overheadMin, overheadMax), and each figure's distribution over
+      // the rounds (min, quartiles, median, max).
       summary: result.summary,
       // The loopback's own ceiling, each round's (node:net pair and iperf3, MB/s).
       loopback: result.loopback,

@@ -16,6 +16,8 @@ const overhead = (oursMedian: number, ceilingMedian: number): OverheadSummary =>
   overhead: 1 - oursMedian / ceilingMedian,
   overheadMin: null,
   overheadMax: null,
+  pairMedian: null,
+  pairCI: null,
   ours: null,
   ceiling: null,
 });
