@@ -3,6 +3,7 @@ import type { SectionResult } from '../../services/core/model/section.js';
 import { formatSize } from '../../services/core/config/size.js';
 import { percentText, type MedianInterval } from '../lib/overhead.js';
 import type { BenchChart } from '../lib/sweep-page.js';
+import type { CeilingFigures } from '../ceiling/drive.js';
 import {
   ceilingFigureOf,
   type CeilingCell,
@@ -98,17 +99,26 @@ export function ceilingLines(
   };
   const medianOfCells = (own: readonly CeilingCell[], f: (s: SectionResult) => number | null | undefined): string =>
     fixed(median(own.flatMap((c) => (c.ours ? (f(c.ours) ?? []) : []))), 3);
+  // Per image, as ours' cost is: each round's figure ÷ its own image count, then the median of the rounds.
+  const ceilingPerImage = (own: readonly CeilingCell[], f: (c: CeilingFigures) => number | null): string =>
+    fixed(
+      median(
+        own.flatMap((c) => {
+          const figures = ceilingFigureOf(c);
+          const value = figures === undefined ? null : f(figures);
+          return value === null || figures === undefined || figures.count <= 0 ? [] : [value / figures.count];
+        }),
+      ),
+      3,
+    );
+  const ceilingTxCpu = (own: readonly CeilingCell[]): string => ceilingPerImage(own, (f) => f.senderCpuMs);
+  const ceilingRxCpu = (own: readonly CeilingCell[]): string => ceilingPerImage(own, (f) => f.receiverCpuMs);
   const large = (): string[][] =>
     plan.ceilingTransports.map((t) => {
       const s = of(t.name, 'large');
       const own = ownCells(t.name, 'large');
       return ceilingOnly
-        ? [
-            t.name,
-            fixed(s.overhead.ceilingMedian, 1),
-            fixed(median(own.flatMap((c) => ceilingFigureOf(c)?.senderCpuMs ?? [])), 0),
-            result(own),
-          ]
+        ? [t.name, fixed(s.overhead.ceilingMedian, 1), ceilingTxCpu(own), ceilingRxCpu(own), result(own)]
         : [
             t.name,
             fixed(s.overhead.ceilingMedian, 1),
@@ -122,6 +132,9 @@ export function ceilingLines(
             halfWidthText(s.overheadUnverified?.pairCI ?? null),
             medianOfCells(own, (x) => x.cost.transmitter?.cpuMsPerImage),
             medianOfCells(own, (x) => x.cost.receiver?.cpuMsPerImage),
+            ceilingTxCpu(own),
+            ceilingRxCpu(own),
+            medianOfCells(own, (x) => (x.verifyMs === null || x.imageCount <= 0 ? null : x.verifyMs / x.imageCount)),
             result(own),
           ];
     });
@@ -168,11 +181,15 @@ export function ceilingLines(
       '',
       `Large: ${shapeText(shape)}` +
         (ceilingOnly
-          ? ''
-          : '; then the suite again with VERIFY=false (the ceiling verifies nothing). CPU: ms per image, each side') +
+          ? '. CPU: ms per image, each process from its first timed image to the last ack'
+          : '; then the suite again with VERIFY=false (the ceiling verifies nothing). CPU: ms per image, each side, ' +
+            "from its first recorded image to the last ack; ceiling TX CPU: the ceiling client's sending process, " +
+            'per image over the same span; ceiling RX CPU: ' +
+            "the ceiling client's receiving process, per image over the same span; RX hash: our receiver's " +
+            'checksum time per image, inside its RX CPU') +
         `.`,
       ceilingOnly
-        ? renderTable(['Transport', 'ceiling MB/s', 'ceiling sender CPU ms', 'Result'], large())
+        ? renderTable(['Transport', 'ceiling MB/s', 'ceiling TX CPU', 'ceiling RX CPU', 'Result'], large())
         : renderTable(
             [
               'Transport',
@@ -187,6 +204,9 @@ export function ceilingLines(
               '±',
               'TX CPU',
               'RX CPU',
+              'ceiling TX CPU',
+              'ceiling RX CPU',
+              'RX hash',
               'Result',
             ],
             large(),

@@ -32,6 +32,11 @@ export interface CeilingFigures {
   rttP99Ms: number;
   /** CPU (user + system) of the sending process over the timed images. */
   senderCpuMs: number;
+  /**
+   * CPU (user + system) of the receiving process from the first timed arrival to the last ack (when the sender asks
+   * for the last arrival); null when the two sides share one process (runInProcess), which cannot split them.
+   */
+  receiverCpuMs: number | null;
   count: number;
   imageBytes: number;
   window: number;
@@ -44,11 +49,16 @@ export interface DrivenLink {
   acked: (seq: number) => void;
   /** Set by the driver: the link calls it when it fails. */
   failed: (reason: string) => void;
-  /**
-   * The receiver's stamp of the last timed image's arrival, asked once every image is acknowledged; undefined when it
-   * has none.
-   */
-  lastArrivalNs(): Promise<bigint | undefined>;
+  /** The receiver's report, asked once every image is acknowledged. */
+  receiverReport(): Promise<ReceiverReport>;
+}
+
+/** What the receiver side tells the driver at the end of a run. */
+export interface ReceiverReport {
+  /** Its stamp of the last timed image's arrival; undefined when it has none. */
+  lastArrivalNs: bigint | undefined;
+  /** Its process's CPU since the first timed arrival (see CeilingFigures.receiverCpuMs). */
+  receiverCpuMs: number | null;
 }
 
 /**
@@ -58,7 +68,7 @@ export interface DrivenLink {
 export async function drive(link: DrivenLink, options: DriveOptions): Promise<CeilingFigures> {
   const { image, count, window } = options;
   const { startNs, rttsNs, cpu } = await sendAll(link, options);
-  const lastArrivalNs = await link.lastArrivalNs();
+  const { lastArrivalNs, receiverCpuMs } = await link.receiverReport();
   if (lastArrivalNs === undefined || lastArrivalNs < startNs)
     throw new Error(
       `the receiver reported no arrival of a timed image after the first timed send (${lastArrivalNs ?? 'none'})`,
@@ -73,6 +83,7 @@ export async function drive(link: DrivenLink, options: DriveOptions): Promise<Ce
     rttP50Ms: quantile(0.5),
     rttP99Ms: quantile(0.99),
     senderCpuMs: (cpu.user + cpu.system) / 1000,
+    receiverCpuMs,
     count,
     imageBytes: image.length,
     window,

@@ -8,6 +8,7 @@ import { freePort } from '../../services/shared/net.js';
 import { withTimeout } from '../../services/shared/waits.js';
 import { loadImage } from '../../services/shared/images.js';
 import { ceilingFor } from './index.js';
+import type { ReceiverReport } from './drive.js';
 import { arrivalClock, receiveOptions, runSender, type CeilingRunOptions } from './run.js';
 
 // `node dist/scripts/ceiling/main.js <transport> --bytes=N --count=N --window=N --warmup=N
@@ -16,7 +17,8 @@ import { arrivalClock, receiveOptions, runSender, type CeilingRunOptions } from 
 // line: the figures, or {"failed": reason} (exit 1). The bench runs it (scripts/lib/ceiling-run.ts).
 // The child stamps arrivals on the host's one monotonic clock; once every image is acknowledged
 // the parent writes `last-arrival` on its stdin and reads the latest timed stamp back, where the
-// run's span ends (as the suite's ends at its last arrival).
+// run's span ends (as the suite's ends at its last arrival), with the child's CPU since its first
+// timed arrival (as the suite's receiver counts its own, to the last ack).
 
 const START_TIMEOUT_MS = 15_000;
 const ACK_TIMEOUT_MS = 10_000;
@@ -63,7 +65,7 @@ const LAST_ARRIVAL_REQUEST = 'last-arrival';
 
 /**
  * The child: the receiver side until stdin closes (its parent went away) or SIGTERM; answers each LAST_ARRIVAL_REQUEST
- * with {"lastArrivalNs": "<ns>" | null}.
+ * with {"lastArrivalNs": "<ns>" | null, "receiverCpuMs": <ms> | null}.
  */
 async function receiveUntilStopped(args: Args & { receive: NonNullable<Args['receive']> }): Promise<void> {
   const pair = ceilingFor(args.transport);
@@ -85,8 +87,13 @@ async function receiveUntilStopped(args: Args & { receive: NonNullable<Args['rec
   process.stdin.once('end', stop);
   createInterface({ input: process.stdin }).on('line', (line) => {
     // A bigint has no JSON form: the stamp travels as its decimal text.
-    if (line.trim() === LAST_ARRIVAL_REQUEST)
-      process.stdout.write(`${JSON.stringify({ lastArrivalNs: clock.lastArrivalNs()?.toString() ?? null })}\n`);
+    if (line.trim() === LAST_ARRIVAL_REQUEST) {
+      const answer = {
+        lastArrivalNs: clock.lastArrivalNs()?.toString() ?? null,
+        receiverCpuMs: clock.cpuMsSinceFirstArrival(),
+      };
+      process.stdout.write(`${JSON.stringify(answer)}\n`);
+    }
   });
 }
 
@@ -134,13 +141,16 @@ async function send(args: Args): Promise<void> {
         if (port !== undefined) resolve(port);
       });
     });
-    const lastArrivalNs = async (): Promise<bigint | undefined> => {
-      const answer = new Promise<bigint | undefined>((resolve) => {
+    const receiverReport = async (): Promise<ReceiverReport> => {
+      const answer = new Promise<ReceiverReport>((resolve) => {
         const onLine = (line: string): void => {
-          const record = JSON.parse(line) as { lastArrivalNs?: string | null };
+          const record = JSON.parse(line) as { lastArrivalNs?: string | null; receiverCpuMs?: number | null };
           if (record.lastArrivalNs === undefined) return;
           lines.off('line', onLine);
-          resolve(record.lastArrivalNs === null ? undefined : BigInt(record.lastArrivalNs));
+          resolve({
+            lastArrivalNs: record.lastArrivalNs === null ? undefined : BigInt(record.lastArrivalNs),
+            receiverCpuMs: record.receiverCpuMs ?? null,
+          });
         };
         lines.on('line', onLine);
       });
@@ -155,12 +165,12 @@ async function send(args: Args): Promise<void> {
     let figures: Awaited<ReturnType<typeof runSender>>;
     if (pair.senderListens) {
       [figures] = await Promise.all([
-        runSender(pair, run, lastArrivalNs),
+        runSender(pair, run, receiverReport),
         withTimeout(started, START_TIMEOUT_MS, 'the receiver process'),
       ]);
     } else {
       const port = await withTimeout(started, START_TIMEOUT_MS, 'the receiver process');
-      figures = await runSender(pair, { ...run, port }, lastArrivalNs);
+      figures = await runSender(pair, { ...run, port }, receiverReport);
     }
     process.stdout.write(`${JSON.stringify({ transport: args.transport, ...figures })}\n`);
   } finally {

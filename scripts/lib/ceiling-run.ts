@@ -52,11 +52,14 @@ export function parseCeilingLine(text: string): CeilingFigures {
   }
   const found = record;
   if (typeof found.failed === 'string') throw new BadCeilingOutput(`the ceiling run failed: ${found.failed}`);
-  const figure = (key: keyof CeilingFigures): number => {
+  const figure = (key: keyof CeilingFigures, orNull = false): number => {
     const value = found[key];
     if (typeof value === 'number' && Number.isFinite(value)) return value;
-    const got = value === undefined ? 'missing' : JSON.stringify(value);
-    throw new BadCeilingOutput(`the ceiling's "${key}" is ${got}, expected a finite number, in ${line}`);
+    // A number here is not finite (1e999 parses as Infinity), which JSON.stringify would write as null.
+    const got = value === undefined ? 'missing' : typeof value === 'number' ? String(value) : JSON.stringify(value);
+    throw new BadCeilingOutput(
+      `the ceiling's "${key}" is ${got}, expected a finite number${orNull ? ' or null' : ''}, in ${line}`,
+    );
   };
   return {
     MBps: figure('MBps'),
@@ -64,6 +67,8 @@ export function parseCeilingLine(text: string): CeilingFigures {
     rttP50Ms: figure('rttP50Ms'),
     rttP99Ms: figure('rttP99Ms'),
     senderCpuMs: figure('senderCpuMs'),
+    // Null when the run could not split the receiving side's CPU from the sending side's (one process).
+    receiverCpuMs: found.receiverCpuMs === null ? null : figure('receiverCpuMs', true),
     count: figure('count'),
     imageBytes: figure('imageBytes'),
     window: figure('window'),

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { headerSeq, type CeilingSender } from '../../scripts/ceiling/contract.js';
 import { drive, type DrivenLink } from '../../scripts/ceiling/drive.js';
+import { arrivalClock } from '../../scripts/ceiling/run.js';
 
 // The ceiling's driver against a link of the test's own: acks come back after a timer, and the
 // receiver's last arrival is whatever the test says, so the span's two ends can be checked.
@@ -34,7 +35,7 @@ function timedLink(
     sender,
     acked: () => {},
     failed: () => {},
-    lastArrivalNs: async () => lastArrival(firstTimedSendNs!),
+    receiverReport: async () => ({ lastArrivalNs: lastArrival(firstTimedSendNs!), receiverCpuMs: 12.5 }),
   };
   return { link, warmupInFlightAtTimedSends };
 }
@@ -61,6 +62,8 @@ describe('drive', () => {
       expect(figures.spanMs).toBeLessThan(count * ACK_DELAY_MS);
       expect(figures.imagesPerSecond).toBeCloseTo(count / (figures.spanMs / 1000), 6);
       expect(figures.MBps).toBeCloseTo((count * 1000) / (figures.spanMs / 1000) / 1e6, 9);
+      // The receiver's CPU is whatever it reported, passed on.
+      expect(figures.receiverCpuMs).toBe(12.5);
       // The round trips are still send → ack.
       expect(figures.rttP50Ms).toBeGreaterThanOrEqual(ACK_DELAY_MS * 0.9);
     },
@@ -71,5 +74,39 @@ describe('drive', () => {
     await expect(
       drive(link, { image: Buffer.alloc(10), count: 2, window: 1, warmup: 1, ackTimeoutMs: 1000 }),
     ).rejects.toThrow('the receiver reported no arrival of a timed image');
+  });
+});
+
+/** Spins until this process has spent `ms` more CPU (user + system), however busy the host. */
+function burnCpu(ms: number): void {
+  const start = process.cpuUsage();
+  for (;;) {
+    const spent = process.cpuUsage(start);
+    if ((spent.user + spent.system) / 1000 >= ms) return;
+  }
+}
+
+describe('arrivalClock', () => {
+  it('counts the CPU since the first timed arrival, not before it, whichever seq it is; none before it', () => {
+    const clock = arrivalClock(2);
+    expect(clock.cpuMsSinceFirstArrival()).toBeNull();
+    clock.arrived(0);
+    burnCpu(60);
+    expect(clock.cpuMsSinceFirstArrival()).toBeNull();
+    expect(clock.lastArrivalNs()).toBeUndefined();
+    // The first timed arrival is seq 3 (seq 2 comes later, reordered): the CPU counts from it.
+    clock.arrived(3);
+    const firstMs = clock.cpuMsSinceFirstArrival()!;
+    // This process's CPU so far (its start, the test file's import, the 60 ms above) is not in it.
+    expect(firstMs).toBeGreaterThanOrEqual(0);
+    expect(firstMs).toBeLessThan(30);
+    burnCpu(40);
+    clock.arrived(2);
+    clock.arrived(4);
+    burnCpu(40);
+    // Later arrivals do not restart it.
+    const laterMs = clock.cpuMsSinceFirstArrival()!;
+    expect(laterMs).toBeGreaterThanOrEqual(80);
+    expect(laterMs).toBeLessThan(80 + 30);
   });
 });

@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { MedianInterval, OverheadSummary } from '../../scripts/lib/overhead.js';
-import type { CeilingSummary, ShapeName } from '../../scripts/bench/ceiling-model.js';
+import type { CeilingCell, CeilingSummary, ShapeName } from '../../scripts/bench/ceiling-model.js';
 import { ceilingCharts, ceilingLines, halfWidthText, intervalText } from '../../scripts/bench/ceiling-tables.js';
 import { optionsFrom, planFrom } from '../../scripts/bench/options.js';
+import type { CeilingFigures } from '../../scripts/ceiling/drive.js';
+import type { SectionResult } from '../../services/core/model/section.js';
+import { fixtureCost, fixturePlan, fixtureSection } from '../helpers/fixtures.js';
 
 // The ceiling part's tables: each overhead beside the 95 % confidence interval of the median of the rounds' own
 // overheads, and that interval's half-width, marked wide past 5 points.
@@ -91,5 +94,65 @@ describe('ceilingLines', () => {
   it('gives the chart the same interval', () => {
     const note = ceilingCharts(plan, summary, false)[0]!.note;
     expect(note).toContain('TCP 15 % (12 % – 19 %)');
+  });
+});
+
+describe("the large table's CPU columns", () => {
+  // Three rounds of 3,000 images: ours' receiver hashed for 60, 75 and 90 ms (0.020, 0.025, 0.030 per image); the
+  // ceiling's sender spent 300, 330 and 360 ms (0.100, 0.110, 0.120), its receiver 450 and 510 ms (0.150, 0.170), and
+  // once nothing it could tell (null, as in one process).
+  const ours = (verifyMs: number | null, receiverCpuMsPerImage: number): SectionResult => ({
+    ...fixtureSection(fixturePlan({ transport: 'tcp', label: 'tcp' }), [1, 1], null, {
+      ...fixtureCost,
+      receiver: { ...fixtureCost.receiver, cpuMsPerImage: receiverCpuMsPerImage },
+    }),
+    imageCount: 3000,
+    verifyMs,
+  });
+  const ceiling = (senderCpuMs: number, receiverCpuMs: number | null): CeilingFigures => ({
+    MBps: 2000,
+    imagesPerSecond: 3664,
+    spanMs: 818.7,
+    rttP50Ms: 3.2,
+    rttP99Ms: 8.1,
+    senderCpuMs,
+    receiverCpuMs,
+    count: 3000,
+    imageBytes: 545_792,
+    window: 16,
+  });
+  const cell = (
+    transport: string,
+    round: number,
+    own: SectionResult | undefined,
+    figures: CeilingCell['ceiling'],
+  ): CeilingCell => ({ transport, shape: 'large', round, ours: own, oursUnverified: undefined, ceiling: figures });
+  const cells: CeilingCell[] = [
+    cell('tcp', 0, ours(60, 1.4), ceiling(300, 450)),
+    cell('tcp', 1, ours(90, 1.5), ceiling(360, null)),
+    cell('tcp', 2, ours(75, 1.6), ceiling(330, 510)),
+    // No hashing (VERIFY=false) and a failed ceiling: nothing to show.
+    cell('zeromq', 0, ours(null, 2), { failed: 'no ack for 10000 ms after 3 of 3100 images' }),
+  ];
+
+  it("shows the ceiling's TX and RX CPU and our hashing per image beside ours, medians of the rounds", () => {
+    const text = ceilingLines(plan, cells, summary, false).join('\n');
+    expect(text).toMatch(/TX CPU\s+RX CPU\s+ceiling TX CPU\s+ceiling RX CPU\s+RX hash\s+Result/);
+    expect(text).toMatch(/tcp\s+2000\.0\s+1700\.0\s+.*\s+2\.000\s+1\.500\s+0\.110\s+0\.160\s+0\.025\s+ok\n/);
+    expect(text).toMatch(/zeromq\s+2000\.0\s+1500\.0\s+.*\s+2\.000\s+2\.000\s+-\s+-\s+-\s+ok; ceiling FAILED: no ack/);
+    expect(text).toContain(
+      "ceiling RX CPU: the ceiling client's receiving process, per image over the same span; RX hash: our " +
+        "receiver's checksum time per image, inside its RX CPU.",
+    );
+  });
+
+  it("shows only the ceiling's CPU per image under --ceiling-only", () => {
+    const only = cells.map((c) => ({ ...c, ours: undefined }));
+    const text = ceilingLines(plan, only, summary, true).join('\n');
+    expect(text).toMatch(/Transport\s+ceiling MB\/s\s+ceiling TX CPU\s+ceiling RX CPU\s+Result\n/);
+    expect(text).toMatch(/tcp\s+2000\.0\s+0\.110\s+0\.160\s+ok\n/);
+    expect(text).toMatch(/zeromq\s+2000\.0\s+-\s+-\s+ok; ceiling FAILED/);
+    expect(text).toContain('CPU: ms per image, each process from its first timed image to the last ack.');
+    expect(text).not.toContain('RX hash');
   });
 });

@@ -4,13 +4,14 @@ import { BadCeilingOutput, parseCeilingLine } from '../../scripts/lib/ceiling-ru
 // A line exactly as scripts/ceiling/main.js prints it.
 const LINE =
   '{"transport":"tcp","MBps":2382.4,"imagesPerSecond":4365,"rttP50Ms":3.26,"rttP99Ms":8.62,"senderCpuMs":155,' +
-  '"count":1000,"imageBytes":545792,"window":16,"spanMs":229.1}';
+  '"receiverCpuMs":212.5,"count":1000,"imageBytes":545792,"window":16,"spanMs":229.1}';
 const FIGURES = {
   MBps: 2382.4,
   imagesPerSecond: 4365,
   rttP50Ms: 3.26,
   rttP99Ms: 8.62,
   senderCpuMs: 155,
+  receiverCpuMs: 212.5,
   count: 1000,
   imageBytes: 545792,
   window: 16,
@@ -40,6 +41,26 @@ describe('parseCeilingLine', () => {
     );
     expect(() => parseCeilingLine(LINE.replace('2382.4', 'null'))).toThrow(
       `the ceiling's "MBps" is null, expected a finite number`,
+    );
+  });
+
+  it("reads the receiver's CPU as a finite number or null, and throws when it is missing or anything else", () => {
+    // Null: the two sides in one process (runInProcess), whose CPU cannot be split.
+    expect(parseCeilingLine(LINE.replace('212.5', 'null'))).toEqual({ ...FIGURES, receiverCpuMs: null });
+    expect(parseCeilingLine(LINE.replace('212.5', '0'))).toEqual({ ...FIGURES, receiverCpuMs: 0 });
+    const missing = LINE.replace('"receiverCpuMs":212.5,', '');
+    expect(() => parseCeilingLine(missing)).toThrow(
+      new BadCeilingOutput(`the ceiling's "receiverCpuMs" is missing, expected a finite number or null, in ${missing}`),
+    );
+    expect(() => parseCeilingLine(LINE.replace('212.5', '"212.5"'))).toThrow(
+      `the ceiling's "receiverCpuMs" is "212.5", expected a finite number or null`,
+    );
+    // JSON has no Infinity, but a literal too large for a double parses as one.
+    expect(() => parseCeilingLine(LINE.replace('212.5', '1e999'))).toThrow(
+      `the ceiling's "receiverCpuMs" is Infinity, expected a finite number or null`,
+    );
+    expect(() => parseCeilingLine(LINE.replace('155', '-1e999'))).toThrow(
+      `the ceiling's "senderCpuMs" is -Infinity, expected a finite number, in`,
     );
   });
 
