@@ -26,7 +26,7 @@ function streamXxh3(parts: readonly Buffer[]): bigint {
   return xxh3Hasher.digest();
 }
 
-/** The candidates: today's xxHash64, XXH3-64 from the same package, and CRC32C (SSE4.2 where the CPU has it). */
+/** The candidates: xxHash64 and XXH3-64 (the frame's, by image size) from one package, and CRC32C (SSE4.2 if any). */
 export const CHECKSUM_CANDIDATES: readonly Candidate[] = [
   {
     name: 'xxHash64 (@node-rs/xxhash)',
