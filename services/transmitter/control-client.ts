@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { ClockSample } from '../core/model/clock.js';
 import {
   CLOCK_HEADER,
+  CONTROL_CONNECTION_LIMITS,
   type HealthResponse,
   type RunAnnouncement,
   type RunFinish,
@@ -15,7 +16,16 @@ import { bracketHost } from '../shared/net.js';
 /** The transmitter's side of the control protocol: every request bounded in time. */
 export class ControlClient {
   private readonly baseUrl: string;
-  private readonly clockAgent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  /**
+   * The clock's kept-alive socket, let go after half the receiver's keep-alive timeout: node 20's agent ignores the
+   * server's `Keep-Alive: timeout` hint, so a socket idle through a section would otherwise be reused just as the
+   * receiver closes it.
+   */
+  private readonly clockAgent = new http.Agent({
+    keepAlive: true,
+    maxSockets: 1,
+    timeout: CONTROL_CONNECTION_LIMITS.keepAliveTimeoutMs / 2,
+  });
   /** `Authorization` header for every request but GET /health; set by authorize(). */
   private authorization: Record<string, string> = {};
 
@@ -83,8 +93,10 @@ export class ControlClient {
    * One clock ping-pong: this clock before and after, the receiver's in between. Plain node:http
    * on a kept-alive socket, read at the response headers (where the receiver puts its clock):
    * fetch's heavier response path made round trips of 1-3 ms and skewed the estimate by 0.3 ms.
+   * A kept-alive socket the receiver closed as this request went out (it hangs up before any answer) is not the
+   * receiver gone: the sample is taken again once, on a new socket, as node's docs advise (request.reusedSocket).
    */
-  clockSample(): Promise<ClockSample> {
+  clockSample(retryOnStaleSocket = true): Promise<ClockSample> {
     return new Promise((resolve, reject) => {
       const transmitterSentNs = process.hrtime.bigint();
       const request = http.get(
@@ -114,15 +126,19 @@ export class ControlClient {
         },
       );
       request.on('timeout', () => request.destroy(new Error('request timed out')));
-      request.on('error', (err) =>
+      request.on('error', (err: NodeJS.ErrnoException) => {
+        if (retryOnStaleSocket && request.reusedSocket && err.code === 'ECONNRESET') {
+          this.clockSample(false).then(resolve, reject);
+          return;
+        }
         reject(
           new ItbError(
             ErrorCode.receiverUnreachable,
             `receiver at ${this.host}:${this.port} did not answer GET /clock: ${err.message}`,
             { cause: err },
           ),
-        ),
-      );
+        );
+      });
     });
   }
 

@@ -37,14 +37,18 @@ describe('a receiver started again where one was killed mid-run', () => {
     };
     const killed = await startReadyReceiver(env);
     services.push(killed);
-    services.push(startService('transmitter', env));
+    const transmitter = startService('transmitter', env);
+    services.push(transmitter);
     // Killed once the second section's records are on disk.
     const runs = path.join(outputDir, 'runs');
     const deadline = Date.now() + 60_000;
     let runDir: string | undefined;
     for (;;) {
       if (Date.now() > deadline)
-        throw new Error(`the second section never wrote records; receiver:\n${killed.stderr().slice(-2000)}`);
+        throw new Error(
+          `the second section never wrote records; receiver:\n${killed.stderr().slice(-2000)}\n` +
+            `transmitter:\n${transmitter.stderr().slice(-2000)}`,
+        );
       await new Promise((resolve) => setTimeout(resolve, 100));
       const names = await readdir(runs).catch(() => [] as string[]);
       runDir = names[0] === undefined ? undefined : path.join(runs, names[0]);
