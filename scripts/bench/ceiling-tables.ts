@@ -26,13 +26,17 @@ export function intervalText(ci: MedianInterval | null): string {
 }
 
 /**
- * The interval's half-width in whole points, "±4"; "±7 wide" over WIDE_HALF_WIDTH_POINTS (as shown, so "±5" never is);
- * "-" without one.
+ * The interval's half-width in whole points, "±4"; over WIDE_HALF_WIDTH_POINTS (as shown, so "±5" never is) "±7 wide",
+ * and with the `rounds` it came from, "±7 wide, ~20 rounds": about how many would narrow it to WIDE_HALF_WIDTH_POINTS,
+ * as a median's interval narrows with the square root of the rounds. "-" without one.
  */
-export function halfWidthText(ci: MedianInterval | null): string {
+export function halfWidthText(ci: MedianInterval | null, rounds?: number): string {
   if (ci === null) return '-';
-  const points = Math.round(((ci.high - ci.low) / 2) * 100);
-  return `±${points}${points > WIDE_HALF_WIDTH_POINTS ? ' wide' : ''}`;
+  const halfWidthPoints = ((ci.high - ci.low) / 2) * 100;
+  const points = Math.round(halfWidthPoints);
+  if (points <= WIDE_HALF_WIDTH_POINTS) return `±${points}`;
+  if (rounds === undefined) return `±${points} wide`;
+  return `±${points} wide, ~${Math.ceil(rounds * (halfWidthPoints / WIDE_HALF_WIDTH_POINTS) ** 2)} rounds`;
 }
 
 /** The bars of the bench's page: each transport's median beside its ceiling's, MB/s (large) and images/s (small). */
@@ -125,11 +129,11 @@ export function ceilingLines(
             fixed(s.overhead.oursMedian, 1),
             percentText(s.overhead.overhead),
             intervalText(s.overhead.pairCI),
-            halfWidthText(s.overhead.pairCI),
+            halfWidthText(s.overhead.pairCI, s.overhead.pairedRounds),
             fixed(s.overheadUnverified?.oursMedian, 1),
             percentText(s.overheadUnverified?.overhead ?? null),
             intervalText(s.overheadUnverified?.pairCI ?? null),
-            halfWidthText(s.overheadUnverified?.pairCI ?? null),
+            halfWidthText(s.overheadUnverified?.pairCI ?? null, s.overheadUnverified?.pairedRounds),
             medianOfCells(own, (x) => x.cost.transmitter?.cpuMsPerImage),
             medianOfCells(own, (x) => x.cost.receiver?.cpuMsPerImage),
             ceilingTxCpu(own),
@@ -150,7 +154,7 @@ export function ceilingLines(
             fixed(s.overhead.oursMedian, 0),
             percentText(s.overhead.overhead),
             intervalText(s.overhead.pairCI),
-            halfWidthText(s.overhead.pairCI),
+            halfWidthText(s.overhead.pairCI, s.overhead.pairedRounds),
             result(own),
           ];
     });
@@ -167,7 +171,7 @@ export function ceilingLines(
             medianOfCells(own, (x) => x.rtt?.p50Ms),
             percentText(s.overhead.overhead),
             intervalText(s.overhead.pairCI),
-            halfWidthText(s.overhead.pairCI),
+            halfWidthText(s.overhead.pairCI, s.overhead.pairedRounds),
             medianOfCells(own, (x) => x.latency?.p50Ms),
             result(own),
           ];
@@ -259,7 +263,8 @@ export function ceilingLines(
         `rounds.${plan.indicativeNote} Harness overhead = 1 − median ours ÷ median ceiling, from the medians shown. ` +
         `95 % CI: a distribution-free confidence interval of the median of the rounds' own pair overheads (order ` +
         `statistics of the binomial; needs 6 rounds or more); a half-width over ${WIDE_HALF_WIDTH_POINTS} points is ` +
-        `marked wide: more rounds narrow it. Each figure's distribution over the rounds (min, quartiles, max) and ` +
+        `marked wide, with about how many rounds would narrow it to ${WIDE_HALF_WIDTH_POINTS} (it narrows with the ` +
+        `square root of the rounds: --rounds=). Each figure's distribution over the rounds (min, quartiles, max) and ` +
         `the least and most of the rounds' own overheads are in results.json.`,
     ...plan.ceilingShapes.flatMap((shape) => tables[shape.name](shape)),
   ];

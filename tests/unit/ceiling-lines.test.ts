@@ -58,6 +58,10 @@ describe('intervalText and halfWidthText', () => {
     expect(halfWidthText(ci(0.1, 0.212))).toBe('±6 wide');
     expect(intervalText(null)).toBe('-');
     expect(halfWidthText(null)).toBe('-');
+    // With its rounds: how many would bring it to ±5, as the interval narrows with √rounds: 10 × (8 / 5)² = 25.6.
+    expect(halfWidthText(ci(0.32, 0.48), 10)).toBe('±8 wide, ~26 rounds');
+    expect(halfWidthText(ci(-0.05, 0.26), 30)).toBe('±16 wide, ~289 rounds');
+    expect(halfWidthText(ci(0.121, 0.193), 10)).toBe('±4');
   });
 });
 
@@ -67,8 +71,8 @@ describe('ceilingLines', () => {
   it('says what the interval is, and no longer shows the min–max range', () => {
     expect(text).toContain(
       "95 % CI: a distribution-free confidence interval of the median of the rounds' own pair overheads (order " +
-        'statistics of the binomial; needs 6 rounds or more); a half-width over 5 points is marked wide: more ' +
-        'rounds narrow it.',
+        'statistics of the binomial; needs 6 rounds or more); a half-width over 5 points is marked wide, with ' +
+        'about how many rounds would narrow it to 5 (it narrows with the square root of the rounds: --rounds=).',
     );
     expect(text).not.toContain('overhead range');
     expect(text).not.toContain('least to most');
@@ -83,12 +87,14 @@ describe('ceilingLines', () => {
       /overhead\s+95 % CI\s+±\s+ours unverified MB\/s\s+overhead unverified\s+unverified 95 % CI\s+±\s+TX CPU/,
     );
     expect(text).toMatch(/tcp\s+2000\.0\s+1700\.0\s+15 %\s+12 % – 19 %\s+±4\s+1900\.0\s+5 %\s+10 % – 20 %\s+±5\s+-/);
-    expect(text).toMatch(/zeromq\s+2000\.0\s+1500\.0\s+25 %\s+−5 % – 26 %\s+±16 wide\s+1800\.0\s+10 %\s+-\s+-\s+-/);
+    expect(text).toMatch(
+      /zeromq\s+2000\.0\s+1500\.0\s+25 %\s+−5 % – 26 %\s+±16 wide, ~97 rounds\s+1800\.0\s+10 %\s+-\s+-\s+-/,
+    );
     expect(text).toMatch(/overhead\s+95 % CI\s+±\s+Result/);
-    expect(text).toMatch(/tcp\s+100000\s+70000\s+30 %\s+10 % – 21 %\s+±6 wide\s+ok/);
+    expect(text).toMatch(/tcp\s+100000\s+70000\s+30 %\s+10 % – 21 %\s+±6 wide, ~13 rounds\s+ok/);
     expect(text).toMatch(/zeromq\s+50000\s+45000\s+10 %\s+-\s+-\s+ok/);
     expect(text).toMatch(/overhead\s+95 % CI\s+±\s+ours one-way p50 ms/);
-    expect(text).toMatch(/zeromq\s+-\s+-\s+−14 %\s+−30 % – 30 %\s+±30 wide\s+-\s+ok/);
+    expect(text).toMatch(/zeromq\s+-\s+-\s+−14 %\s+−30 % – 30 %\s+±30 wide, ~360 rounds\s+-\s+ok/);
   });
 
   it('gives the chart the same interval', () => {
