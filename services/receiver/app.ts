@@ -18,6 +18,7 @@ import { controlRoutes } from './control-routes.js';
 import { Doorkeeper } from './door.js';
 import { Listeners } from './listeners.js';
 import { buildRunKeeper } from './run-keeper.js';
+import { runsRoutes } from './runs-routes.js';
 import { RunSession } from './session.js';
 
 /** A receiver: one listener per configured transport plus the HTTP control endpoint. */
@@ -100,6 +101,7 @@ export function buildReceiver(
         .send({ statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message: errorMessage(err) });
     });
     void app.register(controlRoutes, { config, log, session, listeners, doorkeeper, runs, authToken, receiverHost });
+    void app.register(runsRoutes, { config, session, runs });
     return app;
   }
 

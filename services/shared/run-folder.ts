@@ -54,7 +54,9 @@ export const RUNS_FOLDER = 'runs';
 /** The link in OUTPUT_DIR to the last run that ended. */
 export const LATEST_LINK = 'latest';
 /** results.json's stopReason while its run is open: a run left so never ended (its receiver died). */
-const RUN_IN_PROGRESS = 'in progress: the run has not ended';
+export const RUN_IN_PROGRESS = 'in progress: the run has not ended';
+/** A run folder's name under runs/, as {@link RunFolder.create} makes it: its start time (UTC) and 3 random bytes. */
+export const RUN_FOLDER_NAME = /^\d{8}T\d{6}Z-[0-9a-f]{6}$/;
 /** The per-image CSV's header line. */
 export const IMAGES_CSV_HEADER = 'image,status,one_way_ns,round_trip_ns,due_lag_ns';
 

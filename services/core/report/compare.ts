@@ -146,21 +146,24 @@ export function compareRuns(before: RunReport, after: RunReport): ComparisonRow[
   });
 }
 
-const DIGITS: Record<ComparedFigure, number> = { p50Ms: 3, p99Ms: 3, throughputMBps: 1 };
+/** Decimals each figure is shown with. */
+export const FIGURE_DIGITS: Record<ComparedFigure, number> = { p50Ms: 3, p99Ms: 3, throughputMBps: 1 };
 
-const value = (v: number | null, digits: number): string => (v === null ? '-' : v.toFixed(digits));
+/** A figure as shown: its decimals, or "-" for no value. */
+export const figureValue = (v: number | null, digits: number): string => (v === null ? '-' : v.toFixed(digits));
 // A real minus sign, as output.log prints offsets: "-" alone means "no value".
 const signed = (v: number, digits: number): string => `${v < 0 ? '−' : '+'}${Math.abs(v).toFixed(digits)}`;
 
 /** The change cell: signed change, percent, faster/slower, and the spread mark ("*", "?" or a blank). */
-function changeCell(f: FigureChange, digits: number): string {
+export function changeCell(f: FigureChange, digits: number): string {
   if (f.change === null) return '-';
   const percent = f.changePercent === null ? 'n/a' : `${signed(f.changePercent, 1)}%`;
   const mark = f.beyondSpread === null ? '?' : f.beyondSpread ? '*' : ' ';
   return `${signed(f.change, digits)} (${percent}) ${f.direction} ${mark}`;
 }
 
-function describeRun(report: RunReport): string {
+/** One run in a line: its start, images, window, warm-up and repeat. */
+export function describeRun(report: RunReport): string {
   const { run } = report;
   return (
     `${run.startedAt}, ${run.imageCount} images of ${formatSize(run.imageSizeBytes)}, window ${run.window}, ` +
@@ -178,12 +181,18 @@ function hostLine(host: HostFacts | undefined): string {
         `, ${host.platform} ${host.kernel}, ${nodeDescription(host)}`;
 }
 
+/** A setting of both runs: its name and each run's value, as a warning shows them. */
+export interface SettingPair {
+  name: string;
+  before: string;
+  after: string;
+}
+
 /**
- * Every setting that differs between the runs, as "NAME: before → after": the run's knobs, the
- * image, both hosts and every library version. A change between such runs mixes the code with
- * the setting.
+ * Every setting compared between the runs, in a fixed order: the run's knobs, the image, both hosts
+ * and every library version. A setting an older results.json lacks reads "unset".
  */
-export function settingDifferences(before: RunReport, after: RunReport): string[] {
+export function settingPairs(before: RunReport, after: RunReport): SettingPair[] {
   const b = before.run;
   const a = after.run;
   const pairs: [string, unknown, unknown][] = [
@@ -206,8 +215,36 @@ export function settingDifferences(before: RunReport, after: RunReport): string[
   const aLibraries = libraries(after);
   for (const name of [...new Set([...Object.keys(bLibraries), ...Object.keys(aLibraries)])])
     pairs.push([name, bLibraries[name], aLibraries[name]]);
-  return pairs.filter(([, x, y]) => shown(x) !== shown(y)).map(([name, x, y]) => `${name}: ${shown(x)} → ${shown(y)}`);
+  return pairs.map(([name, x, y]) => ({ name, before: shown(x), after: shown(y) }));
 }
+
+/**
+ * Every setting that differs between the runs, as "NAME: before → after" (see {@link settingPairs}).
+ * A change between such runs mixes the code with the setting.
+ */
+export function settingDifferences(before: RunReport, after: RunReport): string[] {
+  return settingPairs(before, after)
+    .filter((p) => p.before !== p.after)
+    .map((p) => `${p.name}: ${p.before} → ${p.after}`);
+}
+
+/** The warning above differing settings: a change between such runs may come from them. */
+export const SETTINGS_WARNING =
+  'Warning: the runs differ in these settings; a change may come from them rather than from the code:';
+
+/** What the figures are, under the runs compared. */
+export const FIGURES_NOTE =
+  'Figures are the median completed repeat (every image intact; by total transfer time) of each run; change = ' +
+  'after − before.';
+
+/** The legend under a comparison: signs, faster/slower and the spread marks. */
+export const COMPARISON_LEGEND = [
+  'Sign as measured; faster/slower: for p50 and p99 lower is faster, for MB/s higher is faster.',
+  "Marks: *  beyond the repeat spread (the change is larger than the wider of the two runs' max − min across " +
+    'completed repeats)',
+  '       ?  spread unknown (REPEAT=1): rerun with REPEAT=3 for a verdict',
+  '       no mark: within the repeat spread, not told apart from noise',
+] as const;
 
 /** The comparison as text: the two runs, one table row per transport, and the legend. */
 export function renderComparison(rows: readonly ComparisonRow[], before: RunReport, after: RunReport): string {
@@ -218,9 +255,11 @@ export function renderComparison(rows: readonly ComparisonRow[], before: RunRepo
     const cells = [sectionTitle(row)];
     for (const figure of COMPARED_FIGURES) {
       const f = row.figures[figure];
-      const digits = DIGITS[figure];
+      const digits = FIGURE_DIGITS[figure];
       cells.push(
-        f.before === null && f.after === null ? '-' : `${value(f.before, digits)} → ${value(f.after, digits)}`,
+        f.before === null && f.after === null
+          ? '-'
+          : `${figureValue(f.before, digits)} → ${figureValue(f.after, digits)}`,
         changeCell(f, digits),
       );
     }
@@ -231,22 +270,12 @@ export function renderComparison(rows: readonly ComparisonRow[], before: RunRepo
   const lines = [
     `Comparing before: ${describeRun(before)}`,
     `     with after:  ${describeRun(after)}`,
-    ...(differences.length > 0
-      ? [
-          'Warning: the runs differ in these settings; a change may come from them rather than from the code:',
-          ...differences.map((d) => `  ${d}`),
-        ]
-      : []),
-    'Figures are the median completed repeat (every image intact; by total transfer time) of each run; change = ' +
-      'after − before.',
+    ...(differences.length > 0 ? [SETTINGS_WARNING, ...differences.map((d) => `  ${d}`)] : []),
+    FIGURES_NOTE,
     '',
     renderTable(header, tableRows),
     '',
-    'Sign as measured; faster/slower: for p50 and p99 lower is faster, for MB/s higher is faster.',
-    "Marks: *  beyond the repeat spread (the change is larger than the wider of the two runs' max − min across " +
-      'completed repeats)',
-    '       ?  spread unknown (REPEAT=1): rerun with REPEAT=3 for a verdict',
-    '       no mark: within the repeat spread, not told apart from noise',
+    ...COMPARISON_LEGEND,
   ];
   return lines.join('\n') + '\n';
 }

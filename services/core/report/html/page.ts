@@ -5,13 +5,16 @@
 export const HTML_REPORT_CSP =
   "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'";
 
-/** A self-contained page's start, up to its body: no request leaves it (HTML_REPORT_CSP), its style inlined. */
-export function pageHead(title: string, pageCss: string): string {
+/**
+ * A self-contained page's start, up to its body: no request leaves it (HTML_REPORT_CSP, or a page's own `csp`), its
+ * style inlined.
+ */
+export function pageHead(title: string, pageCss: string, csp: string = HTML_REPORT_CSP): string {
   return `<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="${escapeHtml(HTML_REPORT_CSP)}">
+<meta http-equiv="Content-Security-Policy" content="${escapeHtml(csp)}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
 <style>${styleForInline(pageCss)}</style>
