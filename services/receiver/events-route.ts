@@ -36,8 +36,8 @@ export const EVENT_STREAM_HEADERS = Object.freeze({
   'content-type': 'text/event-stream; charset=utf-8',
   'cache-control': 'no-cache',
   'x-accel-buffering': 'no',
-  // The stream is the connection's last response: once it ends the socket closes, so a closing
-  // server is never left waiting on a kept-alive one.
+  // The stream is the connection's last response: once it ends the socket closes rather than idle
+  // in keep-alive (an EventSource never sends a second request on it).
   connection: 'close',
 });
 

@@ -89,10 +89,12 @@ describe('GET /events during a run', () => {
           { name: 'tcp', label: 'TCP' },
           { name: 'websocket', label: 'WebSocket' },
         ],
+        imageCount: null,
         durationMs: 2000,
         ratePerSecond: 200,
         window: 4,
       });
+      expect(all[1]!.data).toMatchObject({ transport: 'tcp', label: 'TCP', imageCount: null, durationMs: 2000 });
       expect(all.at(-1)!.data).toEqual({ stopReason: null, succeeded: true, sections: 2 });
       // Each section's seconds count every image that came once: their sum is its verdict's.
       for (const end of all.filter((e) => e.event === 'section-end')) {

@@ -162,7 +162,7 @@ describe('the live event history', () => {
     ]);
   });
 
-  it('never merges seconds of two sections, and keeps every non-second event', () => {
+  it("keeps every non-second event, so no two sections' seconds are ever neighbours to merge", () => {
     const history = new LiveEventHistory({ maxStoredSeconds: 3, recentSeconds: 1 });
     history.append('run', {} as never);
     for (const sectionId of [1, 2, 3, 4]) {

@@ -22,8 +22,8 @@ export interface LiveRunData {
   transports: { name: string; label: string }[];
   imageDescription: string;
   imageSizeBytes: number;
-  /** IMAGE_COUNT per section; under DURATION the most a section may send. */
-  imageCount: number;
+  /** IMAGE_COUNT per section; null under DURATION, where a section's count is what it sends in the time. */
+  imageCount: number | null;
   /** DURATION per section; null for a count. */
   durationMs: number | null;
   window: number;
@@ -43,7 +43,8 @@ export interface LiveSectionStartData {
   label: string;
   baseline: boolean;
   repeat: number;
-  imageCount: number;
+  /** Recorded images planned; null under DURATION. */
+  imageCount: number | null;
   durationMs: number | null;
   imageSizeBytes: number;
   window: number;
@@ -130,7 +131,7 @@ export function runEventData(info: RunInfo, labelOf: (transport: string) => stri
     transports: info.transports.map((name) => ({ name, label: labelOf(name) })),
     imageDescription: info.imageDescription,
     imageSizeBytes: info.imageSizeBytes,
-    imageCount: info.imageCount,
+    imageCount: info.config.durationMs == null ? info.imageCount : null,
     durationMs: info.config.durationMs ?? null,
     window: info.window,
     warmup: info.warmup,
@@ -150,7 +151,7 @@ export function sectionStartData(plan: SectionPlan): LiveSectionStartData {
     label: plan.label,
     baseline: plan.baseline,
     repeat: plan.repeat,
-    imageCount: plan.imageCount,
+    imageCount: plan.durationMs == null ? plan.imageCount : null,
     durationMs: plan.durationMs ?? null,
     imageSizeBytes: plan.imageSizeBytes,
     window: plan.window,
