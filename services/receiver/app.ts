@@ -16,6 +16,8 @@ import { hostPort, singleListenHost } from '../shared/net.js';
 import { transportByName } from '../transports/index.js';
 import { controlRoutes } from './control-routes.js';
 import { Doorkeeper } from './door.js';
+import { EVENT_CLIENT_LIMITS, EventClients, type EventClientLimits, eventsRoute } from './events-route.js';
+import { LiveFeed } from './live-feed.js';
 import { Listeners } from './listeners.js';
 import { buildRunKeeper } from './run-keeper.js';
 import { runsRoutes } from './runs-routes.js';
@@ -42,6 +44,7 @@ export function buildReceiver(
   config: Readonly<Config>,
   log: Logger,
   controlLimits: Readonly<ConnectionLimits> = CONTROL_CONNECTION_LIMITS,
+  eventClientLimits: Readonly<EventClientLimits> = EVENT_CLIENT_LIMITS,
 ): ReceiverApp {
   // The libraries this receiver's listeners use: only theirs are loaded.
   const receiverHost = (): ReturnType<typeof hostFacts> => hostFacts(config.transports.map(transportByName));
@@ -52,6 +55,10 @@ export function buildReceiver(
   const listeners = new Listeners(config, log, doorkeeper);
   const session = new RunSession(log, receiverHost, config.verify, (transport) => listeners.readBroker(transport));
   const runs = buildRunKeeper(config, log, session, listeners, doorkeeper);
+  // GET /events: the session's transitions and its open section's seconds, to the open streams.
+  const feed = new LiveFeed(log);
+  session.observer = feed;
+  const eventClients = new EventClients(feed, log, eventClientLimits);
   let control: FastifyInstance | undefined;
   let watchdog: NodeJS.Timeout | undefined;
   let closing: Promise<void> | undefined;
@@ -102,6 +109,8 @@ export function buildReceiver(
     });
     void app.register(controlRoutes, { config, log, session, listeners, doorkeeper, runs, authToken, receiverHost });
     void app.register(runsRoutes, { config, session, runs });
+    // Open like GET / and /health: no AUTH_TOKEN, and the events hold no secret.
+    void app.register(eventsRoute, { feed, clients: eventClients });
     return app;
   }
 
@@ -136,6 +145,9 @@ export function buildReceiver(
         await runs
           .endRun(reason)
           .catch((err: unknown) => log.error({ err: errorMessage(err) }, 'could not write the output files'));
+        // The streams end first: the control server's close waits for every open response.
+        feed.close();
+        eventClients.closeAll();
         await control?.close();
         await listeners.closeAll();
       })();

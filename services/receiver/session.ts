@@ -45,6 +45,15 @@ export interface RunProgress {
     | undefined;
 }
 
+/** Hears a run's transitions (GET /events' feed): never called per image; a listener must not throw. */
+export interface SessionObserver {
+  runStarted(info: RunInfo): void;
+  /** `recorder` is read by the observer, never written; undefined for a section refused at once. */
+  sectionOpened(plan: SectionPlan, recorder: SectionRecorder | undefined): void;
+  sectionEnded(result: SectionResult): void;
+  runEnded(report: RunReport): void;
+}
+
 /** Round-trip values taken in one turn of the event loop (2,048 records, well under a millisecond). */
 const ROUND_TRIP_SLICE_VALUES = 2048 * 3;
 
@@ -96,6 +105,8 @@ export class RunSession implements FrameSink {
   rejectedInputs = 0;
   /** Date.now() of the last control request or frame: the watchdog's measure of a live transmitter. */
   lastActivityMs = Date.now();
+  /** Hears the run's transitions (set once by the app). */
+  observer: SessionObserver | undefined;
 
   constructor(
     private readonly log: Logger,
@@ -144,6 +155,7 @@ export class RunSession implements FrameSink {
     if (warmup.mode === 'steady' || warmup.images > 0)
       exerciseSharedPaths(Buffer.alloc(Math.min(imageSizeBytes, SHARED_PATH_IMAGE_BYTES_LIMIT), 1));
     this.touch();
+    this.observer?.runStarted(this.info);
   }
 
   /** Where this run's files go: OUTPUT_DIR for the first receiver, OUTPUT_DIR/receiver-<k> for the k-th of several. */
@@ -161,6 +173,8 @@ export class RunSession implements FrameSink {
     if (refusal !== undefined) {
       const result = new SectionRecorder(plan).result(refusal);
       this.sections.push(result);
+      this.observer?.sectionOpened(plan, undefined);
+      this.observer?.sectionEnded(result);
       return result;
     }
     this.open = {
@@ -176,6 +190,7 @@ export class RunSession implements FrameSink {
       longestHashRunNs: 0n,
       listenerFailure: undefined,
     };
+    this.observer?.sectionOpened(plan, this.open.recorder);
   }
 
   /** True when `sectionId` (as given in a URL) is the open section. */
@@ -263,6 +278,7 @@ export class RunSession implements FrameSink {
     });
     const recorded = { ...result, imagesFile: open.imagesFile };
     this.sections.push(recorded);
+    this.observer?.sectionEnded(recorded);
     return recorded;
   }
 
@@ -383,7 +399,9 @@ export class RunSession implements FrameSink {
     if (stopReason !== null) await this.endOpenSection(stopReason);
     this.closeOpen();
     this.info = undefined;
-    return buildRunReport(info, this.sections, stopReason);
+    const report = buildRunReport(info, this.sections, stopReason);
+    this.observer?.runEnded(report);
+    return report;
   }
 
   /** Where the run stands; undefined when none is in progress. */

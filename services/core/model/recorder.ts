@@ -178,6 +178,14 @@ export class SectionRecorder {
   }
 
   /**
+   * The per-second series' closed seconds from the `from`-th on (none while warming up): read by GET /events' feed
+   * once a second, never per image.
+   */
+  closedSeconds(from: number): ReturnType<SecondSeries['closedSince']> {
+    return this.series?.closedSince(from) ?? [];
+  }
+
+  /**
    * The warm-up is over (every warm-up image acknowledged): seqs from `outcome.images` on are
    * the recorded ones, and the per-second series counts from `atNs` (the receiver's clock). The
    * transmitter sends none of them before this.

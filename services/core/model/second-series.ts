@@ -64,6 +64,13 @@ export class SecondSeries {
     return [...this.samples, ...open];
   }
 
+  /** The closed seconds from the `from`-th on (the open one is not whole yet): a slice, for a reader once a second. */
+  closedSince(
+    from: number,
+  ): { second: number; images: number; intactBytes: number; times: SecondDistribution | null }[] {
+    return this.samples.slice(from);
+  }
+
   /** Frees the histogram. */
   destroy(): void {
     this.times.destroy();

@@ -1,0 +1,264 @@
+import type { SectionPlan, SectionResult } from '../model/section.js';
+import type { SecondDistribution } from '../model/series.js';
+import type { RunInfo, RunReport } from '../report/report.js';
+import { runSucceeded } from '../report/report.js';
+import type { WarmupPlan } from '../model/warmup.js';
+
+// What GET /events says about a run, as plain data: the run's settings, each section's start, one
+// aggregate per second of its measured span, its verdict, the run's end. Built from what the
+// receiver already has at its transitions and from the recorder's closed seconds (read once a
+// second, never per image). Pure: the receiver gives it the readings it makes.
+
+/** The events GET /events sends, in the order a run makes them. */
+export const LIVE_EVENT_NAMES = ['run', 'section-start', 'second', 'section-end', 'run-end'] as const;
+
+/** One of {@link LIVE_EVENT_NAMES}. */
+export type LiveEventName = (typeof LIVE_EVENT_NAMES)[number];
+
+/** `run`: the run's settings as the report gives them; nothing secret (no token, no URL, no password). */
+export interface LiveRunData {
+  startedAt: string;
+  /** TRANSPORTS in order, each with its display name as the report shows it. */
+  transports: { name: string; label: string }[];
+  imageDescription: string;
+  imageSizeBytes: number;
+  /** IMAGE_COUNT per section; null under DURATION, where a section's count is what it sends in the time. */
+  imageCount: number | null;
+  /** DURATION per section; null for a count. */
+  durationMs: number | null;
+  window: number;
+  warmup: WarmupPlan;
+  repeat: number;
+  /** RATE (open loop), images per second; null in a closed loop. */
+  ratePerSecond: number | null;
+  clients: number;
+  receivers: number;
+  receiverIndex: number;
+}
+
+/** `section-start`: a section was announced (its warm-up, if any, starts now). */
+export interface LiveSectionStartData {
+  sectionId: number;
+  transport: string;
+  label: string;
+  baseline: boolean;
+  repeat: number;
+  /** Recorded images planned; null under DURATION. */
+  imageCount: number | null;
+  durationMs: number | null;
+  imageSizeBytes: number;
+  window: number;
+  ratePerSecond: number | null;
+  clients: number;
+}
+
+/**
+ * `second`: one second (or, once aged, several merged: `seconds` > 1) of the open section's measured span, by arrival
+ * on the receiver's clock. Rates are over the whole span covered, seconds without arrivals counted as 0; a merged
+ * span's p50 and p99 are the largest of its seconds' (percentiles do not merge: an upper bound, never an estimate).
+ */
+export interface LiveSecondData {
+  sectionId: number;
+  transport: string;
+  label: string;
+  repeat: number;
+  /** First second covered, since the section's measured span began (from 0). */
+  second: number;
+  /** Seconds covered: 1, or the merged span. */
+  seconds: number;
+  /** Images that arrived in it, intact or not. */
+  images: number;
+  /** Bytes of the intact ones. */
+  intactBytes: number;
+  /** Intact bytes per second covered, in MB/s (10^6 bytes). */
+  throughputMBps: number;
+  imagesPerSecond: number;
+  /** One-way times of its intact images; null when it had none (p99 null below 100 times in a second). */
+  oneWayP50Ms: number | null;
+  oneWayP99Ms: number | null;
+  /** Recorded images taken so far in the section, when this was sent (merged: the last one's). */
+  recorded: number;
+  /** The section's planned count; null under DURATION, where the count is what is sent in the time. */
+  imageCount: number | null;
+  /** Seconds until the section's last image at this second's rate (DURATION: until its time is up); null unknown. */
+  etaSeconds: number | null;
+  /** The receiver process's CPU time (user + system) per second of wall clock since the previous `second` event. */
+  receiverCpuMsPerSecond: number;
+  /** The receiver process's resident set size when this was sent (merged: the largest). */
+  receiverRssBytes: number;
+}
+
+/** `section-end`: the section's verdict as the report records it (this receiver's figures). */
+export interface LiveSectionEndData {
+  sectionId: number;
+  transport: string;
+  label: string;
+  repeat: number;
+  ok: boolean;
+  okCount: number;
+  lostCount: number;
+  corruptCount: number;
+  /** Why it failed, as the report says it; null when ok. */
+  failure: string | null;
+  throughputMBps: number | null;
+  imagesPerSecond: number | null;
+  totalMs: number | null;
+  oneWayP50Ms: number | null;
+  oneWayP99Ms: number | null;
+}
+
+/** `run-end`: the run is over; the stream ends after it and a browser should not reconnect. */
+export interface LiveRunEndData {
+  /** Why it ended early; null when the transmitter finished it. */
+  stopReason: string | null;
+  succeeded: boolean;
+  sections: number;
+}
+
+/** Each event's data, by name. */
+export interface LiveEventData {
+  run: LiveRunData;
+  'section-start': LiveSectionStartData;
+  second: LiveSecondData;
+  'section-end': LiveSectionEndData;
+  'run-end': LiveRunEndData;
+}
+
+/** `run`'s data from the run's info; `labelOf` gives a transport's display name. */
+export function runEventData(info: RunInfo, labelOf: (transport: string) => string): LiveRunData {
+  return {
+    startedAt: info.startedAt,
+    transports: info.transports.map((name) => ({ name, label: labelOf(name) })),
+    imageDescription: info.imageDescription,
+    imageSizeBytes: info.imageSizeBytes,
+    imageCount: info.config.durationMs == null ? info.imageCount : null,
+    durationMs: info.config.durationMs ?? null,
+    window: info.window,
+    warmup: info.warmup,
+    repeat: info.repeat,
+    ratePerSecond: info.config.ratePerSecond ?? null,
+    clients: info.config.clients ?? 1,
+    receivers: info.receivers,
+    receiverIndex: info.receiverIndex,
+  };
+}
+
+/** `section-start`'s data from the section's plan. */
+export function sectionStartData(plan: SectionPlan): LiveSectionStartData {
+  return {
+    sectionId: plan.sectionId,
+    transport: plan.transport,
+    label: plan.label,
+    baseline: plan.baseline,
+    repeat: plan.repeat,
+    imageCount: plan.durationMs == null ? plan.imageCount : null,
+    durationMs: plan.durationMs ?? null,
+    imageSizeBytes: plan.imageSizeBytes,
+    window: plan.window,
+    ratePerSecond: plan.ratePerSecond,
+    clients: plan.clients,
+  };
+}
+
+/** What the receiver read for one closed second: the recorder's sample and its own state then. */
+export interface SecondReading {
+  sample: { second: number; images: number; intactBytes: number; times: SecondDistribution | null };
+  /** Recorded images taken so far in the section. */
+  recorded: number;
+  receiverCpuMsPerSecond: number;
+  receiverRssBytes: number;
+}
+
+/** Seconds until a section's end: its remaining images at `imagesPerSecond`, or the rest of its DURATION. */
+export function etaSeconds(
+  plan: Pick<SectionPlan, 'imageCount' | 'durationMs'>,
+  recorded: number,
+  elapsedSeconds: number,
+  imagesPerSecond: number,
+): number | null {
+  if (plan.durationMs != null) return Math.max(0, plan.durationMs / 1000 - elapsedSeconds);
+  const remaining = Math.max(0, plan.imageCount - recorded);
+  if (remaining === 0) return 0;
+  return imagesPerSecond > 0 ? remaining / imagesPerSecond : null;
+}
+
+/** `second`'s data for one closed second of the section `plan`. */
+export function secondEventData(plan: SectionPlan, reading: SecondReading): LiveSecondData {
+  const { sample } = reading;
+  return {
+    sectionId: plan.sectionId,
+    transport: plan.transport,
+    label: plan.label,
+    repeat: plan.repeat,
+    second: sample.second,
+    seconds: 1,
+    images: sample.images,
+    intactBytes: sample.intactBytes,
+    throughputMBps: sample.intactBytes / 1e6,
+    imagesPerSecond: sample.images,
+    oneWayP50Ms: sample.times?.p50Ms ?? null,
+    oneWayP99Ms: sample.times?.p99Ms ?? null,
+    recorded: reading.recorded,
+    imageCount: plan.durationMs == null ? plan.imageCount : null,
+    // The second's end is how far into the span it is.
+    etaSeconds: etaSeconds(plan, reading.recorded, sample.second + 1, sample.images),
+    receiverCpuMsPerSecond: reading.receiverCpuMsPerSecond,
+    receiverRssBytes: reading.receiverRssBytes,
+  };
+}
+
+/** The larger of two figures that may be missing. */
+function maxOf(a: number | null, b: number | null): number | null {
+  return a === null ? b : b === null ? a : Math.max(a, b);
+}
+
+/**
+ * Two consecutive `second`s of one section (`older` first) as one over the span from the first's start to the second's
+ * end: counts summed, rates over that span (seconds between them without arrivals count as 0), p50 and p99 the larger
+ * (an upper bound), CPU per second averaged by the seconds each covered, RSS the larger, progress the newer's.
+ */
+export function mergeSeconds(older: LiveSecondData, newer: LiveSecondData): LiveSecondData {
+  const seconds = newer.second + newer.seconds - older.second;
+  const images = older.images + newer.images;
+  const intactBytes = older.intactBytes + newer.intactBytes;
+  return {
+    ...newer,
+    second: older.second,
+    seconds,
+    images,
+    intactBytes,
+    throughputMBps: intactBytes / 1e6 / seconds,
+    imagesPerSecond: images / seconds,
+    oneWayP50Ms: maxOf(older.oneWayP50Ms, newer.oneWayP50Ms),
+    oneWayP99Ms: maxOf(older.oneWayP99Ms, newer.oneWayP99Ms),
+    receiverCpuMsPerSecond:
+      (older.receiverCpuMsPerSecond * older.seconds + newer.receiverCpuMsPerSecond * newer.seconds) /
+      (older.seconds + newer.seconds),
+    receiverRssBytes: Math.max(older.receiverRssBytes, newer.receiverRssBytes),
+  };
+}
+
+/** `section-end`'s data from the section's result. */
+export function sectionEndData(result: SectionResult): LiveSectionEndData {
+  return {
+    sectionId: result.sectionId,
+    transport: result.transport,
+    label: result.label,
+    repeat: result.repeat,
+    ok: result.ok,
+    okCount: result.okCount,
+    lostCount: result.lostCount,
+    corruptCount: result.corruptCount,
+    failure: result.failure,
+    throughputMBps: result.throughputMBps,
+    imagesPerSecond: result.imagesPerSecond,
+    totalMs: result.totalMs,
+    oneWayP50Ms: result.latency?.p50Ms ?? null,
+    oneWayP99Ms: result.latency?.p99Ms ?? null,
+  };
+}
+
+/** `run-end`'s data from the run's report. */
+export function runEndData(report: Pick<RunReport, 'sections' | 'stopReason'>): LiveRunEndData {
+  return { stopReason: report.stopReason, succeeded: runSucceeded(report), sections: report.sections.length };
+}

@@ -1,0 +1,155 @@
+import type { Logger } from 'pino';
+import { errorMessage } from '../core/errors.js';
+import { LiveEventHistory, type LiveEvent } from '../core/live/event-history.js';
+import {
+  type LiveEventData,
+  type LiveEventName,
+  runEndData,
+  runEventData,
+  secondEventData,
+  sectionEndData,
+  sectionStartData,
+} from '../core/live/live-events.js';
+import type { SectionRecorder } from '../core/model/recorder.js';
+import type { SectionPlan, SectionResult } from '../core/model/section.js';
+import type { RunInfo, RunReport } from '../core/report/report.js';
+import { transports } from '../transports/index.js';
+import type { SessionObserver } from './session.js';
+
+// GET /events' source: the session's transitions as events, and once a second the open section's
+// newly closed seconds, read from its recorder (what delivery already counts: no work per image).
+// The last second of a section closes only with the section: it comes from the result, before the
+// section's end.
+
+/** How often the open section's closed seconds are read. */
+const SECOND_READ_INTERVAL_MS = 1000;
+
+/** Hears each event as it is stored. */
+export type LiveListener = (event: LiveEvent) => void;
+
+/** The section being read: its plan, its recorder, and how many of its seconds went out. */
+interface ReadSection {
+  plan: SectionPlan;
+  recorder: SectionRecorder | undefined;
+  sentSeconds: number;
+}
+
+/** A display name for each transport, as the report shows it; the name itself for one this receiver does not know. */
+function labelOf(name: string): string {
+  return transports.find((t) => t.name === name)?.label ?? name;
+}
+
+/** The run's events for GET /events: a {@link SessionObserver} that stores and passes on what it hears. */
+export class LiveFeed implements SessionObserver {
+  readonly history = new LiveEventHistory();
+  private readonly listeners = new Set<LiveListener>();
+  private section: ReadSection | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  // The receiver's CPU and the wall clock at the last `second` sent (or the section's start).
+  private cpuMicrosAtLast = 0;
+  private wallMsAtLast = 0;
+
+  constructor(private readonly log: Logger) {}
+
+  /** Adds a listener to every event from now on; returns its removal. */
+  listen(listener: LiveListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  runStarted(info: RunInfo): void {
+    this.section = undefined;
+    this.emit('run', runEventData(info, labelOf));
+    clearInterval(this.timer);
+    // Unref'd: the feed never keeps the receiver alive.
+    this.timer = setInterval(() => this.readSeconds(), SECOND_READ_INTERVAL_MS).unref();
+  }
+
+  sectionOpened(plan: SectionPlan, recorder: SectionRecorder | undefined): void {
+    this.section = { plan, recorder, sentSeconds: 0 };
+    this.markCpu();
+    this.emit('section-start', sectionStartData(plan));
+  }
+
+  sectionEnded(result: SectionResult): void {
+    const section = this.section;
+    // Seconds not yet sent (the last one closes only now), from the result's own series.
+    if (section !== undefined && section.plan.sectionId === result.sectionId)
+      this.sendSeconds(
+        section,
+        result.series.slice(section.sentSeconds).map((s) => ({ ...s, times: s.oneWay })),
+        result.okCount + result.corruptCount,
+      );
+    this.section = undefined;
+    this.emit('section-end', sectionEndData(result));
+  }
+
+  runEnded(report: RunReport): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    this.section = undefined;
+    this.emit('run-end', runEndData(report));
+  }
+
+  /** Stops reading (the receiver closes). */
+  close(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  // Once a second: the open section's seconds closed since the last read.
+  private readSeconds(): void {
+    const section = this.section;
+    if (section?.recorder === undefined) return;
+    try {
+      const closed = section.recorder.closedSeconds(section.sentSeconds);
+      if (closed.length > 0) this.sendSeconds(section, closed, section.recorder.recordedCount);
+    } catch (err) {
+      this.log.warn({ err: errorMessage(err) }, 'live seconds not read');
+    }
+  }
+
+  private sendSeconds(
+    section: ReadSection,
+    samples: Parameters<typeof secondEventData>[1]['sample'][],
+    recorded: number,
+  ): void {
+    if (samples.length === 0) return;
+    const cpuMicros = cpuMicrosNow();
+    const wallMs = performance.now();
+    const receiverCpuMsPerSecond =
+      wallMs > this.wallMsAtLast ? (cpuMicros - this.cpuMicrosAtLast) / (wallMs - this.wallMsAtLast) : 0;
+    const receiverRssBytes = process.memoryUsage.rss();
+    this.cpuMicrosAtLast = cpuMicros;
+    this.wallMsAtLast = wallMs;
+    for (const sample of samples)
+      this.emit(
+        'second',
+        secondEventData(section.plan, { sample, recorded, receiverCpuMsPerSecond, receiverRssBytes }),
+      );
+    section.sentSeconds += samples.length;
+  }
+
+  private markCpu(): void {
+    this.cpuMicrosAtLast = cpuMicrosNow();
+    this.wallMsAtLast = performance.now();
+  }
+
+  // Stores the event and passes it on; a listener that throws is logged, never the session's problem.
+  private emit<N extends LiveEventName>(event: N, data: LiveEventData[N]): void {
+    const stored = this.history.append(event, data);
+    for (const listener of this.listeners) {
+      try {
+        listener(stored);
+      } catch (err) {
+        this.log.warn({ event, err: errorMessage(err) }, 'live event listener failed');
+      }
+    }
+  }
+}
+
+/** The process's CPU time so far (user + system), in microseconds. */
+function cpuMicrosNow(): number {
+  const { user, system } = process.cpuUsage();
+  return user + system;
+}
