@@ -17,6 +17,7 @@ import { transportByName } from '../transports/index.js';
 import { controlRoutes } from './control-routes.js';
 import { Doorkeeper } from './door.js';
 import { Listeners } from './listeners.js';
+import { metricsRoute } from './metrics-route.js';
 import { buildRunKeeper } from './run-keeper.js';
 import { RunSession } from './session.js';
 
@@ -100,6 +101,7 @@ export function buildReceiver(
         .send({ statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message: errorMessage(err) });
     });
     void app.register(controlRoutes, { config, log, session, listeners, doorkeeper, runs, authToken, receiverHost });
+    void app.register(metricsRoute, { session, transports: config.transports });
     return app;
   }
 

@@ -87,7 +87,12 @@ export class RunSession implements FrameSink {
   /** This run's (or the last run's) place among its receivers: its files stay where GET / finds them after the run. */
   private lastReceiverIndex = 0;
   private open: OpenSection | undefined;
+  /** The section whose end is being made: still read by GET /metrics until its result exists. */
+  private ending: SectionRecorder | undefined;
+  private readonly sectionEndListeners: ((recorder: SectionRecorder, result: SectionResult) => void)[] = [];
   private readonly verifier: Verifier;
+  /** When the run in progress, or the last one, started (its announcement's ISO time); undefined before any. */
+  lastRunStartedAt: string | undefined;
   /** Frames and inputs the run did not expect, for the log at its end. */
   strayFrames = 0;
   /** Frames rejected since the receiver started (for no open section, or refused by its record), for GET /health. */
@@ -117,6 +122,16 @@ export class RunSession implements FrameSink {
     return this.info;
   }
 
+  /** The open section's recorder (or the ending one's, until its result is made), for GET /metrics; or undefined. */
+  get recordingSection(): SectionRecorder | undefined {
+    return this.open?.recorder ?? this.ending;
+  }
+
+  /** Calls `listener` with each recorded section's result as it is made (not a section refused at its opening). */
+  onSectionEnd(listener: (recorder: SectionRecorder, result: SectionResult) => void): void {
+    this.sectionEndListeners.push(listener);
+  }
+
   /** True between a run's start and its end. */
   get inProgress(): boolean {
     return this.info !== undefined;
@@ -137,6 +152,7 @@ export class RunSession implements FrameSink {
       config: publicConfig(announcement.config as Config),
       hosts: { transmitter: announcement.hosts.transmitter, receiver: this.receiverHost() },
     };
+    this.lastRunStartedAt = this.info.startedAt;
     this.sections = [];
     this.strayFrames = 0;
     // Before the first section, as the transmitter does; WARMUP=0 is a cold run on purpose.
@@ -221,6 +237,7 @@ export class RunSession implements FrameSink {
     const open = this.open;
     if (open === undefined) return undefined;
     this.open = undefined;
+    this.ending = open.recorder;
     // The last images' verdicts may still be queued: they belong to this section's result.
     this.verifier.flush();
     const { plan } = open.recorder;
@@ -242,6 +259,8 @@ export class RunSession implements FrameSink {
         : end.failure === null
           ? open.listenerFailure
           : `${open.listenerFailure}; transmitter: ${end.failure}`;
+    // From here to the listeners nothing waits: a scrape sees the figures so far or the result, never neither.
+    this.ending = undefined;
     const result = open.recorder.result(failure, {
       cost: { transmitter: end.transmitterCost, receiver: receiverCost, broker },
       imagesSent: end.imagesSent,
@@ -263,6 +282,7 @@ export class RunSession implements FrameSink {
     });
     const recorded = { ...result, imagesFile: open.imagesFile };
     this.sections.push(recorded);
+    for (const listener of this.sectionEndListeners) listener(open.recorder, recorded);
     return recorded;
   }
 
@@ -426,5 +446,6 @@ export class RunSession implements FrameSink {
   private closeOpen(): void {
     this.open?.rss.stop();
     this.open = undefined;
+    this.ending = undefined;
   }
 }
