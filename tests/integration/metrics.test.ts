@@ -111,16 +111,20 @@ describe('GET /metrics', () => {
     const run = runTransmitter(transmitterConfig);
     // Scraped until the second section (ZeroMQ, after TCP's) has images: a run in progress with a finished section.
     const deadlineMs = Date.now() + 30_000;
-    for (;;) {
-      const { scrape: now } = await scrape();
-      if (runState(now)[0] === 'running' && images(now, 'zeromq', 'intact') > 0) {
-        during = now;
-        break;
+    try {
+      for (;;) {
+        const { scrape: now } = await scrape();
+        if (runState(now)[0] === 'running' && images(now, 'zeromq', 'intact') > 0) {
+          during = now;
+          break;
+        }
+        if (Date.now() > deadlineMs) throw new Error('no scrape found the ZeroMQ section with images within 30 s');
+        await new Promise((resolve) => setTimeout(resolve, 50));
       }
-      if (Date.now() > deadlineMs) throw new Error('no scrape found the ZeroMQ section with images within 30 s');
-      await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      // A failed scrape leaves no run going on into the next test.
+      outcome = await run;
     }
-    outcome = await run;
     expect(outcome.succeeded, outcome.summary).toBe(true);
     after = (await scrape()).scrape;
 
