@@ -2,18 +2,22 @@
 # Installs the programs `npm test` starts besides npm packages, on Debian or Ubuntu (as root, or
 # with sudo): redis-server and nats-server (the tests start their own on free ports), docker-compose
 # (the compose file is resolved by a real Compose implementation), chromium (the report is opened in
-# a browser), iproute2 (ip and tc: the shaped-link tests), procps (pgrep), and util-linux and mount
-# (unshare, setpriv, mount: the cross-host and token-file tests), which most images already have.
+# a browser), iproute2 (ip and tc: the shaped-link tests), procps (pgrep), prometheus (promtool: the
+# receiver's GET /metrics is checked by `promtool check metrics`), and util-linux and mount (unshare,
+# setpriv, mount: the cross-host and token-file tests), which most images already have.
+# Debian has promtool only in the prometheus package: where systemd runs, it also starts a Prometheus
+# server on :9090 (`systemctl disable --now prometheus` stops it; the tests need only promtool).
 # Only what is missing is installed. What no package gives is named, with the checks it leaves out.
 set -euo pipefail
 
 # Each program and its package. ip and tc live in /usr/sbin, off an ordinary user's PATH.
 declare -A package_of=([redis-server]=redis-server [nats-server]=nats-server [docker-compose]=docker-compose
-  [chromium]=chromium [ip]=iproute2 [tc]=iproute2 [pgrep]=procps [unshare]=util-linux [setpriv]=util-linux [mount]=mount)
+  [chromium]=chromium [ip]=iproute2 [tc]=iproute2 [pgrep]=procps [promtool]=prometheus [unshare]=util-linux
+  [setpriv]=util-linux [mount]=mount)
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
 
 missing=()
-for tool in redis-server nats-server docker-compose chromium ip tc pgrep unshare setpriv mount; do
+for tool in redis-server nats-server docker-compose chromium ip tc pgrep promtool unshare setpriv mount; do
   package=${package_of[$tool]}
   if ! have "$tool" && [[ " ${missing[*]} " != *" $package "* ]]; then missing+=("$package"); fi
 done

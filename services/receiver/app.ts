@@ -19,6 +19,7 @@ import { Doorkeeper } from './door.js';
 import { EVENT_CLIENT_LIMITS, EventClients, type EventClientLimits, eventsRoute } from './events-route.js';
 import { LiveFeed } from './live-feed.js';
 import { Listeners } from './listeners.js';
+import { metricsRoute } from './metrics-route.js';
 import { buildRunKeeper } from './run-keeper.js';
 import { runsRoutes } from './runs-routes.js';
 import { RunSession } from './session.js';
@@ -57,7 +58,7 @@ export function buildReceiver(
   const runs = buildRunKeeper(config, log, session, listeners, doorkeeper);
   // GET /events: the session's transitions and its open section's seconds, to the open streams.
   const feed = new LiveFeed(log);
-  session.observer = feed;
+  session.observe(feed);
   const eventClients = new EventClients(feed, log, eventClientLimits);
   let control: FastifyInstance | undefined;
   let watchdog: NodeJS.Timeout | undefined;
@@ -111,6 +112,7 @@ export function buildReceiver(
     void app.register(runsRoutes, { config, session, runs });
     // Open like GET / and /health: no AUTH_TOKEN, and the events hold no secret.
     void app.register(eventsRoute, { feed, clients: eventClients });
+    void app.register(metricsRoute, { session, transports: config.transports });
     return app;
   }
 

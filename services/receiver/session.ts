@@ -45,13 +45,15 @@ export interface RunProgress {
     | undefined;
 }
 
-/** Hears a run's transitions (GET /events' feed): never called per image; a listener must not throw. */
+/**
+ * Hears a run's transitions (GET /events' feed, GET /metrics' totals): never called per image; must not throw. A
+ * `recorder` is read by the observer, never written; undefined for a section refused at its opening.
+ */
 export interface SessionObserver {
-  runStarted(info: RunInfo): void;
-  /** `recorder` is read by the observer, never written; undefined for a section refused at once. */
-  sectionOpened(plan: SectionPlan, recorder: SectionRecorder | undefined): void;
-  sectionEnded(result: SectionResult): void;
-  runEnded(report: RunReport): void;
+  runStarted?(info: RunInfo): void;
+  sectionOpened?(plan: SectionPlan, recorder: SectionRecorder | undefined): void;
+  sectionEnded?(result: SectionResult, recorder: SectionRecorder | undefined): void;
+  runEnded?(report: RunReport): void;
 }
 
 /** Round-trip values taken in one turn of the event loop (2,048 records, well under a millisecond). */
@@ -96,7 +98,12 @@ export class RunSession implements FrameSink {
   /** This run's (or the last run's) place among its receivers: its files stay where GET / finds them after the run. */
   private lastReceiverIndex = 0;
   private open: OpenSection | undefined;
+  /** The section whose end is being made: still read by GET /metrics until its result exists. */
+  private ending: SectionRecorder | undefined;
+  private readonly observers: SessionObserver[] = [];
   private readonly verifier: Verifier;
+  /** When the run in progress, or the last one, started (its announcement's ISO time); undefined before any. */
+  lastRunStartedAt: string | undefined;
   /** Frames and inputs the run did not expect, for the log at its end. */
   strayFrames = 0;
   /** Frames rejected since the receiver started (for no open section, or refused by its record), for GET /health. */
@@ -105,8 +112,6 @@ export class RunSession implements FrameSink {
   rejectedInputs = 0;
   /** Date.now() of the last control request or frame: the watchdog's measure of a live transmitter. */
   lastActivityMs = Date.now();
-  /** Hears the run's transitions (set once by the app). */
-  observer: SessionObserver | undefined;
 
   constructor(
     private readonly log: Logger,
@@ -126,6 +131,16 @@ export class RunSession implements FrameSink {
   /** The run in progress; undefined between runs. */
   get runInfo(): RunInfo | undefined {
     return this.info;
+  }
+
+  /** The open section's recorder (or the ending one's, until its result is made), for GET /metrics; or undefined. */
+  get recordingSection(): SectionRecorder | undefined {
+    return this.open?.recorder ?? this.ending;
+  }
+
+  /** Tells `observer` of every transition from now on. */
+  observe(observer: SessionObserver): void {
+    this.observers.push(observer);
   }
 
   /** True between a run's start and its end. */
@@ -148,6 +163,7 @@ export class RunSession implements FrameSink {
       config: publicConfig(announcement.config as Config),
       hosts: { transmitter: announcement.hosts.transmitter, receiver: this.receiverHost() },
     };
+    this.lastRunStartedAt = this.info.startedAt;
     this.sections = [];
     this.strayFrames = 0;
     // Before the first section, as the transmitter does; WARMUP=0 is a cold run on purpose.
@@ -155,7 +171,7 @@ export class RunSession implements FrameSink {
     if (warmup.mode === 'steady' || warmup.images > 0)
       exerciseSharedPaths(Buffer.alloc(Math.min(imageSizeBytes, SHARED_PATH_IMAGE_BYTES_LIMIT), 1));
     this.touch();
-    this.observer?.runStarted(this.info);
+    for (const o of this.observers) o.runStarted?.(this.info);
   }
 
   /** Where this run's files go: OUTPUT_DIR for the first receiver, OUTPUT_DIR/receiver-<k> for the k-th of several. */
@@ -173,8 +189,10 @@ export class RunSession implements FrameSink {
     if (refusal !== undefined) {
       const result = new SectionRecorder(plan).result(refusal);
       this.sections.push(result);
-      this.observer?.sectionOpened(plan, undefined);
-      this.observer?.sectionEnded(result);
+      for (const o of this.observers) {
+        o.sectionOpened?.(plan, undefined);
+        o.sectionEnded?.(result, undefined);
+      }
       return result;
     }
     this.open = {
@@ -190,7 +208,7 @@ export class RunSession implements FrameSink {
       longestHashRunNs: 0n,
       listenerFailure: undefined,
     };
-    this.observer?.sectionOpened(plan, this.open.recorder);
+    for (const o of this.observers) o.sectionOpened?.(plan, this.open.recorder);
   }
 
   /** True when `sectionId` (as given in a URL) is the open section. */
@@ -236,6 +254,7 @@ export class RunSession implements FrameSink {
     const open = this.open;
     if (open === undefined) return undefined;
     this.open = undefined;
+    this.ending = open.recorder;
     // The last images' verdicts may still be queued: they belong to this section's result.
     this.verifier.flush();
     const { plan } = open.recorder;
@@ -257,6 +276,8 @@ export class RunSession implements FrameSink {
         : end.failure === null
           ? open.listenerFailure
           : `${open.listenerFailure}; transmitter: ${end.failure}`;
+    // From here to the listeners nothing waits: a scrape sees the figures so far or the result, never neither.
+    this.ending = undefined;
     const result = open.recorder.result(failure, {
       cost: { transmitter: end.transmitterCost, receiver: receiverCost, broker },
       imagesSent: end.imagesSent,
@@ -278,7 +299,7 @@ export class RunSession implements FrameSink {
     });
     const recorded = { ...result, imagesFile: open.imagesFile };
     this.sections.push(recorded);
-    this.observer?.sectionEnded(recorded);
+    for (const o of this.observers) o.sectionEnded?.(recorded, open.recorder);
     return recorded;
   }
 
@@ -400,7 +421,7 @@ export class RunSession implements FrameSink {
     this.closeOpen();
     this.info = undefined;
     const report = buildRunReport(info, this.sections, stopReason);
-    this.observer?.runEnded(report);
+    for (const o of this.observers) o.runEnded?.(report);
     return report;
   }
 
@@ -444,5 +465,6 @@ export class RunSession implements FrameSink {
   private closeOpen(): void {
     this.open?.rss.stop();
     this.open = undefined;
+    this.ending = undefined;
   }
 }

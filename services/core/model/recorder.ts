@@ -41,6 +41,23 @@ interface Arrival {
   sizeOk: boolean;
 }
 
+/** A distribution of times so far: count, sum and how many at or below each bound asked for. */
+export interface TimesSoFar {
+  count: number;
+  sumMs: number;
+  atOrBelow: number[];
+}
+
+/** What a section's record holds so far, read while it runs (GET /metrics): verdicts given and times taken. */
+export interface RecordSoFar {
+  okCount: number;
+  corruptCount: number;
+  /** Intact images' one-way times. */
+  oneWay: TimesSoFar;
+  /** Round trips joined with their image's arrival. */
+  roundTrip: TimesSoFar;
+}
+
 /** A verified arrival waiting for its round trip, or a round trip waiting for its verified arrival. */
 interface Verified {
   oneWayNs: number;
@@ -183,6 +200,24 @@ export class SectionRecorder {
    */
   closedSeconds(from: number): ReturnType<SecondSeries['closedSince']> {
     return this.series?.closedSince(from) ?? [];
+  }
+
+  /**
+   * The record so far (recorded images only: warm-up is in no figure), its times counted at or below each of
+   * `boundsNs` (ascending, ns); read at a scrape, never per image.
+   */
+  recordSoFar(boundsNs: readonly number[]): RecordSoFar {
+    const times = (recorder: LatencyRecorder): TimesSoFar => ({
+      count: recorder.size,
+      sumMs: recorder.sumMs,
+      atOrBelow: recorder.countsAtOrBelowNs(boundsNs),
+    });
+    return {
+      okCount: this.okCount,
+      corruptCount: this.corruptCount,
+      oneWay: times(this.latency),
+      roundTrip: times(this.rtt),
+    };
   }
 
   /**

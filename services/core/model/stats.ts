@@ -3,6 +3,7 @@ import {
   decodeFromCompressedBase64,
   encodeIntoCompressedBase64,
   initWebAssemblySync,
+  JsHistogram,
   type Histogram,
 } from 'hdr-histogram-js';
 
@@ -63,6 +64,11 @@ const HISTOGRAM_HIGHEST_NS = 3_600_000_000_000;
 // the one used. It loads synchronously once, from the package itself (nothing is fetched).
 initWebAssemblySync();
 
+// The package sets JsHistogram.decode (an uncompressed encoding into a JS histogram) at load, yet its types declare
+// it in a module augmentation that TypeScript does not see from the package's entry.
+const decodeUncompressed = (JsHistogram as unknown as { decode(data: Uint8Array, bitBucketSize: 32): JsHistogram })
+  .decode;
+
 /** A fresh histogram of whole-nanosecond times at `digits` significant digits. */
 function newHistogram(digits: 1 | 2 | 3 = 3): Histogram {
   return buildHistogram({
@@ -119,6 +125,19 @@ export class LatencyRecorder {
     });
   }
 
+  /** Sum of the times taken so far, in ms (count × running mean: no extra work per time). */
+  get sumMs(): number {
+    return this.count * this.meanMs;
+  }
+
+  /** How many times so far lie at or below each of `boundsNs` (ascending, ns): see {@link countsAtOrBelowNs}. */
+  countsAtOrBelowNs(boundsNs: readonly number[]): number[] {
+    if (this.count === 0) return boundsNs.map(() => 0);
+    // Copied out of WebAssembly uncompressed (under a millisecond for a full histogram) to walk its buckets in JS.
+    const copy = decodeUncompressed((this.histogram as Histogram & { encode(): Uint8Array }).encode(), 32);
+    return bucketCountsAtOrBelow(copy, boundsNs);
+  }
+
   /** The histogram as HDR's compressed base64 (values in whole ns); null with no time. */
   encoded(): string | null {
     return this.count === 0 ? null : encodeIntoCompressedBase64(this.histogram);
@@ -138,6 +157,35 @@ export class LatencyRecorder {
   destroy(): void {
     this.histogram.destroy();
   }
+}
+
+/**
+ * How many of an encoded histogram's times (HDR compressed base64 of whole ns, as {@link LatencyRecorder.encoded}
+ * gives) lie at or below each of `boundsNs` (ascending, ns): a time counts toward a bound only when its whole HDR
+ * bucket lies at or below it, as HDR's percentiles report a bucket's highest value. A bucket spans under 0.1 % of its
+ * values at 3 significant digits, so a time on a bound, or under it by less than its bucket's width, may count toward
+ * the next bound up instead (never toward a lower one).
+ */
+export function countsAtOrBelowNs(encoded: string | null, boundsNs: readonly number[]): number[] {
+  if (encoded === null) return boundsNs.map(() => 0);
+  return bucketCountsAtOrBelow(decodeFromCompressedBase64(encoded, 32, false) as JsHistogram, boundsNs);
+}
+
+// One pass over the buckets up to the last bound's, a running count taken at each bound's last whole bucket.
+function bucketCountsAtOrBelow(histogram: JsHistogram, boundsNs: readonly number[]): number[] {
+  const lastIndexOf = (boundNs: number): number => {
+    const index = Math.min(histogram.countsArrayIndex(boundNs), histogram.countsArrayLength - 1);
+    return histogram.highestEquivalentValue(histogram.valueFromIndex(index)) > boundNs ? index - 1 : index;
+  };
+  const counts: number[] = [];
+  let index = 0;
+  let below = 0;
+  for (const boundNs of boundsNs) {
+    const last = lastIndexOf(boundNs);
+    for (; index <= last; index++) below += histogram.getCountAtIndex(index);
+    counts.push(below);
+  }
+  return counts;
 }
 
 // The exact moments beside the histogram's percentiles, which never exceed the true max.
