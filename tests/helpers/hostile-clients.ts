@@ -39,6 +39,12 @@ export interface PartialMessageOptions {
    * 5000.
    */
   timeoutMs?: number;
+  /**
+   * Where a refusal is only ever a close or an answer, how long silence must last to count as admission; default
+   * VERDICT_GRACE_MS. A caller that expects a refusal gives a long one: the refusal ends the wait at once, so only a
+   * wrong admission costs the time, and a loaded machine's slow refusal is not taken for one.
+   */
+  verdictGraceMs?: number;
 }
 
 /**
@@ -133,7 +139,7 @@ export async function tcpPartial(options: TcpPartialOptions): Promise<HostileCon
   link.inbox.discard();
   // With no hello the header is the first record the peer judges, so the grace follows it instead.
   link.socket.write(hello ?? options.header);
-  await within(link.closure.closed, VERDICT_GRACE_MS, false);
+  await within(link.closure.closed, options.verdictGraceMs ?? VERDICT_GRACE_MS, false);
   if (link.closure.isClosed) return connection;
   admitted = true;
   if (hello) link.socket.write(options.header);
@@ -279,7 +285,7 @@ export async function grpcPartial(
   await writePartial(stream, ZERO_CHUNK, options.sendBytes, stop, timeoutMs, (bytes) => (sentBytes += bytes));
   if (refused || closure.isClosed || sentBytes < options.sendBytes) return connection;
   // Bytes reach the socket before a refusal of the headers comes back, so writing them proves nothing yet.
-  await within(stop, VERDICT_GRACE_MS, undefined);
+  await within(stop, options.verdictGraceMs ?? VERDICT_GRACE_MS, undefined);
   if (!refused && !closure.isClosed) admitted = true;
   return connection;
 }
@@ -332,7 +338,7 @@ export async function httpPartial(
     });
   link.socket.write(`${requestLines.join('\r\n')}\r\n\r\n`, 'latin1');
   const stop = link.closure.closed;
-  await within(stop, VERDICT_GRACE_MS, undefined);
+  await within(stop, options.verdictGraceMs ?? VERDICT_GRACE_MS, undefined);
   if (link.closure.isClosed) return connection;
   admitted = true;
   await writePartial(link.socket, ZERO_CHUNK, options.sendBytes, stop, timeoutMs, (bytes) => (sentBytes += bytes));
