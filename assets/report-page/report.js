@@ -4,16 +4,20 @@
   var charts = {};
   window.__charts = charts;
   var specs = JSON.parse(document.getElementById('itb-chart-specs').textContent);
-  var INK = '#2b3140', MUTED = '#5d6576', FAINT = '#9aa1ad';
+  // The charts' colours come from report.css's variables, so they follow its light or dark theme.
+  var style = getComputedStyle(document.documentElement);
+  function cssColor(name, fallback) { return style.getPropertyValue(name).trim() || fallback; }
+  var INK = cssColor('--chart-ink', '#2b3140'), MUTED = cssColor('--muted', '#5d6576'), FAINT = cssColor('--chart-faint', '#9aa1ad');
+  var GRID = cssColor('--grid', '#eceef3');
 
   Chart.defaults.font.family = getComputedStyle(document.body).fontFamily;
   Chart.defaults.font.size = 12;
   Chart.defaults.color = MUTED;
-  Chart.defaults.borderColor = '#eceef3';
+  Chart.defaults.borderColor = GRID;
   Chart.defaults.animation = false;
   Chart.defaults.responsive = true;
   Chart.defaults.maintainAspectRatio = false;
-  Chart.defaults.plugins.tooltip.backgroundColor = 'rgba(29, 35, 48, 0.92)';
+  Chart.defaults.plugins.tooltip.backgroundColor = cssColor('--tooltip-bg', 'rgba(29, 35, 48, 0.92)');
   Chart.defaults.plugins.tooltip.padding = 8;
   Chart.defaults.plugins.tooltip.boxPadding = 4;
 
@@ -122,7 +126,7 @@
         interaction: { mode: 'nearest', intersect: false },
         scales: {
           x: {
-            type: 'logarithmic', min: 1, max: spec.xMax, title: axisTitle(spec.xTitle), grid: { color: '#eceef3' },
+            type: 'logarithmic', min: 1, max: spec.xMax, title: axisTitle(spec.xTitle), grid: { color: GRID },
             afterBuildTicks: function (axis) {
               // On a long axis 75 % and 95 % crowd the left end; 50 %, 90 %, 99 %, … remain.
               var positions = axis.max >= 1000 ? spec.ticks.filter(function (v) { return v !== 4 && v !== 20; }) : spec.ticks;

@@ -22,11 +22,12 @@ import {
   sectionPlanSchema,
   warmupOutcomeSchema,
 } from '../core/control/control-protocol.js';
+import { renderLivePage } from '../core/report/live-page.js';
 import { unmappedAddress } from '../shared/net.js';
+import { livePageLibraries } from '../shared/report-assets.js';
 import { OUTPUT_FILES } from '../shared/run-folder.js';
 import type { Doorkeeper } from './door.js';
 import type { Listeners } from './listeners.js';
-import { renderLivePage } from './live-page.js';
 import type { RunKeeper } from './run-keeper.js';
 import type { RunSession } from './session.js';
 
@@ -201,16 +202,17 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
     if (finished === undefined) return reply.code(409).send({ error: 'no run started' });
     return finished;
   });
-  // For people: the live page during a run, the last run's report otherwise.
+  // For people: the live page during a run (and before any), the last run's report otherwise. A run
+  // that just ended is waited for: the live page reloads on `run-end`, which goes out before
+  // report.html is written.
   app.get('/', async (_request, reply) => {
-    const progress = session.progress();
-    const report =
-      progress === undefined
-        ? await readFile(path.join(session.outputDir(config.outputDir), OUTPUT_FILES.report), 'utf8').catch(
-            () => undefined,
-          )
-        : undefined;
-    return reply.type('text/html; charset=utf-8').send(report ?? renderLivePage(progress));
+    await runs.filesWritten();
+    const report = session.inProgress
+      ? undefined
+      : await readFile(path.join(session.outputDir(config.outputDir), OUTPUT_FILES.report), 'utf8').catch(
+          () => undefined,
+        );
+    return reply.type('text/html; charset=utf-8').send(report ?? renderLivePage(livePageLibraries()));
   });
   // The last run's files, for a receiver on another node (a cluster): no copy out needed.
   const serveFile = (route: string, file: string, type: string): void => {

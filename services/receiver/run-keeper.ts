@@ -54,6 +54,11 @@ export interface RunKeeper {
   endSection(end: SectionEnd): Promise<SectionResult | undefined>;
   /** Ends the run in progress (`stopReason` null: the transmitter finished it); undefined when none is. */
   endRun(stopReason: string | null): Promise<RunFinish | undefined>;
+  /**
+   * Resolves once no run's end is being written: `run-end` goes out (the session's observers) before report.html is
+   * written, so GET / waits on this rather than serve the previous run's report, or the live page again.
+   */
+  filesWritten(): Promise<void>;
   /** GET /progress's answer. */
   progress(): ProgressResponse;
   /** Completes the runs a receiver died in, found in OUTPUT_DIR (at start). */
@@ -80,6 +85,8 @@ export function buildRunKeeper(
   const idleLimitMs = Math.max(config.imageTimeoutMs, config.connectTimeoutMs) + WATCHDOG_GRACE_MS;
   // Who holds the run in progress, named to a second transmitter when it is refused.
   let runHolder: RunHolder | undefined;
+  // The end being written (its summary, results.json, report.html), until it settles.
+  let ending: Promise<unknown> | undefined;
 
   // Shuts the door on the section's links and lets its listener release what it prepared.
   async function closeDataSection(): Promise<void> {
@@ -184,7 +191,22 @@ export function buildRunKeeper(
   // Ends the run in progress: its open section (if any) fails with `stopReason`, then the summary,
   // results.json and report.html go into the run's folder and OUTPUT_DIR's links switch to it.
   // A failed write throws naming the path and the reason; the previous run's files stay linked.
-  async function endRun(stopReason: string | null): Promise<RunFinish | undefined> {
+  // The end is kept while it is written, for filesWritten().
+  function endRun(stopReason: string | null): Promise<RunFinish | undefined> {
+    const ended = writeRunEnd(stopReason);
+    const settled = ended.then(
+      () => undefined,
+      () => undefined,
+    );
+    ending = settled;
+    void settled.then(() => {
+      if (ending === settled) ending = undefined;
+    });
+    return ended;
+  }
+
+  // endRun's work.
+  async function writeRunEnd(stopReason: string | null): Promise<RunFinish | undefined> {
     await closeDataSection();
     if (stopReason !== null) await recordSection(await session.endOpenSection(stopReason));
     const report = await session.finish(stopReason);
@@ -290,6 +312,9 @@ export function buildRunKeeper(
       return recordSection(await session.endSection(end));
     },
     endRun,
+    async filesWritten() {
+      await ending;
+    },
     progress,
     completeAbandonedRuns,
     checkTransmitterAlive,

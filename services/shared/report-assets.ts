@@ -1,9 +1,11 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { HtmlReportLibraries } from '../core/report/html-report.js';
+import type { LivePageLibraries } from '../core/report/live-page.js';
 import { projectPath } from './paths.js';
 
 // What the HTML report inlines, read from files so the report needs no network: Chart.js from
-// node_modules, the page's own style and script from assets/ (which the runtime image ships).
+// node_modules, the page's own style and script from assets/ (which the runtime image ships). The
+// receiver's live page (GET / during a run) inlines the same Chart.js and style, and its own script.
 // Kept apart from services/core/report/html-report.ts so the renderer stays pure.
 
 let cached: HtmlReportLibraries | undefined;
@@ -28,6 +30,25 @@ export function reportLibraries(): HtmlReportLibraries {
     ),
   };
   return cached;
+}
+
+let cachedLive: LivePageLibraries | undefined;
+
+/** The live page's inlined sources, read once per process; throws naming the file when one is missing. */
+export function livePageLibraries(): LivePageLibraries {
+  const { chartJs, pageCss } = reportLibraries();
+  cachedLive ??= {
+    chartJs,
+    pageCss,
+    liveScript: readSource(
+      'its script',
+      'restore assets/report-page/ from the repository',
+      'assets',
+      'report-page',
+      'live.js',
+    ),
+  };
+  return cachedLive;
 }
 
 function readSource(what: string, remedy: string, ...segments: string[]): string {

@@ -204,7 +204,7 @@ describe('a whole run in-process', () => {
     expect(log).toMatch(/^Redis\s+0\s+2\s+0(\s+-){11}\s+FAILED/m);
   }, 60_000);
 
-  it("serves progress at / during a run, then the run's report.html, results.json and output.log", async () => {
+  it("serves the live page at / during a run, then the run's report.html, results.json and output.log", async () => {
     const { receiver, transmitterConfig } = await startReceiver(outputDir, {
       IMAGE_COUNT: '200',
       IMAGE_SIZE: '64KB',
@@ -221,9 +221,9 @@ describe('a whole run in-process', () => {
       });
       expect(outcome.succeeded, outcome.summary).toBe(true);
       const live = await livePage!;
-      expect(live).toContain('<h1>Run in progress</h1>');
-      expect(live).toMatch(/TCP \(baseline\)<\/td><td><\/td><td><span class="ok">done: 200\/200 intact/);
-      expect(live).toContain('<meta http-equiv="refresh" content="2">');
+      // The live page's shell: its figures come from GET /events (tests/integration/live-browser.test.ts).
+      expect(live).toContain('<main id="live-dashboard">');
+      expect(live).toContain('connect-src &#39;self&#39;');
 
       const page = await fetch(`${base}/`);
       expect(page.headers.get('content-type')).toContain('text/html');

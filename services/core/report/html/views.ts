@@ -11,7 +11,8 @@ export type RunRole = 'only' | 'before' | 'after';
 // One colour per transport of a TRANSPORTS=all run (twelve besides the baseline): Tableau 10 without
 // its red (red means failure on this page) and its grey (the baseline's), then four of Tableau 20's
 // darker shades. The baseline is neutral grey.
-const TRANSPORT_COLORS = [
+/** The transports' colours in order, shared by report.html and the live page. */
+export const TRANSPORT_COLORS = [
   '#4e79a7',
   '#f28e2b',
   '#59a14f',
@@ -25,7 +26,8 @@ const TRANSPORT_COLORS = [
   '#3d7a36',
   '#17becf',
 ];
-const BASELINE_COLOR = '#6f7782';
+/** The baseline's colour. */
+export const BASELINE_COLOR = '#6f7782';
 
 /** A run as the page shows it. */
 export interface RunView {

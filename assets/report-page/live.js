@@ -1,0 +1,209 @@
+(function () {
+  'use strict';
+  // The live page's script: one EventSource on GET /events; each event updates the sections table and the charts.
+  // Event text goes in with textContent only (never parsed as markup). On `run-end` the page reloads: GET / then serves
+  // the run's report (the receiver writes it before it answers).
+  var charts = {};
+  window.__charts = charts;
+  var palette = JSON.parse(document.getElementById('itb-live-colors').textContent);
+  var style = getComputedStyle(document.documentElement);
+  function cssColor(name, fallback) { return style.getPropertyValue(name).trim() || fallback; }
+  var MUTED = cssColor('--muted', '#5d6576'), GRID = cssColor('--grid', '#eceef3');
+
+  Chart.defaults.font.family = getComputedStyle(document.body).fontFamily;
+  Chart.defaults.font.size = 12;
+  Chart.defaults.color = MUTED;
+  Chart.defaults.borderColor = GRID;
+  Chart.defaults.animation = false;
+  Chart.defaults.responsive = true;
+  Chart.defaults.maintainAspectRatio = false;
+  Chart.defaults.plugins.tooltip.backgroundColor = cssColor('--tooltip-bg', 'rgba(29, 35, 48, 0.92)');
+
+  function fixed(value, digits) {
+    return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+  }
+  function ms(value) {
+    return value === null ? '–' : (value >= 100 ? fixed(value, 1) : value >= 10 ? fixed(value, 2) : fixed(value, 3)) + ' ms';
+  }
+  function duration(seconds) {
+    var s = Math.round(seconds);
+    if (s < 60) return s + ' s';
+    var h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), rest = s % 60;
+    return h > 0 ? h + ' h ' + m + ' min' : m + ' min ' + rest + ' s';
+  }
+
+  function lineChart(name, yTitle) {
+    var canvas = document.querySelector('canvas[data-chart="' + name + '"]');
+    charts[name] = new Chart(canvas, {
+      type: 'line',
+      data: { datasets: [] },
+      options: {
+        normalized: true,
+        parsing: false,
+        interaction: { mode: 'nearest', axis: 'x', intersect: false },
+        scales: {
+          x: { type: 'linear', min: 0, title: { display: true, text: 'time into the section' }, grid: { display: false },
+            ticks: { maxRotation: 0, precision: 0, callback: function (v) { return duration(v); } } },
+          y: { type: 'linear', beginAtZero: true, title: { display: true, text: yTitle } },
+        },
+        plugins: { legend: { position: 'bottom', labels: { usePointStyle: true, pointStyle: 'line' } } },
+      },
+    });
+  }
+  lineChart('live-mbps', 'MB/s');
+  lineChart('live-images', 'images/s');
+  lineChart('live-one-way', 'ms');
+  lineChart('live-cpu', 'CPU ms per s');
+  lineChart('live-rss', 'MiB');
+
+  var colors = {};
+  var nextColor = 0;
+  var rows = {};
+  var runData = null;
+  var dirty = false;
+
+  function key(d) { return d.transport + '#' + d.repeat; }
+  function lineName(d) { return runData && runData.repeat > 1 ? d.label + ' · ' + d.repeat + '/' + runData.repeat : d.label; }
+  function text(id, value) { document.getElementById(id).textContent = value; }
+
+  // One dataset per chart for a section (two on the one-way chart: p50 and p99), found by its section's key.
+  function dataset(chartName, d, figure) {
+    var chart = charts[chartName];
+    var id = key(d) + (figure ? ':' + figure : '');
+    for (var i = 0; i < chart.data.datasets.length; i++) if (chart.data.datasets[i].id === id) return chart.data.datasets[i];
+    var color = colors[d.transport] || palette.baseline;
+    var ds = { id: id, label: lineName(d) + (figure ? ' ' + figure : ''), data: [], borderColor: color, backgroundColor: color,
+      borderWidth: 2, pointRadius: 0, borderDash: figure === 'p99' ? [6, 4] : [], spanGaps: false };
+    chart.data.datasets.push(ds);
+    return ds;
+  }
+  function plot(chartName, d, y, figure) {
+    dataset(chartName, d, figure).data.push({ x: d.second, y: y });
+  }
+
+  function cell(row, column, value, className) {
+    var td = row.cells[column];
+    td.textContent = value;
+    if (className !== undefined) td.className = className;
+  }
+  var COLUMN = { transport: 0, repeat: 1, state: 2, progress: 3, eta: 4, mbps: 5, images: 6, p50: 7, p99: 8, lost: 9, corrupt: 10, verdict: 11 };
+  var TEXT_COLUMNS = [0, 1, 2, 11];
+
+  function onRun(d) {
+    runData = d;
+    var body = document.querySelector('#live-sections tbody');
+    while (body.firstChild) body.removeChild(body.firstChild);
+    rows = {};
+    for (var repeat = 1; repeat <= d.repeat; repeat++) {
+      d.transports.forEach(function (t) {
+        var tr = document.createElement('tr');
+        for (var c = 0; c < 12; c++) {
+          var td = document.createElement('td');
+          td.className = TEXT_COLUMNS.indexOf(c) >= 0 ? 'text' : '';
+          tr.appendChild(td);
+        }
+        cell(tr, COLUMN.transport, t.label, 'text transport');
+        cell(tr, COLUMN.repeat, d.repeat > 1 ? repeat + '/' + d.repeat : '');
+        cell(tr, COLUMN.state, 'waiting', 'text state-waiting');
+        tr.setAttribute('data-section', t.name + '#' + repeat);
+        rows[t.name + '#' + repeat] = tr;
+        body.appendChild(tr);
+      });
+    }
+    text('live-status', 'Run in progress, started ' + d.startedAt + '. The report appears here when it ends.');
+    var count = d.imageCount !== null ? d.imageCount + ' images' : 'for ' + duration(d.durationMs / 1000);
+    text('live-settings', d.imageDescription + ', ' + count + ' per section, window ' + d.window +
+      (d.ratePerSecond !== null ? ', RATE ' + d.ratePerSecond + ' images/s' : '') +
+      (d.clients > 1 ? ', ' + d.clients + ' clients' : '') + (d.repeat > 1 ? ', ' + d.repeat + ' repeats' : '') + '.');
+  }
+
+  function onSectionStart(d) {
+    if (colors[d.transport] === undefined)
+      colors[d.transport] = d.baseline ? palette.baseline : palette.transports[nextColor++ % palette.transports.length];
+    var row = rows[key(d)];
+    if (!row) return;
+    cell(row, COLUMN.state, 'running', 'text state-running');
+    cell(row, COLUMN.progress, d.imageCount !== null ? '0/' + d.imageCount : '0');
+  }
+
+  function onSecond(d) {
+    plot('live-mbps', d, d.throughputMBps);
+    plot('live-images', d, d.imagesPerSecond);
+    plot('live-one-way', d, d.oneWayP50Ms, 'p50');
+    plot('live-one-way', d, d.oneWayP99Ms, 'p99');
+    plot('live-cpu', d, d.receiverCpuMsPerSecond);
+    plot('live-rss', d, d.receiverRssBytes / 1048576);
+    dirty = true;
+    var row = rows[key(d)];
+    if (!row) return;
+    cell(row, COLUMN.progress, d.imageCount !== null ? d.recorded + '/' + d.imageCount : String(d.recorded));
+    cell(row, COLUMN.eta, d.etaSeconds === null ? '–' : duration(d.etaSeconds));
+    cell(row, COLUMN.mbps, fixed(d.throughputMBps, 1));
+    cell(row, COLUMN.images, fixed(d.imagesPerSecond, 0));
+    cell(row, COLUMN.p50, ms(d.oneWayP50Ms));
+    cell(row, COLUMN.p99, ms(d.oneWayP99Ms));
+  }
+
+  function onSectionEnd(d) {
+    var row = rows[key(d)];
+    if (!row) return;
+    cell(row, COLUMN.state, 'done', 'text');
+    cell(row, COLUMN.progress, String(d.okCount + d.corruptCount));
+    cell(row, COLUMN.eta, '');
+    cell(row, COLUMN.mbps, d.throughputMBps === null ? '–' : fixed(d.throughputMBps, 1));
+    cell(row, COLUMN.images, d.imagesPerSecond === null ? '–' : fixed(d.imagesPerSecond, 0));
+    cell(row, COLUMN.p50, ms(d.oneWayP50Ms));
+    cell(row, COLUMN.p99, ms(d.oneWayP99Ms));
+    cell(row, COLUMN.lost, String(d.lostCount));
+    cell(row, COLUMN.corrupt, String(d.corruptCount));
+    var verdict = row.cells[COLUMN.verdict];
+    verdict.textContent = '';
+    var badge = document.createElement('span');
+    badge.className = d.ok ? 'badge ok' : 'badge failed';
+    badge.textContent = d.ok ? 'OK' : 'FAILED';
+    verdict.appendChild(badge);
+    if (!d.ok && d.failure !== null) {
+      var reason = document.createElement('span');
+      reason.className = 'reason';
+      reason.textContent = ' ' + d.failure;
+      verdict.appendChild(reason);
+    }
+    if (!d.ok) row.classList.add('failed');
+  }
+
+  var source = new EventSource('/events');
+  function handle(name, fn) {
+    source.addEventListener(name, function (message) { fn(JSON.parse(message.data), message); });
+  }
+  handle('run', onRun);
+  handle('section-start', onSectionStart);
+  handle('second', onSecond);
+  handle('section-end', onSectionEnd);
+  handle('run-end', function (d, message) {
+    source.close();
+    flush();
+    // Reload once per run's end: should GET / still not serve a report (its files failed), the page stays as it is.
+    var endId = runData ? runData.startedAt + '#' + message.lastEventId : message.lastEventId;
+    var seen = null;
+    try { seen = sessionStorage.getItem('itb-live-reloaded'); } catch (e) { seen = null; }
+    text('live-status', d.succeeded ? 'The run ended: loading its report…' : 'The run ended incomplete' +
+      (d.stopReason !== null ? ' (' + d.stopReason + ')' : '') + ': loading its report…');
+    if (seen === endId) {
+      text('live-status', 'The run ended, but its report could not be shown here: see the receiver\'s log.');
+      return;
+    }
+    try { sessionStorage.setItem('itb-live-reloaded', endId); } catch (e) { /* private mode: reload anyway */ }
+    location.reload();
+  });
+  source.addEventListener('error', function () {
+    if (source.readyState === EventSource.CLOSED) text('live-status', 'Lost the connection to the receiver: reload to try again.');
+  });
+
+  // Charts redrawn at most four times a second: a late page replays a long history as a burst of events.
+  function flush() {
+    if (!dirty) return;
+    dirty = false;
+    Object.keys(charts).forEach(function (name) { charts[name].update('none'); });
+  }
+  setInterval(flush, 250);
+})();

@@ -1,0 +1,240 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openEventStream, type EventStream } from '../helpers/event-stream.js';
+import { runTransmitter, startReceiver } from '../helpers/in-process.js';
+
+// The receiver's live page (GET / during a run) in a real Chromium (Debian's /usr/bin/chromium,
+// driven by playwright-core) against a real run over loopback (both apps in this process): its
+// charts grow between two looks, a screenshot is drawn, and when the run ends it becomes the run's
+// report without the test reloading it, with no console error (a CSP violation is one). The
+// screenshot stays in the test's temporary folder, whose path is printed.
+
+const CHROMIUM = '/usr/bin/chromium';
+/** Slow enough to watch: two sections of 10 s each. */
+const WATCHED_RUN = {
+  TRANSPORTS: 'tcp,websocket',
+  RATE: '20',
+  IMAGE_COUNT: '200',
+  IMAGE_SIZE: '10KB',
+  WARMUP: '0',
+};
+
+let dir: string;
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM))
+    throw new Error(`${CHROMIUM} is missing: the live page test needs Chromium ("apt-get install chromium")`);
+  dir = await mkdtemp(path.join(os.tmpdir(), 'itb-live-'));
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+  });
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  console.log(`live page test files (screenshot live-mid-run.png) kept in ${dir}`);
+});
+
+/** A page that records its console errors and uncaught exceptions (CSP violations are console errors). */
+async function watchedPage(colorScheme: 'light' | 'dark' = 'light'): Promise<{ page: Page; errors: string[] }> {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 1400 }, colorScheme });
+  const errors: string[] = [];
+  page.on('console', (message) => {
+    if (message.type() === 'error') errors.push(message.text());
+  });
+  page.on('pageerror', (error) => errors.push(error.message));
+  return { page, errors };
+}
+
+/** Points drawn so far on each line of each live chart, by chart and line. */
+function pointsDrawn(page: Page): Promise<Record<string, number>> {
+  return page.evaluate(() => {
+    const charts = (
+      window as unknown as { __charts: Record<string, { data: { datasets: { id: string; data: unknown[] }[] } }> }
+    ).__charts;
+    const points: Record<string, number> = {};
+    for (const [name, chart] of Object.entries(charts))
+      for (const ds of chart.data.datasets) points[`${name} ${ds.id}`] = ds.data.length;
+    return points;
+  });
+}
+
+/** The lines of `before` that have more points in `after`: a line that grew, not merely a new line. */
+function linesGrown(before: Record<string, number>, after: Record<string, number>): string[] {
+  return Object.keys(before).filter((line) => (after[line] ?? 0) > before[line]!);
+}
+
+/** The relative luminance (0 black to 1 white) of the page's background. */
+function backgroundLuminance(page: Page): Promise<number> {
+  return page.evaluate(() => {
+    const [r, g, b] = (getComputedStyle(document.documentElement).backgroundColor.match(/\d+/g) ?? []).map(Number);
+    return (0.2126 * (r ?? 0) + 0.7152 * (g ?? 0) + 0.0722 * (b ?? 0)) / 255;
+  });
+}
+
+describe('the live page in Chromium', () => {
+  it('grows its charts mid-run, is drawn, and becomes the report when the run ends', async () => {
+    const outputDir = path.join(dir, 'run');
+    const { receiver, transmitterConfig } = await startReceiver(outputDir, WATCHED_RUN);
+    const base = `http://127.0.0.1:${transmitterConfig.controlPort}`;
+    const { page, errors } = await watchedPage();
+    let events: EventStream | undefined;
+    let run: ReturnType<typeof runTransmitter> | undefined;
+    try {
+      events = await openEventStream(transmitterConfig.controlPort);
+      run = runTransmitter(transmitterConfig);
+      // Mid-run: the first section has a second on the clock.
+      await events.waitFor((all) => all.some((e) => e.event === 'second'));
+      await page.goto(`${base}/`);
+      await page.waitForFunction(
+        () => {
+          const charts = (window as unknown as { __charts?: Record<string, { data: { datasets: unknown[] } }> })
+            .__charts;
+          return charts !== undefined && (charts['live-mbps']?.data.datasets.length ?? 0) > 0;
+        },
+        undefined,
+        { timeout: 10_000 },
+      );
+      const firstLook = await pointsDrawn(page);
+      const firstState = await page.locator('#live-sections tbody tr').first().locator('td').nth(2).textContent();
+      // At least one `second` a second: lines of the running section have grown 1.6 s later (looked at again
+      // for up to 5 s more on a loaded machine; the section runs 10 s).
+      await page.waitForTimeout(1600);
+      let secondLook = await pointsDrawn(page);
+      for (let tries = 0; tries < 10 && linesGrown(firstLook, secondLook).length === 0; tries++) {
+        await page.waitForTimeout(500);
+        secondLook = await pointsDrawn(page);
+      }
+      expect(Object.keys(firstLook).length).toBeGreaterThan(0);
+      expect(linesGrown(firstLook, secondLook)).toContain('live-mbps tcp#1');
+      expect(firstState).toMatch(/^(running|done)$/);
+      expect(await page.locator('#live-status').textContent()).toMatch(/^Run in progress, started /);
+
+      const screenshot = path.join(dir, 'live-mid-run.png');
+      const png = await page.screenshot({ path: screenshot, fullPage: true });
+      expect(png.subarray(1, 4).toString('latin1')).toBe('PNG');
+      // Drawn: the throughput chart's canvas has line pixels on it (its background is transparent).
+      const inked = await page.evaluate(() => {
+        const canvas = document.querySelector('canvas[data-chart="live-mbps"]') as HTMLCanvasElement;
+        const pixels = canvas.getContext('2d')!.getImageData(0, 0, canvas.width, canvas.height).data;
+        const colours = new Set<number>();
+        let count = 0;
+        for (let i = 3; i < pixels.length; i += 4)
+          if (pixels[i]! > 0) {
+            count++;
+            colours.add((pixels[i - 3]! << 16) | (pixels[i - 2]! << 8) | pixels[i - 1]!);
+          }
+        return { count, colours: colours.size };
+      });
+      expect(inked.count).toBeGreaterThan(500);
+      expect(inked.colours).toBeGreaterThan(3);
+
+      const outcome = await run;
+      expect(outcome.succeeded, outcome.summary).toBe(true);
+      // The page reloads itself on run-end; the test never does.
+      await page.waitForSelector('#itb-results', { state: 'attached', timeout: 20_000 });
+      expect(await page.locator('#live-dashboard').count()).toBe(0);
+      expect(page.url()).toBe(`${base}/`);
+      expect(await page.content()).toContain('data-chart="time-over-run"');
+      expect(errors).toEqual([]);
+    } finally {
+      events?.close();
+      await page.close();
+      // A failed look leaves the run going: it ends before its receiver closes.
+      await run?.catch(() => undefined);
+      await receiver.close();
+    }
+  }, 90_000);
+
+  it("follows the system's dark theme on the live page and on the report", async () => {
+    const outputDir = path.join(dir, 'dark');
+    const { receiver, transmitterConfig } = await startReceiver(outputDir, { ...WATCHED_RUN, RATE: '200' });
+    const base = `http://127.0.0.1:${transmitterConfig.controlPort}`;
+    const dark = await watchedPage('dark');
+    const light = await watchedPage('light');
+    try {
+      // Before any run: the live page, waiting.
+      for (const { page } of [dark, light]) await page.goto(`${base}/`);
+      expect(await dark.page.locator('#live-dashboard').count()).toBe(1);
+      expect(await backgroundLuminance(dark.page)).toBeLessThan(0.15);
+      expect(await backgroundLuminance(light.page)).toBeGreaterThan(0.85);
+      const outcome = await runTransmitter(transmitterConfig);
+      expect(outcome.succeeded, outcome.summary).toBe(true);
+      // Both reload into the report on run-end.
+      for (const { page } of [dark, light])
+        await page.waitForSelector('#itb-results', { state: 'attached', timeout: 20_000 });
+      expect(await backgroundLuminance(dark.page)).toBeLessThan(0.15);
+      expect(await backgroundLuminance(light.page)).toBeGreaterThan(0.85);
+      expect([...dark.errors, ...light.errors]).toEqual([]);
+    } finally {
+      await dark.page.close();
+      await light.page.close();
+      await receiver.close();
+    }
+  }, 90_000);
+});
+
+describe('GET / at the end of a run', () => {
+  it('serves the new report to a request made the moment run-end arrives, never the live page again', async () => {
+    const outputDir = path.join(dir, 'ordering');
+    const { receiver, transmitterConfig } = await startReceiver(outputDir, { ...WATCHED_RUN, RATE: '200' });
+    try {
+      const events = await openEventStream(transmitterConfig.controlPort);
+      const atEnd = events
+        .waitFor((all) => all.some((e) => e.event === 'run-end'), 30_000)
+        .then(() => fetch(`http://127.0.0.1:${transmitterConfig.controlPort}/`).then((r) => r.text()));
+      const outcome = await runTransmitter(transmitterConfig);
+      expect(outcome.succeeded, outcome.summary).toBe(true);
+      const page = await atEnd;
+      expect(page).not.toContain('id="live-dashboard"');
+      expect(page).toBe(await readFile(path.join(outputDir, 'report.html'), 'utf8'));
+      events.close();
+    } finally {
+      await receiver.close();
+    }
+  }, 60_000);
+});
+
+describe("the receiver's memory with ten open pages", () => {
+  /** The process's largest RSS while `work` runs, sampled every 100 ms, in MiB. */
+  async function peakRssMiB(work: () => Promise<unknown>): Promise<number> {
+    let peak = process.memoryUsage.rss();
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, process.memoryUsage.rss());
+    }, 100);
+    try {
+      await work();
+    } finally {
+      clearInterval(sampler);
+    }
+    return peak / 1048576;
+  }
+
+  it('grows by far less than 64 MiB with ten GET /events clients over a run', async () => {
+    const env = { TRANSPORTS: 'tcp', DURATION: '4s', RATE: '200', IMAGE_SIZE: '10KB', WARMUP: '0' };
+    const { receiver, transmitterConfig } = await startReceiver(path.join(dir, 'memory'), env);
+    const port = transmitterConfig.controlPort;
+    try {
+      const startMiB = process.memoryUsage.rss() / 1048576;
+      const withoutMiB = await peakRssMiB(() => runTransmitter(transmitterConfig));
+      const clients = await Promise.all(Array.from({ length: 10 }, () => openEventStream(port)));
+      const withMiB = await peakRssMiB(() => runTransmitter(transmitterConfig));
+      await Promise.all(clients.map((c) => c.ended));
+      // Each of the ten got the whole run, to its end.
+      for (const client of clients) expect(client.events.at(-1)?.event).toBe('run-end');
+      console.log(
+        `receiver process RSS (receiver and transmitter in one process): ${startMiB.toFixed(1)} MiB before, ` +
+          `peak ${withoutMiB.toFixed(1)} MiB over a 4 s run with no page open, ` +
+          `peak ${withMiB.toFixed(1)} MiB over the same run with ten GET /events clients`,
+      );
+      expect(withMiB - withoutMiB).toBeLessThan(64);
+    } finally {
+      await receiver.close();
+    }
+  }, 60_000);
+});

@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import {
+  LIVE_CHARTS,
+  LIVE_PAGE_CSP,
+  LIVE_SECTION_COLUMNS,
+  LIVE_WAITING_TEXT,
+  renderLivePage,
+} from '../../services/core/report/live-page.js';
+import { livePageLibraries } from '../../services/shared/report-assets.js';
+
+// The live page's shell (GET / during a run): what it inlines, its policy, and the places its
+// script fills. Stand-in sources make the order and the escaping visible.
+
+const STAND_INS = { chartJs: 'CHART("</script>")', pageCss: 'body{x:"</style>"}', liveScript: 'LIVE()' };
+
+describe('renderLivePage', () => {
+  const html = renderLivePage(STAND_INS);
+
+  it("allows report.html's sources plus connections to this receiver only", () => {
+    expect(LIVE_PAGE_CSP).toBe(
+      "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; base-uri 'none'; " +
+        "form-action 'none'; connect-src 'self'",
+    );
+    expect(html).toContain(
+      `<meta http-equiv="Content-Security-Policy" content="${LIVE_PAGE_CSP.replace(/'/g, '&#39;')}">`,
+    );
+  });
+
+  it('never reloads itself by a meta refresh', () => {
+    expect(html).not.toContain('http-equiv="refresh"');
+  });
+
+  it('inlines the style, the colours, Chart.js and then its own script, each made inert', () => {
+    expect(html).toContain('<style>body{x:"<\\/style>"}</style>');
+    const scripts = [...html.matchAll(/<script[^>]*>([\s\S]*?)<\/script>/g)].map((m) => m[1]);
+    expect(scripts).toEqual([
+      '{"transports":["#4e79a7","#f28e2b","#59a14f","#b07aa1","#76b7b2","#edc948","#9c755f","#ff9da7","#2c5f8a",' +
+        '"#a0522d","#3d7a36","#17becf"],"baseline":"#6f7782"}',
+      'CHART("<\\/script>")',
+      'LIVE()',
+    ]);
+  });
+
+  it('has a canvas per live chart, the sections table head, and the waiting text', () => {
+    expect([...html.matchAll(/<canvas data-chart="([^"]+)">/g)].map((m) => m[1])).toEqual(
+      LIVE_CHARTS.map((c) => c.name),
+    );
+    expect(LIVE_CHARTS.map((c) => c.name)).toEqual([
+      'live-mbps',
+      'live-images',
+      'live-one-way',
+      'live-cpu',
+      'live-rss',
+    ]);
+    expect(html).toContain(
+      '<thead><tr><th class="text">Transport</th><th class="text">Repeat</th><th class="text">State</th>' +
+        '<th>Progress</th><th>ETA</th><th>MB/s</th><th>Images/s</th><th>One-way p50</th><th>One-way p99</th>' +
+        '<th>Lost</th><th>Corrupt</th><th class="text">Verdict</th></tr></thead><tbody></tbody>',
+    );
+    expect(LIVE_SECTION_COLUMNS).toHaveLength(12);
+    expect(html).toContain(`<p class="subtitle" id="live-status">${LIVE_WAITING_TEXT}</p>`);
+    expect(html).toContain('Round trips are measured by the transmitter: they are not streamed');
+  });
+});
+
+describe('the live script as shipped (assets/report-page/live.js)', () => {
+  const { liveScript } = livePageLibraries();
+
+  it('opens one EventSource, on GET /events of this receiver', () => {
+    expect(liveScript.match(/new EventSource\(/g)).toEqual(['new EventSource(']);
+    expect(liveScript).toContain("new EventSource('/events')");
+  });
+
+  it('writes no HTML from strings: event text goes in by textContent', () => {
+    expect(liveScript).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
+  });
+});
