@@ -3,6 +3,7 @@ import { chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, st
 import os from 'node:os';
 import path from 'node:path';
 import type { RunReport } from '../services/core/report/report.js';
+import { REPORT_DATA_ELEMENT } from '../services/core/report/html-report.js';
 import { freePort } from '../services/shared/net.js';
 import { projectRoot } from '../services/shared/paths.js';
 import { defaultTransports, transports } from '../services/transports/index.js';
@@ -122,14 +123,14 @@ async function main(): Promise<void> {
       const url = `http://127.0.0.1:${env.CONTROL_PORT}/`;
       const deadline = Date.now() + REPORT_TIMEOUT_MS;
       let page = '';
-      // The live page while the run goes on, then the report (its <title> names the run's date).
-      while (Date.now() < deadline && !page.includes('<title>image-transfer-bench · ')) {
+      // The live page while the run goes on (its title starts as the report's does), then the report.
+      while (Date.now() < deadline && !page.includes(REPORT_DATA_ELEMENT)) {
         await new Promise((resolve) => setTimeout(resolve, 2000));
         page = await fetch(url, { signal: AbortSignal.timeout(5000) })
           .then((response) => response.text())
           .catch(() => '');
       }
-      if (!page.includes('<title>image-transfer-bench · '))
+      if (!page.includes(REPORT_DATA_ELEMENT))
         fail(`GET ${url} did not serve the report within ${REPORT_TIMEOUT_MS} ms`);
       if (!page.includes('Summary')) fail(`GET ${url} served a page without the summary`);
       // output.log is the last file the receiver writes at the end of a run.

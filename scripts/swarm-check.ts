@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { REPORT_DATA_ELEMENT } from '../services/core/report/html-report.js';
 import { freePort } from '../services/shared/net.js';
 import { projectRoot } from '../services/shared/paths.js';
 import { defaultTransports } from '../services/transports/index.js';
@@ -162,8 +163,7 @@ async function main(): Promise<void> {
     const log = await fetchText(controlPort, '/output.log');
     const report = parseReport(await fetchText(controlPort, '/results.json'));
     expectAllOk(report, log, DEFAULT_TRANSPORTS);
-    if (!(await fetchText(controlPort, '/')).includes('<title>image-transfer-bench · '))
-      fail('GET / did not serve the report');
+    if (!(await fetchText(controlPort, '/')).includes(REPORT_DATA_ELEMENT)) fail('GET / did not serve the report');
     process.stdout.write(`swarm-check: every default transport ok on the swarm: ${throughputLine(report)}\n`);
   } finally {
     await removeStack();

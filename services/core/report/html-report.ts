@@ -18,6 +18,12 @@ import { runViewsOf, transportViewsOf, withoutBulk } from './html/views.js';
 // page's script (assets/report-page/report.js) only turns specifications into Chart.js charts and
 // sorts the table. Its size is bounded by the number of transports, not of images or seconds.
 
+/**
+ * The element only report.html has (its runs' data): what tells the report from the live page at GET /, whose title
+ * starts the same way.
+ */
+export const REPORT_DATA_ELEMENT = 'id="itb-results"';
+
 /** Sources the page inlines: the chart library and the page's own style and script. */
 export interface HtmlReportLibraries {
   /** Chart.js 4's UMD build (defines the global `Chart`). */
@@ -50,7 +56,7 @@ ${renderCharts(views, transports, specs)}
 ${renderTableSection(views, transports)}
 ${renderFootnotes()}
 </main>
-<script type="application/json" id="itb-results">${jsonForScript(runs.map(withoutBulk))}</script>
+<script type="application/json" ${REPORT_DATA_ELEMENT}>${jsonForScript(runs.map(withoutBulk))}</script>
 <script type="application/json" id="itb-chart-specs">${jsonForScript(specs)}</script>
 <script>${scriptForInline(libraries.chartJs)}</script>
 <script>${scriptForInline(libraries.pageScript)}</script>
