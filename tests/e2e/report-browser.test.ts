@@ -4,7 +4,8 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SideCost } from '../../services/core/model/cost.js';
 import { CHART_NAMES } from '../../services/core/report/html/chart-types.js';
@@ -30,7 +31,6 @@ import { renderSweepPage } from '../../scripts/lib/sweep-page.js';
 // Chromium (Debian's /usr/bin/chromium, driven by playwright-core), offline and under its CSP.
 // The screenshot stays in the test's temporary folder, whose path is printed.
 
-const CHROMIUM = '/usr/bin/chromium';
 const entry = projectPath('dist', 'scripts', 'report.js');
 const IMAGE_COUNT = 40;
 
@@ -38,16 +38,9 @@ let dir: string;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM))
-    throw new Error(
-      `${CHROMIUM} is missing: the report test needs Chromium ("apt-get install chromium"; .ci/run installs it)`,
-    );
   if (!existsSync(entry)) throw new Error(`${entry} is missing: run "npm run build" first (npm test does)`);
   dir = await mkdtemp(path.join(os.tmpdir(), 'itb-report-'));
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-  });
+  browser = await launchChromium('the report test');
 }, 60_000);
 afterAll(async () => {
   await browser?.close();

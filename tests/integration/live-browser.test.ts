@@ -1,8 +1,8 @@
-import { existsSync } from 'node:fs';
 import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { launchChromium } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openEventStream, type EventStream } from '../helpers/event-stream.js';
 import { runTransmitter, startReceiver } from '../helpers/in-process.js';
@@ -13,7 +13,6 @@ import { runTransmitter, startReceiver } from '../helpers/in-process.js';
 // report without the test reloading it, with no console error (a CSP violation is one). The
 // screenshot stays in the test's temporary folder, whose path is printed.
 
-const CHROMIUM = '/usr/bin/chromium';
 /** Slow enough to watch: two sections of 10 s each. */
 const WATCHED_RUN = {
   TRANSPORTS: 'tcp,websocket',
@@ -27,13 +26,8 @@ let dir: string;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM))
-    throw new Error(`${CHROMIUM} is missing: the live page test needs Chromium ("apt-get install chromium")`);
+  browser = await launchChromium('the live page test');
   dir = await mkdtemp(path.join(os.tmpdir(), 'itb-live-'));
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
-  });
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
