@@ -2,16 +2,19 @@ import { mkdtemp, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { launchChromium } from '../helpers/browser.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { followingReport } from '../../services/core/report/live-page.js';
+import { livePageLibraries } from '../../services/shared/report-assets.js';
+import { launchChromium } from '../helpers/browser.js';
 import { openEventStream, type EventStream } from '../helpers/event-stream.js';
 import { runTransmitter, startReceiver } from '../helpers/in-process.js';
 
 // The receiver's live page (GET / during a run) in a real Chromium (Debian's /usr/bin/chromium,
 // driven by playwright-core) against a real run over loopback (both apps in this process): its
-// charts grow between two looks, a screenshot is drawn, and when the run ends it becomes the run's
-// report without the test reloading it, with no console error (a CSP violation is one). The
-// screenshot stays in the test's temporary folder, whose path is printed.
+// charts grow between two looks (the round trips' and the transmitter's CPU among them), a screenshot
+// is drawn, and when the run ends it becomes the run's report without the test reloading it, and
+// that report becomes the next run's live page when one starts, with no console error (a CSP
+// violation is one). The screenshot stays in the test's temporary folder, whose path is printed.
 
 /** Slow enough to watch: two sections of 10 s each. */
 const WATCHED_RUN = {
@@ -63,6 +66,23 @@ function linesGrown(before: Record<string, number>, after: Record<string, number
   return Object.keys(before).filter((line) => (after[line] ?? 0) > before[line]!);
 }
 
+/**
+ * Waits until the line `id` of chart `chart` has a point (the round trips and the transmitter's load come with the
+ * transmitter's batches, a second or so behind the first `second`).
+ */
+async function waitForLine(page: Page, chart: string, id: string): Promise<void> {
+  await page.waitForFunction(
+    ([chartName, lineId]) => {
+      const charts = (
+        window as unknown as { __charts: Record<string, { data: { datasets: { id: string; data: unknown[] }[] } }> }
+      ).__charts;
+      return (charts[chartName!]?.data.datasets.find((ds) => ds.id === lineId)?.data.length ?? 0) > 0;
+    },
+    [chart, id],
+    { timeout: 10_000 },
+  );
+}
+
 /** The relative luminance (0 black to 1 white) of the page's background. */
 function backgroundLuminance(page: Page): Promise<number> {
   return page.evaluate(() => {
@@ -72,7 +92,8 @@ function backgroundLuminance(page: Page): Promise<number> {
 }
 
 describe('the live page in Chromium', () => {
-  it('grows its charts mid-run, is drawn, and becomes the report when the run ends', async () => {
+  it("grows its charts mid-run, is drawn, becomes the report when the run ends, and the next run's live page when " +
+    'that starts', async () => {
     const outputDir = path.join(dir, 'run');
     const { receiver, transmitterConfig } = await startReceiver(outputDir, WATCHED_RUN);
     const base = `http://127.0.0.1:${transmitterConfig.controlPort}`;
@@ -108,6 +129,10 @@ describe('the live page in Chromium', () => {
       expect(linesGrown(firstLook, secondLook)).toContain('live-mbps tcp#1');
       expect(firstState).toMatch(/^(running|done)$/);
       expect(await page.locator('#live-status').textContent()).toMatch(/^Run in progress, started /);
+      // The round trips have a line, and the CPU chart the transmitter's beside the receiver's.
+      await waitForLine(page, 'live-round-trip', 'tcp#1:p50');
+      await waitForLine(page, 'live-cpu', 'tcp#1:transmitter');
+      expect(Object.keys(await pointsDrawn(page))).toContain('live-cpu tcp#1:receiver');
 
       const screenshot = path.join(dir, 'live-mid-run.png');
       const png = await page.screenshot({ path: screenshot, fullPage: true });
@@ -136,6 +161,18 @@ describe('the live page in Chromium', () => {
       expect(page.url()).toBe(`${base}/`);
       expect(await page.content()).toContain('data-chart="time-over-run"');
       expect(errors).toEqual([]);
+
+      // Left open on the report, the page turns into the next run's live page by itself (it asks GET /progress
+      // every 5 s): a run of one section of 10 s, long enough to be seen in progress.
+      run = runTransmitter({ ...transmitterConfig, transports: ['tcp'] });
+      await page.waitForSelector('#live-dashboard', { state: 'attached', timeout: 20_000 });
+      expect(await page.locator('#itb-results').count()).toBe(0);
+      expect(await page.title()).toContain('· live');
+      expect(page.url()).toBe(`${base}/`);
+      const next = await run;
+      expect(next.succeeded, next.summary).toBe(true);
+      expect(next.report.sections.map((s) => s.transport)).toEqual(['tcp']);
+      expect(errors).toEqual([]);
     } finally {
       events?.close();
       await page.close();
@@ -143,7 +180,7 @@ describe('the live page in Chromium', () => {
       await run?.catch(() => undefined);
       await receiver.close();
     }
-  }, 90_000);
+  }, 150_000);
 
   it("follows the system's dark theme on the live page and on the report", async () => {
     const outputDir = path.join(dir, 'dark');
@@ -174,7 +211,8 @@ describe('the live page in Chromium', () => {
 });
 
 describe('GET / at the end of a run', () => {
-  it('serves the new report to a request made the moment run-end arrives, never the live page again', async () => {
+  it('serves the new report (with its follow script) to a request made the moment run-end arrives, never the live ' +
+    'page again', async () => {
     const outputDir = path.join(dir, 'ordering');
     const { receiver, transmitterConfig } = await startReceiver(outputDir, { ...WATCHED_RUN, RATE: '200' });
     try {
@@ -186,7 +224,13 @@ describe('GET / at the end of a run', () => {
       expect(outcome.succeeded, outcome.summary).toBe(true);
       const page = await atEnd;
       expect(page).not.toContain('id="live-dashboard"');
-      expect(page).toBe(await readFile(path.join(outputDir, 'report.html'), 'utf8'));
+      // The file as written, with the script that follows the next run and the CSP that lets it ask GET /progress;
+      // the file on disk has neither.
+      const { followScript } = livePageLibraries();
+      const onDisk = await readFile(path.join(outputDir, 'report.html'), 'utf8');
+      expect(page).toBe(followingReport(onDisk, followScript));
+      expect(page).not.toBe(onDisk);
+      expect(onDisk).not.toContain(followScript);
       events.close();
     } finally {
       await receiver.close();
