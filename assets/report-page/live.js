@@ -53,6 +53,7 @@
   lineChart('live-mbps', 'MB/s');
   lineChart('live-images', 'images/s');
   lineChart('live-one-way', 'ms');
+  lineChart('live-round-trip', 'ms');
   lineChart('live-cpu', 'CPU ms per s');
   lineChart('live-rss', 'MiB');
 
@@ -66,14 +67,17 @@
   function lineName(d) { return runData && runData.repeat > 1 ? d.label + ' · ' + d.repeat + '/' + runData.repeat : d.label; }
   function text(id, value) { document.getElementById(id).textContent = value; }
 
-  // One dataset per chart for a section (two on the one-way chart: p50 and p99), found by its section's key.
+  // A line's dash by what it shows: p99 and the transmitter dashed, the broker dotted, the rest solid.
+  var DASHES = { p99: [6, 4], transmitter: [6, 4], broker: [2, 3] };
+
+  // One dataset per chart for a section (two or three where lines are figures or sides), found by its section's key.
   function dataset(chartName, d, figure) {
     var chart = charts[chartName];
     var id = key(d) + (figure ? ':' + figure : '');
     for (var i = 0; i < chart.data.datasets.length; i++) if (chart.data.datasets[i].id === id) return chart.data.datasets[i];
     var color = colors[d.transport] || palette.baseline;
     var ds = { id: id, label: lineName(d) + (figure ? ' ' + figure : ''), data: [], borderColor: color, backgroundColor: color,
-      borderWidth: 2, pointRadius: 0, borderDash: figure === 'p99' ? [6, 4] : [], spanGaps: false };
+      borderWidth: 2, pointRadius: 0, borderDash: DASHES[figure] || [], spanGaps: false };
     chart.data.datasets.push(ds);
     return ds;
   }
@@ -86,8 +90,9 @@
     td.textContent = value;
     if (className !== undefined) td.className = className;
   }
-  var COLUMN = { transport: 0, repeat: 1, state: 2, progress: 3, eta: 4, mbps: 5, images: 6, p50: 7, p99: 8, lost: 9, corrupt: 10, verdict: 11 };
-  var TEXT_COLUMNS = [0, 1, 2, 11];
+  var COLUMN = { transport: 0, repeat: 1, state: 2, progress: 3, eta: 4, mbps: 5, images: 6, p50: 7, p99: 8, rttP99: 9,
+    lost: 10, corrupt: 11, verdict: 12 };
+  var TEXT_COLUMNS = [0, 1, 2, 12];
 
   function onRun(d) {
     runData = d;
@@ -97,7 +102,7 @@
     for (var repeat = 1; repeat <= d.repeat; repeat++) {
       d.transports.forEach(function (t) {
         var tr = document.createElement('tr');
-        for (var c = 0; c < 12; c++) {
+        for (var c = 0; c < 13; c++) {
           var td = document.createElement('td');
           td.className = TEXT_COLUMNS.indexOf(c) >= 0 ? 'text' : '';
           tr.appendChild(td);
@@ -120,6 +125,9 @@
   function onSectionStart(d) {
     if (colors[d.transport] === undefined)
       colors[d.transport] = d.baseline ? palette.baseline : palette.transports[nextColor++ % palette.transports.length];
+    if (d.clockOffsetBoundMs !== null)
+      text('live-clock', d.label + ': the sides run on different hosts; each one-way time is good to ± ' +
+        ms(d.clockOffsetBoundMs) + ' (the clock offset\'s bound).');
     var row = rows[key(d)];
     if (!row) return;
     cell(row, COLUMN.state, 'running', 'text state-running');
@@ -131,8 +139,21 @@
     plot('live-images', d, d.imagesPerSecond);
     plot('live-one-way', d, d.oneWayP50Ms, 'p50');
     plot('live-one-way', d, d.oneWayP99Ms, 'p99');
-    plot('live-cpu', d, d.receiverCpuMsPerSecond);
-    plot('live-rss', d, d.receiverRssBytes / 1048576);
+    // Round trips come with some seconds only (the transmitter's batches): no point where none came.
+    if (d.roundTrips > 0) {
+      plot('live-round-trip', d, d.roundTripP50Ms, 'p50');
+      plot('live-round-trip', d, d.roundTripP99Ms, 'p99');
+    }
+    plot('live-cpu', d, d.receiverCpuMsPerSecond, 'receiver');
+    plot('live-rss', d, d.receiverRssBytes / 1048576, 'receiver');
+    if (d.transmitter !== null) {
+      plot('live-cpu', d, d.transmitter.cpuMsPerSecond, 'transmitter');
+      plot('live-rss', d, d.transmitter.rssBytes / 1048576, 'transmitter');
+    }
+    if (d.broker !== null) {
+      plot('live-cpu', d, d.broker.cpuMsPerSecond, 'broker');
+      plot('live-rss', d, d.broker.rssBytes / 1048576, 'broker');
+    }
     dirty = true;
     var row = rows[key(d)];
     if (!row) return;
@@ -142,6 +163,7 @@
     cell(row, COLUMN.images, fixed(d.imagesPerSecond, 0));
     cell(row, COLUMN.p50, ms(d.oneWayP50Ms));
     cell(row, COLUMN.p99, ms(d.oneWayP99Ms));
+    if (d.roundTrips > 0) cell(row, COLUMN.rttP99, ms(d.roundTripP99Ms));
   }
 
   function onSectionEnd(d) {
@@ -154,6 +176,7 @@
     cell(row, COLUMN.images, d.imagesPerSecond === null ? '–' : fixed(d.imagesPerSecond, 0));
     cell(row, COLUMN.p50, ms(d.oneWayP50Ms));
     cell(row, COLUMN.p99, ms(d.oneWayP99Ms));
+    cell(row, COLUMN.rttP99, ms(d.roundTripP99Ms));
     cell(row, COLUMN.lost, String(d.lostCount));
     cell(row, COLUMN.corrupt, String(d.corruptCount));
     var verdict = row.cells[COLUMN.verdict];

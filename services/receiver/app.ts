@@ -57,7 +57,7 @@ export function buildReceiver(
   const session = new RunSession(log, receiverHost, config.verify, (transport) => listeners.readBroker(transport));
   const runs = buildRunKeeper(config, log, session, listeners, doorkeeper);
   // GET /events: the session's transitions and its open section's seconds, to the open streams.
-  const feed = new LiveFeed(log);
+  const feed = new LiveFeed(log, (transport) => listeners.readBroker(transport));
   session.observe(feed);
   const eventClients = new EventClients(feed, log, eventClientLimits);
   let control: FastifyInstance | undefined;

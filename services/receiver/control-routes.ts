@@ -7,6 +7,7 @@ import type { FanOut, SectionPlan } from '../core/model/section.js';
 import type { WarmupOutcome } from '../core/model/warmup.js';
 import type { HostFacts } from '../core/report/report.js';
 import { bearerToken, secretsEqual, sectionCredential } from '../core/wire/auth.js';
+import { parseProcessHeader, PROCESS_HEADER } from '../core/live/process-load.js';
 import {
   CLOCK_HEADER,
   fanOutSchema,
@@ -22,7 +23,7 @@ import {
   sectionPlanSchema,
   warmupOutcomeSchema,
 } from '../core/control/control-protocol.js';
-import { renderLivePage } from '../core/report/live-page.js';
+import { followingReport, renderLivePage } from '../core/report/live-page.js';
 import { unmappedAddress } from '../shared/net.js';
 import { livePageLibraries } from '../shared/report-assets.js';
 import { OUTPUT_FILES } from '../shared/run-folder.js';
@@ -159,7 +160,8 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
         return reply.code(400).send({
           error: `expected application/octet-stream of ${ROUND_TRIP_RECORD_VALUES * 8}-byte round-trip records`,
         });
-      if (!(await session.roundTrips((request.params as { sectionId: string }).sectionId, body)))
+      const sectionId = (request.params as { sectionId: string }).sectionId;
+      if (!(await session.roundTrips(sectionId, body, parseProcessHeader(request.headers[PROCESS_HEADER]))))
         return reply.code(409).send({ error: 'that section is not open' });
       return reply.code(204).send();
     },
@@ -212,7 +214,10 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
       : await readFile(path.join(session.outputDir(config.outputDir), OUTPUT_FILES.report), 'utf8').catch(
           () => undefined,
         );
-    return reply.type('text/html; charset=utf-8').send(report ?? renderLivePage(livePageLibraries()));
+    const libraries = livePageLibraries();
+    return reply
+      .type('text/html; charset=utf-8')
+      .send(report === undefined ? renderLivePage(libraries) : followingReport(report, libraries.followScript));
   });
   // The last run's files, for a receiver on another node (a cluster): no copy out needed.
   const serveFile = (route: string, file: string, type: string): void => {

@@ -7,14 +7,17 @@ import {
   runEndData,
   runEventData,
   secondEventData,
+  type SecondReading,
   sectionEndData,
   sectionStartData,
+  type ProcessLoad,
 } from '../core/live/live-events.js';
+import { loadBetween, type ProcessSnapshot } from '../core/live/process-load.js';
 import type { SectionRecorder } from '../core/model/recorder.js';
 import type { SectionPlan, SectionResult } from '../core/model/section.js';
 import type { RunInfo, RunReport } from '../core/report/report.js';
 import { transports } from '../transports/index.js';
-import type { SessionObserver } from './session.js';
+import type { BrokerReader, SessionObserver } from './session.js';
 
 // GET /events' source: the session's transitions as events, and once a second the open section's
 // newly closed seconds, read from its recorder (what delivery already counts: no work per image).
@@ -23,6 +26,12 @@ import type { SessionObserver } from './session.js';
 
 /** How often the open section's closed seconds are read. */
 const SECOND_READ_INTERVAL_MS = 1000;
+
+/**
+ * A transmitter's load older than this is not shown: it sends its snapshot with each batch of round trips, at least
+ * once a second while acks come.
+ */
+const TRANSMITTER_LOAD_STALE_MS = 3000;
 
 /** Hears each event as it is stored. */
 export type LiveListener = (event: LiveEvent) => void;
@@ -48,8 +57,20 @@ export class LiveFeed implements SessionObserver {
   // The receiver's CPU and the wall clock at the last `second` sent (or the section's start).
   private cpuMicrosAtLast = 0;
   private wallMsAtLast = 0;
+  // The transmitter's last snapshot, the load since the one before, and when (this clock) it came.
+  private transmitterSnapshot: ProcessSnapshot | undefined;
+  private transmitterLoad: ProcessLoad | undefined;
+  private transmitterLoadAtMs = 0;
+  // The open section's broker: its last reading (this clock), the load since the one before, a read under way.
+  private brokerSnapshot: ProcessSnapshot | undefined;
+  private brokerLoad: ProcessLoad | undefined;
+  private brokerReading = false;
 
-  constructor(private readonly log: Logger) {}
+  /** `readBroker` reads the broker of a transport that has one (once a second while its section is open). */
+  constructor(
+    private readonly log: Logger,
+    private readonly readBroker: BrokerReader = () => undefined,
+  ) {}
 
   /** Adds a listener to every event from now on; returns its removal. */
   listen(listener: LiveListener): () => void {
@@ -59,6 +80,8 @@ export class LiveFeed implements SessionObserver {
 
   runStarted(info: RunInfo): void {
     this.section = undefined;
+    this.transmitterSnapshot = undefined;
+    this.transmitterLoad = undefined;
     this.emit('run', runEventData(info, labelOf));
     clearInterval(this.timer);
     // Unref'd: the feed never keeps the receiver alive.
@@ -67,6 +90,8 @@ export class LiveFeed implements SessionObserver {
 
   sectionOpened(plan: SectionPlan, recorder: SectionRecorder | undefined): void {
     this.section = { plan, recorder, sentSeconds: 0 };
+    this.brokerSnapshot = undefined;
+    this.brokerLoad = undefined;
     this.markCpu();
     this.emit('section-start', sectionStartData(plan));
   }
@@ -79,6 +104,7 @@ export class LiveFeed implements SessionObserver {
         section,
         result.series.slice(section.sentSeconds).map((s) => ({ ...s, times: s.oneWay })),
         result.okCount + result.corruptCount,
+        null,
       );
     this.section = undefined;
     this.emit('section-end', sectionEndData(result));
@@ -91,6 +117,15 @@ export class LiveFeed implements SessionObserver {
     this.emit('run-end', runEndData(report));
   }
 
+  transmitterProcess(snapshot: ProcessSnapshot): void {
+    const earlier = this.transmitterSnapshot;
+    this.transmitterSnapshot = snapshot;
+    const load = earlier === undefined ? undefined : loadBetween(earlier, snapshot);
+    if (load === undefined) return;
+    this.transmitterLoad = load;
+    this.transmitterLoadAtMs = performance.now();
+  }
+
   /** Stops reading (the receiver closes). */
   close(): void {
     clearInterval(this.timer);
@@ -101,9 +136,12 @@ export class LiveFeed implements SessionObserver {
   private readSeconds(): void {
     const section = this.section;
     if (section?.recorder === undefined) return;
+    this.readBrokerOf(section);
     try {
       const closed = section.recorder.closedSeconds(section.sentSeconds);
-      if (closed.length > 0) this.sendSeconds(section, closed, section.recorder.recordedCount);
+      // Round trips are taken only with a second to carry them: none is dropped between seconds.
+      if (closed.length > 0)
+        this.sendSeconds(section, closed, section.recorder.recordedCount, section.recorder.takeRoundTrips());
     } catch (err) {
       this.log.warn({ err: errorMessage(err) }, 'live seconds not read');
     }
@@ -113,6 +151,7 @@ export class LiveFeed implements SessionObserver {
     section: ReadSection,
     samples: Parameters<typeof secondEventData>[1]['sample'][],
     recorded: number,
+    roundTrips: SecondReading['roundTrips'],
   ): void {
     if (samples.length === 0) return;
     const cpuMicros = cpuMicrosNow();
@@ -122,12 +161,56 @@ export class LiveFeed implements SessionObserver {
     const receiverRssBytes = process.memoryUsage.rss();
     this.cpuMicrosAtLast = cpuMicros;
     this.wallMsAtLast = wallMs;
-    for (const sample of samples)
+    const transmitter =
+      this.transmitterLoad !== undefined && wallMs - this.transmitterLoadAtMs <= TRANSMITTER_LOAD_STALE_MS
+        ? this.transmitterLoad
+        : null;
+    const broker = this.brokerLoad ?? null;
+    for (const [index, sample] of samples.entries())
       this.emit(
         'second',
-        secondEventData(section.plan, { sample, recorded, receiverCpuMsPerSecond, receiverRssBytes }),
+        secondEventData(section.plan, {
+          sample,
+          recorded,
+          receiverCpuMsPerSecond,
+          receiverRssBytes,
+          // The round trips taken now go with the newest second only: counted once.
+          roundTrips: index === samples.length - 1 ? roundTrips : null,
+          transmitter,
+          broker,
+        }),
       );
     section.sentSeconds += samples.length;
+  }
+
+  // Starts one read of the section's broker, if it has one and none is under way; its load shows from the next second.
+  private readBrokerOf(section: ReadSection): void {
+    if (this.brokerReading) return;
+    let reading: ReturnType<BrokerReader>;
+    try {
+      reading = this.readBroker(section.plan.transport);
+    } catch (err) {
+      this.log.warn({ err: errorMessage(err) }, 'broker not read for the live page');
+      return;
+    }
+    if (reading === undefined) return;
+    this.brokerReading = true;
+    reading
+      .then((r) => {
+        if (this.section !== section) return;
+        const snapshot = {
+          cpuMicros: r.cpuUserMicros + r.cpuSystemMicros,
+          rssBytes: r.rssBytes,
+          atMs: performance.now(),
+        };
+        const earlier = this.brokerSnapshot;
+        this.brokerSnapshot = snapshot;
+        if (earlier !== undefined) this.brokerLoad = loadBetween(earlier, snapshot) ?? this.brokerLoad;
+      })
+      .catch((err: unknown) => this.log.debug({ err: errorMessage(err) }, 'broker not read for the live page'))
+      .finally(() => {
+        this.brokerReading = false;
+      });
   }
 
   private markCpu(): void {

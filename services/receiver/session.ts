@@ -11,6 +11,7 @@ import {
   type SideCost,
 } from '../core/model/cost.js';
 import { errorMessage } from '../core/errors.js';
+import type { ProcessSnapshot } from '../core/live/process-load.js';
 import type { Ack } from '../core/wire/frame.js';
 import { buildRunReport, type HostFacts, type RunInfo, type RunReport } from '../core/report/report.js';
 import { withFanOut, type FanOut, type SectionPlan, type SectionResult } from '../core/model/section.js';
@@ -54,6 +55,8 @@ export interface SessionObserver {
   sectionOpened?(plan: SectionPlan, recorder: SectionRecorder | undefined): void;
   sectionEnded?(result: SectionResult, recorder: SectionRecorder | undefined): void;
   runEnded?(report: RunReport): void;
+  /** The transmitter's process as it sent a batch of round trips for the open section. */
+  transmitterProcess?(snapshot: ProcessSnapshot): void;
 }
 
 /** Round-trip values taken in one turn of the event loop (2,048 records, well under a millisecond). */
@@ -306,10 +309,12 @@ export class RunSession implements FrameSink {
   /**
    * Takes a batch of the transmitter's round trips for the open section (`sectionIdText` as in the
    * URL), a slice at a time between turns of the event loop, so frames arriving meanwhile are
-   * stamped without waiting for the whole batch. False when that section is not open.
+   * stamped without waiting for the whole batch; `sender` is the transmitter's process then, if it said. False when
+   * that section is not open.
    */
-  async roundTrips(sectionIdText: string, body: Buffer): Promise<boolean> {
+  async roundTrips(sectionIdText: string, body: Buffer, sender?: ProcessSnapshot): Promise<boolean> {
     if (!this.isOpen(sectionIdText)) return false;
+    if (sender !== undefined) for (const o of this.observers) o.transmitterProcess?.(sender);
     const { recorder } = this.open!;
     // Copied to an aligned buffer: the body's bytes may start anywhere in a pooled one.
     const records = new Float64Array(body.byteLength >> 3);

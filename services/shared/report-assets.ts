@@ -47,6 +47,13 @@ export function livePageLibraries(): LivePageLibraries {
       'report-page',
       'live.js',
     ),
+    followScript: readSource(
+      'its follow script',
+      'restore assets/report-page/ from the repository',
+      'assets',
+      'report-page',
+      'follow.js',
+    ),
   };
   return cachedLive;
 }

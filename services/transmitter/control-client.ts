@@ -9,6 +9,7 @@ import {
   type SectionEnd,
 } from '../core/control/control-protocol.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
+import { PROCESS_HEADER, processHeaderValue } from '../core/live/process-load.js';
 import type { FanOut, SectionPlan, SectionResult } from '../core/model/section.js';
 import type { WarmupOutcome } from '../core/model/warmup.js';
 import { bracketHost } from '../shared/net.js';
@@ -172,7 +173,10 @@ export class ControlClient {
    * open section.
    */
   async roundTrips(sectionId: number, records: Buffer): Promise<void> {
-    await this.post(`/sections/${sectionId}/round-trips`, records);
+    // With this process's CPU and memory now: the receiver's live page shows the transmitter's load from them.
+    const { user, system } = process.cpuUsage();
+    const snapshot = { cpuMicros: user + system, rssBytes: process.memoryUsage.rss(), atMs: performance.now() };
+    await this.post(`/sections/${sectionId}/round-trips`, records, { [PROCESS_HEADER]: processHeaderValue(snapshot) });
   }
 
   /**
@@ -188,16 +192,17 @@ export class ControlClient {
     return (await this.post('/runs/finish', undefined)) as RunFinish;
   }
 
-  private async post(route: string, body: unknown): Promise<unknown> {
+  private async post(route: string, body: unknown, extraHeaders: Record<string, string> = {}): Promise<unknown> {
     let response: Response;
     try {
       response = await fetch(`${this.baseUrl}${route}`, {
         method: 'POST',
         headers:
           body === undefined
-            ? this.authorization
+            ? { ...this.authorization, ...extraHeaders }
             : {
                 ...this.authorization,
+                ...extraHeaders,
                 'content-type': Buffer.isBuffer(body) ? 'application/octet-stream' : 'application/json',
               },
         body:

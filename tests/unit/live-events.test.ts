@@ -10,6 +10,7 @@ import {
   mergeSeconds,
   runEndData,
   secondEventData,
+  sectionStartData,
   type LiveSecondData,
   type LiveSectionStartData,
 } from '../../services/core/live/live-events.js';
@@ -243,6 +244,61 @@ describe('merged seconds', () => {
     expect(secondEventData({ ...PLAN, durationMs: 5000 }, { ...readingOf(second(1)), recorded: 3 }).imageCount).toBe(
       null,
     );
+  });
+});
+
+describe('the other sides in a second', () => {
+  const times = (p50Ms: number, p99Ms: number | null) => ({ minMs: 0, p50Ms, p99Ms, maxMs: 99 });
+  const withSides = (at: number, reading: Partial<Parameters<typeof secondEventData>[1]>): LiveSecondData =>
+    secondEventData(PLAN, { ...readingOf(second(at)), ...reading });
+
+  it("carry the round trips taken, the transmitter's load and the broker's, or say there were none", () => {
+    const data = withSides(2, {
+      roundTrips: { count: 50, times: times(2, null) },
+      transmitter: { cpuMsPerSecond: 100, rssBytes: 50e6 },
+    });
+    expect(data).toMatchObject({
+      roundTrips: 50,
+      roundTripP50Ms: 2,
+      roundTripP99Ms: null,
+      transmitter: { cpuMsPerSecond: 100, rssBytes: 50e6 },
+      broker: null,
+    });
+    expect(withSides(3, {})).toMatchObject({ roundTrips: 0, roundTripP50Ms: null, transmitter: null, broker: null });
+  });
+
+  it(
+    'merge as one span: round trips summed, their percentiles ' + 'the larger, CPU weighted by seconds, RSS the larger',
+    () => {
+      const older = {
+        ...withSides(2, {
+          roundTrips: { count: 50, times: times(2, null) },
+          transmitter: { cpuMsPerSecond: 100, rssBytes: 50e6 },
+        }),
+        seconds: 3,
+      };
+      const newer = withSides(5, {
+        roundTrips: { count: 150, times: times(1.5, 9) },
+        transmitter: { cpuMsPerSecond: 300, rssBytes: 40e6 },
+        broker: { cpuMsPerSecond: 5, rssBytes: 7e6 },
+      });
+      expect(mergeSeconds(older, newer)).toMatchObject({
+        seconds: 4,
+        roundTrips: 200,
+        roundTripP50Ms: 2,
+        roundTripP99Ms: 9,
+        transmitter: { cpuMsPerSecond: (100 * 3 + 300) / 4, rssBytes: 50e6 },
+        // Only the newer had a broker reading: it stands for the span.
+        broker: { cpuMsPerSecond: 5, rssBytes: 7e6 },
+      });
+    },
+  );
+
+  it("give a section's clock offset bound only where its times were moved by the offset", () => {
+    const clock = { offsetNs: 3e9, uncertaintyNs: 250_000, roundTripNs: 500_000, samples: 8 };
+    expect(sectionStartData({ ...PLAN, clock: { ...clock, applied: true } }).clockOffsetBoundMs).toBe(0.25);
+    expect(sectionStartData({ ...PLAN, clock: { ...clock, applied: false } }).clockOffsetBoundMs).toBeNull();
+    expect(sectionStartData(PLAN).clockOffsetBoundMs).toBeNull();
   });
 });
 

@@ -4,14 +4,21 @@ import {
   LIVE_PAGE_CSP,
   LIVE_SECTION_COLUMNS,
   LIVE_WAITING_TEXT,
+  followingReport,
   renderLivePage,
 } from '../../services/core/report/live-page.js';
+import { HTML_REPORT_CSP, pageHead } from '../../services/core/report/html/page.js';
 import { livePageLibraries } from '../../services/shared/report-assets.js';
 
 // The live page's shell (GET / during a run): what it inlines, its policy, and the places its
 // script fills. Stand-in sources make the order and the escaping visible.
 
-const STAND_INS = { chartJs: 'CHART("</script>")', pageCss: 'body{x:"</style>"}', liveScript: 'LIVE()' };
+const STAND_INS = {
+  chartJs: 'CHART("</script>")',
+  pageCss: 'body{x:"</style>"}',
+  liveScript: 'LIVE()',
+  followScript: 'FOLLOW()',
+};
 
 describe('renderLivePage', () => {
   const html = renderLivePage(STAND_INS);
@@ -49,17 +56,19 @@ describe('renderLivePage', () => {
       'live-mbps',
       'live-images',
       'live-one-way',
+      'live-round-trip',
       'live-cpu',
       'live-rss',
     ]);
     expect(html).toContain(
       '<thead><tr><th class="text">Transport</th><th class="text">Repeat</th><th class="text">State</th>' +
         '<th>Progress</th><th>ETA</th><th>MB/s</th><th>Images/s</th><th>One-way p50</th><th>One-way p99</th>' +
-        '<th>Lost</th><th>Corrupt</th><th class="text">Verdict</th></tr></thead><tbody></tbody>',
+        '<th>Round-trip p99</th><th>Lost</th><th>Corrupt</th><th class="text">Verdict</th></tr></thead><tbody></tbody>',
     );
-    expect(LIVE_SECTION_COLUMNS).toHaveLength(12);
+    expect(LIVE_SECTION_COLUMNS).toHaveLength(13);
     expect(html).toContain(`<p class="subtitle" id="live-status">${LIVE_WAITING_TEXT}</p>`);
-    expect(html).toContain('Round trips are measured by the transmitter: they are not streamed');
+    expect(html).toContain('Round trips come from the transmitter in batches each second');
+    expect(html).toContain('<p class="subtitle" id="live-clock"></p>');
   });
 });
 
@@ -75,3 +84,39 @@ describe('the live script as shipped (assets/report-page/live.js)', () => {
     expect(liveScript).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
   });
 });
+
+describe('followingReport (the last report as GET / serves it)', () => {
+  const report = renderHtmlReportStandIn();
+
+  it("adds the follow script before the body's end and widens the CSP by connect-src 'self' only", () => {
+    const served = followingReport(report, 'FOLLOW("</script>")');
+    expect(served).toBe(
+      report
+        .replace(
+          `content="${HTML_REPORT_CSP.replace(/'/g, '&#39;')}"`,
+          `content="${LIVE_PAGE_CSP.replace(/'/g, '&#39;')}"`,
+        )
+        .replace('</body>', '<script>FOLLOW("<\\/script>")</script>\n</body>'),
+    );
+    expect(served).not.toBe(report);
+  });
+
+  it('leaves a page without the expected CSP or body end as it is', () => {
+    expect(followingReport(report.replace('</body>', ''), 'FOLLOW()')).toBe(report.replace('</body>', ''));
+    const otherCsp = report.replace('form-action &#39;none&#39;', 'form-action &#39;self&#39;');
+    expect(otherCsp).not.toBe(report);
+    expect(followingReport(otherCsp, 'FOLLOW()')).toBe(otherCsp);
+  });
+
+  it('ships a follow script that asks GET /progress and reloads only when a run is in progress', () => {
+    const { followScript } = livePageLibraries();
+    expect(followScript).toContain("fetch('/progress'");
+    expect(followScript).toMatch(/progress\.inProgress === true\) location\.reload\(\)/);
+    expect(followScript).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
+  });
+});
+
+/** A page as report.html starts and ends: the shared head (report.html's CSP), a body, its end. */
+function renderHtmlReportStandIn(): string {
+  return `${pageHead('image-transfer-bench report', 'body{}')}\n<body><main>report</main>\n</body>\n</html>\n`;
+}

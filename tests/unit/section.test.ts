@@ -329,6 +329,31 @@ describe('SectionRecorder: memory that does not grow with the section', () => {
   );
 });
 
+describe('SectionRecorder round trips for the live page', () => {
+  it('gives the round trips joined since the last take once each, then none after the result', () => {
+    const recorder = unwarmed({ imageCount: 4, window: 4 });
+    expect(recorder.takeRoundTrips()).toBeNull();
+    for (let seq = 0; seq < 4; seq++) take(recorder, frame(seq, 0n), 1_000_000n);
+    // A round trip joins an arrival whichever comes first; one for no image is not taken.
+    recorder.roundTrips(Float64Array.of(1, 2_000_000, Number.NaN, 2, 4_000_000, Number.NaN, 9, 1, Number.NaN));
+    const first = recorder.takeRoundTrips();
+    expect(first?.count).toBe(2);
+    expect(first?.times.minMs).toBeCloseTo(2, 1);
+    expect(first?.times.maxMs).toBeCloseTo(4, 1);
+    // p99 needs 100 times, as a second's one-way p99 does.
+    expect(first?.times.p99Ms).toBeNull();
+    expect(recorder.takeRoundTrips()).toBeNull();
+    recorder.roundTrips(Float64Array.of(3, 8_000_000, Number.NaN));
+    const second = recorder.takeRoundTrips();
+    expect([second?.count, Math.round(second?.times.p50Ms ?? 0)]).toEqual([1, 8]);
+    recorder.roundTrips(Float64Array.of(4, 8_000_000, Number.NaN));
+    const result = recorder.result(null, { roundTripsShipped: 4 });
+    expect(result.rtt?.count).toBe(4);
+    // Its histogram is freed with the result: a late read gets nothing rather than a freed histogram.
+    expect(recorder.takeRoundTrips()).toBeNull();
+  });
+});
+
 describe('SectionRecorder with a clock offset', () => {
   const clock = { offsetNs: 5_000_000, uncertaintyNs: 100_000, roundTripNs: 200_000, samples: 8 };
 

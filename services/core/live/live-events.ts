@@ -50,6 +50,17 @@ export interface LiveSectionStartData {
   window: number;
   ratePerSecond: number | null;
   clients: number;
+  /**
+   * Where the two sides run on different kernels (send stamps moved onto the receiver's clock): the bound on each
+   * one-way time's clock error at the start, in ms (half the best clock exchange's round trip). Null on one kernel.
+   */
+  clockOffsetBoundMs: number | null;
+}
+
+/** Another process's CPU time per second of wall clock and its resident set, over the span of a `second`. */
+export interface ProcessLoad {
+  cpuMsPerSecond: number;
+  rssBytes: number;
 }
 
 /**
@@ -86,6 +97,18 @@ export interface LiveSecondData {
   receiverCpuMsPerSecond: number;
   /** The receiver process's resident set size when this was sent (merged: the largest). */
   receiverRssBytes: number;
+  /**
+   * Round trips that reached the receiver since the previous `second` event: the transmitter ships them in batches at
+   * least once a second, so they trail this second's one-way times by up to a second. 0 with none.
+   */
+  roundTrips: number;
+  /** Their p50 and p99 (merged: the largest); null without any (p99 null below 100). */
+  roundTripP50Ms: number | null;
+  roundTripP99Ms: number | null;
+  /** The transmitter's process, from what it sent with its last round trips; null before any came. */
+  transmitter: ProcessLoad | null;
+  /** The broker's process (where the transport has one and it can be read), read with this event; null otherwise. */
+  broker: ProcessLoad | null;
 }
 
 /** `section-end`: the section's verdict as the report records it (this receiver's figures). */
@@ -105,6 +128,11 @@ export interface LiveSectionEndData {
   totalMs: number | null;
   oneWayP50Ms: number | null;
   oneWayP99Ms: number | null;
+  /** The section's round trips (transmitter's clock: no offset in them); null without any. */
+  roundTripP50Ms: number | null;
+  roundTripP99Ms: number | null;
+  /** The final bound on each one-way time's clock error (the offset's and its drift), in ms; null on one kernel. */
+  clockOffsetBoundMs: number | null;
 }
 
 /** `run-end`: the run is over; the stream ends after it and a browser should not reconnect. */
@@ -157,6 +185,7 @@ export function sectionStartData(plan: SectionPlan): LiveSectionStartData {
     window: plan.window,
     ratePerSecond: plan.ratePerSecond,
     clients: plan.clients,
+    clockOffsetBoundMs: plan.clock?.applied ? plan.clock.uncertaintyNs / 1e6 : null,
   };
 }
 
@@ -167,6 +196,10 @@ export interface SecondReading {
   recorded: number;
   receiverCpuMsPerSecond: number;
   receiverRssBytes: number;
+  /** Round trips taken since the previous event (see {@link LiveSecondData.roundTrips}); null with none. */
+  roundTrips?: { count: number; times: SecondDistribution } | null;
+  transmitter?: ProcessLoad | null;
+  broker?: ProcessLoad | null;
 }
 
 /** Seconds until a section's end: its remaining images at `imagesPerSecond`, or the rest of its DURATION. */
@@ -204,12 +237,32 @@ export function secondEventData(plan: SectionPlan, reading: SecondReading): Live
     etaSeconds: etaSeconds(plan, reading.recorded, sample.second + 1, sample.images),
     receiverCpuMsPerSecond: reading.receiverCpuMsPerSecond,
     receiverRssBytes: reading.receiverRssBytes,
+    roundTrips: reading.roundTrips?.count ?? 0,
+    roundTripP50Ms: reading.roundTrips?.times.p50Ms ?? null,
+    roundTripP99Ms: reading.roundTrips?.times.p99Ms ?? null,
+    transmitter: reading.transmitter ?? null,
+    broker: reading.broker ?? null,
   };
 }
 
 /** The larger of two figures that may be missing. */
 function maxOf(a: number | null, b: number | null): number | null {
   return a === null ? b : b === null ? a : Math.max(a, b);
+}
+
+/** Two loads over spans of `olderSeconds` and `newerSeconds` as one: CPU weighted by span, RSS the larger. */
+function mergeLoads(
+  older: ProcessLoad | null,
+  olderSeconds: number,
+  newer: ProcessLoad | null,
+  newerSeconds: number,
+): ProcessLoad | null {
+  if (older === null || newer === null) return newer ?? older;
+  return {
+    cpuMsPerSecond:
+      (older.cpuMsPerSecond * olderSeconds + newer.cpuMsPerSecond * newerSeconds) / (olderSeconds + newerSeconds),
+    rssBytes: Math.max(older.rssBytes, newer.rssBytes),
+  };
 }
 
 /**
@@ -235,6 +288,11 @@ export function mergeSeconds(older: LiveSecondData, newer: LiveSecondData): Live
       (older.receiverCpuMsPerSecond * older.seconds + newer.receiverCpuMsPerSecond * newer.seconds) /
       (older.seconds + newer.seconds),
     receiverRssBytes: Math.max(older.receiverRssBytes, newer.receiverRssBytes),
+    roundTrips: older.roundTrips + newer.roundTrips,
+    roundTripP50Ms: maxOf(older.roundTripP50Ms, newer.roundTripP50Ms),
+    roundTripP99Ms: maxOf(older.roundTripP99Ms, newer.roundTripP99Ms),
+    transmitter: mergeLoads(older.transmitter, older.seconds, newer.transmitter, newer.seconds),
+    broker: mergeLoads(older.broker, older.seconds, newer.broker, newer.seconds),
   };
 }
 
@@ -255,6 +313,9 @@ export function sectionEndData(result: SectionResult): LiveSectionEndData {
     totalMs: result.totalMs,
     oneWayP50Ms: result.latency?.p50Ms ?? null,
     oneWayP99Ms: result.latency?.p99Ms ?? null,
+    roundTripP50Ms: result.rtt?.p50Ms ?? null,
+    roundTripP99Ms: result.rtt?.p99Ms ?? null,
+    clockOffsetBoundMs: result.oneWayClockErrorMs ?? null,
   };
 }
 

@@ -1,8 +1,9 @@
 import type { AckStatus, FrameHeader } from '../wire/frame.js';
-import { SecondSeries } from './second-series.js';
+import { distributionOf, SecondSeries } from './second-series.js';
 import { resultImageCount, sectionResult } from './section-result.js';
 import { SeenSet } from './seen.js';
 import type { ImageRecord, SectionExtras, SectionPlan, SectionResult } from './section.js';
+import type { SecondDistribution } from './series.js';
 import { LatencyRecorder, nsToMs } from './stats.js';
 import { warmupImageLimit, type WarmupOutcome } from './warmup.js';
 
@@ -140,6 +141,9 @@ export class SectionRecorder {
   private readonly latency = new LatencyRecorder();
   private readonly rtt = new LatencyRecorder();
   private readonly latencyFromDue = new LatencyRecorder();
+  // Round trips joined since GET /events' feed last took them: two digits, like a second's one-way times.
+  private readonly rttSinceTaken = new LatencyRecorder(2);
+  private rttReleased = false;
   private series: SecondSeries | undefined;
   private duplicateCount = 0;
   private outOfOrderCount = 0;
@@ -200,6 +204,17 @@ export class SectionRecorder {
    */
   closedSeconds(from: number): ReturnType<SecondSeries['closedSince']> {
     return this.series?.closedSince(from) ?? [];
+  }
+
+  /**
+   * The round trips joined since the last call (they come in the transmitter's batches, a second apart at most), then
+   * forgets them: read by GET /events' feed once a second. Null with none, or once the result is made.
+   */
+  takeRoundTrips(): { count: number; times: SecondDistribution } | null {
+    if (this.rttReleased || this.rttSinceTaken.size === 0) return null;
+    const taken = { count: this.rttSinceTaken.size, times: distributionOf(this.rttSinceTaken)! };
+    this.rttSinceTaken.reset();
+    return taken;
   }
 
   /**
@@ -316,7 +331,10 @@ export class SectionRecorder {
   private join(image: number, arrival: Verified | undefined, roundTrip: RoundTrip | undefined): void {
     const rttNs = roundTrip?.rttNs ?? null;
     const dueLagNs = roundTrip === undefined || Number.isNaN(roundTrip.dueLagNs) ? null : roundTrip.dueLagNs;
-    if (rttNs !== null) this.rtt.record(rttNs / 1e6);
+    if (rttNs !== null) {
+      this.rtt.record(rttNs / 1e6);
+      if (!this.rttReleased) this.rttSinceTaken.record(rttNs / 1e6);
+    }
     if (arrival !== undefined && rttNs !== null && arrival.oneWayNs > rttNs) this.arrivalsAfterAck++;
     if (arrival?.intact && dueLagNs !== null) this.latencyFromDue.record((arrival.oneWayNs + dueLagNs) / 1e6);
     const status = arrival === undefined ? 'lost' : arrival.intact ? 'ok' : 'corrupt';
@@ -378,6 +396,8 @@ export class SectionRecorder {
       extras,
     );
     this.latency.destroy();
+    this.rttSinceTaken.destroy();
+    this.rttReleased = true;
     this.rtt.destroy();
     this.latencyFromDue.destroy();
     this.series?.destroy();

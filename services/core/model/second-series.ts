@@ -5,7 +5,7 @@ import { LatencyRecorder } from './stats.js';
 // soak of hours holds one small histogram and a list of seconds, never its images.
 
 /** One second's times as a {@link SecondDistribution}; null with none. */
-function distributionOf(recorder: LatencyRecorder): SecondDistribution | null {
+export function distributionOf(recorder: LatencyRecorder): SecondDistribution | null {
   const summary = recorder.summary();
   return summary === undefined
     ? null

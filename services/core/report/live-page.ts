@@ -22,6 +22,8 @@ export interface LivePageLibraries {
   pageCss: string;
   /** The page's script (assets/report-page/live.js): opens GET /events and draws what it hears. */
   liveScript: string;
+  /** The script added to the report served at GET / (assets/report-page/follow.js): it follows the next run. */
+  followScript: string;
 }
 
 /** The live charts: their canvas name, title, and what they show. */
@@ -33,8 +35,25 @@ export const LIVE_CHARTS = [
     title: 'One-way time per second',
     note: 'p50 solid, p99 dashed (p99 only in seconds of 100 images or more), in ms.',
   },
-  { name: 'live-cpu', title: 'Receiver CPU', note: 'CPU time (user + system) per second of wall clock, in ms.' },
-  { name: 'live-rss', title: 'Receiver memory', note: 'Resident set size, in MiB.' },
+  {
+    name: 'live-round-trip',
+    title: 'Round trip per second',
+    note:
+      'p50 solid, p99 dashed, in ms: stamp to ack on the transmitter, shipped to the receiver each second, so a ' +
+      'point trails the one-way time by up to a second.',
+  },
+  {
+    name: 'live-cpu',
+    title: 'CPU of each side',
+    note:
+      'CPU time (user + system) per second of wall clock, in ms: receiver solid, transmitter dashed, broker dotted ' +
+      '(where the transport has one and it can be read).',
+  },
+  {
+    name: 'live-rss',
+    title: 'Memory of each side',
+    note: 'Resident set size in MiB: receiver solid, transmitter dashed, broker dotted.',
+  },
 ] as const;
 
 /** The columns of the sections table, in order; the script fills one row per section of the run. */
@@ -48,6 +67,7 @@ export const LIVE_SECTION_COLUMNS = [
   'Images/s',
   'One-way p50',
   'One-way p99',
+  'Round-trip p99',
   'Lost',
   'Corrupt',
   'Verdict',
@@ -78,11 +98,12 @@ export function renderLivePage(libraries: LivePageLibraries): string {
 <h1>image-transfer-bench · live</h1>
 <p class="subtitle" id="live-status">${escapeHtml(LIVE_WAITING_TEXT)}</p>
 <p class="subtitle" id="live-settings"></p>
+<p class="subtitle" id="live-clock"></p>
 </header>
 <section class="card summary">
 <h2>Sections</h2>
-<p class="note">Each section's progress and ETA as its seconds close; its verdict when it ends. Round trips are ` +
-    `measured by the transmitter: they are not streamed, and appear in the report when the run ends.</p>
+<p class="note">Each section's progress and ETA as its seconds close; its verdict when it ends. Round trips ` +
+    `come from the transmitter in batches each second, so they trail the one-way times by up to a second.</p>
 <div class="table-scroll"><table class="summary-table" id="live-sections"><thead><tr>${head}</tr></thead>` +
     `<tbody></tbody></table></div>
 </section>
@@ -105,5 +126,24 @@ ${LIVE_CHARTS.map(renderChart).join('\n')}
 </body>
 </html>
 `
+  );
+}
+
+/**
+ * The last run's report as GET / serves it: report.html with `followScript` added and its CSP widened by the live
+ * page's `connect-src 'self'` alone, so a page left open on it turns into the next run's live page. The file on disk
+ * stays as written; a report without the expected CSP or body end (another version's) is served unchanged.
+ */
+export function followingReport(reportHtml: string, followScript: string): string {
+  const csp = `content="${escapeHtml(HTML_REPORT_CSP)}"`;
+  const cspAt = reportHtml.indexOf(csp);
+  const bodyEndAt = reportHtml.lastIndexOf('</body>');
+  if (cspAt < 0 || bodyEndAt < cspAt) return reportHtml;
+  return (
+    reportHtml.slice(0, cspAt) +
+    `content="${escapeHtml(LIVE_PAGE_CSP)}"` +
+    reportHtml.slice(cspAt + csp.length, bodyEndAt) +
+    `<script>${scriptForInline(followScript)}</script>\n` +
+    reportHtml.slice(bodyEndAt)
   );
 }
