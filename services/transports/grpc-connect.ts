@@ -38,9 +38,10 @@ import { SendQueue } from './kit/send-queue.js';
 //   WINDOW puts in flight: the receiver's frames, the transmitter's acks;
 // - session memory: node:http2 refuses a session past 10 MB by default, less than one large
 //   image; each side's maxSessionMemory covers what it may hold at once.
-// The door: the call's metadata carries the section's credential as a bearer token, checked when
-// the handler starts and before it reads any message. Until a call on it is admitted a connection
-// keeps node:http2's 64 KiB windows, so a refused call holds at most that; admission raises them.
+// The door: the call's metadata carries the section's credential as a bearer token, checked in
+// front of Connect's handler, before anything reads a message; a refused call gets a trailers-only
+// UNAUTHENTICATED. Until a call on it is admitted a connection keeps node:http2's 64 KiB windows,
+// so a refused call holds at most that; admission raises them.
 
 const NAME = 'grpc-connect';
 /** How long close() lets a stream finish (half-close answered) before cancelling it. */
@@ -50,8 +51,20 @@ const SERVER_SHUTDOWN_GRACE_MS = 1000;
 /** Calls one connection may have open at once: a transmitter opens one. */
 const MAX_STREAMS_PER_CONNECTION = 4;
 
+/** What a refused call is told. */
+const REFUSAL_DETAILS = 'this call does not belong to the open section';
+
 type FrameInit = MessageInitShape<typeof FrameSchema>;
 type AckInit = MessageInitShape<typeof AckSchema>;
+
+/** A call the door let in: where it came from, and how the door's drop ends it. */
+interface AdmittedCall {
+  from: string;
+  /** Ends the call with this status; set once its handler runs. */
+  end?: (err: ConnectError) => void;
+  /** The door dropped the call before its handler ran: the handler ends it at once with this. */
+  endedEarly?: ConnectError;
+}
 
 /**
  * Frames handed to Connect as the request stream: Connect pulls the next when it has written the
@@ -191,37 +204,72 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   let admittedWindowBytes = receiveWindowBytes(1, messageLimitBytes);
   let closing = false;
   const calls = new Set<(err: ConnectError) => void>();
-  const requestKey = createContextKey<http2.Http2ServerRequest | undefined>(undefined);
+  const callKey = createContextKey<AdmittedCall | undefined>(undefined);
+  const admitted = new WeakMap<http2.Http2ServerRequest, AdmittedCall>();
 
-  async function* transfer(requests: AsyncIterable<Frame>, context: HandlerContext): AsyncIterable<AckInit> {
-    const request = context.values.get(requestKey);
-    const peer = hostPort(request?.socket.remoteAddress ?? '?', request?.socket.remotePort ?? 0);
-    const from = `${NAME} from ${peer}`;
-    let stop: (err: ConnectError) => void = () => undefined;
-    const stopped = new Promise<never>((_resolve, reject) => {
-      stop = reject;
+  /**
+   * The door, in front of Connect: a call presents its credential in its headers, and one refused
+   * is answered trailers-only (UNAUTHENTICATED, with no response headers first, which Connect's own
+   * handler would send) and its stream reset, before anything reads its messages. An admitted
+   * call's connection gets the section's windows; its pass is released when its stream closes.
+   */
+  const admitCall = (request: http2.Http2ServerRequest): boolean => {
+    const stream = request.stream;
+    const from = `${NAME} from ${hostPort(request.socket.remoteAddress ?? '?', request.socket.remotePort ?? 0)}`;
+    const call: AdmittedCall = { from };
+    const pass = options.door.admit(bearerToken(request.headers.authorization), from, () => {
+      const err = new ConnectError('the section ended', Code.Unavailable);
+      if (call.end === undefined) call.endedEarly = err;
+      else call.end(err);
     });
-    stopped.catch(() => undefined);
-    const pass = options.door.admit(bearerToken(context.requestHeader.get('authorization') ?? undefined), from, () =>
-      stop(new ConnectError('the section ended', Code.Unavailable)),
-    );
-    if (pass === undefined)
-      throw new ConnectError('this call does not belong to the open section', Code.Unauthenticated);
-    calls.add(stop);
-    const session = request?.stream.session;
+    if (pass === undefined) {
+      if (!stream.destroyed) {
+        stream.respond(
+          {
+            ':status': 200,
+            'content-type': 'application/grpc',
+            'grpc-status': String(Code.Unauthenticated),
+            'grpc-message': encodeURIComponent(REFUSAL_DETAILS),
+          },
+          { endStream: true },
+        );
+        // Nothing of the request is wanted: RST_STREAM (NO_ERROR) tells the client to stop sending it.
+        stream.close(http2.constants.NGHTTP2_NO_ERROR);
+      }
+      return false;
+    }
+    stream.once('close', () => pass.release());
+    admitted.set(request, call);
+    const session = stream.session;
     if (session !== undefined && !session.destroyed) {
       // Admitted: now the connection may carry what the section puts in flight (HTTP/2 applies a
       // new initial window to the streams already open).
       session.settings({ initialWindowSize: admittedWindowBytes });
       session.setLocalWindowSize(admittedWindowBytes);
     }
+    return true;
+  };
+
+  async function* transfer(requests: AsyncIterable<Frame>, context: HandlerContext): AsyncIterable<AckInit> {
+    const call = context.values.get(callKey);
+    // Every call reaches here through the door (admitCall); one that did not is refused all the same.
+    if (call === undefined) throw new ConnectError(REFUSAL_DETAILS, Code.Unauthenticated);
+    const { from } = call;
+    let stop: (err: ConnectError) => void = () => undefined;
+    const stopped = new Promise<never>((_resolve, reject) => {
+      stop = reject;
+    });
+    stopped.catch(() => undefined);
+    if (call.endedEarly !== undefined) stop(call.endedEarly);
+    call.end = stop;
+    calls.add(stop);
     // One timer per call, re-armed on every message: a call stalled in the middle of one is ended.
     const silence = setTimeout(() => {
       options.door.refuse(from, `no whole message for ${options.idleTimeoutMs} ms (IMAGE_TIMEOUT_MS): call ended`);
       stop(new ConnectError(`no whole message for ${options.idleTimeoutMs} ms`, Code.DeadlineExceeded));
     }, options.idleTimeoutMs);
     const gate = frameGate(options, from);
-    log.debug({ peer }, 'gRPC (Connect) stream opened');
+    log.debug({ from }, 'gRPC (Connect) stream opened');
     const messages = requests[Symbol.asyncIterator]();
     let stoppedByUs = false;
     stopped.catch(() => {
@@ -254,7 +302,6 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     } finally {
       clearTimeout(silence);
       calls.delete(stop);
-      pass.release();
       void messages.return?.();
     }
   }
@@ -270,7 +317,10 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     readMaxBytes: messageLimitBytes,
     writeMaxBytes: ACK_MESSAGE_MAX_BYTES,
     contextValues: (request) =>
-      createContextValues().set(requestKey, request instanceof http2.Http2ServerRequest ? request : undefined),
+      createContextValues().set(
+        callKey,
+        request instanceof http2.Http2ServerRequest ? admitted.get(request) : undefined,
+      ),
   });
   const server = http2.createServer(
     {
@@ -278,7 +328,9 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       // Received data a stream holds until Connect reads it is the session's too: one image at least.
       maxSessionMemory: sessionMemoryMegabytes(messageLimitBytes),
     },
-    handler,
+    (request, response) => {
+      if (admitCall(request)) handler(request, response);
+    },
   );
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on('session', (session: http2.ServerHttp2Session) => {

@@ -154,7 +154,8 @@ describe('grpc-connect transport', () => {
     for (const authorization of [undefined, `Bearer ${sectionCredential(TEST_AUTH_TOKEN, 8).text}`, 'Bearer x']) {
       const session = await rawSession(listener.port);
       const outcome = await rawTransfer(session, authorization === undefined ? {} : { authorization }, body);
-      expect(outcome.trailers['grpc-status'], authorization).toBe('16'); // UNAUTHENTICATED
+      // Trailers-only: the refusal is the response's only headers, none sent before the door decided.
+      expect(outcome.headers['grpc-status'], authorization).toBe('16'); // UNAUTHENTICATED
       expect(decodeURIComponent(String(outcome.trailers['grpc-message']))).toMatch(
         /does not belong to the open section/,
       );
