@@ -383,7 +383,9 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   };
 }
 
-/** gRPC over Connect for Node (@connectrpc/connect-node, node:http2): one bidi stream per link, one message per image. */
+/**
+ * gRPC over Connect for Node (@connectrpc/connect-node, node:http2): one bidi stream per link, one message per image.
+ */
 export const grpcConnectTransport: Transport = {
   name: NAME,
   label: 'gRPC (Connect)',

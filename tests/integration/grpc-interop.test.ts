@@ -15,7 +15,9 @@ const MIB = 1024 * 1024;
 /** The bundled asset's size: 533 KiB. */
 const ASSET_BYTES = 545_792;
 
-/** Streams `images` from `sender`'s transmitter to `receiver`'s listener, WINDOW `window`; what arrived and came back. */
+/**
+ * Streams `images` from `sender`'s transmitter to `receiver`'s listener, WINDOW `window`; what arrived and came back.
+ */
 async function across(
   sender: Transport,
   receiver: Transport,
