@@ -1,5 +1,6 @@
 import { ErrorCode, ItbError } from '../../services/core/errors.js';
 import type { CeilingPair } from './contract.js';
+import { grpcConnectCeiling } from './grpc-connect.js';
 import { grpcUnaryCeiling } from './grpc-unary.js';
 import { grpcCeiling } from './grpc.js';
 import { httpJsonCeiling } from './http-json.js';
@@ -23,6 +24,7 @@ export const ceilings: readonly CeilingPair[] = [
   websocketCeiling,
   websocketPushCeiling,
   grpcCeiling,
+  grpcConnectCeiling,
   grpcUnaryCeiling,
   zeromqCeiling,
   zeromqPubsubCeiling,

@@ -3,7 +3,10 @@ import { execFileSync } from 'node:child_process';
 /** The longest a source line may be, in characters (code points): the formatter's line width. */
 export const MAX_LINE_CHARS = 120;
 
-/** The project's own sources that the line limit covers: JS/TS under git, less the vendored page script. */
+/** Folders of files no one writes by hand: assets, bench results, code generated from proto/ (`npm run gen:proto`). */
+const GENERATED = ['assets/', 'bench/', 'services/transports/gen/'];
+
+/** The project's own sources that the line limit covers: JS/TS under git, less GENERATED's folders. */
 export function sourceFiles(cwd: string): string[] {
   const listed = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], {
     cwd,
@@ -11,7 +14,7 @@ export function sourceFiles(cwd: string): string[] {
   });
   return listed
     .split('\0')
-    .filter((file) => /\.(?:[cm]?ts|[cm]?js)$/.test(file) && !file.startsWith('assets/') && !file.startsWith('bench/'))
+    .filter((file) => /\.(?:[cm]?ts|[cm]?js)$/.test(file) && !GENERATED.some((folder) => file.startsWith(folder)))
     .sort();
 }
 

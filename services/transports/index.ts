@@ -1,5 +1,6 @@
 import { ErrorCode, ItbError } from '../core/errors.js';
 import type { Transport } from './contract.js';
+import { grpcConnectTransport } from './grpc-connect.js';
 import { grpcUnaryTransport } from './grpc-unary.js';
 import { grpcTransport } from './grpc.js';
 import { httpJsonTransport } from './http-json.js';
@@ -24,6 +25,7 @@ export const transports: readonly Transport[] = [
   websocketTransport,
   websocketPushTransport,
   grpcTransport,
+  grpcConnectTransport,
   grpcUnaryTransport,
   zeromqTransport,
   zeromqPubsubTransport,

@@ -106,6 +106,15 @@ const hostileClients: Record<
       sendBytes: PARTIAL_BYTES,
       verdictGraceMs: verdictGraceFor(credential),
     }),
+  'grpc-connect': (port, credential) =>
+    grpcPartial({
+      port,
+      path: '/itb.ImageTransfer/Transfer',
+      credential: credential?.text,
+      announcedBytes: NEAR_MAX_BYTES,
+      sendBytes: PARTIAL_BYTES,
+      verdictGraceMs: verdictGraceFor(credential),
+    }),
   'grpc-unary': (port, credential) =>
     grpcPartial({
       port,
@@ -261,9 +270,10 @@ describe('hostile peers', () => {
 
   it(`with no section open, each data listener keeps at most ${MAX_CONNECTIONS_PER_LISTENER} ` +
     `of ${CAP_PROBE_CONNECTIONS} silent connections and closes the rest`, async () => {
-    // The six the bound in docs/failure-behaviour.md counts.
+    // The seven the bound in docs/failure-behaviour.md counts.
     expect(cappedTransports.map((t) => t.name).sort()).toEqual([
       'grpc',
+      'grpc-connect',
       'grpc-unary',
       'http',
       'http-json',

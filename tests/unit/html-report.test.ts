@@ -217,11 +217,12 @@ describe('renderHtmlReport', () => {
     expect(percentiles.datasets[2]!.data).toEqual([]);
   });
 
-  it('gives each of thirteen transports (TRANSPORTS=all) a colour of its own, the baseline grey', () => {
+  it('gives each of fourteen transports (TRANSPORTS=all) a colour of its own, the baseline grey', () => {
     const names = [
       'websocket',
       'websocket-push',
       'grpc',
+      'grpc-connect',
       'grpc-unary',
       'zeromq',
       'zeromq-pubsub',
@@ -239,7 +240,7 @@ describe('renderHtmlReport', () => {
     const percentiles = specsOf(renderHtmlReport([all], LIBRARIES)).find((s) => s.name === 'latency-percentiles')!;
     const colours = percentiles.datasets.map((d) => [d.transport, (d as { borderColor?: string }).borderColor]);
     expect(colours.map(([transport]) => transport)).toEqual([...names, 'tcp']);
-    expect(new Set(colours.map(([, colour]) => colour)).size).toBe(13);
+    expect(new Set(colours.map(([, colour]) => colour)).size).toBe(14);
     expect(colours.at(-1)![1]).toBe('#6f7782');
   });
 

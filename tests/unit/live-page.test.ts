@@ -42,7 +42,7 @@ describe('renderLivePage', () => {
     const scripts = [...html.matchAll(/<script[^>]*>([\s\S]*?)<\/script>/g)].map((m) => m[1]);
     expect(scripts).toEqual([
       '{"transports":["#4e79a7","#f28e2b","#59a14f","#b07aa1","#76b7b2","#edc948","#9c755f","#ff9da7","#2c5f8a",' +
-        '"#a0522d","#3d7a36","#17becf"],"baseline":"#6f7782"}',
+        '"#a0522d","#3d7a36","#17becf","#8c6d31"],"baseline":"#6f7782"}',
       'CHART("<\\/script>")',
       'LIVE()',
     ]);

@@ -8,9 +8,9 @@ import { sectionTitle } from '../wording.js';
 /** Which run of the page a run is: the only one, or the before or after of a pair. */
 export type RunRole = 'only' | 'before' | 'after';
 
-// One colour per transport of a TRANSPORTS=all run (twelve besides the baseline): Tableau 10 without
+// One colour per transport of a TRANSPORTS=all run (thirteen besides the baseline): Tableau 10 without
 // its red (red means failure on this page) and its grey (the baseline's), then four of Tableau 20's
-// darker shades. The baseline is neutral grey.
+// darker shades and a dark olive. The baseline is neutral grey.
 /** The transports' colours in order, shared by report.html and the live page. */
 export const TRANSPORT_COLORS = [
   '#4e79a7',
@@ -25,6 +25,7 @@ export const TRANSPORT_COLORS = [
   '#a0522d',
   '#3d7a36',
   '#17becf',
+  '#8c6d31',
 ];
 /** The baseline's colour. */
 export const BASELINE_COLOR = '#6f7782';

@@ -1,0 +1,291 @@
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ErrorCode } from '../../services/core/errors.js';
+import { sectionCredential, type SectionCredential } from '../../services/core/wire/auth.js';
+import type { ReceivedFrame, ReceiverListener } from '../../services/transports/contract.js';
+import { AckSchema, FrameSchema } from '../../services/transports/gen/transfer_pb.js';
+import { grpcConnectTransport } from '../../services/transports/grpc-connect.js';
+import { ACK_MESSAGE_MAX_BYTES, receiveWindowBytes } from '../../services/transports/kit/connect-rpc.js';
+import { maxMessageBytes } from '../../services/transports/kit/grpc.js';
+import {
+  eventually,
+  stampedHeader,
+  TEST_AUTH_TOKEN,
+  testDoor,
+  testLog,
+  transferThrough,
+  type TestDoor,
+} from '../helpers/harness.js';
+
+// Only what is PARTICULAR to grpc-connect. The contract every transport shares is tested for it by
+// transports.test.ts, and grpc-js on the other end by grpc-interop.test.ts. Here: the door (the
+// bearer credential, checked before any message is read), and the three traps of Connect for Node
+// on node:http2 that the transport undoes, each by its mechanism: no compression either way
+// whatever the peer offers, receive windows that cover what WINDOW puts in flight (and stay at
+// 64 KiB until a call is admitted), and session memory for an image over Node's 10 MB default.
+
+const MIB = 1024 * 1024;
+const TRANSFER_PATH = '/itb.ImageTransfer/Transfer';
+const closers: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+/** A grpc-connect listener on a free port behind `section`'s door, prepared for the section's `window`. */
+async function openListener(
+  section: TestDoor,
+  options: { window?: number; maxImageBytes?: number } = {},
+): Promise<{ listener: ReceiverListener; delivered: ReceivedFrame[]; rejects: string[] }> {
+  const delivered: ReceivedFrame[] = [];
+  const rejects: string[] = [];
+  const listener = await grpcConnectTransport.listen({
+    host: '127.0.0.1',
+    bindHost: '127.0.0.1',
+    port: 0,
+    url: undefined,
+    maxImageBytes: options.maxImageBytes ?? MIB,
+    log: testLog,
+    door: section.door,
+    idleTimeoutMs: section.idleTimeoutMs,
+    deliver(frame) {
+      delivered.push(frame);
+      return { sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' };
+    },
+    onReject: (reason) => rejects.push(reason),
+  });
+  closers.push(() => listener.close());
+  await section.prepare(listener, options.window ?? 1);
+  return { listener, delivered, rejects };
+}
+
+/** A plain node:http2 client session to 127.0.0.1:`port`, closed after the test. */
+async function rawSession(port: number): Promise<http2.ClientHttp2Session> {
+  const session = http2.connect(`http://127.0.0.1:${port}`);
+  session.on('error', () => undefined);
+  closers.push(() => {
+    session.destroy();
+  });
+  await once(session, 'connect');
+  return session;
+}
+
+/** One Frame message as gRPC puts it on the wire: the 5-byte prefix (flag 0: not compressed), then the message. */
+function frameMessage(header: Buffer, payload: Buffer): Buffer {
+  const message = toBinary(FrameSchema, create(FrameSchema, { header, payload }));
+  const prefix = Buffer.alloc(5);
+  prefix.writeUInt32BE(message.length, 1);
+  return Buffer.concat([prefix, message]);
+}
+
+/** What one raw Transfer call got back: headers, the response's messages (flag and bytes), trailers. */
+interface RawOutcome {
+  headers: http2.IncomingHttpHeaders;
+  messages: { compressed: number; bytes: Buffer }[];
+  trailers: http2.IncomingHttpHeaders;
+}
+
+/** Calls Transfer on `session` with `headers` (plus the gRPC ones), sends `body` and half-closes. */
+async function rawTransfer(
+  session: http2.ClientHttp2Session,
+  headers: http2.OutgoingHttpHeaders,
+  body: Buffer,
+): Promise<RawOutcome> {
+  const stream = session.request({
+    ':method': 'POST',
+    ':path': TRANSFER_PATH,
+    'content-type': 'application/grpc',
+    te: 'trailers',
+    ...headers,
+  });
+  stream.on('error', () => undefined);
+  const chunks: Buffer[] = [];
+  let responseHeaders: http2.IncomingHttpHeaders = {};
+  let trailers: http2.IncomingHttpHeaders = {};
+  stream.on('response', (h) => (responseHeaders = h));
+  stream.on('trailers', (t) => (trailers = t));
+  stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+  stream.end(body);
+  await once(stream, 'close');
+  // A trailers-only response carries grpc-status in its headers.
+  if (trailers['grpc-status'] === undefined) trailers = responseHeaders;
+  const data = Buffer.concat(chunks);
+  const messages: RawOutcome['messages'] = [];
+  for (let at = 0; at + 5 <= data.length; ) {
+    const length = data.readUInt32BE(at + 1);
+    messages.push({ compressed: data[at]!, bytes: data.subarray(at + 5, at + 5 + length) });
+    at += 5 + length;
+  }
+  return { headers: responseHeaders, messages, trailers };
+}
+
+/** A transmitter link through grpc-connect to `port`, closed after the test. */
+async function openLink(port: number, credential: SectionCredential, window = 1, maxImageBytes = MIB) {
+  const acks: number[] = [];
+  const failures: Error[] = [];
+  const link = await grpcConnectTransport.connect({
+    host: '127.0.0.1',
+    bindHost: '127.0.0.1',
+    port,
+    url: undefined,
+    maxImageBytes,
+    log: testLog,
+    connectTimeoutMs: 5000,
+    imageBytes: 1000,
+    window,
+    credential,
+    onAck: (ack) => acks.push(ack.seq),
+    onFailure: (err) => failures.push(err),
+  });
+  closers.push(() => link.close());
+  return { link, acks, failures };
+}
+
+describe('grpc-connect transport', () => {
+  it('refuses a call with no credential or the wrong one (UNAUTHENTICATED) before reading a message, delivering ' +
+    'nothing; a link with the wrong credential fails clearly', async () => {
+    const section = testDoor('grpc-connect');
+    const { listener, delivered, rejects } = await openListener(section);
+    const image = randomBytes(1000);
+    const body = frameMessage(stampedHeader(image, 0), image);
+    for (const authorization of [undefined, `Bearer ${sectionCredential(TEST_AUTH_TOKEN, 8).text}`, 'Bearer x']) {
+      const session = await rawSession(listener.port);
+      const outcome = await rawTransfer(session, authorization === undefined ? {} : { authorization }, body);
+      // Trailers-only: the refusal is the response's only headers, none sent before the door decided.
+      expect(outcome.headers['grpc-status'], authorization).toBe('16'); // UNAUTHENTICATED
+      expect(decodeURIComponent(String(outcome.trailers['grpc-message']))).toMatch(
+        /does not belong to the open section/,
+      );
+      expect(outcome.messages).toEqual([]);
+    }
+    expect(section.refusals).toHaveLength(3);
+    expect(section.refusals[0]).toMatch(
+      /^grpc-connect from 127\.0\.0\.1:\d+: connection refused: presented no credential$/,
+    );
+
+    const wrong = await openLink(listener.port, sectionCredential(TEST_AUTH_TOKEN, 9));
+    wrong.link.send(stampedHeader(image, 1), image);
+    await eventually(() => wrong.failures.length > 0);
+    expect(wrong.failures).toHaveLength(1);
+    expect(wrong.failures[0]).toMatchObject({
+      code: ErrorCode.transport,
+      message: expect.stringMatching(
+        new RegExp(
+          /^gRPC \(Connect\) stream to 127\.0\.0\.1:\d+: failed: \[unauthenticated\] this call does not /.source +
+            /belong to the open section$/.source,
+        ),
+      ),
+    });
+    expect(delivered).toEqual([]);
+    expect(wrong.acks).toEqual([]);
+    expect(rejects).toEqual([]);
+  }, 20_000);
+
+  it('never compresses: a client offering gzip gets identity acks, and the transmitter neither offers nor sends ' +
+    'compression', async () => {
+    const section = testDoor('grpc-connect');
+    const { listener, delivered } = await openListener(section);
+    // Zeros: gzip would shrink them to almost nothing, so a compressed frame could not pass unnoticed.
+    const image = Buffer.alloc(100_000);
+    const session = await rawSession(listener.port);
+    const outcome = await rawTransfer(
+      session,
+      {
+        authorization: `Bearer ${section.credential.text}`,
+        'grpc-accept-encoding': 'gzip, br',
+        'grpc-encoding': 'identity',
+      },
+      frameMessage(stampedHeader(image, 0), image),
+    );
+    expect(outcome.trailers['grpc-status']).toBe('0');
+    expect(outcome.headers['grpc-encoding'] ?? 'identity').toBe('identity');
+    expect(outcome.messages.map((m) => m.compressed)).toEqual([0]);
+    expect(fromBinary(AckSchema, outcome.messages[0]!.bytes)).toMatchObject({ sectionId: 7, seq: 0, status: 0 });
+    expect(delivered).toHaveLength(1);
+
+    // The transmitter side, seen from a bare HTTP/2 server: what it asks for and what it sends.
+    const seen: { headers?: http2.IncomingHttpHeaders; flags: number[] } = { flags: [] };
+    const server = http2.createServer();
+    server.on('stream', (stream, headers) => {
+      seen.headers = headers;
+      stream.on('data', (chunk: Buffer) => seen.flags.push(chunk[0]!));
+      stream.on('error', () => undefined);
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const { link } = await openLink((server.address() as AddressInfo).port, section.credential);
+    link.send(stampedHeader(image, 1), image);
+    await eventually(() => seen.flags.length > 0);
+    expect(seen.headers?.['grpc-accept-encoding'] ?? '').not.toMatch(/gzip|br/);
+    expect(seen.headers?.['grpc-encoding'] ?? 'identity').toBe('identity');
+    expect(seen.flags[0]).toBe(0);
+    await link.close();
+  }, 20_000);
+
+  it('keeps the 64 KiB windows until a call is admitted, then opens stream and connection windows to what the ' +
+    "section's WINDOW puts in flight", async () => {
+    const window = 16;
+    const section = testDoor('grpc-connect', 7, 10_000, window);
+    const { listener } = await openListener(section, { window, maxImageBytes: 4 * MIB });
+    const expectedBytes = receiveWindowBytes(window, maxMessageBytes(4 * MIB));
+    expect(expectedBytes).toBeGreaterThanOrEqual(window * 4 * MIB);
+
+    const refused = await rawSession(listener.port);
+    const image = randomBytes(1000);
+    await rawTransfer(refused, {}, frameMessage(stampedHeader(image, 0), image));
+    expect(refused.remoteSettings.initialWindowSize).toBe(65_535);
+    expect(refused.state.remoteWindowSize).toBeLessThanOrEqual(65_535);
+
+    const admitted = await rawSession(listener.port);
+    const outcome = await rawTransfer(
+      admitted,
+      { authorization: `Bearer ${section.credential.text}` },
+      frameMessage(stampedHeader(image, 1), image),
+    );
+    expect(outcome.trailers['grpc-status']).toBe('0');
+    await eventually(() => admitted.remoteSettings.initialWindowSize === expectedBytes);
+    await eventually(() => (admitted.state.remoteWindowSize ?? 0) >= expectedBytes - 2 * 1024);
+  }, 20_000);
+
+  it("opens the transmitter's stream and connection windows to WINDOW acks in flight", async () => {
+    const window = 8192; // 8192 acks of up to 23 bytes each: more than HTTP/2's 64 KiB default
+    const received: { settings?: http2.Settings; windowBytes?: number } = {};
+    const server = http2.createServer();
+    server.on('stream', (stream) => {
+      received.settings = stream.session?.remoteSettings;
+      received.windowBytes = stream.session?.state.remoteWindowSize;
+      stream.on('error', () => undefined);
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    closers.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const { link } = await openLink(
+      (server.address() as AddressInfo).port,
+      testDoor('grpc-connect').credential,
+      window,
+    );
+    const image = randomBytes(10);
+    link.send(stampedHeader(image, 0), image);
+    await eventually(() => received.settings !== undefined);
+    const expectedBytes = receiveWindowBytes(window, ACK_MESSAGE_MAX_BYTES);
+    expect(expectedBytes).toBeGreaterThan(65_535);
+    expect(received.settings?.initialWindowSize).toBe(expectedBytes);
+    expect(received.windowBytes).toBe(expectedBytes);
+    await link.close();
+  }, 20_000);
+
+  it("carries a 16 MiB image, over node:http2's 10 MB default session memory, at WINDOW 2", async () => {
+    const images = [randomBytes(16 * MIB), randomBytes(16 * MIB), randomBytes(16 * MIB)];
+    const outcome = await transferThrough(grpcConnectTransport, images, { window: 2, maxImageBytes: 16 * MIB });
+    expect(outcome.rejects).toEqual([]);
+    expect(outcome.received.map((r) => r.seq)).toEqual([0, 1, 2]);
+    for (const r of outcome.received) expect(r.bytes.equals(images[r.seq]!)).toBe(true);
+    expect(outcome.acks.map((a) => a.status)).toEqual(['accepted', 'accepted', 'accepted']);
+  }, 60_000);
+});
