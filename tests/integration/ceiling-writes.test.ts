@@ -105,7 +105,26 @@ function spyAll(): () => void {
   const nats = require('@nats-io/transport-node') as { NatsConnectionImpl: { prototype: object } };
   const undici = require('undici') as typeof import('undici');
   const WebSocket = require('ws') as typeof import('ws').WebSocket;
+  const http2 = require('node:http2') as typeof import('node:http2');
   const undo = [
+    // grpc-connect's sends go through a node:http2 stream of a session of its own: its writes are the calls.
+    spy(
+      http2,
+      'connect',
+      'http2.connect',
+      () => [],
+      (session) => {
+        spy(
+          session as object,
+          'request',
+          'http2.request',
+          () => [],
+          (stream) => {
+            spy(stream as object, 'write', 'http2.stream.write', (args) => bufferSizes(args.slice(0, 1)));
+          },
+        );
+      },
+    ),
     spy(net.Socket.prototype, 'write', 'socket.write', socketWriteSizes),
     spy(net.Socket.prototype, 'cork', 'socket.cork', () => []),
     spy(net.Socket.prototype, 'uncork', 'socket.uncork', () => []),

@@ -10,6 +10,8 @@ import { escapeRegExp, LocalServers, TEST_AUTH_TOKEN } from '../helpers/harness.
 import { runBoth as runBothInProcess, runTransmitter, startReceiver } from '../helpers/in-process.js';
 import { logSections, readImageCsv, readImageRecords } from '../helpers/run-files.js';
 import { resultsSchemaErrors } from '../../scripts/lib/results-schema.js';
+import { followingReport } from '../../services/core/report/live-page.js';
+import { livePageLibraries } from '../../services/shared/report-assets.js';
 
 // Both apps in this process, every transport over real loopback sockets and a real redis-server.
 
@@ -228,7 +230,10 @@ describe('a whole run in-process', () => {
       const page = await fetch(`${base}/`);
       expect(page.headers.get('content-type')).toContain('text/html');
       const html = await page.text();
-      expect(html).toBe(await readFile(path.join(outputDir, 'report.html'), 'utf8'));
+      // The report as written, with the script that follows the next run (the file on disk has none).
+      const onDisk = await readFile(path.join(outputDir, 'report.html'), 'utf8');
+      expect(html).toBe(followingReport(onDisk, livePageLibraries().followScript));
+      expect(onDisk).not.toContain("fetch('/progress'");
       expect(html).toContain('data-chart=');
       const results = (await (await fetch(`${base}/results.json`)).json()) as RunReport;
       expect(results.transports.map((t) => t.transport)).toEqual(['tcp', 'zeromq']);
