@@ -5,6 +5,8 @@ import { nodeDescription } from '../../services/core/report/wording.js';
 import type { SectionResult } from '../../services/core/model/section.js';
 import { formatSize } from '../../services/core/config/size.js';
 import { makeDirectories } from '../../services/shared/directories.js';
+import { hostFacts } from '../../services/shared/host.js';
+import { transportByName } from '../../services/transports/index.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';
 import { MIN_CLAIM_ROUNDS } from '../lib/overhead.js';
 import { renderSweepPage, type BenchChart } from '../lib/sweep-page.js';
@@ -14,6 +16,7 @@ import { SHAPE_NAMES } from './ceiling-model.js';
 import { ceiling } from './ceiling.js';
 import { clientSweep, multiClientTransports } from './clients.js';
 import { matrix } from './matrix.js';
+import { grpcOptions } from './grpc-options.js';
 import { optionsFrom, PARTS, planFrom } from './options.js';
 import { rateSweep } from './rate.js';
 import { steady } from './steady.js';
@@ -46,12 +49,14 @@ import { verifyCost } from './verify.js';
 // - clients: latency and per-client fairness against CLIENTS (1, 10, 50, 200), rounds interleaved;
 // - rate: an open loop (RATE) from light load to past saturation: achieved rate, images dropped at
 //   the sender, latency from the due time.
-// And, only when named: soak, 1 KB images over TCP for 20 million images with both sides' RSS
-// sampled, and a verdict on its growth (scripts/lib/soak.ts); a failed verdict exits 1.
-// --out=<dir> writes the files there instead of bench/.
-// Prints tables and writes bench/results-<date>.json, and its charts (each transport beside its
-// ceiling, the two sweeps) in bench/charts-<date>.html. A benchmark, not a test: `npm test` never runs it.
-// Each part is a file beside this one; this one reads the command line, runs the parts it names and writes their files.
+// And, only when named: grpc-options, the grpc ceiling pair with one grpc-js setting changed at a time against the
+// transport's settings, in interleaved rounds (--rounds=, --shapes=large,small; --count= for a smoke run), MB/s at 533
+// KiB × WINDOW=16 and images/s at 1 KB × WINDOW=256 with each change's 95 % interval (./grpc-options.ts); and soak, 1
+// KB images over TCP for 20 million images with both sides' RSS sampled, and a verdict on its growth
+// (scripts/lib/soak.ts); a failed verdict exits 1. --out=<dir> writes the files there instead of bench/. Prints tables
+// and writes bench/results-<date>.json, and its charts (each transport beside its ceiling, the two sweeps) in
+// bench/charts-<date>.html. A benchmark, not a test: `npm test` never runs it. Each part is a file beside this one;
+// this one reads the command line, runs the parts it names and writes their files.
 
 /** Reads the command line (exit 2 on a bad one), runs the parts it names, and prints and writes their results. */
 async function main(args: readonly string[]): Promise<void> {
@@ -62,7 +67,8 @@ async function main(args: readonly string[]): Promise<void> {
   const started = new Date();
   const narrowed =
     `${options.transports === undefined ? '' : `; transports: ${options.transports.join(', ')}`}` +
-    (parts.includes('ceiling') ? `; ceiling: ${options.shapes.join(', ')}, ${plan.ceilingRounds} rounds` : '');
+    (parts.includes('ceiling') ? `; ceiling: ${options.shapes.join(', ')}, ${plan.ceilingRounds} rounds` : '') +
+    (parts.includes('grpc-options') ? `; grpc-options: ${plan.ceilingRounds} rounds` : '');
   const lines: string[] = [
     `image-transfer-bench benchmark, ${started.toISOString()} (parts: ${parts.join(', ')}${narrowed})`,
   ];
@@ -155,6 +161,20 @@ async function main(args: readonly string[]): Promise<void> {
     record.rate = result.cells.map(strip);
     charts.push(...result.charts);
     host ??= result.cells[0]?.report.run.hosts.receiver;
+  }
+  if (parts.includes('grpc-options')) {
+    const result = await grpcOptions(plan, options.images);
+    lines.push('', ...result.lines);
+    record.grpcOptions = {
+      rounds: plan.ceilingRounds,
+      indicative: plan.ceilingRounds < MIN_CLAIM_ROUNDS,
+      shapes: result.shapes,
+      summary: result.summary,
+      hostTaskMs: result.hostTaskMs,
+      cells: result.cells,
+    };
+    // Runs of the pair only, no suite report: this process's facts, with grpc-js's version.
+    host ??= hostFacts([transportByName('grpc')]);
   }
   if (parts.includes('soak')) {
     const result = await runSoak(soak.options);

@@ -12,12 +12,15 @@ import { ALL_CEILING_SHAPES, SHAPE_NAMES, type CeilingShape, type ShapeName } fr
 
 /** The parts a bench runs when none is named, in their order (soak runs only when named). */
 export const PARTS = ['ceiling', 'verify', 'matrix', 'steady', 'clients', 'rate'] as const;
+/** The parts that run only when named, after the others. */
+export const NAMED_ONLY_PARTS = ['soak', 'grpc-options'] as const;
 /** A part the command line can name. */
-export type Part = (typeof PARTS)[number] | 'soak';
+export type Part = (typeof PARTS)[number] | (typeof NAMED_ONLY_PARTS)[number];
 /** What a bad command line is told after its problems. */
 export const USAGE =
   `usage: npm run bench [-- [${PARTS.join(' ')}] [--transports=<name>,<name>...] [--ceiling-only] ` +
   `[--shapes=${SHAPE_NAMES.join(',')}] [--rounds=<N>] [--out=<dir>]]\n       npm run bench -- ${SOAK_USAGE} ` +
+  `[--out=<dir>]\n       npm run bench -- grpc-options [--shapes=large,small] [--rounds=<N>] [--count=<N>] ` +
   `[--out=<dir>]`;
 
 /** What the command line asks for; see optionsFrom. */
@@ -31,13 +34,15 @@ export interface BenchOptions {
   rounds: number;
   /** Where results and charts go: bench/ unless --out= says otherwise. */
   outDir: string;
+  /** The grpc-options part's timed images per run instead of each shape's count (--count=, a smoke run). */
+  images: number | undefined;
 }
 
 /**
- * The parts named on the command line (all when none is), the transports `--transports=` names,
- * --ceiling-only (the ceiling part with its ceiling clients alone, no suite run), the ceiling
- * part's --shapes= and --rounds=, and --out=; anything else exits 2, every problem said at once
- * (`problems`: those soakArgs found already, as it took the soak's flags out of `args`).
+ * The parts named on the command line (all when none is), the transports `--transports=` names, --ceiling-only (the
+ * ceiling part with its ceiling clients alone, no suite run), the ceiling part's --shapes= and --rounds= (the
+ * grpc-options part's too), the grpc-options part's --count=, and --out=; anything else exits 2, every problem said at
+ * once (`problems`: those soakArgs found already, as it took the soak's flags out of `args`).
  */
 export function optionsFrom(args: readonly string[], problems: string[]): BenchOptions {
   let chosen: string[] | undefined;
@@ -45,6 +50,7 @@ export function optionsFrom(args: readonly string[], problems: string[]): BenchO
   let shapes: ShapeName[] = [...SHAPE_NAMES];
   let rounds = MIN_CLAIM_ROUNDS;
   let outDir = projectPath('bench');
+  let images: number | undefined;
   const partNames: string[] = [];
   for (const arg of args) {
     if (arg === '--ceiling-only') ceilingOnly = true;
@@ -64,6 +70,10 @@ export function optionsFrom(args: readonly string[], problems: string[]): BenchO
       rounds = Number(text);
       if (!/^[0-9]+$/.test(text) || rounds < 1)
         problems.push(`--rounds=${text}: expected a whole number of at least 1`);
+    } else if (arg.startsWith('--count=')) {
+      const text = arg.slice('--count='.length);
+      images = Number(text);
+      if (!/^[0-9]+$/.test(text) || images < 1) problems.push(`--count=${text}: expected a whole number of at least 1`);
     } else if (arg.startsWith('--transports=')) {
       chosen = arg
         .slice('--transports='.length)
@@ -76,13 +86,15 @@ export function optionsFrom(args: readonly string[], problems: string[]): BenchO
           `unknown transport ${unknown.join(', ') || '(none given)'}; transports: ` +
             transports.map((t) => t.name).join(', '),
         );
-    } else if ((PARTS as readonly string[]).includes(arg) || arg === 'soak') partNames.push(arg);
-    else problems.push(`unknown part ${arg}; parts: ${PARTS.join(', ')}, soak`);
+    } else if ([...PARTS, ...NAMED_ONLY_PARTS].includes(arg as Part)) partNames.push(arg);
+    else problems.push(`unknown part ${arg}; parts: ${[...PARTS, ...NAMED_ONLY_PARTS].join(', ')}`);
   }
   if (ceilingOnly && partNames.some((p) => p !== 'ceiling'))
     problems.push(
       `--ceiling-only runs the ceiling part alone, not ${partNames.filter((p) => p !== 'ceiling').join(', ')}`,
     );
+  if (images !== undefined && !partNames.includes('grpc-options'))
+    problems.push("--count= sets the grpc-options part's image count: name that part");
   // Checked now, made (one level at a time) only at the end: a benchmark of hours never ends unable to save.
   const outProblem = directoryProblem(outDir);
   if (outProblem !== undefined)
@@ -91,14 +103,15 @@ export function optionsFrom(args: readonly string[], problems: string[]): BenchO
     process.stderr.write(`bench: ${problems.join('\n')}\n${USAGE}\n`);
     process.exit(2);
   }
-  if (ceilingOnly) return { parts: ['ceiling'], transports: chosen, ceilingOnly, shapes, rounds, outDir };
+  if (ceilingOnly) return { parts: ['ceiling'], transports: chosen, ceilingOnly, shapes, rounds, outDir, images };
   return {
-    parts: partNames.length === 0 ? [...PARTS] : [...PARTS, 'soak' as const].filter((p) => partNames.includes(p)),
+    parts: partNames.length === 0 ? [...PARTS] : [...PARTS, ...NAMED_ONLY_PARTS].filter((p) => partNames.includes(p)),
     transports: chosen,
     ceilingOnly,
     shapes,
     rounds,
     outDir,
+    images,
   };
 }
 

@@ -1,3 +1,4 @@
+import type * as http2 from 'node:http2';
 import type * as grpc from '@grpc/grpc-js';
 import type { MethodDefinition, PackageDefinition, ServiceDefinition } from '@grpc/proto-loader';
 import { hostPort } from '../../services/shared/net.js';
@@ -14,6 +15,8 @@ import { CEILING_HEADER_BYTES, headerSeq, type CeilingPair } from './contract.js
 // harness). grpc-js copies each image twice on send and once on receive whatever we do; the
 // handler gets `payload` as a view, and only a test (onImage) looks at it.
 // The helpers below are shared with grpc-unary.ts, as the transports share theirs.
+// `npm run bench -- grpc-options` runs this pair with one change at a time (GrpcCeilingVariant, handed over in
+// GRPC_VARIANT_ENV); every other run sets none and gets the transport's settings, used the transport's way.
 
 /** @grpc/grpc-js, loaded on first use (kit/library.ts: a process holds only the libraries it runs). */
 export const grpcJs = lazyLibrary<typeof grpc>('@grpc/grpc-js');
@@ -34,6 +37,11 @@ export interface AckMessage {
 const PROTOBUF_OVERHEAD_BYTES = 16;
 /** The transport's HTTP/2 flow-control window: the 64 KiB default stalls a large image on every WINDOW_UPDATE. */
 const FLOW_CONTROL_WINDOW_BYTES = 16 * 1024 * 1024;
+/**
+ * Where `npm run bench -- grpc-options` hands a variant (JSON, GrpcCeilingVariant) to both processes of a run; unset in
+ * every other run, which is then the reference: the transport's settings, used the transport's way.
+ */
+export const GRPC_VARIANT_ENV = 'ITB_GRPC_CEILING_VARIANT';
 /** Bound on reaching the receiver: waitForReady needs a deadline of its own. */
 const CONNECT_TIMEOUT_MS = 10_000;
 /** How long a close lets calls end gracefully before forcing them. */
@@ -66,15 +74,74 @@ export function channelOptions(maxImageBytes: number): grpc.ChannelOptions {
 }
 
 /**
- * A client channel to host:port, ready (connected) or rejected within CONNECT_TIMEOUT_MS; the transport's client
- * options.
+ * One change to the grpc pair that the grpc-options bench measures against the reference (no variant): channel options
+ * laid over either side's, HTTP/2 settings and a connection window the server sends on each connection (grpc-js 1.14
+ * takes no channel option for either), and whether the sender waits for 'drain' as the transport does.
  */
-export async function openClient(host: string, port: number, maxImageBytes: number): Promise<grpc.Client> {
+export interface GrpcCeilingVariant {
+  /** Laid over the client's channel options (the transport's). */
+  client?: grpc.ChannelOptions;
+  /** Laid over the server's. */
+  server?: grpc.ChannelOptions;
+  /** Sent by the server on each connection as it opens (initialWindowSize: every stream's receive window). */
+  serverSettings?: http2.Settings;
+  /** The server's connection-level receive window, raised on each connection as it opens. */
+  serverConnectionWindowBytes?: number;
+  /** Wait for 'drain' once call.write returns false, as the transport's SendQueue does; else write on regardless. */
+  waitForDrain?: boolean;
+}
+
+const VARIANT_KEYS = new Set(['client', 'server', 'serverSettings', 'serverConnectionWindowBytes', 'waitForDrain']);
+
+/** The variant `text` (GRPC_VARIANT_ENV's JSON) names: none when unset or empty; throws on anything else malformed. */
+export function parseGrpcVariant(text: string | undefined): GrpcCeilingVariant {
+  if (text === undefined || text.trim() === '') return {};
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`${GRPC_VARIANT_ENV}: not JSON (${(err as Error).message}): ${text}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new Error(`${GRPC_VARIANT_ENV}: expected a JSON object, got ${text}`);
+  const record = value as Record<string, unknown>;
+  const unknown = Object.keys(record).filter((key) => !VARIANT_KEYS.has(key));
+  if (unknown.length > 0)
+    throw new Error(`${GRPC_VARIANT_ENV}: unknown ${unknown.join(', ')}; known: ${[...VARIANT_KEYS].join(', ')}`);
+  for (const key of ['client', 'server', 'serverSettings'] as const) {
+    const options = record[key];
+    if (options === undefined) continue;
+    const valid =
+      typeof options === 'object' &&
+      options !== null &&
+      !Array.isArray(options) &&
+      Object.values(options).every((v) => typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean');
+    if (!valid) throw new Error(`${GRPC_VARIANT_ENV}: "${key}" must map names to numbers, strings or booleans`);
+  }
+  const window = record.serverConnectionWindowBytes;
+  if (window !== undefined && (typeof window !== 'number' || !Number.isInteger(window) || window < 1))
+    throw new Error(`${GRPC_VARIANT_ENV}: "serverConnectionWindowBytes" must be a whole number of bytes`);
+  if (record.waitForDrain !== undefined && typeof record.waitForDrain !== 'boolean')
+    throw new Error(`${GRPC_VARIANT_ENV}: "waitForDrain" must be true or false`);
+  return record as GrpcCeilingVariant;
+}
+
+/**
+ * A client channel to host:port, ready (connected) or rejected within CONNECT_TIMEOUT_MS; the transport's client
+ * options, with `extra` (a bench variant's) laid over them.
+ */
+export async function openClient(
+  host: string,
+  port: number,
+  maxImageBytes: number,
+  extra: grpc.ChannelOptions = {},
+): Promise<grpc.Client> {
   const client = new (grpcJs().Client)(hostPort(host, port), grpcJs().credentials.createInsecure(), {
     ...channelOptions(maxImageBytes),
     // A transparent retry would resend an image; off, as in the transport.
     'grpc.enable_retries': 0,
     'grpc.use_local_subchannel_pool': 1,
+    ...extra,
   });
   try {
     await new Promise<void>((resolve, reject) =>
@@ -110,59 +177,113 @@ export async function serve(
   };
 }
 
-/** The grpc transport's ceiling: one Frame message per image on a bidi stream, an Ack back. */
-export const grpcCeiling: CeilingPair = {
-  transport: 'grpc',
-  how:
-    '@grpc/grpc-js: one bidi Transfer stream, call.write(Frame{header, payload}) per image; the handler ' +
-    'call.write(Ack) back',
-  async receive(options) {
-    const { service } = protoMethod('itb.ImageTransfer', 'Transfer');
-    const server = new (grpcJs().Server)(channelOptions(options.maxImageBytes));
-    const transfer: grpc.handleBidiStreamingCall<FrameMessage, AckMessage> = (call) => {
-      call.on('data', (frame: FrameMessage) => {
-        const seq = headerSeq(frame.header);
-        options.arrived(seq);
-        call.write({ seq });
-        options.onImage?.(seq, frame.payload);
-      });
-      // The sender half-closed: end with OK so its close() completes at once.
-      call.on('end', () => call.end());
-      // Cancellation at close; nothing to report on this side.
-      call.on('error', () => undefined);
-    };
-    server.addService(service, { Transfer: transfer });
-    return serve(server, options.bindHost, options.port);
-  },
-  async connect(options) {
-    const { method } = protoMethod('itb.ImageTransfer', 'Transfer');
-    const client = await openClient(options.host, options.port, options.maxImageBytes);
-    const call = client.makeBidiStreamRequest<FrameMessage, AckMessage>(
-      method.path,
-      method.requestSerialize,
-      method.responseDeserialize,
+/**
+ * Sends `settings` and raises the connection window to `connectionWindowBytes` on each connection `server` accepts
+ * from now on. grpc-js 1.14 has no option for either on the server (grpc/grpc-node PR #3058 would add one) and keeps
+ * its node:http2 servers private: this reaches them through that private field, for the bench alone.
+ */
+function tuneServerSessions(
+  server: grpc.Server,
+  settings: http2.Settings | undefined,
+  connectionWindowBytes: number | undefined,
+): void {
+  if (settings === undefined && connectionWindowBytes === undefined) return;
+  const http2Servers = (server as unknown as { http2Servers?: unknown }).http2Servers;
+  if (!(http2Servers instanceof Map) || http2Servers.size === 0)
+    throw new Error(
+      'grpc-js keeps no Server#http2Servers any more: the server-side HTTP/2 variant needs another way in',
     );
-    let closing = false;
-    const ended = new Promise<void>((resolve) => call.once('status', () => resolve()));
-    call.on('data', (ack: AckMessage) => options.onAck(ack.seq ?? 0));
-    // grpc-js emits 'error' (CANCELLED) even after close(): the listener stays, quiet once closing.
-    call.on('error', (err) => {
-      if (!closing) options.onFailure(`grpc: ${err.message}`);
+  for (const http2Server of http2Servers.keys() as Iterable<http2.Http2Server>) {
+    http2Server.on('session', (session) => {
+      if (settings !== undefined) session.settings(settings);
+      if (connectionWindowBytes !== undefined) session.setLocalWindowSize(connectionWindowBytes);
     });
-    call.on('end', () => {
-      if (!closing) options.onFailure('grpc: the receiver ended the stream');
-    });
-    return {
-      send(_seq, header, image) {
-        // The window bounds what grpc-js buffers past its high-water mark: no wait for 'drain'.
-        call.write({ header, payload: image });
-      },
-      async close() {
-        closing = true;
-        call.end();
-        if (!(await settlesWithin(ended, CLOSE_GRACE_MS))) call.cancel();
-        client.close();
-      },
-    };
-  },
-};
+  }
+}
+
+/**
+ * The grpc ceiling with `variantOf()`'s change (read as each side starts; {} is the reference): the grpc-options bench
+ * runs it through GRPC_VARIANT_ENV.
+ */
+export function grpcCeilingWith(variantOf: () => GrpcCeilingVariant): CeilingPair {
+  return {
+    transport: 'grpc',
+    how:
+      '@grpc/grpc-js: one bidi Transfer stream, call.write(Frame{header, payload}) per image; the handler ' +
+      'call.write(Ack) back',
+    async receive(options) {
+      const variant = variantOf();
+      const { service } = protoMethod('itb.ImageTransfer', 'Transfer');
+      const server = new (grpcJs().Server)({ ...channelOptions(options.maxImageBytes), ...variant.server });
+      const transfer: grpc.handleBidiStreamingCall<FrameMessage, AckMessage> = (call) => {
+        call.on('data', (frame: FrameMessage) => {
+          const seq = headerSeq(frame.header);
+          options.arrived(seq);
+          call.write({ seq });
+          options.onImage?.(seq, frame.payload);
+        });
+        // The sender half-closed: end with OK so its close() completes at once.
+        call.on('end', () => call.end());
+        // Cancellation at close; nothing to report on this side.
+        call.on('error', () => undefined);
+      };
+      server.addService(service, { Transfer: transfer });
+      const served = await serve(server, options.bindHost, options.port);
+      tuneServerSessions(server, variant.serverSettings, variant.serverConnectionWindowBytes);
+      return served;
+    },
+    async connect(options) {
+      const variant = variantOf();
+      const { method } = protoMethod('itb.ImageTransfer', 'Transfer');
+      const client = await openClient(options.host, options.port, options.maxImageBytes, variant.client);
+      const call = client.makeBidiStreamRequest<FrameMessage, AckMessage>(
+        method.path,
+        method.requestSerialize,
+        method.responseDeserialize,
+      );
+      let closing = false;
+      const ended = new Promise<void>((resolve) => call.once('status', () => resolve()));
+      call.on('data', (ack: AckMessage) => options.onAck(ack.seq ?? 0));
+      // grpc-js emits 'error' (CANCELLED) even after close(): the listener stays, quiet once closing.
+      call.on('error', (err) => {
+        if (!closing) options.onFailure(`grpc: ${err.message}`);
+      });
+      call.on('end', () => {
+        if (!closing) options.onFailure('grpc: the receiver ended the stream');
+      });
+      // waitForDrain: frames held back while grpc-js is over its buffer mark, written in order on 'drain'.
+      const held: FrameMessage[] = [];
+      let overMark = false;
+      if (variant.waitForDrain) {
+        call.on('drain', () => {
+          overMark = false;
+          while (!overMark && held.length > 0) overMark = !call.write(held.shift()!);
+        });
+      }
+      return {
+        send(_seq, header, image) {
+          const frame: FrameMessage = { header, payload: image };
+          // The reference: the window bounds what grpc-js buffers past its high-water mark, so no wait for 'drain'.
+          if (!variant.waitForDrain) call.write(frame);
+          else if (overMark) held.push(frame);
+          else overMark = !call.write(frame);
+        },
+        async close() {
+          closing = true;
+          call.end();
+          if (!(await settlesWithin(ended, CLOSE_GRACE_MS))) call.cancel();
+          client.close();
+        },
+      };
+    },
+  };
+}
+
+let envVariant: GrpcCeilingVariant | undefined;
+
+/**
+ * The grpc transport's ceiling: one Frame message per image on a bidi stream, an Ack back (a bench variant's, if set).
+ */
+export const grpcCeiling: CeilingPair = grpcCeilingWith(
+  () => (envVariant ??= parseGrpcVariant(process.env[GRPC_VARIANT_ENV])),
+);

@@ -26,6 +26,8 @@ export interface CeilingRequest {
   brokerUrl: string | undefined;
   /** Bound on the whole run, both processes' start included. */
   timeoutMs: number;
+  /** Variables added to this process's environment for both of the run's processes (a bench variant's). */
+  env?: Record<string, string>;
 }
 
 /** Output of the runner that carries no usable measurement; the message says what is wrong. */
@@ -93,7 +95,7 @@ function jsonObject(line: string): Record<string, unknown> | undefined {
  * outlasts `timeoutMs`, with ITB_ERR_TRANSPORT when it fails or prints no usable result.
  */
 export async function runCeiling(request: CeilingRequest): Promise<CeilingFigures> {
-  const { transport, bytes, count, window, warmup, brokerUrl, timeoutMs } = request;
+  const { transport, bytes, count, window, warmup, brokerUrl, timeoutMs, env } = request;
   const what = `the ${transport} ceiling (${bytes} B × ${count}, window ${window})`;
   const args = [
     projectPath('dist', 'scripts', 'ceiling', 'main.js'),
@@ -105,7 +107,11 @@ export async function runCeiling(request: CeilingRequest): Promise<CeilingFigure
     ...(brokerUrl ? [`--broker-url=${brokerUrl}`] : []),
   ];
   // The services' Node flags (the runner passes them on to its receiver): the same GC settings as the suite's.
-  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  // The runner passes its environment on to its receiver process, so `env` reaches both sides.
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: env === undefined ? process.env : { ...process.env, ...env },
+  });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));

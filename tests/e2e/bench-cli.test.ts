@@ -30,6 +30,24 @@ describe('npm run bench arguments', () => {
   });
 
   it(
+    'refuses --count= without the grpc-options part, and a ' + 'count below 1, listing that part in its usage, exit 2',
+    () => {
+      const alone = bench('ceiling', '--count=50');
+      expect(alone.code).toBe(2);
+      expect(alone.stderr).toContain("--count= sets the grpc-options part's image count: name that part");
+      expect(alone.stderr).toContain(
+        'npm run bench -- grpc-options [--shapes=large,small] [--rounds=<N>] [--count=<N>] [--out=<dir>]',
+      );
+      const zero = bench('grpc-options', '--count=0', 'warp');
+      expect(zero.code).toBe(2);
+      expect(zero.stderr).toContain('--count=0: expected a whole number of at least 1');
+      expect(zero.stderr).toContain(
+        'unknown part warp; parts: ceiling, verify, matrix, steady, clients, rate, soak, grpc-options',
+      );
+    },
+  );
+
+  it(
     'refuses an unknown ceiling shape and a round count that is not a whole number of at least 1, both at once, ' +
       'exit 2',
     () => {

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { projectPath } from '../../services/shared/paths.js';
+import { GRPC_VARIANT_ENV } from '../../scripts/ceiling/grpc.js';
 import { runCeiling } from '../../scripts/lib/ceiling-run.js';
 
 // The bench's ceiling runner as the bench starts it (dist/scripts/ceiling/main.js, its receiver a child process): the
@@ -24,5 +25,26 @@ describe('the ceiling runner in two processes', () => {
     expect(figures.senderCpuMs).toBeGreaterThan(0);
     expect(figures.receiverCpuMs).not.toBeNull();
     expect(figures.receiverCpuMs).toBeGreaterThan(0);
+  });
+
+  it("hands a grpc variant to both processes: the receiver's refuses a message over its own limit", async () => {
+    const run = (variant: object) =>
+      runCeiling({
+        transport: 'grpc',
+        bytes: 4096,
+        count: 20,
+        window: 4,
+        warmup: 2,
+        brokerUrl: undefined,
+        timeoutMs: 20_000,
+        env: { [GRPC_VARIANT_ENV]: JSON.stringify(variant) },
+      });
+    expect((await run({})).count).toBe(20);
+    // Set on the server alone, in the child process: the run fails there, so the variable reached it.
+    await expect(run({ server: { 'grpc.max_receive_message_length': 1000 } })).rejects.toThrow(
+      /Received message larger than max/,
+    );
+    // A malformed variant fails the run (its receiver, which reads it first, exits) rather than running the reference.
+    await expect(run({ clinet: {} })).rejects.toThrow(/the ceiling run failed/);
   });
 });
