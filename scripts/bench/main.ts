@@ -15,6 +15,7 @@ import { runSoak } from '../lib/soak-run.js';
 import { SHAPE_NAMES } from './ceiling-model.js';
 import { ceiling } from './ceiling.js';
 import { clientSweep, multiClientTransports } from './clients.js';
+import { delaySweep } from './delay.js';
 import { matrix } from './matrix.js';
 import { grpcOptions } from './grpc-options.js';
 import { optionsFrom, PARTS, planFrom } from './options.js';
@@ -51,12 +52,16 @@ import { verifyCost } from './verify.js';
 //   the sender, latency from the due time.
 // And, only when named: grpc-options, the grpc ceiling pair with one grpc-js setting changed at a time against the
 // transport's settings, in interleaved rounds (--rounds=, --shapes=large,small; --count= for a smoke run), MB/s at 533
-// KiB × WINDOW=16 and images/s at 1 KB × WINDOW=256 with each change's 95 % interval (./grpc-options.ts); and soak, 1
-// KB images over TCP for 20 million images with both sides' RSS sampled, and a verdict on its growth
-// (scripts/lib/soak.ts); a failed verdict exits 1. --out=<dir> writes the files there instead of bench/. Prints tables
-// and writes bench/results-<date>.json, and its charts (each transport beside its ceiling, the two sweeps) in
-// bench/charts-<date>.html. A benchmark, not a test: `npm test` never runs it. Each part is a file beside this one;
-// this one reads the command line, runs the parts it names and writes their files.
+// KiB × WINDOW=16 and images/s at 1 KB × WINDOW=256 with each change's 95 % interval (./grpc-options.ts); delay, each
+// of grpc, grpc-connect, websocket and tcp (or those --transports= names) at 16 KiB and 533 KiB, WINDOW=1, with a relay
+// in this process (scripts/lib/delay-relay.ts; no sch_netem needed) between the transmitter and the receiver's
+// transport port adding 0 or --delay-ms= (2 by default) to each direction, interleaved over --rounds= (5 by default)
+// with --delay-images= (200) per section: the one-way p50 at each, the time the delay added and that minus the delay,
+// and issue 34's target for grpc-connect; and soak, 1 KB images over TCP for 20 million images with both sides' RSS
+// sampled, and a verdict on its growth (scripts/lib/soak.ts); a failed verdict exits 1. --out=<dir> writes the files
+// there instead of bench/. Prints tables and writes bench/results-<date>.json, and its charts (each transport beside
+// its ceiling, the two sweeps) in bench/charts-<date>.html. A benchmark, not a test: `npm test` never runs it. Each
+// part is a file beside this one; this one reads the command line, runs the parts it names and writes their files.
 
 /** Reads the command line (exit 2 on a bad one), runs the parts it names, and prints and writes their results. */
 async function main(args: readonly string[]): Promise<void> {
@@ -183,6 +188,27 @@ async function main(args: readonly string[]): Promise<void> {
     charts.push(...result.charts);
     host ??= result.host;
     if (!result.verdict.pass) process.exitCode = 1;
+  }
+  if (parts.includes('delay')) {
+    const result = await delaySweep(plan);
+    lines.push('', ...result.lines);
+    record.delay = {
+      delayMs: plan.delayMs,
+      rounds: plan.delayRounds,
+      imagesPerSection: plan.delayImages,
+      // Per transport and size: the median p50s, the time the delay added (each round's too), that minus the delay,
+      // the relay's largest lateness toward the receiver, and the target where it applies.
+      summary: result.summary,
+      // Every run, with what each transport's relay measured in both directions.
+      cells: result.cells.map((c) => ({
+        round: c.round,
+        sizeBytes: c.sizeBytes,
+        delayMs: c.delayMs,
+        relays: c.relays,
+        ...strip(c.cell),
+      })),
+    };
+    host ??= result.cells[0]?.cell.report.run.hosts.receiver;
   }
   if (host) {
     lines.splice(

@@ -6,22 +6,32 @@ import { defaultTransports, transportByName, transports } from '../../services/t
 import { MIN_CLAIM_ROUNDS } from '../lib/overhead.js';
 import { SOAK_USAGE } from '../lib/soak.js';
 import { ALL_CEILING_SHAPES, SHAPE_NAMES, type CeilingShape, type ShapeName } from './ceiling-model.js';
+import {
+  DEFAULT_DELAY_IMAGES,
+  DEFAULT_DELAY_MS,
+  DEFAULT_DELAY_ROUNDS,
+  DELAY_TRANSPORTS,
+  relayProblem,
+} from './delay.js';
 
 // The command line: the parts it names and their options, every problem said at once (exit 2), and the plan the
 // parts read.
 
-/** The parts a bench runs when none is named, in their order (soak runs only when named). */
+/** The parts a bench runs when none is named, in their order (soak and delay run only when named). */
 export const PARTS = ['ceiling', 'verify', 'matrix', 'steady', 'clients', 'rate'] as const;
-/** The parts that run only when named, after the others. */
-export const NAMED_ONLY_PARTS = ['soak', 'grpc-options'] as const;
+/** The parts that run only when named, in their order after PARTS. */
+export const NAMED_ONLY_PARTS = ['soak', 'grpc-options', 'delay'] as const;
 /** A part the command line can name. */
 export type Part = (typeof PARTS)[number] | (typeof NAMED_ONLY_PARTS)[number];
+/** Largest --delay-ms=: a second each way is already a satellite link. */
+const MAX_DELAY_MS = 1000;
 /** What a bad command line is told after its problems. */
 export const USAGE =
   `usage: npm run bench [-- [${PARTS.join(' ')}] [--transports=<name>,<name>...] [--ceiling-only] ` +
-  `[--shapes=${SHAPE_NAMES.join(',')}] [--rounds=<N>] [--out=<dir>]]\n       npm run bench -- ${SOAK_USAGE} ` +
-  `[--out=<dir>]\n       npm run bench -- grpc-options [--shapes=large,small] [--rounds=<N>] [--count=<N>] ` +
-  `[--out=<dir>]`;
+  `[--shapes=${SHAPE_NAMES.join(',')}] [--rounds=<N>] [--out=<dir>]]\n       npm run bench -- delay ` +
+  `[--transports=<name>,<name>...] [--delay-ms=<ms>] [--delay-images=<N>] [--rounds=<N>] [--out=<dir>]\n` +
+  `       npm run bench -- grpc-options [--shapes=large,small] [--rounds=<N>] [--count=<N>] [--out=<dir>]\n` +
+  `       npm run bench -- ${SOAK_USAGE} [--out=<dir>]`;
 
 /** What the command line asks for; see optionsFrom. */
 export interface BenchOptions {
@@ -30,8 +40,12 @@ export interface BenchOptions {
   ceilingOnly: boolean;
   /** The ceiling part's shapes: all unless --shapes= names some. */
   shapes: ShapeName[];
-  /** The ceiling part's rounds: MIN_CLAIM_ROUNDS unless --rounds= says otherwise. */
-  rounds: number;
+  /** --rounds=: the ceiling part's (MIN_CLAIM_ROUNDS when unset) and the delay part's (DEFAULT_DELAY_ROUNDS). */
+  rounds: number | undefined;
+  /** The delay part's delay each way (ms): DEFAULT_DELAY_MS unless --delay-ms= says otherwise. */
+  delayMs: number;
+  /** The delay part's recorded images per section: DEFAULT_DELAY_IMAGES unless --delay-images= says otherwise. */
+  delayImages: number;
   /** Where results and charts go: bench/ unless --out= says otherwise. */
   outDir: string;
   /** The grpc-options part's timed images per run instead of each shape's count (--count=, a smoke run). */
@@ -41,14 +55,18 @@ export interface BenchOptions {
 /**
  * The parts named on the command line (all when none is), the transports `--transports=` names, --ceiling-only (the
  * ceiling part with its ceiling clients alone, no suite run), the ceiling part's --shapes= and --rounds= (the
- * grpc-options part's too), the grpc-options part's --count=, and --out=; anything else exits 2, every problem said at
- * once (`problems`: those soakArgs found already, as it took the soak's flags out of `args`).
+ * grpc-options part's too), the grpc-options part's --count=, the delay part's --delay-ms=, --delay-images= and
+ * --rounds=, and --out=; anything else exits 2, every problem said at once (`problems`: those soakArgs found already,
+ * as it took the soak's flags out of `args`).
  */
 export function optionsFrom(args: readonly string[], problems: string[]): BenchOptions {
   let chosen: string[] | undefined;
   let ceilingOnly = false;
   let shapes: ShapeName[] = [...SHAPE_NAMES];
-  let rounds = MIN_CLAIM_ROUNDS;
+  let rounds: number | undefined;
+  let delayMs = DEFAULT_DELAY_MS;
+  let delayImages = DEFAULT_DELAY_IMAGES;
+  const delayFlags: string[] = [];
   let outDir = projectPath('bench');
   let images: number | undefined;
   const partNames: string[] = [];
@@ -74,6 +92,18 @@ export function optionsFrom(args: readonly string[], problems: string[]): BenchO
       const text = arg.slice('--count='.length);
       images = Number(text);
       if (!/^[0-9]+$/.test(text) || images < 1) problems.push(`--count=${text}: expected a whole number of at least 1`);
+    } else if (arg.startsWith('--delay-ms=')) {
+      const text = arg.slice('--delay-ms='.length);
+      delayMs = Number(text);
+      delayFlags.push('--delay-ms');
+      if (!/^[0-9]+(\.[0-9]+)?$/.test(text) || delayMs <= 0 || delayMs > MAX_DELAY_MS)
+        problems.push(`--delay-ms=${text}: expected a number of milliseconds above 0 and at most ${MAX_DELAY_MS}`);
+    } else if (arg.startsWith('--delay-images=')) {
+      const text = arg.slice('--delay-images='.length);
+      delayImages = Number(text);
+      delayFlags.push('--delay-images');
+      if (!/^[0-9]+$/.test(text) || delayImages < 1)
+        problems.push(`--delay-images=${text}: expected a whole number of at least 1`);
     } else if (arg.startsWith('--transports=')) {
       chosen = arg
         .slice('--transports='.length)
@@ -89,6 +119,17 @@ export function optionsFrom(args: readonly string[], problems: string[]): BenchO
     } else if ([...PARTS, ...NAMED_ONLY_PARTS].includes(arg as Part)) partNames.push(arg);
     else problems.push(`unknown part ${arg}; parts: ${[...PARTS, ...NAMED_ONLY_PARTS].join(', ')}`);
   }
+  if (delayFlags.length > 0 && !partNames.includes('delay'))
+    problems.push(
+      `${[...new Set(delayFlags)].join(', ')} ${delayFlags.length === 1 ? 'is' : 'are'} the delay part's: name it`,
+    );
+  // Only transports on one port of the receiver's own can sit behind the relays.
+  if (partNames.includes('delay'))
+    for (const name of chosen ?? []) {
+      const transport = transports.find((t) => t.name === name);
+      const problem = transport && relayProblem(transport);
+      if (problem !== undefined) problems.push(`the delay part cannot relay ${name}: ${problem}`);
+    }
   if (ceilingOnly && partNames.some((p) => p !== 'ceiling'))
     problems.push(
       `--ceiling-only runs the ceiling part alone, not ${partNames.filter((p) => p !== 'ceiling').join(', ')}`,
@@ -103,13 +144,26 @@ export function optionsFrom(args: readonly string[], problems: string[]): BenchO
     process.stderr.write(`bench: ${problems.join('\n')}\n${USAGE}\n`);
     process.exit(2);
   }
-  if (ceilingOnly) return { parts: ['ceiling'], transports: chosen, ceilingOnly, shapes, rounds, outDir, images };
+  if (ceilingOnly)
+    return {
+      parts: ['ceiling'],
+      transports: chosen,
+      ceilingOnly,
+      shapes,
+      rounds,
+      delayMs,
+      delayImages,
+      outDir,
+      images,
+    };
   return {
     parts: partNames.length === 0 ? [...PARTS] : [...PARTS, ...NAMED_ONLY_PARTS].filter((p) => partNames.includes(p)),
     transports: chosen,
     ceilingOnly,
     shapes,
     rounds,
+    delayMs,
+    delayImages,
     outDir,
     images,
   };
@@ -133,19 +187,30 @@ export interface BenchPlan {
   ceilingRounds: number;
   /** Said beside the ceiling's medians when they rest on fewer rounds than a claim needs. */
   indicativeNote: string;
+  /** The delay part's transports: DELAY_TRANSPORTS unless --transports= names others. */
+  delayTransports: readonly string[];
+  /** The delay part's delay each way (ms), rounds and recorded images per section. */
+  delayMs: number;
+  delayRounds: number;
+  delayImages: number;
 }
 
 /** The plan of a run with `options`. */
 export function planFrom(options: BenchOptions): BenchPlan {
+  const ceilingRounds = options.rounds ?? MIN_CLAIM_ROUNDS;
   return {
     ceilingTransports: options.transports === undefined ? transports : options.transports.map(transportByName),
     transportNames: options.transports ?? defaultTransports.map((t) => t.name),
     ceilingShapes: ALL_CEILING_SHAPES.filter((shape) => options.shapes.includes(shape.name)),
-    ceilingRounds: options.rounds,
+    ceilingRounds,
     indicativeNote:
-      options.rounds < MIN_CLAIM_ROUNDS
-        ? ` With ${options.rounds} rounds (fewer than ${MIN_CLAIM_ROUNDS}) the medians are indicative: no claim ` +
+      ceilingRounds < MIN_CLAIM_ROUNDS
+        ? ` With ${ceilingRounds} rounds (fewer than ${MIN_CLAIM_ROUNDS}) the medians are indicative: no claim ` +
           `rests on them.`
         : '',
+    delayTransports: options.transports ?? DELAY_TRANSPORTS,
+    delayMs: options.delayMs,
+    delayRounds: options.rounds ?? DEFAULT_DELAY_ROUNDS,
+    delayImages: options.delayImages,
   };
 }

@@ -89,4 +89,17 @@ describe('npm run bench arguments', () => {
       "--images, --from, --sample-ms are the soak part's: name it",
     );
   });
+
+  it("refuses the delay part's flags out of range or without the part, and a transport it cannot relay, exit 2", () => {
+    const result = bench('delay', '--delay-ms=0', '--delay-images=0', '--transports=tcp,redis,zeromq-pubsub');
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--delay-ms=0: expected a number of milliseconds above 0 and at most 1000');
+    expect(result.stderr).toContain('--delay-images=0: expected a whole number of at least 1');
+    expect(result.stderr).toContain('the delay part cannot relay redis: redis goes through a server at REDIS_URL');
+    expect(result.stderr).toContain(
+      'the delay part cannot relay zeromq-pubsub: zeromq-pubsub listens on ports after ZEROMQ_PUBSUB_PORT too',
+    );
+    expect(result.stderr).not.toContain('cannot relay tcp');
+    expect(bench('ceiling', '--delay-ms=2').stderr).toContain("--delay-ms is the delay part's: name it");
+  });
 });
