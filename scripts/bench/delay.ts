@@ -76,7 +76,7 @@ export interface DelaySummary {
   addedPerRoundMs: number[];
   /** addedMs minus the delay: what the transport adds beyond the delay itself. */
   beyondDelayMs: number | null;
-  /** Largest lateness of a chunk in the relay's image direction over every round with the delay (ms). */
+  /** Largest lateness of a chunk in either direction of the relay over every round with the delay (ms). */
   relayMaxLatenessMs: number;
   /** Issue 34's target where it applies (grpc-connect at 533 KiB), else null. */
   targetMet: boolean | null;
@@ -92,7 +92,11 @@ export function summarizeDelay(
 ): DelaySummary[] {
   return DELAY_SIZES.flatMap((sizeBytes) =>
     transportNames.map((transport): DelaySummary => {
-      const p50 = (cell: DelayCell) => medianSection(cell.cell.report, transport)?.latency?.p50Ms;
+      // A failed section's times are not the transport's: it is listed under failures instead.
+      const p50 = (cell: DelayCell) =>
+        cell.cell.report.transports.find((t) => t.transport === transport)?.ok === true
+          ? medianSection(cell.cell.report, transport)?.latency?.p50Ms
+          : undefined;
       const ofSize = cells.filter((c) => c.sizeBytes === sizeBytes);
       const at = (delay: number) => ofSize.filter((c) => c.delayMs === delay);
       const zero = median(at(0).flatMap((c) => p50(c) ?? []));
@@ -119,7 +123,13 @@ export function summarizeDelay(
         addedMs,
         addedPerRoundMs,
         beyondDelayMs,
-        relayMaxLatenessMs: Math.max(0, ...at(delayMs).map((c) => c.relays[transport]?.toTarget.maxLatenessMs ?? 0)),
+        relayMaxLatenessMs: Math.max(
+          0,
+          ...at(delayMs).flatMap((c) => {
+            const relay = c.relays[transport];
+            return relay === undefined ? [] : [relay.toTarget.maxLatenessMs, relay.toClient.maxLatenessMs];
+          }),
+        ),
         targetMet:
           transport === TARGET.transport && sizeBytes === TARGET.sizeBytes && beyondDelayMs !== null
             ? beyondDelayMs <= TARGET.slackMs
