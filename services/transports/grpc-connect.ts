@@ -124,6 +124,55 @@ class Outbox implements AsyncIterable<FrameInit> {
   }
 }
 
+/**
+ * A call's request messages that the receiver can stop: once stopped, a pending or later next()
+ * rejects with the reason. Not Promise.race([next(), stopped]) with one `stopped` for the call:
+ * every race leaves a reaction on that promise until it settles, and the reaction holds the race's
+ * own promise and so the message it resolved with (nodejs/node#17469): a call would keep every
+ * image it received until it ended (3,000 images of 533 KiB held 1.6 GB, and the receiver spent
+ * its CPU on fresh memory instead of reusing it).
+ */
+class StoppableMessages<T> {
+  /** Rejects the next() in progress; only that one, dropped once it settles. */
+  private interrupt: ((reason: Error) => void) | undefined;
+  private reason: Error | undefined;
+
+  constructor(private readonly messages: AsyncIterator<T>) {}
+
+  /** True once stop() was called. */
+  get stopped(): boolean {
+    return this.reason !== undefined;
+  }
+
+  /** The next message, or a rejection with the stop's reason, whichever comes first. */
+  async next(): Promise<IteratorResult<T>> {
+    try {
+      return await new Promise<IteratorResult<T>>((resolve, reject) => {
+        if (this.reason !== undefined) {
+          reject(this.reason);
+          return;
+        }
+        this.interrupt = reject;
+        this.messages.next().then(resolve, reject);
+      });
+    } finally {
+      this.interrupt = undefined;
+    }
+  }
+
+  /** Ends the wait for messages with `reason`; the first reason stands. */
+  stop(reason: Error): void {
+    if (this.reason !== undefined) return;
+    this.reason = reason;
+    this.interrupt?.(reason);
+  }
+
+  /** Lets the request stream go (it is not read further). */
+  return(): void {
+    void this.messages.return?.();
+  }
+}
+
 /** Connects the transmitter side: one HTTP/2 session of its own, one bidi stream on it. */
 async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   const lib = await connectLibraries();
@@ -255,11 +304,8 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     // Every call reaches here through the door (admitCall); one that did not is refused all the same.
     if (call === undefined) throw new ConnectError(REFUSAL_DETAILS, Code.Unauthenticated);
     const { from } = call;
-    let stop: (err: ConnectError) => void = () => undefined;
-    const stopped = new Promise<never>((_resolve, reject) => {
-      stop = reject;
-    });
-    stopped.catch(() => undefined);
+    const messages = new StoppableMessages(requests[Symbol.asyncIterator]());
+    const stop = (err: ConnectError): void => messages.stop(err);
     if (call.endedEarly !== undefined) stop(call.endedEarly);
     call.end = stop;
     calls.add(stop);
@@ -270,14 +316,9 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     }, options.idleTimeoutMs);
     const gate = frameGate(options, from);
     log.debug({ from }, 'gRPC (Connect) stream opened');
-    const messages = requests[Symbol.asyncIterator]();
-    let stoppedByUs = false;
-    stopped.catch(() => {
-      stoppedByUs = true;
-    });
     try {
       for (;;) {
-        const next = await Promise.race([messages.next(), stopped]);
+        const next = await messages.next();
         // The transmitter half-closed: returning ends the call with OK, so its close() completes at once.
         if (next.done === true) return;
         silence.refresh();
@@ -292,7 +333,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     } catch (err) {
       // Connect refused a message (over the limit, undecodable) or the transmitter went away:
       // frames are lost. One we stopped was reported where it was stopped.
-      if (!stoppedByUs && !closing) {
+      if (!messages.stopped && !closing) {
         gate.reject(
           `stream ended before the transmitter closed it: ${errorMessage(err)} ` +
             `(the limit is ${messageLimitBytes} bytes a message)`,
@@ -302,7 +343,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     } finally {
       clearTimeout(silence);
       calls.delete(stop);
-      void messages.return?.();
+      messages.return();
     }
   }
 

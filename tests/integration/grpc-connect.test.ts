@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../services/core/errors.js';
@@ -27,6 +29,7 @@ import {
 // on node:http2 that the transport undoes, each by its mechanism: no compression either way
 // whatever the peer offers, receive windows that cover what WINDOW puts in flight (and stay at
 // 64 KiB until a call is admitted), and session memory for an image over Node's 10 MB default.
+// And that a call keeps no image it has delivered.
 
 const MIB = 1024 * 1024;
 const TRANSFER_PATH = '/itb.ImageTransfer/Transfer';
@@ -38,7 +41,7 @@ afterEach(async () => {
 /** A grpc-connect listener on a free port behind `section`'s door, prepared for the section's `window`. */
 async function openListener(
   section: TestDoor,
-  options: { window?: number; maxImageBytes?: number } = {},
+  options: { window?: number; maxImageBytes?: number; onFrame?: (frame: ReceivedFrame) => void } = {},
 ): Promise<{ listener: ReceiverListener; delivered: ReceivedFrame[]; rejects: string[] }> {
   const delivered: ReceivedFrame[] = [];
   const rejects: string[] = [];
@@ -52,7 +55,8 @@ async function openListener(
     door: section.door,
     idleTimeoutMs: section.idleTimeoutMs,
     deliver(frame) {
-      delivered.push(frame);
+      if (options.onFrame === undefined) delivered.push(frame);
+      else options.onFrame(frame);
       return { sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' };
     },
     onReject: (reason) => rejects.push(reason),
@@ -278,6 +282,33 @@ describe('grpc-connect transport', () => {
     expect(received.settings?.initialWindowSize).toBe(expectedBytes);
     expect(received.windowBytes).toBe(expectedBytes);
     await link.close();
+  }, 20_000);
+
+  it('keeps no image it has delivered while its call goes on', async () => {
+    // A full collection on demand: what is still reachable then is held by someone.
+    v8.setFlagsFromString('--expose-gc');
+    const collectGarbage = vm.runInNewContext('gc') as () => void;
+    const section = testDoor('grpc-connect');
+    // Weak references only: each received image's memory (the message Connect decoded), as delivered.
+    const held: WeakRef<ArrayBufferLike>[] = [];
+    const { listener } = await openListener(section, {
+      onFrame: (frame) => held.push(new WeakRef((frame.payload as Buffer).buffer)),
+    });
+    const { link, acks, failures } = await openLink(listener.port, section.credential);
+    const imageCount = 32;
+    const image = randomBytes(64 * 1024);
+    for (let seq = 0; seq < imageCount; seq++) {
+      link.send(stampedHeader(image, seq), image);
+      await eventually(() => acks.length > seq);
+    }
+    expect(held).toHaveLength(imageCount);
+    // The call is still open (no close yet): a reference it keeps per image would show now.
+    await new Promise((resolve) => setImmediate(resolve));
+    collectGarbage();
+    const kept = held.filter((ref) => ref.deref() !== undefined).length;
+    // The last message or two may still be in hand (the handler's, Connect's decoder); not the others.
+    expect(kept).toBeLessThanOrEqual(2);
+    expect(failures).toEqual([]);
   }, 20_000);
 
   it("carries a 16 MiB image, over node:http2's 10 MB default session memory, at WINDOW 2", async () => {
