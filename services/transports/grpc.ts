@@ -65,10 +65,33 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
       resolve();
     });
   });
-  const gone = new Promise<void>((resolve) => {
-    call.once('status', () => resolve());
-    call.once('error', () => resolve());
-  });
+  // Once the stream has its status or an error, no 'drain' is coming: a send waiting for one goes on.
+  let gone = false;
+  const markGone = (): void => {
+    gone = true;
+  };
+  call.once('status', markGone);
+  call.once('error', markGone);
+  /**
+   * Settles at the next 'drain', status or error, its listeners then removed: not a race against one promise for the
+   * link, which would keep a reaction per wait until the link ends (a slow leak over a long run of small images).
+   */
+  const drained = (): Promise<void> =>
+    new Promise<void>((resolve) => {
+      if (gone) {
+        resolve();
+        return;
+      }
+      const done = (): void => {
+        call.off('drain', done);
+        call.off('status', done);
+        call.off('error', done);
+        resolve();
+      };
+      call.once('drain', done);
+      call.once('status', done);
+      call.once('error', done);
+    });
 
   call.on('data', (message: AckMessage) => {
     const ack = ackFromMessage(message);
@@ -86,7 +109,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
     (header, payload) => {
       if (call.write({ header, payload } satisfies FrameMessage)) return undefined;
       // grpc-js took the message but is over its buffer mark: the next waits for 'drain' (or the stream's end).
-      return Promise.race([new Promise<void>((resolve) => call.once('drain', () => resolve())), gone]);
+      return drained();
     },
     (err) => guard.failWith(`send failed: ${err.message}`, err),
   );
