@@ -144,20 +144,13 @@ export function optionsFrom(args: readonly string[], problems: string[]): BenchO
     process.stderr.write(`bench: ${problems.join('\n')}\n${USAGE}\n`);
     process.exit(2);
   }
-  if (ceilingOnly)
-    return {
-      parts: ['ceiling'],
-      transports: chosen,
-      ceilingOnly,
-      shapes,
-      rounds,
-      delayMs,
-      delayImages,
-      outDir,
-      images,
-    };
+  const parts: Part[] = ceilingOnly
+    ? ['ceiling']
+    : partNames.length === 0
+      ? [...PARTS]
+      : [...PARTS, ...NAMED_ONLY_PARTS].filter((p) => partNames.includes(p));
   return {
-    parts: partNames.length === 0 ? [...PARTS] : [...PARTS, ...NAMED_ONLY_PARTS].filter((p) => partNames.includes(p)),
+    parts,
     transports: chosen,
     ceilingOnly,
     shapes,
