@@ -9,6 +9,7 @@ import {
   MAX_WINDOW_BYTES,
   receiveWindowBytes,
   sessionMemoryMegabytes,
+  transferClient,
 } from '../../services/transports/kit/connect-rpc.js';
 import { boundPort, hostPort } from '../../services/shared/net.js';
 import { settlesWithin } from '../../services/shared/waits.js';
@@ -130,16 +131,7 @@ export const grpcConnectCeiling: CeilingPair = {
       receiveWindowBytes: receiveWindowBytes(options.window, ACK_MESSAGE_MAX_BYTES),
       sendMessageBytes: messageBytes(options.maxImageBytes),
     });
-    const client = lib.connect.createClient(
-      lib.gen.ImageTransfer,
-      lib.connectNode.createGrpcTransport({
-        baseUrl,
-        sessionManager: session,
-        acceptCompression: [],
-        readMaxBytes: ACK_MESSAGE_MAX_BYTES,
-        writeMaxBytes: messageBytes(options.maxImageBytes),
-      }),
-    );
+    const client = transferClient(lib, baseUrl, session, messageBytes(options.maxImageBytes));
     const frames = new FrameStream();
     const cancel = new AbortController();
     let closing = false;

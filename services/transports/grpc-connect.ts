@@ -17,6 +17,7 @@ import {
   connectLibraries,
   receiveWindowBytes,
   sessionMemoryMegabytes,
+  transferClient,
 } from './kit/connect-rpc.js';
 import { capConnections, closeWhenSilent } from './kit/door.js';
 import { frameGate } from './kit/gate.js';
@@ -192,17 +193,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
     (late) => late.close(true),
   );
 
-  const client = lib.connect.createClient(
-    lib.gen.ImageTransfer,
-    lib.connectNode.createGrpcTransport({
-      baseUrl,
-      sessionManager: session,
-      // Ask for no compressed acks, send no compressed frames (sendCompression unset: none).
-      acceptCompression: [],
-      readMaxBytes: ACK_MESSAGE_MAX_BYTES,
-      writeMaxBytes: sendMessageBytes,
-    }),
-  );
+  const client = transferClient(lib, baseUrl, session, sendMessageBytes);
   const guard = new LinkGuard(options.onFailure, `gRPC (Connect) stream to ${target}`);
   const outbox = new Outbox();
   const cancel = new AbortController();

@@ -48,6 +48,29 @@ export function receiveWindowBytes(window: number, messageBytes: number): number
   return Math.min(MAX_WINDOW_BYTES, Math.max(DEFAULT_WINDOW_BYTES, window * (messageBytes + GRPC_PREFIX_BYTES)));
 }
 
+/**
+ * The ImageTransfer client over `session`, as the transport and its ceiling pair both call it: the gRPC protocol, no
+ * compressed ack asked for and no frame compressed (sendCompression unset: none), message limits of an ack and of
+ * `sendMessageBytes`.
+ */
+export function transferClient(
+  lib: ConnectLibraries,
+  baseUrl: string,
+  session: ClientSession,
+  sendMessageBytes: number,
+) {
+  return lib.connect.createClient(
+    lib.gen.ImageTransfer,
+    lib.connectNode.createGrpcTransport({
+      baseUrl,
+      sessionManager: session,
+      acceptCompression: [],
+      readMaxBytes: ACK_MESSAGE_MAX_BYTES,
+      writeMaxBytes: sendMessageBytes,
+    }),
+  );
+}
+
 /** Node's default maxSessionMemory, in MB (node:http2 counts it in megabytes). */
 const DEFAULT_SESSION_MEMORY_MB = 10;
 
