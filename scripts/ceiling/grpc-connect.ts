@@ -6,11 +6,10 @@ import {
   ACK_MESSAGE_MAX_BYTES,
   ClientSession,
   connectLibraries,
-  MAX_WINDOW_BYTES,
-  receiveWindowBytes,
   sessionMemoryMegabytes,
   transferClient,
 } from '../../services/transports/kit/connect-rpc.js';
+import { MAX_WINDOW_BYTES, receiveWindowBytes } from '../../services/transports/kit/http2-windows.js';
 import { boundPort, hostPort } from '../../services/shared/net.js';
 import { settlesWithin } from '../../services/shared/waits.js';
 import { CEILING_HEADER_BYTES, headerSeq, type CeilingPair } from './contract.js';

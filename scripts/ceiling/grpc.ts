@@ -4,19 +4,25 @@ import type { MethodDefinition, PackageDefinition, ServiceDefinition } from '@gr
 import { hostPort } from '../../services/shared/net.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { settlesWithin } from '../../services/shared/waits.js';
+import { eachSession } from '../../services/transports/kit/grpc.js';
+import {
+  DEFAULT_WINDOW_BYTES,
+  MAX_WINDOW_BYTES,
+  openReceiveWindows,
+} from '../../services/transports/kit/http2-windows.js';
 import { lazyLibrary } from '../../services/transports/kit/library.js';
 import { CEILING_HEADER_BYTES, headerSeq, type CeilingPair } from './contract.js';
 
-// @grpc/grpc-js, as the grpc transport: one bidirectional Transfer stream per link
-// (proto/transfer.proto), one Frame message per image (the 40-byte header in `header`, the image
-// in `payload`) and one Ack message back, written by the receiver's handler as soon as the Frame
-// is decoded. Same channel options and message limits as the transport; no metadata, no
-// interceptor, no gate, and the server binds its port itself (the transport's connection cap is
-// harness). grpc-js copies each image twice on send and once on receive whatever we do; the
-// handler gets `payload` as a view, and only a test (onImage) looks at it.
-// The helpers below are shared with grpc-unary.ts, as the transports share theirs.
-// `npm run bench -- grpc-options` runs this pair with one change at a time (GrpcCeilingVariant, handed over in
-// GRPC_VARIANT_ENV); every other run sets none and gets the transport's settings, used the transport's way.
+// @grpc/grpc-js, as the grpc transport: one bidirectional Transfer stream per link (proto/transfer.proto), one Frame
+// message per image (the 40-byte header in `header`, the image in `payload`) and one Ack message back, written by the
+// receiver's handler as soon as the Frame is decoded. Same channel options and message limits as the transport; no
+// metadata, no interceptor, no gate, and the server binds its port itself (the transport's connection cap is harness).
+// Its server opens each connection's receive windows, as the transport's does once a call is admitted (to the largest
+// window here: this side does not know WINDOW; the transport's covers it). grpc-js copies each image twice on send and
+// once on receive whatever we do; the handler gets `payload` as a view, and only a test (onImage) looks at it. The
+// helpers below are shared with grpc-unary.ts, as the transports share theirs. `npm run bench -- grpc-options` runs
+// this pair with one change at a time (GrpcCeilingVariant, handed over in GRPC_VARIANT_ENV); every other run sets none
+// and gets the transport's settings, used the transport's way.
 
 /** @grpc/grpc-js, loaded on first use (kit/library.ts: a process holds only the libraries it runs). */
 export const grpcJs = lazyLibrary<typeof grpc>('@grpc/grpc-js');
@@ -83,15 +89,15 @@ export interface GrpcCeilingVariant {
   client?: grpc.ChannelOptions;
   /** Laid over the server's. */
   server?: grpc.ChannelOptions;
-  /** Sent by the server on each connection as it opens (initialWindowSize: every stream's receive window). */
+  /** The server's stream and connection receive windows in place of the transport's (65,535: grpc-js as shipped). */
+  serverWindowBytes?: number;
+  /** More HTTP/2 settings the server sends on each connection as it opens (maxFrameSize, say). */
   serverSettings?: http2.Settings;
-  /** The server's connection-level receive window, raised on each connection as it opens. */
-  serverConnectionWindowBytes?: number;
   /** Wait for 'drain' once call.write returns false, as the transport's SendQueue does; else write on regardless. */
   waitForDrain?: boolean;
 }
 
-const VARIANT_KEYS = new Set(['client', 'server', 'serverSettings', 'serverConnectionWindowBytes', 'waitForDrain']);
+const VARIANT_KEYS = new Set(['client', 'server', 'serverWindowBytes', 'serverSettings', 'waitForDrain']);
 
 /** The variant `text` (GRPC_VARIANT_ENV's JSON) names: none when unset or empty; throws on anything else malformed. */
 export function parseGrpcVariant(text: string | undefined): GrpcCeilingVariant {
@@ -118,9 +124,18 @@ export function parseGrpcVariant(text: string | undefined): GrpcCeilingVariant {
       Object.values(options).every((v) => typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean');
     if (!valid) throw new Error(`${GRPC_VARIANT_ENV}: "${key}" must map names to numbers, strings or booleans`);
   }
-  const window = record.serverConnectionWindowBytes;
-  if (window !== undefined && (typeof window !== 'number' || !Number.isInteger(window) || window < 1))
-    throw new Error(`${GRPC_VARIANT_ENV}: "serverConnectionWindowBytes" must be a whole number of bytes`);
+  const window = record.serverWindowBytes;
+  if (
+    window !== undefined &&
+    (typeof window !== 'number' ||
+      !Number.isInteger(window) ||
+      window < DEFAULT_WINDOW_BYTES ||
+      window > MAX_WINDOW_BYTES)
+  )
+    throw new Error(
+      `${GRPC_VARIANT_ENV}: "serverWindowBytes" must be a whole number of bytes from ${DEFAULT_WINDOW_BYTES} to ` +
+        `${MAX_WINDOW_BYTES}`,
+    );
   if (record.waitForDrain !== undefined && typeof record.waitForDrain !== 'boolean')
     throw new Error(`${GRPC_VARIANT_ENV}: "waitForDrain" must be true or false`);
   return record as GrpcCeilingVariant;
@@ -154,11 +169,26 @@ export async function openClient(
   }
 }
 
-/** Binds `server` on bindHost:port (0: any free one); returns the port and a bounded close. */
+/**
+ * How the server opens each connection's receive windows: the transport's way unless a bench variant says otherwise.
+ */
+export interface ServerWindows {
+  /** Stream and connection receive window; DEFAULT_WINDOW_BYTES leaves them as grpc-js ships (HTTP/2's 64 KiB). */
+  windowBytes: number;
+  /** More HTTP/2 settings sent on each connection (a bench variant's). */
+  settings?: http2.Settings;
+}
+
+/**
+ * Binds `server` on bindHost:port (0: any free one) and opens each connection's receive windows as
+ * the transport does for an admitted call (kit/grpc.ts eachSession: grpc-js has no option for it);
+ * returns the port and a bounded close.
+ */
 export async function serve(
   server: grpc.Server,
   bindHost: string,
   port: number,
+  windows: ServerWindows = { windowBytes: MAX_WINDOW_BYTES },
 ): Promise<{ port: number; close(): Promise<void> }> {
   const bound = await new Promise<number>((resolve, reject) =>
     server.bindAsync(hostPort(bindHost, port), grpcJs().ServerCredentials.createInsecure(), (err, actual) =>
@@ -168,6 +198,15 @@ export async function serve(
     server.forceShutdown();
     throw err;
   });
+  try {
+    eachSession(server, (session) => {
+      if (windows.windowBytes !== DEFAULT_WINDOW_BYTES) openReceiveWindows(session, windows.windowBytes);
+      if (windows.settings !== undefined) session.settings(windows.settings);
+    });
+  } catch (err) {
+    server.forceShutdown();
+    throw err;
+  }
   return {
     port: bound,
     async close() {
@@ -175,30 +214,6 @@ export async function serve(
       if (!(await settlesWithin(shutDown, CLOSE_GRACE_MS))) server.forceShutdown();
     },
   };
-}
-
-/**
- * Sends `settings` and raises the connection window to `connectionWindowBytes` on each connection `server` accepts
- * from now on. grpc-js 1.14 has no option for either on the server (grpc/grpc-node PR #3058 would add one) and keeps
- * its node:http2 servers private: this reaches them through that private field, for the bench alone.
- */
-function tuneServerSessions(
-  server: grpc.Server,
-  settings: http2.Settings | undefined,
-  connectionWindowBytes: number | undefined,
-): void {
-  if (settings === undefined && connectionWindowBytes === undefined) return;
-  const http2Servers = (server as unknown as { http2Servers?: unknown }).http2Servers;
-  if (!(http2Servers instanceof Map) || http2Servers.size === 0)
-    throw new Error(
-      'grpc-js keeps no Server#http2Servers any more: the server-side HTTP/2 variant needs another way in',
-    );
-  for (const http2Server of http2Servers.keys() as Iterable<http2.Http2Server>) {
-    http2Server.on('session', (session) => {
-      if (settings !== undefined) session.settings(settings);
-      if (connectionWindowBytes !== undefined) session.setLocalWindowSize(connectionWindowBytes);
-    });
-  }
 }
 
 /**
@@ -228,9 +243,10 @@ export function grpcCeilingWith(variantOf: () => GrpcCeilingVariant): CeilingPai
         call.on('error', () => undefined);
       };
       server.addService(service, { Transfer: transfer });
-      const served = await serve(server, options.bindHost, options.port);
-      tuneServerSessions(server, variant.serverSettings, variant.serverConnectionWindowBytes);
-      return served;
+      return serve(server, options.bindHost, options.port, {
+        windowBytes: variant.serverWindowBytes ?? MAX_WINDOW_BYTES,
+        settings: variant.serverSettings,
+      });
     },
     async connect(options) {
       const variant = variantOf();

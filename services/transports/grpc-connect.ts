@@ -15,12 +15,12 @@ import {
   ACK_MESSAGE_MAX_BYTES,
   ClientSession,
   connectLibraries,
-  receiveWindowBytes,
   sessionMemoryMegabytes,
   transferClient,
 } from './kit/connect-rpc.js';
 import { capConnections, closeWhenSilent } from './kit/door.js';
 import { frameGate } from './kit/gate.js';
+import { openReceiveWindows, receiveWindowBytes } from './kit/http2-windows.js';
 import { ackFromMessage, ackMessage, maxMessageBytes } from './kit/grpc.js';
 import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue } from './kit/send-queue.js';
@@ -280,13 +280,8 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     }
     stream.once('close', () => pass.release());
     admitted.set(request, call);
-    const session = stream.session;
-    if (session !== undefined && !session.destroyed) {
-      // Admitted: now the connection may carry what the section puts in flight (HTTP/2 applies a
-      // new initial window to the streams already open).
-      session.settings({ initialWindowSize: admittedWindowBytes });
-      session.setLocalWindowSize(admittedWindowBytes);
-    }
+    // Admitted: now the connection may carry what the section puts in flight.
+    if (stream.session !== undefined) openReceiveWindows(stream.session, admittedWindowBytes);
     return true;
   };
 

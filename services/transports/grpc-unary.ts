@@ -14,6 +14,7 @@ import type {
   Transport,
 } from './contract.js';
 import { frameGate, type FrameGate } from './kit/gate.js';
+import { receiveWindowBytes } from './kit/http2-windows.js';
 import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue } from './kit/send-queue.js';
 import {
@@ -29,6 +30,7 @@ import {
   sharedChannelOptions,
   type AckMessage,
   type AdmitCall,
+  type CappedServer,
   type EndCall,
   type FrameMessage,
   type ProtoMethod,
@@ -237,6 +239,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   /** The open section's WINDOW: calls one connection may have open; the HTTP/2 cap until a section opens. */
   let callsPerConnection = MAX_CALLS_PER_CONNECTION;
   let closing = false;
+  let served: CappedServer | undefined;
 
   const drop = (connection: Connection): void => {
     connection.dropped = true;
@@ -255,6 +258,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
         return { code: grpcJs().status.UNAUTHENTICATED, details: 'this call does not belong to the open section' };
       connection.pass = pass;
       connection.admitted = presented;
+      served?.openWindows(peer, receiveWindowBytes(callsPerConnection, maxMessageBytes(options.maxImageBytes)));
     } else if (
       presented === undefined ||
       connection.admitted === undefined ||
@@ -359,7 +363,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   };
   server.addService(service, { Put: put });
 
-  const served = await serveCapped(server, options, NAME, 'gRPC unary', (socket) => {
+  const listening = await serveCapped(server, options, NAME, 'gRPC unary', (socket) => {
     const peer = peerOf(socket);
     const connection: Connection = {
       socket,
@@ -377,10 +381,11 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       if (connections.get(peer) === connection) connections.delete(peer);
     });
   });
-  log.debug({ port: served.port }, 'gRPC unary receiver listening');
+  served = listening;
+  log.debug({ port: listening.port }, 'gRPC unary receiver listening');
 
   return {
-    port: served.port,
+    port: listening.port,
     openSection(section) {
       callsPerConnection = Math.min(MAX_CALLS_PER_CONNECTION, section.window);
       return Promise.resolve();
@@ -391,7 +396,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     },
     close: once(async () => {
       closing = true;
-      await served.close();
+      await listening.close();
       log.debug('gRPC unary receiver closed');
     }),
   };

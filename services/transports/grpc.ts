@@ -17,9 +17,11 @@ import {
   sharedChannelOptions,
   type AckMessage,
   type AdmitCall,
+  type CappedServer,
   type FrameMessage,
   type ProtoMethod,
 } from './kit/grpc.js';
+import { receiveWindowBytes } from './kit/http2-windows.js';
 import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue } from './kit/send-queue.js';
 
@@ -30,7 +32,9 @@ import { SendQueue } from './kit/send-queue.js';
 // message is assembled from HTTP/2 DATA frames); protobuf decode hands `payload` out as a view.
 // The call's metadata carries the section's credential as a bearer token; a server interceptor
 // checks it before the call reads any message, so a refused call holds at most what HTTP/2 flow
-// control lets in before anyone reads (one 64 KiB window per connection). What it shares with
+// control lets in before anyone reads (one 64 KiB window per connection). An admitted call's
+// connection gets windows for what WINDOW puts in flight (grpc-js would keep 64 KiB: each 64 KiB of
+// an image would wait a round trip; kit/grpc.ts sessionsByPeer says how). What it shares with
 // grpc-unary.ts (proto loading, channel options, connect loop, door interceptor, capped listener)
 // is kit/grpc.ts's; grpc-unary differs only in how images travel and how its door counts calls.
 
@@ -129,11 +133,16 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
 async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   const { service } = loadTransferDefinition();
   const log = options.log.child({ transport: 'grpc' });
-  const admitCall: AdmitCall = (presented, from, _peer, end) =>
-    options.door.admit(presented, from, () => end(grpcJs().status.UNAVAILABLE, 'the section ended')) ?? {
-      code: grpcJs().status.UNAUTHENTICATED,
-      details: 'this call does not belong to the open section',
-    };
+  // The windows an admitted call's connection gets: what the open section's WINDOW puts in flight.
+  let admittedWindowBytes = receiveWindowBytes(1, maxMessageBytes(options.maxImageBytes));
+  let served: CappedServer | undefined;
+  const admitCall: AdmitCall = (presented, from, peer, end) => {
+    const pass = options.door.admit(presented, from, () => end(grpcJs().status.UNAVAILABLE, 'the section ended'));
+    if (pass === undefined)
+      return { code: grpcJs().status.UNAUTHENTICATED, details: 'this call does not belong to the open section' };
+    served?.openWindows(peer, admittedWindowBytes);
+    return pass;
+  };
   const server = new (grpcJs().Server)({
     ...sharedChannelOptions(options.maxImageBytes),
     'grpc.max_concurrent_streams': MAX_STREAMS_PER_CONNECTION,
@@ -180,14 +189,19 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   };
   server.addService(service, { Transfer: transfer });
 
-  const served = await serveCapped(server, options, 'grpc', 'gRPC');
-  log.debug({ port: served.port }, 'gRPC receiver listening');
+  const listening = await serveCapped(server, options, 'grpc', 'gRPC');
+  served = listening;
+  log.debug({ port: listening.port }, 'gRPC receiver listening');
 
   return {
-    port: served.port,
+    port: listening.port,
+    openSection(section) {
+      admittedWindowBytes = receiveWindowBytes(section.window, maxMessageBytes(options.maxImageBytes));
+      return Promise.resolve();
+    },
     close: once(async () => {
       closing = true;
-      await served.close();
+      await listening.close();
       log.debug('gRPC receiver closed');
     }),
   };

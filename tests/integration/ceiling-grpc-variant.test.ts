@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { freePort } from '../../services/shared/net.js';
 import { grpcCeilingWith, type GrpcCeilingVariant } from '../../scripts/ceiling/grpc.js';
 import { runInProcess } from '../../scripts/ceiling/run.js';
+import { MAX_WINDOW_BYTES } from '../../services/transports/kit/http2-windows.js';
 
 // The grpc ceiling pair with the grpc-options bench's variants (scripts/bench/grpc-options.ts): the server-side HTTP/2
 // settings reach the wire, as a plain node:http2 client sees them, and a variant still moves every image intact.
@@ -43,18 +44,23 @@ function patterned(bytes: number): Buffer {
 }
 
 describe('the grpc ceiling pair with a bench variant', () => {
-  it("advertises Node's 64 KiB windows by default, and the variant's server window when it sets one", async () => {
-    expect(await serverWindows({})).toEqual({ streamWindow: 65_535, connectionWindow: 65_535 });
-    expect(
-      await serverWindows({ serverSettings: { initialWindowSize: 16 * MIB }, serverConnectionWindowBytes: 16 * MIB }),
-    ).toEqual({ streamWindow: 16 * MIB, connectionWindow: 16 * MIB });
+  it("opens the server's windows to HTTP/2's largest by default, and to the variant's when it sets one", async () => {
+    expect(await serverWindows({})).toEqual({ streamWindow: MAX_WINDOW_BYTES, connectionWindow: MAX_WINDOW_BYTES });
+    expect(await serverWindows({ serverWindowBytes: 16 * MIB })).toEqual({
+      streamWindow: 16 * MIB,
+      connectionWindow: 16 * MIB,
+    });
+    expect(await serverWindows({ serverWindowBytes: 65_535 })).toEqual({
+      streamWindow: 65_535,
+      connectionWindow: 65_535,
+    });
   });
 
   it.each([
     ['waits for drain', { waitForDrain: true }],
     [
       'has 16 MiB server windows and frames',
-      { serverSettings: { initialWindowSize: 16 * MIB, maxFrameSize: 16 * MIB - 1 }, serverConnectionWindowBytes: MIB },
+      { serverSettings: { maxFrameSize: 16 * MIB - 1 }, serverWindowBytes: MIB },
     ],
   ] as const)('moves every image intact, once, when it %s', async (_what, variant: GrpcCeilingVariant) => {
     for (const [bytes, window] of [

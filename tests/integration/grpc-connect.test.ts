@@ -4,127 +4,30 @@ import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { fromBinary } from '@bufbuild/protobuf';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../services/core/errors.js';
 import { sectionCredential, type SectionCredential } from '../../services/core/wire/auth.js';
-import type { ReceivedFrame, ReceiverListener } from '../../services/transports/contract.js';
-import { AckSchema, FrameSchema } from '../../services/transports/gen/transfer_pb.js';
+import { AckSchema } from '../../services/transports/gen/transfer_pb.js';
 import { grpcConnectTransport } from '../../services/transports/grpc-connect.js';
-import { ACK_MESSAGE_MAX_BYTES, receiveWindowBytes } from '../../services/transports/kit/connect-rpc.js';
-import { maxMessageBytes } from '../../services/transports/kit/grpc.js';
-import {
-  eventually,
-  stampedHeader,
-  TEST_AUTH_TOKEN,
-  testDoor,
-  testLog,
-  transferThrough,
-  type TestDoor,
-} from '../helpers/harness.js';
+import { ACK_MESSAGE_MAX_BYTES } from '../../services/transports/kit/connect-rpc.js';
+import { receiveWindowBytes } from '../../services/transports/kit/http2-windows.js';
+import { eventually, stampedHeader, TEST_AUTH_TOKEN, testDoor, testLog, transferThrough } from '../helpers/harness.js';
+import { frameMessage, openListener, rawSession, rawTransfer, type Closers } from '../helpers/raw-grpc.js';
 
 // Only what is PARTICULAR to grpc-connect. The contract every transport shares is tested for it by
 // transports.test.ts, and grpc-js on the other end by grpc-interop.test.ts. Here: the door (the
 // bearer credential, checked before any message is read), and the three traps of Connect for Node
 // on node:http2 that the transport undoes, each by its mechanism: no compression either way
-// whatever the peer offers, receive windows that cover what WINDOW puts in flight (and stay at
-// 64 KiB until a call is admitted), and session memory for an image over Node's 10 MB default.
+// whatever the peer offers, the transmitter's receive windows that cover WINDOW acks in flight (the
+// receiver's, as grpc's, in grpc-windows.test.ts), and session memory for an image over Node's 10 MB default.
 // And that a call keeps no image it has delivered.
 
 const MIB = 1024 * 1024;
-const TRANSFER_PATH = '/itb.ImageTransfer/Transfer';
-const closers: (() => Promise<void> | void)[] = [];
+const closers: Closers = [];
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
 });
-
-/** A grpc-connect listener on a free port behind `section`'s door, prepared for the section's `window`. */
-async function openListener(
-  section: TestDoor,
-  options: { window?: number; maxImageBytes?: number; onFrame?: (frame: ReceivedFrame) => void } = {},
-): Promise<{ listener: ReceiverListener; delivered: ReceivedFrame[]; rejects: string[] }> {
-  const delivered: ReceivedFrame[] = [];
-  const rejects: string[] = [];
-  const listener = await grpcConnectTransport.listen({
-    host: '127.0.0.1',
-    bindHost: '127.0.0.1',
-    port: 0,
-    url: undefined,
-    maxImageBytes: options.maxImageBytes ?? MIB,
-    log: testLog,
-    door: section.door,
-    idleTimeoutMs: section.idleTimeoutMs,
-    deliver(frame) {
-      if (options.onFrame === undefined) delivered.push(frame);
-      else options.onFrame(frame);
-      return { sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' };
-    },
-    onReject: (reason) => rejects.push(reason),
-  });
-  closers.push(() => listener.close());
-  await section.prepare(listener, options.window ?? 1);
-  return { listener, delivered, rejects };
-}
-
-/** A plain node:http2 client session to 127.0.0.1:`port`, closed after the test. */
-async function rawSession(port: number): Promise<http2.ClientHttp2Session> {
-  const session = http2.connect(`http://127.0.0.1:${port}`);
-  session.on('error', () => undefined);
-  closers.push(() => {
-    session.destroy();
-  });
-  await once(session, 'connect');
-  return session;
-}
-
-/** One Frame message as gRPC puts it on the wire: the 5-byte prefix (flag 0: not compressed), then the message. */
-function frameMessage(header: Buffer, payload: Buffer): Buffer {
-  const message = toBinary(FrameSchema, create(FrameSchema, { header, payload }));
-  const prefix = Buffer.alloc(5);
-  prefix.writeUInt32BE(message.length, 1);
-  return Buffer.concat([prefix, message]);
-}
-
-/** What one raw Transfer call got back: headers, the response's messages (flag and bytes), trailers. */
-interface RawOutcome {
-  headers: http2.IncomingHttpHeaders;
-  messages: { compressed: number; bytes: Buffer }[];
-  trailers: http2.IncomingHttpHeaders;
-}
-
-/** Calls Transfer on `session` with `headers` (plus the gRPC ones), sends `body` and half-closes. */
-async function rawTransfer(
-  session: http2.ClientHttp2Session,
-  headers: http2.OutgoingHttpHeaders,
-  body: Buffer,
-): Promise<RawOutcome> {
-  const stream = session.request({
-    ':method': 'POST',
-    ':path': TRANSFER_PATH,
-    'content-type': 'application/grpc',
-    te: 'trailers',
-    ...headers,
-  });
-  stream.on('error', () => undefined);
-  const chunks: Buffer[] = [];
-  let responseHeaders: http2.IncomingHttpHeaders = {};
-  let trailers: http2.IncomingHttpHeaders = {};
-  stream.on('response', (h) => (responseHeaders = h));
-  stream.on('trailers', (t) => (trailers = t));
-  stream.on('data', (chunk: Buffer) => chunks.push(chunk));
-  stream.end(body);
-  await once(stream, 'close');
-  // A trailers-only response carries grpc-status in its headers.
-  if (trailers['grpc-status'] === undefined) trailers = responseHeaders;
-  const data = Buffer.concat(chunks);
-  const messages: RawOutcome['messages'] = [];
-  for (let at = 0; at + 5 <= data.length; ) {
-    const length = data.readUInt32BE(at + 1);
-    messages.push({ compressed: data[at]!, bytes: data.subarray(at + 5, at + 5 + length) });
-    at += 5 + length;
-  }
-  return { headers: responseHeaders, messages, trailers };
-}
 
 /** A transmitter link through grpc-connect to `port`, closed after the test. */
 async function openLink(port: number, credential: SectionCredential, window = 1, maxImageBytes = MIB) {
@@ -152,11 +55,11 @@ describe('grpc-connect transport', () => {
   it('refuses a call with no credential or the wrong one (UNAUTHENTICATED) before reading a message, delivering ' +
     'nothing; a link with the wrong credential fails clearly', async () => {
     const section = testDoor('grpc-connect');
-    const { listener, delivered, rejects } = await openListener(section);
+    const { listener, delivered, rejects } = await openListener(grpcConnectTransport, section, closers);
     const image = randomBytes(1000);
     const body = frameMessage(stampedHeader(image, 0), image);
     for (const authorization of [undefined, `Bearer ${sectionCredential(TEST_AUTH_TOKEN, 8).text}`, 'Bearer x']) {
-      const session = await rawSession(listener.port);
+      const session = await rawSession(listener.port, closers);
       const outcome = await rawTransfer(session, authorization === undefined ? {} : { authorization }, body);
       // Trailers-only: the refusal is the response's only headers, none sent before the door decided.
       expect(outcome.headers['grpc-status'], authorization).toBe('16'); // UNAUTHENTICATED
@@ -191,10 +94,10 @@ describe('grpc-connect transport', () => {
   it('never compresses: a client offering gzip gets identity acks, and the transmitter neither offers nor sends ' +
     'compression', async () => {
     const section = testDoor('grpc-connect');
-    const { listener, delivered } = await openListener(section);
+    const { listener, delivered } = await openListener(grpcConnectTransport, section, closers);
     // Zeros: gzip would shrink them to almost nothing, so a compressed frame could not pass unnoticed.
     const image = Buffer.alloc(100_000);
-    const session = await rawSession(listener.port);
+    const session = await rawSession(listener.port, closers);
     const outcome = await rawTransfer(
       session,
       {
@@ -229,31 +132,6 @@ describe('grpc-connect transport', () => {
     expect(seen.headers?.['grpc-encoding'] ?? 'identity').toBe('identity');
     expect(seen.flags[0]).toBe(0);
     await link.close();
-  }, 20_000);
-
-  it('keeps the 64 KiB windows until a call is admitted, then opens stream and connection windows to what the ' +
-    "section's WINDOW puts in flight", async () => {
-    const window = 16;
-    const section = testDoor('grpc-connect', 7, 10_000, window);
-    const { listener } = await openListener(section, { window, maxImageBytes: 4 * MIB });
-    const expectedBytes = receiveWindowBytes(window, maxMessageBytes(4 * MIB));
-    expect(expectedBytes).toBeGreaterThanOrEqual(window * 4 * MIB);
-
-    const refused = await rawSession(listener.port);
-    const image = randomBytes(1000);
-    await rawTransfer(refused, {}, frameMessage(stampedHeader(image, 0), image));
-    expect(refused.remoteSettings.initialWindowSize).toBe(65_535);
-    expect(refused.state.remoteWindowSize).toBeLessThanOrEqual(65_535);
-
-    const admitted = await rawSession(listener.port);
-    const outcome = await rawTransfer(
-      admitted,
-      { authorization: `Bearer ${section.credential.text}` },
-      frameMessage(stampedHeader(image, 1), image),
-    );
-    expect(outcome.trailers['grpc-status']).toBe('0');
-    await eventually(() => admitted.remoteSettings.initialWindowSize === expectedBytes);
-    await eventually(() => (admitted.state.remoteWindowSize ?? 0) >= expectedBytes - 2 * 1024);
   }, 20_000);
 
   it("opens the transmitter's stream and connection windows to WINDOW acks in flight", async () => {
@@ -291,7 +169,7 @@ describe('grpc-connect transport', () => {
     const section = testDoor('grpc-connect');
     // Weak references only: each received image's memory (the message Connect decoded), as delivered.
     const held: WeakRef<ArrayBufferLike>[] = [];
-    const { listener } = await openListener(section, {
+    const { listener } = await openListener(grpcConnectTransport, section, closers, {
       onFrame: (frame) => held.push(new WeakRef((frame.payload as Buffer).buffer)),
     });
     const { link, acks, failures } = await openLink(listener.port, section.credential);

@@ -114,7 +114,8 @@ describe('the variant handed to the grpc ceiling pair', () => {
     expect(() => parseGrpcVariant('[1]')).toThrow('expected a JSON object');
     expect(() => parseGrpcVariant('{"clinet":{}}')).toThrow('unknown clinet; known: client, server');
     expect(() => parseGrpcVariant('{"server":{"a":[1]}}')).toThrow('"server" must map names to numbers');
-    expect(() => parseGrpcVariant('{"serverConnectionWindowBytes":1.5}')).toThrow('whole number of bytes');
+    expect(() => parseGrpcVariant('{"serverWindowBytes":1.5}')).toThrow('whole number of bytes');
+    expect(() => parseGrpcVariant('{"serverWindowBytes":1000}')).toThrow('from 65535 to 2147483647');
     expect(() => parseGrpcVariant('{"waitForDrain":"yes"}')).toThrow('"waitForDrain" must be true or false');
   });
 

@@ -1,5 +1,6 @@
 import http2 from 'node:http2';
 import type { GrpcTransportOptions } from '@connectrpc/connect-node';
+import { GRPC_PREFIX_BYTES } from './http2-windows.js';
 
 // What the grpc-connect transport and its ceiling pair share about Connect for Node
 // (@connectrpc/connect-node) speaking the gRPC protocol over node:http2: loading the libraries
@@ -31,22 +32,8 @@ export function connectLibraries(): Promise<ConnectLibraries> {
   return loading;
 }
 
-/** HTTP/2's default window, and the least one we set: RFC 9113's 65,535 bytes. */
-export const DEFAULT_WINDOW_BYTES = 65_535;
-/** HTTP/2's largest window (RFC 9113, 6.9.1). */
-export const MAX_WINDOW_BYTES = 2 ** 31 - 1;
-/** gRPC's prefix before every message: a compressed flag and a 4-byte length. */
-export const GRPC_PREFIX_BYTES = 5;
 /** Largest Ack message on the wire: its gRPC prefix, three uint32 fields with their tags (at most 6 bytes each). */
 export const ACK_MESSAGE_MAX_BYTES = GRPC_PREFIX_BYTES + 3 * 6;
-
-/**
- * The receive window (stream and connection) that lets `window` messages of `messageBytes` be in
- * flight at once, so no image waits a round trip for a WINDOW_UPDATE; within HTTP/2's limits.
- */
-export function receiveWindowBytes(window: number, messageBytes: number): number {
-  return Math.min(MAX_WINDOW_BYTES, Math.max(DEFAULT_WINDOW_BYTES, window * (messageBytes + GRPC_PREFIX_BYTES)));
-}
 
 /**
  * The ImageTransfer client over `session`, as the transport and its ceiling pair both call it: the gRPC protocol, no

@@ -1,4 +1,5 @@
 import { once as onceEvent } from 'node:events';
+import type http2 from 'node:http2';
 import net from 'node:net';
 import type * as grpc from '@grpc/grpc-js';
 import type { MethodDefinition, PackageDefinition, ServiceDefinition } from '@grpc/proto-loader';
@@ -11,6 +12,7 @@ import { settlesWithin } from '../../shared/waits.js';
 import type { DoorPass, ReceiverOptions, TransmitterOptions } from '../contract.js';
 import { connectWithin } from './connect.js';
 import { capConnections } from './door.js';
+import { openReceiveWindows } from './http2-windows.js';
 import { lazyLibrary } from './library.js';
 
 // What the gRPC transports (grpc: one bidi stream per link, grpc-unary: one call per image) share:
@@ -75,7 +77,7 @@ export function sharedChannelOptions(maxImageBytes: number): grpc.ChannelOptions
     'grpc.max_receive_message_length': maxMessageBytes(maxImageBytes),
     'grpc.max_send_message_length': maxMessageBytes(maxImageBytes),
     // grpc-js 1.14 reads this on the client only (grpc/grpc-node PR #3058 adds the server side);
-    // it is set on both so the receiver gains it once the library honours it.
+    // the receiver opens its windows itself (serveCapped).
     'grpc-node.flow_control_window': FLOW_CONTROL_WINDOW_BYTES,
   };
 }
@@ -92,7 +94,9 @@ export function connectClient(target: string, options: TransmitterOptions): Prom
     async (remainingMs) => {
       const candidate = new (grpcJs().Client)(target, grpcJs().credentials.createInsecure(), {
         ...sharedChannelOptions(options.maxImageBytes),
-        // A transparent retry would resend an image and distort its time; also skips the retry buffer.
+        // A transparent retry would resend an image and distort its time. (grpc-js still keeps up to
+        // 1 MiB of a call's messages in its retry buffer with retries off; `npm run bench -- grpc-options`
+        // found no cost in it.)
         'grpc.enable_retries': 0,
         // Each link gets its own HTTP/2 connection rather than sharing a pooled one with another channel.
         'grpc.use_local_subchannel_pool': 1,
@@ -240,6 +244,12 @@ export function doorInterceptor(
 /** A gRPC server listening on a socket of its own; see {@link serveCapped}. */
 export interface CappedServer {
   port: number;
+  /**
+   * Opens the receive windows (stream and connection) of the connection `peer` (as `call.getPeer()`
+   * words it) to `bytes`: for a call the door has admitted, so a connection that presents nothing
+   * keeps HTTP/2's 64 KiB.
+   */
+  openWindows(peer: string, bytes: number): void;
   /** Stops listening, lets calls end within a grace, then forces them and destroys every connection. */
   close(): Promise<void>;
 }
@@ -256,6 +266,14 @@ export async function serveCapped(
   onConnection?: (socket: net.Socket) => void,
 ): Promise<CappedServer> {
   const injector = server.createConnectionInjector(grpcJs().ServerCredentials.createInsecure());
+  let sessions: ReadonlyMap<string, http2.Http2Session>;
+  try {
+    sessions = sessionsByPeer(server);
+  } catch (err) {
+    injector.destroy();
+    server.forceShutdown();
+    throw err;
+  }
   const sockets = new Set<net.Socket>();
   const tcp = net.createServer((socket) => {
     sockets.add(socket);
@@ -277,6 +295,10 @@ export async function serveCapped(
   }
   return {
     port: boundPort(tcp.address()),
+    openWindows(peer, bytes) {
+      const session = sessions.get(peer);
+      if (session !== undefined) openReceiveWindows(session, bytes);
+    },
     async close() {
       tcp.close();
       const shutDown = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
@@ -285,4 +307,38 @@ export async function serveCapped(
       for (const socket of sockets) socket.destroy();
     },
   };
+}
+
+/**
+ * Calls `onSession` with each node:http2 session `server` opens from now on, on every listener it has
+ * (bound or injected). grpc-js 1.14 sets no receive window on its server (no option reaches it;
+ * grpc/grpc-node PR #3058 would add one) and keeps its node:http2 servers in a private field: this
+ * reaches them there and fails loudly, naming the field, when a grpc-js release no longer has it,
+ * rather than run with 64 KiB windows unnoticed.
+ */
+export function eachSession(server: grpc.Server, onSession: (session: http2.ServerHttp2Session) => void): void {
+  const http2Servers = (server as unknown as { http2Servers?: unknown }).http2Servers;
+  if (!(http2Servers instanceof Map) || http2Servers.size === 0)
+    throw new ItbError(
+      ErrorCode.transport,
+      'this @grpc/grpc-js keeps no Server#http2Servers (a private field of 1.14): the receiver cannot open its ' +
+        'HTTP/2 receive windows, and would stall each large image a round trip per 64 KiB; pin grpc-js 1.14 or ' +
+        'give kit/grpc.ts another way to its sessions',
+    );
+  for (const http2Server of http2Servers.keys() as Iterable<http2.Http2Server>) http2Server.on('session', onSession);
+}
+
+/** The node:http2 sessions `server` serves, by peer as grpc-js words it (ServerInterceptingCall#getPeer). */
+export function sessionsByPeer(server: grpc.Server): ReadonlyMap<string, http2.Http2Session> {
+  const sessions = new Map<string, http2.Http2Session>();
+  eachSession(server, (session) => {
+    const { remoteAddress, remotePort } = session.socket;
+    if (remoteAddress === undefined) return;
+    const peer = remotePort === undefined ? remoteAddress : `${remoteAddress}:${remotePort}`;
+    sessions.set(peer, session);
+    session.once('close', () => {
+      if (sessions.get(peer) === session) sessions.delete(peer);
+    });
+  });
+  return sessions;
 }
