@@ -335,7 +335,11 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
   NETWORK_DELAY: {
     meaning: [
       'as `NETWORK_RATE`, a delay each way (`20ms`; us, ms or s, at most 60s), with netem: needs the',
-      "kernel's `sch_netem`",
+      "kernel's `sch_netem`. Without it, `npm run bench -- delay` puts a delaying relay of its own in front of",
+      'grpc, grpc-connect, websocket and tcp: at 2 ms each way each paid the delay once per 533 KiB image',
+      '(1.8–1.9 ms added), where a grpc-js server as shipped, with its 64 KiB HTTP/2 window, paid 51 ms, a',
+      'round trip per 64 KiB; both gRPC receivers here open their windows',
+      '([Shaped links](docs/clusters.md#shaped-links))',
     ],
     help: ["Delay each way (e.g. 20ms), with netem: needs the kernel's sch_netem (npm start exits 2 without)."],
   },
