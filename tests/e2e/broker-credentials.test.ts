@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunReport } from '../../services/core/report/report.js';
 import type { LocalServer } from '../../services/transports/contract.js';
 import { startPrivateRedis } from '../../services/transports/kit/redis.js';
-import { startPrivateNats } from '../../services/transports/nats.js';
+import { startPrivateNats } from '../../services/transports/kit/nats.js';
 import {
   exitWithin,
   freePortsEnv,
@@ -38,7 +38,7 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'itb-broker-credentials-'));
   [redis, nats] = await Promise.all([
     startPrivateRedis([], '127.0.0.1', REDIS_PASSWORD),
-    startPrivateNats(undefined, '127.0.0.1', { user: NATS_USER, password: NATS_PASSWORD }),
+    startPrivateNats(undefined, '127.0.0.1', { auth: { user: NATS_USER, password: NATS_PASSWORD } }),
   ]);
   redisHostPort = new URL(redis.url).host;
   natsHostPort = new URL(nats.url).host;
