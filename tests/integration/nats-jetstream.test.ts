@@ -29,11 +29,10 @@ afterAll(async () => {
   await nats?.close();
 });
 
-/** A listener on `url` open for `section` (at `window`), recording what it delivered, rejected and its failures. */
+/** A listener on `url` for `section` (not yet prepared), recording what it delivered, rejected and its failures. */
 async function listenFor(
   url: string,
   section: TestDoor,
-  window = 16,
 ): Promise<{ listener: ReceiverListener; delivered: ReceivedFrame[]; rejects: string[]; failures: string[] }> {
   const delivered: ReceivedFrame[] = [];
   const rejects: string[] = [];
@@ -136,7 +135,7 @@ describe('nats-jetstream transport: JetStream specifics', () => {
   it('keeps at most WINDOW publishes awaiting their PubAck, and sends the rest as PubAcks come back', async () => {
     const window = 4;
     const section = testDoor('nats-jetstream', 7, 10_000, window);
-    const { listener, delivered } = await listenFor(nats.url, section, window);
+    const { listener, delivered } = await listenFor(nats.url, section);
     await section.prepare(listener, window);
     const proxy = await holdingProxy(nats.url, sectionStream(section.credential).subject);
     const seen = { acks: [] as number[], failures: [] as Error[] };
@@ -144,7 +143,7 @@ describe('nats-jetstream transport: JetStream specifics', () => {
     try {
       proxy.hold(true);
       const images = Array.from({ length: 3 * window }, () => randomBytes(1000));
-      images.forEach((image, seq) => link.send(stampedHeader(image, seq), image));
+      for (const [seq, image] of images.entries()) link.send(stampedHeader(image, seq), image);
       await eventually(() => proxy.published() >= window);
       await new Promise((resolve) => setTimeout(resolve, 300));
       // No PubAck came back: the link sent WINDOW images and holds the rest.
@@ -248,7 +247,7 @@ describe('nats-jetstream transport: JetStream specifics', () => {
     'when the section closes', async () => {
     const window = 8;
     const section = testDoor('nats-jetstream', 7, 10_000, window);
-    const { listener, delivered, rejects } = await listenFor(nats.url, section, window);
+    const { listener, delivered, rejects } = await listenFor(nats.url, section);
     const observer = await natsConnect({ servers: nats.url, reconnect: false });
     try {
       await section.prepare(listener, window);
