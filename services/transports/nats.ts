@@ -1,16 +1,9 @@
-import { createHash } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import type { Msg, MsgHdrs, NatsConnection, Status, Subscription } from '@nats-io/transport-node';
-import type { SectionCredential } from '../core/wire/auth.js';
+import type { Msg, NatsConnection, Subscription } from '@nats-io/transport-node';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type Ack } from '../core/wire/frame.js';
-import { answersWith, startLocalProcess } from '../shared/local-server.js';
 import { once } from '../shared/once.js';
-import { settlesWithin, withTimeout } from '../shared/waits.js';
+import { withTimeout } from '../shared/waits.js';
 import type {
-  LocalServer,
   ReceiverListener,
   ReceiverOptions,
   SectionOpening,
@@ -18,15 +11,27 @@ import type {
   TransmitterOptions,
   Transport,
 } from './contract.js';
-import { brokerAddress, type BrokerAddress } from './kit/broker.js';
-import { connectWithin } from './kit/connect.js';
 import { frameGate } from './kit/gate.js';
 import { LinkGuard } from './kit/link-guard.js';
+import {
+  bufferOf,
+  closeConnection,
+  FLUSH_TIMEOUT_MS,
+  FRAME_HEADER_NAME,
+  HEADER_APART_FROM_BYTES,
+  headersOf,
+  NATS_MAX_PAYLOAD_BYTES,
+  natsLibrary,
+  natsLocalServer,
+  NO_RESPONDERS_CODE,
+  openConnection,
+  RECEIVER_CONNECT_TIMEOUT_MS,
+  requireBroker,
+  sectionSubjects,
+  watchConnection,
+  type SectionSubjects,
+} from './kit/nats.js';
 import { SendQueue } from './kit/send-queue.js';
-import { lazyLibrary } from './kit/library.js';
-
-/** The NATS client, loaded when the transport is first used (kit/library.ts). */
-const natsLibrary = lazyLibrary<typeof import('@nats-io/transport-node')>('@nats-io/transport-node');
 
 // Core NATS (no JetStream), request-reply without per-request bookkeeping: each image is one
 // message on the section's frames subject carrying the 40-byte header and the image (how: below),
@@ -69,116 +74,10 @@ const natsLibrary = lazyLibrary<typeof import('@nats-io/transport-node')>('@nats
 // NATS server can watch subjects (`>`): NATS's own authentication and permissions (credentials in
 // NATS_URL and NATS_PASSWORD, or a server only the two services reach, as under docker compose) guard the broker.
 
-/** The subjects of one section: images go to `frames`; acks come back on inboxes under `acks`. */
-export interface SectionSubjects {
-  frames: string;
-  /** Prefix of every link's ack inbox (`<acks>.<unique>`). */
-  acks: string;
-}
-
-/**
- * Subjects named after the section's id and a digest of its key (the key itself stays off the server); exported for
- * tests.
- */
-export function sectionSubjects(credential: SectionCredential): SectionSubjects {
-  // base64url's characters are all valid in a subject token.
-  const tag = createHash('sha256').update(credential.key).digest('base64url').slice(0, 22);
-  const prefix = `itb.${credential.sectionId}.${tag}`;
-  return { frames: `${prefix}.frames`, acks: `${prefix}.acks` };
-}
-
-/** NATS's hard limit on a message, and what the private server and docker compose's nats service allow. */
-export const NATS_MAX_PAYLOAD_BYTES = 64 * 1024 * 1024;
-/** What a server holds for one slow client before it disconnects it: a window of large images. */
-const NATS_MAX_PENDING_BYTES = 1024 * 1024 * 1024;
-/**
- * From this image size on, the frame header travels as a NATS message header and the image alone as the data (see
- * above).
- */
-const HEADER_APART_FROM_BYTES = 64 * 1024;
-/** The NATS message header that carries the frame header, in base64. */
-const FRAME_HEADER_NAME = 'Itb-Frame';
 /** Bytes of the header block nats.js sends for it: "NATS/1.0\r\nItb-Frame: <56 base64 chars>\r\n\r\n". */
 const HEADER_BLOCK_BYTES = Buffer.byteLength(
   `NATS/1.0\r\n${FRAME_HEADER_NAME}: ${'A'.repeat(Math.ceil(FRAME_HEADER_BYTES / 3) * 4)}\r\n\r\n`,
 );
-/** The receiver has no configured bound, so it gets this one for reaching NATS. */
-const RECEIVER_CONNECT_TIMEOUT_MS = 5000;
-/** Bound on a round trip that confirms a subscription is in place on the server. */
-const FLUSH_TIMEOUT_MS = 2000;
-/** Bound on closing a connection: nats.js flushes what it queued, then drops the socket. */
-const CLOSE_TIMEOUT_MS = 2000;
-/** Status code of the message the server sends to a reply subject when nobody subscribes to the subject. */
-const NO_RESPONDERS_CODE = 503;
-
-/**
- * Opens one connection to NATS within `timeoutMs`, retrying refused or failed attempts. The client
- * never reconnects by itself afterwards: a connection that drops mid-run is a failure.
- */
-function openConnection(broker: BrokerAddress, timeoutMs: number, name: string): Promise<NatsConnection> {
-  return connectWithin(
-    `NATS at ${broker.shown}`,
-    timeoutMs,
-    (remainingMs) =>
-      natsLibrary().connect({
-        servers: broker.url,
-        ...natsAuth(broker),
-        name,
-        reconnect: false,
-        timeout: remainingMs,
-        noRandomize: true,
-        ignoreClusterUpdates: true,
-      }),
-    (late) => void closeConnection(late),
-  );
-}
-
-/**
- * The CONNECT credentials of `broker`. nats.js reads none from the URL (it keeps only host and
- * port, and a password starting with a digit would even be taken for the port), so they go as
- * options: a user with a password as user and pass; a user alone, or a password alone, as the
- * server's token (nats-server --auth), as NATS's Go client and CLI read `nats://token@host`.
- */
-function natsAuth(broker: BrokerAddress): { user: string; pass: string } | { token: string } | Record<string, never> {
-  if (broker.user !== undefined && broker.password !== undefined) return { user: broker.user, pass: broker.password };
-  const token = broker.user ?? broker.password;
-  return token === undefined ? {} : { token };
-}
-
-/** Closes the connection, bounded: nats.js first flushes what it queued, which a dead server may never take. */
-async function closeConnection(nc: NatsConnection): Promise<void> {
-  if (nc.isClosed()) return;
-  await settlesWithin(nc.close(), CLOSE_TIMEOUT_MS);
-}
-
-/**
- * Calls `onEnd` with the reason when the connection closes, stops answering pings, or the server
- * reports an error (nats.js turns a refused publish into one; nothing else would say it); it may
- * call more than once, and callers report the first. A disconnect is left to closed(), which
- * follows it at once with reconnect off and says why. `statuses` is nc.status(), taken before
- * anything could happen on the connection.
- */
-function watchConnection(
-  nc: NatsConnection,
-  statuses: AsyncIterable<Status>,
-  onEnd: (reason: string, cause?: unknown) => void,
-): void {
-  void (async () => {
-    for await (const status of statuses) {
-      if (status.type === 'error') onEnd(`the server reported an error: ${status.error.message}`, status.error);
-      else if (status.type === 'slowConsumer')
-        onEnd(`slow consumer on ${status.sub.getSubject()} (${status.pending} messages pending)`);
-      else if (status.type === 'staleConnection') onEnd('the server stopped answering pings');
-    }
-  })().catch((err: unknown) => onEnd(`connection status unreadable: ${errorMessage(err)}`, err));
-  void nc.closed().then((err) => onEnd(`connection closed${err ? `: ${err.message}` : ''}`, err));
-}
-
-/** A Buffer over a message's bytes, without copying them. */
-function bufferOf(data: Uint8Array): Buffer {
-  return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-}
-
 /**
  * Whether the section's frame header travels apart (see HEADER_APART_FROM_BYTES), checking first
  * that its messages fit the server's max_payload: a section whose images do not is rejected before
@@ -203,7 +102,7 @@ function chooseForm(nc: NatsConnection, imageBytes: number, shownUrl: string): {
 }
 
 async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
-  const broker = requireBroker(options);
+  const broker = requireBroker(options, 'nats');
   const subjects = sectionSubjects(options.credential);
   const nc = await openConnection(broker, options.connectTimeoutMs, 'itb-transmitter');
   const statuses = nc.status();
@@ -263,7 +162,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
 }
 
 async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
-  const broker = requireBroker(options);
+  const broker = requireBroker(options, 'nats');
   const log = options.log;
   const nc = await openConnection(broker, RECEIVER_CONNECT_TIMEOUT_MS, 'itb-receiver');
   const statuses = nc.status();
@@ -353,78 +252,6 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   };
 }
 
-/** The frame header as a NATS message header, in base64. */
-function headersOf(header: Buffer): MsgHdrs {
-  const h = natsLibrary().headers();
-  h.set(FRAME_HEADER_NAME, header.toString('base64'));
-  return h;
-}
-
-/** The NATS server of NATS_URL (and NATS_PASSWORD), or a clear error when it is not set. */
-function requireBroker(endpoint: Pick<TransmitterOptions, 'url' | 'password'>): BrokerAddress {
-  if (endpoint.url === undefined || endpoint.url === '') {
-    throw new ItbError(
-      ErrorCode.config,
-      'NATS_URL is not set: the nats transport needs a NATS server to go through (e.g. NATS_URL=nats://127.0.0.1:4222)',
-    );
-  }
-  return brokerAddress(endpoint.url, endpoint.password);
-}
-
-/** A nats-server of this machine's, with the config file it was started with (removed at close). */
-export interface PrivateNats extends LocalServer {
-  configPath: string;
-}
-
-/**
- * A private nats-server on a free loopback port: core NATS, messages up to `maxPayloadBytes`
- * (NATS's hard limit unless a test asks for less); with `auth`, one that refuses clients without
- * that user and password. nats-server 2.9 takes max_payload from a config file only, so one is
- * written to a private temporary directory and removed at close.
- */
-export async function startPrivateNats(
-  maxPayloadBytes = NATS_MAX_PAYLOAD_BYTES,
-  host = '127.0.0.1',
-  auth?: { user: string; password: string },
-): Promise<PrivateNats> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'itb-nats-'));
-  const configPath = path.join(dir, 'nats-server.conf');
-  const removeDir = (): Promise<void> => rm(dir, { recursive: true, force: true });
-  try {
-    await writeFile(
-      configPath,
-      [
-        '# Written by image-transfer-bench (services/transports/nats.ts) for one run or test; removed when the ' +
-          'server stops.',
-        `max_payload: ${maxPayloadBytes}`,
-        `max_pending: ${NATS_MAX_PENDING_BYTES}`,
-        // Its stderr is a pipe nobody reads: logging there could fill it and stall the server.
-        'log_file: "/dev/null"',
-        ...(auth === undefined
-          ? []
-          : [`authorization { user: ${JSON.stringify(auth.user)}, password: ${JSON.stringify(auth.password)} }`]),
-        '',
-      ].join('\n'),
-    );
-    const server = await startLocalProcess({
-      command: 'nats-server',
-      args: (port) => ['--config', configPath, '--addr', host, '--port', String(port)],
-      ready: (port) => answersWith(port, 'INFO ', undefined, host),
-    });
-    return {
-      url: `nats://${host}:${server.port}`,
-      configPath,
-      close: once(async () => {
-        await server.close();
-        await removeDir();
-      }),
-    };
-  } catch (err) {
-    await removeDir();
-    throw err;
-  }
-}
-
 /** Core NATS through a NATS server (NATS_URL): one message per image, acks on the link's inbox. */
 export const natsTransport: Transport = {
   name: 'nats',
@@ -441,7 +268,7 @@ export const natsTransport: Transport = {
     defaultRun: false,
     setting: { kind: 'url', envVar: 'NATS_URL', schemes: ['nats'], example: 'nats://127.0.0.1:4222' },
     composeService: 'nats',
-    localServer: { command: 'nats-server', start: (host) => startPrivateNats(undefined, host) },
+    localServer: natsLocalServer,
   },
   connect,
   listen,

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunReport } from '../../services/core/report/report.js';
 import type { LocalServer } from '../../services/transports/contract.js';
 import { startPrivateRedis } from '../../services/transports/kit/redis.js';
-import { startPrivateNats } from '../../services/transports/nats.js';
+import { startPrivateNats } from '../../services/transports/kit/nats.js';
 import {
   exitWithin,
   freePortsEnv,
@@ -38,7 +38,7 @@ beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'itb-broker-credentials-'));
   [redis, nats] = await Promise.all([
     startPrivateRedis([], '127.0.0.1', REDIS_PASSWORD),
-    startPrivateNats(undefined, '127.0.0.1', { user: NATS_USER, password: NATS_PASSWORD }),
+    startPrivateNats(undefined, '127.0.0.1', { auth: { user: NATS_USER, password: NATS_PASSWORD } }),
   ]);
   redisHostPort = new URL(redis.url).host;
   natsHostPort = new URL(nats.url).host;
@@ -140,7 +140,7 @@ function expectNoSecret(outputs: Map<string, string>): void {
 describe('broker credentials', () => {
   it('with the passwords in REDIS_URL and NATS_URL, the run succeeds and neither password is in any file, log, or ' +
     'GET answer', async () => {
-    const { code, results, outputs } = await run('in-url', 'redis,redis-list,redis-pubsub,nats', {
+    const { code, results, outputs } = await run('in-url', 'redis,redis-list,redis-pubsub,nats,nats-jetstream', {
       REDIS_URL: `redis://:${REDIS_PASSWORD}@${redisHostPort}`,
       NATS_URL: `nats://${NATS_USER}:${NATS_PASSWORD}@${natsHostPort}`,
     });
@@ -150,6 +150,7 @@ describe('broker credentials', () => {
       ['redis-list', 3],
       ['redis-pubsub', 3],
       ['nats', 3],
+      ['nats-jetstream', 3],
     ]);
     // Shown, redacted, where the URL is reported.
     expect(results.run.config.urls).toEqual({
@@ -157,6 +158,7 @@ describe('broker credentials', () => {
       'redis-list': `redis://***@${redisHostPort}`,
       'redis-pubsub': `redis://***@${redisHostPort}`,
       nats: `nats://***@${natsHostPort}`,
+      'nats-jetstream': `nats://***@${natsHostPort}`,
     });
     expect([...outputs.keys()]).toEqual(
       expect.arrayContaining([

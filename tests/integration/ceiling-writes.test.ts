@@ -166,6 +166,7 @@ const NAMES_SLACK_BYTES: Readonly<Record<string, number>> = {
   'redis-list': 32,
   'redis-pubsub': 32,
   nats: 32,
+  'nats-jetstream': 32,
   http: 96,
   'http-json': 96,
 };

@@ -7,7 +7,8 @@ import { sectionCredential } from '../../services/core/wire/auth.js';
 import { ErrorCode } from '../../services/core/errors.js';
 import { FRAME_HEADER_BYTES } from '../../services/core/wire/frame.js';
 import type { ReceivedFrame, ReceiverListener, TransmitterOptions } from '../../services/transports/contract.js';
-import { natsTransport, sectionSubjects, startPrivateNats, type PrivateNats } from '../../services/transports/nats.js';
+import { sectionSubjects, startPrivateNats, type PrivateNats } from '../../services/transports/kit/nats.js';
+import { natsTransport } from '../../services/transports/nats.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
 import {
   eventually,

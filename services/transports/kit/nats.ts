@@ -1,0 +1,224 @@
+import { createHash } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { MsgHdrs, NatsConnection, Status } from '@nats-io/transport-node';
+import type { SectionCredential } from '../../core/wire/auth.js';
+import { errorMessage, ErrorCode, ItbError } from '../../core/errors.js';
+import { answersWith, startLocalProcess } from '../../shared/local-server.js';
+import { once } from '../../shared/once.js';
+import { settlesWithin } from '../../shared/waits.js';
+import type { LocalServer, TransmitterOptions } from '../contract.js';
+import { brokerAddress, type BrokerAddress } from './broker.js';
+import { connectWithin } from './connect.js';
+import { lazyLibrary } from './library.js';
+
+// What the NATS transports (nats: core NATS; nats-jetstream: a JetStream stream per section) share:
+// one connection per side that never reconnects by itself (a drop mid-run is a failure), the
+// credentials passed as options, a watch that reports how a connection ended, the section's
+// subjects named after its credential, the frame header carried as a NATS message header, and the
+// private nats-server `npm start` and the tests run.
+
+/** The NATS client, loaded when a NATS transport is first used (kit/library.ts). */
+export const natsLibrary = lazyLibrary<typeof import('@nats-io/transport-node')>('@nats-io/transport-node');
+
+/** The subjects of one section: images go to `frames`; acks come back on inboxes under `acks`. */
+export interface SectionSubjects {
+  frames: string;
+  /** Prefix of every link's ack inbox (`<acks>.<unique>`). */
+  acks: string;
+  /** The subjects' common part, `itb.<sectionId>.<tag>`, with `tag` alone (base64url) for names that take no dots. */
+  tag: string;
+}
+
+/**
+ * Subjects named after the section's id and a digest of its key (the key itself stays off the server); exported for
+ * tests.
+ */
+export function sectionSubjects(credential: SectionCredential): SectionSubjects {
+  // base64url's characters are all valid in a subject token.
+  const tag = createHash('sha256').update(credential.key).digest('base64url').slice(0, 22);
+  const prefix = `itb.${credential.sectionId}.${tag}`;
+  return { frames: `${prefix}.frames`, acks: `${prefix}.acks`, tag };
+}
+
+/** NATS's hard limit on a message, and what the private server and docker compose's nats service allow. */
+export const NATS_MAX_PAYLOAD_BYTES = 64 * 1024 * 1024;
+/** What a server holds for one slow client before it disconnects it: a window of large images. */
+const NATS_MAX_PENDING_BYTES = 1024 * 1024 * 1024;
+/**
+ * From this image size on, the frame header travels as a NATS message header and the image alone as the data (see
+ * nats.ts).
+ */
+export const HEADER_APART_FROM_BYTES = 64 * 1024;
+/** The NATS message header that carries the frame header, in base64. */
+export const FRAME_HEADER_NAME = 'Itb-Frame';
+/** The receiver has no configured bound, so it gets this one for reaching NATS. */
+export const RECEIVER_CONNECT_TIMEOUT_MS = 5000;
+/** Bound on a round trip that confirms a subscription is in place on the server. */
+export const FLUSH_TIMEOUT_MS = 2000;
+/** Bound on closing a connection: nats.js flushes what it queued, then drops the socket. */
+const CLOSE_TIMEOUT_MS = 2000;
+/** Status code of the message the server sends to a reply subject when nobody subscribes to the subject. */
+export const NO_RESPONDERS_CODE = 503;
+
+/**
+ * Opens one connection to NATS within `timeoutMs`, retrying refused or failed attempts. The client
+ * never reconnects by itself afterwards: a connection that drops mid-run is a failure.
+ */
+export function openConnection(broker: BrokerAddress, timeoutMs: number, name: string): Promise<NatsConnection> {
+  return connectWithin(
+    `NATS at ${broker.shown}`,
+    timeoutMs,
+    (remainingMs) =>
+      natsLibrary().connect({
+        servers: broker.url,
+        ...natsAuth(broker),
+        name,
+        reconnect: false,
+        timeout: remainingMs,
+        noRandomize: true,
+        ignoreClusterUpdates: true,
+      }),
+    (late) => void closeConnection(late),
+  );
+}
+
+/**
+ * The CONNECT credentials of `broker`. nats.js reads none from the URL (it keeps only host and
+ * port, and a password starting with a digit would even be taken for the port), so they go as
+ * options: a user with a password as user and pass; a user alone, or a password alone, as the
+ * server's token (nats-server --auth), as NATS's Go client and CLI read `nats://token@host`.
+ */
+function natsAuth(broker: BrokerAddress): { user: string; pass: string } | { token: string } | Record<string, never> {
+  if (broker.user !== undefined && broker.password !== undefined) return { user: broker.user, pass: broker.password };
+  const token = broker.user ?? broker.password;
+  return token === undefined ? {} : { token };
+}
+
+/** Closes the connection, bounded: nats.js first flushes what it queued, which a dead server may never take. */
+export async function closeConnection(nc: NatsConnection): Promise<void> {
+  if (nc.isClosed()) return;
+  await settlesWithin(nc.close(), CLOSE_TIMEOUT_MS);
+}
+
+/**
+ * Calls `onEnd` with the reason when the connection closes, stops answering pings, or the server
+ * reports an error (nats.js turns a refused publish into one; nothing else would say it); it may
+ * call more than once, and callers report the first. A disconnect is left to closed(), which
+ * follows it at once with reconnect off and says why. `statuses` is nc.status(), taken before
+ * anything could happen on the connection.
+ */
+export function watchConnection(
+  nc: NatsConnection,
+  statuses: AsyncIterable<Status>,
+  onEnd: (reason: string, cause?: unknown) => void,
+): void {
+  void (async () => {
+    for await (const status of statuses) {
+      if (status.type === 'error') onEnd(`the server reported an error: ${status.error.message}`, status.error);
+      else if (status.type === 'slowConsumer')
+        onEnd(`slow consumer on ${status.sub.getSubject()} (${status.pending} messages pending)`);
+      else if (status.type === 'staleConnection') onEnd('the server stopped answering pings');
+    }
+  })().catch((err: unknown) => onEnd(`connection status unreadable: ${errorMessage(err)}`, err));
+  void nc.closed().then((err) => onEnd(`connection closed${err ? `: ${err.message}` : ''}`, err));
+}
+
+/** A Buffer over a message's bytes, without copying them. */
+export function bufferOf(data: Uint8Array): Buffer {
+  return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/** The frame header as a NATS message header, in base64, added to `into` (new headers when none). */
+export function headersOf(header: Buffer, into: MsgHdrs = natsLibrary().headers()): MsgHdrs {
+  into.set(FRAME_HEADER_NAME, header.toString('base64'));
+  return into;
+}
+
+/** The NATS server of NATS_URL (and NATS_PASSWORD), or a clear error naming `transport` when it is not set. */
+export function requireBroker(
+  endpoint: Pick<TransmitterOptions, 'url' | 'password'>,
+  transport: string,
+): BrokerAddress {
+  if (endpoint.url === undefined || endpoint.url === '') {
+    throw new ItbError(
+      ErrorCode.config,
+      `NATS_URL is not set: the ${transport} transport needs a NATS server to go through ` +
+        '(e.g. NATS_URL=nats://127.0.0.1:4222)',
+    );
+  }
+  return brokerAddress(endpoint.url, endpoint.password);
+}
+
+/** A nats-server of this machine's, with the config file it was started with (removed at close). */
+export interface PrivateNats extends LocalServer {
+  configPath: string;
+}
+
+/** How a private nats-server runs besides its defaults. */
+export interface PrivateNatsOptions {
+  /** Clients must present this user and password. */
+  auth?: { user: string; password: string };
+  /** False: a server without JetStream (tests of a transport that needs it); true by default. */
+  jetStream?: boolean;
+}
+
+/**
+ * A private nats-server on a free loopback port: messages up to `maxPayloadBytes` (NATS's hard
+ * limit unless a test asks for less), with JetStream (the nats-jetstream transport's streams are
+ * in memory; its store directory is in the temporary directory, which holds nothing else); with
+ * `auth`, one that refuses clients without that user and password. nats-server 2.9 takes
+ * max_payload from a config file only, so one is written to a private temporary directory and
+ * removed at close, with everything under it.
+ */
+export async function startPrivateNats(
+  maxPayloadBytes = NATS_MAX_PAYLOAD_BYTES,
+  host = '127.0.0.1',
+  options: PrivateNatsOptions = {},
+): Promise<PrivateNats> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'itb-nats-'));
+  const configPath = path.join(dir, 'nats-server.conf');
+  const removeDir = (): Promise<void> => rm(dir, { recursive: true, force: true });
+  const { auth, jetStream = true } = options;
+  try {
+    await writeFile(
+      configPath,
+      [
+        '# Written by image-transfer-bench (services/transports/kit/nats.ts) for one run or test; removed when ' +
+          'the server stops.',
+        `max_payload: ${maxPayloadBytes}`,
+        `max_pending: ${NATS_MAX_PENDING_BYTES}`,
+        // Its stderr is a pipe nobody reads: logging there could fill it and stall the server.
+        'log_file: "/dev/null"',
+        ...(jetStream ? [`jetstream { store_dir: ${JSON.stringify(path.join(dir, 'jetstream'))} }`] : []),
+        ...(auth === undefined
+          ? []
+          : [`authorization { user: ${JSON.stringify(auth.user)}, password: ${JSON.stringify(auth.password)} }`]),
+        '',
+      ].join('\n'),
+    );
+    const server = await startLocalProcess({
+      command: 'nats-server',
+      args: (port) => ['--config', configPath, '--addr', host, '--port', String(port)],
+      ready: (port) => answersWith(port, 'INFO ', undefined, host),
+    });
+    return {
+      url: `nats://${host}:${server.port}`,
+      configPath,
+      close: once(async () => {
+        await server.close();
+        await removeDir();
+      }),
+    };
+  } catch (err) {
+    await removeDir();
+    throw err;
+  }
+}
+
+/** The `localServer` of every NATS transport: one command, one way to start it (they share NATS_URL). */
+export const natsLocalServer = {
+  command: 'nats-server',
+  start: (host?: string): Promise<LocalServer> => startPrivateNats(undefined, host),
+};
