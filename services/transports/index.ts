@@ -5,6 +5,7 @@ import { grpcUnaryTransport } from './grpc-unary.js';
 import { grpcTransport } from './grpc.js';
 import { httpJsonTransport } from './http-json.js';
 import { httpTransport } from './http.js';
+import { mqttTransport } from './mqtt.js';
 import { natsTransport } from './nats.js';
 import { redisListTransport } from './redis-list.js';
 import { redisPubsubTransport } from './redis-pubsub.js';
@@ -33,6 +34,7 @@ export const transports: readonly Transport[] = [
   redisListTransport,
   redisPubsubTransport,
   natsTransport,
+  mqttTransport,
   httpTransport,
   httpJsonTransport,
   tcpTransport,
