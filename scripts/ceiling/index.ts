@@ -5,6 +5,7 @@ import { grpcUnaryCeiling } from './grpc-unary.js';
 import { grpcCeiling } from './grpc.js';
 import { httpJsonCeiling } from './http-json.js';
 import { httpCeiling } from './http.js';
+import { mqttCeiling } from './mqtt.js';
 import { natsCeiling } from './nats.js';
 import { redisListCeiling } from './redis-list.js';
 import { redisPubsubCeiling } from './redis-pubsub.js';
@@ -32,6 +33,7 @@ export const ceilings: readonly CeilingPair[] = [
   redisListCeiling,
   redisPubsubCeiling,
   natsCeiling,
+  mqttCeiling,
   httpCeiling,
   httpJsonCeiling,
   tcpCeiling,
