@@ -186,7 +186,10 @@ async function closeConnection(client: MqttClient): Promise<void> {
   await settlesWithin(client.endAsync(true), CLOSE_TIMEOUT_MS);
 }
 
-/** Calls `onEnd` with the reason when the connection closes or the broker disconnects the client; may call more than once. */
+/**
+ * Calls `onEnd` with the reason when the connection closes or the broker disconnects the client; may call more than
+ * once.
+ */
 function watchConnection(client: MqttClient, onEnd: (reason: string, cause?: unknown) => void): void {
   let lastError: Error | undefined;
   client.on('error', (err) => {
@@ -412,7 +415,8 @@ function requireBroker(endpoint: Pick<TransmitterOptions, 'url' | 'password'>): 
   if (endpoint.url === undefined || endpoint.url === '') {
     throw new ItbError(
       ErrorCode.config,
-      'MQTT_URL is not set: the mqtt transport needs an MQTT broker to go through (e.g. MQTT_URL=mqtt://127.0.0.1:1883)',
+      'MQTT_URL is not set: the mqtt transport needs an MQTT broker to go through (e.g. ' +
+        'MQTT_URL=mqtt://127.0.0.1:1883)',
     );
   }
   return brokerAddress(endpoint.url, endpoint.password);
@@ -434,7 +438,10 @@ export interface PrivateMosquitto extends LocalServer {
   configDir: string;
 }
 
-/** A password file line as mosquitto_passwd writes it (PBKDF2-SHA512, `$7$`), made here so no password is on a command line. */
+/**
+ * A password file line as mosquitto_passwd writes it (PBKDF2-SHA512, `$7$`), made here so no password is on a command
+ * line.
+ */
 function passwordLine(user: string, password: string): string {
   const iterations = 101;
   const salt = randomBytes(12);
@@ -490,7 +497,8 @@ function writeConfig(
   passwordPath: string,
 ): void {
   const lines = [
-    '# Written by image-transfer-bench (services/transports/mqtt.ts) for one run or test; removed when the broker stops.',
+    '# Written by image-transfer-bench (services/transports/mqtt.ts) for one run or test; removed when the ' +
+      'broker stops.',
     `listener ${port} ${host}`,
     'persistence false',
     // Its output is a pipe nobody reads: logging there could fill it and stall the broker.
