@@ -6,6 +6,7 @@ import { grpcCeiling } from './grpc.js';
 import { httpJsonCeiling } from './http-json.js';
 import { httpCeiling } from './http.js';
 import { natsJetstreamCeiling } from './nats-jetstream.js';
+import { mqttCeiling } from './mqtt.js';
 import { natsCeiling } from './nats.js';
 import { redisListCeiling } from './redis-list.js';
 import { redisPubsubCeiling } from './redis-pubsub.js';
@@ -34,6 +35,7 @@ export const ceilings: readonly CeilingPair[] = [
   redisPubsubCeiling,
   natsCeiling,
   natsJetstreamCeiling,
+  mqttCeiling,
   httpCeiling,
   httpJsonCeiling,
   tcpCeiling,

@@ -6,6 +6,7 @@ import { grpcTransport } from './grpc.js';
 import { httpJsonTransport } from './http-json.js';
 import { httpTransport } from './http.js';
 import { natsJetstreamTransport } from './nats-jetstream.js';
+import { mqttTransport } from './mqtt.js';
 import { natsTransport } from './nats.js';
 import { redisListTransport } from './redis-list.js';
 import { redisPubsubTransport } from './redis-pubsub.js';
@@ -35,6 +36,7 @@ export const transports: readonly Transport[] = [
   redisPubsubTransport,
   natsTransport,
   natsJetstreamTransport,
+  mqttTransport,
   httpTransport,
   httpJsonTransport,
   tcpTransport,

@@ -155,7 +155,7 @@ function spyAll(): () => void {
 }
 
 /**
- * Where the bytes on the wire carry names of different lengths (Redis keys, NATS subjects, the
+ * Where the bytes on the wire carry names of different lengths (Redis keys, NATS subjects, MQTT topics, the
  * transport's credential in an HTTP request head, http-json's header fields spelled by name), a
  * size may differ by this much, and only there; everywhere else sizes must be equal. Either is far
  * below a 40-byte header moved into or out of a call, and the number and order of calls must match
@@ -167,6 +167,7 @@ const NAMES_SLACK_BYTES: Readonly<Record<string, number>> = {
   'redis-pubsub': 32,
   nats: 32,
   'nats-jetstream': 32,
+  mqtt: 32,
   http: 96,
   'http-json': 96,
 };

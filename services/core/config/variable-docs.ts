@@ -306,6 +306,21 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
     ],
     help: ['Or a file that holds it (a Docker or Kubernetes secret); not together with REDIS_PASSWORD.'],
   },
+  MQTT_URL: {
+    meaning: ['`mqtt://host:port` of the MQTT broker (MQTT 5) both sides use; shown as `REDIS_URL` is'],
+    help: [
+      'The MQTT broker (MQTT 5) both services use; empty with npm start: a private mosquitto from PATH',
+      '(docker compose sets mqtt://mqtt:1883 itself). Shown as mqtt://***@host:port, as REDIS_URL.',
+    ],
+  },
+  MQTT_PASSWORD: {
+    meaning: ["the password of the user in `MQTT_URL` (the broker's own user, e.g. Mosquitto's password_file)"],
+    help: ["The password of the user in MQTT_URL (the broker's own user): not in the URL then."],
+  },
+  MQTT_PASSWORD_FILE: {
+    meaning: ['instead of `MQTT_PASSWORD`, a file that holds it'],
+    help: ['Or a file that holds it; not together with MQTT_PASSWORD.'],
+  },
   NATS_URL: {
     meaning: ['`nats://host:port` of the NATS server both sides use; shown as `REDIS_URL` is'],
     help: [
