@@ -9,6 +9,10 @@
 #                          `--protected-mode no` as the official image's entrypoint does.
 #   nats:2-alpine          the same Debian + Debian's nats-server and busybox's wget (the
 #                          compose healthcheck's tool, as in the official Alpine image).
+#   eclipse-mosquitto:2    the same Debian + Debian's mosquitto and mosquitto-clients (the
+#                          healthcheck's mosquitto_sub), run as its mosquitto user.
+#   rabbitmq:3             the same Debian + Debian's rabbitmq-server, run as its rabbitmq user
+#                          with the logs on stdout, rabbitmq-server and rabbitmq-diagnostics on PATH.
 # Needs root, debootstrap, a running Docker engine and npm. Images already present are kept
 # (pass --force to rebuild them).
 set -euo pipefail
@@ -20,12 +24,14 @@ DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 NODE_IMAGE="node:${NODE_VERSION%%.*}-bookworm-slim"
 REDIS_IMAGE=redis:7
 NATS_IMAGE=nats:2-alpine
+MQTT_IMAGE=eclipse-mosquitto:2
+RABBITMQ_IMAGE=rabbitmq:3
 BASE_IMAGE=itb-stand-in/debian:bookworm
 force=${1:-}
 
 have() { [ "$force" != --force ] && docker image inspect "$1" >/dev/null 2>&1; }
-if have "$NODE_IMAGE" && have "$REDIS_IMAGE" && have "$NATS_IMAGE"; then
-  echo "stand-in images: $NODE_IMAGE, $REDIS_IMAGE and $NATS_IMAGE already present"
+if have "$NODE_IMAGE" && have "$REDIS_IMAGE" && have "$NATS_IMAGE" && have "$MQTT_IMAGE" && have "$RABBITMQ_IMAGE"; then
+  echo "stand-in images: $NODE_IMAGE, $REDIS_IMAGE, $NATS_IMAGE, $MQTT_IMAGE and $RABBITMQ_IMAGE already present"
   exit 0
 fi
 
@@ -100,4 +106,34 @@ DOCKERFILE
 echo "stand-in images: $NATS_IMAGE (Debian's nats-server) ..."
 docker build --quiet -t "$NATS_IMAGE" "$work/nats" >/dev/null
 fi
-echo "stand-in images: $NODE_IMAGE, $REDIS_IMAGE and $NATS_IMAGE ready"
+if ! have "$MQTT_IMAGE"; then
+mkdir -p "$work/mqtt"
+cat >"$work/mqtt/Dockerfile" <<DOCKERFILE
+FROM $BASE_IMAGE
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends mosquitto mosquitto-clients \
+ && ln -s /usr/sbin/mosquitto /usr/local/bin/mosquitto && rm -rf /var/lib/apt/lists/*
+USER mosquitto
+CMD ["mosquitto", "-c", "/etc/mosquitto/mosquitto.conf"]
+DOCKERFILE
+echo "stand-in images: $MQTT_IMAGE (Debian's mosquitto) ..."
+docker build --quiet -t "$MQTT_IMAGE" "$work/mqtt" >/dev/null
+fi
+
+if ! have "$RABBITMQ_IMAGE"; then
+mkdir -p "$work/rabbitmq"
+cat >"$work/rabbitmq/Dockerfile" <<DOCKERFILE
+FROM $BASE_IMAGE
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends rabbitmq-server \
+ && ln -s /usr/lib/rabbitmq/bin/rabbitmq-server /usr/local/bin/rabbitmq-server \
+ && ln -s /usr/lib/rabbitmq/bin/rabbitmq-diagnostics /usr/local/bin/rabbitmq-diagnostics \
+ && rm -rf /var/lib/apt/lists/*
+# As the official image: the node's logs on stdout, its cookie and database under the user's home.
+ENV RABBITMQ_LOGS=- HOME=/var/lib/rabbitmq
+USER rabbitmq
+WORKDIR /var/lib/rabbitmq
+CMD ["rabbitmq-server"]
+DOCKERFILE
+echo "stand-in images: $RABBITMQ_IMAGE (Debian's rabbitmq-server) ..."
+docker build --quiet -t "$RABBITMQ_IMAGE" "$work/rabbitmq" >/dev/null
+fi
+echo "stand-in images: $NODE_IMAGE, $REDIS_IMAGE, $NATS_IMAGE, $MQTT_IMAGE and $RABBITMQ_IMAGE ready"
