@@ -1,4 +1,5 @@
 import { ErrorCode, ItbError } from '../../services/core/errors.js';
+import { amqpCeiling } from './amqp.js';
 import type { CeilingPair } from './contract.js';
 import { grpcConnectCeiling } from './grpc-connect.js';
 import { grpcUnaryCeiling } from './grpc-unary.js';
@@ -32,6 +33,7 @@ export const ceilings: readonly CeilingPair[] = [
   redisListCeiling,
   redisPubsubCeiling,
   natsCeiling,
+  amqpCeiling,
   httpCeiling,
   httpJsonCeiling,
   tcpCeiling,
