@@ -212,6 +212,29 @@ describe('amqp transport: RabbitMQ specifics', () => {
     });
   }, 20_000);
 
+  it("fails the link with the broker's reason when the broker blocks its connection (a resource alarm)", async () => {
+    const section = testDoor('amqp');
+    const { listener } = await listenFor(url, section, 16, PASSWORD);
+    const seen = { acks: [] as number[], failures: [] as Error[] };
+    const link = await amqpTransport.connect(linkOptions(url, section, seen));
+    try {
+      // A memory watermark of (almost) nothing raises the memory alarm at once.
+      await rabbitmqctl(rabbit, 'set_vm_memory_high_watermark', 'absolute', '1');
+      const image = randomBytes(1000);
+      // The broker blocks a connection when it publishes while the alarm is on.
+      link.send(stampedHeader(image, 0), image);
+      await eventually(() => seen.failures.length > 0, 10_000);
+      expect(seen.failures[0]).toMatchObject({
+        code: ErrorCode.transport,
+        message: expect.stringContaining('the broker blocked the connection: low on memory'),
+      });
+    } finally {
+      await rabbitmqctl(rabbit, 'set_vm_memory_high_watermark', '0.4');
+      await link.close();
+      await listener.close();
+    }
+  }, 30_000);
+
   it('fails at once, naming AMQP_URL, when it is not set', async () => {
     const section = testDoor('amqp');
     const seen = { acks: [] as number[], failures: [] as Error[] };
