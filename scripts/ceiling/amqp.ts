@@ -4,13 +4,12 @@ import { settlesWithin } from '../../services/shared/waits.js';
 import { lazyLibrary } from '../../services/transports/kit/library.js';
 import { ackSeq, ceilingAck, headerSeq, type CeilingPair } from './contract.js';
 
-// AMQP 0-9-1 (amqplib), as the amqp transport: the receiver declares this run's queue
-// (options.channel, deleted with its consumer) and consumes it with manual acks, publishing the
-// 12-byte ack to the message's reply-to queue and acking the delivery at once; the sender publishes
-// each image through the default exchange on a confirm channel, with the 40-byte header as an
-// `itb-frame` byte-array header and its own exclusive reply queue as reply-to, waiting for 'drain'
-// when publish() returns false. The receiver does not know the run's WINDOW, so its prefetch is
-// unbounded: the sender's window bounds the deliveries in flight as the transport's prefetch does.
+// AMQP 0-9-1 (amqplib), as the amqp transport: the receiver declares this run's queue (options.channel, deleted with
+// its consumer) and consumes it with manual acks, publishing the 12-byte ack to the message's reply-to queue and acking
+// the delivery at once; the sender publishes each image through the default exchange on a confirm channel, with the
+// 40-byte header as an `itb-frame` byte-array header and its own exclusive reply queue as reply-to, waiting for 'drain'
+// when publish() returns false. The receiver does not know the run's WINDOW, so its prefetch is unbounded: the sender's
+// window bounds the deliveries in flight as the transport's prefetch does. Published `mandatory`, as the transport's.
 // No section queues, no gate, no reply-queue check, no blocked watch; a closed connection or channel fails the run.
 
 const amqpLibrary = lazyLibrary<typeof import('amqplib')>('amqplib');
@@ -83,14 +82,21 @@ export const amqpCeiling: CeilingPair = {
     channel.on('error', (err: Error) => fail(`channel closed by the broker: ${err.message}`));
     const { queue: replyTo } = await channel.assertQueue('', { exclusive: true, autoDelete: true, durable: false });
     await channel.consume(replyTo, (msg) => msg && options.onAck(ackSeq(msg.content)), { noAck: true });
-    // Frames wait here while amqplib's write buffer is over its high-water mark, as the transport's SendQueue holds them.
+    // Frames wait here while amqplib's write buffer is over its high-water mark, as the transport's SendQueue holds
+    // them.
     const held: [Buffer, Buffer][] = [];
     let draining = false;
     const confirmed = (err: unknown): void => {
       if (err) fail('the broker refused an image');
     };
     const publish = (header: Buffer, image: Buffer): boolean =>
-      channel.publish('', options.channel, image, { headers: { [FRAME_HEADER_NAME]: header }, replyTo }, confirmed);
+      channel.publish(
+        '',
+        options.channel,
+        image,
+        { mandatory: true, headers: { [FRAME_HEADER_NAME]: header }, replyTo },
+        confirmed,
+      );
     const pump = async (): Promise<void> => {
       draining = true;
       while (held.length > 0 && !closing) {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { once as onceEvent } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -189,7 +189,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
     await probe.close().catch(() => undefined);
     channel = await connection.createConfirmChannel();
     channel.on('error', () => undefined);
-    replyQueue = `${queues.acks}.${createHash('sha256').update(String(Math.random())).digest('base64url').slice(0, 16)}`;
+    replyQueue = `${queues.acks}.${randomBytes(12).toString('base64url')}`;
     await channel.assertQueue(replyQueue, { exclusive: true, autoDelete: true, durable: false });
     await channel.consume(
       replyQueue,
@@ -352,6 +352,11 @@ export interface PrivateRabbit extends LocalServer {
   nodeName: string;
 }
 
+/** The node name of this process's private RabbitMQ on `port`: never the machine's (rabbit@localhost). */
+function nodeNameFor(port: number): string {
+  return `itb-${process.pid}-${port}@localhost`;
+}
+
 /** What a test may ask of a private RabbitMQ. */
 export interface PrivateRabbitOptions {
   host?: string;
@@ -372,7 +377,6 @@ export async function startPrivateRabbit(options: PrivateRabbitOptions = {}): Pr
   const removeDir = (): Promise<void> => rm(dir, { recursive: true, force: true });
   const configPath = path.join(dir, 'rabbitmq.conf');
   const distPort = await freePort();
-  let nodeName = '';
   try {
     await writeFile(
       configPath,
@@ -402,7 +406,7 @@ export async function startPrivateRabbit(options: PrivateRabbitOptions = {}): Pr
         // Erlang runs directly in this process (no shell in between that SIGKILL would orphan it from).
         RUNNING_UNDER_SYSTEMD: 'true',
         RABBITMQ_CONF_ENV_FILE: path.join(dir, 'rabbitmq-env.conf'),
-        RABBITMQ_NODENAME: (nodeName = `itb-${process.pid}-${port}@localhost`),
+        RABBITMQ_NODENAME: nodeNameFor(port),
         RABBITMQ_NODE_IP_ADDRESS: host,
         RABBITMQ_NODE_PORT: String(port),
         RABBITMQ_DIST_PORT: String(distPort),
@@ -420,7 +424,7 @@ export async function startPrivateRabbit(options: PrivateRabbitOptions = {}): Pr
     return {
       url: `amqp://${host}:${server.port}`,
       dir,
-      nodeName,
+      nodeName: nodeNameFor(server.port),
       close: once(async () => {
         await server.close();
         await removeDir();

@@ -14,7 +14,7 @@ import {
   startPrivateRabbit,
   type PrivateRabbit,
 } from '../../services/transports/amqp.js';
-import { eventually, openPair, stampedHeader, testDoor, testLog, type TestDoor } from '../helpers/harness.js';
+import { eventually, stampedHeader, testDoor, testLog, type TestDoor } from '../helpers/harness.js';
 
 // Only what is PARTICULAR to AMQP. The contract every transport shares (delivery of every size, a
 // 12 MB image included, connect() timeout, bad headers, a delivery that throws, the broker going
@@ -140,7 +140,9 @@ describe('amqp transport: RabbitMQ specifics', () => {
       await eventually(() => seen.failures.length > 0);
       expect(seen.failures[0]).toMatchObject({ code: ErrorCode.transport });
       const message = seen.failures[0]!.message;
-      expect(message).toContain(`message size ${SMALL_MAX_BYTES + 1} is larger than configured max size ${SMALL_MAX_BYTES}`);
+      expect(message).toContain(
+        `message size ${SMALL_MAX_BYTES + 1} is larger than configured max size ${SMALL_MAX_BYTES}`,
+      );
       expect(message).toContain(`max_message_size (RabbitMQ's default is ${RABBITMQ_3_MAX_MESSAGE_BYTES} bytes`);
       expect(seen.failures).toHaveLength(1);
       expect(delivered).toEqual([0]);
@@ -238,9 +240,10 @@ describe('amqp transport: RabbitMQ specifics', () => {
   it('fails at once, naming AMQP_URL, when it is not set', async () => {
     const section = testDoor('amqp');
     const seen = { acks: [] as number[], failures: [] as Error[] };
-    await expect(
-      amqpTransport.connect({ ...linkOptions('', section, seen), url: undefined }),
-    ).rejects.toMatchObject({ code: ErrorCode.config, message: expect.stringContaining('AMQP_URL is not set') });
+    await expect(amqpTransport.connect({ ...linkOptions('', section, seen), url: undefined })).rejects.toMatchObject({
+      code: ErrorCode.config,
+      message: expect.stringContaining('AMQP_URL is not set'),
+    });
   });
 
   it('keeps everything of its private server in a temporary directory removed at close', async () => {
