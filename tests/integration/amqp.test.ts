@@ -6,7 +6,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../services/core/errors.js';
-import type { TransmitterOptions } from '../../services/transports/contract.js';
+import type { ReceiverListener, TransmitterLink, TransmitterOptions } from '../../services/transports/contract.js';
 import {
   amqpTransport,
   RABBITMQ_3_MAX_MESSAGE_BYTES,
@@ -159,10 +159,12 @@ describe('amqp transport: RabbitMQ specifics', () => {
     const own = await startPrivateRabbit();
     const failures: string[] = [];
     const section = testDoor('amqp', 7, imageTimeoutMs);
-    const { listener } = await listenFor(own.url, section, 4, undefined, failures);
     const seen = { acks: [] as number[], failures: [] as Error[] };
-    const link = await amqpTransport.connect({ ...linkOptions(own.url, section, seen), password: undefined });
+    let listener: ReceiverListener | undefined;
+    let link: TransmitterLink | undefined;
     try {
+      ({ listener } = await listenFor(own.url, section, 4, undefined, failures));
+      link = await amqpTransport.connect({ ...linkOptions(own.url, section, seen), password: undefined });
       const image = randomBytes(1000);
       link.send(stampedHeader(image, 0), image);
       await eventually(() => seen.acks.length === 1);
@@ -177,8 +179,8 @@ describe('amqp transport: RabbitMQ specifics', () => {
       expect(seen.failures[0]!.message).toContain(`AMQP link through ${own.url}: connection`);
       expect(failures).toEqual([expect.stringContaining(`lost its connection to RabbitMQ at ${own.url}`)]);
     } finally {
-      await link.close();
-      await listener.close();
+      await link?.close();
+      await listener?.close();
       await own.close();
     }
     // Nothing of it stays on disk.
