@@ -1,4 +1,5 @@
 import { ErrorCode, ItbError } from '../../services/core/errors.js';
+import { amqpCeiling } from './amqp.js';
 import type { CeilingPair } from './contract.js';
 import { grpcConnectCeiling } from './grpc-connect.js';
 import { grpcUnaryCeiling } from './grpc-unary.js';
@@ -36,6 +37,7 @@ export const ceilings: readonly CeilingPair[] = [
   natsCeiling,
   natsJetstreamCeiling,
   mqttCeiling,
+  amqpCeiling,
   httpCeiling,
   httpJsonCeiling,
   tcpCeiling,

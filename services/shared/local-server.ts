@@ -19,6 +19,8 @@ export interface LocalProcessSpec {
   args(port: number): string[];
   /** One readiness probe; polled until it says true. */
   ready(port: number): Promise<boolean>;
+  /** Its environment for a port; undefined: this process's. */
+  env?(port: number): NodeJS.ProcessEnv;
   timeoutMs?: number;
 }
 
@@ -34,7 +36,7 @@ export async function startLocalProcess(spec: LocalProcessSpec): Promise<LocalPr
   const port = await freePort();
   let child: ChildProcess;
   try {
-    child = spawn(spec.command, spec.args(port), { stdio: ['ignore', 'ignore', 'pipe'] });
+    child = spawn(spec.command, spec.args(port), { stdio: ['ignore', 'ignore', 'pipe'], env: spec.env?.(port) });
     await Promise.race([once(child, 'spawn'), once(child, 'error').then(([err]) => Promise.reject(err))]);
   } catch (err) {
     throw new ItbError(ErrorCode.transport, `cannot start ${spec.command} from PATH: ${(err as Error).message}`, {

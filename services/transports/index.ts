@@ -1,4 +1,5 @@
 import { ErrorCode, ItbError } from '../core/errors.js';
+import { amqpTransport } from './amqp.js';
 import type { Transport } from './contract.js';
 import { grpcConnectTransport } from './grpc-connect.js';
 import { grpcUnaryTransport } from './grpc-unary.js';
@@ -37,6 +38,7 @@ export const transports: readonly Transport[] = [
   natsTransport,
   natsJetstreamTransport,
   mqttTransport,
+  amqpTransport,
   httpTransport,
   httpJsonTransport,
   tcpTransport,

@@ -156,6 +156,7 @@ function spyAll(): () => void {
 
 /**
  * Where the bytes on the wire carry names of different lengths (Redis keys, NATS subjects, MQTT topics, the
+ * Where the bytes on the wire carry names of different lengths (Redis keys, NATS subjects, AMQP queues, the
  * transport's credential in an HTTP request head, http-json's header fields spelled by name), a
  * size may differ by this much, and only there; everywhere else sizes must be equal. Either is far
  * below a 40-byte header moved into or out of a call, and the number and order of calls must match
@@ -168,6 +169,8 @@ const NAMES_SLACK_BYTES: Readonly<Record<string, number>> = {
   nats: 32,
   'nats-jetstream': 32,
   mqtt: 32,
+  // The routing key and the reply-to queue: two names.
+  amqp: 64,
   http: 96,
   'http-json': 96,
 };

@@ -336,6 +336,25 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
     meaning: ['instead of `NATS_PASSWORD`, a file that holds it'],
     help: ['Or a file that holds it; not together with NATS_PASSWORD.'],
   },
+  AMQP_URL: {
+    meaning: [
+      '`amqp://user@host:port/vhost` of the RabbitMQ both sides use (amqp); shown as `REDIS_URL` is, the',
+      'password apart in `AMQP_PASSWORD`',
+    ],
+    help: [
+      'RabbitMQ both services use (amqp); empty with npm start: a private rabbitmq-server from PATH',
+      '(docker compose sets amqp://rabbitmq:5672 itself). The user goes in the URL (guest when none),',
+      'the password in AMQP_PASSWORD. Shown as amqp://***@host:port, as REDIS_URL.',
+    ],
+  },
+  AMQP_PASSWORD: {
+    meaning: ["the password of the user in `AMQP_URL` (RabbitMQ's; guest's when the URL names none)"],
+    help: ['The password of the user in AMQP_URL: not in the URL then.'],
+  },
+  AMQP_PASSWORD_FILE: {
+    meaning: ['instead of `AMQP_PASSWORD`, a file that holds it'],
+    help: ['Or a file that holds it; not together with AMQP_PASSWORD.'],
+  },
   NETWORK_RATE: {
     meaning: [
       "`npm start` only, as root: shape the link to this rate each way, in tc's units (`200mbit`; 8kbit to",
