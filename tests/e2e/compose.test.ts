@@ -151,6 +151,33 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     expect(readFileSync(projectPath('scripts', 'docker', 'nats-server.conf'), 'utf8')).toMatch(/^max_payload: 64MB$/m);
     expect(nats.healthcheck?.test).toEqual(['CMD', 'wget', '-q', '-O', '/dev/null', 'http://127.0.0.1:8222/healthz']);
     expect(nats.ports ?? []).toEqual([]);
+    // JetStream for nats-jetstream: memory streams only, no file store (nothing kept on disk).
+    expect(readFileSync(projectPath('scripts', 'docker', 'nats-server.conf'), 'utf8')).toMatch(
+      /^jetstream \{[^}]*max_file_store: 0\n[^}]*\}$/m,
+    );
+    // Mosquitto: MQTT 5 with nothing kept on disk and no queued QoS 1 message dropped.
+    const mqtt = service(compose, 'mqtt');
+    expect(mqtt.image).toMatch(/^eclipse-mosquitto:2/);
+    expect(mqtt.command).toEqual(['mosquitto', '-c', '/etc/itb/mosquitto.conf']);
+    expect(mqtt.volumes).toContain(
+      `${path.join(projectDir, 'scripts', 'docker', 'mosquitto.conf')}:/etc/itb/mosquitto.conf:ro`,
+    );
+    expect(readFileSync(projectPath('scripts', 'docker', 'mosquitto.conf'), 'utf8')).toMatch(
+      /^persistence false$[\s\S]*^max_queued_messages 0$/m,
+    );
+    expect(mqtt.healthcheck?.test?.[1]).toBe('mosquitto_sub');
+    expect(mqtt.ports ?? []).toEqual([]);
+    // RabbitMQ: guest reachable from the other containers, the message limit the amqp transport states.
+    const rabbitmq = service(compose, 'rabbitmq');
+    expect(rabbitmq.image).toMatch(/^rabbitmq:3/);
+    expect(rabbitmq.volumes).toContain(
+      `${path.join(projectDir, 'scripts', 'docker', 'rabbitmq.conf')}:/etc/rabbitmq/rabbitmq.conf:ro`,
+    );
+    expect(readFileSync(projectPath('scripts', 'docker', 'rabbitmq.conf'), 'utf8')).toMatch(
+      /^max_message_size = 134217728$/m,
+    );
+    expect(rabbitmq.healthcheck?.test).toEqual(['CMD', 'rabbitmq-diagnostics', '-q', 'ping']);
+    expect(rabbitmq.ports ?? []).toEqual([]);
 
     for (const name of ['receiver', 'transmitter']) {
       const s = service(compose, name);

@@ -127,13 +127,19 @@ describe('deploy/k8s overlays, rendered by kustomize', () => {
     it(`${overlay}: every object is a known kind and valid against the Kubernetes schema`, () => {
       expect(objectsOf(overlay).map(label).sort()).toEqual([
         `ConfigMap ${knobsConfigMap(objectsOf(overlay)).metadata?.name}`,
+        'ConfigMap itb-mqtt-config',
         'ConfigMap itb-nats-config',
+        'ConfigMap itb-rabbitmq-config',
+        'Deployment itb-mqtt',
         'Deployment itb-nats',
+        'Deployment itb-rabbitmq',
         'Deployment itb-receiver',
         'Deployment itb-redis',
         'Job itb-transmitter',
         `Namespace ${NAMESPACE}`,
+        'Service itb-mqtt',
         'Service itb-nats',
+        'Service itb-rabbitmq',
         'Service itb-receiver',
         'Service itb-redis',
       ]);
@@ -213,6 +219,8 @@ describe('what the manifests mean', () => {
         transmitter: { requests: { cpu: '1', memory: '2Gi' }, limits: { cpu: '1', memory: '2Gi' } },
         redis: { requests: { cpu: '500m', memory: '1Gi' }, limits: { cpu: '500m', memory: '1Gi' } },
         nats: { requests: { cpu: '500m', memory: '512Mi' }, limits: { cpu: '500m', memory: '512Mi' } },
+        mqtt: { requests: { cpu: '250m', memory: '256Mi' }, limits: { cpu: '250m', memory: '256Mi' } },
+        rabbitmq: { requests: { cpu: '250m', memory: '512Mi' }, limits: { cpu: '250m', memory: '512Mi' } },
       });
     },
   );
@@ -410,9 +418,40 @@ describe('what the manifests mean', () => {
     expect(natsConfig.data).toEqual({
       'nats-server.conf': readFileSync(projectPath('scripts', 'docker', 'nats-server.conf'), 'utf8'),
     });
-    expect(nats.volumeMounts).toEqual([{ name: 'config', mountPath: '/etc/itb', readOnly: true }]);
+    // And an empty directory for JetStream's store (memory streams only: it stays empty).
+    expect(nats.volumeMounts).toEqual([
+      { name: 'config', mountPath: '/etc/itb', readOnly: true },
+      { name: 'jetstream', mountPath: '/tmp' },
+    ]);
     expect(podSpec(deployment(objects, 'itb-nats')).volumes).toEqual([
       { name: 'config', configMap: { name: 'itb-nats-config' } },
+      { name: 'jetstream', emptyDir: {} },
+    ]);
+  });
+
+  it('Mosquitto and RabbitMQ run as docker-compose.yml runs them, with its configuration files, ready when they answer', () => {
+    const objects = objectsOf('default');
+    const mqtt = container(podSpec(deployment(objects, 'itb-mqtt')), 'mqtt');
+    expect(mqtt.image).toBe('eclipse-mosquitto:2');
+    expect(mqtt.args).toEqual(['mosquitto', '-c', '/etc/itb/mosquitto.conf']);
+    expect(mqtt.readinessProbe?.exec?.command?.[0]).toBe('mosquitto_sub');
+    const mqttConfig = find(objects, 'ConfigMap', 'itb-mqtt-config') as unknown as IConfigMap;
+    expect(mqttConfig.data).toEqual({
+      'mosquitto.conf': readFileSync(projectPath('scripts', 'docker', 'mosquitto.conf'), 'utf8'),
+    });
+    expect(mqtt.volumeMounts).toEqual([{ name: 'config', mountPath: '/etc/itb', readOnly: true }]);
+
+    const rabbitmq = container(podSpec(deployment(objects, 'itb-rabbitmq')), 'rabbitmq');
+    expect(rabbitmq.image).toBe('rabbitmq:3');
+    expect(rabbitmq.readinessProbe?.exec?.command).toEqual(['rabbitmq-diagnostics', '-q', 'ping']);
+    const rabbitmqConfig = find(objects, 'ConfigMap', 'itb-rabbitmq-config') as unknown as IConfigMap;
+    expect(rabbitmqConfig.data).toEqual({
+      'rabbitmq.conf': readFileSync(projectPath('scripts', 'docker', 'rabbitmq.conf'), 'utf8'),
+    });
+    expect(rabbitmq.volumeMounts?.map((m) => m.mountPath)).toEqual([
+      '/etc/rabbitmq/rabbitmq.conf',
+      '/var/lib/rabbitmq',
+      '/tmp',
     ]);
   });
 
