@@ -429,31 +429,35 @@ describe('what the manifests mean', () => {
     ]);
   });
 
-  it('Mosquitto and RabbitMQ run as docker-compose.yml runs them, with its configuration files, ready when they answer', () => {
-    const objects = objectsOf('default');
-    const mqtt = container(podSpec(deployment(objects, 'itb-mqtt')), 'mqtt');
-    expect(mqtt.image).toBe('eclipse-mosquitto:2');
-    expect(mqtt.args).toEqual(['mosquitto', '-c', '/etc/itb/mosquitto.conf']);
-    expect(mqtt.readinessProbe?.exec?.command?.[0]).toBe('mosquitto_sub');
-    const mqttConfig = find(objects, 'ConfigMap', 'itb-mqtt-config') as unknown as IConfigMap;
-    expect(mqttConfig.data).toEqual({
-      'mosquitto.conf': readFileSync(projectPath('scripts', 'docker', 'mosquitto.conf'), 'utf8'),
-    });
-    expect(mqtt.volumeMounts).toEqual([{ name: 'config', mountPath: '/etc/itb', readOnly: true }]);
+  it(
+    'Mosquitto and RabbitMQ run as docker-compose.yml runs them, with its configuration files, ready when they ' +
+      'answer',
+    () => {
+      const objects = objectsOf('default');
+      const mqtt = container(podSpec(deployment(objects, 'itb-mqtt')), 'mqtt');
+      expect(mqtt.image).toBe('eclipse-mosquitto:2');
+      expect(mqtt.args).toEqual(['mosquitto', '-c', '/etc/itb/mosquitto.conf']);
+      expect(mqtt.readinessProbe?.exec?.command?.[0]).toBe('mosquitto_sub');
+      const mqttConfig = find(objects, 'ConfigMap', 'itb-mqtt-config') as unknown as IConfigMap;
+      expect(mqttConfig.data).toEqual({
+        'mosquitto.conf': readFileSync(projectPath('scripts', 'docker', 'mosquitto.conf'), 'utf8'),
+      });
+      expect(mqtt.volumeMounts).toEqual([{ name: 'config', mountPath: '/etc/itb', readOnly: true }]);
 
-    const rabbitmq = container(podSpec(deployment(objects, 'itb-rabbitmq')), 'rabbitmq');
-    expect(rabbitmq.image).toBe('rabbitmq:3');
-    expect(rabbitmq.readinessProbe?.exec?.command).toEqual(['rabbitmq-diagnostics', '-q', 'ping']);
-    const rabbitmqConfig = find(objects, 'ConfigMap', 'itb-rabbitmq-config') as unknown as IConfigMap;
-    expect(rabbitmqConfig.data).toEqual({
-      'rabbitmq.conf': readFileSync(projectPath('scripts', 'docker', 'rabbitmq.conf'), 'utf8'),
-    });
-    expect(rabbitmq.volumeMounts?.map((m) => m.mountPath)).toEqual([
-      '/etc/rabbitmq/rabbitmq.conf',
-      '/var/lib/rabbitmq',
-      '/tmp',
-    ]);
-  });
+      const rabbitmq = container(podSpec(deployment(objects, 'itb-rabbitmq')), 'rabbitmq');
+      expect(rabbitmq.image).toBe('rabbitmq:3');
+      expect(rabbitmq.readinessProbe?.exec?.command).toEqual(['rabbitmq-diagnostics', '-q', 'ping']);
+      const rabbitmqConfig = find(objects, 'ConfigMap', 'itb-rabbitmq-config') as unknown as IConfigMap;
+      expect(rabbitmqConfig.data).toEqual({
+        'rabbitmq.conf': readFileSync(projectPath('scripts', 'docker', 'rabbitmq.conf'), 'utf8'),
+      });
+      expect(rabbitmq.volumeMounts?.map((m) => m.mountPath)).toEqual([
+        '/etc/rabbitmq/rabbitmq.conf',
+        '/var/lib/rabbitmq',
+        '/tmp',
+      ]);
+    },
+  );
 
   it(
     'everything is in the namespace image-transfer-bench, ' + "labelled as the benchmark's, and no Secret is rendered",

@@ -118,26 +118,29 @@ describe('deploy/swarm/stack.yml', () => {
     }
   });
 
-  it('runs Redis, NATS, Mosquitto and RabbitMQ as docker-compose.yml does, each with the same configuration file', () => {
-    expect(service('redis').command).toEqual([
-      'redis-server',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      ...REDIS_IMAGE_LIMIT_ARGS,
-    ]);
-    expect(service('nats').command).toEqual(['nats-server', '--config', '/etc/itb/nats-server.conf']);
-    expect(service('nats').configs).toEqual([{ source: 'nats_conf', target: '/etc/itb/nats-server.conf' }]);
-    expect(service('mqtt').command).toEqual(['mosquitto', '-c', '/etc/itb/mosquitto.conf']);
-    expect(service('mqtt').configs).toEqual([{ source: 'mosquitto_conf', target: '/etc/itb/mosquitto.conf' }]);
-    expect(service('rabbitmq').configs).toEqual([{ source: 'rabbitmq_conf', target: '/etc/rabbitmq/rabbitmq.conf' }]);
-    expect(stack.configs).toEqual({
-      nats_conf: { file: '../../scripts/docker/nats-server.conf' },
-      mosquitto_conf: { file: '../../scripts/docker/mosquitto.conf' },
-      rabbitmq_conf: { file: '../../scripts/docker/rabbitmq.conf' },
-    });
-  });
+  it(
+    'runs Redis, NATS, Mosquitto and RabbitMQ as ' + 'docker-compose.yml does, each with the same configuration file',
+    () => {
+      expect(service('redis').command).toEqual([
+        'redis-server',
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        ...REDIS_IMAGE_LIMIT_ARGS,
+      ]);
+      expect(service('nats').command).toEqual(['nats-server', '--config', '/etc/itb/nats-server.conf']);
+      expect(service('nats').configs).toEqual([{ source: 'nats_conf', target: '/etc/itb/nats-server.conf' }]);
+      expect(service('mqtt').command).toEqual(['mosquitto', '-c', '/etc/itb/mosquitto.conf']);
+      expect(service('mqtt').configs).toEqual([{ source: 'mosquitto_conf', target: '/etc/itb/mosquitto.conf' }]);
+      expect(service('rabbitmq').configs).toEqual([{ source: 'rabbitmq_conf', target: '/etc/rabbitmq/rabbitmq.conf' }]);
+      expect(stack.configs).toEqual({
+        nats_conf: { file: '../../scripts/docker/nats-server.conf' },
+        mosquitto_conf: { file: '../../scripts/docker/mosquitto.conf' },
+        rabbitmq_conf: { file: '../../scripts/docker/rabbitmq.conf' },
+      });
+    },
+  );
 
   it("gives both services the secret from an external swarm secret, readable by the image's node user only", () => {
     expect(stack.secrets).toEqual({ itb_auth_token: { external: true } });
