@@ -124,11 +124,10 @@ mkdir -p "$work/rabbitmq"
 cat >"$work/rabbitmq/Dockerfile" <<DOCKERFILE
 FROM $BASE_IMAGE
 RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends rabbitmq-server \
- && ln -s /usr/lib/rabbitmq/bin/rabbitmq-server /usr/local/bin/rabbitmq-server \
- && ln -s /usr/lib/rabbitmq/bin/rabbitmq-diagnostics /usr/local/bin/rabbitmq-diagnostics \
  && rm -rf /var/lib/apt/lists/*
-# As the official image: the node's logs on stdout, its cookie and database under the user's home.
-ENV RABBITMQ_LOGS=- HOME=/var/lib/rabbitmq
+# As the official image: its scripts on PATH (they find their siblings by their own directory, so
+# not symlinked), the node's logs on stdout, its cookie and database under the user's home.
+ENV PATH=/usr/lib/rabbitmq/bin:\$PATH RABBITMQ_LOGS=- HOME=/var/lib/rabbitmq
 USER rabbitmq
 WORKDIR /var/lib/rabbitmq
 CMD ["rabbitmq-server"]
