@@ -20,7 +20,7 @@ import type {
   TransmitterOptions,
   Transport,
 } from './contract.js';
-import { brokerAddress, type BrokerAddress } from './kit/broker.js';
+import { requiredBroker, type BrokerAddress } from './kit/broker.js';
 import { connectWithin } from './kit/connect.js';
 import { frameGate } from './kit/gate.js';
 import { lazyLibrary } from './kit/library.js';
@@ -335,14 +335,11 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 
 /** The broker of AMQP_URL (and AMQP_PASSWORD), or a clear error when it is not set. */
 function requireBroker(endpoint: Pick<TransmitterOptions, 'url' | 'password'>): BrokerAddress {
-  if (endpoint.url === undefined || endpoint.url === '') {
-    throw new ItbError(
-      ErrorCode.config,
-      'AMQP_URL is not set: the amqp transport needs a RabbitMQ broker to go through ' +
-        '(e.g. AMQP_URL=amqp://guest@127.0.0.1:5672 with AMQP_PASSWORD)',
-    );
-  }
-  return brokerAddress(endpoint.url, endpoint.password);
+  return requiredBroker(endpoint, 'amqp', {
+    envVar: 'AMQP_URL',
+    broker: 'a RabbitMQ broker',
+    example: 'amqp://guest@127.0.0.1:5672 with AMQP_PASSWORD',
+  });
 }
 
 /** A RabbitMQ of this machine's, with the directory it keeps everything in (removed at close). */

@@ -19,7 +19,7 @@ import type {
   TransmitterOptions,
   Transport,
 } from './contract.js';
-import { brokerAddress, type BrokerAddress } from './kit/broker.js';
+import { requiredBroker, type BrokerAddress } from './kit/broker.js';
 import { connectWithin } from './kit/connect.js';
 import { frameGate } from './kit/gate.js';
 import { lazyLibrary } from './kit/library.js';
@@ -412,14 +412,11 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 
 /** The MQTT broker of MQTT_URL (and MQTT_PASSWORD), or a clear error when it is not set. */
 function requireBroker(endpoint: Pick<TransmitterOptions, 'url' | 'password'>): BrokerAddress {
-  if (endpoint.url === undefined || endpoint.url === '') {
-    throw new ItbError(
-      ErrorCode.config,
-      'MQTT_URL is not set: the mqtt transport needs an MQTT broker to go through (e.g. ' +
-        'MQTT_URL=mqtt://127.0.0.1:1883)',
-    );
-  }
-  return brokerAddress(endpoint.url, endpoint.password);
+  return requiredBroker(endpoint, 'mqtt', {
+    envVar: 'MQTT_URL',
+    broker: 'an MQTT broker',
+    example: 'mqtt://127.0.0.1:1883',
+  });
 }
 
 /** What a private mosquitto is started with besides its port and host. */

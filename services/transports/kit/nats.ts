@@ -4,12 +4,12 @@ import os from 'node:os';
 import path from 'node:path';
 import type { MsgHdrs, NatsConnection, Status } from '@nats-io/transport-node';
 import type { SectionCredential } from '../../core/wire/auth.js';
-import { errorMessage, ErrorCode, ItbError } from '../../core/errors.js';
+import { errorMessage } from '../../core/errors.js';
 import { answersWith, startLocalProcess } from '../../shared/local-server.js';
 import { once } from '../../shared/once.js';
 import { settlesWithin } from '../../shared/waits.js';
 import type { LocalServer, TransmitterOptions } from '../contract.js';
-import { brokerAddress, type BrokerAddress } from './broker.js';
+import { requiredBroker, type BrokerAddress } from './broker.js';
 import { connectWithin } from './connect.js';
 import { lazyLibrary } from './library.js';
 
@@ -141,14 +141,11 @@ export function requireBroker(
   endpoint: Pick<TransmitterOptions, 'url' | 'password'>,
   transport: string,
 ): BrokerAddress {
-  if (endpoint.url === undefined || endpoint.url === '') {
-    throw new ItbError(
-      ErrorCode.config,
-      `NATS_URL is not set: the ${transport} transport needs a NATS server to go through ` +
-        '(e.g. NATS_URL=nats://127.0.0.1:4222)',
-    );
-  }
-  return brokerAddress(endpoint.url, endpoint.password);
+  return requiredBroker(endpoint, transport, {
+    envVar: 'NATS_URL',
+    broker: 'a NATS server',
+    example: 'nats://127.0.0.1:4222',
+  });
 }
 
 /** A nats-server of this machine's, with the config file it was started with (removed at close). */

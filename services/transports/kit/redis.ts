@@ -9,7 +9,7 @@ import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type Ack, type FrameHeader } 
 import { answersWith, startLocalProcess } from '../../shared/local-server.js';
 import { drainOrClose, settlesWithin } from '../../shared/waits.js';
 import type { LocalServer, ReceiverOptions, TransmitterLink, TransmitterOptions } from '../contract.js';
-import { brokerAddress, type BrokerAddress } from './broker.js';
+import { requiredBroker, type BrokerAddress } from './broker.js';
 import { connectWithin } from './connect.js';
 import type { FrameGate } from './gate.js';
 import { lazyLibrary } from './library.js';
@@ -79,19 +79,16 @@ export const REDIS_IMAGE_LIMIT_ARGS: readonly string[] = [
   '4gb',
 ];
 
-/** The Redis server of REDIS_URL (and REDIS_PASSWORD), or a clear error naming the transport that needs it. */
+/** The Redis server of REDIS_URL (and REDIS_PASSWORD), or a clear error naming `transport` when it is not set. */
 export function requireBroker(
   endpoint: Pick<TransmitterOptions, 'url' | 'password'>,
   transport: string,
 ): BrokerAddress {
-  if (endpoint.url === undefined || endpoint.url === '') {
-    throw new ItbError(
-      ErrorCode.config,
-      `REDIS_URL is not set: the ${transport} transport needs a Redis server to go through (e.g. ` +
-        `REDIS_URL=redis://127.0.0.1:6379)`,
-    );
-  }
-  return brokerAddress(endpoint.url, endpoint.password);
+  return requiredBroker(endpoint, transport, {
+    envVar: 'REDIS_URL',
+    broker: 'a Redis server',
+    example: 'redis://127.0.0.1:6379',
+  });
 }
 
 /**
