@@ -2,6 +2,7 @@ import type { IConnackPacket, IPublishPacket, MqttClient } from 'mqtt';
 import { settlesWithin, withTimeout } from '../../services/shared/waits.js';
 import { lazyLibrary } from '../../services/transports/kit/library.js';
 import { ackSeq, CEILING_ACK_BYTES, ceilingAck, headerSeq, type CeilingPair } from './contract.js';
+import { sendAtOnce } from '../../services/transports/kit/mqtt.js';
 
 // MQTT 5 (mqtt), as the mqtt transport: each image one QoS 1 PUBLISH on this run's topic
 // (options.channel), the image as its payload and the 40-byte header as its Correlation Data, with
@@ -32,6 +33,8 @@ async function open(brokerUrl: string | undefined): Promise<{ client: MqttClient
     client.once('connect', resolve);
     client.once('close', () => reject(new Error(`mqtt ceiling: no connection to ${brokerUrl}`)));
   });
+  // Nagle off, as the transport has it (kit/mqtt.ts).
+  sendAtOnce(client);
   return { client, receiveMaximum: connack.properties?.receiveMaximum ?? 65_535 };
 }
 

@@ -24,6 +24,7 @@ import { connectWithin } from './kit/connect.js';
 import { frameGate } from './kit/gate.js';
 import { lazyLibrary } from './kit/library.js';
 import { LinkGuard } from './kit/link-guard.js';
+import { sendAtOnce } from './kit/mqtt.js';
 import { SendQueue } from './kit/send-queue.js';
 
 /** MQTT.js, loaded when the transport is first used (kit/library.ts). */
@@ -151,6 +152,7 @@ function openConnection(broker: BrokerAddress, timeoutMs: number, role: string):
         };
         const onConnect = (connack: IConnackPacket): void => {
           done();
+          sendAtOnce(client);
           resolve({
             client,
             receiveMaximum: connack.properties?.receiveMaximum ?? DEFAULT_RECEIVE_MAXIMUM,
@@ -504,6 +506,9 @@ function writeConfig(
     ...(process.getuid?.() === 0 ? ['user root'] : []),
     // QoS 1 messages over this many, queued for a subscriber, would be dropped silently: none is.
     'max_queued_messages 0',
+    // Nagle's algorithm off on the broker's sockets too (Mosquitto's default leaves it on): a small
+    // packet would wait up to the client's delayed ACK.
+    'set_tcp_nodelay true',
     ...(options.maxPacketBytes === undefined ? [] : [`max_packet_size ${options.maxPacketBytes}`]),
     ...(options.maxInflightMessages === undefined ? [] : [`max_inflight_messages ${options.maxInflightMessages}`]),
     ...(options.auth === undefined

@@ -55,13 +55,19 @@ describe('deploy/k8s manifests as written', () => {
 
   it('every object is a known kind and valid against the Kubernetes schema', () => {
     expect(manifests().map(label).sort()).toEqual([
+      'ConfigMap itb-mqtt-config',
       'ConfigMap itb-nats-config',
+      'ConfigMap itb-rabbitmq-config',
+      'Deployment itb-mqtt',
       'Deployment itb-nats',
+      'Deployment itb-rabbitmq',
       'Deployment itb-receiver',
       'Deployment itb-redis',
       'Job itb-transmitter',
       'Namespace image-transfer-bench',
+      'Service itb-mqtt',
       'Service itb-nats',
+      'Service itb-rabbitmq',
       'Service itb-receiver',
       'Service itb-redis',
     ]);
