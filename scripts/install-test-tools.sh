@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the programs `npm test` starts besides npm packages, on Debian or Ubuntu (as root, or
-# with sudo): redis-server and nats-server (the tests start their own on free ports), docker-compose
+# with sudo): redis-server, nats-server, mosquitto and rabbitmq-server (the tests start their own
+# on free ports, nothing kept on disk; where systemd runs, installing the last two also starts the
+# machine's own, which no test uses), docker-compose
 # (the compose file is resolved by a real Compose implementation), chromium (the report is opened in
 # a browser), iproute2 (ip and tc: the shaped-link tests), procps (pgrep), prometheus (promtool: the
 # receiver's GET /metrics is checked by `promtool check metrics`), and util-linux and mount (unshare,
@@ -11,13 +13,14 @@
 set -euo pipefail
 
 # Each program and its package. ip and tc live in /usr/sbin, off an ordinary user's PATH.
-declare -A package_of=([redis-server]=redis-server [nats-server]=nats-server [docker-compose]=docker-compose
+declare -A package_of=([redis-server]=redis-server [nats-server]=nats-server [mosquitto]=mosquitto
+  [rabbitmq-server]=rabbitmq-server [docker-compose]=docker-compose
   [chromium]=chromium [ip]=iproute2 [tc]=iproute2 [pgrep]=procps [promtool]=prometheus [unshare]=util-linux
   [setpriv]=util-linux [mount]=mount)
 have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ]; }
 
 missing=()
-for tool in redis-server nats-server docker-compose chromium ip tc pgrep promtool unshare setpriv mount; do
+for tool in redis-server nats-server mosquitto rabbitmq-server docker-compose chromium ip tc pgrep promtool unshare setpriv mount; do
   package=${package_of[$tool]}
   if ! have "$tool" && [[ " ${missing[*]} " != *" $package "* ]]; then missing+=("$package"); fi
 done
