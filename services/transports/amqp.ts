@@ -20,7 +20,7 @@ import type {
   TransmitterOptions,
   Transport,
 } from './contract.js';
-import { requiredBroker, type BrokerAddress } from './kit/broker.js';
+import { brokerProcessReader, requiredBroker, type BrokerAddress } from './kit/broker.js';
 import { connectWithin } from './kit/connect.js';
 import { frameGate } from './kit/gate.js';
 import { lazyLibrary } from './kit/library.js';
@@ -88,6 +88,9 @@ export function sectionQueues(credential: SectionCredential, receiverIndex = 0):
   return { frames: `${prefix}.frames`, acks: `${prefix}.acks` };
 }
 
+/** The port of an amqp:// URL that names none (AMQP's registered port). */
+const AMQP_DEFAULT_PORT = 5672;
+
 /** A broker's refusal of who we are (403 ACCESS_REFUSED): retrying with the same credentials is pointless. */
 function isAccessRefused(err: unknown): boolean {
   return /ACCESS[-_]REFUSED|403/.test(errorMessage(err));
@@ -100,7 +103,7 @@ function connectOptions(broker: BrokerAddress): Options.Connect {
   return {
     protocol: 'amqp',
     hostname: url.hostname.replace(/^\[|\]$/g, ''),
-    port: url.port === '' ? 5672 : Number(url.port),
+    port: url.port === '' ? AMQP_DEFAULT_PORT : Number(url.port),
     vhost,
     frameMax: FRAME_MAX_BYTES,
     ...(broker.user === undefined && broker.password === undefined
@@ -245,6 +248,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   const broker = requireBroker(options);
   const log = options.log;
   const connection = await openConnection(broker, RECEIVER_CONNECT_TIMEOUT_MS);
+  const brokerCpu = await brokerProcessReader(broker, AMQP_DEFAULT_PORT, log);
   let closing = false;
   let failed = false;
   const fail = (reason: string): void => {
@@ -315,6 +319,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 
   return {
     port: 0,
+    ...brokerCpu,
     async openSection(opening: SectionOpening) {
       await endSection();
       const queues = sectionQueues(opening.credential, opening.receiverIndex);

@@ -19,7 +19,7 @@ import type {
   TransmitterOptions,
   Transport,
 } from './contract.js';
-import { requiredBroker, type BrokerAddress } from './kit/broker.js';
+import { brokerProcessReader, requiredBroker, type BrokerAddress } from './kit/broker.js';
 import { connectWithin } from './kit/connect.js';
 import { frameGate } from './kit/gate.js';
 import { lazyLibrary } from './kit/library.js';
@@ -79,6 +79,9 @@ export function sectionTopics(credential: SectionCredential): SectionTopics {
   const prefix = `itb/${credential.sectionId}/${tag}`;
   return { frames: `${prefix}/frames`, acks: `${prefix}/acks` };
 }
+
+/** The port of an mqtt:// URL that names none (MQTT's registered port). */
+const MQTT_DEFAULT_PORT = 1883;
 
 /** MQTT's own limit on a packet's remaining length (four bytes of variable-length integer). */
 export const MQTT_MAX_REMAINING_LENGTH = 268_435_455;
@@ -335,6 +338,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   const broker = requireBroker(options);
   const log = options.log;
   const connected = await openConnection(broker, RECEIVER_CONNECT_TIMEOUT_MS, 'receiver');
+  const brokerCpu = await brokerProcessReader(broker, MQTT_DEFAULT_PORT, log);
   const { client } = connected;
   let closing = false;
   let failed = false;
@@ -391,6 +395,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 
   return {
     port: 0,
+    ...brokerCpu,
     async openSection(opening: SectionOpening) {
       await endSection();
       const topics = sectionTopics(opening.credential);

@@ -13,7 +13,7 @@ import type {
   TransmitterOptions,
   Transport,
 } from './contract.js';
-import type { BrokerAddress } from './kit/broker.js';
+import { brokerProcessReader, type BrokerAddress } from './kit/broker.js';
 import { frameGate } from './kit/gate.js';
 import { lazyLibrary } from './kit/library.js';
 import { LinkGuard } from './kit/link-guard.js';
@@ -32,6 +32,7 @@ import {
   requireBroker,
   sectionSubjects,
   watchConnection,
+  NATS_DEFAULT_PORT,
 } from './kit/nats.js';
 import { SendQueue } from './kit/send-queue.js';
 
@@ -264,6 +265,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   const broker = requireBroker(options, 'nats-jetstream');
   const log = options.log;
   const nc = await openConnection(broker, RECEIVER_CONNECT_TIMEOUT_MS, 'itb-receiver');
+  const brokerCpu = await brokerProcessReader(broker, NATS_DEFAULT_PORT, log);
   const statuses = nc.status();
   let closing = false;
   let failed = false;
@@ -394,6 +396,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 
   return {
     port: 0,
+    ...brokerCpu,
     async openSection(opening: SectionOpening) {
       await endSection();
       section = await withTimeout(

@@ -11,6 +11,7 @@ import type {
   TransmitterOptions,
   Transport,
 } from './contract.js';
+import { brokerProcessReader } from './kit/broker.js';
 import { frameGate } from './kit/gate.js';
 import { LinkGuard } from './kit/link-guard.js';
 import {
@@ -30,6 +31,7 @@ import {
   sectionSubjects,
   watchConnection,
   type SectionSubjects,
+  NATS_DEFAULT_PORT,
 } from './kit/nats.js';
 import { SendQueue } from './kit/send-queue.js';
 
@@ -165,6 +167,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   const broker = requireBroker(options, 'nats');
   const log = options.log;
   const nc = await openConnection(broker, RECEIVER_CONNECT_TIMEOUT_MS, 'itb-receiver');
+  const brokerCpu = await brokerProcessReader(broker, NATS_DEFAULT_PORT, log);
   const statuses = nc.status();
   let closing = false;
   let failed = false;
@@ -229,6 +232,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 
   return {
     port: 0,
+    ...brokerCpu,
     async openSection(opening: SectionOpening) {
       endSection();
       const subjects = sectionSubjects(opening.credential);

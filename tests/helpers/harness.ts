@@ -353,3 +353,18 @@ export async function transferThrough(
   }
   return outcome;
 }
+
+/**
+ * Sends seqs [from, from + count) of `image` keeping at most `window` unacknowledged, then waits for every ack; a link
+ * failure fails at once.
+ */
+export async function pump(pair: Pair, image: Buffer, from: number, count: number, window: number): Promise<void> {
+  const acked = (n: number) => (): boolean => pair.seen.acks.length >= n || pair.seen.failures.length > 0;
+  for (let seq = from; seq < from + count; seq++) {
+    await eventually(acked(seq - window + 1), 20_000);
+    if (pair.seen.failures[0]) throw pair.seen.failures[0];
+    pair.link.send(stampedHeader(image, seq), image);
+  }
+  await eventually(acked(from + count), 20_000);
+  if (pair.seen.failures[0]) throw pair.seen.failures[0];
+}

@@ -11,11 +11,11 @@ import { sectionCredential } from '../../services/core/wire/auth.js';
 import {
   eventually,
   openPair,
+  pump,
   stampedHeader,
   testDoor,
   testLog,
   transferThrough,
-  type Pair,
 } from '../helpers/harness.js';
 
 // Only what is PARTICULAR to Redis. The contract every transport shares (delivery of every size,
@@ -40,21 +40,6 @@ afterAll(async () => {
   inspector?.disconnect();
   await redis?.close();
 });
-
-/**
- * Sends seqs [from, from + count) of `image` keeping at most `window` unacknowledged, then waits for every ack; a link
- * failure fails at once.
- */
-async function pump(pair: Pair, image: Buffer, from: number, count: number, window: number): Promise<void> {
-  const acked = (n: number) => (): boolean => pair.seen.acks.length >= n || pair.seen.failures.length > 0;
-  for (let seq = from; seq < from + count; seq++) {
-    await eventually(acked(seq - window + 1), 20_000);
-    if (pair.seen.failures[0]) throw pair.seen.failures[0];
-    pair.link.send(stampedHeader(image, seq), image);
-  }
-  await eventually(acked(from + count), 20_000);
-  if (pair.seen.failures[0]) throw pair.seen.failures[0];
-}
 
 /** Polls an asynchronous look inside Redis until it holds; false after `timeoutMs`. */
 async function redisEventually(condition: () => Promise<boolean>, timeoutMs = 2000): Promise<boolean> {

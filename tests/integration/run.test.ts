@@ -113,12 +113,14 @@ describe('a whole run in-process', () => {
         expect(side?.peakRssBytes).toBeGreaterThan(10 * 1024 * 1024);
         expect(side?.eventLoopUtilization).toBeGreaterThan(0);
       }
-      // A transport that goes through Redis reports the broker as a third side, from its own
-      // counters; nats-server has no cumulative CPU counter to read (its /varz gives a sampled percentage).
-      const throughBroker =
-        transports.find((t) => t.name === section.transport)?.deployment.setting.envVar === 'REDIS_URL';
-      if (throughBroker) {
-        expect(section.cost.broker?.cpuMs).toBeGreaterThan(0);
+      // A transport that goes through a broker reports it as a third side: Redis from its own
+      // counters (INFO, in microseconds); the others (NATS, Mosquitto, RabbitMQ, whose protocols
+      // carry no CPU counter) from /proc of the private server listening on their port, whose
+      // 10 ms ticks may not move for three images.
+      const deployment = transports.find((t) => t.name === section.transport)?.deployment;
+      if (deployment?.localServer !== undefined) {
+        if (deployment.setting.envVar === 'REDIS_URL') expect(section.cost.broker?.cpuMs).toBeGreaterThan(0);
+        else expect(section.cost.broker?.cpuMs).toBeGreaterThanOrEqual(0);
         expect(section.cost.broker?.peakRssBytes).toBeGreaterThan(1024 * 1024);
         expect(section.cost.broker?.eventLoopUtilization).toBeNull();
       } else {

@@ -272,7 +272,7 @@ export function withFanOut(result: SectionResult, fanOut: FanOut): SectionResult
 export interface SectionCost {
   transmitter: SideCost | null;
   receiver: SideCost | null;
-  /** The broker the transport goes through (Redis), from its own counters. */
+  /** The broker the transport goes through: Redis from its own counters, another on this host from /proc. */
   broker: SideCost | null;
 }
 

@@ -1,6 +1,8 @@
 import { redactUrl, urlCredentials } from '../../core/config/redact.js';
 import { ErrorCode, ItbError } from '../../core/errors.js';
-import type { TransmitterOptions } from '../contract.js';
+import type { Logger } from 'pino';
+import { isThisHost, listeningPid, processName, readProcess } from '../../shared/process-reading.js';
+import type { ReceiverListener, TransmitterOptions } from '../contract.js';
 
 // A broker's URL taken apart once per connection: the library gets the URL without credentials
 // and the user and password as options (so it can neither misread nor echo them), and every
@@ -47,4 +49,28 @@ export function requiredBroker(
     );
   }
   return brokerAddress(endpoint.url, endpoint.password);
+}
+
+/**
+ * A listener's `readBroker` for a broker with no CPU figure of its own over its protocol: the process of this host that
+ * listens on the broker's port, read from /proc (shared/process-reading.ts). None (logged once, with why) when the
+ * broker is on another host, or its process cannot be seen (another network namespace, another user's). Looked up
+ * once, at listen (`defaultPort` when the URL names none): the /proc walk never runs inside a measured span.
+ */
+export async function brokerProcessReader(
+  broker: BrokerAddress,
+  defaultPort: number,
+  log: Logger,
+): Promise<Pick<ReceiverListener, 'readBroker'>> {
+  const url = new URL(broker.url);
+  const port = url.port === '' ? defaultPort : Number(url.port);
+  const unread = (why: string): Pick<ReceiverListener, 'readBroker'> => {
+    log.info({ url: broker.shown }, `broker CPU not reported: ${why}`);
+    return {};
+  };
+  if (!isThisHost(url.hostname)) return unread(`${url.hostname} is not this host, so its process is not in /proc`);
+  const pid = await listeningPid(port);
+  if (pid === undefined) return unread(`no process listening on port ${port} can be seen in /proc`);
+  log.info({ url: broker.shown, pid, command: await processName(pid) }, 'broker CPU and memory read from /proc');
+  return { readBroker: () => readProcess(pid) };
 }

@@ -148,6 +148,9 @@ export function requireBroker(
   });
 }
 
+/** The port of a nats:// URL that names none (nats.js's default too). */
+export const NATS_DEFAULT_PORT = 4222;
+
 /** A nats-server of this machine's, with the config file it was started with (removed at close). */
 export interface PrivateNats extends LocalServer {
   configPath: string;

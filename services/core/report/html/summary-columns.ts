@@ -181,7 +181,9 @@ export const CLOCK_COLUMN: Column = {
 /** With a broker: the broker's CPU per image. */
 export const BROKER_COLUMN: Column = {
   header: 'Broker CPU ms/img',
-  hint: 'CPU (user + system) per image of the server the transport goes through (Redis), from its own counters',
+  hint:
+    'CPU (user + system) per image of the server the transport goes through: Redis from its own counters, ' +
+    'another broker on this host from /proc',
   digits: 3,
   lowerIsBetter: true,
   value: (r) => r.median?.cost.broker?.cpuMsPerImage ?? null,

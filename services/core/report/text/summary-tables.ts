@@ -164,7 +164,7 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
     `Cold start, a new connection before its warm-up (median of the repeats; not part of the figures above):\n` +
       renderTable(['Transport', 'connect ms', 'first image ms', 'first image RTT ms'], coldRows, false),
     `Cost per side (TX transmitter, RX receiver` +
-      (withBroker ? ', broker: the server the transport goes through, from its own counters' : '') +
+      (withBroker ? ', broker: the server the transport goes through, from its own counters or /proc' : '') +
       `; CPU = user + system from the first recorded image to the last ack):\n${renderTable(
         [
           'Transport',
