@@ -8,15 +8,7 @@ import type { LocalServer, ReceiverOptions } from '../../services/transports/con
 import { redisTransport, sectionKeys, type SectionKeys } from '../../services/transports/redis.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
 import { sectionCredential } from '../../services/core/wire/auth.js';
-import {
-  eventually,
-  openPair,
-  pump,
-  stampedHeader,
-  testDoor,
-  testLog,
-  transferThrough,
-} from '../helpers/harness.js';
+import { eventually, openPair, pump, stampedHeader, testDoor, testLog, transferThrough } from '../helpers/harness.js';
 
 // Only what is PARTICULAR to Redis. The contract every transport shares (delivery of every size,
 // handles after close, connect() timeout, bad magic and oversize headers, a delivery that throws,
