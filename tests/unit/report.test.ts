@@ -250,8 +250,8 @@ WebSocket            3.250           5.125               6.500
 Redis                1.125           2.250               2.750
 TCP (baseline)           -           0.750                   -
 
-Cost per side (TX transmitter, RX receiver, broker: the server the transport goes through, from its own counters or /proc; ` +
-          `CPU = user + system from the first recorded image to the last ack):
+Cost per side (TX transmitter, RX receiver, broker: the server the transport goes through, from its own counters ` +
+          `or /proc; CPU = user + system from the first recorded image to the last ack):
 Transport       TX CPU ms/img  RX CPU ms/img  Broker CPU ms/img  TX CPU ms  RX CPU ms  TX peak RSS MiB  RX peak RSS ` +
           `MiB  TX loop busy  RX loop busy
 --------------  -------------  -------------  -----------------  ---------  ---------  ---------------  ` +
