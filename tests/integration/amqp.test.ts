@@ -7,13 +7,12 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../services/core/errors.js';
 import type { ReceiverListener, TransmitterLink, TransmitterOptions } from '../../services/transports/contract.js';
+import { amqpTransport, sectionQueues } from '../../services/transports/amqp.js';
 import {
-  amqpTransport,
   RABBITMQ_3_MAX_MESSAGE_BYTES,
-  sectionQueues,
   startPrivateRabbit,
   type PrivateRabbit,
-} from '../../services/transports/amqp.js';
+} from '../../services/transports/kit/amqp.js';
 import { eventually, stampedHeader, testDoor, testLog, type TestDoor } from '../helpers/harness.js';
 
 // Only what is PARTICULAR to AMQP. The contract every transport shares (delivery of every size, a

@@ -6,13 +6,8 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../services/core/errors.js';
 import type { ReceivedFrame, ReceiverListener, TransmitterOptions } from '../../services/transports/contract.js';
-import {
-  mqttTransport,
-  publishPacketBytes,
-  sectionTopics,
-  startPrivateMosquitto,
-  type PrivateMosquitto,
-} from '../../services/transports/mqtt.js';
+import { startPrivateMosquitto, type PrivateMosquitto } from '../../services/transports/kit/mqtt.js';
+import { mqttTransport, publishPacketBytes, sectionTopics } from '../../services/transports/mqtt.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
 import { eventually, stampedHeader, testDoor, testLog, type TestDoor } from '../helpers/harness.js';
 
