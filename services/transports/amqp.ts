@@ -1,5 +1,4 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { once as onceEvent } from 'node:events';
 import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
 import type { SectionCredential } from '../core/wire/auth.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
@@ -14,7 +13,12 @@ import type {
   TransmitterOptions,
   Transport,
 } from './contract.js';
-import { RABBITMQ_3_MAX_MESSAGE_BYTES, RABBITMQ_4_MAX_MESSAGE_BYTES, startPrivateRabbit } from './kit/amqp.js';
+import {
+  drainOrFail,
+  RABBITMQ_3_MAX_MESSAGE_BYTES,
+  RABBITMQ_4_MAX_MESSAGE_BYTES,
+  startPrivateRabbit,
+} from './kit/amqp.js';
 import { requiredBroker, type BrokerAddress } from './kit/broker.js';
 import { connectWithin } from './kit/connect.js';
 import { frameGate } from './kit/gate.js';
@@ -40,9 +44,10 @@ const amqpLibrary = lazyLibrary<typeof import('amqplib')>('amqplib');
 // Copies: amqplib copies every body frame (frame_max, 128 KiB, at a time) into a frame buffer of
 // its own; the receiver assembles a body of several frames into one buffer. Nothing of ours.
 // Backpressure: publish() returns false when amqplib's write buffer is over its high-water mark;
-// the link then holds frames until 'drain'. A broker under a memory or disk alarm blocks
-// publishing connections (connection.blocked): the link fails at once with the broker's reason
-// rather than stalling until IMAGE_TIMEOUT_MS.
+// the link then holds frames until 'drain', and fails if the channel closes or errs first (kit/amqp.ts
+// drainOrFail). A broker under a memory or disk alarm blocks publishing connections
+// (connection.blocked): the link fails at once with the broker's reason rather than stalling until
+// IMAGE_TIMEOUT_MS.
 // Nothing is dropped silently: the queue has no length limit, a delivery the gate rejects is
 // rejected to the broker (not requeued) and reported, and any channel or connection closing fails
 // the link or the listener (amqplib never reconnects a plain connection).
@@ -223,7 +228,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
       const taken = channel.publish('', queues.frames, payload, publishOptions(header), (err) => {
         if (err) guard.failWith(`the broker refused an image (publisher confirm nack): ${errorMessage(err)}`, err);
       });
-      return taken ? undefined : onceEvent(channel, 'drain').then(() => undefined);
+      return taken ? undefined : drainOrFail(channel);
     },
     (err) => guard.failWith(`send failed: ${err.message}`, err),
   );

@@ -4,8 +4,8 @@ import { answersWith, startLocalProcessInTempDir } from '../../shared/local-serv
 import { freePort } from '../../shared/net.js';
 import type { LocalServer } from '../contract.js';
 
-// What the amqp transport needs beside the transport itself: RabbitMQ's message size limits and the
-// private RabbitMQ `npm start` and the tests run.
+// What the amqp transport needs beside the transport itself: RabbitMQ's message size limits, a
+// bounded wait for a channel's 'drain', and the private RabbitMQ `npm start` and the tests run.
 
 /** RabbitMQ's default max_message_size up to 3.x, what the private server runs with. */
 export const RABBITMQ_3_MAX_MESSAGE_BYTES = 128 * 1024 * 1024;
@@ -13,6 +13,36 @@ export const RABBITMQ_3_MAX_MESSAGE_BYTES = 128 * 1024 * 1024;
 export const RABBITMQ_4_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 /** A private RabbitMQ takes seconds to boot (Erlang, Mnesia, plugins). */
 const START_TIMEOUT_MS = 60_000;
+
+/**
+ * Settles once amqplib's `channel` takes more after publish() returned false: resolves on its
+ * 'drain', rejects on its 'close' or 'error'. A channel that closes never drains, so a wait for
+ * 'drain' alone would never settle; this one leaves no listener behind either way.
+ */
+export function drainOrFail(channel: NodeJS.EventEmitter): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const done = (): void => {
+      channel.off('drain', onDrain);
+      channel.off('close', onClose);
+      channel.off('error', onError);
+    };
+    const onDrain = (): void => {
+      done();
+      resolve();
+    };
+    const onClose = (): void => {
+      done();
+      reject(new Error('the channel closed while waiting for it to drain'));
+    };
+    const onError = (err: unknown): void => {
+      done();
+      reject(err instanceof Error ? err : new Error(String(err)));
+    };
+    channel.on('drain', onDrain);
+    channel.on('close', onClose);
+    channel.on('error', onError);
+  });
+}
 
 /** A RabbitMQ of this machine's, with the directory it keeps everything in (removed at close). */
 export interface PrivateRabbit extends LocalServer {
