@@ -1,9 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+import { once as onceEvent } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { ErrorCode, ItbError } from '../core/errors.js';
 import { stopChild } from './child-process.js';
 import { freePort } from './net.js';
+import { once } from './once.js';
 import { sleep } from './waits.js';
 
 /** A server process of this machine's, started on a free loopback port for one run or one test. */
@@ -37,7 +41,7 @@ export async function startLocalProcess(spec: LocalProcessSpec): Promise<LocalPr
   let child: ChildProcess;
   try {
     child = spawn(spec.command, spec.args(port), { stdio: ['ignore', 'ignore', 'pipe'], env: spec.env?.(port) });
-    await Promise.race([once(child, 'spawn'), once(child, 'error').then(([err]) => Promise.reject(err))]);
+    await Promise.race([onceEvent(child, 'spawn'), onceEvent(child, 'error').then(([err]) => Promise.reject(err))]);
   } catch (err) {
     throw new ItbError(ErrorCode.transport, `cannot start ${spec.command} from PATH: ${(err as Error).message}`, {
       cause: err,
@@ -54,6 +58,40 @@ export async function startLocalProcess(spec: LocalProcessSpec): Promise<LocalPr
     await sleep(POLL_PAUSE_MS);
   }
   return { port, close };
+}
+
+/** A {@link LocalProcess} whose files (config, data, logs) are in a private temporary directory of its own. */
+export interface LocalProcessInDir extends LocalProcess {
+  /** The directory, removed with everything under it once the process is gone. */
+  dir: string;
+}
+
+/**
+ * Makes a private temporary directory (`itb-<name>-XXXXXX` in the system's), lets `prepare` write
+ * its files there and say what to start, and starts it (startLocalProcess). The directory lives as
+ * long as the process: close() stops the process, then removes it (safe to call twice), and a
+ * failure anywhere before the process is ready removes it too.
+ */
+export async function startLocalProcessInTempDir(
+  name: string,
+  prepare: (dir: string) => Promise<LocalProcessSpec>,
+): Promise<LocalProcessInDir> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), `itb-${name}-`));
+  const removeDir = (): Promise<void> => rm(dir, { recursive: true, force: true });
+  try {
+    const server = await startLocalProcess(await prepare(dir));
+    return {
+      port: server.port,
+      dir,
+      close: once(async () => {
+        await server.close();
+        await removeDir();
+      }),
+    };
+  } catch (err) {
+    await removeDir();
+    throw err;
+  }
 }
 
 /**

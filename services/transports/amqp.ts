@@ -1,18 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { once as onceEvent } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import type { Channel, ChannelModel, ConfirmChannel, ConsumeMessage, Options } from 'amqplib';
 import type { SectionCredential } from '../core/wire/auth.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type Ack } from '../core/wire/frame.js';
-import { answersWith, startLocalProcess } from '../shared/local-server.js';
-import { freePort } from '../shared/net.js';
 import { once } from '../shared/once.js';
 import { settlesWithin } from '../shared/waits.js';
 import type {
-  LocalServer,
   ReceiverListener,
   ReceiverOptions,
   SectionOpening,
@@ -20,6 +13,12 @@ import type {
   TransmitterOptions,
   Transport,
 } from './contract.js';
+import {
+  drainOrFail,
+  RABBITMQ_3_MAX_MESSAGE_BYTES,
+  RABBITMQ_4_MAX_MESSAGE_BYTES,
+  startPrivateRabbit,
+} from './kit/amqp.js';
 import { brokerProcessReader, requiredBroker, type BrokerAddress } from './kit/broker.js';
 import { connectWithin } from './kit/connect.js';
 import { frameGate } from './kit/gate.js';
@@ -45,9 +44,10 @@ const amqpLibrary = lazyLibrary<typeof import('amqplib')>('amqplib');
 // Copies: amqplib copies every body frame (frame_max, 128 KiB, at a time) into a frame buffer of
 // its own; the receiver assembles a body of several frames into one buffer. Nothing of ours.
 // Backpressure: publish() returns false when amqplib's write buffer is over its high-water mark;
-// the link then holds frames until 'drain'. A broker under a memory or disk alarm blocks
-// publishing connections (connection.blocked): the link fails at once with the broker's reason
-// rather than stalling until IMAGE_TIMEOUT_MS.
+// the link then holds frames until 'drain', and fails if the channel closes or errs first (kit/amqp.ts
+// drainOrFail). A broker under a memory or disk alarm blocks publishing connections
+// (connection.blocked): the link fails at once with the broker's reason rather than stalling until
+// IMAGE_TIMEOUT_MS.
 // Nothing is dropped silently: the queue has no length limit, a delivery the gate rejects is
 // rejected to the broker (not requeued) and reported, and any channel or connection closing fails
 // the link or the listener (amqplib never reconnects a plain connection).
@@ -56,10 +56,6 @@ const amqpLibrary = lazyLibrary<typeof import('amqplib')>('amqplib');
 // runs with the 3.x default. A larger message makes the broker close the channel with 406
 // PRECONDITION_FAILED naming both sizes, which fails the section with the limit named.
 
-/** RabbitMQ's default max_message_size up to 3.x, what the private server runs with. */
-export const RABBITMQ_3_MAX_MESSAGE_BYTES = 128 * 1024 * 1024;
-/** RabbitMQ's default max_message_size from 4.0 on. */
-export const RABBITMQ_4_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
 /** The message header that carries the frame header, as a byte array. */
 const FRAME_HEADER_NAME = 'itb-frame';
 /** Frame size amqplib asks for: RabbitMQ's default frame_max (a body goes in frames of this size). */
@@ -68,8 +64,6 @@ const FRAME_MAX_BYTES = 128 * 1024;
 const RECEIVER_CONNECT_TIMEOUT_MS = 5000;
 /** Bound on closing a connection: a dead broker never answers connection.close. */
 const CLOSE_TIMEOUT_MS = 2000;
-/** A private RabbitMQ takes seconds to boot (Erlang, Mnesia, plugins). */
-const START_TIMEOUT_MS = 60_000;
 
 /** The queues of one section: images go to `frames`; acks come back on reply queues under `acks`. */
 export interface SectionQueues {
@@ -237,7 +231,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
       const taken = channel.publish('', queues.frames, payload, publishOptions(header), (err) => {
         if (err) guard.failWith(`the broker refused an image (publisher confirm nack): ${errorMessage(err)}`, err);
       });
-      return taken ? undefined : onceEvent(channel, 'drain').then(() => undefined);
+      return taken ? undefined : drainOrFail(channel);
     },
     (err) => guard.failWith(`send failed: ${err.message}`, err),
   );
@@ -345,97 +339,6 @@ function requireBroker(endpoint: Pick<TransmitterOptions, 'url' | 'password'>): 
     broker: 'a RabbitMQ broker',
     example: 'amqp://guest@127.0.0.1:5672 with AMQP_PASSWORD',
   });
-}
-
-/** A RabbitMQ of this machine's, with the directory it keeps everything in (removed at close). */
-export interface PrivateRabbit extends LocalServer {
-  dir: string;
-  /** Its node name (`itb-<pid>-<port>@localhost`), for rabbitmqctl -n with HOME=dir. */
-  nodeName: string;
-}
-
-/** The node name of this process's private RabbitMQ on `port`: never the machine's (rabbit@localhost). */
-function nodeNameFor(port: number): string {
-  return `itb-${process.pid}-${port}@localhost`;
-}
-
-/** What a test may ask of a private RabbitMQ. */
-export interface PrivateRabbitOptions {
-  host?: string;
-  /** max_message_size in bytes (RabbitMQ 3.x's default unless a test asks for less). */
-  maxMessageBytes?: number;
-  /** A user of its own instead of guest/guest. */
-  auth?: { user: string; password: string };
-}
-
-/**
- * A private rabbitmq-server on a free loopback port, with a node name, distribution port, Erlang
- * cookie (HOME), config, Mnesia and log directories of its own, all in a temporary directory
- * removed at close: it neither meets the machine's RabbitMQ nor keeps anything on disk.
- */
-export async function startPrivateRabbit(options: PrivateRabbitOptions = {}): Promise<PrivateRabbit> {
-  const host = options.host ?? '127.0.0.1';
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'itb-rabbitmq-'));
-  const removeDir = (): Promise<void> => rm(dir, { recursive: true, force: true });
-  const configPath = path.join(dir, 'rabbitmq.conf');
-  const distPort = await freePort();
-  try {
-    await writeFile(
-      configPath,
-      [
-        '# Written by image-transfer-bench (services/transports/amqp.ts) for one run or test; removed when the ' +
-          'server stops.',
-        `max_message_size = ${options.maxMessageBytes ?? RABBITMQ_3_MAX_MESSAGE_BYTES}`,
-        // guest may log in from a non-loopback address too (a receiver given another host's address).
-        'loopback_users = none',
-        ...(options.auth === undefined
-          ? []
-          : [`default_user = ${options.auth.user}`, `default_pass = ${options.auth.password}`]),
-        'log.console = false',
-        'log.file.level = warning',
-        '',
-      ].join('\n'),
-    );
-    await writeFile(path.join(dir, 'enabled_plugins'), '[].\n');
-    await writeFile(path.join(dir, 'rabbitmq-env.conf'), '');
-    const server = await startLocalProcess({
-      // Not the wrapper in /usr/sbin, which switches to the rabbitmq user and the machine's directories.
-      command: '/usr/lib/rabbitmq/bin/rabbitmq-server',
-      args: () => [],
-      env: (port) => ({
-        ...process.env,
-        HOME: dir,
-        // Erlang runs directly in this process (no shell in between that SIGKILL would orphan it from).
-        RUNNING_UNDER_SYSTEMD: 'true',
-        RABBITMQ_CONF_ENV_FILE: path.join(dir, 'rabbitmq-env.conf'),
-        RABBITMQ_NODENAME: nodeNameFor(port),
-        RABBITMQ_NODE_IP_ADDRESS: host,
-        RABBITMQ_NODE_PORT: String(port),
-        RABBITMQ_DIST_PORT: String(distPort),
-        RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS: '-kernel inet_dist_use_interface {127,0,0,1}',
-        RABBITMQ_CONFIG_FILE: configPath,
-        RABBITMQ_ENABLED_PLUGINS_FILE: path.join(dir, 'enabled_plugins'),
-        RABBITMQ_MNESIA_BASE: path.join(dir, 'mnesia'),
-        RABBITMQ_LOG_BASE: path.join(dir, 'log'),
-        RABBITMQ_PID_FILE: path.join(dir, 'rabbitmq.pid'),
-      }),
-      // The broker opens its AMQP port last; its answer to the protocol header is connection.start (frame type 1).
-      ready: (port) => answersWith(port, '\x01\x00\x00', 'AMQP\x00\x00\x09\x01', host),
-      timeoutMs: START_TIMEOUT_MS,
-    });
-    return {
-      url: `amqp://${host}:${server.port}`,
-      dir,
-      nodeName: nodeNameFor(server.port),
-      close: once(async () => {
-        await server.close();
-        await removeDir();
-      }),
-    };
-  } catch (err) {
-    await removeDir();
-    throw err;
-  }
 }
 
 /** RabbitMQ through AMQP 0-9-1 (AMQP_URL): a queue per section, publisher confirms, acks on a reply queue. */

@@ -4,17 +4,17 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../services/core/errors.js';
 import type { ReceiverListener, TransmitterLink, TransmitterOptions } from '../../services/transports/contract.js';
+import { amqpTransport, sectionQueues } from '../../services/transports/amqp.js';
 import {
-  amqpTransport,
   RABBITMQ_3_MAX_MESSAGE_BYTES,
-  sectionQueues,
   startPrivateRabbit,
   type PrivateRabbit,
-} from '../../services/transports/amqp.js';
-import { eventually, stampedHeader, testDoor, testLog, type TestDoor } from '../helpers/harness.js';
+} from '../../services/transports/kit/amqp.js';
+import { brokerLinkOptions, listenThrough, privateBrokerForFile, type LinkSeen } from '../helpers/broker.js';
+import { eventually, stampedHeader, testDoor, type TestDoor } from '../helpers/harness.js';
 
 // Only what is PARTICULAR to AMQP. The contract every transport shares (delivery of every size, a
 // 12 MB image included, connect() timeout, bad headers, a delivery that throws, the broker going
@@ -33,16 +33,15 @@ const PASSWORD = 'right-pass-5e1f';
 /** The broker's max_message_size in this file. */
 const SMALL_MAX_BYTES = MIB;
 
-let rabbit: PrivateRabbit;
+const rabbit = privateBrokerForFile(
+  () => startPrivateRabbit({ maxMessageBytes: SMALL_MAX_BYTES, auth: { user: USER, password: PASSWORD } }),
+  90_000,
+);
 /** The broker's URL with the user (the password goes apart, as AMQP_PASSWORD gives it). */
 let url: string;
-beforeAll(async () => {
-  rabbit = await startPrivateRabbit({ maxMessageBytes: SMALL_MAX_BYTES, auth: { user: USER, password: PASSWORD } });
+beforeAll(() => {
   url = rabbit.url.replace('amqp://', `amqp://${USER}@`);
-}, 90_000);
-afterAll(async () => {
-  await rabbit?.close();
-}, 30_000);
+});
 
 /** rabbitmqctl against a private node (its cookie is in the server's HOME); returns its output. */
 async function rabbitmqctl(server: PrivateRabbit, ...args: string[]): Promise<string> {
@@ -58,25 +57,10 @@ async function rabbitmqctl(server: PrivateRabbit, ...args: string[]): Promise<st
 function linkOptions(
   linkUrl: string,
   section: TestDoor,
-  seen: { acks: number[]; failures: Error[] },
+  seen: LinkSeen,
   overrides: Partial<TransmitterOptions> = {},
 ): TransmitterOptions {
-  return {
-    host: '127.0.0.1',
-    bindHost: '127.0.0.1',
-    port: 0,
-    url: linkUrl,
-    password: PASSWORD,
-    maxImageBytes: 64 * MIB,
-    log: testLog,
-    connectTimeoutMs: 3000,
-    imageBytes: 1000,
-    window: 16,
-    credential: section.credential,
-    onAck: (ack) => seen.acks.push(ack.seq),
-    onFailure: (err) => seen.failures.push(err),
-    ...overrides,
-  };
+  return brokerLinkOptions(linkUrl, section.credential, 1000, seen, { password: PASSWORD, ...overrides });
 }
 
 /** A listener through `listenUrl` (with `password`) open for `section` at `window`, recording failures. */
@@ -86,27 +70,9 @@ async function listenFor(
   window: number,
   password: string | undefined,
   failures: string[] = [],
-) {
-  const delivered: number[] = [];
-  const listener = await amqpTransport.listen({
-    host: '127.0.0.1',
-    bindHost: '127.0.0.1',
-    port: 0,
-    url: listenUrl,
-    password,
-    maxImageBytes: 64 * MIB,
-    log: testLog,
-    door: section.door,
-    idleTimeoutMs: section.idleTimeoutMs,
-    deliver(frame) {
-      delivered.push(frame.header.seq);
-      return { sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' };
-    },
-    onReject() {},
-    onFailure: (reason) => failures.push(reason),
-  });
-  await section.prepare(listener, window);
-  return { listener, delivered };
+): Promise<{ listener: ReceiverListener; delivered: number[] }> {
+  const { listener, seqs } = await listenThrough(amqpTransport, listenUrl, section, { window, password, failures });
+  return { listener, delivered: seqs };
 }
 
 describe('amqp transport: RabbitMQ specifics', () => {

@@ -3,18 +3,13 @@ import { existsSync } from 'node:fs';
 import net from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../services/core/errors.js';
-import type { ReceivedFrame, ReceiverListener, TransmitterOptions } from '../../services/transports/contract.js';
-import {
-  mqttTransport,
-  publishPacketBytes,
-  sectionTopics,
-  startPrivateMosquitto,
-  type PrivateMosquitto,
-} from '../../services/transports/mqtt.js';
+import { startPrivateMosquitto } from '../../services/transports/kit/mqtt.js';
+import { mqttTransport, publishPacketBytes, sectionTopics } from '../../services/transports/mqtt.js';
+import { brokerLinkOptions, listenThrough, privateBrokerForFile, type BrokerListening } from '../helpers/broker.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
-import { eventually, stampedHeader, testDoor, testLog, type TestDoor } from '../helpers/harness.js';
+import { eventually, stampedHeader, testDoor, type TestDoor } from '../helpers/harness.js';
 
 // Only what is PARTICULAR to MQTT. The contract every transport shares (delivery of every size,
 // handles after close, connect() timeout, bad headers, a delivery that throws, the broker going
@@ -26,69 +21,11 @@ import { eventually, stampedHeader, testDoor, testLog, type TestDoor } from '../
 // a password file takes the right password and refuses a wrong one, naming the broker and never the
 // password; a section nobody reads is named; and the private broker leaves nothing on disk.
 
-const MIB = 1024 * 1024;
-
-let mosquitto: PrivateMosquitto;
-beforeAll(async () => {
-  mosquitto = await startPrivateMosquitto();
-});
-afterAll(async () => {
-  await mosquitto?.close();
-});
+const mosquitto = privateBrokerForFile(() => startPrivateMosquitto());
 
 /** A listener on `url` open for `section`, recording what it delivered, rejected and how it failed. */
-async function listenFor(
-  url: string,
-  section: TestDoor,
-  password?: string,
-): Promise<{ listener: ReceiverListener; delivered: ReceivedFrame[]; rejects: string[]; failures: string[] }> {
-  const delivered: ReceivedFrame[] = [];
-  const rejects: string[] = [];
-  const failures: string[] = [];
-  const listener = await mqttTransport.listen({
-    host: '127.0.0.1',
-    bindHost: '127.0.0.1',
-    port: 0,
-    url,
-    password,
-    maxImageBytes: 64 * MIB,
-    log: testLog,
-    door: section.door,
-    idleTimeoutMs: section.idleTimeoutMs,
-    deliver(frame) {
-      delivered.push(frame);
-      return { sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' };
-    },
-    onReject: (reason) => rejects.push(reason),
-    onFailure: (reason) => failures.push(reason),
-  });
-  await section.prepare(listener);
-  return { listener, delivered, rejects, failures };
-}
-
-/** Options of a link through `url` with `credential`'s section, recording acks and failures in `seen`. */
-function linkOptions(
-  url: string,
-  credential: TestDoor['credential'],
-  imageBytes: number,
-  seen: { acks: number[]; failures: Error[] },
-  more: Partial<TransmitterOptions> = {},
-): TransmitterOptions {
-  return {
-    host: '127.0.0.1',
-    bindHost: '127.0.0.1',
-    port: 0,
-    url,
-    maxImageBytes: 64 * MIB,
-    log: testLog,
-    connectTimeoutMs: 3000,
-    imageBytes,
-    window: 16,
-    credential,
-    onAck: (ack) => seen.acks.push(ack.seq),
-    onFailure: (err) => seen.failures.push(err),
-    ...more,
-  };
+function listenFor(url: string, section: TestDoor, password?: string): Promise<BrokerListening> {
+  return listenThrough(mqttTransport, url, section, { password });
 }
 
 /**
@@ -191,7 +128,7 @@ describe('mqtt transport: MQTT specifics', () => {
     const { log, lines } = recordingLog();
     const images = Array.from({ length: 48 }, () => randomBytes(1000));
     try {
-      const link = await mqttTransport.connect(linkOptions(relay.url, section.credential, 1000, seen, { log }));
+      const link = await mqttTransport.connect(brokerLinkOptions(relay.url, section.credential, 1000, seen, { log }));
       try {
         let next = 0;
         const sendNext = (): void => {
@@ -237,7 +174,7 @@ describe('mqtt transport: MQTT specifics', () => {
     try {
       const before = activeResources();
       const seen = { acks: [] as number[], failures: [] as Error[] };
-      const outcome = await mqttTransport.connect(linkOptions(small.url, section.credential, limit, seen)).then(
+      const outcome = await mqttTransport.connect(brokerLinkOptions(small.url, section.credential, limit, seen)).then(
         () => new Error('connect() resolved'),
         (err: unknown) => err,
       );
@@ -255,7 +192,7 @@ describe('mqtt transport: MQTT specifics', () => {
       while (publishPacketBytes(topics.frames, ackTopic, imageBytes) > limit) imageBytes -= 1;
       expect(publishPacketBytes(topics.frames, ackTopic, imageBytes)).toBe(limit);
       const image = randomBytes(imageBytes);
-      const link = await mqttTransport.connect(linkOptions(small.url, section.credential, imageBytes, seen));
+      const link = await mqttTransport.connect(brokerLinkOptions(small.url, section.credential, imageBytes, seen));
       try {
         link.send(stampedHeader(image, 0), image);
         await eventually(() => seen.acks.length === 1 || seen.failures.length > 0);
@@ -278,7 +215,7 @@ describe('mqtt transport: MQTT specifics', () => {
     const section = testDoor('mqtt', 7, imageTimeoutMs);
     const { listener, failures } = await listenFor(doomed.url, section);
     const seen = { acks: [] as number[], failures: [] as Error[] };
-    const link = await mqttTransport.connect(linkOptions(doomed.url, section.credential, 1000, seen));
+    const link = await mqttTransport.connect(brokerLinkOptions(doomed.url, section.credential, 1000, seen));
     try {
       const image = randomBytes(1000);
       link.send(stampedHeader(image, 0), image);
@@ -312,7 +249,7 @@ describe('mqtt transport: MQTT specifics', () => {
     const { listener, delivered } = await listenFor(url, section, password);
     try {
       const seen = { acks: [] as number[], failures: [] as Error[] };
-      const link = await mqttTransport.connect(linkOptions(url, section.credential, 1000, seen, { password }));
+      const link = await mqttTransport.connect(brokerLinkOptions(url, section.credential, 1000, seen, { password }));
       try {
         const image = randomBytes(1000);
         link.send(stampedHeader(image, 0), image);
@@ -329,7 +266,7 @@ describe('mqtt transport: MQTT specifics', () => {
       ]) {
         const before = Date.now();
         const outcome = await mqttTransport
-          .connect(linkOptions(given.url, section.credential, 1000, seen, { password: given.password }))
+          .connect(brokerLinkOptions(given.url, section.credential, 1000, seen, { password: given.password }))
           .then(
             () => new Error('connect() resolved'),
             (err: unknown) => err,
@@ -353,7 +290,7 @@ describe('mqtt transport: MQTT specifics', () => {
   it('fails the link as "no receiver is reading this section" when nobody subscribes to its topic', async () => {
     const section = testDoor('mqtt');
     const seen = { acks: [] as number[], failures: [] as Error[] };
-    const link = await mqttTransport.connect(linkOptions(mosquitto.url, section.credential, 1000, seen));
+    const link = await mqttTransport.connect(brokerLinkOptions(mosquitto.url, section.credential, 1000, seen));
     try {
       const image = randomBytes(1000);
       link.send(stampedHeader(image, 0), image);
@@ -371,7 +308,7 @@ describe('mqtt transport: MQTT specifics', () => {
   it('fails at once, naming MQTT_URL, when it is not set', async () => {
     const seen = { acks: [] as number[], failures: [] as Error[] };
     await expect(
-      mqttTransport.connect({ ...linkOptions('', testDoor('mqtt').credential, 1000, seen), url: undefined }),
+      mqttTransport.connect({ ...brokerLinkOptions('', testDoor('mqtt').credential, 1000, seen), url: undefined }),
     ).rejects.toMatchObject({ code: ErrorCode.config, message: expect.stringContaining('MQTT_URL is not set') });
   });
 

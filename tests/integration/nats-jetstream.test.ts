@@ -2,12 +2,19 @@ import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect as natsConnect } from '@nats-io/transport-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../services/core/errors.js';
-import type { ReceivedFrame, ReceiverListener, TransmitterOptions } from '../../services/transports/contract.js';
-import { startPrivateNats, type PrivateNats } from '../../services/transports/kit/nats.js';
+import type { TransmitterOptions } from '../../services/transports/contract.js';
+import { startPrivateNats } from '../../services/transports/kit/nats.js';
 import { natsJetstreamTransport, sectionStream } from '../../services/transports/nats-jetstream.js';
-import { eventually, stampedHeader, testDoor, testLog, type TestDoor } from '../helpers/harness.js';
+import {
+  brokerLinkOptions,
+  listenThrough,
+  privateBrokerForFile,
+  type BrokerListening,
+  type LinkSeen,
+} from '../helpers/broker.js';
+import { eventually, stampedHeader, testDoor, type TestDoor } from '../helpers/harness.js';
 
 // Only what is PARTICULAR to JetStream; the shared suite in transports.test.ts runs the contract
 // (every size, handles, connect() timeout, bad headers, a delivery that throws, the server going
@@ -21,39 +28,11 @@ const MIB = 1024 * 1024;
 /** IMAGE_TIMEOUT_MS of these tests: short, so a failure that waits for it would show. */
 const IMAGE_TIMEOUT_MS = 1000;
 
-let nats: PrivateNats;
-beforeAll(async () => {
-  nats = await startPrivateNats();
-});
-afterAll(async () => {
-  await nats?.close();
-});
+const nats = privateBrokerForFile(() => startPrivateNats());
 
 /** A listener on `url` for `section` (not yet prepared), recording what it delivered, rejected and its failures. */
-async function listenFor(
-  url: string,
-  section: TestDoor,
-): Promise<{ listener: ReceiverListener; delivered: ReceivedFrame[]; rejects: string[]; failures: string[] }> {
-  const delivered: ReceivedFrame[] = [];
-  const rejects: string[] = [];
-  const failures: string[] = [];
-  const listener = await natsJetstreamTransport.listen({
-    host: '127.0.0.1',
-    bindHost: '127.0.0.1',
-    port: 0,
-    url,
-    maxImageBytes: 64 * MIB,
-    log: testLog,
-    door: section.door,
-    idleTimeoutMs: IMAGE_TIMEOUT_MS,
-    deliver(frame) {
-      delivered.push(frame);
-      return { sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' };
-    },
-    onReject: (reason) => rejects.push(reason),
-    onFailure: (reason) => failures.push(reason),
-  });
-  return { listener, delivered, rejects, failures };
+function listenFor(url: string, section: TestDoor): Promise<BrokerListening> {
+  return listenThrough(natsJetstreamTransport, url, section, { idleTimeoutMs: IMAGE_TIMEOUT_MS, prepared: false });
 }
 
 /** Options of a link through `url` for `section`, recording acks and failures in `seen`. */
@@ -61,23 +40,10 @@ function linkOptions(
   url: string,
   section: TestDoor,
   imageBytes: number,
-  seen: { acks: number[]; failures: Error[] },
+  seen: LinkSeen,
   window = 16,
 ): TransmitterOptions {
-  return {
-    host: '127.0.0.1',
-    bindHost: '127.0.0.1',
-    port: 0,
-    url,
-    maxImageBytes: 64 * MIB,
-    log: testLog,
-    connectTimeoutMs: 3000,
-    imageBytes,
-    window,
-    credential: section.credential,
-    onAck: (ack) => seen.acks.push(ack.seq),
-    onFailure: (err) => seen.failures.push(err),
-  };
+  return brokerLinkOptions(url, section.credential, imageBytes, seen, { window });
 }
 
 /**

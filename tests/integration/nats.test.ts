@@ -2,23 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { connect as natsConnect, headers as natsHeaders } from '@nats-io/transport-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { sectionCredential } from '../../services/core/wire/auth.js';
 import { ErrorCode } from '../../services/core/errors.js';
 import { FRAME_HEADER_BYTES } from '../../services/core/wire/frame.js';
-import type { ReceivedFrame, ReceiverListener, TransmitterOptions } from '../../services/transports/contract.js';
-import { sectionSubjects, startPrivateNats, type PrivateNats } from '../../services/transports/kit/nats.js';
+import type { ReceivedFrame } from '../../services/transports/contract.js';
+import { sectionSubjects, startPrivateNats } from '../../services/transports/kit/nats.js';
 import { natsTransport } from '../../services/transports/nats.js';
+import { brokerLinkOptions, listenThrough, privateBrokerForFile, type BrokerListening } from '../helpers/broker.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
-import {
-  eventually,
-  openPair,
-  stampedHeader,
-  TEST_AUTH_TOKEN,
-  testDoor,
-  testLog,
-  type TestDoor,
-} from '../helpers/harness.js';
+import { eventually, openPair, stampedHeader, TEST_AUTH_TOKEN, testDoor, type TestDoor } from '../helpers/harness.js';
 
 // Only what is PARTICULAR to NATS. The contract every transport shares (delivery of every size, a
 // 12 MB image included, handles after close, connect() timeout, bad headers, a delivery that
@@ -31,68 +24,16 @@ import {
 
 const MIB = 1024 * 1024;
 
-let nats: PrivateNats;
-beforeAll(async () => {
-  nats = await startPrivateNats();
-});
-afterAll(async () => {
-  await nats?.close();
-});
+const nats = privateBrokerForFile(() => startPrivateNats());
 
 /** A listener on `url` open for `section`, recording what it delivered and rejected. */
-async function listenFor(
-  url: string,
-  section: TestDoor,
-  failures: string[] = [],
-): Promise<{ listener: ReceiverListener; delivered: ReceivedFrame[]; rejects: string[] }> {
-  const delivered: ReceivedFrame[] = [];
-  const rejects: string[] = [];
-  const listener = await natsTransport.listen({
-    host: '127.0.0.1',
-    bindHost: '127.0.0.1',
-    port: 0,
-    url,
-    maxImageBytes: 64 * MIB,
-    log: testLog,
-    door: section.door,
-    idleTimeoutMs: section.idleTimeoutMs,
-    deliver(frame) {
-      delivered.push(frame);
-      return { sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' };
-    },
-    onReject: (reason) => rejects.push(reason),
-    onFailure: (reason) => failures.push(reason),
-  });
-  await section.prepare(listener);
-  return { listener, delivered, rejects };
+function listenFor(url: string, section: TestDoor, failures: string[] = []): Promise<BrokerListening> {
+  return listenThrough(natsTransport, url, section, { failures });
 }
 
 /** A delivered frame's image bytes in one buffer. */
 function bytesOf(frame: ReceivedFrame): Buffer {
   return Buffer.isBuffer(frame.payload) ? frame.payload : Buffer.concat(frame.payload);
-}
-
-/** Options of a link through `url` with `credential`'s section, recording acks and failures in `seen`. */
-function linkOptions(
-  url: string,
-  credential: TestDoor['credential'],
-  imageBytes: number,
-  seen: { acks: number[]; failures: Error[] },
-): TransmitterOptions {
-  return {
-    host: '127.0.0.1',
-    bindHost: '127.0.0.1',
-    port: 0,
-    url,
-    maxImageBytes: 64 * MIB,
-    log: testLog,
-    connectTimeoutMs: 3000,
-    imageBytes,
-    window: 16,
-    credential,
-    onAck: (ack) => seen.acks.push(ack.seq),
-    onFailure: (err) => seen.failures.push(err),
-  };
 }
 
 describe('nats transport: NATS specifics', () => {
@@ -104,7 +45,7 @@ describe('nats transport: NATS specifics', () => {
     try {
       const before = activeResources();
       const seen = { acks: [] as number[], failures: [] as Error[] };
-      const outcome = await natsTransport.connect(linkOptions(small.url, section.credential, MIB, seen)).then(
+      const outcome = await natsTransport.connect(brokerLinkOptions(small.url, section.credential, MIB, seen)).then(
         () => new Error('connect() resolved'),
         (err: unknown) => err,
       );
@@ -124,7 +65,7 @@ describe('nats transport: NATS specifics', () => {
         [2, MIB - 81],
       ] as const) {
         const image = randomBytes(imageBytes);
-        const link = await natsTransport.connect(linkOptions(small.url, section.credential, image.length, seen));
+        const link = await natsTransport.connect(brokerLinkOptions(small.url, section.credential, image.length, seen));
         try {
           link.send(stampedHeader(image, seq), image);
           await eventually(() => seen.acks.length === seq + 1 || seen.failures.length > 0);
@@ -146,7 +87,7 @@ describe('nats transport: NATS specifics', () => {
     const section = testDoor('nats');
     const seen = { acks: [] as number[], failures: [] as Error[] };
     const outcome = await natsTransport
-      .connect(linkOptions(nats.url, section.credential, 64 * MIB, seen))
+      .connect(brokerLinkOptions(nats.url, section.credential, 64 * MIB, seen))
       .catch((err: unknown) => err);
     expect(outcome).toMatchObject({ code: ErrorCode.transport, message: expect.stringContaining("NATS's hard limit") });
   }, 10_000);
@@ -156,7 +97,7 @@ describe('nats transport: NATS specifics', () => {
     const pair = await openPair(natsTransport, { url: nats.url });
     const other = { acks: [] as number[], failures: [] as Error[] };
     const otherLink = await natsTransport.connect(
-      linkOptions(nats.url, sectionCredential(TEST_AUTH_TOKEN, 8), 1000, other),
+      brokerLinkOptions(nats.url, sectionCredential(TEST_AUTH_TOKEN, 8), 1000, other),
     );
     try {
       const image = randomBytes(1000);
@@ -237,7 +178,7 @@ describe('nats transport: NATS specifics', () => {
     const section = testDoor('nats');
     const seen = { acks: [] as number[], failures: [] as Error[] };
     await expect(
-      natsTransport.connect({ ...linkOptions('', section.credential, 1000, seen), url: undefined }),
+      natsTransport.connect({ ...brokerLinkOptions('', section.credential, 1000, seen), url: undefined }),
     ).rejects.toMatchObject({ code: ErrorCode.config, message: expect.stringContaining('NATS_URL is not set') });
   });
 

@@ -1,12 +1,10 @@
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { MsgHdrs, NatsConnection, Status } from '@nats-io/transport-node';
 import type { SectionCredential } from '../../core/wire/auth.js';
 import { errorMessage } from '../../core/errors.js';
-import { answersWith, startLocalProcess } from '../../shared/local-server.js';
-import { once } from '../../shared/once.js';
+import { answersWith, startLocalProcessInTempDir } from '../../shared/local-server.js';
 import { settlesWithin } from '../../shared/waits.js';
 import type { LocalServer, TransmitterOptions } from '../contract.js';
 import { requiredBroker, type BrokerAddress } from './broker.js';
@@ -151,6 +149,9 @@ export function requireBroker(
 /** The port of a nats:// URL that names none (nats.js's default too). */
 export const NATS_DEFAULT_PORT = 4222;
 
+/** The private nats-server's config file, in its temporary directory. */
+const CONFIG_FILE = 'nats-server.conf';
+
 /** A nats-server of this machine's, with the config file it was started with (removed at close). */
 export interface PrivateNats extends LocalServer {
   configPath: string;
@@ -177,11 +178,9 @@ export async function startPrivateNats(
   host = '127.0.0.1',
   options: PrivateNatsOptions = {},
 ): Promise<PrivateNats> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'itb-nats-'));
-  const configPath = path.join(dir, 'nats-server.conf');
-  const removeDir = (): Promise<void> => rm(dir, { recursive: true, force: true });
   const { auth, jetStream = true } = options;
-  try {
+  const server = await startLocalProcessInTempDir('nats', async (dir) => {
+    const configPath = path.join(dir, CONFIG_FILE);
     await writeFile(
       configPath,
       [
@@ -198,23 +197,17 @@ export async function startPrivateNats(
         '',
       ].join('\n'),
     );
-    const server = await startLocalProcess({
+    return {
       command: 'nats-server',
       args: (port) => ['--config', configPath, '--addr', host, '--port', String(port)],
       ready: (port) => answersWith(port, 'INFO ', undefined, host),
-    });
-    return {
-      url: `nats://${host}:${server.port}`,
-      configPath,
-      close: once(async () => {
-        await server.close();
-        await removeDir();
-      }),
     };
-  } catch (err) {
-    await removeDir();
-    throw err;
-  }
+  });
+  return {
+    url: `nats://${host}:${server.port}`,
+    configPath: path.join(server.dir, CONFIG_FILE),
+    close: server.close,
+  };
 }
 
 /** The `localServer` of every NATS transport: one command, one way to start it (they share NATS_URL). */
