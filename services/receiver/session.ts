@@ -16,6 +16,7 @@ import type { Ack } from '../core/wire/frame.js';
 import { buildRunReport, type HostFacts, type RunInfo, type RunReport } from '../core/report/report.js';
 import { withFanOut, type FanOut, type SectionPlan, type SectionResult } from '../core/model/section.js';
 import { SectionRecorder } from '../core/model/recorder.js';
+import { sampleWallClock } from '../core/model/broker-split.js';
 import { exerciseSharedPaths } from '../core/model/prewarm.js';
 import { nsToMs } from '../core/model/stats.js';
 import { warmupImagesAllowed, type WarmupOutcome } from '../core/model/warmup.js';
@@ -199,7 +200,8 @@ export class RunSession implements FrameSink {
       return result;
     }
     this.open = {
-      recorder: new SectionRecorder(plan, files?.sink),
+      // The wall clock is paired with hrtime as the section opens, before any frame: the spin (≤ 1 ms) delays none.
+      recorder: new SectionRecorder(plan, files?.sink, () => sampleWallClock()),
       imagesFile: files?.imagesFile ?? null,
       rss: new RssPeakTracker(),
       measureStart: undefined,
@@ -366,7 +368,7 @@ export class RunSession implements FrameSink {
       return { sectionId: header.sectionId, seq: header.seq, status: 'rejected' };
     }
     const { recorder } = open;
-    const status = recorder.record(header, frame.arrivalNs);
+    const status = recorder.record(header, frame.arrivalNs, frame.brokerStamp);
     if (status === 'accepted') {
       if (!this.verify) recorder.verified(header.seq, true);
       else {

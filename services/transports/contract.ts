@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { SectionCredential } from '../core/wire/auth.js';
 import type { TransportSetting } from '../core/config/config.js';
 import type { BrokerReading } from '../core/model/cost.js';
+import type { BrokerStamp } from '../core/model/broker-split.js';
 import type { Ack, FrameHeader } from '../core/wire/frame.js';
 
 // The two-sided contract every transport implements. A transport moves opaque frames (a 40-byte
@@ -50,6 +51,11 @@ export interface ReceivedFrame {
    * the transport held it first (kit/gate.ts).
    */
   arrivalNs: bigint;
+  /**
+   * The broker's own stamp of the message, for a broker that stamps one (JetStream, a Redis stream entry's ID), read
+   * from the message as it came: the receiver splits the one-way time at it (core/model/broker-split.ts).
+   */
+  brokerStamp?: BrokerStamp;
 }
 
 /** Options the transmitter side connects with. */

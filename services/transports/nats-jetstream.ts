@@ -1,6 +1,7 @@
 import type { MsgHdrs, NatsConnection } from '@nats-io/transport-node';
 import type { ConsumerMessages, JetStreamManager, JsMsg } from '@nats-io/jetstream';
 import type { SectionCredential } from '../core/wire/auth.js';
+import type { BrokerStamp } from '../core/model/broker-split.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type Ack } from '../core/wire/frame.js';
 import { once } from '../shared/once.js';
@@ -67,11 +68,23 @@ const jetStreamLibrary = lazyLibrary<typeof import('@nats-io/jetstream')>('@nats
 // sent and rejects a section whose images do not fit, naming the limit. A server without
 // JetStream fails connect() and openSection() with that reason.
 // Time: JetStream stamps each message when it stores it (the delivery info's timestamp, ns of the
-// server's wall clock), which would split an image's one-way time into to the broker and from it;
-// the suite has no place for that split yet, so the stamp is not taken.
+// server's wall clock, in the message's reply subject): handed to the gate as the broker's stamp,
+// it splits an image's one-way time into to the broker and from it. The arrival is stamped as the
+// message's callback starts, before the checks and the parse of that subject.
 // Each section has subjects and a stream of its own, named after its credential (kit/nats.ts: the
 // door's check), and per receiver when RECEIVERS > 1 (each receiver gets its copies in its own
 // stream). NATS's own authentication guards the broker, as for the nats transport.
+
+/** JetStream's stamp of a stored message (ns of the server's wall clock, exact as a bigint); undefined without one. */
+function brokerStampOf(msg: JsMsg): BrokerStamp | undefined {
+  try {
+    const atWallNs = msg.timestampNanos;
+    return atWallNs > 0n ? { atWallNs, resolutionNs: 1 } : undefined;
+  } catch {
+    // A reply subject nats.js cannot parse: the image still counts, unsplit.
+    return undefined;
+  }
+}
 
 /** The NATS message header that carries the link's ack inbox. */
 const ACK_INBOX_HEADER = 'Itb-Ack';
@@ -287,6 +300,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   const onMessage =
     (stream: SectionStream) =>
     (msg: JsMsg): void => {
+      const arrivalNs = process.hrtime.bigint();
       const headers = msg.headers;
       const inbox = headers?.get(ACK_INBOX_HEADER) ?? '';
       // Acks go only to this section's inboxes, never to a subject a message names.
@@ -300,7 +314,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
         gate.reject(`message ${msg.seq} redelivered by JetStream (its ack was late): dropped, never delivered twice`);
         return;
       }
-      const ack = takeFrame(msg.data, headers);
+      const ack = takeFrame(msg.data, headers, arrivalNs, brokerStampOf(msg));
       if (ack === undefined) {
         msg.term();
         return;
@@ -314,7 +328,12 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       }
     };
 
-  const takeFrame = (bytes: Uint8Array, headers: MsgHdrs | undefined): Ack | undefined => {
+  const takeFrame = (
+    bytes: Uint8Array,
+    headers: MsgHdrs | undefined,
+    arrivalNs: bigint,
+    brokerStamp: BrokerStamp | undefined,
+  ): Ack | undefined => {
     const data = bufferOf(bytes);
     const apart = headers?.get(FRAME_HEADER_NAME) ?? '';
     if (apart === '') {
@@ -322,7 +341,12 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
         gate.reject(`message of ${data.length} bytes, shorter than a ${FRAME_HEADER_BYTES}-byte frame header`);
         return undefined;
       }
-      return gate.frame(data.subarray(0, FRAME_HEADER_BYTES), data.subarray(FRAME_HEADER_BYTES));
+      return gate.frame(
+        data.subarray(0, FRAME_HEADER_BYTES),
+        data.subarray(FRAME_HEADER_BYTES),
+        arrivalNs,
+        brokerStamp,
+      );
     }
     const headerBytes = Buffer.from(apart, 'base64');
     if (headerBytes.length !== FRAME_HEADER_BYTES) {
@@ -331,7 +355,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       );
       return undefined;
     }
-    return gate.frame(headerBytes, data);
+    return gate.frame(headerBytes, data, arrivalNs, brokerStamp);
   };
 
   const endSection = async (): Promise<void> => {

@@ -42,6 +42,8 @@ export { REDIS_IMAGE_LIMIT_ARGS, sectionKeys, type SectionKeys } from './kit/red
 // (client-output-buffer-limit "normal" is 0 0 0 by default).
 // ioredis copies each command's arguments into one write buffer: one copy per image on send,
 // which is the library's cost and part of what this transport measures.
+// Time: each entry's ID is the server's millisecond wall clock at the XADD, handed to the gate as
+// the broker's stamp (resolution 1 ms): the receiver splits each one-way time at it.
 // Each section has keys of its own, named after its credential: the receiver reads only the open
 // section's stream, prepared before the transmitter is told to connect, and deletes both keys
 // when the section ends. A name cannot be guessed without AUTH_TOKEN, but anyone allowed to run
@@ -162,7 +164,13 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       gate.reject(`entry ${id.toString()} lacks the ${HEADER_FIELD} or ${PAYLOAD_FIELD} field`);
       return;
     }
-    const ack = gate.frame(header, payload);
+    const brokerAtMs = entryIdMs(id);
+    const ack = gate.frame(
+      header,
+      payload,
+      undefined,
+      brokerAtMs === undefined ? undefined : { atWallNs: BigInt(brokerAtMs) * 1_000_000n, resolutionNs: 1e6 },
+    );
     if (ack !== undefined) acks.push(encodeAck(ack));
   };
 
@@ -250,6 +258,22 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       await closeClient(writer);
     }),
   };
+}
+
+/**
+ * The ms part of a stream entry's ID (`<ms>-<seq>`): the server's wall clock at the XADD, in whole ms (it never goes
+ * back: after a backward clock step Redis keeps the last ms and raises seq); undefined for an ID not of that form.
+ * Read from the bytes, without a string: it runs for every image.
+ */
+export function entryIdMs(id: Buffer): number | undefined {
+  let ms = 0;
+  for (let i = 0; i < id.length; i++) {
+    const byte = id[i]!;
+    if (byte === 0x2d) return i === 0 ? undefined : ms;
+    if (byte < 0x30 || byte > 0x39 || i >= 15) return undefined;
+    ms = ms * 10 + (byte - 0x30);
+  }
+  return undefined;
 }
 
 const HEADER_BUFFER = Buffer.from(HEADER_FIELD);

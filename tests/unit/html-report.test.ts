@@ -407,6 +407,31 @@ describe('renderHtmlReport: round trip and broker figures', () => {
     expect(cellsOf(html, 'grpc')['Broker CPU ms/img']).toBe('–');
   });
 
+  it('adds the broker split\'s columns when a section was split at a broker\'s stamp, "–" for the others', () => {
+    expect(renderHtmlReport([withBroker()], LIBRARIES)).not.toContain('To broker p50 ms');
+    const report = withBroker();
+    const redis = report.sections.find((s) => s.transport === 'redis')!;
+    const part = { ...redis.latency!, p50Ms: 0.25 };
+    redis.brokerSplit = {
+      count: 4,
+      toBroker: part,
+      fromBroker: { ...part, p50Ms: 1.875 },
+      histograms: { toBrokerNs: null, fromBrokerNs: null },
+      resolutionMs: 1,
+      clockBoundMs: 0.5126,
+      belowZero: { toBroker: 0, fromBroker: 0 },
+      beyondBound: 0,
+    };
+    const html = renderHtmlReport([report], LIBRARIES);
+    expect(cellsOf(html, 'redis')).toMatchObject({
+      'To broker p50 ms': '0.250',
+      'From broker p50 ms': '1.875',
+      'Broker split ± ms': '0.513',
+    });
+    expect(cellsOf(html, 'grpc')['To broker p50 ms']).toBe('–');
+    expect(html).toContain('title="median time from the stamp to the broker&#39;s own stamp. Through a broker');
+  });
+
   it(
     'across two hosts, adds a Clock ± ms column right after the one-way figures and says in the facts how the ' +
       'times were put on one clock',

@@ -142,6 +142,13 @@ Definitions:
           `are unacknowledged waits for a slot and goes late. Figures from due time add the stamp − due time of each ` +
           `image, that wait included: coordinated omission corrected, as wrk2 does. A section is OVERLOADED when its ` +
           `images went out or arrived at under 95 % of RATE; its MB/s is the load it delivered, not a capacity.
+  Through a broker that stamps each message as it stores it (NATS JetStream: ns; Redis streams: the entry ID, ms), ` +
+          `transmission time = to the broker (stamp → the broker stamp) + from the broker (broker stamp → last byte ` +
+          `in hand): one stamp cannot tell the time in the broker from the way out, so both are in the from part. ` +
+          `The broker stamp is its wall clock, mapped onto the receiver monotonic clock by pairing the two at the ` +
+          `section start and end: each part reads ± x ms (half the stamp step plus the mapping error), and is split ` +
+          `only on one kernel (transmitter, receiver and broker on one clock). The other brokers (MQTT, AMQP, core ` +
+          `NATS, Redis lists and pub/sub) stamp nothing: their time is not split.
   Total transfer time of a transport = arrival of its last image − stamp of its first (warm-up images excluded).
   The receiver acknowledges an image as soon as it is in hand and hashes it afterwards, on the same thread: no image ` +
           `waits for its own hash, but bytes that arrive during a hash are stamped after it, so when the receiver is ` +

@@ -1,4 +1,5 @@
 import type { AckStatus, FrameHeader } from '../wire/frame.js';
+import { BROKER_CLOCK_NOT_OURS, BrokerSplitRecorder, type BrokerStamp, type WallClockSample } from './broker-split.js';
 import { distributionOf, SecondSeries } from './second-series.js';
 import { resultImageCount, sectionResult } from './section-result.js';
 import { SeenSet } from './seen.js';
@@ -40,6 +41,7 @@ interface Arrival {
   sentAtNs: bigint;
   arrivalNs: bigint;
   sizeOk: boolean;
+  brokerStamp: BrokerStamp | undefined;
 }
 
 /** A distribution of times so far: count, sum and how many at or below each bound asked for. */
@@ -161,12 +163,22 @@ export class SectionRecorder {
   private verifiedArrivals = 0;
   private firstImageMs: number | null = null;
   private warmedUp: WarmupOutcome | undefined;
+  private readonly brokerSplit: BrokerSplitRecorder;
 
+  /**
+   * `wallClock` pairs the receiver's wall clock with its hrtime (broker-split.ts): read here, as the section opens,
+   * and again as its result is made, to split the one-way times of images a broker stamped; none: nothing is split.
+   */
   constructor(
     readonly plan: SectionPlan,
     private readonly sink: SectionSink = NO_SINK,
+    private readonly wallClock?: () => WallClockSample,
   ) {
     this.offsetNs = plan.clock?.applied ? BigInt(Math.round(plan.clock.offsetNs)) : 0n;
+    // Across two kernels the broker's clock is unknown: stamped images are counted, not split.
+    this.brokerSplit = plan.clock?.applied
+      ? new BrokerSplitRecorder(undefined, BROKER_CLOCK_NOT_OURS)
+      : new BrokerSplitRecorder(wallClock?.());
   }
 
   /** Frames taken so far, warm-up included, duplicates and strays not. */
@@ -251,7 +263,7 @@ export class SectionRecorder {
    * once: accepted (its checksum verdict comes later through {@link verified}) or rejected (a
    * duplicate, or a seq the section never planned).
    */
-  record(header: FrameHeader, arrivalNs: bigint): AckStatus {
+  record(header: FrameHeader, arrivalNs: bigint, brokerStamp?: BrokerStamp): AckStatus {
     const { seq } = header;
     const first = this.firstRecordedSeq;
     if (seq >= (first === undefined ? warmupImageLimit(this.plan.warmup) : first + this.plan.imageCount)) {
@@ -268,7 +280,12 @@ export class SectionRecorder {
     // The send time moves onto the receiver's clock when the two clocks differ.
     const sentAtNs = header.sentAtNs + this.offsetNs;
     if (seq === 0) this.firstImageMs = nsToMs(arrivalNs - sentAtNs);
-    this.awaitingVerdict.set(seq, { sentAtNs, arrivalNs, sizeOk: header.sizeBytes === this.plan.imageSizeBytes });
+    this.awaitingVerdict.set(seq, {
+      sentAtNs,
+      arrivalNs,
+      sizeOk: header.sizeBytes === this.plan.imageSizeBytes,
+      brokerStamp,
+    });
     return 'accepted';
   }
 
@@ -288,6 +305,8 @@ export class SectionRecorder {
     if (intact) {
       this.okCount++;
       this.latency.record(oneWayMs);
+      if (arrival.brokerStamp !== undefined)
+        this.brokerSplit.record(arrival.sentAtNs, arrival.arrivalNs, arrival.brokerStamp);
     } else this.corruptCount++;
     this.verifiedArrivals++;
     if (this.firstSentAtNs === undefined || arrival.sentAtNs < this.firstSentAtNs)
@@ -372,6 +391,10 @@ export class SectionRecorder {
       this.lastArrivalNs === this.firstArrivalNs
         ? null
         : ((this.verifiedArrivals - 1) * 1e9) / Number(this.lastArrivalNs - this.firstArrivalNs);
+    // The end of the mapping's span, read only when there is something to map.
+    const brokerSplit = this.brokerSplit.result(
+      this.brokerSplit.size > 0 && this.wallClock !== undefined ? this.wallClock() : null,
+    );
     const result = sectionResult(
       this.plan,
       failure,
@@ -392,6 +415,7 @@ export class SectionRecorder {
         arrivalSeconds: this.series?.seconds() ?? [],
         firstImageMs: this.firstImageMs,
         warmedUp: this.warmedUp ?? null,
+        brokerSplit,
       },
       extras,
     );

@@ -1,3 +1,4 @@
+import type { BrokerSplitOutcome } from './broker-split.js';
 import { oneWayClockErrorNs } from './clock.js';
 import { joinSeries, type SecondSeries } from './second-series.js';
 import {
@@ -42,6 +43,8 @@ export interface SectionRecord {
   arrivalSeconds: ReturnType<SecondSeries['seconds']>;
   firstImageMs: number | null;
   warmedUp: WarmupOutcome | null;
+  /** The one-way times split at the broker's stamps; absent or null parts when the broker stamped nothing. */
+  brokerSplit?: BrokerSplitOutcome;
 }
 
 /** The record of a section in which nothing arrived (or whose record is gone), after warm-up `warmedUp`. */
@@ -151,6 +154,8 @@ export function sectionResult(
     clientFairness: extras.clientFigures ? clientFairness(extras.clientFigures, plan.imageSizeBytes) : null,
     fanOut: null,
     warmedUp: record.warmedUp,
+    brokerSplit: record.brokerSplit?.split ?? null,
+    brokerNotSplit: record.brokerSplit?.notSplit ?? null,
     coldStart: {
       connectMs: extras.coldStart?.connectMs ?? null,
       firstImageMs: record.firstImageMs,

@@ -1,3 +1,4 @@
+import { mergeBrokerSplits, type BrokerSplit } from './broker-split.js';
 import type { ClockOffset } from './clock.js';
 import type { SideCost } from './cost.js';
 import type { SecondDistribution, SecondSample } from './series.js';
@@ -216,6 +217,8 @@ export interface FanOut {
     latency: LatencySummary | null;
     rtt: LatencySummary | null;
     oneWayClockErrorMs?: number | null;
+    /** Every receiver's broker splits as one (see SectionResult.brokerSplit); null or absent when none split. */
+    brokerSplit?: BrokerSplit | null;
   };
 }
 
@@ -246,6 +249,7 @@ export function fanOutOf(results: readonly SectionResult[], mode: FanOut['mode']
         mergeLatency(results.map((r) => ({ summary: r.latency, histogramNs: r.histograms?.oneWayNs ?? null }))) ?? null,
       rtt: mergeLatency(results.map((r) => ({ summary: r.rtt, histogramNs: r.histograms?.rttNs ?? null }))) ?? null,
       oneWayClockErrorMs: largestClockError(results),
+      brokerSplit: mergeBrokerSplits(results.map((r) => r.brokerSplit)),
     },
   };
 }
@@ -408,6 +412,14 @@ export interface SectionResult extends SectionPlan {
   fanOut: FanOut | null;
   /** How the warm-up went; null when the section failed before its warm-up ended. */
   warmedUp: WarmupOutcome | null;
+  /**
+   * Through a broker that stamps each message (JetStream, Redis streams): intact images' one-way times split into to
+   * the broker and from it (model/broker-split.ts). Null when not split (no stamp, or see brokerNotSplit); absent in
+   * files written before it was recorded.
+   */
+  brokerSplit?: BrokerSplit | null;
+  /** Why a broker's stamps were not used to split (not the receiver's clock); null otherwise; absent in old files. */
+  brokerNotSplit?: string | null;
   coldStart: ColdStart;
   cost: SectionCost;
 }

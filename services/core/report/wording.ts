@@ -27,6 +27,14 @@ export const TIMING_DEFINITIONS = [
     `each image, that wait included: coordinated omission corrected, as wrk2 does. A section is OVERLOADED when ` +
     `its images went out or arrived at under ${OVERLOAD_RATE_SHARE * 100} % of RATE; its MB/s is the load it ` +
     `delivered, not a capacity.`,
+  'Through a broker that stamps each message as it stores it (NATS JetStream: ns; Redis streams: the ' +
+    'entry ID, ms), transmission time = to the broker (stamp → the broker stamp) + from the broker ' +
+    '(broker stamp → last byte in hand): one stamp cannot tell the time in the broker from the way out, ' +
+    'so both are in the from part. The broker stamp is its wall clock, mapped onto the receiver monotonic ' +
+    'clock by pairing the two at the section start and end: each part reads ± x ms (half the stamp step ' +
+    'plus the mapping error), and is split only on one kernel (transmitter, receiver and broker on one ' +
+    'clock). The other brokers (MQTT, AMQP, core NATS, Redis lists and pub/sub) stamp nothing: their time ' +
+    'is not split.',
   'Total transfer time of a transport = arrival of its last image − stamp of its first (warm-up images excluded).',
   'The receiver acknowledges an image as soon as it is in hand and hashes it afterwards, on the same thread: no ' +
     'image waits for its own hash, but bytes that arrive during a hash are stamped after it, so when the receiver ' +
@@ -41,6 +49,18 @@ export const TIMING_DEFINITIONS = [
     `of their median; a section under ${MIN_STABLE_IMAGES} images or ${MIN_STABLE_SPAN_MS} ms is marked whatever ` +
     `the repeats.`,
 ] as const;
+
+/**
+ * Transports whose broker stamps nothing a receiver can read (MQTT, AMQP without a plugin, core NATS, Redis lists and
+ * pub/sub): their sections say so where a stamping broker's are split. Kept beside the transport table by a test.
+ */
+export const BROKERS_STAMPING_NOTHING: ReadonlySet<string> = new Set([
+  'mqtt',
+  'amqp',
+  'nats',
+  'redis-list',
+  'redis-pubsub',
+]);
 
 /** "Node v20.20.2", with the flags the process ran with after it ("Node v20.20.2 --no-concurrent-marking"). */
 export function nodeDescription(host: Pick<HostFacts, 'nodeVersion' | 'nodeFlags'>): string {

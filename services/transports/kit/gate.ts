@@ -1,5 +1,6 @@
 import { errorMessage } from '../../core/errors.js';
 import { decodeFrameHeader, type Ack, type FrameHeader } from '../../core/wire/frame.js';
+import type { BrokerStamp } from '../../core/model/broker-split.js';
 import type { ReceiverOptions } from '../contract.js';
 
 // The one receive path. Every transport hands what it got to a gate, which decodes and checks the
@@ -25,9 +26,9 @@ export interface FrameGate {
   take(header: FrameHeader, payload: Buffer | readonly Buffer[]): Ack | undefined;
   /**
    * Header bytes and image in one call, for transports that get both at once; `arrivalNs` when the transport had them
-   * in hand before now.
+   * in hand before now; `brokerStamp` when the broker stamped the message.
    */
-  frame(headerBytes: Buffer, payload: Buffer, arrivalNs?: bigint): Ack | undefined;
+  frame(headerBytes: Buffer, payload: Buffer, arrivalNs?: bigint, brokerStamp?: BrokerStamp): Ack | undefined;
   /** Reports input dropped for a reason of the transport's own (a text message, a wrong part count). */
   reject(reason: string): void;
 }
@@ -46,7 +47,12 @@ export function frameGate(
       return undefined;
     }
   };
-  const deliver = (decoded: FrameHeader, payload: Buffer | readonly Buffer[], arrivalNs: bigint): Ack | undefined => {
+  const deliver = (
+    decoded: FrameHeader,
+    payload: Buffer | readonly Buffer[],
+    arrivalNs: bigint,
+    brokerStamp?: BrokerStamp,
+  ): Ack | undefined => {
     const payloadBytes = Buffer.isBuffer(payload)
       ? payload.length
       : payload.reduce((sum, part) => sum + part.length, 0);
@@ -55,7 +61,11 @@ export function frameGate(
       return undefined;
     }
     try {
-      return options.deliver({ header: decoded, payload, arrivalNs });
+      return options.deliver(
+        brokerStamp === undefined
+          ? { header: decoded, payload, arrivalNs }
+          : { header: decoded, payload, arrivalNs, brokerStamp },
+      );
     } catch (err) {
       reject(`image seq ${decoded.seq} not delivered: ${errorMessage(err)}`);
       return undefined;
@@ -66,10 +76,10 @@ export function frameGate(
     take(decoded, payload) {
       return deliver(decoded, payload, process.hrtime.bigint());
     },
-    frame(headerBytes, payload, inHandNs) {
+    frame(headerBytes, payload, inHandNs, brokerStamp) {
       const arrivalNs = inHandNs ?? process.hrtime.bigint();
       const decoded = header(headerBytes);
-      return decoded === undefined ? undefined : deliver(decoded, payload, arrivalNs);
+      return decoded === undefined ? undefined : deliver(decoded, payload, arrivalNs, brokerStamp);
     },
     reject,
   };

@@ -189,6 +189,35 @@ export const BROKER_COLUMN: Column = {
   value: (r) => r.median?.cost.broker?.cpuMsPerImage ?? null,
 };
 
+// Its hint quotes output.log's definition, as the round trip's does.
+const BROKER_SPLIT_HINT =
+  TIMING_DEFINITIONS.find((d) => d.startsWith('Through a broker')) ?? 'one-way time split at the broker stamp';
+
+/** Through a broker that stamps each message (JetStream, Redis streams): the median one-way split at that stamp. */
+export const BROKER_SPLIT_COLUMNS: readonly Column[] = [
+  {
+    header: 'To broker p50 ms',
+    hint: `median time from the stamp to the broker's own stamp. ${BROKER_SPLIT_HINT}`,
+    digits: 3,
+    lowerIsBetter: true,
+    value: (r) => r.median?.brokerSplit?.toBroker.p50Ms ?? null,
+  },
+  {
+    header: 'From broker p50 ms',
+    hint: `median time from the broker's stamp to the last byte in hand (in the broker and out). ${BROKER_SPLIT_HINT}`,
+    digits: 3,
+    lowerIsBetter: true,
+    value: (r) => r.median?.brokerSplit?.fromBroker.p50Ms ?? null,
+  },
+  {
+    header: 'Broker split ± ms',
+    hint: 'each part of the split is within ± this of the truth: half the stamp step plus the clock mapping error',
+    digits: 3,
+    lowerIsBetter: true,
+    value: (r) => r.median?.brokerSplit?.clockBoundMs ?? null,
+  },
+];
+
 /** Under RATE: the rates achieved and the p99 counted from due time. */
 export const OPEN_LOOP_COLUMNS: readonly Column[] = [
   {

@@ -5,6 +5,7 @@ import { SHORT_RUN_NOTE } from '../wording.js';
 import { escapeHtml } from './page.js';
 import {
   BROKER_COLUMN,
+  BROKER_SPLIT_COLUMNS,
   CLIENT_COLUMNS,
   CLOCK_COLUMN,
   COLUMNS,
@@ -14,6 +15,7 @@ import {
 import {
   failureReason,
   hasBroker,
+  hasBrokerSplit,
   hasClients,
   hasOpenLoop,
   hasTwoClocks,
@@ -104,6 +106,7 @@ export function renderTableSection(views: readonly RunView[], transports: readon
   const columns = [
     ...oneWayColumns.map(atRate),
     ...(hasBroker(transports) ? [BROKER_COLUMN] : []),
+    ...(hasBrokerSplit(transports) ? BROKER_SPLIT_COLUMNS : []),
     ...(hasClients(transports) ? CLIENT_COLUMNS : []),
     ...(openLoop ? OPEN_LOOP_COLUMNS : []),
   ];

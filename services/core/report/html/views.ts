@@ -110,6 +110,11 @@ export function hasBroker(transports: readonly TransportView[]): boolean {
   return transports.some((t) => t.perRun.some((r) => (r?.median?.cost.broker ?? null) !== null));
 }
 
+/** True when any run shown split a one-way time at a broker's stamp: the split's columns appear only then. */
+export function hasBrokerSplit(transports: readonly TransportView[]): boolean {
+  return transports.some((t) => t.perRun.some((r) => (r?.median?.brokerSplit ?? null) !== null));
+}
+
 /** True when any run shown crossed two clocks (two kernels): the clock-error column appears only then. */
 export function hasTwoClocks(transports: readonly TransportView[]): boolean {
   return transports.some((t) => t.perRun.some((r) => (r?.median?.oneWayClockErrorMs ?? null) !== null));

@@ -17,7 +17,8 @@ import { formatSize } from '../../config/size.js';
 import { MIN_SAMPLES_FOR, type LatencySummary } from '../../model/stats.js';
 import { describeWarmup, describeWarmupOutcome } from '../../model/warmup.js';
 import { percentileWithheld, runSucceeded, type HostFacts, type RunInfo, type RunReport } from '../report.js';
-import { nodeDescription, peersText, sectionTitle, TIMING_DEFINITIONS } from '../wording.js';
+import type { BrokerSplit } from '../../model/broker-split.js';
+import { BROKERS_STAMPING_NOTHING, nodeDescription, peersText, sectionTitle, TIMING_DEFINITIONS } from '../wording.js';
 import { fixed, mib, ms, percent, signedMs } from './format.js';
 import { renderSummary } from './summary-tables.js';
 
@@ -107,6 +108,40 @@ function fanOutText(f: FanOut): string {
     (a.oneWayClockErrorMs == null ? '' : ` ± up to ${ms(a.oneWayClockErrorMs)} ms`) +
     `, RTT p50 ${ms(a.rtt?.p50Ms)} ms; ${receivers.join('; ')}`
   );
+}
+
+/**
+ * "to it p50 …, p90 …, p99 …, max … ms; from it (in it and out) p50 …; stamp step …, each part ± … ms": a section's
+ * one-way times split at the broker's stamp, with the parts below 0 and below −bound counted.
+ */
+export function brokerSplitText(split: BrokerSplit): string {
+  const parts = (l: LatencySummary): string =>
+    `p50 ${ms(l.p50Ms)}, p90 ${ms(l.p90Ms)}, p99 ${ms(l.p99Ms)}, max ${ms(l.maxMs)}, mean ${ms(l.meanMs)} ms`;
+  const below = split.belowZero.toBroker + split.belowZero.fromBroker;
+  const step =
+    split.resolutionMs >= 0.001 ? `${fixed(split.resolutionMs, 3)} ms` : `${Math.round(split.resolutionMs * 1e6)} ns`;
+  return (
+    `${split.count} images, to it ${parts(split.toBroker)}; from it (time in it and the way out, one stamp cannot ` +
+    `part them) ${parts(split.fromBroker)}; stamp step ${step}, each part ± ${ms(split.clockBoundMs)} ms` +
+    (below === 0
+      ? ''
+      : `; ${split.belowZero.toBroker} to and ${split.belowZero.fromBroker} from below 0 (step or clock error: ` +
+        `percentiles count them as 0, min and mean as they came)`) +
+    (split.beyondBound === 0
+      ? ''
+      : `; ${split.beyondBound} parts below −${ms(split.clockBoundMs)} ms: the broker's clock is not the ` +
+        `receiver's, the split is off by their offset`)
+  );
+}
+
+/** output.log's "Through the broker" line of a section; undefined for a transport without a broker. */
+function brokerLine(section: SectionResult): string | undefined {
+  const split = section.fanOut?.aggregate.brokerSplit ?? section.brokerSplit ?? null;
+  if (split !== null) return `Through the broker: ${brokerSplitText(split)}`;
+  if (section.brokerNotSplit != null) return `Through the broker: not split: ${section.brokerNotSplit}`;
+  if (BROKERS_STAMPING_NOTHING.has(section.transport))
+    return 'Through the broker: not split: the broker stamps nothing the receiver can read';
+  return undefined;
 }
 
 /** "100 images/s", with up to 3 decimals for fractional rates. */
@@ -221,6 +256,8 @@ export function renderSectionFooter(section: SectionResult): string {
     lines.push(`Round trip${clockError === '' ? '' : ' (one clock: no offset)'}: ${distributionLine(section.rtt)}`);
     if (section.littleRatio !== null) lines.push(`Window: ${windowText(section)}`);
   }
+  const broker = brokerLine(section);
+  if (broker !== undefined) lines.push(broker);
   if (section.clientFairness !== null) lines.push(`Clients: ${fairnessText(section.clientFairness)}`);
   if (section.fanOut !== null) lines.push(`Receivers: ${fanOutText(section.fanOut)}`);
   const open = section.openLoop;
