@@ -16,7 +16,7 @@ import type { Ack } from '../core/wire/frame.js';
 import { buildRunReport, type HostFacts, type RunInfo, type RunReport } from '../core/report/report.js';
 import { withFanOut, type FanOut, type SectionPlan, type SectionResult } from '../core/model/section.js';
 import { SectionRecorder } from '../core/model/recorder.js';
-import { sampleWallClock } from '../core/model/broker-split.js';
+import { sampleWallClock } from '../shared/wall-clock.js';
 import { exerciseSharedPaths } from '../core/model/prewarm.js';
 import { nsToMs } from '../core/model/stats.js';
 import { warmupImagesAllowed, type WarmupOutcome } from '../core/model/warmup.js';

@@ -4,11 +4,11 @@ import {
   BrokerSplitRecorder,
   mappingErrorNs,
   mergeBrokerSplits,
-  sampleWallClock,
   splitOneWay,
   type BrokerSplit,
   type WallClockSample,
 } from '../../services/core/model/broker-split.js';
+import { sampleWallClock } from '../../services/shared/wall-clock.js';
 import { SectionRecorder } from '../../services/core/model/recorder.js';
 import { fanOutOf, type SectionPlan } from '../../services/core/model/section.js';
 import { brokerSplitText, renderSectionFooter } from '../../services/core/report/text/output-log.js';

@@ -15,7 +15,7 @@ import { LatencyRecorder, mergeLatency, type LatencySummary } from './stats.js';
 // nothing measured, and the section is not split ("broker clock not ours"). A broker elsewhere on
 // one-kernel runs (a REDIS_URL to another machine) shifts the two parts by its clock's offset: the
 // parts below −bound are counted and reported as a clock disagreement, never hidden.
-// Pure: the clock readings are given to it.
+// Pure: the clock readings are given to it (services/shared/wall-clock.ts takes them).
 
 /** A broker's own stamp of a message, read from the message (no I/O). */
 export interface BrokerStamp {
@@ -30,45 +30,6 @@ export interface WallClockSample {
   hrNs: bigint;
   wallNs: bigint;
   errorNs: number;
-}
-
-/** Longest the sampler waits for Date.now() to tick: it ticks every ms, so only a stopped clock reaches it. */
-const WALL_TICK_WAIT_NS = 5_000_000n;
-
-/**
- * Pairs the wall clock with hrtime: Date.now() reads CLOCK_REALTIME live but in whole ms, so the
- * sampler waits (≤ 1 ms, never on a timed path) for its next tick, which lies between the last
- * hrtime read before it and the first after: the pair is exact within half that gap (µs). Not
- * performance.timeOrigin + now(): that is hrtime anchored once at process start, blind to the
- * realtime clock's slewing since, which the broker's stamps follow.
- */
-export function sampleWallClock(
-  readHrNs: () => bigint = process.hrtime.bigint,
-  readWallMs: () => number = Date.now,
-): WallClockSample {
-  // Each hrtime read comes before its wall read: the tick follows the last read before a wall read that showed the
-  // old ms, and precedes the read after the wall read that showed the new one.
-  let beforeNs = readHrNs();
-  const startMs = readWallMs();
-  const giveUpNs = beforeNs + WALL_TICK_WAIT_NS;
-  for (;;) {
-    const readNs = readHrNs();
-    const wallMs = readWallMs();
-    if (wallMs !== startMs) {
-      const afterNs = readHrNs();
-      const halfGapNs = (afterNs - beforeNs) / 2n;
-      return { hrNs: beforeNs + halfGapNs, wallNs: BigInt(wallMs) * 1_000_000n, errorNs: Number(halfGapNs) };
-    }
-    if (readNs > giveUpNs) {
-      // No tick (a stopped clock): the ms read, at its middle, within half a ms plus all the wait.
-      return {
-        hrNs: readNs,
-        wallNs: BigInt(startMs) * 1_000_000n + 500_000n,
-        errorNs: 500_000 + Number(readNs - giveUpNs) + Number(WALL_TICK_WAIT_NS),
-      };
-    }
-    beforeNs = readNs;
-  }
 }
 
 /**
