@@ -94,9 +94,11 @@ describe("one-way times split at the broker's own stamp", () => {
     const split = section.brokerSplit!;
     expect(split).toMatchObject({ count: 30, resolutionMs, beyondBound: 0 });
     expect(section.brokerNotSplit).toBeNull();
-    // The bound: half the step plus the mapping's error, which a sampled ms tick keeps well under a ms here.
+    // The bound: half the step plus the mapping's error. A sampled ms tick keeps that error to µs on an idle
+    // machine; a loaded one can preempt the reads around every tick tried (CI's fresh container once gave
+    // 2.4 ms with one try), so only its order is asserted here; the sampler's own unit tests hold it exactly.
     expect(split.clockBoundMs).toBeGreaterThanOrEqual(resolutionMs / 2);
-    expect(split.clockBoundMs).toBeLessThan(resolutionMs / 2 + 1);
+    expect(split.clockBoundMs).toBeLessThan(resolutionMs / 2 + 10);
     // Each image's parts add up to its one-way time exactly, so the means do (to the float's rounding).
     expect(split.toBroker.meanMs + split.fromBroker.meanMs).toBeCloseTo(section.latency!.meanMs, 6);
     expect(split.toBroker.minMs).toBeGreaterThanOrEqual(-split.clockBoundMs);

@@ -45,6 +45,21 @@ describe('sampleWallClock', () => {
     expect(sample).toEqual({ hrNs: 1_200n, wallNs: 8_000_000n, errorNs: 300 });
   });
 
+  it('tries the next tick when a read around the first was preempted, and keeps the tighter pair', () => {
+    // hrtime advances 300 ns a read, but 4 ms pass before the read after the first tick (7 → 8);
+    // the second tick (8 → 9) has no such gap.
+    let hr = 0n;
+    const hrSteps = [300n, 300n, 4_000_000n, 300n, 300n, 300n, 300n];
+    const wallReads = [7, 8, 8, 8, 9];
+    const sample = sampleWallClock(
+      () => (hr += hrSteps.shift() ?? 300n),
+      () => wallReads.shift() ?? 9,
+    );
+    // First tick: reads hr 300 / wall 7, hr 600 / wall 8, then hr 4,000,600: half gap 2,000,150 ns.
+    // Second tick: hr 4,000,900 / wall 8, hr 4,001,200 / wall 8, hr 4,001,500 / wall 9, hr 4,001,800.
+    expect(sample).toEqual({ hrNs: 4_001_500n, wallNs: 9_000_000n, errorNs: 300 });
+  });
+
   it('falls back to the middle of the ms read, bound half a ms and the wait, when the clock never ticks', () => {
     let hr = 0n;
     const sample = sampleWallClock(
