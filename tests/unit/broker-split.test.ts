@@ -149,22 +149,7 @@ describe('BrokerSplitRecorder', () => {
   });
 });
 
-const plan: SectionPlan = {
-  sectionId: 7,
-  transport: 'redis',
-  label: 'Redis',
-  baseline: false,
-  repeat: 1,
-  imageCount: 2,
-  warmup: { mode: 'images', images: 0 },
-  imageSizeBytes: 100,
-  window: 1,
-  ratePerSecond: null,
-  clients: 1,
-  receivers: 1,
-  receiverIndex: 0,
-  clock: null,
-};
+const plan: SectionPlan = fixturePlan({ sectionId: 7, transport: 'redis', label: 'Redis', imageSizeBytes: 100 });
 const header = (seq: number, sentAtNs: bigint) => ({ sectionId: 7, seq, sizeBytes: 100, checksum: 1n, sentAtNs });
 
 describe('SectionRecorder with broker stamps', () => {
