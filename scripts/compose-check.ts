@@ -5,6 +5,7 @@ import path from 'node:path';
 import type { RunReport } from '../services/core/report/report.js';
 import { REPORT_DATA_ELEMENT } from '../services/core/report/html-report.js';
 import { freePort } from '../services/shared/net.js';
+import { fetchWithin } from '../services/shared/waits.js';
 import { projectRoot } from '../services/shared/paths.js';
 import { defaultTransports, transports } from '../services/transports/index.js';
 import { expectAllOk, fail, parseReport } from './lib/run-checks.js';
@@ -126,9 +127,7 @@ async function main(): Promise<void> {
       // The live page while the run goes on (its title starts as the report's does), then the report.
       while (Date.now() < deadline && !page.includes(REPORT_DATA_ELEMENT)) {
         await new Promise((resolve) => setTimeout(resolve, 2000));
-        page = await fetch(url, { signal: AbortSignal.timeout(5000) })
-          .then((response) => response.text())
-          .catch(() => '');
+        page = await fetchWithin(url, 5000, (response) => response.text()).catch(() => '');
       }
       if (!page.includes(REPORT_DATA_ELEMENT))
         fail(`GET ${url} did not serve the report within ${REPORT_TIMEOUT_MS} ms`);

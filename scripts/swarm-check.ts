@@ -6,6 +6,7 @@ import path from 'node:path';
 import { REPORT_DATA_ELEMENT } from '../services/core/report/html-report.js';
 import { freePort } from '../services/shared/net.js';
 import { projectRoot } from '../services/shared/paths.js';
+import { fetchWithin } from '../services/shared/waits.js';
 import { defaultTransports } from '../services/transports/index.js';
 import { expectAllOk, fail, parseReport, throughputLine } from './lib/run-checks.js';
 
@@ -115,9 +116,10 @@ async function waitForJob(): Promise<void> {
 
 /** GET `route` on the receiver's published control port: its body, or a failure with the status. */
 async function fetchText(port: number, route: string): Promise<string> {
-  const response = await fetch(`http://127.0.0.1:${port}${route}`, { signal: AbortSignal.timeout(10_000) });
-  if (!response.ok) fail(`GET ${route}: HTTP ${response.status}`);
-  return response.text();
+  return fetchWithin(`http://127.0.0.1:${port}${route}`, 10_000, (response) => {
+    if (!response.ok) fail(`GET ${route}: HTTP ${response.status}`);
+    return response.text();
+  });
 }
 
 async function removeStack(): Promise<void> {

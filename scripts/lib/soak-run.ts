@@ -10,7 +10,7 @@ import { newAuthToken } from '../../services/shared/auth-token.js';
 import { stopChild } from '../../services/shared/child-process.js';
 import { SERVICE_NODE_FLAGS } from '../../services/shared/node-flags.js';
 import { projectPath } from '../../services/shared/paths.js';
-import { sleep } from '../../services/shared/waits.js';
+import { fetchWithin, sleep } from '../../services/shared/waits.js';
 import { transports } from '../../services/transports/index.js';
 import type { SweepChart } from './sweep-page.js';
 import { freePortsEnv } from './ports.js';
@@ -179,8 +179,9 @@ async function receiverReady(controlUrl: string, receiver: Service): Promise<Hea
 /** The JSON at `url`, or undefined when it does not answer 200 within `timeoutMs`. */
 async function getJson<T>(url: string, timeoutMs: number): Promise<T | undefined> {
   try {
-    const response = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-    return response.ok ? ((await response.json()) as T) : undefined;
+    return await fetchWithin(url, timeoutMs, async (response) =>
+      response.ok ? ((await response.json()) as T) : undefined,
+    );
   } catch {
     return undefined;
   }

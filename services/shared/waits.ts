@@ -54,3 +54,26 @@ export function drainOrClose(stream: NodeJS.EventEmitter): Promise<void> {
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
+
+/**
+ * One HTTP request read by `read` within `timeoutMs`, on a timer that holds the event loop. AbortSignal.timeout's
+ * timer does not: a request that undici leaves with no live handle then ends a script under a top-level await,
+ * silently, with exit code 13, instead of timing out (compose-check did, in CI). Rejects with ITB_ERR_TIMEOUT and
+ * aborts the request when time runs out.
+ */
+export async function fetchWithin<T>(
+  url: string,
+  timeoutMs: number,
+  read: (response: Response) => Promise<T>,
+  init: RequestInit = {},
+): Promise<T> {
+  const controller = new AbortController();
+  const work = fetch(url, { ...init, signal: controller.signal }).then(read);
+  try {
+    return await withTimeout(work, timeoutMs, `${init.method ?? 'GET'} ${url}`);
+  } catch (err) {
+    controller.abort();
+    work.catch(() => {}); // its abort error, after ours
+    throw err;
+  }
+}
