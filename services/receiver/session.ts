@@ -23,6 +23,7 @@ import { warmupImagesAllowed, type WarmupOutcome } from '../core/model/warmup.js
 import { readResources, RssPeakTracker } from '../shared/resources.js';
 import type { OpenSectionFiles } from '../shared/run-folder.js';
 import type { ReceivedFrame } from '../transports/contract.js';
+import { transportByName } from '../transports/index.js';
 import type { FrameSink } from './listeners.js';
 import { Verifier } from './verifier.js';
 
@@ -201,7 +202,12 @@ export class RunSession implements FrameSink {
     }
     this.open = {
       // The wall clock is paired with hrtime as the section opens, before any frame: the spin (≤ 1 ms) delays none.
-      recorder: new SectionRecorder(plan, files?.sink, () => sampleWallClock()),
+      recorder: new SectionRecorder(
+        plan,
+        files?.sink,
+        () => sampleWallClock(),
+        transportByName(plan.transport).traits.supersedesImages !== undefined,
+      ),
       imagesFile: files?.imagesFile ?? null,
       rss: new RssPeakTracker(),
       measureStart: undefined,

@@ -239,7 +239,7 @@ export class RunFolder {
         },
         recorded(image, status, oneWayNs, rttNs, dueLagNs) {
           csv.lines.csvLine(image, status, oneWayNs, rttNs, dueLagNs);
-          if (status === 'lost') log.lines.imageLine(image, null, status, twoClocks);
+          if (status === 'lost' || status === 'superseded') log.lines.imageLine(image, null, status, twoClocks);
         },
       },
     };

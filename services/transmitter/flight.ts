@@ -118,6 +118,8 @@ interface InFlight {
   /** Receivers that acknowledged it, and those settled as lost, one bit each (RECEIVERS ≤ 32). */
   ackedMask: number;
   lostMask: number;
+  /** Receivers for which a later image was read first (a latest-frame key): it will never be acknowledged. */
+  supersededMask: number;
 }
 
 /** Where each recorded (image, receiver) round trip goes as its ack is processed: to that receiver, in batches. */
@@ -167,6 +169,12 @@ export class Flight {
   /** (seq, receiver) pairs settled as lost and never acknowledged since; those among the recorded images. */
   private lostPairs = 0;
   private recordedLostPairs = 0;
+  /**
+   * For a transport that supersedes images: per receiver, the lowest seq not yet acknowledged or settled as
+   * superseded; and the (seq, receiver) pairs settled so, among the recorded images.
+   */
+  private readonly supersededFrom: Int32Array | undefined;
+  private recordedSupersededPairs = 0;
   /** One past the highest seq stamped. */
   nextSeq = 0;
   achievedRatePerSecond: number | null = null;
@@ -208,6 +216,7 @@ export class Flight {
     private readonly waiter: AckWaiter,
     readonly rss: RssPeakTracker,
     dropsImages: boolean,
+    supersedesImages = false,
   ) {
     this.receivers = plan.receivers;
     // Room for every image the windows admit at once, several times over, so a slot is free again long before its seq
@@ -221,6 +230,7 @@ export class Flight {
     this.clientSpans = Array.from({ length: plan.clients }, () => ({ images: 0, firstStampNs: 0n, lastAckNs: 0n }));
     if (plan.warmup.mode === 'steady')
       this.steadiness = new SteadinessCheck(plan.warmup.blockImages, plan.warmup.tolerance, plan.warmup.blocks);
+    if (supersedesImages) this.supersededFrom = new Int32Array(plan.receivers);
     if (dropsImages) {
       const ledgers = Array.from(
         { length: plan.clients * plan.receivers },
@@ -237,6 +247,11 @@ export class Flight {
   /** (seq, receiver) pairs settled as lost and never acknowledged since. */
   get lost(): number {
     return this.lostPairs;
+  }
+
+  /** Recorded (image, receiver) pairs settled as superseded: written over before that receiver read them. */
+  supersededAmongRecorded(): number {
+    return this.recordedSupersededPairs;
   }
 
   /** Recorded (image, receiver) pairs settled as lost and never acknowledged since. */
@@ -290,7 +305,8 @@ export class Flight {
   // Every receiver is done with the image: it frees its client's slot, and is forgotten unless a
   // receiver's loss may still be taken back by a late ack.
   private maybeComplete(seq: number, entry: InFlight): void {
-    if (entry.done || (entry.ackedMask | entry.lostMask) >>> 0 !== this.allReceiversMask >>> 0) return;
+    if (entry.done || (entry.ackedMask | entry.lostMask | entry.supersededMask) >>> 0 !== this.allReceiversMask >>> 0)
+      return;
     entry.done = true;
     if (entry.lostMask === 0) this.forget(seq, entry);
     this.completed++;
@@ -323,6 +339,19 @@ export class Flight {
     this.maybeComplete(seq, entry);
   }
 
+  // `receiver` read `ackedSeq`: every earlier seq it has not acknowledged was written over before it could be read.
+  private settleSuperseded(ackedSeq: number, receiver: number, from: Int32Array): void {
+    const bit = 1 << receiver;
+    for (let seq = from[receiver]!; seq < ackedSeq; seq++) {
+      const entry = this.entryOf(seq);
+      if (entry === undefined || entry.done || (entry.ackedMask & bit) !== 0) continue;
+      entry.supersededMask |= bit;
+      if (this.isRecorded(seq)) this.recordedSupersededPairs++;
+      this.maybeComplete(seq, entry);
+    }
+    if (ackedSeq + 1 > from[receiver]!) from[receiver] = ackedSeq + 1;
+  }
+
   /** Takes `receiver`'s ack (RECEIVERS > 1: the ack names it, or the link it came on does). */
   onAck(ack: Ack, receiver: number): void {
     const processedNs = process.hrtime.bigint();
@@ -331,6 +360,7 @@ export class Flight {
     const entry = this.entryOf(seq);
     const bit = 1 << receiver;
     if (entry === undefined || (entry.ackedMask & bit) !== 0) return;
+    if (this.supersededFrom !== undefined) this.settleSuperseded(seq, receiver, this.supersededFrom);
     const ledger = this.ledgers?.[entry.client * this.receivers + receiver];
     const rttNs = Number(processedNs - entry.stampNs);
     if (ledger !== undefined) {
@@ -372,7 +402,9 @@ export class Flight {
     if (span.firstStampNs === 0n || entry.stampNs < span.firstStampNs) span.firstStampNs = entry.stampNs;
     if (processedNs > span.lastAckNs) span.lastAckNs = processedNs;
     this.progress.acked++;
-    if (this.progress.acked === this.plan.imageCount)
+    // The last image of a latest-frame key is always read, after every superseded one was settled.
+    const superseded = this.receivers === 1 ? this.recordedSupersededPairs : 0;
+    if (this.progress.acked + superseded === this.plan.imageCount)
       this.end = { reading: readResources(), peakRssBytes: this.rss.stop() };
   }
 
@@ -390,7 +422,7 @@ export class Flight {
     const slot = seq & this.ringMask;
     const previous = this.ring[slot];
     if (previous !== undefined) this.displaced.set(previous.seq, previous);
-    this.ring[slot] = { seq, done: false, stampNs, client, dueLagNs, ackedMask: 0, lostMask: 0 };
+    this.ring[slot] = { seq, done: false, stampNs, client, dueLagNs, ackedMask: 0, lostMask: 0, supersededMask: 0 };
     this.held++;
     if (this.ledgers !== undefined)
       for (let receiver = 0; receiver < this.receivers; receiver++)

@@ -93,7 +93,8 @@ function verdict(result: SectionResult): string {
   if (result.ok) return 'ok';
   const reason =
     result.failure ??
-    `${result.okCount}/${result.imageCount} intact, ${result.lostCount} lost, ${result.corruptCount} corrupt`;
+    `${result.okCount}/${result.imageCount} intact, ${result.lostCount} lost, ${result.corruptCount} corrupt` +
+      ((result.supersededCount ?? 0) > 0 ? `, ${result.supersededCount} superseded` : '');
   return `FAILED: ${reason}`;
 }
 

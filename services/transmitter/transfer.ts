@@ -64,6 +64,7 @@ export async function transfer(
     waiter,
     new RssPeakTracker(),
     transport.traits.dropsImages !== undefined,
+    transport.traits.supersedesImages !== undefined,
   );
   // Each recorded round trip leaves for its receiver's record in batches as acks come: none is kept here.
   const shippers = peers.map((peer) => new RoundTripShipper((body) => peer.control.roundTrips(plan.sectionId, body)));
@@ -124,6 +125,12 @@ export async function transfer(
           `acknowledged`
         : null;
     if (lost > 0) log.warn({ transport: transport.name, unacknowledged: lost }, 'images dropped by the transport');
+    const superseded = flight.supersededAmongRecorded();
+    if (superseded > 0)
+      log.info(
+        { transport: transport.name, superseded },
+        'images written over before the receiver read them (superseded, as the transport declares)',
+      );
     return { failure, cost, coldStart: coldStart(), roundTripsShipped: shipped(), flight, warmedUp };
   } catch (err) {
     // What was batched still goes: the receiver's record of a failed section keeps every round trip it can.

@@ -222,6 +222,14 @@ export interface TransportTraits {
    */
   dropsImages?: string;
   /**
+   * Set for a transport that keeps only the latest image (a key written over), and says how. One
+   * writer's images reach it in order, so an ack for a later image settles every earlier
+   * unacknowledged one as superseded: written over before it was read. Superseded images free
+   * their window slot, are counted apart from the delivered and the lost, and never fail the
+   * section; they take no part in MB/s or images/s. Needs CLIENTS = 1 (maxClients says so).
+   */
+  supersedesImages?: string;
+  /**
    * How arrivals are stamped when the library can only hand over several frames at once (one
    * stamp per hand-over); undefined when it hands over one frame at a time. output.log prints it.
    */

@@ -9,6 +9,7 @@ import { httpTransport } from './http.js';
 import { natsJetstreamTransport } from './nats-jetstream.js';
 import { mqttTransport } from './mqtt.js';
 import { natsTransport } from './nats.js';
+import { redisKvTransport } from './redis-kv.js';
 import { redisListTransport } from './redis-list.js';
 import { redisPubsubTransport } from './redis-pubsub.js';
 import { redisTransport } from './redis.js';
@@ -35,6 +36,7 @@ export const transports: readonly Transport[] = [
   redisTransport,
   redisListTransport,
   redisPubsubTransport,
+  redisKvTransport,
   natsTransport,
   natsJetstreamTransport,
   mqttTransport,

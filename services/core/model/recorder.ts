@@ -154,6 +154,7 @@ export class SectionRecorder {
   private recordedArrivals = 0;
   private okCount = 0;
   private corruptCount = 0;
+  private supersededCount = 0;
   private arrivalsAfterAck = 0;
   private roundTripsTaken = 0;
   private strayRoundTrips = 0;
@@ -173,6 +174,11 @@ export class SectionRecorder {
     readonly plan: SectionPlan,
     private readonly sink: SectionSink = NO_SINK,
     private readonly wallClock?: () => WallClockSample,
+    /**
+     * The transport keeps only the latest image, written by one link in order (TransportTraits.supersedesImages): an
+     * image missing below the highest that arrived was written over before it was read.
+     */
+    private readonly supersedes = false,
   ) {
     this.offsetNs = plan.clock?.applied ? BigInt(Math.round(plan.clock.offsetNs)) : 0n;
     // Across two kernels the broker's clock is unknown: stamped images are counted, not split.
@@ -377,8 +383,11 @@ export class SectionRecorder {
       // record).
       this.strayRoundTrips += this.awaitingArrival.size;
       this.awaitingArrival.clear();
-      for (const seq of this.seen.missing(first, first + imageCount))
-        this.sink.recorded(seq - first + 1, 'lost', null, null, null);
+      for (const seq of this.seen.missing(first, first + imageCount)) {
+        const superseded = this.supersedes && seq < this.highestSeq;
+        if (superseded) this.supersededCount++;
+        this.sink.recorded(seq - first + 1, superseded ? 'superseded' : 'lost', null, null, null);
+      }
     }
     const totalMs =
       this.firstSentAtNs !== undefined && this.lastArrivalNs !== undefined
@@ -401,6 +410,7 @@ export class SectionRecorder {
       {
         okCount: this.okCount,
         corruptCount: this.corruptCount,
+        supersededCount: this.supersededCount,
         duplicateCount: this.duplicateCount,
         outOfOrderCount: this.outOfOrderCount,
         strayCount: this.strayCount,

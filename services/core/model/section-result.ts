@@ -24,6 +24,8 @@ const WINDOW_CHECK_SLACK = 1.000001;
 export interface SectionRecord {
   okCount: number;
   corruptCount: number;
+  /** Images written over before they were read (a latest-frame key): neither delivered nor lost. */
+  supersededCount: number;
   duplicateCount: number;
   outOfOrderCount: number;
   strayCount: number;
@@ -52,6 +54,7 @@ export function nothingRecorded(warmedUp: WarmupOutcome | null): SectionRecord {
   return {
     okCount: 0,
     corruptCount: 0,
+    supersededCount: 0,
     duplicateCount: 0,
     outOfOrderCount: 0,
     strayCount: 0,
@@ -85,8 +88,8 @@ export function sectionResult(
   extras: SectionExtras = {},
 ): SectionResult {
   const imageCount = resultImageCount(plan, extras);
-  const { okCount, corruptCount, totalMs, deliveredPerSecond, rtt } = record;
-  const lostCount = Math.max(0, imageCount - okCount - corruptCount);
+  const { okCount, corruptCount, supersededCount, totalMs, deliveredPerSecond, rtt } = record;
+  const lostCount = Math.max(0, imageCount - okCount - corruptCount - supersededCount);
   const rttCount = rtt?.count ?? 0;
   const inFlight = plan.ratePerSecond === null && plan.receivers === 1 ? (extras.meanInFlight ?? null) : null;
   const arrivalsAfterAck = plan.clock?.applied || rttCount === 0 ? null : record.arrivalsAfterAck;
@@ -116,7 +119,11 @@ export function sectionResult(
     imageCount,
     clockAfter,
     oneWayClockErrorMs: plan.clock?.applied ? oneWayClockErrorNs(plan.clock, clockAfter) / 1e6 : null,
-    ok: sectionFailure === null && okCount === imageCount && record.duplicateCount === 0 && record.strayCount === 0,
+    ok:
+      sectionFailure === null &&
+      okCount + supersededCount === imageCount &&
+      record.duplicateCount === 0 &&
+      record.strayCount === 0,
     failure: sectionFailure,
     imagesFile: null,
     series: joinSeries(record.arrivalSeconds, extras.rttSeconds ?? []),
@@ -124,6 +131,7 @@ export function sectionResult(
     okCount,
     corruptCount,
     lostCount,
+    supersededCount,
     duplicateCount: record.duplicateCount,
     outOfOrderCount: record.outOfOrderCount,
     strayCount: record.strayCount,

@@ -85,8 +85,11 @@ export interface ImageRecord {
   image: number;
   timeMs: number | null;
   rttMs: number | null;
-  status: 'ok' | 'corrupt' | 'lost';
+  status: ImageStatus;
 }
+
+/** Where an image ended: arrived intact or not, written over before it was read (a latest-frame key), or lost. */
+export type ImageStatus = 'ok' | 'corrupt' | 'superseded' | 'lost';
 
 /**
  * An open-loop section is overloaded when its images went out, or arrived, at under this share of
@@ -350,6 +353,11 @@ export interface SectionResult extends SectionPlan {
   okCount: number;
   corruptCount: number;
   lostCount: number;
+  /**
+   * Images written over before the receiver read them, on a transport that keeps only the latest (a latest-frame
+   * key): never delivered, never lost. Absent in files written before it was counted.
+   */
+  supersededCount?: number;
   duplicateCount: number;
   outOfOrderCount: number;
   /** Frames for this section with a sequence number it never planned. */

@@ -60,6 +60,7 @@ export const BROKERS_STAMPING_NOTHING: ReadonlySet<string> = new Set([
   'nats',
   'redis-list',
   'redis-pubsub',
+  'redis-kv',
 ]);
 
 /** "Node v20.20.2", with the flags the process ran with after it ("Node v20.20.2 --no-concurrent-marking"). */

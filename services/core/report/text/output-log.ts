@@ -209,7 +209,10 @@ export function renderImageLine(
   status: ImageRecord['status'],
   twoClocks: boolean,
 ): string {
-  if (oneWayNs === null) return `Image ${image}: LOST (never arrived)`;
+  if (oneWayNs === null)
+    return status === 'superseded'
+      ? `Image ${image}: superseded (written over before it was read)`
+      : `Image ${image}: LOST (never arrived)`;
   const beside = twoClocks ? ' (two clocks: ± the bound below)' : '';
   return status === 'corrupt'
     ? `Image ${image} transmission time: ${msOfNs(oneWayNs)} ms${beside} (CORRUPT: checksum or size mismatch)`
@@ -252,6 +255,12 @@ export function renderSectionFooter(section: SectionResult): string {
         `: ${throughputText(section)}`,
     );
   }
+  const superseded = section.supersededCount ?? 0;
+  if (superseded > 0)
+    lines.push(
+      `Superseded: ${superseded} of ${section.imageCount} images written over before the receiver read them (the ` +
+        'key keeps the latest only): neither delivered nor lost, and not in MB/s or images/s',
+    );
   if (section.rtt !== null) {
     lines.push(`Round trip${clockError === '' ? '' : ' (one clock: no offset)'}: ${distributionLine(section.rtt)}`);
     if (section.littleRatio !== null) lines.push(`Window: ${windowText(section)}`);
