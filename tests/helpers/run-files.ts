@@ -8,7 +8,7 @@ import type { SinkRecord } from './fixtures.js';
 // the run's folder (OUTPUT_DIR/runs/<stamp>-<id>, OUTPUT_DIR/latest once the run has ended), and
 // output.log with each section's per-image lines streamed as the images arrived.
 
-const STATUSES: readonly ImageRecord['status'][] = ['ok', 'corrupt', 'lost'];
+const STATUSES: readonly ImageRecord['status'][] = ['ok', 'corrupt', 'superseded', 'lost'];
 
 /**
  * The lines of `section`'s CSV in the order they were written (records as they completed, the lost

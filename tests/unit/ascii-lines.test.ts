@@ -13,7 +13,7 @@ function written(write: (lines: AsciiLines) => void, chunkBytes = 4096): string 
   return Buffer.concat(chunks).toString('utf8');
 }
 
-const statuses = ['ok', 'corrupt', 'lost'] as const;
+const statuses = ['ok', 'corrupt', 'superseded', 'lost'] as const;
 
 describe('AsciiLines', () => {
   it("writes output.log's image line as renderImageLine does, for any image, time, status and clock", () => {

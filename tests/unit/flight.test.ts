@@ -23,6 +23,7 @@ function flightOf(overrides: {
   receivers?: number;
   window?: number;
   dropsImages?: boolean;
+  supersedesImages?: boolean;
   imageCount?: number;
 }) {
   const imageCount = overrides.imageCount ?? 4;
@@ -43,6 +44,7 @@ function flightOf(overrides: {
     waiter,
     new RssPeakTracker(),
     overrides.dropsImages ?? false,
+    overrides.supersedesImages ?? false,
   );
   return { flight, waiter };
 }
@@ -174,6 +176,36 @@ describe('Flight', () => {
     flight.onAck(ack(1), 0);
     flight.onAck(ack(0), 3);
     expect(flight.completed).toBe(0);
+  });
+
+  it(
+    'for a transport that supersedes images: a later ack settles every earlier unacknowledged image of that ' +
+      'receiver as superseded, which frees its slot, is never lost, and is counted among the recorded',
+    () => {
+      const { flight } = flightOf({ window: 4, supersedesImages: true, imageCount: 5 });
+      flight.startRecording(0, undefined);
+      for (let seq = 0; seq < 4; seq++) flight.stamp(seq, 0);
+      flight.onAck(ack(0), 0);
+      flight.onAck(ack(3), 0);
+      // 1 and 2 were written over before they were read: done with, not acked, not lost.
+      expect([flight.outstanding, flight.acked, flight.lost, flight.supersededAmongRecorded()]).toEqual([0, 2, 0, 2]);
+      // An ack that comes for a superseded seq after all changes nothing.
+      flight.onAck(ack(2), 0);
+      expect([flight.outstanding, flight.acked, flight.supersededAmongRecorded()]).toEqual([0, 2, 2]);
+      flight.stamp(4, 0);
+      flight.onAck(ack(4), 0);
+      expect([flight.outstanding, flight.acked, flight.supersededAmongRecorded()]).toEqual([0, 3, 2]);
+      // The last ack ended the recorded images: the transmitter's cost span closed there.
+      expect(flight.end).toBeDefined();
+    },
+  );
+
+  it('without the trait, a later ack settles nothing: an earlier image keeps its slot until its own ack', () => {
+    const { flight } = flightOf({ window: 4 });
+    flight.startRecording(0, undefined);
+    for (let seq = 0; seq < 3; seq++) flight.stamp(seq, 0);
+    flight.onAck(ack(2), 0);
+    expect([flight.outstanding, flight.acked, flight.supersededAmongRecorded()]).toEqual([2, 1, 0]);
   });
 
   it(

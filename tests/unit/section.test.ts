@@ -62,6 +62,48 @@ const take = (
 };
 
 describe('SectionRecorder', () => {
+  it(
+    'for a transport that supersedes images, counts an image missing below the highest that arrived as ' +
+      'superseded, and one missing above it as lost',
+    () => {
+      const images = collectingSink();
+      const recorder = new SectionRecorder(
+        { ...plan, imageCount: 6, window: 4, warmup: { mode: 'images', images: 0 } },
+        images.sink,
+        undefined,
+        true,
+      );
+      recorder.beginRecording(NO_WARMUP, 0n);
+      for (const seq of [0, 3, 4])
+        take(recorder, frame(seq, 1_000_000n * BigInt(seq + 1)), 1_000_000n * BigInt(seq + 2));
+      const result = recorder.result(null);
+      expect([result.okCount, result.supersededCount, result.lostCount, result.ok]).toEqual([3, 2, 1, false]);
+      expect(images.records.map((r) => r.status)).toEqual(['ok', 'superseded', 'superseded', 'ok', 'ok', 'lost']);
+      // MB/s and images/s count the delivered only.
+      expect(result.imagesPerSecond).toBeCloseTo((3 * 1000) / result.totalMs!, 9);
+    },
+  );
+
+  it('for a transport that supersedes images, a section whose missing images were all written over is ok', () => {
+    const recorder = new SectionRecorder(
+      { ...plan, imageCount: 4, warmup: { mode: 'images', images: 0 } },
+      undefined,
+      undefined,
+      true,
+    );
+    recorder.beginRecording(NO_WARMUP, 0n);
+    for (const seq of [1, 3]) take(recorder, frame(seq, 1_000_000n), 2_000_000n);
+    const result = recorder.result(null);
+    expect([result.okCount, result.supersededCount, result.lostCount, result.ok]).toEqual([2, 2, 0, true]);
+  });
+
+  it('for any other transport, the same gaps are lost', () => {
+    const recorder = unwarmed({ imageCount: 4 });
+    for (const seq of [1, 3]) take(recorder, frame(seq, 1_000_000n), 2_000_000n);
+    const result = recorder.result(null);
+    expect([result.okCount, result.supersededCount, result.lostCount, result.ok]).toEqual([2, 0, 2, false]);
+  });
+
   it('times each recorded image and the whole transport, skipping warm-up', () => {
     const images = collectingSink();
     const recorder = new SectionRecorder(plan, images.sink);
