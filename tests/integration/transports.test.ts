@@ -53,7 +53,8 @@ for (const transport of transports) {
     const supersedes = transport.traits.supersedesImages !== undefined;
     for (const c of cases) {
       const window = supersedes ? 1 : c.window;
-      it(`delivers ${c.name}${window === c.window ? '' : ' (at window 1)'} intact, in order, with positive times`, async () => {
+      const title = `delivers ${c.name}${window === c.window ? '' : ' (at window 1)'} intact, in order`;
+      it(`${title}, with positive times`, async () => {
         const images = Array.from({ length: c.count }, () => randomBytes(c.sizeBytes));
         const outcome = await transferThrough(transport, images, { window, url: url() });
         expect(outcome.rejects).toEqual([]);
