@@ -109,4 +109,6 @@ export interface CeilingPair {
   connect(options: CeilingConnectOptions): Promise<CeilingSender>;
   /** True when the sender side listens and the receiver side dials it (websocket-push). */
   senderListens?: boolean;
+  /** True for a latest-frame key: an image written over before it was read is never acknowledged (drive.ts). */
+  supersedes?: boolean;
 }

@@ -18,6 +18,11 @@ export interface DriveOptions {
   warmup: number;
   /** A run fails when no ack arrives for this long. */
   ackTimeoutMs: number;
+  /**
+   * A latest-frame key (the pair's `supersedes`): an ack for an image settles every earlier unacknowledged one as
+   * superseded, which frees its place in the window and counts in no figure.
+   */
+  supersedes?: boolean;
 }
 
 /** What one ceiling run measured. */
@@ -37,7 +42,10 @@ export interface CeilingFigures {
    * for the last arrival); null when the two sides share one process (runInProcess), which cannot split them.
    */
   receiverCpuMs: number | null;
+  /** Timed images delivered: all of them, less those superseded (written over before they were read). */
   count: number;
+  /** Timed images superseded; 0 or absent but for a latest-frame key at a window over 1. */
+  superseded?: number;
   imageBytes: number;
   window: number;
 }
@@ -66,8 +74,9 @@ export interface ReceiverReport {
  * ackTimeoutMs.
  */
 export async function drive(link: DrivenLink, options: DriveOptions): Promise<CeilingFigures> {
-  const { image, count, window } = options;
-  const { startNs, rttsNs, cpu } = await sendAll(link, options);
+  const { image, window } = options;
+  const { startNs, rttsNs, cpu, superseded } = await sendAll(link, options);
+  const count = options.count - superseded;
   const { lastArrivalNs, receiverCpuMs } = await link.receiverReport();
   if (lastArrivalNs === undefined || lastArrivalNs < startNs)
     throw new Error(
@@ -85,6 +94,7 @@ export async function drive(link: DrivenLink, options: DriveOptions): Promise<Ce
     senderCpuMs: (cpu.user + cpu.system) / 1000,
     receiverCpuMs,
     count,
+    superseded,
     imageBytes: image.length,
     window,
   };
@@ -95,6 +105,8 @@ interface Sent {
   startNs: bigint;
   rttsNs: number[];
   cpu: NodeJS.CpuUsage;
+  /** Timed images superseded. */
+  superseded: number;
 }
 
 /** Sends every image, warm-up drained before the first timed one; resolves at the last ack. */
@@ -105,7 +117,11 @@ function sendAll(link: DrivenLink, options: DriveOptions): Promise<Sent> {
   const rttsNs: number[] = [];
   return new Promise<Sent>((resolve, reject) => {
     let next = 0;
+    // Images acknowledged or superseded: done with.
     let acked = 0;
+    // Superseded settling: the lowest seq not yet done with (a key's reads come in order).
+    let lowestOpen = 0;
+    let superseded = 0;
     let startNs = 0n;
     let cpuStart = process.cpuUsage();
     let done = false;
@@ -141,9 +157,18 @@ function sendAll(link: DrivenLink, options: DriveOptions): Promise<Sent> {
       const at = process.hrtime.bigint();
       const sent = sentAt[seq];
       if (sent === undefined) return finish(new Error(`an ack for image ${seq}, which was never sent`));
+      if (options.supersedes) {
+        // Below the ack: written over before they were read, unless acknowledged already.
+        if (seq < lowestOpen) return;
+        for (; lowestOpen < seq; lowestOpen++) {
+          acked++;
+          if (lowestOpen >= warmup) superseded++;
+        }
+        lowestOpen = seq + 1;
+      }
       if (seq >= warmup) rttsNs.push(Number(at - sent));
       acked++;
-      if (acked === total) return finish(undefined, { startNs, rttsNs, cpu: process.cpuUsage(cpuStart) });
+      if (acked === total) return finish(undefined, { startNs, rttsNs, cpu: process.cpuUsage(cpuStart), superseded });
       arm();
       pump();
     };

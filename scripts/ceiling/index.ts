@@ -9,6 +9,7 @@ import { httpCeiling } from './http.js';
 import { natsJetstreamCeiling } from './nats-jetstream.js';
 import { mqttCeiling } from './mqtt.js';
 import { natsCeiling } from './nats.js';
+import { redisKvCeiling } from './redis-kv.js';
 import { redisListCeiling } from './redis-list.js';
 import { redisPubsubCeiling } from './redis-pubsub.js';
 import { redisCeiling } from './redis.js';
@@ -34,6 +35,7 @@ export const ceilings: readonly CeilingPair[] = [
   redisCeiling,
   redisListCeiling,
   redisPubsubCeiling,
+  redisKvCeiling,
   natsCeiling,
   natsJetstreamCeiling,
   mqttCeiling,

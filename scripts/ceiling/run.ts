@@ -91,7 +91,7 @@ export async function runSender(
     `${pair.transport} ceiling: the sender did not connect`,
   );
   try {
-    return await drive(link, run);
+    return await drive(link, { ...run, supersedes: pair.supersedes === true });
   } finally {
     await link.sender.close().catch(() => undefined);
   }

@@ -134,7 +134,10 @@ export interface TransmitterTally {
   rttFromDue: LatencyRecorder;
   /** Round trips by the second (since the first recorded stamp) their ack was processed in. */
   rttSeconds: SecondSeries | undefined;
-  /** Little's law over the recorded images: round trips summed, first stamp, last ack. */
+  /**
+   * Little's law over the recorded images: round trips summed (with, for a superseded image, its stamp to the ack that
+   * settled it: the time it held its place in the window), first stamp, last ack.
+   */
   rttSumNs: number;
   firstStampNs: bigint | undefined;
   lastAckNs: bigint | undefined;
@@ -340,13 +343,16 @@ export class Flight {
   }
 
   // `receiver` read `ackedSeq`: every earlier seq it has not acknowledged was written over before it could be read.
-  private settleSuperseded(ackedSeq: number, receiver: number, from: Int32Array): void {
+  private settleSuperseded(ackedSeq: number, receiver: number, from: Int32Array, processedNs: bigint): void {
     const bit = 1 << receiver;
     for (let seq = from[receiver]!; seq < ackedSeq; seq++) {
       const entry = this.entryOf(seq);
       if (entry === undefined || entry.done || (entry.ackedMask & bit) !== 0) continue;
       entry.supersededMask |= bit;
-      if (this.isRecorded(seq)) this.recordedSupersededPairs++;
+      if (this.isRecorded(seq)) {
+        this.recordedSupersededPairs++;
+        if (this.receivers === 1) this.tally.rttSumNs += Number(processedNs - entry.stampNs);
+      }
       this.maybeComplete(seq, entry);
     }
     if (ackedSeq + 1 > from[receiver]!) from[receiver] = ackedSeq + 1;
@@ -360,7 +366,7 @@ export class Flight {
     const entry = this.entryOf(seq);
     const bit = 1 << receiver;
     if (entry === undefined || (entry.ackedMask & bit) !== 0) return;
-    if (this.supersededFrom !== undefined) this.settleSuperseded(seq, receiver, this.supersededFrom);
+    if (this.supersededFrom !== undefined) this.settleSuperseded(seq, receiver, this.supersededFrom, processedNs);
     const ledger = this.ledgers?.[entry.client * this.receivers + receiver];
     const rttNs = Number(processedNs - entry.stampNs);
     if (ledger !== undefined) {

@@ -166,6 +166,7 @@ const NAMES_SLACK_BYTES: Readonly<Record<string, number>> = {
   redis: 32,
   'redis-list': 32,
   'redis-pubsub': 32,
+  'redis-kv': 32,
   nats: 32,
   'nats-jetstream': 32,
   mqtt: 32,

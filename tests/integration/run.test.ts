@@ -152,7 +152,8 @@ describe('a whole run in-process', () => {
       const images = await readImageRecords(outputDir, section, outcome.runFolder);
       expect(images.map((i) => i.image)).toEqual(Array.from({ length: imageCount }, (_, i) => i + 1));
       // output.log has a line for each image, once, written as it arrived.
-      expect(new Set(log[index]!.imageLines.map((line) => Number(/^Image (\d+) /.exec(line)?.[1])))).toEqual(
+      // A latest-frame key's superseded images have theirs too ("Image 7: superseded …").
+      expect(new Set(log[index]!.imageLines.map((line) => Number(/^Image (\d+)[ :]/.exec(line)?.[1])))).toEqual(
         new Set(images.map((i) => i.image)),
       );
       expect(log[index]!.imageLines).toHaveLength(imageCount);

@@ -110,3 +110,46 @@ describe('arrivalClock', () => {
     expect(laterMs).toBeLessThan(80 + 30);
   });
 });
+
+describe('drive, for a latest-frame key', () => {
+  it(
+    'settles every image below an ack as superseded: it frees the window, and MB/s and images/s count only the ' +
+      'delivered',
+    async () => {
+      // A key read once per burst: each ack is for the newest image sent so far, a timer after it.
+      let newest = -1;
+      let armed = false;
+      const sender: CeilingSender = {
+        send(seq) {
+          newest = seq;
+          if (armed) return;
+          armed = true;
+          setTimeout(() => {
+            armed = false;
+            link.acked(newest);
+          }, ACK_DELAY_MS);
+        },
+        close: async () => {},
+      };
+      const link: DrivenLink = {
+        sender,
+        acked: () => {},
+        failed: () => {},
+        receiverReport: async () => ({ lastArrivalNs: process.hrtime.bigint(), receiverCpuMs: null }),
+      };
+      const image = Buffer.alloc(1000);
+      const figures = await drive(link, {
+        image,
+        count: 40,
+        window: 8,
+        warmup: 0,
+        ackTimeoutMs: 1000,
+        supersedes: true,
+      });
+      expect(figures.superseded).toBeGreaterThan(0);
+      expect(figures.count + figures.superseded!).toBe(40);
+      expect(figures.imagesPerSecond).toBeCloseTo(figures.count / (figures.spanMs / 1000), 6);
+      expect(figures.MBps).toBeCloseTo((figures.count * image.length) / (figures.spanMs / 1000) / 1e6, 6);
+    },
+  );
+});
