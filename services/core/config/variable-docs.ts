@@ -283,11 +283,11 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
   },
   REDIS_URL: {
     meaning: [
-      '`redis://host:port` of the Redis both sides use (redis, redis-list, redis-pubsub); shown as',
+      '`redis://host:port` of the Redis both sides use (redis, redis-list, redis-pubsub, redis-kv); shown as',
       '`redis://***@host:port` in every output when it holds a user or password',
     ],
     help: [
-      'Redis both services use (redis, redis-list, redis-pubsub); empty with npm start: a private',
+      'Redis both services use (redis, redis-list, redis-pubsub, redis-kv); empty with npm start: a private',
       'redis-server from PATH (docker compose sets redis://redis:6379 itself). Every report shows it',
       'as redis://***@host:port when it holds a user or password; better keep the password apart:',
     ],
