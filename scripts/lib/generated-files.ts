@@ -98,10 +98,11 @@ function portDoc(t: Facts & { setting: { kind: 'port' } }): VariableDoc {
   return { meaning: [what], help: wrappedLines(`The receiver's ${what}.`), isPort: true };
 }
 
-/** The transports' settings: the ports, then each broker URL and its password variables. */
+/** The transports' settings: the ports, the socket directory, then each broker URL and its password variables. */
 function transportSettings(): string[] {
   return [
     ...portTransports().map((t) => t.setting.envVar),
+    ...new Set(facts().flatMap((t) => (t.setting.kind === 'socket' ? [t.setting.envVar] : []))),
     ...[...new Set(facts().flatMap((t) => (t.setting.kind === 'url' ? [t.setting.envVar] : [])))].flatMap((envVar) => {
       const { password, file } = passwordVariables(envVar);
       return [envVar, password, file];

@@ -1,9 +1,12 @@
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { freePort } from '../../services/shared/net.js';
 import { transports } from '../../services/transports/index.js';
 
 /**
  * CONTROL_PORT and every transport's port variable (from the transport table), each set to a free loopback port (with
- * its next ports free too, where it binds them).
+ * its next ports free too, where it binds them); and SOCKET_DIR, a fresh directory.
  */
 export async function freePortsEnv(): Promise<Record<string, string>> {
   const wanted: [string, number][] = [
@@ -14,5 +17,10 @@ export async function freePortsEnv(): Promise<Record<string, string>> {
   ];
   const env: Record<string, string> = {};
   for (const [name, consecutive] of wanted) env[name] = String(await freePort(consecutive));
+  // The same-host transports' socket files: a directory of their own (0700), as free as the ports.
+  for (const envVar of new Set(
+    transports.flatMap(({ deployment: { setting } }) => (setting.kind === 'socket' ? [setting.envVar] : [])),
+  ))
+    env[envVar] = await mkdtemp(path.join(os.tmpdir(), 'itb-sockets-'));
   return env;
 }

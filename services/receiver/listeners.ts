@@ -87,6 +87,7 @@ export class Listeners {
         bindHost: this.config.bindHost,
         port,
         url: this.config.urls[name],
+        socketPath: this.config.socketPaths[name],
         password: this.config.brokerPasswords[name],
         maxImageBytes: this.config.maxImageBytes,
         door: this.doorkeeper.door(name),

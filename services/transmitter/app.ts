@@ -115,6 +115,7 @@ export function buildTransmitter(
               bindHost: config.bindHost,
               ports: config.ports,
               urls: config.urls,
+              socketPaths: config.socketPaths,
               brokerPasswords: config.brokerPasswords,
               maxImageBytes: config.maxImageBytes,
               connectTimeoutMs: config.connectTimeoutMs,

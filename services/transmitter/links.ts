@@ -9,7 +9,10 @@ import type { Peer } from './peers.js';
 
 /** What every link of the run is opened with: the config's settings for links, the image's size and the log. */
 export interface LinkSettings
-  extends Pick<Config, 'bindHost' | 'ports' | 'urls' | 'brokerPasswords' | 'maxImageBytes' | 'connectTimeoutMs'> {
+  extends Pick<
+    Config,
+    'bindHost' | 'ports' | 'socketPaths' | 'urls' | 'brokerPasswords' | 'maxImageBytes' | 'connectTimeoutMs'
+  > {
   imageSizeBytes: number;
   log: Logger;
 }
@@ -38,6 +41,7 @@ export async function connectLinks(
         bindHost: settings.bindHost,
         port: portOf(transport, peer, settings.ports),
         url: settings.urls[transport.name],
+        socketPath: settings.socketPaths[transport.name],
         password: settings.brokerPasswords[transport.name],
         maxImageBytes: settings.maxImageBytes,
         connectTimeoutMs: settings.connectTimeoutMs,

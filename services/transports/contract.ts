@@ -33,6 +33,11 @@ export interface TransportEndpoint {
    */
   url: string | undefined;
   /**
+   * The transport's socket file, when its setting is a socket (SOCKET_DIR and the transport's file name): the receiver
+   * binds it, the transmitter connects to it; undefined otherwise.
+   */
+  socketPath?: string | undefined;
+  /**
    * The broker's password given apart from the URL (REDIS_PASSWORD, NATS_PASSWORD or their _FILE); undefined: none, or
    * in the URL.
    */

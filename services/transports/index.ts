@@ -14,8 +14,10 @@ import { redisListTransport } from './redis-list.js';
 import { redisPubsubTransport } from './redis-pubsub.js';
 import { redisTransport } from './redis.js';
 import { tcpTransport } from './tcp.js';
+import { unixTransport } from './unix.js';
 import { websocketPushTransport } from './websocket-push.js';
 import { websocketTransport } from './websocket.js';
+import { zeromqIpcTransport } from './zeromq-ipc.js';
 import { zeromqPubsubTransport } from './zeromq-pubsub.js';
 import { zeromqTransport } from './zeromq.js';
 
@@ -33,6 +35,7 @@ export const transports: readonly Transport[] = [
   grpcUnaryTransport,
   zeromqTransport,
   zeromqPubsubTransport,
+  zeromqIpcTransport,
   redisTransport,
   redisListTransport,
   redisPubsubTransport,
@@ -43,6 +46,7 @@ export const transports: readonly Transport[] = [
   amqpTransport,
   httpTransport,
   httpJsonTransport,
+  unixTransport,
   tcpTransport,
 ];
 

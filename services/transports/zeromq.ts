@@ -133,17 +133,21 @@ function openDealer(
   });
 }
 
-async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
-  const address = tcpAddress(options.host, options.port);
-  const where = address.slice('tcp://'.length);
+/** The transmitter's Dealer on `address` (tcp:// or ipc://); `label` names the transport in errors. */
+export async function connectDealer(
+  options: TransmitterOptions,
+  address: string,
+  label: string,
+): Promise<TransmitterLink> {
+  const where = address.slice(address.indexOf('://') + 3);
   // libzmq retries a refused connection itself, so one attempt spans the budget.
   const dealer = await connectWithin(
-    `ZeroMQ ${where}`,
+    `${label} ${where}`,
     options.connectTimeoutMs,
     (remainingMs) => openDealer(options.host, address, options.credential.text, remainingMs, options.log),
     (late) => late.close(),
   );
-  const guard = new LinkGuard(options.onFailure, `ZeroMQ link to ${where}`);
+  const guard = new LinkGuard(options.onFailure, `${label} link to ${where}`);
   options.log.debug({ address }, 'zeromq transmitter connected');
 
   const eventsDone = (async () => {
@@ -177,34 +181,47 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   });
 }
 
-async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
-  const address = tcpAddress(options.bindHost, options.port === 0 ? '*' : options.port);
+function connect(options: TransmitterOptions): Promise<TransmitterLink> {
+  return connectDealer(options, tcpAddress(options.host, options.port), 'ZeroMQ');
+}
+
+/**
+ * The receiver's Router bound to `address` (tcp:// or ipc://) for the transport named `transport`; `bound` runs once
+ * it is (an ipc:// socket file is restricted there) and `closed` once it is closed.
+ */
+export async function listenRouter(
+  options: ReceiverOptions,
+  address: string,
+  transport: string,
+  hooks: { bound?: () => Promise<void>; closed?: () => Promise<void> } = {},
+): Promise<ReceiverListener> {
   let closing = false;
-  const zap = await openZapDoor(options, 'zeromq');
+  const zap = await openZapDoor(options, transport);
   const router = createRouter(options.bindHost, options.maxImageBytes, options.idleTimeoutMs, zap.context);
 
   // The Router cannot tell a peer that closed from one libzmq dropped for a part over
   // maxMessageSize (both are a bare 'disconnect'); the transmitter sees the latter as a failure.
   const eventsDone = (async () => {
     for await (const event of router.events) {
-      if (event.type === 'accept') options.log.debug({ address: event.address }, 'zeromq receiver accepted a peer');
+      if (event.type === 'accept') options.log.debug({ address: event.address }, `${transport} receiver accepted a peer`);
       // A peer that does not even offer PLAIN never reaches the ZAP handler: count it here.
       else if (event.type === 'handshake:error:protocol' || event.type === 'handshake:error:other') {
         options.door.refuse(
-          `zeromq from a peer of ${event.address}`,
+          `${transport} from a peer of ${event.address || 'this host'}`,
           `handshake failed (${errorMessage(event.error)}): connection refused`,
         );
       } else if (event.type === 'disconnect') {
         options.log.info(
           { address: event.address },
-          'zeromq peer disconnected (closed, or dropped for a message part over MAX_IMAGE_SIZE)',
+          `${transport} peer disconnected (closed, or dropped for a message part over MAX_IMAGE_SIZE)`,
         );
       }
     }
-  })().catch((err: unknown) => options.log.debug({ err }, 'zeromq receiver event observer ended'));
+  })().catch((err: unknown) => options.log.debug({ err }, `${transport} receiver event observer ended`));
 
   try {
     await router.bind(address);
+    await hooks.bound?.();
   } catch (err) {
     closing = true;
     router.close();
@@ -214,16 +231,16 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       cause: err,
     });
   }
-  const port = boundPort(router, address);
-  options.log.debug({ endpoint: router.lastEndpoint }, 'zeromq receiver listening');
+  const port = address.startsWith('tcp://') ? boundPort(router, address) : 0;
+  options.log.debug({ endpoint: router.lastEndpoint }, `${transport} receiver listening`);
 
-  const gate = frameGate(options, 'zeromq');
+  const gate = frameGate(options, transport);
   // Acks go out through a queue of their own: the receive loop never waits on an ack send (one
   // pending send per socket), and acks keep their order.
   const acks = new SendQueue(
     (peer, ack) => router.send([peer, ack]),
     (err) => {
-      if (!closing) options.log.warn({ err }, 'zeromq ack not sent (peer gone, or not reading acks)');
+      if (!closing) options.log.warn({ err }, `${transport} ack not sent (peer gone, or not reading acks)`);
     },
   );
 
@@ -238,7 +255,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       if (ack !== undefined) acks.push(peer, encodeAck(ack));
     }
   })().catch((err: unknown) => {
-    if (!closing) options.log.error({ err }, 'zeromq receive loop ended');
+    if (!closing) options.log.error({ err }, `${transport} receive loop ended`);
   });
 
   return {
@@ -251,8 +268,13 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       router.close();
       zap.stop();
       await settlesWithin(Promise.all([receiveDone, eventsDone, zap.done]), CLOSE_SETTLE_MS);
+      await hooks.closed?.();
     }),
   };
+}
+
+function listen(options: ReceiverOptions): Promise<ReceiverListener> {
+  return listenRouter(options, tcpAddress(options.bindHost, options.port === 0 ? '*' : options.port), 'zeromq');
 }
 
 /** ZeroMQ (zeromq.js v6): Dealer → Router, multipart [header, image], acks on the same socket. */

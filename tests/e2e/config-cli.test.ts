@@ -87,6 +87,12 @@ const badValues: [variable: string, value: string, expected: string][] = [
             setting.schemes.map((scheme) => `${scheme}://`).join(' or ') +
             ` URL`,
         ];
+      if (setting.kind === 'socket')
+        return [
+          setting.envVar,
+          'sockets',
+          `${setting.envVar}="sockets": expected an absolute directory path of at most`,
+        ];
       const value = ['0', 'x', '-1', '65536'][i % 4]!;
       // A transport that binds the ports after its own too (zeromq-pubsub's acks) leaves room for them.
       const highest = (65_535 - (setting.nextPorts ?? 0)).toLocaleString('en-US');

@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { pino } from 'pino';
 import { sectionCredential, type SectionCredential } from '../../services/core/wire/auth.js';
 import { imageChecksum } from '../../services/core/wire/checksum.js';
@@ -146,7 +149,19 @@ export interface Pair {
   section: TestDoor;
   link: TransmitterLink;
   listener: ReceiverListener;
+  /** The listener's socket file, for a transport whose setting is a socket. */
+  socketPath: string | undefined;
   close(): Promise<void>;
+}
+
+/**
+ * For a transport whose setting is a socket: a path for its socket file in a directory of its own (0700, as
+ * SOCKET_DIR must be), so parallel tests never meet; undefined for the others.
+ */
+export function testSocketPath(transport: Transport): string | undefined {
+  const setting = transport.deployment.setting;
+  if (setting.kind !== 'socket') return undefined;
+  return path.join(mkdtempSync(path.join(os.tmpdir(), 'itb-sock-')), setting.fileName);
 }
 
 /** Options of {@link openPair}; limits may differ per side to test one side's bound. */
@@ -167,11 +182,13 @@ export async function openPair(transport: Transport, options: PairOptions = {}):
   const seen: PairSeen = { delivered: [], rejects: [], acks: [], failures: [] };
   const window = options.window ?? 64;
   const section = testDoor(transport.name, 7, 10_000, window);
+  const socketPath = testSocketPath(transport);
   const listener = await transport.listen({
     host: '127.0.0.1',
     bindHost: '127.0.0.1',
     port: 0,
     url: options.url,
+    socketPath,
     maxImageBytes: options.receiverMaxImageBytes ?? 64 * 1024 * 1024,
     log: testLog,
     door: section.door,
@@ -194,6 +211,7 @@ export async function openPair(transport: Transport, options: PairOptions = {}):
       bindHost: '127.0.0.1',
       port: listener.port,
       url: options.url,
+      socketPath,
       maxImageBytes: options.transmitterMaxImageBytes ?? 64 * 1024 * 1024,
       log: testLog,
       connectTimeoutMs: 5000,
@@ -216,6 +234,7 @@ export async function openPair(transport: Transport, options: PairOptions = {}):
     section,
     link,
     listener,
+    socketPath,
     async close() {
       await link.close();
       await listener.close();
@@ -265,11 +284,13 @@ export async function transferThrough(
   const maxImageBytes = options.maxImageBytes ?? 64 * 1024 * 1024;
   const outcome: TransferOutcome = { received: [], acks: [], rejects: [] };
   const section = testDoor(transport.name, sectionId, 10_000, options.window);
+  const socketPath = testSocketPath(transport);
   const listener = await transport.listen({
     host: '127.0.0.1',
     bindHost: '127.0.0.1',
     port: 0,
     url: options.url,
+    socketPath,
     maxImageBytes,
     log: testLog,
     door: section.door,
@@ -317,6 +338,7 @@ export async function transferThrough(
           bindHost: '127.0.0.1',
           port: listener.port,
           url: options.url,
+          socketPath,
           maxImageBytes,
           log: testLog,
           connectTimeoutMs: 5000,

@@ -1,3 +1,4 @@
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { parseConfig, type Config } from '../../services/core/config/config.js';
 import { buildReceiver, type ReceiverApp } from '../../services/receiver/app.js';
@@ -15,6 +16,8 @@ export function configFor(outputDir: string, env: Record<string, string>): Confi
       IMAGE_TIMEOUT_MS: '5000',
       CONNECT_TIMEOUT_MS: '5000',
       AUTH_TOKEN: TEST_AUTH_TOKEN,
+      // The same-host transports' socket files, beside this test's output: parallel tests never meet.
+      SOCKET_DIR: path.join(outputDir, 'sockets'),
       ...env,
     },
     transports,

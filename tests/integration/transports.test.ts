@@ -12,6 +12,7 @@ import {
   stampedHeader,
   testDoor,
   testLog,
+  testSocketPath,
   transferThrough,
 } from '../helpers/harness.js';
 
@@ -29,13 +30,22 @@ afterAll(async () => {
 });
 
 /** An endpoint where nothing answers: a closed loopback port, as a port or as a URL of the transport's scheme. */
-async function deadEndpoint(transport: Transport): Promise<{ port: number; url: string | undefined; where: string }> {
+async function deadEndpoint(
+  transport: Transport,
+): Promise<{ port: number; url: string | undefined; socketPath: string | undefined; where: string }> {
   const port = await freePort();
   const url =
     transport.deployment.setting.kind === 'url'
       ? `${transport.deployment.setting.schemes[0]}://127.0.0.1:${port}`
       : undefined;
-  return { port: transport.deployment.setting.kind === 'port' ? port : 0, url, where: `127.0.0.1:${port}` };
+  // A socket file nobody made: its directory exists, the file does not.
+  const socketPath = testSocketPath(transport);
+  return {
+    port: transport.deployment.setting.kind === 'port' ? port : 0,
+    url,
+    socketPath,
+    where: socketPath ?? `127.0.0.1:${port}`,
+  };
 }
 
 const cases = [
@@ -89,6 +99,7 @@ for (const transport of transports) {
           bindHost: '127.0.0.1',
           port: dead.port,
           url: dead.url,
+          socketPath: dead.socketPath,
           maxImageBytes: MIB,
           log: testLog,
           connectTimeoutMs: 600,
@@ -134,6 +145,7 @@ for (const transport of transports) {
           bindHost: '127.0.0.1',
           port: pair.listener.port,
           url: url(),
+          socketPath: pair.socketPath,
           maxImageBytes: MIB,
           log: testLog,
           connectTimeoutMs: 5000,
@@ -202,9 +214,10 @@ for (const transport of transports) {
       expect(healthy.seen.rejects).toEqual([]);
     }, 30_000);
 
-    if (transport.deployment.setting.kind === 'port') {
+    if (transport.deployment.setting.kind !== 'url') {
       it('connects to a receiver that starts listening after connect() began', async () => {
-        const port = await freePort();
+        const port = transport.deployment.setting.kind === 'port' ? await freePort() : 0;
+        const socketPath = testSocketPath(transport);
         const acks: number[] = [];
         const section = testDoor(transport.name);
         const linking = transport.connect({
@@ -212,6 +225,7 @@ for (const transport of transports) {
           bindHost: '127.0.0.1',
           port,
           url: undefined,
+          socketPath,
           maxImageBytes: MIB,
           log: testLog,
           connectTimeoutMs: 5000,
@@ -227,6 +241,7 @@ for (const transport of transports) {
           bindHost: '127.0.0.1',
           port,
           url: undefined,
+          socketPath,
           maxImageBytes: MIB,
           log: testLog,
           door: section.door,

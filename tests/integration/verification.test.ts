@@ -110,6 +110,7 @@ describe('a corrupt image, acknowledged before it is verified', () => {
           bindHost: '127.0.0.1',
           port: config.ports[transport.name] ?? 0,
           url: config.urls[transport.name],
+          socketPath: config.socketPaths[transport.name],
           maxImageBytes: config.maxImageBytes,
           log: testLog,
           connectTimeoutMs: 5000,

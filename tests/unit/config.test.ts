@@ -151,6 +151,7 @@ describe('parseConfig', () => {
         bindHost: '127.0.0.1',
         controlPort: 8080,
         ports: { websocket: 8081, tcp: 9000 },
+        socketPaths: {},
         urls: { redis: undefined },
         brokerPasswords: { redis: undefined },
         outputDir: './output',
@@ -802,6 +803,62 @@ describe('publicConfig on an announced config', () => {
       });
     },
   );
+});
+
+describe("parseConfig: SOCKET_DIR, the same-host transports' directory", () => {
+  const withSockets: TransportSpec[] = [
+    ...specs,
+    {
+      name: 'unix',
+      deployment: { setting: { kind: 'socket', envVar: 'SOCKET_DIR', fileName: 'unix.sock' }, defaultRun: false },
+      traits: {},
+    },
+    {
+      name: 'zeromq-ipc',
+      deployment: { setting: { kind: 'socket', envVar: 'SOCKET_DIR', fileName: 'zeromq-ipc.sock' }, defaultRun: false },
+      traits: {},
+    },
+  ];
+  const parsed = (env: Record<string, string>) => parseConfig(env, withSockets);
+
+  it('puts each socket file in SOCKET_DIR, /tmp/itb-sockets by default, normalised', () => {
+    const byDefault = parsed({});
+    expect(byDefault.ok && byDefault.config.socketPaths).toEqual({
+      unix: '/tmp/itb-sockets/unix.sock',
+      'zeromq-ipc': '/tmp/itb-sockets/zeromq-ipc.sock',
+    });
+    const given = parsed({ SOCKET_DIR: '/run//itb/' });
+    expect(given.ok && given.config.socketPaths.unix).toBe('/run/itb/unix.sock');
+  });
+
+  it('refuses a relative directory and one too long for its longest socket file, saying how long it may be', () => {
+    // 107 bytes a socket path may have, less "/zeromq-ipc.sock" (16): 91.
+    const allowed =
+      'an absolute directory path of at most 91 bytes (its socket files, e.g. zeromq-ipc.sock, must fit the 107 ' +
+      'bytes a Unix-domain socket path may have)';
+    const longest = `/${'d'.repeat(90)}`;
+    expect(parsed({ SOCKET_DIR: longest }).ok).toBe(true);
+    for (const value of ['sockets', `${longest}x`]) {
+      const result = parsed({ SOCKET_DIR: value });
+      expect(result.ok ? [] : result.issues).toEqual([{ variable: 'SOCKET_DIR', value, allowed }]);
+    }
+  });
+
+  it('refuses a same-host transport under a shaped link: the shaping never reaches its socket', () => {
+    const result = parseConfig({ TRANSPORTS: 'tcp,unix', NETWORK_RATE: '100mbit' }, withSockets, { shapesLink: true });
+    expect(result.ok ? [] : result.issues).toEqual([
+      {
+        variable: 'TRANSPORTS',
+        value: 'tcp,unix',
+        allowed:
+          'transports a shaped link can carry: unix goes through a socket file on this host, never the network ' +
+          'NETWORK_RATE, NETWORK_DELAY or NETWORK_LOSS shape (leave them out, or the shaping)',
+      },
+    ]);
+    expect(parseConfig({ TRANSPORTS: 'tcp', NETWORK_RATE: '100mbit' }, withSockets, { shapesLink: true }).ok).toBe(
+      true,
+    );
+  });
 });
 
 describe('parseConfig: a bad variable never hides one that depends on it', () => {

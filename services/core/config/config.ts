@@ -16,6 +16,7 @@ import {
   type NetworkShaping,
 } from './link.js';
 import { REDACTED, redactUrl, urlCredentials } from './redact.js';
+import { DEFAULT_SOCKET_DIR, parseSocketDir, socketDirAllowed, socketPathIn } from './socket-dir.js';
 import { MAX_RATE_PER_SECOND } from '../model/schedule.js';
 import { MAX_FIXED_WARMUP_IMAGES } from '../model/warmup.js';
 
@@ -32,7 +33,13 @@ import { MAX_FIXED_WARMUP_IMAGES } from '../model/warmup.js';
  */
 export type TransportSetting =
   | { kind: 'port'; envVar: string; defaultPort: number; nextPorts?: number; description?: string }
-  | { kind: 'url'; envVar: string; schemes: readonly string[]; example: string };
+  | { kind: 'url'; envVar: string; schemes: readonly string[]; example: string }
+  | {
+      /** A socket file `fileName` in the directory `envVar` names, which both services share (same host only). */
+      kind: 'socket';
+      envVar: string;
+      fileName: string;
+    };
 
 /** What the config needs to know about a transport: its name and its setting. */
 export interface TransportSpec {
@@ -113,6 +120,8 @@ export interface Config {
   controlPort: number;
   /** Port of every transport whose setting is a port, by transport name. */
   ports: Readonly<Record<string, number>>;
+  /** Socket file of every transport whose setting is a socket (SOCKET_DIR and its file name), by transport name. */
+  socketPaths: Readonly<Record<string, string>>;
   /**
    * URL of every transport whose setting is a URL, by transport name; undefined when unset. May hold a user and
    * password: reports show it through redactUrl().
@@ -261,6 +270,24 @@ function size(fallback: number | undefined, mostBytes = Infinity) {
   );
 }
 
+/** A directory for socket files up to `longestFileName`; DEFAULT_SOCKET_DIR by default. */
+function socketDir(longestFileName: string) {
+  return variable<string>(
+    socketDirAllowed(longestFileName),
+    (raw) => parseSocketDir(raw, longestFileName),
+    DEFAULT_SOCKET_DIR,
+  );
+}
+
+/** The longest socket file name of the transports whose setting is the directory `envVar`. */
+function longestSocketFile(specs: readonly TransportSpec[], envVar: string): string {
+  return specs
+    .flatMap(({ deployment: { setting } }) =>
+      setting.kind === 'socket' && setting.envVar === envVar ? [setting.fileName] : [],
+    )
+    .reduce((longest, name) => (Buffer.byteLength(name) > Buffer.byteLength(longest) ? name : longest), '');
+}
+
 /** A URL with one of `schemes`; unset by default. */
 function url(schemes: readonly string[], example: string) {
   return variable<string | undefined>(
@@ -298,7 +325,9 @@ function schemaFor(specs: readonly TransportSpec[]) {
           setting.envVar,
           setting.kind === 'port'
             ? wholeNumber(1, 65535 - (setting.nextPorts ?? 0), setting.defaultPort)
-            : url(setting.schemes, setting.example),
+            : setting.kind === 'url'
+              ? url(setting.schemes, setting.example)
+              : socketDir(longestSocketFile(specs, setting.envVar)),
         ] as const,
     ),
   );
@@ -591,6 +620,19 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
       });
     }
   }
+  // A same-host socket never crosses the network the shaping applies to: its figures would pass for a shaped link's.
+  const unshapeable = ((v.TRANSPORTS as string[] | undefined) ?? []).filter(
+    (name) => specs.find((s) => s.name === name)?.deployment.setting.kind === 'socket',
+  );
+  if (isShaped(network) && unshapeable.length > 0)
+    issues.push({
+      variable: 'TRANSPORTS',
+      value: env.TRANSPORTS,
+      allowed:
+        `transports a shaped link can carry: ${unshapeable.join(' and ')} ` +
+        `${unshapeable.length === 1 ? 'goes' : 'go'} through a socket file on this host, ` +
+        'never the network NETWORK_RATE, NETWORK_DELAY or NETWORK_LOSS shape (leave them out, or the shaping)',
+    });
   const receiverHost = (v.RECEIVER_HOST as string | undefined) ?? '127.0.0.1';
   const link =
     appliedLink ??
@@ -598,6 +640,7 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
       ? 'loopback, not shaped'
       : `the network to ${receiverHost}, not shaped by image-transfer-bench`);
   const ports: Record<string, number> = {};
+  const socketPaths: Record<string, string> = {};
   const urls: Record<string, string | undefined> = {};
   const brokerPasswords: Record<string, string | undefined> = {};
   // A bad port variable's default stands in for it, taken first, so a port set to it is named.
@@ -622,6 +665,10 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
     if (setting.kind === 'url') {
       urls[name] = v[setting.envVar] as string | undefined;
       brokerPasswords[name] = passwordsByUrlVar.get(setting.envVar);
+      continue;
+    }
+    if (setting.kind === 'socket') {
+      socketPaths[name] = socketPathIn(v[setting.envVar] as string, setting.fileName);
       continue;
     }
     const port = v[setting.envVar] as number;
@@ -669,6 +716,7 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
       bindHost: (v.BIND_HOST as string | undefined) ?? '127.0.0.1',
       controlPort: v.CONTROL_PORT as number,
       ports: Object.freeze(ports),
+      socketPaths: Object.freeze(socketPaths),
       urls: Object.freeze(urls),
       brokerPasswords: Object.freeze(brokerPasswords),
       outputDir: (v.OUTPUT_DIR as string | undefined) ?? './output',

@@ -281,6 +281,17 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
     help: ["The receiver's HTTP control endpoint; docker compose publishes it on 127.0.0.1."],
     isPort: true,
   },
+  SOCKET_DIR: {
+    meaning: [
+      'directory of the same-host transports\' socket files (unix: `unix.sock`, zeromq-ipc: `zeromq-ipc.sock`),',
+      'which both services must share: the receiver creates it 0700 if missing and refuses one others can write',
+    ],
+    help: [
+      "Directory of the same-host transports' socket files (unix, zeromq-ipc); both services must",
+      'see the same one (docker compose mounts a volume only the two share at /app/sockets). The',
+      'receiver creates it 0700 when missing and refuses one that is not its own or others can write.',
+    ],
+  },
   REDIS_URL: {
     meaning: [
       '`redis://host:port` of the Redis both sides use (redis, redis-list, redis-pubsub, redis-kv); shown as',
