@@ -28,7 +28,10 @@ COPY assets ./assets
 # The receiver writes output.log here; docker-compose.yml bind-mounts ./output over it. It keeps
 # the shared secret in /app/auth when AUTH_TOKEN is unset: a new named volume mounted there takes
 # this directory's owner, so the node user can write it.
-RUN mkdir -p /app/output /app/auth && chown node:node /app/output /app/auth
+# The same for /app/sockets, the same-host transports' socket files (0700: the receiver refuses a
+# directory others can write).
+RUN mkdir -p /app/output /app/auth /app/sockets && chown node:node /app/output /app/auth /app/sockets \
+  && chmod 0700 /app/sockets
 # The entrypoint starts as root only to pick the user: the owner of the service's data directory
 # (RUN_AS_OWNER_OF, /app/output unless docker-compose.yml says otherwise), so a bind mount works
 # for any host user; see scripts/docker/entrypoint.sh.

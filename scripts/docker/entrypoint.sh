@@ -6,7 +6,7 @@
 #   and the service runs as that uid and gid;
 # - a directory Docker made for a missing bind-mount source is root's: it is handed to the image's
 #   node user (uid 1000) and the service runs as node.
-# ALSO_OWN lists directories inside the container (the secret's volume) handed to the same user.
+# ALSO_OWN lists directories inside the container (the secret's and the sockets' volumes) handed to the same user.
 # Without RUN_AS_OWNER_OF, or when started as another user than root, the command runs as it is.
 # With NETWORK_RATE, NETWORK_DELAY or NETWORK_LOSS (docker-compose.shaped.yml, which adds
 # NET_ADMIN), tc first shapes this container's egress, as root, and the service learns what was

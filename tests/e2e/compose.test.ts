@@ -88,7 +88,8 @@ function configOf(environment: Record<string, string> | undefined): Config {
 /** A config without what the compose file fixes for its own network and volumes instead of taking from .env. */
 function withoutNetworkVariables(config: Config): Partial<Config> {
   // The link in words follows RECEIVER_HOST (compose: the receiver service), not a default of its own.
-  const { receiverHost: _r, urls: _u, bindHost: _b, outputDir: _o, authTokenFile: _a, link: _l, ...rest } = config;
+  const { receiverHost: _r, urls: _u, bindHost: _b, outputDir: _o, authTokenFile: _a, link: _l, socketPaths: _s, ...rest } =
+    config;
   return rest;
 }
 
@@ -204,7 +205,8 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     // Both run as the owner of ./output (the transmitter mounts it read-only only to know it), so
     // a fresh clone needs no mkdir or chmod and the receiver's secret file is the transmitter's too.
     expect(receiver.environment?.RUN_AS_OWNER_OF).toBe(receiverConfig.outputDir);
-    expect(receiver.environment?.ALSO_OWN).toBe(path.posix.dirname(receiverConfig.authTokenFile));
+    const socketDir = path.posix.dirname(receiverConfig.socketPaths.unix!);
+    expect(receiver.environment?.ALSO_OWN).toBe(`${path.posix.dirname(receiverConfig.authTokenFile)} ${socketDir}`);
     const brokerHealthy = Object.fromEntries(brokerServices.map((name) => [name, { condition: 'service_healthy' }]));
     expect(receiver.depends_on).toEqual(brokerHealthy);
     expect(receiver.restart).toBe('on-failure');
@@ -234,7 +236,12 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     expect(receiver.volumes).toContain(`auth:${secretDir}:rw`);
     // nocopy: the transmitter's mount must not reset the owner the receiver gave the volume.
     expect(transmitter.volumes).toContain(`auth:${secretDir}:ro,nocopy`);
-    expect(Object.keys(compose.volumes ?? {})).toEqual(['auth']);
+    // The same-host transports' socket files go through a volume only the two services mount, at one path in both;
+    // the transmitter's connect needs write permission on the socket file.
+    expect(transmitterConfig.socketPaths).toEqual(receiverConfig.socketPaths);
+    expect(receiver.volumes).toContain(`sockets:${socketDir}:rw`);
+    expect(transmitter.volumes).toContain(`sockets:${socketDir}:nocopy`);
+    expect(Object.keys(compose.volumes ?? {})).toEqual(['auth', 'sockets']);
     expect(service(compose, 'redis').volumes ?? []).toEqual([]);
   }, 30_000);
 });
