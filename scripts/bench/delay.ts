@@ -43,11 +43,12 @@ const RECEIVER_HOST = '127.0.0.1';
 const TARGET = { transport: 'grpc-connect', sizeBytes: ASSET_BYTES, slackMs: 0.5 };
 
 /**
- * Why `transport` cannot run behind the relays (a URL setting, a receiver that dials, a second port); undefined: it
- * can.
+ * Why `transport` cannot run behind the relays (a URL or socket setting, a receiver that dials, a second port);
+ * undefined: it can.
  */
 export function relayProblem(transport: Transport): string | undefined {
   const { setting } = transport.deployment;
+  if (setting.kind === 'socket') return `${transport.name} goes through a socket file on this host, not a port`;
   if (setting.kind !== 'port') return `${transport.name} goes through a server at ${setting.envVar}`;
   if (transport.traits.receiverDials) return `${transport.name}'s receiver dials the transmitter`;
   if ((setting.nextPorts ?? 0) > 0) return `${transport.name} listens on ports after ${setting.envVar} too`;
