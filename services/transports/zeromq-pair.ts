@@ -20,11 +20,11 @@ import {
 // 12-byte message the other way, on the same socket and connection. Everything else is zeromq.ts's
 // (kit/zeromq.ts): PLAIN with the section's credential checked by the ZAP door during the
 // handshake, the high-water marks, the per-part limit, heartbeats, the handshake bound.
-// - One peer only. A PAIR socket has one pipe: libzmq terminates the pipe of any later connection
-//   while the first one lasts, so that peer completes its handshake but nothing it sends is read,
-//   and it reads nothing back (its sends queue until its high-water mark, then wait). Before that,
-//   the door refuses it anyway: the section admits CLIENTS × 1 connections and ZAP keeps a pass
-//   until the section ends. Hence maxClients and maxReceivers of 1 below.
+// - One peer only. The door refuses a second transmitter first: the section admits CLIENTS × 1
+//   connections and ZAP keeps a pass until the section ends. And were one let in, a PAIR socket has
+//   one pipe: libzmq terminates the pipe of any later connection while the first one lasts, so that
+//   peer completes its handshake, but nothing it sends is delivered and no ack reaches it (seen in
+//   zeromq-pair.test.ts), with no error on either side. Hence maxClients and maxReceivers of 1.
 // - No reconnection by another peer during a link: only once the first peer's connection is gone
 //   (its transmitter closed, or heartbeats dropped it) does the PAIR take a new one, which is how
 //   the next section's link gets in. The transmitter fails its link on a disconnect rather than let
