@@ -16,6 +16,7 @@ import { redisTransport } from './redis.js';
 import { tcpTransport } from './tcp.js';
 import { websocketPushTransport } from './websocket-push.js';
 import { websocketTransport } from './websocket.js';
+import { zeromqPairTransport } from './zeromq-pair.js';
 import { zeromqPubsubTransport } from './zeromq-pubsub.js';
 import { zeromqTransport } from './zeromq.js';
 
@@ -33,6 +34,7 @@ export const transports: readonly Transport[] = [
   grpcUnaryTransport,
   zeromqTransport,
   zeromqPubsubTransport,
+  zeromqPairTransport,
   redisTransport,
   redisListTransport,
   redisPubsubTransport,
