@@ -16,6 +16,7 @@ import { redisCeiling } from './redis.js';
 import { tcpCeiling } from './tcp.js';
 import { websocketPushCeiling } from './websocket-push.js';
 import { websocketCeiling } from './websocket.js';
+import { zeromqPairCeiling } from './zeromq-pair.js';
 import { zeromqPubsubCeiling } from './zeromq-pubsub.js';
 import { zeromqCeiling } from './zeromq.js';
 
@@ -32,6 +33,7 @@ export const ceilings: readonly CeilingPair[] = [
   grpcUnaryCeiling,
   zeromqCeiling,
   zeromqPubsubCeiling,
+  zeromqPairCeiling,
   redisCeiling,
   redisListCeiling,
   redisPubsubCeiling,

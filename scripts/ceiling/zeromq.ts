@@ -1,6 +1,15 @@
-import type { Dealer, Router, Socket } from 'zeromq';
+import type { Dealer, Pair, Router, Socket } from 'zeromq';
 import { settlesWithin } from '../../services/shared/waits.js';
-import { ackSeq, CEILING_HEADER_BYTES, ceilingAck, headerSeq, type CeilingPair } from './contract.js';
+import {
+  ackSeq,
+  CEILING_HEADER_BYTES,
+  ceilingAck,
+  headerSeq,
+  type CeilingConnectOptions,
+  type CeilingPair,
+  type CeilingReceiveOptions,
+  type CeilingSender,
+} from './contract.js';
 
 // zeromq.js v6, as the zeromq transport: a Dealer connects to a Router; each image is one
 // two-part message [header, image], the Router sees [peer id, header, image] and answers
@@ -95,6 +104,64 @@ export function zeromqHandshake(socket: Socket, what: string, onFailure: (reason
   });
 }
 
+/** Options of a receiver socket that reads [header, image] and answers acks on the same socket. */
+export function zeromqReceiverOptions(options: CeilingReceiveOptions, context: import('zeromq').Context) {
+  return {
+    context,
+    sendHighWaterMark: ZEROMQ_HIGH_WATER_MARK,
+    receiveHighWaterMark: ZEROMQ_HIGH_WATER_MARK,
+    // Raised to the largest part, the image (the header is a part of its own).
+    maxMessageSize: Math.max(options.maxImageBytes + CEILING_HEADER_BYTES, ZEROMQ_PART_FLOOR_BYTES),
+    linger: 0,
+    ipv6: options.bindHost.includes(':'),
+  };
+}
+
+/** Options of a sender socket that dials one receiver and reads acks back on the same socket. */
+export function zeromqSenderOptions(options: CeilingConnectOptions) {
+  return {
+    sendHighWaterMark: ZEROMQ_HIGH_WATER_MARK,
+    receiveHighWaterMark: ZEROMQ_HIGH_WATER_MARK,
+    // Queue only to a connection whose handshake is done.
+    immediate: true,
+    linger: 0,
+    ipv6: options.host.includes(':'),
+  };
+}
+
+/**
+ * The sender side over `socket` (a Dealer or a PAIR): connects it, waits for the handshake, reads
+ * one-part acks and sends [header, image] one at a time.
+ */
+export async function zeromqSender(
+  socket: Dealer | Pair,
+  options: CeilingConnectOptions,
+  transport: string,
+): Promise<CeilingSender> {
+  let closing = false;
+  const fail = (reason: string): void => {
+    if (!closing) options.onFailure(`${transport}: ${reason}`);
+  };
+  const address = zeromqAddress(options.host, options.port);
+  const shaken = zeromqHandshake(socket, address, fail);
+  socket.connect(address);
+  await shaken;
+  const acking = (async () => {
+    for await (const [ack] of socket) options.onAck(ackSeq(ack!));
+  })().catch((err: unknown) => fail(`ack loop ended: ${err instanceof Error ? err.message : String(err)}`));
+  const send = zeromqSendChain(socket, fail);
+  return {
+    send(_seq, header, image) {
+      send(header, image);
+    },
+    async close() {
+      closing = true;
+      socket.close();
+      await settlesWithin(acking, CLOSE_SETTLE_MS);
+    },
+  };
+}
+
 /** The zeromq transport's ceiling: Dealer → Router, [header, image] out, [peer id, ack] back. */
 export const zeromqCeiling: CeilingPair = {
   transport: 'zeromq',
@@ -102,15 +169,9 @@ export const zeromqCeiling: CeilingPair = {
   async receive(options) {
     const { Context, Router } = await zeromqModule();
     const router: Router = new Router({
-      context: new Context(),
-      sendHighWaterMark: ZEROMQ_HIGH_WATER_MARK,
-      receiveHighWaterMark: ZEROMQ_HIGH_WATER_MARK,
-      // Raised to the largest part, the image (the header is a part of its own).
-      maxMessageSize: Math.max(options.maxImageBytes + CEILING_HEADER_BYTES, ZEROMQ_PART_FLOOR_BYTES),
+      ...zeromqReceiverOptions(options, new Context()),
       // Wait at a full ack pipe rather than drop the ack.
       mandatory: true,
-      linger: 0,
-      ipv6: options.bindHost.includes(':'),
     });
     const address = zeromqAddress(options.bindHost, options.port === 0 ? '*' : options.port);
     try {
@@ -140,34 +201,6 @@ export const zeromqCeiling: CeilingPair = {
   },
   async connect(options) {
     const { Dealer } = await zeromqModule();
-    const dealer: Dealer = new Dealer({
-      sendHighWaterMark: ZEROMQ_HIGH_WATER_MARK,
-      receiveHighWaterMark: ZEROMQ_HIGH_WATER_MARK,
-      // Queue only to a connection whose handshake is done.
-      immediate: true,
-      linger: 0,
-      ipv6: options.host.includes(':'),
-    });
-    let closing = false;
-    const fail = (reason: string): void => {
-      if (!closing) options.onFailure(`zeromq: ${reason}`);
-    };
-    const shaken = zeromqHandshake(dealer, zeromqAddress(options.host, options.port), fail);
-    dealer.connect(zeromqAddress(options.host, options.port));
-    await shaken;
-    const acking = (async () => {
-      for await (const [ack] of dealer) options.onAck(ackSeq(ack!));
-    })().catch((err: unknown) => fail(`ack loop ended: ${err instanceof Error ? err.message : String(err)}`));
-    const send = zeromqSendChain(dealer, fail);
-    return {
-      send(_seq, header, image) {
-        send(header, image);
-      },
-      async close() {
-        closing = true;
-        dealer.close();
-        await settlesWithin(acking, CLOSE_SETTLE_MS);
-      },
-    };
+    return zeromqSender(new Dealer(zeromqSenderOptions(options)), options, 'zeromq');
   },
 };

@@ -72,8 +72,8 @@ export function parseCeilingLine(text: string): CeilingFigures {
     // Null when the run could not split the receiving side's CPU from the sending side's (one process).
     receiverCpuMs: found.receiverCpuMs === null ? null : figure('receiverCpuMs', true),
     count: figure('count'),
-    // Absent from a runner that predates it: nothing superseded.
-    superseded: found.superseded === undefined ? 0 : figure('superseded'),
+    // Absent from a runner that predates it, or for a pair that supersedes nothing.
+    ...(found.superseded === undefined ? {} : { superseded: figure('superseded') }),
     imageBytes: figure('imageBytes'),
     window: figure('window'),
     spanMs: figure('spanMs'),

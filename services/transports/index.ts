@@ -18,6 +18,7 @@ import { unixTransport } from './unix.js';
 import { websocketPushTransport } from './websocket-push.js';
 import { websocketTransport } from './websocket.js';
 import { zeromqIpcTransport } from './zeromq-ipc.js';
+import { zeromqPairTransport } from './zeromq-pair.js';
 import { zeromqPubsubTransport } from './zeromq-pubsub.js';
 import { zeromqTransport } from './zeromq.js';
 
@@ -35,6 +36,7 @@ export const transports: readonly Transport[] = [
   grpcUnaryTransport,
   zeromqTransport,
   zeromqPubsubTransport,
+  zeromqPairTransport,
   zeromqIpcTransport,
   redisTransport,
   redisListTransport,

@@ -1,7 +1,7 @@
 import type { ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
 import { prepareSocketFile, removeSocketFile, requireSocketPath, restrictSocketFile } from './kit/socket-file.js';
-import { zeromqLibrary } from './kit/zeromq.js';
-import { connectDealer, listenRouter } from './zeromq.js';
+import { connectOneSocket, zeromqLibrary } from './kit/zeromq.js';
+import { createDealer, listenRouter } from './zeromq.js';
 
 // The zeromq transport (Dealer → Router, [header, image], acks on the same socket pair, PLAIN
 // checked by the ZAP door) over ipc://, a Unix-domain socket in SOCKET_DIR, which both services
@@ -10,7 +10,8 @@ import { connectDealer, listenRouter } from './zeromq.js';
 // makes the file 0600 once bound.
 
 function connect(options: TransmitterOptions): Promise<TransmitterLink> {
-  return connectDealer(options, `ipc://${requireSocketPath(options, 'zeromq-ipc')}`, 'ZeroMQ ipc');
+  const address = `ipc://${requireSocketPath(options, 'zeromq-ipc')}`;
+  return connectOneSocket(options, createDealer, 'ZeroMQ ipc', 'zeromq-ipc', address);
 }
 
 async function listen(options: ReceiverOptions): Promise<ReceiverListener> {

@@ -1,11 +1,9 @@
 import type { Context, Pull, Push, Subscriber, XPublisher, Socket } from 'zeromq';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import { ACK_BYTES, decodeAck, encodeAck } from '../core/wire/frame.js';
 import { once } from '../shared/once.js';
 import { settlesWithin } from '../shared/waits.js';
 import type { ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from './contract.js';
 import { connectWithin } from './kit/connect.js';
-import { frameGate } from './kit/gate.js';
 import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue } from './kit/send-queue.js';
 import {
@@ -17,8 +15,10 @@ import {
   PART_LIMIT_FLOOR_BYTES,
   PLAIN_USERNAME,
   openZapDoor,
+  readAcks,
   tcpAddress,
-  ZAP_DOMAIN,
+  zapServerOptions,
+  serveFrames,
   zeromqLibrary,
 } from './kit/zeromq.js';
 
@@ -50,8 +50,6 @@ const ACK_PORT_OFFSET = 1;
 const SUBSCRIBE_ALL = Buffer.from([1]);
 /** With port 0, times the receiver picks another port when the next one is taken. */
 const PORT_PICK_ATTEMPTS = 5;
-/** SendQueue hands over two parts; an ack is one message of one part, and this fills the other slot. */
-const UNUSED_PART = Buffer.alloc(0);
 
 /**
  * The XPUB's send mark: twice the common one. libzmq credits a writer for what its reader took
@@ -95,20 +93,6 @@ export function createAckPull(host: string, credentialText: string): Pull {
   });
 }
 
-/** Options both receiver sockets share: ZAP through the door, bounded handshakes, heartbeats. */
-function serverOptions(bindHost: string, idleTimeoutMs: number, context: Context | undefined) {
-  return {
-    ...(context === undefined ? {} : { context }),
-    plainServer: true,
-    zapDomain: ZAP_DOMAIN,
-    handshakeInterval: idleTimeoutMs,
-    // A PING every half of the bound, and a peer that sends nothing in the next half is dropped.
-    heartbeatInterval: Math.ceil(idleTimeoutMs / 2),
-    heartbeatTimeout: Math.ceil(idleTimeoutMs / 2),
-    ipv6: bindHost.includes(':'),
-  };
-}
-
 /**
  * Creates the receiver's image socket, subscribed to everything, with the options listen() uses; exported for tests.
  */
@@ -119,7 +103,7 @@ export function createSubscriber(
   context?: Context,
 ): Subscriber {
   const subscriber = new (zeromqLibrary().Subscriber)({
-    ...serverOptions(bindHost, idleTimeoutMs, context),
+    ...zapServerOptions(bindHost, idleTimeoutMs, context),
     // (zeromq.js has no send mark for a SUB: what it sends is its one subscription.)
     receiveHighWaterMark: HIGH_WATER_MARK_MESSAGES,
     // libzmq checks each part's announced length before allocating it and drops the peer when it
@@ -136,7 +120,7 @@ export function createSubscriber(
 /** Creates the receiver's ack socket with the options listen() uses; exported for tests. */
 export function createAckPush(bindHost: string, idleTimeoutMs = 10_000, context?: Context): Push {
   return new (zeromqLibrary().Push)({
-    ...serverOptions(bindHost, idleTimeoutMs, context),
+    ...zapServerOptions(bindHost, idleTimeoutMs, context),
     sendHighWaterMark: HIGH_WATER_MARK_MESSAGES,
     // The transmitter sends nothing on this connection but ZMTP commands.
     maxMessageSize: PART_LIMIT_FLOOR_BYTES,
@@ -295,16 +279,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
     }
   })().catch((err: unknown) => options.log.debug({ err }, 'zeromq-pubsub subscription loop ended'));
 
-  const acksDone = (async () => {
-    for await (const parts of acks) {
-      const [part] = parts;
-      if (parts.length !== 1 || part === undefined || part.length !== ACK_BYTES) {
-        guard.failWith(`malformed ack (${parts.length} parts, first of ${part?.length ?? 0} bytes)`);
-        continue;
-      }
-      guard.ack(options.onAck, decodeAck(part));
-    }
-  })().catch((err: unknown) => guard.failWith(`ack loop ended: ${errorMessage(err)}`, err));
+  const acksDone = readAcks(acks, guard, options.onAck);
 
   // zeromq v6 allows one pending send per socket: the queue hands over the next frame only once
   // the previous send resolved. Parts over 128 bytes (every image but the tiniest) go zero-copy:
@@ -382,7 +357,6 @@ async function bindBoth(subscriber: Subscriber, ackPush: Push, options: Receiver
 }
 
 async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
-  let closing = false;
   const zap = await openZapDoor(options, 'zeromq-pubsub');
   const subscriber = createSubscriber(options.bindHost, options.maxImageBytes, options.idleTimeoutMs, zap.context);
   const ackPush = createAckPush(options.bindHost, options.idleTimeoutMs, zap.context);
@@ -392,7 +366,6 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   try {
     port = await bindBoth(subscriber, ackPush, options);
   } catch (err) {
-    closing = true;
     subscriber.close();
     ackPush.close();
     zap.stop();
@@ -404,45 +377,19 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     'zeromq-pubsub receiver listening',
   );
 
-  const gate = frameGate(options, 'zeromq-pubsub');
-  // Acks go out through a queue of their own: the receive loop never waits on an ack send (one
-  // pending send per socket), and acks keep their order. An ack that could not be sent within
-  // ACK_SEND_TIMEOUT_MS (no transmitter reading) is logged and the next one is tried: the queue
-  // must not stop for the listener's lifetime.
-  const acks = new SendQueue(
-    (ack) =>
-      ackPush.send(ack).catch((err: unknown) => {
-        if (!closing)
-          options.log.warn({ err: errorMessage(err) }, 'zeromq-pubsub ack not sent (no transmitter reading acks)');
-      }),
-    () => {},
-  );
-
-  const receiveDone = (async () => {
-    for await (const parts of subscriber) {
-      const [headerBytes, payload] = parts;
-      if (parts.length !== 2 || headerBytes === undefined || payload === undefined) {
-        gate.reject(`message has ${parts.length} parts, expected 2 (header, image)`);
-        continue;
-      }
-      const ack = gate.frame(headerBytes, payload);
-      if (ack !== undefined) acks.push(encodeAck(ack), UNUSED_PART);
-    }
-  })().catch((err: unknown) => {
-    if (!closing) options.log.error({ err }, 'zeromq-pubsub receive loop ended');
-  });
+  // Images in on the SUB, acks out on the PUSH (an ack never dropped: PUSH waits at its mark).
+  const frames = serveFrames(subscriber, ackPush, options, 'zeromq-pubsub');
 
   return {
     port,
     close: once(async () => {
-      closing = true;
-      acks.stop();
+      frames.stop();
       // Acks already queued keep flushing for ACK_LINGER_MS in libzmq's I/O thread; the loops
       // end as soon as their sockets are closed.
       subscriber.close();
       ackPush.close();
       zap.stop();
-      await settlesWithin(Promise.all([receiveDone, eventsDone, zap.done]), CLOSE_SETTLE_MS);
+      await settlesWithin(Promise.all([frames.done, eventsDone, zap.done]), CLOSE_SETTLE_MS);
     }),
   };
 }

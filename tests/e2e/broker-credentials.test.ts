@@ -157,6 +157,7 @@ describe('broker credentials', () => {
       redis: `redis://***@${redisHostPort}`,
       'redis-list': `redis://***@${redisHostPort}`,
       'redis-pubsub': `redis://***@${redisHostPort}`,
+      'redis-kv': `redis://***@${redisHostPort}`,
       nats: `nats://***@${natsHostPort}`,
       'nats-jetstream': `nats://***@${natsHostPort}`,
     });

@@ -88,8 +88,16 @@ function configOf(environment: Record<string, string> | undefined): Config {
 /** A config without what the compose file fixes for its own network and volumes instead of taking from .env. */
 function withoutNetworkVariables(config: Config): Partial<Config> {
   // The link in words follows RECEIVER_HOST (compose: the receiver service), not a default of its own.
-  const { receiverHost: _r, urls: _u, bindHost: _b, outputDir: _o, authTokenFile: _a, link: _l, socketPaths: _s, ...rest } =
-    config;
+  const {
+    receiverHost: _r,
+    urls: _u,
+    bindHost: _b,
+    outputDir: _o,
+    authTokenFile: _a,
+    link: _l,
+    socketPaths: _s,
+    ...rest
+  } = config;
   return rest;
 }
 

@@ -139,7 +139,7 @@ function spyAll(): () => void {
         spy(call as object, 'write', 'grpc.call.write', (args) => bufferSizes(args.slice(0, 1)));
       },
     ),
-    ...[zeromq.Dealer, zeromq.XPublisher].map((socket) =>
+    ...[zeromq.Dealer, zeromq.XPublisher, zeromq.Pair].map((socket) =>
       spy(socket.prototype, 'send', 'zeromq.send', (args) => bufferSizes(args.slice(0, 1))),
     ),
     spy(Redis.prototype, 'sendCommand', 'redis.sendCommand', (args) => {

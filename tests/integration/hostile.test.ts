@@ -144,6 +144,17 @@ const hostileClients: Record<
       sendBytes: PARTIAL_BYTES,
       verdictGraceMs: verdictGraceFor(credential),
     }),
+  // A PAIR takes PAIR peers only.
+  'zeromq-pair': (port, credential, sectionId) =>
+    zeromqPartial({
+      port,
+      credential: credential?.text,
+      socketType: 'PAIR',
+      header: header(sectionId, NEAR_MAX_BYTES),
+      announcedBytes: NEAR_MAX_BYTES,
+      sendBytes: PARTIAL_BYTES,
+      verdictGraceMs: verdictGraceFor(credential),
+    }),
   http: (port, credential, sectionId) =>
     httpPartial({
       port,

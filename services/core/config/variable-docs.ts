@@ -191,7 +191,7 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
       'connections the transmitter opens per transport (1 to 1000, at most `IMAGE_COUNT` unless `DURATION`',
       "is set), each with its own `WINDOW`; the section's images go to whichever has room, and the report",
       "adds each client's throughput (see [What is measured](docs/measurement.md)). Not with",
-      '`websocket-push`, whose receiver dials one connection back',
+      '`websocket-push`, whose receiver dials one connection back, nor `zeromq-pair`, whose PAIR takes one peer',
     ],
     help: [
       'Connections the transmitter opens per transport, each with its own WINDOW (1 to 1000, at most',
@@ -204,7 +204,7 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
       'receivers every image goes to (1 to 32): a copy each over point-to-point transports, one send that',
       'reaches all over ZeroMQ PUB/SUB, Redis pub/sub and NATS; `npm start` starts that many, and under',
       'compose add `--scale receiver=N` (see Several receivers in [What is measured](docs/measurement.md)).',
-      'Not with `websocket-push`',
+      'Not with `websocket-push` or `zeromq-pair`',
     ],
     help: [
       'Receivers every image goes to (1 to 32): point-to-point transports send a copy to each;',
@@ -283,7 +283,7 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
   },
   SOCKET_DIR: {
     meaning: [
-      'directory of the same-host transports\' socket files (unix: `unix.sock`, zeromq-ipc: `zeromq-ipc.sock`),',
+      "directory of the same-host transports' socket files (unix: `unix.sock`, zeromq-ipc: `zeromq-ipc.sock`),",
       'which both services must share: the receiver creates it 0700 if missing and refuses one others can write',
     ],
     help: [

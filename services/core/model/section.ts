@@ -193,6 +193,8 @@ export interface ReceiverFigures {
   okCount: number;
   lostCount: number;
   corruptCount: number;
+  /** Written over before this receiver read them (a latest-frame key); absent in older files. */
+  supersededCount?: number;
   latency: LatencySummary | null;
   rtt: LatencySummary | null;
   totalMs: number | null;
@@ -217,6 +219,8 @@ export interface FanOut {
     okCount: number;
     lostCount: number;
     corruptCount: number;
+    /** Every receiver's superseded images; absent in older files. */
+    supersededCount?: number;
     latency: LatencySummary | null;
     rtt: LatencySummary | null;
     oneWayClockErrorMs?: number | null;
@@ -237,6 +241,7 @@ export function fanOutOf(results: readonly SectionResult[], mode: FanOut['mode']
       okCount: r.okCount,
       lostCount: r.lostCount,
       corruptCount: r.corruptCount,
+      supersededCount: r.supersededCount ?? 0,
       latency: r.latency,
       rtt: r.rtt,
       totalMs: r.totalMs,
@@ -247,6 +252,7 @@ export function fanOutOf(results: readonly SectionResult[], mode: FanOut['mode']
       okCount: sum((r) => r.okCount),
       lostCount: sum((r) => r.lostCount),
       corruptCount: sum((r) => r.corruptCount),
+      supersededCount: sum((r) => r.supersededCount ?? 0),
       // Every receiver's times as one distribution: their histograms added, their moments pooled.
       latency:
         mergeLatency(results.map((r) => ({ summary: r.latency, histogramNs: r.histograms?.oneWayNs ?? null }))) ?? null,

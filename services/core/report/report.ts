@@ -82,6 +82,8 @@ export interface TransportSummary {
   okCount: number;
   lostCount: number;
   corruptCount: number;
+  /** Images written over before they were read (a latest-frame key), across its sections; absent in older files. */
+  supersededCount?: number;
   /** Min and max across completed repeats; null when none produced the figure. */
   spread: {
     totalMs: Range | null;
@@ -151,6 +153,7 @@ export function summarizeTransports(sections: readonly SectionResult[], order: r
         okCount: own.reduce((n, s) => n + s.okCount, 0),
         lostCount: own.reduce((n, s) => n + s.lostCount, 0),
         corruptCount: own.reduce((n, s) => n + s.corruptCount, 0),
+        supersededCount: own.reduce((n, s) => n + (s.supersededCount ?? 0), 0),
         spread: {
           totalMs: pick((s) => s.totalMs),
           throughputMBps: pick((s) => s.throughputMBps),

@@ -58,7 +58,8 @@ export async function prepareSocketFile(socketPath: string, transport: string): 
   const fileStat = await lstat(socketPath).catch(() => undefined);
   if (fileStat === undefined) return;
   if (!fileStat.isSocket()) refuse('a file that is not a socket is there; it is left alone');
-  if (await listening(socketPath)) refuse('another receiver listens on it (stop it, or give this one another SOCKET_DIR)');
+  if (await listening(socketPath))
+    refuse('another receiver listens on it (stop it, or give this one another SOCKET_DIR)');
   // Left by a receiver that is gone: nobody answers on it.
   await unlink(socketPath);
 }

@@ -96,6 +96,7 @@ function fanOutText(f: FanOut): string {
       `receiver ${r.receiver + 1}: ${r.ok ? '' : 'FAILED, '}${r.okCount} intact` +
       (r.lostCount > 0 ? `, ${r.lostCount} lost` : '') +
       (r.corruptCount > 0 ? `, ${r.corruptCount} corrupt` : '') +
+      ((r.supersededCount ?? 0) > 0 ? `, ${r.supersededCount} superseded` : '') +
       `, p50 ${ms(r.latency?.p50Ms)}, p99 ${ms(r.latency?.p99Ms)} ms${clockErrorText(r)}` +
       `, ${fixed(r.throughputMBps, 1)} MB/s`,
   );
@@ -104,6 +105,7 @@ function fanOutText(f: FanOut): string {
     `${f.perReceiver.length}, ${how}: aggregate of ${a.okCount} intact` +
     (a.lostCount > 0 ? `, ${a.lostCount} lost` : '') +
     (a.corruptCount > 0 ? `, ${a.corruptCount} corrupt` : '') +
+    ((a.supersededCount ?? 0) > 0 ? `, ${a.supersededCount} superseded` : '') +
     `, p50 ${ms(a.latency?.p50Ms)}, p99 ${ms(a.latency?.p99Ms)} ms` +
     (a.oneWayClockErrorMs == null ? '' : ` ± up to ${ms(a.oneWayClockErrorMs)} ms`) +
     `, RTT p50 ${ms(a.rtt?.p50Ms)} ms; ${receivers.join('; ')}`
