@@ -13,12 +13,12 @@ import { redisKvCeiling } from './redis-kv.js';
 import { redisListCeiling } from './redis-list.js';
 import { redisPubsubCeiling } from './redis-pubsub.js';
 import { redisCeiling } from './redis.js';
-import { tcpCeiling } from './tcp.js';
+import { tcpCeiling, unixCeiling } from './tcp.js';
 import { websocketPushCeiling } from './websocket-push.js';
 import { websocketCeiling } from './websocket.js';
 import { zeromqPairCeiling } from './zeromq-pair.js';
 import { zeromqPubsubCeiling } from './zeromq-pubsub.js';
-import { zeromqCeiling } from './zeromq.js';
+import { zeromqCeiling, zeromqIpcCeiling } from './zeromq.js';
 
 /**
  * The ceiling pair of every transport, under the transport's name in the table
@@ -34,6 +34,7 @@ export const ceilings: readonly CeilingPair[] = [
   zeromqCeiling,
   zeromqPubsubCeiling,
   zeromqPairCeiling,
+  zeromqIpcCeiling,
   redisCeiling,
   redisListCeiling,
   redisPubsubCeiling,
@@ -44,6 +45,7 @@ export const ceilings: readonly CeilingPair[] = [
   amqpCeiling,
   httpCeiling,
   httpJsonCeiling,
+  unixCeiling,
   tcpCeiling,
 ];
 

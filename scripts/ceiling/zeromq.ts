@@ -1,3 +1,4 @@
+import { rm } from 'node:fs/promises';
 import type { Dealer, Pair, Router, Socket } from 'zeromq';
 import { settlesWithin } from '../../services/shared/waits.js';
 import {
@@ -8,8 +9,10 @@ import {
   type CeilingConnectOptions,
   type CeilingPair,
   type CeilingReceiveOptions,
+  type CeilingReceiver,
   type CeilingSender,
 } from './contract.js';
+import { ceilingSocketPath } from './tcp.js';
 
 // zeromq.js v6, as the zeromq transport: a Dealer connects to a Router; each image is one
 // two-part message [header, image], the Router sees [peer id, header, image] and answers
@@ -137,12 +140,12 @@ export async function zeromqSender(
   socket: Dealer | Pair,
   options: CeilingConnectOptions,
   transport: string,
+  address = zeromqAddress(options.host, options.port),
 ): Promise<CeilingSender> {
   let closing = false;
   const fail = (reason: string): void => {
     if (!closing) options.onFailure(`${transport}: ${reason}`);
   };
-  const address = zeromqAddress(options.host, options.port);
   const shaken = zeromqHandshake(socket, address, fail);
   socket.connect(address);
   await shaken;
@@ -162,45 +165,75 @@ export async function zeromqSender(
   };
 }
 
-/** The zeromq transport's ceiling: Dealer → Router, [header, image] out, [peer id, ack] back. */
-export const zeromqCeiling: CeilingPair = {
-  transport: 'zeromq',
-  how: 'zeromq.js v6: Dealer.send([header, image]) → Router; Router.send([peer id, ack]) back on the same socket',
-  async receive(options) {
-    const { Context, Router } = await zeromqModule();
-    const router: Router = new Router({
-      ...zeromqReceiverOptions(options, new Context()),
-      // Wait at a full ack pipe rather than drop the ack.
-      mandatory: true,
-    });
-    const address = zeromqAddress(options.bindHost, options.port === 0 ? '*' : options.port);
-    try {
-      await router.bind(address);
-    } catch (err) {
-      router.close();
-      throw err;
+/**
+ * A Dealer → Router ceiling, [header, image] out, [peer id, ack] back, between the addresses `bindAt` and `dialAt`
+ * give (tcp:// for zeromq, ipc:// for zeromq-ipc).
+ */
+function routerCeiling(
+  transport: string,
+  how: string,
+  bindAt: (options: CeilingReceiveOptions) => string,
+  dialAt: (options: CeilingConnectOptions) => string,
+): CeilingPair {
+  return {
+    transport,
+    how,
+    receive: (options) => receiveOnRouter(options, bindAt(options)),
+    async connect(options) {
+      const { Dealer } = await zeromqModule();
+      return zeromqSender(new Dealer(zeromqSenderOptions(options)), options, transport, dialAt(options));
+    },
+  };
+}
+
+async function receiveOnRouter(options: CeilingReceiveOptions, address: string): Promise<CeilingReceiver> {
+  const { Context, Router } = await zeromqModule();
+  const router: Router = new Router({
+    ...zeromqReceiverOptions(options, new Context()),
+    // Wait at a full ack pipe rather than drop the ack.
+    mandatory: true,
+  });
+  // A file left by an earlier ipc:// run nobody listens on any more (the runner names each run's).
+  if (address.startsWith('ipc://')) await rm(address.slice('ipc://'.length), { force: true });
+  try {
+    await router.bind(address);
+  } catch (err) {
+    router.close();
+    throw err;
+  }
+  // The ack goes out before the next receive; it resolves at once below the mark, which a
+  // window of acks never reaches (the sender reads them as they come).
+  const receiving = (async () => {
+    for await (const [peer, header, image] of router) {
+      const seq = headerSeq(header!);
+      options.arrived(seq);
+      const sent = router.send([peer!, ceilingAck(seq)]);
+      options.onImage?.(seq, image!);
+      await sent;
     }
-    // The ack goes out before the next receive; it resolves at once below the mark, which a
-    // window of acks never reaches (the sender reads them as they come).
-    const receiving = (async () => {
-      for await (const [peer, header, image] of router) {
-        const seq = headerSeq(header!);
-        options.arrived(seq);
-        const sent = router.send([peer!, ceilingAck(seq)]);
-        options.onImage?.(seq, image!);
-        await sent;
-      }
-    })().catch(() => undefined);
-    return {
-      port: zeromqBoundPort(router, options.port),
-      async close() {
-        router.close();
-        await settlesWithin(receiving, CLOSE_SETTLE_MS);
-      },
-    };
-  },
-  async connect(options) {
-    const { Dealer } = await zeromqModule();
-    return zeromqSender(new Dealer(zeromqSenderOptions(options)), options, 'zeromq');
-  },
-};
+  })().catch(() => undefined);
+  return {
+    port: address.startsWith('ipc://') ? options.port : zeromqBoundPort(router, options.port),
+    async close() {
+      router.close();
+      await settlesWithin(receiving, CLOSE_SETTLE_MS);
+    },
+  };
+}
+
+/** The zeromq transport's ceiling: Dealer → Router, [header, image] out, [peer id, ack] back. */
+export const zeromqCeiling: CeilingPair = routerCeiling(
+  'zeromq',
+  'zeromq.js v6: Dealer.send([header, image]) → Router; Router.send([peer id, ack]) back on the same socket',
+  (options) => zeromqAddress(options.bindHost, options.port === 0 ? '*' : options.port),
+  (options) => zeromqAddress(options.host, options.port),
+);
+
+/** The zeromq-ipc transport's ceiling: zeromq's, over ipc:// (a socket file named after the run's channel). */
+export const zeromqIpcCeiling: CeilingPair = routerCeiling(
+  'zeromq-ipc',
+  'zeromq.js v6 over ipc://: Dealer.send([header, image]) → Router; Router.send([peer id, ack]) back on the same ' +
+    'socket',
+  (options) => `ipc://${ceilingSocketPath(options.channel)}`,
+  (options) => `ipc://${ceilingSocketPath(options.channel)}`,
+);
