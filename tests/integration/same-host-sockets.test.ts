@@ -112,7 +112,7 @@ describe.each([unixTransport, zeromqIpcTransport])('the %s socket file', (transp
 });
 
 describe('the door on a same-host socket', () => {
-  it("unix: a hello with another section's credential is refused and closed, and its frame never delivered", async () => {
+  it("unix: a hello with another section's credential is refused and closed, its frame never delivered", async () => {
     const socketPath = path.join(base, 'unix.sock');
     const section = testDoor('unix', 7);
     const delivered: number[] = [];

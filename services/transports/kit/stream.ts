@@ -72,7 +72,8 @@ export async function connectStream(
     'data',
     fixedRecordReader(ACK_BYTES, (record) => guard.ack(options.onAck, decodeAck(record))),
   );
-  socket.on('error', (err) => options.log.debug({ err }, `${label} transmitter socket error`)); // reported through 'close'
+  // Reported through 'close'.
+  socket.on('error', (err) => options.log.debug({ err }, `${label} transmitter socket error`));
   socket.on('close', () =>
     guard.failWith('connection closed by the receiver (it closes a refused hello at once: its log says why)'),
   );
