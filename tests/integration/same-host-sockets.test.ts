@@ -26,8 +26,13 @@ afterEach(async () => {
   await rm(base, { recursive: true, force: true });
 });
 
-function listenAt(transport: Transport, socketPath: string, sectionId = 7): Promise<ReceiverListener> {
-  const section = testDoor(transport.name, sectionId);
+/** A listener of `transport` at `socketPath`, its door open for section 7; `delivered` hears each frame's seq. */
+function listenAt(
+  transport: Transport,
+  socketPath: string,
+  section = testDoor(transport.name, 7),
+  delivered: number[] = [],
+): Promise<ReceiverListener> {
   return transport.listen({
     host: '127.0.0.1',
     bindHost: '127.0.0.1',
@@ -38,7 +43,10 @@ function listenAt(transport: Transport, socketPath: string, sectionId = 7): Prom
     log: testLog,
     door: section.door,
     idleTimeoutMs: section.idleTimeoutMs,
-    deliver: (frame) => ({ sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' }),
+    deliver: (frame) => {
+      delivered.push(frame.header.seq);
+      return { sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' };
+    },
     onReject() {},
   });
 }
@@ -116,22 +124,7 @@ describe('the door on a same-host socket', () => {
     const socketPath = path.join(base, 'unix.sock');
     const section = testDoor('unix', 7);
     const delivered: number[] = [];
-    const listener = await unixTransport.listen({
-      host: '127.0.0.1',
-      bindHost: '127.0.0.1',
-      port: 0,
-      url: undefined,
-      socketPath,
-      maxImageBytes: 1024 * 1024,
-      log: testLog,
-      door: section.door,
-      idleTimeoutMs: section.idleTimeoutMs,
-      deliver: (frame) => {
-        delivered.push(frame.header.seq);
-        return { sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' };
-      },
-      onReject() {},
-    });
+    const listener = await listenAt(unixTransport, socketPath, section, delivered);
     try {
       const stranger = net.connect({ path: socketPath });
       const closed = new Promise<void>((resolve) => stranger.once('close', () => resolve()));
