@@ -79,6 +79,9 @@ describe('redis-kv transport: a latest-frame key', () => {
           'latest only): neither delivered nor lost, and not in MB/s or images/s',
       );
       expect(log.match(/^Image \d+: superseded \(written over before it was read\)$/gm)).toHaveLength(superseded);
+      // The summary table gives them a column of their own beside OK, Lost and Corrupt.
+      expect(log).toMatch(/^Transport +OK +Lost +Corrupt +Superseded +p50 ms/m);
+      expect(log).toMatch(new RegExp(`^Redis latest-frame key +${section.okCount} +0 +0 +${superseded} +\\d`, 'm'));
       expect(log).not.toContain('LOST');
     },
   );

@@ -52,6 +52,8 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
     t.medianSection === null ? undefined : report.sections[t.medianSection];
   // Across two clocks: a column with each transport's bound on its one-way figures' clock error.
   const twoClocks = report.transports.some((t) => median(t)?.oneWayClockErrorMs != null);
+  // A latest-frame key's images written over before they were read: a column of their own, never among the lost.
+  const superseding = report.transports.some((t) => (t.supersededCount ?? 0) > 0);
   const latencyRows = report.transports.map((t) => {
     const s = median(t);
     const l = s?.latency ?? null;
@@ -60,6 +62,7 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
       String(t.okCount),
       String(t.lostCount),
       String(t.corruptCount),
+      ...(superseding ? [String(t.supersededCount ?? 0)] : []),
       ms(l?.p50Ms),
       ms(l?.p90Ms),
       ms(l?.p99Ms),
@@ -141,6 +144,7 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
           'OK',
           'Lost',
           'Corrupt',
+          ...(superseding ? ['Superseded'] : []),
           'p50 ms',
           'p90 ms',
           'p99 ms',
@@ -157,6 +161,10 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
         latencyRows,
       )}${tooFew ? `\n${TOO_FEW_NOTE}` : ''}${short ? `\n${SHORT_RUN_NOTE}` : ''}` +
         (indicative ? `\n${INDICATIVE_NOTE}` : '') +
+        (superseding
+          ? '\nSuperseded: images a latest-frame key held and wrote over before the receiver read them; neither ' +
+            'delivered nor lost, and not in MB/s or images/s.'
+          : '') +
         (openLoop
           ? '\nAt RATE: MB/s and images/s are what was delivered at the offered load (RATE × size when it kept up), ' +
             "not the transport's capacity: the closed loop measures that."
