@@ -34,18 +34,22 @@ export const redisKvCeiling: CeilingPair = {
     let again = false;
     const read = async (): Promise<void> => {
       reading = true;
-      do {
-        again = false;
-        const [header, image] = await reader.hmgetBuffer(keys.frames, 'h', 'p');
-        if (header == null || image == null) continue;
-        const seq = headerSeq(header);
-        if (seq === lastSeq) continue;
-        lastSeq = seq;
-        options.arrived(seq);
-        reader.lpush(keys.acks, ceilingAck(seq)).catch(ignoreUnwaited);
-        options.onImage?.(seq, image);
-      } while (again);
-      reading = false;
+      try {
+        do {
+          again = false;
+          const [header, image] = await reader.hmgetBuffer(keys.frames, 'h', 'p');
+          if (header == null || image == null) continue;
+          const seq = headerSeq(header);
+          if (seq === lastSeq) continue;
+          lastSeq = seq;
+          options.arrived(seq);
+          reader.lpush(keys.acks, ceilingAck(seq)).catch(ignoreUnwaited);
+          options.onImage?.(seq, image);
+        } while (again);
+      } finally {
+        // A failed read leaves the next signal free to read again.
+        reading = false;
+      }
     };
     subscriber.on('messageBuffer', () => {
       if (reading) again = true;
