@@ -12,7 +12,8 @@ import {
 } from '../core/model/cost.js';
 import { errorMessage } from '../core/errors.js';
 import type { ProcessSnapshot } from '../core/live/process-load.js';
-import type { Ack } from '../core/wire/frame.js';
+import { COMMAND_SEQ_BASE, type Ack } from '../core/wire/frame.js';
+import { CommandArrivals, commandLaneOf } from '../core/model/command-lane.js';
 import { buildRunReport, type HostFacts, type RunInfo, type RunReport } from '../core/report/report.js';
 import { withFanOut, type FanOut, type SectionPlan, type SectionResult } from '../core/model/section.js';
 import { SectionRecorder } from '../core/model/recorder.js';
@@ -94,6 +95,8 @@ interface OpenSection {
   longestHashRunNs: bigint;
   /** Why the section's listener stopped receiving while it was open (a broker dropped it), if it did. */
   listenerFailure: string | undefined;
+  /** The command lane's arrivals (COMMAND_RATE), kept apart from the images'. */
+  commands: CommandArrivals;
 }
 
 /** One run at a time on the receiver: sections in, frames recorded, a report out; the listeners deliver here. */
@@ -218,6 +221,7 @@ export class RunSession implements FrameSink {
       spanHashNs: 0n,
       longestHashRunNs: 0n,
       listenerFailure: undefined,
+      commands: new CommandArrivals(plan),
     };
     for (const o of this.observers) o.sectionOpened?.(plan, this.open.recorder);
   }
@@ -308,7 +312,14 @@ export class RunSession implements FrameSink {
           ? busyShare(nsToMs(open.spanHashNs), open.measureStart, measureEnd.reading)
           : null,
     });
-    const recorded = { ...result, imagesFile: open.imagesFile };
+    const recorded: SectionResult = {
+      ...result,
+      imagesFile: open.imagesFile,
+      ...(end.commands === null
+        ? {}
+        : { commands: open.commands.result(end.commands, commandLaneOf(transportByName(plan.transport).traits)) }),
+    };
+    open.commands.destroy();
     this.sections.push(recorded);
     for (const o of this.observers) o.sectionEnded?.(recorded, open.recorder);
     return recorded;
@@ -373,6 +384,8 @@ export class RunSession implements FrameSink {
       this.log.warn({ sectionId: header.sectionId, seq: header.seq }, 'frame for no open section dropped');
       return { sectionId: header.sectionId, seq: header.seq, status: 'rejected' };
     }
+    // A command (COMMAND_RATE) is timed apart and acknowledged at once; it never enters the images' record.
+    if (header.seq >= COMMAND_SEQ_BASE) return this.deliverCommand(open, frame);
     const { recorder } = open;
     const status = recorder.record(header, frame.arrivalNs, frame.brokerStamp);
     if (status === 'accepted') {
@@ -407,6 +420,16 @@ export class RunSession implements FrameSink {
       );
     }
     return { sectionId: header.sectionId, seq: header.seq, status, receiver: recorder.plan.receiverIndex };
+  }
+
+  /** Records a command of the open section and verifies it after its ack, as an image is. */
+  private deliverCommand(open: OpenSection, frame: ReceivedFrame): Ack {
+    const { header } = frame;
+    const phase = open.commands.record(header, frame.arrivalNs);
+    if (phase !== undefined && this.verify)
+      this.verifier.enqueue(frame.payload, header.checksum, (checksumOk) => open.commands.verified(phase, checksumOk));
+    const receiver = open.recorder.plan.receiverIndex;
+    return { sectionId: header.sectionId, seq: header.seq, status: 'accepted', receiver };
   }
 
   /**
@@ -477,6 +500,7 @@ export class RunSession implements FrameSink {
 
   private closeOpen(): void {
     this.open?.rss.stop();
+    this.open?.commands.destroy();
     this.open = undefined;
     this.ending = undefined;
   }

@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
+import { randomBytes } from 'node:crypto';
 import { imageChecksum } from '../core/wire/checksum.js';
+import type { CommandSettings } from './command-lane.js';
 import { publicConfig, type Config } from '../core/config/config.js';
 import type { RunAnnouncement, RunOutcome } from '../core/control/control-protocol.js';
 import { buildRunReport } from '../core/report/report.js';
@@ -39,6 +41,13 @@ export interface TransmitterApp {
 function rotatedOrder<T>(transports: readonly T[], repeat: number): T[] {
   const shift = (repeat - 1) % Math.max(1, transports.length);
   return [...transports.slice(shift), ...transports.slice(0, shift)];
+}
+
+/** The command lane's settings under COMMAND_RATE (random bytes, so a checksum that passes means something). */
+function commandSettings(config: Readonly<Config>): CommandSettings | undefined {
+  if (config.commandRatePerSecond === undefined) return undefined;
+  const payload = randomBytes(config.commandSizeBytes);
+  return { ratePerSecond: config.commandRatePerSecond, payload, checksum: imageChecksum(payload) };
 }
 
 /** Builds a transmitter that sends `image` per the config; nothing happens until run(). */
@@ -126,6 +135,7 @@ export function buildTransmitter(
             imageChecksum: checksum,
             imageTimeoutMs: config.imageTimeoutMs,
             dueTimer,
+            commands: commandSettings(config),
             log,
           },
           connectTimeoutMs: config.connectTimeoutMs,

@@ -4,6 +4,7 @@ import type { Config } from '../core/config/config.js';
 import { errorMessage } from '../core/errors.js';
 import type { SectionPlan } from '../core/model/section.js';
 import type { TransmitterLink, Transport } from '../transports/contract.js';
+import { COMMAND_SEQ_BASE, type Ack } from '../core/wire/frame.js';
 import type { AckWaiter, Flight } from './flight.js';
 import type { Peer } from './peers.js';
 
@@ -30,6 +31,8 @@ export async function connectLinks(
   flight: Flight,
   waiter: AckWaiter,
   peers: readonly Peer[],
+  /** Gets every ack whose seq is a command's (COMMAND_RATE's lane), instead of the flight. */
+  onCommandAck: (ack: Ack) => void = () => undefined,
 ): Promise<TransmitterLink[][]> {
   const { log } = settings;
   const oneSend = transport.traits.fanOut === 'one send';
@@ -59,7 +62,10 @@ export async function connectLinks(
           ...(peers.length > 1 ? { receiver: peer.index } : {}),
         }),
         // A link to one receiver hears only it; a shared one hears every receiver, each naming itself.
-        onAck: (ack) => flight.onAck(ack, oneSend ? (ack.receiver ?? 0) : peer.index),
+        onAck: (ack) =>
+          ack.seq >= COMMAND_SEQ_BASE
+            ? onCommandAck(ack)
+            : flight.onAck(ack, oneSend ? (ack.receiver ?? 0) : peer.index),
         onFailure: (err) => waiter.fail(err),
       }),
     ),

@@ -141,6 +141,7 @@ export async function runSection(deps: SectionDeps, transport: Transport, repeat
           clientFigures: flight.clientFigures(),
           coldStart: done.coldStart,
           clockAfter: clocksAfter[peer.index] ?? null,
+          commands: done.commands,
         }),
       ),
     );

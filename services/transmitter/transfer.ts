@@ -12,6 +12,8 @@ import { AckWaiter, Flight, type SectionProgress } from './flight.js';
 import { closeLinks, connectLinks, type LinkSettings } from './links.js';
 import type { Peer } from './peers.js';
 import { RoundTripShipper } from './round-trips.js';
+import { CommandSender, commandsNotRun, type CommandSettings } from './command-lane.js';
+import { aloneCommandCount, commandLaneOf, type TransmitterCommands } from '../core/model/command-lane.js';
 import { openLoopPhase, sendPhase, warmUp, type SendPath } from './send-loops.js';
 
 /** What every section's transfer is set up with, the same for the whole run. */
@@ -25,6 +27,8 @@ export interface TransferSettings {
   imageTimeoutMs: number;
   /** Under RATE, one for the whole run, started before the first section (never on the timed path). */
   dueTimer: DueTimer | undefined;
+  /** COMMAND_RATE's lane; undefined: none. */
+  commands: CommandSettings | undefined;
   log: Logger;
 }
 
@@ -41,6 +45,8 @@ export interface TransferOutcome {
   flight: Flight;
   /** The warm-up's outcome; undefined when it never ended. */
   warmedUp: WarmupOutcome | undefined;
+  /** The command lane's figures (COMMAND_RATE); null without a lane. */
+  commands: TransmitterCommands | null;
 }
 
 /**
@@ -72,11 +78,22 @@ export async function transfer(
   let cost: SideCost | null = null;
   let connectMs: number | null = null;
   let warmedUp: WarmupOutcome | undefined;
+  const lane = commandLaneOf(transport.traits);
+  const commandSettings = settings.commands;
+  let sender: CommandSender | undefined;
+  const commands = (): TransmitterCommands | null =>
+    commandSettings === undefined
+      ? null
+      : 'unavailable' in lane
+        ? commandsNotRun(commandSettings, lane.unavailable)
+        : (sender?.figures() ?? commandsNotRun(commandSettings, 'the section failed before its commands'));
   const coldStart = (): TransmitterColdStart => ({ connectMs, firstImageRttMs: nullableMs(flight.firstImageRttNs) });
   const shipped = (): number[] => shippers.map((shipper) => shipper.shipped);
   try {
     const connectStartNs = process.hrtime.bigint();
-    links = await connectLinks(settings.links, transport, plan, credential, flight, waiter, peers);
+    links = await connectLinks(settings.links, transport, plan, credential, flight, waiter, peers, (ack) =>
+      sender?.onAck(ack),
+    );
     connectMs = nsToMs(process.hrtime.bigint() - connectStartNs);
     waiter.notify();
     const path: SendPath = {
@@ -98,6 +115,13 @@ export async function transfer(
         'round trips not steady when the warm-up reached its cap (WARMUP_MAX_MS): the section is marked not steady',
       );
     const outcome = warmedUp;
+    if (commandSettings !== undefined && 'how' in lane) {
+      // Commands go on the first client's link to the first (only) receiver, alone first. A control round trip
+      // first: the receiver answers it only after hashing the warm-up's last images, so they are not in the way.
+      sender = new CommandSender(links[0]![0]!, plan.sectionId, commandSettings);
+      await peers[0]!.control.clockSample();
+      await sender.alone(aloneCommandCount(commandSettings.ratePerSecond), settings.imageTimeoutMs);
+    }
     await Promise.all(peers.map((peer) => peer.control.startMeasuring(plan.sectionId, outcome)));
     const from = warmedUp.images;
     flight.startRecording(from, (receiver, imageNumber, rttNs, dueLagNs) =>
@@ -111,9 +135,12 @@ export async function transfer(
     const deadlineNs =
       plan.durationMs == null ? undefined : process.hrtime.bigint() + BigInt(plan.durationMs) * 1_000_000n;
     const within = (): boolean => deadlineNs === undefined || process.hrtime.bigint() < deadlineNs;
+    sender?.startBeside();
     if (plan.ratePerSecond === null)
       await sendPhase(path, from, (seq) => seq < from + plan.imageCount && within(), progress);
     else await openLoopPhase(path, from, plan.ratePerSecond, progress, within, settings.dueTimer);
+    // Beside the images means while any is in flight: the lane stops with the last image's ack.
+    await sender?.endBeside(settings.imageTimeoutMs);
     const end = flight.end ?? { reading: readResources(), peakRssBytes: flight.rss.stop() };
     cost = sideCost(start, end.reading, end.peakRssBytes, flight.recordedStamped);
     await Promise.all(shippers.map((shipper) => shipper.flush()));
@@ -131,7 +158,15 @@ export async function transfer(
         { transport: transport.name, superseded },
         'images written over before the receiver read them (superseded, as the transport declares)',
       );
-    return { failure, cost, coldStart: coldStart(), roundTripsShipped: shipped(), flight, warmedUp };
+    return {
+      failure,
+      cost,
+      coldStart: coldStart(),
+      roundTripsShipped: shipped(),
+      flight,
+      warmedUp,
+      commands: commands(),
+    };
   } catch (err) {
     // What was batched still goes: the receiver's record of a failed section keeps every round trip it can.
     await Promise.all(shippers.map((shipper) => shipper.flush().catch(() => undefined)));
@@ -142,8 +177,10 @@ export async function transfer(
       roundTripsShipped: shipped(),
       flight,
       warmedUp,
+      commands: commands(),
     };
   } finally {
+    sender?.destroy();
     for (const shipper of shippers) shipper.close();
     flight.rss.stop();
     await closeLinks(transport, links.flat(), log);

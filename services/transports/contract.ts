@@ -4,6 +4,7 @@ import type { TransportSetting } from '../core/config/config.js';
 import type { BrokerReading } from '../core/model/cost.js';
 import type { BrokerStamp } from '../core/model/broker-split.js';
 import type { Ack, FrameHeader } from '../core/wire/frame.js';
+import type { CommandLaneTrait } from '../core/model/command-lane.js';
 
 // The two-sided contract every transport implements. A transport moves opaque frames (a 40-byte
 // encoded header plus the image bytes) one way and 12-byte acks the other way. The rules that
@@ -113,6 +114,12 @@ export interface TransmitterLink {
    * link may send them without copying.
    */
   send(header: Buffer, payload: Buffer): void;
+  /**
+   * Hands over one command (COMMAND_RATE: a small frame whose seq is a command's) on a lane of its own beside the
+   * images, as send() does otherwise; only a transport that has such a lane on the same connection (a second HTTP/2
+   * stream) implements it. Undefined: commands go through send(), between images, in the order given.
+   */
+  sendCommand?(header: Buffer, payload: Buffer): void;
   /** Closes the link, drops what it still holds and releases every handle; safe to call twice. */
   close(): Promise<void>;
 }
@@ -234,6 +241,11 @@ export interface TransportTraits {
    * section; they take no part in MB/s or images/s. Needs CLIENTS = 1 (maxClients says so).
    */
   supersedesImages?: string;
+  /**
+   * How the transport carries COMMAND_RATE's commands beside its images, or why it cannot; undefined: through send(),
+   * between images on the link's connection, each frame written whole (DEFAULT_COMMAND_LANE).
+   */
+  commandLane?: CommandLaneTrait;
   /**
    * How arrivals are stamped when the library can only hand over several frames at once (one
    * stamp per hand-over); undefined when it hands over one frame at a time. output.log prints it.

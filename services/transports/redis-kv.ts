@@ -198,6 +198,11 @@ export const redisKvTransport: Transport = {
   name: 'redis-kv',
   label: 'Redis latest-frame key',
   traits: {
+    commandLane: {
+      unavailable:
+        'a latest-frame key holds one value: a command written there would supersede the image it overwrote, ' +
+        'and one written elsewhere would no longer be this transport',
+    },
     baseline: false,
     supersedesImages:
       'a latest-frame key holds one image: one written over before the receiver read it is superseded (WINDOW > 1 ' +

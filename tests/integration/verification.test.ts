@@ -165,6 +165,7 @@ describe('a corrupt image, acknowledged before it is verified', () => {
           clientFigures: null,
           coldStart: { connectMs: 1.5, firstImageRttMs: 0.25 },
           clockAfter: null,
+          commands: null,
         });
         expect(result.warmedUp).toEqual({ images: 0, ms: 0, steady: null, mediansMs: null });
         expect([result.okCount, result.corruptCount, result.lostCount]).toEqual([2, 1, 0]);

@@ -116,6 +116,7 @@ async function runSection(verify: boolean): Promise<SectionResult> {
     clientFigures: null,
     coldStart: { connectMs: null, firstImageRttMs: null },
     clockAfter: null,
+    commands: null,
   };
   const result = await session.endSection(end);
   if (result === undefined) throw new Error('no section result');

@@ -18,6 +18,7 @@ import {
 import { REDACTED, redactUrl, urlCredentials } from './redact.js';
 import { DEFAULT_SOCKET_DIR, parseSocketDir, socketDirAllowed, socketPathIn } from './socket-dir.js';
 import { MAX_RATE_PER_SECOND } from '../model/schedule.js';
+import { DEFAULT_COMMAND_BYTES, MAX_COMMAND_BYTES, MAX_COMMAND_RATE_PER_SECOND } from '../model/command-rules.js';
 import { MAX_FIXED_WARMUP_IMAGES } from '../model/warmup.js';
 
 // Configuration comes only from environment variables. One zod schema holds every variable, its
@@ -86,6 +87,13 @@ export interface Config {
    * flight: one due while WINDOW are unacknowledged is dropped at the sender and counted.
    */
   ratePerSecond: number | undefined;
+  /**
+   * COMMAND_RATE: commands per second sent beside each section's images (and alone before them), timed and reported
+   * apart from the images; undefined: no command lane, the default.
+   */
+  commandRatePerSecond: number | undefined;
+  /** COMMAND_SIZE: bytes per command. */
+  commandSizeBytes: number;
   /**
    * CLIENTS: connections the transmitter opens per section, each with its own WINDOW; the section's images are dealt to
    * whichever has room.
@@ -383,6 +391,17 @@ function schemaFor(specs: readonly TransportSpec[]) {
       },
       undefined,
     ),
+    COMMAND_RATE: variable<number | undefined>(
+      `unset (no command lane), or commands per second above 0 and at most ` +
+        MAX_COMMAND_RATE_PER_SECOND.toLocaleString('en-US') +
+        `, e.g. 100 or 2.5`,
+      (raw) => {
+        const value = /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : NaN;
+        return value > 0 && value <= MAX_COMMAND_RATE_PER_SECOND ? value : undefined;
+      },
+      undefined,
+    ),
+    COMMAND_SIZE: size(DEFAULT_COMMAND_BYTES, MAX_COMMAND_BYTES),
     WARMUP: variable<number | 'auto'>(
       `auto, or a whole number of images from 0 to ` +
         MAX_FIXED_WARMUP_IMAGES.toLocaleString('en-US') +
@@ -549,6 +568,14 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
         `image`,
     });
   }
+  // The command lane times one transmitter-receiver pair: its one-way times are one receiver's, its acks one link's.
+  if (isSet('COMMAND_RATE') && receivers !== undefined && receivers > 1) {
+    issues.push({
+      variable: 'COMMAND_RATE',
+      value: env.COMMAND_RATE,
+      allowed: `unset when RECEIVERS is above 1 (RECEIVERS=${receivers}): the command lane times one receiver`,
+    });
+  }
   // CLIENTS and RECEIVERS within what each transport of the run can take (websocket-push: one);
   // with TRANSPORTS bad, each transport it does name is held to its limit all the same.
   const chosen =
@@ -702,6 +729,8 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
       transports: Object.freeze([...(v.TRANSPORTS as string[])]),
       window: v.WINDOW as number,
       ratePerSecond: v.RATE as number | undefined,
+      commandRatePerSecond: v.COMMAND_RATE as number | undefined,
+      commandSizeBytes: v.COMMAND_SIZE as number,
       clients: v.CLIENTS as number,
       receivers: v.RECEIVERS as number,
       receiverAddresses: receiverAddresses === undefined ? undefined : Object.freeze(receiverAddresses),

@@ -60,6 +60,8 @@ const WORKLOAD_VARIABLES = [
   'CLIENTS',
   'RECEIVERS',
   'RATE',
+  'COMMAND_RATE',
+  'COMMAND_SIZE',
   'WARMUP',
   'WARMUP_MIN_MS',
   'WARMUP_MAX_MS',
@@ -225,6 +227,25 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
       'counted. Latency is then also counted from each due time (coordinated omission corrected).',
     ],
     knobHelp: ['Empty: a closed loop; images per second: an open loop, each image due at its time.'],
+  },
+  COMMAND_RATE: {
+    meaning: [
+      'unset: no command lane. Commands per second (above 0, at most 10,000): small frames sent on the same',
+      'transport beside each section\'s images, and alone before them, each acknowledged and timed like an',
+      'image but reported apart (one-way and round trip, alone and beside the images), never in MB/s; see',
+      'The command lane in [What is measured](docs/measurement.md). Not with `RECEIVERS` above 1',
+    ],
+    help: [
+      'Unset: no command lane. Commands per second: small frames sent beside each section\'s images on',
+      'the same transport (and alone before them), timed and reported apart from the images.',
+    ],
+    knobHelp: ['Empty: no command lane; commands per second sent beside the images, timed apart.'],
+  },
+  COMMAND_SIZE: {
+    meaning: ['bytes per command (1 B to 64 KiB)'],
+    help: ['Bytes per command (1 B to 64 KiB).'],
+    written: '64B',
+    knobHelp: ['Bytes per command (1 B to 64 KiB).'],
   },
   WARMUP: {
     meaning: [

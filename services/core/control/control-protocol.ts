@@ -5,6 +5,8 @@
 import { MAX_CLIENTS, MAX_DURATION_MS, MAX_IMAGE_COUNT, MAX_RECEIVERS, MIN_DURATION_MS } from '../config/config.js';
 import type { SideCost } from '../model/cost.js';
 import { MAX_RATE_PER_SECOND } from '../model/schedule.js';
+import { MAX_COMMAND_BYTES, MAX_COMMAND_RATE_PER_SECOND } from '../model/command-rules.js';
+import type { TransmitterCommands } from '../model/command-lane.js';
 import type { HostFacts, RunInfo, RunReport } from '../report/report.js';
 import type { ClockOffset } from '../model/clock.js';
 import type { ClientFigures, TransmitterColdStart } from '../model/section.js';
@@ -105,6 +107,8 @@ export interface SectionEnd {
   coldStart: TransmitterColdStart;
   /** The clock offset estimated again after the last ack (drift since the section's start); null when it was not. */
   clockAfter: ClockOffset | null;
+  /** COMMAND_RATE's lane: what the transmitter sent and its round trips; null without a lane. */
+  commands: TransmitterCommands | null;
 }
 
 /** The end of a section that failed before the transmitter had figures: only the reason. */
@@ -122,6 +126,7 @@ export function failedSectionEnd(failure: string): SectionEnd {
     clientFigures: null,
     coldStart: { connectMs: null, firstImageRttMs: null },
     clockAfter: null,
+    commands: null,
   };
 }
 
@@ -430,6 +435,19 @@ const secondDistributionSchema = {
   ],
 } as const;
 
+/** One phase of the transmitter's command figures (TransmitterCommandPhase). */
+const commandPhaseSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['sent', 'acked', 'rtt', 'sendLag'],
+  properties: {
+    sent: { type: 'integer', minimum: 0 },
+    acked: { type: 'integer', minimum: 0 },
+    rtt: latencySummarySchema,
+    sendLag: latencySummarySchema,
+  },
+} as const;
+
 /** POST /sections/:sectionId/end: the transmitter's side of how the section ended and what it cost. */
 export const sectionEndSchema = {
   type: 'object',
@@ -447,6 +465,7 @@ export const sectionEndSchema = {
     'clientFigures',
     'coldStart',
     'clockAfter',
+    'commands',
   ],
   properties: {
     failure: { type: ['string', 'null'], maxLength: 4096 },
@@ -492,6 +511,23 @@ export const sectionEndSchema = {
       properties: { connectMs: msOrNull, firstImageRttMs: msOrNull },
     },
     clockAfter: clockAfterSchema,
+    commands: {
+      anyOf: [
+        { type: 'null' },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['ratePerSecond', 'sizeBytes', 'notRun', 'alone', 'beside'],
+          properties: {
+            ratePerSecond: { type: 'number', exclusiveMinimum: 0, maximum: MAX_COMMAND_RATE_PER_SECOND },
+            sizeBytes: { type: 'integer', minimum: 1, maximum: MAX_COMMAND_BYTES },
+            notRun: { type: ['string', 'null'], maxLength: 4096 },
+            alone: commandPhaseSchema,
+            beside: commandPhaseSchema,
+          },
+        },
+      ],
+    },
   },
 } as const;
 

@@ -1,3 +1,4 @@
+import type { CommandLaneResult } from './command-lane.js';
 import { mergeBrokerSplits, type BrokerSplit } from './broker-split.js';
 import type { ClockOffset } from './clock.js';
 import type { SideCost } from './cost.js';
@@ -329,6 +330,8 @@ export interface SectionExtras {
 
 /** Everything known about one section once it is over. */
 export interface SectionResult extends SectionPlan {
+  /** COMMAND_RATE's lane: commands timed apart from the images; absent without a lane. */
+  commands?: CommandLaneResult;
   /** True when every image arrived intact and nothing failed. */
   ok: boolean;
   /** Why the section failed, when it did. */

@@ -45,6 +45,34 @@ export interface Ack {
   receiver?: number;
 }
 
+/**
+ * Seqs from here on are commands (COMMAND_RATE), not images: the lane's small frames share the header, the link and the
+ * ack with images, and the seq alone tells them apart, so no transport needs to know. Images never reach it
+ * (MAX_IMAGE_COUNT is 10^9).
+ */
+export const COMMAND_SEQ_BASE = 2 ** 31;
+/** Added to a command's seq when it was sent beside images; without it, it was sent with nothing else in flight. */
+const COMMAND_BESIDE_OFFSET = 2 ** 30;
+
+/** When a command was sent: with no image in flight, or while a section's images flowed. */
+export type CommandPhase = 'alone' | 'beside';
+
+/** The seq of command `index` (from 0) of `phase`. */
+export function commandSeq(phase: CommandPhase, index: number): number {
+  if (!(Number.isSafeInteger(index) && index >= 0 && index < COMMAND_BESIDE_OFFSET))
+    throw new RangeError(`command index out of range: ${index}`);
+  return COMMAND_SEQ_BASE + (phase === 'beside' ? COMMAND_BESIDE_OFFSET : 0) + index;
+}
+
+/** The command a seq names, or undefined when the seq is an image's. */
+export function commandOf(seq: number): { phase: CommandPhase; index: number } | undefined {
+  if (seq < COMMAND_SEQ_BASE) return undefined;
+  const rest = seq - COMMAND_SEQ_BASE;
+  return rest >= COMMAND_BESIDE_OFFSET
+    ? { phase: 'beside', index: rest - COMMAND_BESIDE_OFFSET }
+    : { phase: 'alone', index: rest };
+}
+
 /** Wire code of each status: its index. */
 export const ACK_STATUS_CODES: readonly AckStatus[] = ['accepted', 'rejected'];
 
