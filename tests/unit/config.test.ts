@@ -21,6 +21,8 @@ import { runInfoSchema } from '../../services/core/control/control-protocol.js';
 import { readSecretFile } from '../../services/shared/entry.js';
 import { projectPath } from '../../services/shared/paths.js';
 
+const COMMAND_RATE_ALLOWED =
+  'unset (no command lane), or commands per second above 0 and at most 10,000, e.g. 100 or 2.5';
 const specs: TransportSpec[] = [
   {
     name: 'websocket',
@@ -140,6 +142,8 @@ describe('parseConfig', () => {
         transports: ['websocket', 'redis', 'tcp'],
         window: 1,
         clients: 1,
+        commandRatePerSecond: undefined,
+        commandSizeBytes: 64,
         receivers: 1,
         receiverAddresses: undefined,
         warmup: 'auto',
@@ -324,6 +328,25 @@ describe('parseConfig', () => {
     },
   );
 
+  it('reads COMMAND_RATE (off by default) and COMMAND_SIZE (64 B by default); refuses it with RECEIVERS > 1', () => {
+    const lane = (env: Record<string, string>) => {
+      const result = parseConfig(env, specs);
+      return result.ok ? [result.config.commandRatePerSecond, result.config.commandSizeBytes] : result.issues;
+    };
+    expect([lane({}), lane({ COMMAND_RATE: '2.5', COMMAND_SIZE: '1KiB' }), lane({ COMMAND_RATE: '10000' })]).toEqual([
+      [undefined, 64],
+      [2.5, 1024],
+      [10_000, 64],
+    ]);
+    expect(lane({ COMMAND_RATE: '100', RECEIVERS: '2' })).toEqual([
+      {
+        variable: 'COMMAND_RATE',
+        value: '100',
+        allowed: 'unset when RECEIVERS is above 1 (RECEIVERS=2): the command lane times one receiver',
+      },
+    ]);
+  });
+
   it('reads RATE as images per second, fractions and the maximum included; unset is a closed loop', () => {
     const rate = (raw: string | undefined) => {
       const result = parseConfig({ RATE: raw }, specs);
@@ -455,6 +478,15 @@ describe('parseConfig', () => {
     ['RATE', '-5', 'unset (a closed loop), or images per second above 0 and at most 1,000,000, e.g. 100 or 2.5'],
     ['RATE', '100/s', 'unset (a closed loop), or images per second above 0 and at most 1,000,000, e.g. 100 or 2.5'],
     ['RATE', '1000001', 'unset (a closed loop), or images per second above 0 and at most 1,000,000, e.g. 100 or 2.5'],
+    ['COMMAND_RATE', '0', COMMAND_RATE_ALLOWED],
+    ['COMMAND_RATE', '10001', COMMAND_RATE_ALLOWED],
+    ['COMMAND_RATE', 'fast', COMMAND_RATE_ALLOWED],
+    [
+      'COMMAND_SIZE',
+      '65537',
+      'a whole number of bytes, or a number with B, KB, MB, GB (×1000) or KiB, MiB, GiB (×1024), e.g. 533KB, ' +
+        '4MB, 1MiB, at least 1 byte and at most 64.0 KiB (65536 bytes)',
+    ],
     ['WARMUP', '-1', 'auto, or a whole number of images from 0 to 100,000 (0: a cold run on purpose)'],
     ['WARMUP_MIN_MS', '-1', 'a whole number from 0 to 600,000'],
     ['WARMUP_MAX_MS', '0', 'a whole number from 1 to 3,600,000'],
@@ -1027,6 +1059,8 @@ describe('configVariables', () => {
         'AUTH_TOKEN_FILE',
         'BIND_HOST',
         'CLIENTS',
+        'COMMAND_RATE',
+        'COMMAND_SIZE',
         'CONNECT_TIMEOUT_MS',
         'CONTROL_PORT',
         'DURATION',

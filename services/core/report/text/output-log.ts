@@ -18,6 +18,7 @@ import { MIN_SAMPLES_FOR, type LatencySummary } from '../../model/stats.js';
 import { describeWarmup, describeWarmupOutcome } from '../../model/warmup.js';
 import { percentileWithheld, runSucceeded, type HostFacts, type RunInfo, type RunReport } from '../report.js';
 import type { BrokerSplit } from '../../model/broker-split.js';
+import type { CommandLaneResult, CommandPhaseResult } from '../../model/command-lane.js';
 import { BROKERS_STAMPING_NOTHING, nodeDescription, peersText, sectionTitle, TIMING_DEFINITIONS } from '../wording.js';
 import { fixed, mib, ms, percent, signedMs } from './format.js';
 import { renderSummary } from './summary-tables.js';
@@ -66,6 +67,26 @@ function distributionLine(l: LatencySummary): string {
     `p50 ${ms(l.p50Ms)}, p90 ${ms(l.p90Ms)}, p99 ${ms(l.p99Ms)}, p99.9 ${ms(l.p999Ms)}, max ${ms(l.maxMs)}, ` +
     `mean ${ms(l.meanMs)} ± ${ms(l.stdDevMs)} ms (sample sd)${withheld}`
   );
+}
+
+/** The command lane's lines of a section: how it travelled, then each phase's counts and times. */
+function commandLines(lane: CommandLaneResult): string[] {
+  const head = `Commands (${formatSize(lane.sizeBytes)} at ${lane.ratePerSecond}/s, not in MB/s or images/s)`;
+  if (lane.notRun !== null) return [`${head}: not run: ${lane.notRun}`];
+  const phase = (name: string, p: CommandPhaseResult): string[] => [
+    `${name}: ${p.sent} sent, ${p.acked} acknowledged, ${p.unacknowledged} not, ${p.corrupt} corrupt` +
+      (p.sendLag === null ? '' : `; send lag (sent − due, in no time below) p99 ${ms(p.sendLag.p99Ms)} ms`),
+    ...(p.oneWay === null ? [] : [`${name}, one-way: ${distributionLine(p.oneWay)}`]),
+    ...(p.rtt === null ? [] : [`${name}, round trip: ${distributionLine(p.rtt)}`]),
+  ];
+  return [
+    `${head}: ${lane.how}`,
+    ...phase('Commands alone (no image in flight)', lane.alone),
+    ...phase('Commands beside the images', lane.beside),
+    ...(lane.delayFactorP50 === null
+      ? []
+      : [`Commands beside the images took ${fixed(lane.delayFactorP50, 1)} × their one-way p50 alone`]),
+  ];
 }
 
 /** "12.3 MB/s, 45.6 images/s", marked indicative (~) when the recorded span is too short for a stable figure. */
@@ -283,6 +304,7 @@ export function renderSectionFooter(section: SectionResult): string {
       );
     if (open.rttFromDue !== null) lines.push(`Round trip from due time: ${distributionLine(open.rttFromDue)}`);
   }
+  if (section.commands !== undefined) lines.push(...commandLines(section.commands));
   lines.push(`Warm-up: ${describeWarmupOutcome(section.warmedUp)}`);
   lines.push(`Cold start (new connection, before the warm-up): ${coldStartText(section.coldStart, clockError)}`);
   lines.push(`Cost, ${costLine('transmitter', section.cost.transmitter)}`);

@@ -10,6 +10,8 @@ import {
 } from '../report.js';
 import { sectionTitle, SHORT_RUN_NOTE } from '../wording.js';
 import { fixed, mib, ms, percent, range, renderTable } from './format.js';
+import { formatSize } from '../../config/size.js';
+import type { CommandLaneResult } from '../../model/command-lane.js';
 
 // The tables at the end of output.log (and of the services' console): one row per transport.
 
@@ -106,7 +108,7 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
   });
   const repeats = Math.max(0, ...report.transports.map((t) => t.repeats));
   // A figure of the median section, else of the transport's first (a failed one has no median).
-  const figureOf = <K extends 'openLoop' | 'clientFairness' | 'fanOut'>(
+  const figureOf = <K extends 'openLoop' | 'clientFairness' | 'fanOut' | 'commands'>(
     t: TransportSummary,
     key: K,
   ): SectionResult[K] | undefined =>
@@ -278,6 +280,8 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
         )}`,
     );
   }
+  const commandBlock = commandLaneTable(report.transports.map((t) => [t, figureOf(t, 'commands')] as const));
+  if (commandBlock !== undefined) blocks.push(commandBlock);
   if (repeats > 1) {
     const spreadRows = report.transports.map((t) => [
       sectionTitle(t),
@@ -301,4 +305,59 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
     );
   }
   return blocks.join('\n\n');
+}
+
+/** The command lane's table (COMMAND_RATE), one row per transport with a lane; undefined when none has one. */
+function commandLaneTable(
+  lanes: readonly (readonly [TransportSummary, CommandLaneResult | undefined])[],
+): string | undefined {
+  const rows = lanes.flatMap(([t, lane]) => {
+    if (lane === undefined) return [];
+    if (lane.notRun !== null) return [[sectionTitle(t), 'not run', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-']];
+    const { alone, beside } = lane;
+    return [
+      [
+        sectionTitle(t),
+        lane.interleaves ? 'beside' : 'behind',
+        ms(alone.oneWay?.p50Ms),
+        ms(alone.oneWay?.p99Ms),
+        ms(beside.oneWay?.p50Ms),
+        ms(beside.oneWay?.p90Ms),
+        ms(beside.oneWay?.p99Ms),
+        ms(beside.oneWay?.maxMs),
+        ms(beside.rtt?.p50Ms),
+        ms(beside.rtt?.p99Ms),
+        fixed(lane.delayFactorP50, 1),
+        `${alone.unacknowledged + beside.unacknowledged}/${alone.corrupt + beside.corrupt}`,
+      ],
+    ];
+  });
+  const first = lanes.find(([, lane]) => lane !== undefined)?.[1];
+  if (first === undefined) return undefined;
+  const notRun = lanes.flatMap(([t, lane]) => (lane?.notRun != null ? [`${t.transport}: ${lane.notRun}`] : []));
+  return (
+    `Command lane (${formatSize(first.sizeBytes)} commands at ${first.ratePerSecond}/s on each transport's link; ` +
+    `alone: with no image in flight; beside: while the images flowed; times in ms, one-way unless RTT; ` +
+    `× p50: beside's one-way p50 over alone's; lane "behind": a frame is written whole, so a command waits ` +
+    `behind the image being written; "beside": its own stream, interleaved; never in MB/s or images/s):\n` +
+    renderTable(
+      [
+        'Transport',
+        'lane',
+        'alone p50',
+        'alone p99',
+        'beside p50',
+        'beside p90',
+        'beside p99',
+        'beside max',
+        'RTT p50',
+        'RTT p99',
+        '× p50',
+        'unacked/corrupt',
+      ],
+      rows,
+      false,
+    ) +
+    (notRun.length > 0 ? `\nNot run: ${notRun.join('; ')}.` : '')
+  );
 }
