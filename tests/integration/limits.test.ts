@@ -44,7 +44,11 @@ describe('every transport at its limits', () => {
         );
         expect(t.okCount).toBe(0);
       } else {
-        expect([t.transport, t.okCount, t.lostCount, t.corruptCount], outcome.summary).toEqual([t.transport, 4, 0, 0]);
+        // A latest-frame key (redis-kv) may write one of the 4 in flight over before it is read: superseded, not lost.
+        expect(
+          [t.transport, t.okCount + (t.supersededCount ?? 0), t.lostCount, t.corruptCount],
+          outcome.summary,
+        ).toEqual([t.transport, 4, 0, 0]);
       }
     }
   }, 240_000);
