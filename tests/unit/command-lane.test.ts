@@ -7,7 +7,7 @@ import {
   emptyTransmitterPhase,
   type TransmitterCommands,
 } from '../../services/core/model/command-lane.js';
-import { renderSectionFooter } from '../../services/core/report/text/output-log.js';
+import { renderOutputLogHeader, renderSectionFooter } from '../../services/core/report/text/output-log.js';
 import { renderSummary } from '../../services/core/report/text/summary-tables.js';
 import {
   COMMAND_SEQ_BASE,
@@ -166,6 +166,15 @@ describe('the command lane in output.log and the summary', () => {
     expect(skipped).not.toContain('Commands alone');
     // Without the lane, not a word of it.
     expect(renderSectionFooter({ ...section, commands: undefined })).not.toContain('Commands');
+  });
+
+  it("names the lane in output.log's header when COMMAND_RATE is set, and not otherwise", () => {
+    const run = fixtureReport([fixtureSection(fixturePlan({ transport: 'tcp', label: 'TCP' }), [1])]).run;
+    const withLane = { ...run, config: { ...run.config, commandRatePerSecond: 250, commandSizeBytes: 128 } };
+    expect(renderOutputLogHeader(withLane)).toContain(
+      "Command lane: 128 B commands at 250/s on each section's link, alone after its warm-up, then beside its images",
+    );
+    expect(renderOutputLogHeader(run)).not.toContain('Command lane');
   });
 
   it('adds a table of the lane, a row per transport, and says which did not run it', () => {

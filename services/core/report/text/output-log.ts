@@ -367,6 +367,13 @@ export function renderOutputLogHeader(run: RunInfo): string {
         : `open loop at RATE ${rateText(run.config.ratePerSecond)} (WINDOW bounds the images in flight; latency ` +
           `also counted from each image's due time)`),
     `Warm-up of each section, on its connection before the recorded images: ${describeWarmup(run.warmup)}`,
+    ...(run.config.commandRatePerSecond == null
+      ? []
+      : [
+          `Command lane: ${formatSize(run.config.commandSizeBytes ?? 64)} commands at ` +
+            `${run.config.commandRatePerSecond}/s on each section's link, alone after its warm-up, then beside its ` +
+            'images; timed and counted apart from the images (COMMAND_RATE, docs/measurement.md)',
+        ]),
     `Transports: ${run.transports.join(', ')}` +
       (run.repeat > 1 ? ' (interleaved, the order rotated each repeat: A B C, B C A, C A B, …)' : ''),
     'Definitions:',
