@@ -231,12 +231,12 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
   COMMAND_RATE: {
     meaning: [
       'unset: no command lane. Commands per second (above 0, at most 10,000): small frames sent on the same',
-      'transport beside each section\'s images, and alone before them, each acknowledged and timed like an',
+      "transport beside each section's images, and alone before them, each acknowledged and timed like an",
       'image but reported apart (one-way and round trip, alone and beside the images), never in MB/s; see',
       'The command lane in [What is measured](docs/measurement.md). Not with `RECEIVERS` above 1',
     ],
     help: [
-      'Unset: no command lane. Commands per second: small frames sent beside each section\'s images on',
+      "Unset: no command lane. Commands per second: small frames sent beside each section's images on",
       'the same transport (and alone before them), timed and reported apart from the images.',
     ],
     knobHelp: ['Empty: no command lane; commands per second sent beside the images, timed apart.'],

@@ -1,7 +1,12 @@
 import { commandOf, type CommandPhase, type FrameHeader } from '../wire/frame.js';
 import type { SectionPlan } from './section.js';
 import { LatencyRecorder, type LatencySummary } from './stats.js';
-export { aloneCommandCount, DEFAULT_COMMAND_BYTES, MAX_COMMAND_BYTES, MAX_COMMAND_RATE_PER_SECOND } from './command-rules.js';
+export {
+  aloneCommandCount,
+  DEFAULT_COMMAND_BYTES,
+  MAX_COMMAND_BYTES,
+  MAX_COMMAND_RATE_PER_SECOND,
+} from './command-rules.js';
 
 // The command lane (COMMAND_RATE): small frames sent at a fixed rate on the same link as a section's images, each
 // acknowledged like an image, timed like one and reported apart. They are sent twice over: first with no image in
@@ -153,7 +158,9 @@ export class CommandArrivals {
 /** How commands travel on a transport that declares nothing: through its one send path, between images. */
 export const DEFAULT_COMMAND_LANE: CommandLaneTrait = {
   interleaves: false,
-  how: "between images on the link's connection: a frame is written whole, so a command waits behind the image being written",
+  how:
+    "between images on the link's connection: a frame is written whole, so a command waits behind the image " +
+    'being written',
 };
 
 /** How `traits` carry the command lane: as declared, else {@link DEFAULT_COMMAND_LANE}. */
