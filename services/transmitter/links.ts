@@ -31,14 +31,17 @@ export async function connectLinks(
   flight: Flight,
   waiter: AckWaiter,
   peers: readonly Peer[],
-  /** Gets every ack whose seq is a command's (COMMAND_RATE's lane), instead of the flight. */
-  onCommandAck: (ack: Ack) => void = () => undefined,
+  /**
+   * COMMAND_RATE's lane, when the section runs one: gets every ack whose seq is a command's instead of the flight, and
+   * the link that carries the commands ({@link commandLink}) opens what its sendCommand needs.
+   */
+  commands?: { onAck(ack: Ack): void },
 ): Promise<TransmitterLink[][]> {
   const { log } = settings;
   const oneSend = transport.traits.fanOut === 'one send';
   const targets = oneSend ? peers.slice(0, 1) : peers;
   const connecting = Array.from({ length: plan.clients }, (_, client) =>
-    targets.map((peer) =>
+    targets.map((peer, target) =>
       transport.connect({
         host: peer.host,
         bindHost: settings.bindHost,
@@ -56,6 +59,8 @@ export async function connectLinks(
         ...(oneSend && peers.length > 1
           ? { peers: peers.map((each) => ({ host: each.host, port: portOf(transport, each, settings.ports) })) }
           : {}),
+        // Only the link that carries the commands opens a lane for them: the others would hold it unused.
+        ...(commands !== undefined && client === 0 && target === 0 ? { commandLane: true } : {}),
         log: log.child({
           transport: transport.name,
           ...(plan.clients > 1 ? { client } : {}),
@@ -64,7 +69,7 @@ export async function connectLinks(
         // A link to one receiver hears only it; a shared one hears every receiver, each naming itself.
         onAck: (ack) =>
           ack.seq >= COMMAND_SEQ_BASE
-            ? onCommandAck(ack)
+            ? commands?.onAck(ack)
             : flight.onAck(ack, oneSend ? (ack.receiver ?? 0) : peer.index),
         onFailure: (err) => waiter.fail(err),
       }),
@@ -80,6 +85,11 @@ export async function connectLinks(
   return Array.from({ length: plan.clients }, (_, client) =>
     connected.slice(client * targets.length, (client + 1) * targets.length),
   );
+}
+
+/** The link that carries COMMAND_RATE's commands: the first client's, to the first (or only) receiver. */
+export function commandLink(links: readonly (readonly TransmitterLink[])[]): TransmitterLink | undefined {
+  return links[0]?.[0];
 }
 
 /**

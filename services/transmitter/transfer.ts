@@ -9,7 +9,7 @@ import { readResources, RssPeakTracker } from '../shared/resources.js';
 import type { TransmitterLink, Transport } from '../transports/contract.js';
 import type { DueTimer } from './due-timer.js';
 import { AckWaiter, Flight, type SectionProgress } from './flight.js';
-import { closeLinks, connectLinks, type LinkSettings } from './links.js';
+import { closeLinks, commandLink, connectLinks, type LinkSettings } from './links.js';
 import type { Peer } from './peers.js';
 import { RoundTripShipper } from './round-trips.js';
 import { CommandSender, commandsNotRun, type CommandSettings } from './command-lane.js';
@@ -91,8 +91,16 @@ export async function transfer(
   const shipped = (): number[] => shippers.map((shipper) => shipper.shipped);
   try {
     const connectStartNs = process.hrtime.bigint();
-    links = await connectLinks(settings.links, transport, plan, credential, flight, waiter, peers, (ack) =>
-      sender?.onAck(ack),
+    const laneRuns = commandSettings !== undefined && 'how' in lane;
+    links = await connectLinks(
+      settings.links,
+      transport,
+      plan,
+      credential,
+      flight,
+      waiter,
+      peers,
+      laneRuns ? { onAck: (ack) => sender?.onAck(ack) } : undefined,
     );
     connectMs = nsToMs(process.hrtime.bigint() - connectStartNs);
     waiter.notify();
@@ -118,7 +126,7 @@ export async function transfer(
     if (commandSettings !== undefined && 'how' in lane) {
       // Commands go on the first client's link to the first (only) receiver, alone first. A control round trip
       // first: the receiver answers it only after hashing the warm-up's last images, so they are not in the way.
-      sender = new CommandSender(links[0]![0]!, plan.sectionId, commandSettings);
+      sender = new CommandSender(commandLink(links)!, plan.sectionId, commandSettings);
       await peers[0]!.control.clockSample();
       await sender.alone(aloneCommandCount(commandSettings.ratePerSecond), settings.imageTimeoutMs);
     }

@@ -100,6 +100,11 @@ export interface TransmitterOptions extends TransportEndpoint {
    * receiver's address, in receiver order; undefined: `host` and `port` alone.
    */
   peers?: readonly { host: string; port: number }[];
+  /**
+   * COMMAND_RATE is set and this link carries the commands: open what sendCommand needs at connect (a transport whose
+   * link has no sendCommand ignores it); undefined: no command lane on this link.
+   */
+  commandLane?: boolean;
 }
 
 /** A connected transmitter side. */

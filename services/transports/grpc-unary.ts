@@ -2,7 +2,7 @@ import type net from 'node:net';
 import type * as grpc from '@grpc/grpc-js';
 import { secretsEqual } from '../core/wire/auth.js';
 import { ErrorCode, ItbError } from '../core/errors.js';
-import type { Ack } from '../core/wire/frame.js';
+import { commandOf, decodeFrameHeader, type Ack } from '../core/wire/frame.js';
 import { hostPort } from '../shared/net.js';
 import { once } from '../shared/once.js';
 import type {
@@ -60,12 +60,19 @@ import {
 // connection and closes it. A connection holds at most the section's WINDOW calls, each with one
 // image under way: more are refused before their message is read. So an admitted connection can
 // make the receiver hold up to WINDOW partial images (a stream transport: one).
+//
+// Commands (COMMAND_RATE): sendCommand makes a Put call like an image's, marked in its metadata
+// (itb-lane: command). The receiver hands a marked call over as soon as its message is in hand, out
+// of the images' order (a command passes the images opened before it: the point of the lane), and
+// counts marked calls apart from the WINDOW image calls, at most MAX_COMMAND_CALLS_PER_CONNECTION
+// open at once; a marked call that carries an image's seq is dropped, so images keep their order.
+// An admitted connection can so hold that many partial messages more.
 
 const SERVICE_NAME = 'itb.ImageUnary';
 /** Transport name, in every report of the receiver side. */
 const NAME = 'grpc-unary';
 /**
- * Calls an HTTP/2 connection may have open at once: WINDOW's upper bound (config.ts), so a link
+ * Image calls an HTTP/2 connection may have open at once: WINDOW's upper bound (config.ts), so a link
  * never waits on the library for a stream. The section's WINDOW narrows it per connection.
  */
 const MAX_CALLS_PER_CONNECTION = 1024;
@@ -74,6 +81,28 @@ const MAX_CALLS_PER_CONNECTION = 1024;
  * grpc-js never produces it itself, so the transmitter can tell "image dropped" from a broken link.
  */
 const droppedImageStatus = (): grpc.status => grpcJs().status.INVALID_ARGUMENT;
+/** The metadata key and value that mark a call as a command's (COMMAND_RATE's lane). */
+const LANE_METADATA_KEY = 'itb-lane';
+const COMMAND_LANE = 'command';
+/**
+ * Command calls one connection may have open at once, beside its WINDOW image calls: the transmitter holds a command
+ * past it until an earlier one is answered (a wait in that command's time); the receiver refuses one more.
+ */
+const MAX_COMMAND_CALLS_PER_CONNECTION = 16;
+
+/** True when a call's metadata marks it as a command's. */
+function isCommandCall(metadata: grpc.Metadata): boolean {
+  return metadata.get(LANE_METADATA_KEY)[0] === COMMAND_LANE;
+}
+
+/** True when `headerBytes` decode to an image's header (not a command's); a bad header is the gate's to report. */
+function carriesImage(headerBytes: Buffer, maxImageBytes: number): boolean {
+  try {
+    return commandOf(decodeFrameHeader(headerBytes, maxImageBytes).seq) === undefined;
+  } catch {
+    return false;
+  }
+}
 
 /** The Put rpc. */
 function loadPutDefinition(): ProtoMethod<FrameMessage, AckMessage> {
@@ -83,7 +112,8 @@ function loadPutDefinition(): ProtoMethod<FrameMessage, AckMessage> {
 /**
  * Connects the transmitter side: one channel; send() starts a unary call at once, so up to WINDOW
  * calls share the connection. grpc-js buffers each message on its HTTP/2 stream: it has no
- * backpressure to wait on, and the window bounds what it holds.
+ * backpressure to wait on, and the window bounds what it holds. With `commandLane`, sendCommand
+ * starts a marked call the same way, at most MAX_COMMAND_CALLS_PER_CONNECTION at once.
  */
 async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   const { method } = loadPutDefinition();
@@ -91,8 +121,10 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   const log = options.log.child({ transport: NAME, target });
   const client = await connectClient(target, options);
   const guard = new LinkGuard(options.onFailure, `gRPC unary calls to ${target}`);
-  // grpc-js clones the metadata for each call, so one object serves the whole link.
+  // grpc-js clones the metadata for each call, so one object serves the whole link (and one its commands).
   const metadata = bearerMetadata(options.credential);
+  const commandMetadata = bearerMetadata(options.credential);
+  commandMetadata.set(LANE_METADATA_KEY, COMMAND_LANE);
   const inFlight = new Set<grpc.ClientUnaryCall>();
   let closing = false;
 
@@ -119,27 +151,55 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
     }
   };
 
+  /** Starts one Put call presenting `callMetadata`; `onEnd` runs when it is answered or ends otherwise. */
+  const startCall = (header: Buffer, payload: Buffer, callMetadata: grpc.Metadata, onEnd?: () => void): void => {
+    // No deadline: the transmitter's IMAGE_TIMEOUT_MS governs a late ack (as for every
+    // transport), and the receiver ends a call that stalls mid-message after as long.
+    const call = client.makeUnaryRequest<FrameMessage, AckMessage>(
+      method.path,
+      method.requestSerialize,
+      method.responseDeserialize,
+      { header, payload },
+      callMetadata,
+      (err, message) => {
+        // grpc-js calls back on a later tick (never from inside makeUnaryRequest), so `call` is set.
+        inFlight.delete(call);
+        onEnd?.();
+        answered(err, message);
+      },
+    );
+    inFlight.add(call);
+  };
   const queue = new SendQueue(
     (header, payload) => {
-      // No deadline: the transmitter's IMAGE_TIMEOUT_MS governs a late ack (as for every
-      // transport), and the receiver ends a call that stalls mid-message after as long.
-      const call = client.makeUnaryRequest<FrameMessage, AckMessage>(
-        method.path,
-        method.requestSerialize,
-        method.responseDeserialize,
-        { header, payload },
-        metadata,
-        (err, message) => {
-          // grpc-js calls back on a later tick (never from inside makeUnaryRequest), so `call` is set.
-          inFlight.delete(call);
-          answered(err, message);
-        },
-      );
-      inFlight.add(call);
+      startCall(header, payload, metadata);
       return undefined;
     },
     (err) => guard.failWith(`send failed: ${err.message}`, err),
   );
+  // Command calls open now, and the wait of a command held for want of one.
+  let commandCalls = 0;
+  let commandSlot: (() => void) | undefined;
+  const commandEnded = (): void => {
+    commandCalls--;
+    const wake = commandSlot;
+    commandSlot = undefined;
+    wake?.();
+  };
+  const commands =
+    options.commandLane === true
+      ? new SendQueue(
+          (header, payload) => {
+            startCall(header, payload, commandMetadata, commandEnded);
+            commandCalls++;
+            if (commandCalls < MAX_COMMAND_CALLS_PER_CONNECTION) return undefined;
+            return new Promise<void>((resolve) => {
+              commandSlot = resolve;
+            });
+          },
+          (err) => guard.failWith(`command send failed: ${err.message}`, err),
+        )
+      : undefined;
 
   // Between images no call is open to notice a lost connection, so the channel's state is watched:
   // leaving READY (the receiver closed or went away) fails the link, and nothing reconnects.
@@ -155,13 +215,17 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   };
   watchChannel();
 
-  return guard.link(queue, async () => {
-    closing = true;
-    for (const call of inFlight) call.cancel();
-    inFlight.clear();
-    client.close();
-    log.debug('gRPC unary link closed');
-  });
+  return guard.link(
+    queue,
+    async () => {
+      closing = true;
+      for (const call of inFlight) call.cancel();
+      inFlight.clear();
+      client.close();
+      log.debug('gRPC unary link closed');
+    },
+    commands,
+  );
 }
 
 /** One connection the listener accepted, and what the door decided for it. */
@@ -171,8 +235,10 @@ interface Connection {
   pass: DoorPass | undefined;
   /** The credential the door admitted: every later call on the connection presents the same. */
   admitted: string | undefined;
-  /** How to end each admitted call still open on the connection. */
+  /** How to end each admitted image call still open on the connection. */
   calls: Set<EndCall>;
+  /** How to end each admitted command call (marked, out of the images' order) still open on it. */
+  commandCalls: Set<EndCall>;
   /** The section ended: the connection takes no more calls and is closing. */
   dropped: boolean;
   gate: FrameGate;
@@ -243,12 +309,13 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 
   const drop = (connection: Connection): void => {
     connection.dropped = true;
-    for (const end of connection.calls) end(grpcJs().status.UNAVAILABLE, 'the section ended');
+    for (const end of [...connection.calls, ...connection.commandCalls])
+      end(grpcJs().status.UNAVAILABLE, 'the section ended');
     // The statuses are queued on the HTTP/2 session: they get a turn to leave before the connection closes.
     setImmediate(() => connection.socket.destroy());
   };
 
-  const admitCall: AdmitCall = (presented, from, peer, end) => {
+  const admitCall: AdmitCall = (presented, from, peer, end, metadata) => {
     const connection = connections.get(peer);
     if (connection === undefined || connection.dropped)
       return { code: grpcJs().status.UNAVAILABLE, details: 'the connection is closing' };
@@ -267,18 +334,19 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       options.door.refuse(from, 'call refused: its credential is not the one its connection was admitted with');
       return { code: grpcJs().status.UNAUTHENTICATED, details: 'this call does not belong to the open section' };
     }
-    if (connection.calls.size >= callsPerConnection) {
-      options.door.refuse(
-        from,
-        `call refused: the connection already has ${callsPerConnection} calls open (the section's WINDOW)`,
-      );
+    const command = isCommandCall(metadata);
+    const open = command ? connection.commandCalls : connection.calls;
+    const cap = command ? MAX_COMMAND_CALLS_PER_CONNECTION : callsPerConnection;
+    if (open.size >= cap) {
+      const what = command ? 'command calls open' : "calls open (the section's WINDOW)";
+      options.door.refuse(from, `call refused: the connection already has ${cap} ${what}`);
       return {
         code: grpcJs().status.RESOURCE_EXHAUSTED,
-        details: `more than ${callsPerConnection} calls open at once`,
+        details: `more than ${cap} ${command ? 'command ' : ''}calls open at once`,
       };
     }
-    connection.calls.add(end);
-    return { release: () => connection.calls.delete(end) };
+    open.add(end);
+    return { release: () => open.delete(end) };
   };
 
   // An admitted call that ended with no answer lost its image: grpc-js refused the message before
@@ -313,7 +381,8 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
         next({
           onReceiveMetadata(metadata, nextMetadata) {
             connection = connections.get(call.getPeer());
-            if (connection !== undefined) {
+            // A command takes no turn: it is handed over as soon as its message is in hand.
+            if (connection !== undefined && !isCommandCall(metadata)) {
               turn = { release: undefined, ended: false };
               connection.order.push(turn);
             }
@@ -343,7 +412,8 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
 
   const server = new (grpcJs().Server)({
     ...sharedChannelOptions(options.maxImageBytes),
-    'grpc.max_concurrent_streams': MAX_CALLS_PER_CONNECTION,
+    // WINDOW's image calls at its largest and the command calls beside them: none waits for a stream.
+    'grpc.max_concurrent_streams': MAX_CALLS_PER_CONNECTION + MAX_COMMAND_CALLS_PER_CONNECTION,
     // A connection with no call open (one that never made one, or whose calls were refused) is closed.
     'grpc.max_connection_idle_ms': options.idleTimeoutMs,
     interceptors: [doorInterceptor(options, NAME, admitCall, unanswered), inOrder],
@@ -355,6 +425,8 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
     const { header: headerBytes, payload } = call.request;
     let ack: Ack | undefined;
     if (!Buffer.isBuffer(headerBytes) || !Buffer.isBuffer(payload)) gate.reject('frame lacks its header or payload');
+    else if (isCommandCall(call.metadata) && carriesImage(headerBytes, options.maxImageBytes))
+      gate.reject("a call marked a command's carries an image: dropped, as it would pass the images before it");
     else ack = gate.frame(headerBytes, payload, inHandAt.get(call.request));
     // A dropped image never looks acknowledged: its call ends with an error status instead.
     if (ack === undefined)
@@ -370,6 +442,7 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
       pass: undefined,
       admitted: undefined,
       calls: new Set(),
+      commandCalls: new Set(),
       dropped: false,
       gate: frameGate(options, `${NAME} from ${peer}`),
       order: [],
@@ -408,6 +481,12 @@ export const grpcUnaryTransport: Transport = {
   label: 'gRPC unary',
   traits: {
     baseline: false,
+    commandLane: {
+      interleaves: true,
+      how:
+        "a unary call of its own on the link's HTTP/2 connection, marked a command's so the receiver hands it over " +
+        'at once rather than after the image calls opened before it; HTTP/2 interleaves its DATA frames with theirs',
+    },
   },
   library: {
     packages: ['@grpc/grpc-js', '@grpc/proto-loader'],

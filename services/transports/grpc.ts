@@ -26,10 +26,11 @@ import { LinkGuard } from './kit/link-guard.js';
 import { SendQueue } from './kit/send-queue.js';
 
 // gRPC: one bidirectional `Transfer` stream per link (proto/transfer.proto), one Frame message per
-// image and one Ack message back. Images are not chunked: a thin grpc-js client measured no gain from it, since
-// every chunk is still protobuf-encoded and HTTP/2-framed. Per image, grpc-js copies the payload
-// twice on send (protobuf encode, then the 5-byte gRPC message prefix) and once on receive (the
-// message is assembled from HTTP/2 DATA frames); protobuf decode hands `payload` out as a view.
+// image and one Ack message back; under COMMAND_RATE a second one on the same channel carries the
+// commands. Images are not chunked: a thin grpc-js client measured no gain from it, since every
+// chunk is still protobuf-encoded and HTTP/2-framed. Per image, grpc-js copies the payload twice on
+// send (protobuf encode, then the 5-byte gRPC message prefix) and once on receive (the message is
+// assembled from HTTP/2 DATA frames); protobuf decode hands `payload` out as a view.
 // The call's metadata carries the section's credential as a bearer token; a server interceptor
 // checks it before the call reads any message, so a refused call holds at most what HTTP/2 flow
 // control lets in before anyone reads (one 64 KiB window per connection). An admitted call's
@@ -40,7 +41,7 @@ import { SendQueue } from './kit/send-queue.js';
 
 /** How long close() lets a stream finish (half-close answered) before cancelling it. */
 const STREAM_CLOSE_GRACE_MS = 1000;
-/** Calls one connection may have open at once: a transmitter opens one. */
+/** Calls one connection may have open at once: a transmitter opens one, or two with the command lane. */
 const MAX_STREAMS_PER_CONNECTION = 4;
 
 /** The bidi Transfer rpc. */
@@ -48,14 +49,25 @@ function loadTransferDefinition(): ProtoMethod<FrameMessage, AckMessage> {
   return loadProtoMethod<FrameMessage, AckMessage>('itb.ImageTransfer', 'Transfer');
 }
 
-/** Connects the transmitter side: one channel, one bidi stream. */
-async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
-  const { method } = loadTransferDefinition();
-  const target = hostPort(options.host, options.port);
-  const log = options.log.child({ transport: 'grpc', target });
-  const client = await connectClient(target, options);
+/** One bidi Transfer stream of a link: what it sends goes through `queue`. */
+interface TransferStream {
+  queue: SendQueue;
+  /** Half-closes the stream and lets the receiver answer with OK; a stuck peer is cancelled instead. */
+  close(): Promise<void>;
+}
 
-  const guard = new LinkGuard(options.onFailure, `gRPC stream to ${target}`);
+/**
+ * Opens one bidi Transfer stream on `client`, presenting the section's credential: its acks go to `onAck` and any error
+ * or end of it fails the link through `guard`, worded with `lane` ("command stream"; undefined: the images').
+ */
+function openStream(
+  client: grpc.Client,
+  method: ProtoMethod<FrameMessage, AckMessage>['method'],
+  options: TransmitterOptions,
+  guard: LinkGuard,
+  lane?: string,
+): TransferStream {
+  const on = lane === undefined ? '' : ` on the ${lane}`;
   const call = client.makeBidiStreamRequest<FrameMessage, AckMessage>(
     method.path,
     method.requestSerialize,
@@ -78,7 +90,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   call.once('error', markGone);
   /**
    * Settles at the next 'drain', status or error, its listeners then removed: not a race against one promise for the
-   * link, which would keep a reaction per wait until the link ends (a slow leak over a long run of small images).
+   * stream, which would keep a reaction per wait until the link ends (a slow leak over a long run of small images).
    */
   const drained = (): Promise<void> =>
     new Promise<void>((resolve) => {
@@ -100,14 +112,14 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   call.on('data', (message: AckMessage) => {
     const ack = ackFromMessage(message);
     if (ack === undefined) {
-      guard.failWith(`the receiver sent an ack with unknown status ${message.status}`);
+      guard.failWith(`the receiver sent an ack with unknown status ${message.status}${on}`);
       return;
     }
     guard.ack(options.onAck, ack);
   });
   // The listener stays for the stream's whole life: grpc-js emits 'error' (CANCELLED) even after close().
-  call.on('error', (err) => guard.failWith(`failed: ${err.message}`, err));
-  call.on('end', () => guard.failWith('the receiver ended the stream'));
+  call.on('error', (err) => guard.failWith(`failed${on}: ${err.message}`, err));
+  call.on('end', () => guard.failWith(`the receiver ended the ${lane ?? 'stream'}`));
 
   const queue = new SendQueue(
     (header, payload) => {
@@ -115,18 +127,43 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
       // grpc-js took the message but is over its buffer mark: the next waits for 'drain' (or the stream's end).
       return drained();
     },
-    (err) => guard.failWith(`send failed: ${err.message}`, err),
+    (err) => guard.failWith(`send failed${on}: ${err.message}`, err),
   );
-
-  return guard.link(queue, async () => {
-    if (!streamFinished) {
-      // Half-close and let the receiver answer with OK; a stuck peer is cancelled instead.
+  return {
+    queue,
+    async close() {
+      if (streamFinished) return;
       call.end();
       if (!(await settlesWithin(finished, STREAM_CLOSE_GRACE_MS))) call.cancel();
-    }
-    client.close();
-    log.debug('gRPC link closed');
-  });
+    },
+  };
+}
+
+/**
+ * Connects the transmitter side: one channel, one bidi stream for the images and, with `commandLane`, a second one on
+ * the same channel (so the same HTTP/2 connection) for the commands, whose DATA frames HTTP/2 interleaves with the
+ * image being written rather than queue them behind it.
+ */
+async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
+  const { method } = loadTransferDefinition();
+  const target = hostPort(options.host, options.port);
+  const log = options.log.child({ transport: 'grpc', target });
+  const client = await connectClient(target, options);
+
+  const guard = new LinkGuard(options.onFailure, `gRPC stream to ${target}`);
+  const images = openStream(client, method, options, guard);
+  const commands =
+    options.commandLane === true ? openStream(client, method, options, guard, 'command stream') : undefined;
+
+  return guard.link(
+    images.queue,
+    async () => {
+      await Promise.all([images.close(), commands?.close()]);
+      client.close();
+      log.debug('gRPC link closed');
+    },
+    commands?.queue,
+  );
 }
 
 /** Starts the receiver side: a gRPC server whose Transfer handler passes each frame through the gate and acks it. */
@@ -213,6 +250,16 @@ export const grpcTransport: Transport = {
   label: 'gRPC',
   traits: {
     baseline: false,
+    commandLane: {
+      interleaves: true,
+      how:
+        'a second bidi stream on the same channel and HTTP/2 connection: HTTP/2 interleaves its DATA frames with ' +
+        "the image being written, so a command waits for the connection's turns, not for the whole image",
+    },
+    // The image stream, and the command stream a link opens when COMMAND_RATE is set. The receiver is not told
+    // whether it is (the section's plan does not carry it), so the door always admits the second call; it costs the
+    // section's own transmitter at most one more image under way, which the door's bound counts.
+    connectionsPerLink: () => 2,
   },
   library: {
     packages: ['@grpc/grpc-js', '@grpc/proto-loader'],

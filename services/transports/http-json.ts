@@ -2,7 +2,15 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ErrorCode, ItbError } from '../core/errors.js';
 import { ACK_STATUS_CODES, FRAME_HEADER_BYTES, type Ack, type AckStatus } from '../core/wire/frame.js';
 import type { ReceiverListener, ReceiverOptions, Transport } from './contract.js';
-import { connectHttp, contentLength, DROPPED_STATUS, listenHttp, PATH, type HttpFraming } from './kit/http.js';
+import {
+  connectHttp,
+  contentLength,
+  DROPPED_STATUS,
+  HTTP_COMMAND_LANE,
+  listenHttp,
+  PATH,
+  type HttpFraming,
+} from './kit/http.js';
 
 // What "HTTP+JSON" costs for binary data: each image is one HTTP/1.1 POST whose body is a JSON
 // object carrying every field of the 40-byte frame header and the image in base64, and the ack
@@ -207,6 +215,7 @@ export const httpJsonTransport: Transport = {
   label: 'HTTP+JSON',
   traits: {
     baseline: false,
+    commandLane: HTTP_COMMAND_LANE,
   },
   library: {
     packages: ['fastify', 'undici'],

@@ -1,7 +1,15 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type Ack, type FrameHeader } from '../core/wire/frame.js';
 import type { ReceiverListener, ReceiverOptions, Transport } from './contract.js';
-import { connectHttp, contentLength, DROPPED_STATUS, listenHttp, PATH, type HttpFraming } from './kit/http.js';
+import {
+  connectHttp,
+  contentLength,
+  DROPPED_STATUS,
+  HTTP_COMMAND_LANE,
+  listenHttp,
+  PATH,
+  type HttpFraming,
+} from './kit/http.js';
 
 // Each image is one HTTP/1.1 POST of its raw bytes (application/octet-stream, Content-Length
 // set); the 40-byte frame header rides in the `x-itb-frame` request header (base64url), so the
@@ -114,6 +122,7 @@ export const httpTransport: Transport = {
   label: 'HTTP',
   traits: {
     baseline: false,
+    commandLane: HTTP_COMMAND_LANE,
   },
   library: {
     packages: ['fastify', 'undici'],

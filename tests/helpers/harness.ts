@@ -175,6 +175,8 @@ export interface PairOptions {
   imageBytes?: number;
   /** The section's WINDOW; 64 unless given. */
   window?: number;
+  /** Connects the link as the one carrying COMMAND_RATE's commands (TransmitterOptions.commandLane). */
+  commandLane?: boolean;
 }
 
 /** Opens a listener on a free port and a link to it, both through `transport`'s real library. */
@@ -217,6 +219,7 @@ export async function openPair(transport: Transport, options: PairOptions = {}):
       connectTimeoutMs: 5000,
       imageBytes: options.imageBytes ?? 1024 * 1024,
       window,
+      ...(options.commandLane === true ? { commandLane: true } : {}),
       credential: section.credential,
       onAck(ack) {
         seen.acks.push(ack);

@@ -348,7 +348,7 @@ describe('hostile peers', () => {
   }, 120_000);
 
   it(`with the open section's credential: as many of ${HOSTILE_CONNECTIONS} as a link holds get in (one; ZeroMQ ` +
-    `PUB/SUB's two), each holds at most one partial image, ` +
+    `PUB/SUB's, gRPC's and gRPC (Connect)'s two), each holds at most one partial image, ` +
     `and is closed once it stalls for IMAGE_TIMEOUT_MS`, async () => {
     const control = new ControlClient('127.0.0.1', Number(env.CONTROL_PORT), 5000);
     control.authorize(TEST_AUTH_TOKEN);

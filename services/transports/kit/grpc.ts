@@ -145,13 +145,15 @@ export interface CallRefusal {
 /**
  * Decides, on the credential it presented (undefined: none), whether one call may read its
  * messages: what to release when the call ends, or its refusal. `from` words every report;
- * `peer` is the connection's address as grpc-js gives it; `end` ends the call (for `drop`).
+ * `peer` is the connection's address as grpc-js gives it; `end` ends the call (for `drop`);
+ * `metadata` is the rest of what the call presented (grpc-unary's command lane is marked there).
  */
 export type AdmitCall = (
   presented: string | undefined,
   from: string,
   peer: string,
   end: EndCall,
+  metadata: grpc.Metadata,
 ) => DoorPass | CallRefusal;
 
 /**
@@ -205,6 +207,7 @@ export function doorInterceptor(
               from,
               peer,
               end,
+              metadata,
             );
             if (!('release' in verdict)) {
               end(verdict.code, verdict.details);

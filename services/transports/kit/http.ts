@@ -4,6 +4,7 @@ import type { Client, Dispatcher } from 'undici';
 import { bearerToken, secretsEqual } from '../../core/wire/auth.js';
 import { errorMessage, ErrorCode, ItbError } from '../../core/errors.js';
 import type { Ack } from '../../core/wire/frame.js';
+import type { CommandLaneTrait } from '../../core/model/command-lane.js';
 import { boundPort, hostPort, singleListenHost } from '../../shared/net.js';
 import { once } from '../../shared/once.js';
 import type { DoorPass, ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions } from '../contract.js';
@@ -57,6 +58,18 @@ const CLIENT_KEEP_ALIVE_MS = 10 * 60_000;
 export const DROPPED_STATUS = 422;
 /** Statuses that mean the receiver will not take this link: retrying cannot help. */
 const REFUSED_STATUSES = new Set([401, 403]);
+
+/**
+ * How the HTTP transports carry COMMAND_RATE's commands: through send(), as one more request on the link's one
+ * connection, which HTTP/1.1 writes whole and answers in order; undici pipelines at most WINDOW requests, and a command
+ * takes no window slot, so beside a full window it is written only once the oldest image is answered.
+ */
+export const HTTP_COMMAND_LANE: CommandLaneTrait = {
+  interleaves: false,
+  how:
+    "another POST pipelined on the link's one keep-alive connection: HTTP/1.1 sends each request whole and answers " +
+    'in order, so a command waits behind every image posted before it (beside a full WINDOW, for one to be answered)',
+};
 
 /** How one HTTP transport carries a frame in a request and its ack in a 200 answer. */
 export interface HttpFraming {

@@ -13,6 +13,7 @@ export class LinkGuard {
   private failure: Error | undefined;
   private closing: Promise<void> | undefined;
   private queue: SendQueue | undefined;
+  private commands: SendQueue | undefined;
 
   constructor(
     private readonly onFailure: (err: Error) => void,
@@ -35,6 +36,7 @@ export class LinkGuard {
     if (this.ended) return;
     this.failure = err;
     this.queue?.stop();
+    this.commands?.stop();
     this.onFailure(err);
   }
 
@@ -49,20 +51,30 @@ export class LinkGuard {
     if (!this.ended) onAck(ack);
   }
 
-  /** The link over `queue`: send() feeds it until the link ends; close() stops it and runs `release` once. */
-  link(queue: SendQueue, release: () => Promise<void>): TransmitterLink {
+  /**
+   * The link over `queue`: send() feeds it until the link ends; close() stops it and runs `release` once. With
+   * `commands` (a lane of the link's own for COMMAND_RATE), sendCommand() feeds that queue the same way.
+   */
+  link(queue: SendQueue, release: () => Promise<void>, commands?: SendQueue): TransmitterLink {
     this.queue = queue;
-    return {
+    this.commands = commands;
+    const link: TransmitterLink = {
       send: (header, payload) => {
         if (!this.ended) queue.push(header, payload);
       },
       close: () => {
         this.closing ??= (async () => {
           queue.stop();
+          commands?.stop();
           await release();
         })();
         return this.closing;
       },
     };
+    if (commands !== undefined)
+      link.sendCommand = (header, payload) => {
+        if (!this.ended) commands.push(header, payload);
+      };
+    return link;
   }
 }
