@@ -224,7 +224,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
       client.close();
       log.debug('gRPC unary link closed');
     },
-    commands,
+    commands === undefined ? undefined : () => commands,
   );
 }
 

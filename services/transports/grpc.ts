@@ -152,8 +152,12 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
 
   const guard = new LinkGuard(options.onFailure, `gRPC stream to ${target}`);
   const images = openStream(client, method, options, guard);
-  const commands =
-    options.commandLane === true ? openStream(client, method, options, guard, 'command stream') : undefined;
+  // The command stream opens at the first command (LinkGuard.link says why).
+  let commands: TransferStream | undefined;
+  const openCommands = (): SendQueue => {
+    commands = openStream(client, method, options, guard, 'command stream');
+    return commands.queue;
+  };
 
   return guard.link(
     images.queue,
@@ -162,7 +166,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
       client.close();
       log.debug('gRPC link closed');
     },
-    commands?.queue,
+    options.commandLane === true ? openCommands : undefined,
   );
 }
 

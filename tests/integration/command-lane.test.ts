@@ -101,4 +101,21 @@ describe('the command lane (COMMAND_RATE) on every transport', () => {
       }
     }, 240_000);
   }
+
+  it('opens a lane of its own (a second stream) at the first command: a warm-up longer than IMAGE_TIMEOUT_MS ' +
+    'leaves it no idle stream for the receiver to close', async () => {
+    // The receiver closes a stream silent for IMAGE_TIMEOUT_MS; a command stream opened at connect sat through the
+    // warm-up (at least WARMUP_MIN_MS) and was closed, failing the section.
+    const lanes = transports.filter((t) => t.name.startsWith('grpc'));
+    const outcome = await runBoth(outputDir, {
+      TRANSPORTS: lanes.map((t) => t.name).join(','),
+      IMAGE_SIZE: '1KB',
+      IMAGE_COUNT: '50',
+      WARMUP_MIN_MS: '2500',
+      IMAGE_TIMEOUT_MS: '1500',
+      COMMAND_RATE: String(COMMAND_RATE),
+    });
+    expect(outcome.succeeded, outcome.summary).toBe(true);
+    for (const section of outcome.report.sections) checkSection(section, 1000);
+  }, 120_000);
 });

@@ -53,11 +53,12 @@ export class LinkGuard {
 
   /**
    * The link over `queue`: send() feeds it until the link ends; close() stops it and runs `release` once. With
-   * `commands` (a lane of the link's own for COMMAND_RATE), sendCommand() feeds that queue the same way.
+   * `openCommands` (a lane of the link's own for COMMAND_RATE), sendCommand() feeds the queue it opens at the first
+   * command, the same way: opened later, it never sits idle through the warm-up, where a receiver closes what falls
+   * silent for IMAGE_TIMEOUT_MS.
    */
-  link(queue: SendQueue, release: () => Promise<void>, commands?: SendQueue): TransmitterLink {
+  link(queue: SendQueue, release: () => Promise<void>, openCommands?: () => SendQueue): TransmitterLink {
     this.queue = queue;
-    this.commands = commands;
     const link: TransmitterLink = {
       send: (header, payload) => {
         if (!this.ended) queue.push(header, payload);
@@ -65,15 +66,17 @@ export class LinkGuard {
       close: () => {
         this.closing ??= (async () => {
           queue.stop();
-          commands?.stop();
+          this.commands?.stop();
           await release();
         })();
         return this.closing;
       },
     };
-    if (commands !== undefined)
+    if (openCommands !== undefined)
       link.sendCommand = (header, payload) => {
-        if (!this.ended) commands.push(header, payload);
+        if (this.ended) return;
+        this.commands ??= openCommands();
+        this.commands.push(header, payload);
       };
     return link;
   }
