@@ -256,7 +256,12 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
   const client = transferClient(lib, baseUrl, session, sendMessageBytes);
   const guard = new LinkGuard(options.onFailure, `gRPC (Connect) stream to ${target}`);
   const images = openStream(client, options, guard);
-  const commands = options.commandLane === true ? openStream(client, options, guard, 'command stream') : undefined;
+  // The command stream opens at the first command (LinkGuard.link says why).
+  let commands: ReturnType<typeof openStream> | undefined;
+  const openCommands = (): SendQueue => {
+    commands = openStream(client, options, guard, 'command stream');
+    return commands.queue;
+  };
 
   return guard.link(
     images.queue,
@@ -265,7 +270,7 @@ async function connect(options: TransmitterOptions): Promise<TransmitterLink> {
       session.close(true);
       log.debug('gRPC (Connect) link closed');
     },
-    commands?.queue,
+    options.commandLane === true ? openCommands : undefined,
   );
 }
 
@@ -403,10 +408,26 @@ async function listen(options: ReceiverOptions): Promise<ReceiverListener> {
   const tcp = net.createServer((socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
-    closeWhenSilent(socket, options.idleTimeoutMs, (reason) =>
-      options.door.refuse(`${NAME} from ${hostPort(socket.remoteAddress ?? '?', socket.remotePort ?? 0)}`, reason),
-    );
+    const refuseSilent = (reason: string): void =>
+      options.door.refuse(`${NAME} from ${hostPort(socket.remoteAddress ?? '?', socket.remotePort ?? 0)}`, reason);
+    // The HTTP/2 server makes the connection's session synchronously, inside 'connection'. Its reads bypass the
+    // socket's own timer (node:http2 reads from the socket's handle), so a socket timeout would end a busy
+    // connection IMAGE_TIMEOUT_MS after it opened: the silence is timed on the session, which its streams refresh.
+    let session: http2.ServerHttp2Session | undefined;
+    const taken = (made: http2.ServerHttp2Session): void => {
+      session = made;
+    };
+    server.once('session', taken);
     server.emit('connection', socket);
+    server.off('session', taken);
+    if (session === undefined) closeWhenSilent(socket, options.idleTimeoutMs, refuseSilent);
+    else {
+      const silent = session;
+      silent.setTimeout(options.idleTimeoutMs, () => {
+        refuseSilent(`nothing sent or received for ${options.idleTimeoutMs} ms (IMAGE_TIMEOUT_MS): connection closed`);
+        silent.destroy();
+      });
+    }
   });
   capConnections(tcp, options.door, NAME);
   const address = hostPort(options.bindHost, options.port);
