@@ -266,6 +266,18 @@ function wholeNumber(min: number, max: number, fallback: number) {
   );
 }
 
+/** A rate, unset by default: `what` per second above 0 and at most `most`, fractions allowed. */
+function perSecond(what: string, most: number) {
+  return variable<number | undefined>(
+    `${what} per second above 0 and at most ${most.toLocaleString('en-US')}, e.g. 100 or 2.5`,
+    (raw) => {
+      const value = /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : NaN;
+      return value > 0 && value <= most ? value : undefined;
+    },
+    undefined,
+  );
+}
+
 function size(fallback: number | undefined, mostBytes = Infinity) {
   return variable<number | undefined>(
     `${SIZE_UNITS_HELP}, at least 1 byte` +
@@ -381,26 +393,8 @@ function schemaFor(specs: readonly TransportSpec[]) {
     WINDOW: wholeNumber(1, 1024, 1),
     CLIENTS: wholeNumber(1, MAX_CLIENTS, 1),
     RECEIVERS: wholeNumber(1, MAX_RECEIVERS, DEFAULT_RECEIVERS),
-    RATE: variable<number | undefined>(
-      `unset (a closed loop), or images per second above 0 and at most ` +
-        MAX_RATE_PER_SECOND.toLocaleString('en-US') +
-        `, e.g. 100 or 2.5`,
-      (raw) => {
-        const value = /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : NaN;
-        return value > 0 && value <= MAX_RATE_PER_SECOND ? value : undefined;
-      },
-      undefined,
-    ),
-    COMMAND_RATE: variable<number | undefined>(
-      `unset (no command lane), or commands per second above 0 and at most ` +
-        MAX_COMMAND_RATE_PER_SECOND.toLocaleString('en-US') +
-        `, e.g. 100 or 2.5`,
-      (raw) => {
-        const value = /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : NaN;
-        return value > 0 && value <= MAX_COMMAND_RATE_PER_SECOND ? value : undefined;
-      },
-      undefined,
-    ),
+    RATE: perSecond('unset (a closed loop), or images', MAX_RATE_PER_SECOND),
+    COMMAND_RATE: perSecond('unset (no command lane), or commands', MAX_COMMAND_RATE_PER_SECOND),
     COMMAND_SIZE: size(DEFAULT_COMMAND_BYTES, MAX_COMMAND_BYTES),
     WARMUP: variable<number | 'auto'>(
       `auto, or a whole number of images from 0 to ` +
