@@ -89,6 +89,16 @@ export async function transfer(
         : (sender?.figures() ?? commandsNotRun(commandSettings, 'the section failed before its commands'));
   const coldStart = (): TransmitterColdStart => ({ connectMs, firstImageRttMs: nullableMs(flight.firstImageRttNs) });
   const shipped = (): number[] => shippers.map((shipper) => shipper.shipped);
+  // The outcome as things stand, with `failure`: the same whether the section ended well or not.
+  const ended = (failure: string | null): TransferOutcome => ({
+    failure,
+    cost,
+    coldStart: coldStart(),
+    roundTripsShipped: shipped(),
+    flight,
+    warmedUp,
+    commands: commands(),
+  });
   try {
     const connectStartNs = process.hrtime.bigint();
     const laneRuns = commandSettings !== undefined && 'how' in lane;
@@ -166,27 +176,11 @@ export async function transfer(
         { transport: transport.name, superseded },
         'images written over before the receiver read them (superseded, as the transport declares)',
       );
-    return {
-      failure,
-      cost,
-      coldStart: coldStart(),
-      roundTripsShipped: shipped(),
-      flight,
-      warmedUp,
-      commands: commands(),
-    };
+    return ended(failure);
   } catch (err) {
     // What was batched still goes: the receiver's record of a failed section keeps every round trip it can.
     await Promise.all(shippers.map((shipper) => shipper.flush().catch(() => undefined)));
-    return {
-      failure: errorMessage(err),
-      cost,
-      coldStart: coldStart(),
-      roundTripsShipped: shipped(),
-      flight,
-      warmedUp,
-      commands: commands(),
-    };
+    return ended(errorMessage(err));
   } finally {
     sender?.destroy();
     for (const shipper of shippers) shipper.close();
