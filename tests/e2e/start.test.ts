@@ -1,22 +1,25 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePortsEnv } from '../../scripts/lib/ports.js';
-import { brokerVariables } from '../../services/core/config/config.js';
 import type { RunReport } from '../../services/core/report/report.js';
 import { stopChild } from '../../services/shared/child-process.js';
-import { projectPath } from '../../services/shared/paths.js';
 import { transports } from '../../services/transports/index.js';
 import { escapeRegExp } from '../helpers/harness.js';
-import { requirePrivilege } from '../helpers/privileges.js';
+import {
+  runStart as runStartIn,
+  spawnStart as spawnStartIn,
+  START_ENTRY as entry,
+  type StartResult,
+} from '../helpers/start-entry.js';
 
 // `npm start`'s entry as a user runs it: real processes, a private redis-server from PATH.
-// `npm test` builds dist/ first (its pretest step).
+// `npm test` builds dist/ first (its pretest step). The shaped link (NETWORK_*), which needs root and
+// network namespaces, is in tests/privileged/shaped-link.test.ts.
 
-const entry = projectPath('dist', 'scripts', 'start.js');
 let outputDir: string;
 
 beforeAll(async () => {
@@ -27,38 +30,12 @@ afterAll(async () => {
   await rm(outputDir, { recursive: true, force: true });
 });
 
-/** npm start's entry as a child of the test, with what it printed so far. */
-function spawnStart(env: Record<string, string>): { child: ChildProcess; stdout(): string; stderr(): string } {
-  // No broker URL or password from the caller's shell: npm start must start its own servers (Redis, NATS).
-  const brokers = new Set(brokerVariables(transports));
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([name]) => !brokers.has(name)));
-  const child = spawn(process.execPath, [entry], {
-    cwd: outputDir,
-    env: { ...inherited, OUTPUT_DIR: outputDir, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
-  return { child, stdout: () => stdout, stderr: () => stderr };
+function spawnStart(env: Record<string, string>): ReturnType<typeof spawnStartIn> {
+  return spawnStartIn(outputDir, env);
 }
 
-function runStart(
-  env: Record<string, string>,
-  timeoutMs = 90_000,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const { child, stdout, stderr } = spawnStart(env);
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`npm start entry did not finish in ${timeoutMs} ms; stderr:\n${stderr()}`));
-    }, timeoutMs);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout: stdout(), stderr: stderr() });
-    });
-  });
+function runStart(env: Record<string, string>, timeoutMs?: number): Promise<StartResult> {
+  return runStartIn(outputDir, env, timeoutMs);
 }
 
 describe('npm start entry', () => {
@@ -220,86 +197,6 @@ describe('npm start with RECEIVERS=2', () => {
       const second = await readFile(path.join(outputDir, 'receiver-2', 'output.log'), 'utf8');
       expect(second).toContain('Result: every transport delivered every image intact.');
       expect(second).not.toMatch(/^Receivers: /m);
-    },
-  );
-});
-
-describe('npm start with a shaped link (NETWORK_*)', () => {
-  const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  const namespaces = (): string[] =>
-    execFileSync('ip', ['netns', 'list'], { encoding: 'utf8' })
-      .split('\n')
-      .filter((line) => line.startsWith('itb-tx-'));
-  /** Without root, NETWORK_* is refused before anything starts; then the shaping itself is skipped, saying why. */
-  async function refusedUnlessShapeable(context: TestContext, env: Record<string, string>): Promise<void> {
-    if (!isRoot) {
-      const result = await runStart({ ...env, ...(await freePortsEnv()) });
-      expect([result.code, result.stderr]).toEqual([2, expect.stringContaining('needs root')]);
-    }
-    requirePrivilege(context, 'netns', 'a link shaped by NETWORK_*');
-  }
-
-  it(
-    'runs the transmitter behind a veth pair shaped to NETWORK_RATE, says so in output.log, stays under the rate, ' +
-      'and removes the namespace',
-    async (context) => {
-      await refusedUnlessShapeable(context, { NETWORK_RATE: '40mbit', TRANSPORTS: 'tcp' });
-      const before = namespaces();
-      const result = await runStart({
-        NETWORK_RATE: '40mbit',
-        TRANSPORTS: 'tcp,redis',
-        IMAGE_COUNT: '30',
-        WINDOW: '4',
-        WARMUP: '5',
-        ...(await freePortsEnv()),
-      });
-      expect(result.code, result.stderr).toBe(0);
-      const log = await readFile(path.join(outputDir, 'output.log'), 'utf8');
-      expect(log).toMatch(
-        new RegExp(
-          /^Link: a veth pair, MTU 1500, between the transmitter's own network namespace /.source +
-            /\(10\.213\.\d+\.\d+\) and the receiver's .*tbf rate 40mbit \(NETWORK_RATE=40mbit\)$/.source,
-          'm',
-        ),
-      );
-      // 40 mbit/s is 5 MB/s of frames: a run above it was not shaped; far below, the shaping is broken.
-      for (const transport of ['TCP (baseline)', 'Redis']) {
-        // One repeat: the MB/s is marked ~ (indicative), its figure is what counts here.
-        const mbps = Number(
-          new RegExp(`^${escapeRegExp(transport)}\\s.*\\s~?(\\d+\\.\\d)\\s+~?\\d+\\.\\d\\s+ok$`, 'm').exec(log)?.[1],
-        );
-        expect(mbps, transport).toBeGreaterThan(0.5 * 5);
-        expect(mbps, transport).toBeLessThanOrEqual(1.05 * 5);
-      }
-      expect(namespaces()).toEqual(before);
-    },
-  );
-
-  it(
-    'applies NETWORK_DELAY with netem, or exits 2 ' + 'naming the missing sch_netem before anything starts',
-    async (context) => {
-      await refusedUnlessShapeable(context, { NETWORK_DELAY: '20ms', TRANSPORTS: 'tcp' });
-      const before = namespaces();
-      const result = await runStart({
-        NETWORK_DELAY: '20ms',
-        TRANSPORTS: 'tcp',
-        IMAGE_COUNT: '5',
-        WARMUP: '2',
-        ...(await freePortsEnv()),
-      });
-      if (result.code === 2) {
-        expect(result.stderr).toContain(
-          "NETWORK_DELAY and NETWORK_LOSS need tc's netem, and this kernel has no sch_netem",
-        );
-      } else {
-        expect(result.code, result.stderr).toBe(0);
-        // 20 ms each way: every round trip takes at least 40 ms.
-        const results = JSON.parse(await readFile(path.join(outputDir, 'results.json'), 'utf8')) as {
-          sections: { rtt: { minMs: number } }[];
-        };
-        expect(results.sections[0]?.rtt.minMs).toBeGreaterThanOrEqual(40);
-      }
-      expect(namespaces()).toEqual(before);
     },
   );
 });

@@ -1,22 +1,19 @@
-import { chmod, chown, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newAuthToken } from '../../services/shared/auth-token.js';
-import { requirePrivilege } from '../helpers/privileges.js';
 import { exitWithin, freePortsEnv, startReadyReceiver, startService, stopService } from '../helpers/processes.js';
+import { tokenFileChecks } from '../helpers/token-files.js';
 
 // AUTH_TOKEN_FILE through the real entries: a file is trusted only when it is the service's (a
 // regular file, not a link, owned by its user and private, or owned by root and readable by its
 // group at most, as a Kubernetes secret mount is). Every refusal stops either service at start
-// with exit 2, naming the path and the reason. The ownership cases need root (chown): they run
-// here as root, and as uid 1000 through setpriv for the cases of a service that is not root; they
-// are skipped, and listed at the end of the run, when the tests do not run as root.
+// with exit 2, naming the path and the reason. The ownership cases, which need root (chown) and
+// setpriv, are in tests/privileged/token-file-owners.test.ts.
 
 const asRoot = process.getuid?.() === 0;
-/** Runs a service as uid and gid 1000 (the image's node user), as the Kubernetes manifests do. */
-const AS_UID_1000 = ['setpriv', '--reuid=1000', '--regid=1000', '--clear-groups'];
 
 let dir: string;
 /** A valid secret in a private file of the test's own: the target of the planted links. */
@@ -35,56 +32,7 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** A token file at a fresh path with `mode` (and `owner` uid:gid when given). */
-async function tokenFile(name: string, mode: number, owner?: [number, number]): Promise<string> {
-  const file = path.join(dir, name);
-  await writeFile(file, `${newAuthToken()}\n`, { mode });
-  await chmod(file, mode);
-  if (owner !== undefined) await chown(file, owner[0], owner[1]);
-  return file;
-}
-
-/** Both services, started with AUTH_TOKEN_FILE=`file`, exit 2 naming the file and `reason`. */
-async function expectRefusedByBoth(file: string, reason: RegExp, prefix: readonly string[] = []): Promise<void> {
-  const env = { ...(await freePortsEnv()), AUTH_TOKEN_FILE: file, CONNECT_TIMEOUT_MS: '1000' };
-  // Both at once; the bound is generous (loading the transports takes seconds on a loaded machine): what counts is the
-  // exit code.
-  const services = (['receiver', 'transmitter'] as const).map((name) => ({
-    name,
-    service: startService(name, { ...env, OUTPUT_DIR: path.join(dir, `out-${name}`) }, prefix),
-  }));
-  for (const { name, service } of services) {
-    expect(await exitWithin(service, 30_000), `${name}: ${service.stderr()}`).toBe(2);
-    expect(service.stderr(), name).toContain(`AUTH_TOKEN_FILE="${file}": expected a regular file (not a link)`);
-    expect(service.stderr(), name).toContain(`${file} is refused: `);
-    expect(service.stderr(), name).toMatch(reason);
-  }
-}
-
-/** A receiver started with AUTH_TOKEN_FILE=`file` runs, and logs that file with why it was trusted. */
-async function expectTrustedByReceiver(file: string, because: RegExp, prefix: readonly string[] = []): Promise<void> {
-  const outputDir = path.join(dir, `out-${path.basename(file)}`);
-  await mkdir(outputDir);
-  if (prefix.length > 0) await chown(outputDir, 1000, 1000);
-  const receiver = startService(
-    'receiver',
-    { ...(await freePortsEnv()), TRANSPORTS: 'tcp', LOG_LEVEL: 'info', OUTPUT_DIR: outputDir, AUTH_TOKEN_FILE: file },
-    prefix,
-  );
-  try {
-    await receiver.waitForLog(/receiver ready/, 60_000);
-    const line = receiver
-      .stderr()
-      .split('\n')
-      .find((l) => l.includes('using the secret in AUTH_TOKEN_FILE'));
-    expect(line, receiver.stderr()).toBeDefined();
-    const logged = JSON.parse(line!) as { authTokenFile: string; trustedBecause: string };
-    expect(logged.authTokenFile).toBe(file);
-    expect(logged.trustedBecause).toMatch(because);
-  } finally {
-    await stopService(receiver);
-  }
-}
+const { tokenFile, expectRefusedByBoth, expectTrustedByReceiver } = tokenFileChecks(() => dir);
 
 describe('AUTH_TOKEN_FILE refused: exit 2, the path and the reason named', () => {
   it('a symbolic link to a valid secret: the linked secret is not taken', async () => {
@@ -122,35 +70,6 @@ describe('AUTH_TOKEN_FILE refused: exit 2, the path and the reason named', () =>
     await mkdir(folder, { mode: 0o700 });
     await expectRefusedByBoth(folder, /is refused: not a regular file/);
   }, 90_000);
-
-  it('a private file owned by another uid (nobody, 65534)', async (context) => {
-    requirePrivilege(context, 'root', 'chown to uid 65534');
-    const file = await tokenFile('nobodys-token', 0o600, [65534, 65534]);
-    await expectRefusedByBoth(
-      file,
-      /is refused: owned by uid 65534, not by uid 0 \(this process\) or root, so uid 65534 can change the secret/,
-    );
-  }, 90_000);
-
-  it('run as uid 1000: a root-owned file its group may write (0460), and a file of its own its group can read ' +
-    '(0640)', async (context) => {
-    requirePrivilege(context, 'uid1000', 'chown and setpriv to uid 1000');
-    const groupWritable = await tokenFile('root-group-writable-token', 0o460, [0, 1000]);
-    await expectRefusedByBoth(
-      groupWritable,
-      new RegExp(
-        `owned by root with mode 0460, which lets its group write it or others use it .*: \`chmod g-w,` +
-          `o-rwx ${groupWritable}\``,
-      ),
-      AS_UID_1000,
-    );
-    const ownOpen = await tokenFile('uid1000-open-token', 0o640, [1000, 1000]);
-    await expectRefusedByBoth(
-      ownOpen,
-      new RegExp(`mode 0640 allows group/others to use it: \`chmod 600 ${ownOpen}\``),
-      AS_UID_1000,
-    );
-  }, 90_000);
 });
 
 describe('AUTH_TOKEN_FILE trusted: the receiver runs and logs which file and why', () => {
@@ -160,26 +79,6 @@ describe('AUTH_TOKEN_FILE trusted: the receiver runs and logs which file and why
       file,
       asRoot ? /^owned by root \(this process\), mode 0600/ : /^owned by this process's uid \d+, mode 0600$/,
     );
-  }, 90_000);
-
-  it('run as root, a root-owned file its group may read ' +
-    '(0440): the rule for root-owned files holds for root too', async (context) => {
-    requirePrivilege(context, 'root', 'a service run as root');
-    const file = await tokenFile('root-0440-token', 0o440, [0, 0]);
-    await expectTrustedByReceiver(file, /^owned by root \(this process\), mode 0440: only root can have placed it/);
-  }, 90_000);
-
-  it('run as uid 1000: a Kubernetes secret mount (root-owned, group 1000, 0440) and a Docker swarm secret (uid ' +
-    '1000, 0400)', async (context) => {
-    requirePrivilege(context, 'uid1000', 'chown and setpriv to uid 1000');
-    const mounted = await tokenFile('k8s-token', 0o440, [0, 1000]);
-    await expectTrustedByReceiver(
-      mounted,
-      /^owned by root, mode 0440: only root can have placed it \(a secret mount\)/,
-      AS_UID_1000,
-    );
-    const swarm = await tokenFile('swarm-token', 0o400, [1000, 1000]);
-    await expectTrustedByReceiver(swarm, /^owned by this process's uid 1000, mode 0400$/, AS_UID_1000);
   }, 90_000);
 });
 

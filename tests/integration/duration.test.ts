@@ -47,8 +47,10 @@ describe('DURATION', () => {
     expect(section!.imageCount).toBeGreaterThan(100);
     expect(section!.imageCount).toBeLessThan(1_000_000_000);
     expect([section?.okCount, section?.lostCount, section?.ok]).toEqual([section!.imageCount, 0, true]);
-    // Sent for about 2 s: the span from the first stamp to the last arrival is no shorter, and not far longer.
-    expect(section!.totalMs).toBeGreaterThanOrEqual(1990);
+    // Sent for about 2 s: the span from the first stamp to the last arrival is not far shorter, nor far longer. The
+    // deadline starts just before the first send, whose stamp a loaded machine delays (by 44 ms beside other test
+    // files on two cores), so 5 % is allowed; a count-bound or early stop falls far outside.
+    expect(section!.totalMs).toBeGreaterThanOrEqual(1900);
     expect(section!.totalMs).toBeLessThan(10_000);
     expect(section!.series.length).toBeGreaterThanOrEqual(2);
     expect(section!.series.reduce((sum, second) => sum + second.images, 0)).toBe(section!.imageCount);

@@ -33,6 +33,8 @@ const TOOLS_BY_PROJECT: Readonly<Record<string, readonly Tool[]>> = {
     { command: 'chromium', usedFor: 'opening report.html in a browser', install: APT },
     { command: 'pgrep', usedFor: "finding npm start's receiver processes (procps)", install: APT },
   ],
+  // Root, network namespaces and a user namespace besides: tests/helpers/privileges.ts probes those.
+  privileged: [REDIS],
   // Debian's kubernetes-client (1.20) has a kustomize too old for deploy/k8s.
   k8s: [
     {
