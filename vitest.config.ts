@@ -1,5 +1,6 @@
 import os from 'node:os';
 import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
+import LongestFirst from './tests/setup/sequencer.js';
 
 /** The options every project shares. */
 const shared = {
@@ -14,30 +15,43 @@ const shared = {
 function project(
   name: string,
   include: string[],
-  options: { exclude?: string[]; isolate?: boolean } = {},
+  options: { exclude?: string[]; isolate?: boolean; globalSetup?: string[] } = {},
 ): TestProjectInlineConfiguration {
-  return { test: { ...shared, ...options, name, include, globalSetup: ['tests/setup/tools.ts'] } };
+  const globalSetup = ['tests/setup/tools.ts', ...(options.globalSetup ?? [])];
+  return { test: { ...shared, ...options, name, include, globalSetup } };
 }
 
 // npm test runs unit, integration, e2e and privileged (package.json names them); k8s renders
 // deploy/k8s with kubectl, which Debian lacks: only .ci/run runs it (npx vitest run --project k8s).
 const K8S_RENDER = 'tests/e2e/k8s-kustomize.test.ts';
+/** The integration files that replace a module with vi.mock: each in a process of its own. */
+const MOCKING = ['tests/integration/timing-faults.test.ts', 'tests/integration/command-lane-grpc.test.ts'];
 
-// Files at once: most of a file's time is spent waiting (brokers starting, open-loop runs at a fixed
-// rate, timeouts that must pass, child processes starting), so two cores carry one more file than
-// they have cores. ITB_TEST_WORKERS overrides it (1 reproduces a single-file order).
-const WORKERS = Number(process.env.ITB_TEST_WORKERS) || os.availableParallelism() + 1;
+// Files at once: much of a file's time is spent waiting (brokers starting, open-loop runs at a fixed
+// rate, timeouts that must pass, child processes starting), so two cores carry two files each: on 2
+// cores npm test took 7 min with 1 file at a time per core plus one, 5.7 with two per core.
+// ITB_TEST_WORKERS overrides it (1 runs one file at a time).
+const WORKERS = Number(process.env.ITB_TEST_WORKERS) || os.availableParallelism() * 2;
 
 export default defineConfig({
   test: {
     // After vitest's summary, the checks that were skipped and why (a missing privilege).
     reporters: ['default', './tests/setup/skips-reporter.ts'],
     maxWorkers: WORKERS,
+    sequence: { sequencer: LongestFirst },
     projects: [
       // The pure core holds no socket, process or global state between files: one process per
       // worker imports the core once instead of once per file.
       project('unit', ['tests/unit/**/*.test.ts'], { isolate: false }),
-      project('integration', ['tests/integration/**/*.test.ts']),
+      // One RabbitMQ for the files that only go through a broker: its boot is seconds of CPU. The files share a
+      // process per worker too (importing every transport's library is over a second of CPU per file), but for those
+      // that mock a module, which must not reach a file after them.
+      project('integration', ['tests/integration/**/*.test.ts'], {
+        exclude: MOCKING,
+        isolate: false,
+        globalSetup: ['tests/setup/shared-rabbit.ts'],
+      }),
+      project('integration-mocks', MOCKING, { globalSetup: ['tests/setup/shared-rabbit.ts'] }),
       project('e2e', ['tests/e2e/**/*.test.ts'], { exclude: [K8S_RENDER] }),
       // What an unprivileged container cannot do (root, network namespaces and tc, a user
       // namespace): skipped there, run on CI's host by .ci/run.

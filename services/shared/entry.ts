@@ -27,13 +27,28 @@ export function configFromEnvOrExit(
   options: Pick<ParseOptions, 'shapesLink'> = {},
 ): Readonly<Config> {
   if (existsSync('.env')) process.loadEnvFile('.env');
-  const result = parseConfig(process.env, transports, { ...options, readSecretFile });
-  const issues = [...(result.ok ? [] : result.issues), ...extraChecks(process.env)];
-  if (!result.ok || issues.length > 0) {
-    process.stderr.write(`${formatConfigIssues(issues)}\n`);
+  const result = configFromEnv(process.env, transports, extraChecks, options);
+  if (!result.ok) {
+    process.stderr.write(`${result.message}\n`);
     process.exit(ExitCode.config);
   }
   return result.config;
+}
+
+/**
+ * The configuration for `transports` from `env` with `extraChecks`' issues added, or the message naming every bad
+ * variable that configFromEnvOrExit prints before it exits 2.
+ */
+export function configFromEnv(
+  env: NodeJS.ProcessEnv,
+  transports: readonly TransportSpec[],
+  extraChecks: (env: NodeJS.ProcessEnv) => ConfigIssue[] = () => [],
+  options: Pick<ParseOptions, 'shapesLink'> = {},
+): { ok: true; config: Readonly<Config> } | { ok: false; message: string } {
+  const result = parseConfig(env, transports, { ...options, readSecretFile });
+  const issues = [...(result.ok ? [] : result.issues), ...extraChecks(env)];
+  if (!result.ok || issues.length > 0) return { ok: false, message: formatConfigIssues(issues) };
+  return { ok: true, config: result.config };
 }
 
 /** Runs `close` once on SIGINT or SIGTERM, then exits; a second signal exits at once. */

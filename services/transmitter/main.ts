@@ -1,23 +1,17 @@
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
-import { authTokenFileIssues } from '../shared/auth-token.js';
-import {
-  configFromEnvOrExit,
-  effectiveLogLevel,
-  ExitCode,
-  imagePathIssues,
-  onShutdownSignal,
-} from '../shared/entry.js';
+import { configFromEnvOrExit, effectiveLogLevel, ExitCode, onShutdownSignal } from '../shared/entry.js';
 import { transports } from '../transports/index.js';
 import { createLogger } from '../shared/logger.js';
 import { printRelayedLines } from '../shared/terminal-relay.js';
 import { buildTransmitter } from './app.js';
+import { transmitterEnvChecks } from './env-checks.js';
 import { loadImage } from '../shared/images.js';
 import { createProgressDisplay } from './progress.js';
 
 // Transmitter entry: validates the environment, loads the image, runs every transport's section
 // against the receiver and prints the summary. Exit 0: every image of every transport arrived
 // intact; 1: anything else; 2: bad configuration (a secret that is not the receiver's included).
-const config = configFromEnvOrExit(transports, (env) => [...imagePathIssues(env), ...authTokenFileIssues(env)]);
+const config = configFromEnvOrExit(transports, transmitterEnvChecks);
 // On stderr, so stdout carries only the final summary. On a terminal, log lines and the lines npm
 // start relays (the receiver's) go through the display, which prints them above its bars.
 const progress = createProgressDisplay({ stream: process.stderr, tty: Boolean(process.stderr.isTTY) });

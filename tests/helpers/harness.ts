@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
+import { inject } from 'vitest';
 import { sectionCredential, type SectionCredential } from '../../services/core/wire/auth.js';
 import { imageChecksum } from '../../services/core/wire/checksum.js';
 import { encodeFrameHeader, type Ack } from '../../services/core/wire/frame.js';
@@ -38,12 +40,19 @@ export class LocalServers {
   /** By the setting's env var (REDIS_URL). */
   private readonly servers = new Map<string, LocalServer>();
 
-  /** Starts a server for every URL setting of `table` that has a local one. */
+  /**
+   * Starts a server for every URL setting of `table` that has a local one; AMQP_URL is the project's shared RabbitMQ
+   * (tests/setup/shared-rabbit.ts) where the project has one, left running at closeAll.
+   */
   async startFor(table: readonly Transport[]): Promise<void> {
     for (const transport of table) {
       const envVar = transport.deployment.setting.envVar;
-      if (transport.deployment.localServer && !this.servers.has(envVar))
-        this.servers.set(envVar, await transport.deployment.localServer.start());
+      if (!transport.deployment.localServer || this.servers.has(envVar)) continue;
+      const shared = envVar === 'AMQP_URL' ? sharedAmqpUrl() : undefined;
+      this.servers.set(
+        envVar,
+        shared === undefined ? await transport.deployment.localServer.start() : { url: shared, close: async () => {} },
+      );
     }
   }
 
@@ -71,8 +80,20 @@ export class LocalServers {
   }
 }
 
-/** The AUTH_TOKEN every test's services share. */
-export const TEST_AUTH_TOKEN = 'test-secret-0123456789abcdef';
+/**
+ * The AUTH_TOKEN every test's services share: one of this test process's own, so the queues of files that share a
+ * broker (named after the section's credential, which derives from it) never meet.
+ */
+export const TEST_AUTH_TOKEN = `test-secret-${randomBytes(8).toString('hex')}`;
+
+/** The project's shared RabbitMQ, or undefined where the project starts none (tests/setup/shared-rabbit.ts). */
+function sharedAmqpUrl(): string | undefined {
+  try {
+    return inject('sharedAmqpUrl');
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * A door as the receiver app gives a transport's listener, already open for one section, and that section's credential.

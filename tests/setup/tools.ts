@@ -17,11 +17,13 @@ interface Tool {
 
 const REDIS: Tool = { command: 'redis-server', usedFor: 'a private Redis per test', install: APT };
 const NATS: Tool = { command: 'nats-server', usedFor: 'a private NATS server per test', install: APT };
+const RABBITMQ: Tool = { command: 'rabbitmq-server', usedFor: "the integration tests' private RabbitMQ", install: APT };
 
 /** The programs each vitest project's tests start, what each is for, and how to get it; unit needs none. */
 const TOOLS_BY_PROJECT: Readonly<Record<string, readonly Tool[]>> = {
   unit: [],
-  integration: [REDIS, NATS],
+  integration: [REDIS, NATS, RABBITMQ],
+  'integration-mocks': [REDIS, NATS, RABBITMQ],
   e2e: [
     REDIS,
     NATS,
