@@ -21,15 +21,15 @@ function project(
   return { test: { ...shared, ...options, name, include, globalSetup } };
 }
 
-// npm test runs unit, integration, e2e and privileged (package.json names them); k8s renders
+// npm test runs unit, integration, integration-mocks, e2e and privileged (package.json names them); k8s renders
 // deploy/k8s with kubectl, which Debian lacks: only .ci/run runs it (npx vitest run --project k8s).
 const K8S_RENDER = 'tests/e2e/k8s-kustomize.test.ts';
 /** The integration files that replace a module with vi.mock: each in a process of its own. */
 const MOCKING = ['tests/integration/timing-faults.test.ts', 'tests/integration/command-lane-grpc.test.ts'];
 
 // Files at once: much of a file's time is spent waiting (brokers starting, open-loop runs at a fixed
-// rate, timeouts that must pass, child processes starting), so two cores carry two files each: on 2
-// cores npm test took 7 min with 1 file at a time per core plus one, 5.7 with two per core.
+// rate, timeouts that must pass, child processes starting), so each core carries two files: on 2
+// cores npm test took 7 min with three files at once, 5.7 with four.
 // ITB_TEST_WORKERS overrides it (1 runs one file at a time).
 const WORKERS = Number(process.env.ITB_TEST_WORKERS) || os.availableParallelism() * 2;
 

@@ -9,8 +9,9 @@
 # The commands are read from the README's fenced block that holds `npm test`, so a README that
 # names the wrong commands, or a missing install step, turns CI red. `a && b` runs as two timed
 # steps that stop at the first failure, as `&&` does. One closing line; exit 1 when a command fails.
-# With FRESH_COUNTS_FILE set, the counts (passed failed skipped) are also written there, one line. Needs a Docker engine, git and node; where Docker Hub is unreachable, the base images
-# come from scripts/docker/stand-in-images.sh. .ci/run runs it; `npm test` does not.
+# With FRESH_COUNTS_FILE set, the counts (passed failed skipped) are also written there, one line.
+# Needs a Docker engine, git and node; where Docker Hub is unreachable, the base images come from
+# scripts/docker/stand-in-images.sh. .ci/run runs it; `npm test` does not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
