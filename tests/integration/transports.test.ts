@@ -212,8 +212,8 @@ for (const transport of transports) {
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(healthy.seen.failures).toEqual([]);
       expect(healthy.seen.rejects).toEqual([]);
-      // A broker of its own to stop: RabbitMQ's boot alone took 9 s on a quiet 2-core machine and over 30 s beside three
-      // other test files and two CPU burners. The broker's own start is bounded (60 s); nothing here is timed.
+      // A broker of its own to stop: RabbitMQ's boot alone took 9 s on a quiet 2-core machine and over 30 s beside
+      // three other test files and two CPU burners. The broker's own start is bounded (60 s); nothing here is timed.
     }, 120_000);
 
     if (transport.deployment.setting.kind !== 'url') {
