@@ -7,8 +7,10 @@ const shared = {
   // Real sockets and child processes: each file in its own process, so one file's leftovers
   // cannot disturb another's handle counts.
   pool: 'forks',
-  testTimeout: 30_000,
-  hookTimeout: 30_000,
+  // A bound against a hang, not a timing check: four files at once beside two CPU burners took
+  // tests that boot a broker or run every transport past 30 s (a RabbitMQ boot alone took 30 s).
+  testTimeout: 90_000,
+  hookTimeout: 90_000,
 } as const;
 
 /** A project of the files `include` matches; its global setup checks the programs its tests start. */

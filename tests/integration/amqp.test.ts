@@ -203,7 +203,7 @@ describe('amqp transport: RabbitMQ specifics', () => {
       await link.close();
       await listener.close();
     }
-  }, 30_000);
+  }, 90_000);
 
   it('fails at once, naming AMQP_URL, when it is not set', async () => {
     const section = testDoor('amqp');
