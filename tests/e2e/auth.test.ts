@@ -35,7 +35,7 @@ beforeAll(async () => {
     CONNECT_TIMEOUT_MS: '5000',
   };
   receiver = await startReadyReceiver(env);
-}, 30_000);
+}, 90_000);
 afterAll(async () => {
   await stopService(receiver);
   await rm(dir, { recursive: true, force: true });
@@ -57,7 +57,7 @@ describe('AUTH_TOKEN', () => {
     expect(await exitWithin(transmitter, 20_000)).toBe(2);
     expect(transmitter.stderr()).toMatch(/receiver refused POST \/runs \(HTTP 403\): wrong AUTH_TOKEN/);
     expect(await readdir(env.OUTPUT_DIR!).catch(() => [])).toEqual([]);
-  }, 30_000);
+  }, 90_000);
 
   it('a transmitter that reads the same AUTH_TOKEN_FILE runs, and the secret is in no output file', async () => {
     const transmitter = startService('transmitter', env);
@@ -92,5 +92,5 @@ describe('AUTH_TOKEN', () => {
         ),
       );
     }
-  }, 30_000);
+  }, 90_000);
 });

@@ -42,7 +42,7 @@ beforeAll(async () => {
   ]);
   redisHostPort = new URL(redis.url).host;
   natsHostPort = new URL(nats.url).host;
-}, 30_000);
+}, 90_000);
 afterAll(async () => {
   await Promise.all([redis?.close(), nats?.close()]);
   await rm(dir, { recursive: true, force: true });

@@ -132,7 +132,7 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     } finally {
       await rm(envFile);
     }
-  }, 30_000);
+  }, 90_000);
 
   it("has the two services and every transport's broker " +
     'service, wired as designed, with the code defaults', async () => {
@@ -251,7 +251,7 @@ describe('docker-compose.yml, resolved by docker-compose', () => {
     expect(transmitter.volumes).toContain(`sockets:${socketDir}:nocopy`);
     expect(Object.keys(compose.volumes ?? {})).toEqual(['auth', 'sockets']);
     expect(service(compose, 'redis').volumes ?? []).toEqual([]);
-  }, 30_000);
+  }, 90_000);
 });
 
 describe('Dockerfile', () => {

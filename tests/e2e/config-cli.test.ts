@@ -165,7 +165,7 @@ describe('bad configuration', () => {
     const directory = await runEntry('transmitter', { IMAGE_PATH: outputDir });
     expect(directory.code).toBe(2);
     expect(directory.stderr).toContain('expected a readable file (not a regular file)');
-  }, 30_000);
+  }, 90_000);
 
   it.each(['transmitter', 'receiver', 'start'] as const)(
     'all bad at once: %s names every one in a single message, exit 2, output untouched',
@@ -252,5 +252,5 @@ describe('a refused configuration makes nothing', () => {
     } finally {
       await stopService(receiver);
     }
-  }, 30_000);
+  }, 90_000);
 });

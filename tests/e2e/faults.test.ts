@@ -157,7 +157,7 @@ describe('faults', () => {
     expect(existsSync(path.join(dir, 'results.json'))).toBe(true);
     const again = start('receiver', env);
     await again.waitForLog(/"msg":"receiver ready"/);
-  }, 30_000);
+  }, 90_000);
 
   it('a port already taken: the receiver reports that ' +
     'listener as failed, the others serve, exit 1 for the run', async () => {
@@ -173,5 +173,5 @@ describe('faults', () => {
       /^TCP \(baseline\)\s+0\s+2\s+0\s.*FAILED: receiver's tcp listener is not available: .*EADDRINUSE/m,
     );
     expect(transmitter.stdout()).toMatch(/^WebSocket\s+2\s+0\s+0\s.*\sok$/m);
-  }, 30_000);
+  }, 90_000);
 });

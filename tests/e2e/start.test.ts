@@ -74,7 +74,7 @@ describe('npm start entry', () => {
     expect(result.stderr).toContain('WINDOW="0"');
     expect(result.stderr).toContain('TRANSPORTS="websocket,smoke-signals"');
     expect(await readFile(path.join(outputDir, 'output.log'), 'utf8')).toBe(previous);
-  }, 30_000);
+  }, 90_000);
 
   it('says plainly when there is no Redis, runs the other transports, and exits 1', async () => {
     // An empty PATH: no redis-server to start (the services are started by node's own path).

@@ -89,7 +89,7 @@ describe('amqp transport: RabbitMQ specifics', () => {
     } finally {
       await listener.close();
     }
-  }, 30_000);
+  }, 90_000);
 
   it("fails the section naming the broker's max_message_size when an image is over it; one under it goes " +
     'through', async () => {

@@ -275,7 +275,7 @@ describe.each(transports.map((t) => [t.name, t] as const))(
             });
           });
         });
-      }, 30_000);
+      }, 90_000);
     }
   },
 );

@@ -88,7 +88,7 @@ describe.each(ceilings.map((pair) => [pair.transport, pair] as const))('the %s c
       expect(figures.rttP99Ms).toBeGreaterThanOrEqual(figures.rttP50Ms);
       // One process: its CPU cannot be split between the two sides, so the receiver's is not told.
       expect(figures.receiverCpuMs).toBeNull();
-    }, 30_000);
+    }, 90_000);
   }
 });
 
@@ -102,7 +102,7 @@ describe('the redis-kv ceiling pair at WINDOW=64', () => {
     expect(figures.superseded).toBeGreaterThan(0);
     // The two warm-up images are read too, outside the timed count.
     expect(figures.count + figures.superseded!).toBe(200);
-  }, 30_000);
+  }, 90_000);
 });
 
 describe('a pair that moves nothing', () => {

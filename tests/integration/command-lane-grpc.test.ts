@@ -79,11 +79,11 @@ describe.each([grpcTransport, grpcConnectTransport, grpcUnaryTransport])('comman
     // Which ack comes first is not asserted: it is up to Node's HTTP/2 (nghttp2) scheduling of the two streams. On
     // Node 20 (nghttp2 1.61) the command's came first; on Node 24 (nghttp2 1.70) the image's, every time.
     expect((await ackOrder(transport, true)).sort((a, b) => a - b)).toEqual([0, commandSeq('alone', 0)]);
-  }, 30_000);
+  }, 90_000);
 
   it('the same command sent through send() waits behind the image: acknowledged after it', async () => {
     expect(await ackOrder(transport, false)).toEqual([0, commandSeq('alone', 0)]);
-  }, 30_000);
+  }, 90_000);
 
   it('a link connected without the lane has no sendCommand: commands go through send()', async () => {
     const pair = await openPair(transport, { window: 4 });
@@ -115,7 +115,7 @@ describe('command lane on grpc-unary', () => {
     } finally {
       await pair.close();
     }
-  }, 30_000);
+  }, 90_000);
 
   it('drops a call marked a command that carries an image, so no image passes the ones before it', async () => {
     const pair = await openPair(grpcUnaryTransport, { window: 4, commandLane: true });
@@ -130,5 +130,5 @@ describe('command lane on grpc-unary', () => {
     } finally {
       await pair.close();
     }
-  }, 30_000);
+  }, 90_000);
 });

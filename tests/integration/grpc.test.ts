@@ -26,7 +26,7 @@ describe('grpc transport', () => {
     expect(outcome.received).toHaveLength(1);
     expect(outcome.received[0]?.bytes.equals(image)).toBe(true);
     expect(outcome.acks).toEqual([{ sectionId: 7, seq: 0, status: 'accepted' }]);
-  }, 30_000);
+  }, 90_000);
 
   it('refuses to send an image over MAX_IMAGE_SIZE: the link fails at once with RESOURCE_EXHAUSTED, nothing ' +
     'delivered, no hang', async () => {
@@ -49,7 +49,7 @@ describe('grpc transport', () => {
     } finally {
       await pair.close();
     }
-  }, 30_000);
+  }, 90_000);
 
   it('receiver stays bounded by its own MAX_IMAGE_SIZE: grpc-js refuses the message, nothing delivered, the ' +
     'listener keeps serving', async () => {
@@ -104,7 +104,7 @@ describe('grpc transport', () => {
       await next.close();
       await pair.listener.close();
     }
-  }, 30_000);
+  }, 90_000);
 
   it('drops a frame with a truncated header, a wrong payload length or an empty header field, and keeps the stream ' +
     'going', async () => {
@@ -132,5 +132,5 @@ describe('grpc transport', () => {
       await pair.close();
     }
     expect(pair.seen.failures).toEqual([]);
-  }, 30_000);
+  }, 90_000);
 });

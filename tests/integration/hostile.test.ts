@@ -248,7 +248,7 @@ beforeAll(async () => {
     LOG_LEVEL: 'info',
   };
   receiver = await startReadyReceiver(env);
-}, 30_000);
+}, 90_000);
 afterAll(async () => {
   await stopService(receiver);
   await servers.closeAll();

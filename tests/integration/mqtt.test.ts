@@ -163,7 +163,7 @@ describe('mqtt transport: MQTT specifics', () => {
       await relay.close();
       await small.close();
     }
-  }, 30_000);
+  }, 90_000);
 
   it("fails connect() with the limit named, before anything is sent, when an image is over the broker's " +
     'maximum packet size; one that fits exactly goes through', async () => {

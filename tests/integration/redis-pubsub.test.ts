@@ -95,7 +95,7 @@ describe('redis-pubsub transport: Redis pub/sub specifics', () => {
       ),
     );
     expect(log).toMatch(new RegExp(`^TCP \\(baseline\\)\\s+${imageCount}\\s+0\\s+0\\s.*\\sok$`, 'm'));
-  }, 30_000);
+  }, 90_000);
 
   it('fails the link with a clear reason when a PUBLISH reaches no subscriber', async () => {
     // A section nobody prepared on this Redis: its channel has no subscriber.

@@ -100,7 +100,7 @@ describe('redis transport: Redis specifics', () => {
       expect(r.bytes.length).toBe(images[r.seq]!.length);
       expect(r.bytes.equals(images[r.seq]!)).toBe(true);
     }
-  }, 30_000);
+  }, 90_000);
 
   it('rejects entries not written by a transmitter, trims them too, and still delivers the good ones', async () => {
     const pair = await openPair(redisTransport, { url: redis.url, receiverMaxImageBytes: MAX_IMAGE_BYTES });
@@ -136,7 +136,7 @@ describe('redis transport: Redis specifics', () => {
     } finally {
       await pair.close();
     }
-  }, 30_000);
+  }, 90_000);
 
   it("reads only the open section's keys, and deletes them when the section ends", async () => {
     const pair = await openPair(redisTransport, { url: redis.url });
@@ -161,7 +161,7 @@ describe('redis transport: Redis specifics', () => {
       await pair.close();
       await inspector.del('itb:frames', stranger.frames);
     }
-  }, 30_000);
+  }, 90_000);
 
   it('listen() and connect() reject within seconds, naming the URL, when no Redis runs there', async () => {
     const url = `redis://127.0.0.1:${await freePort()}`;
@@ -214,7 +214,7 @@ describe('redis transport: Redis specifics', () => {
     });
     expect((connectError as Error).message).toContain('ECONNREFUSED');
     expect(await leakedResources(before)).toEqual([]);
-  }, 30_000);
+  }, 90_000);
 
   it('listen() and connect() reject clearly when REDIS_URL is not set', async () => {
     const section = testDoor('redis');
@@ -317,7 +317,7 @@ describe('redis transport: Redis specifics', () => {
       expect(Date.now() - started).toBeLessThan(3000);
       await doomed.close();
     }
-  }, 30_000);
+  }, 90_000);
 
   it("readBroker() reports the Redis server's CPU and RSS, and its CPU grows as images go through", async () => {
     const pair = await openPair(redisTransport, { url: redis.url });
@@ -344,5 +344,5 @@ describe('redis transport: Redis specifics', () => {
     } finally {
       await pair.close();
     }
-  }, 30_000);
+  }, 90_000);
 });

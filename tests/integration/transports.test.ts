@@ -86,7 +86,7 @@ for (const transport of transports) {
       });
       expect(outcome.acks).toHaveLength(1);
       expect(await leakedResources(before)).toEqual([]);
-    }, 30_000);
+    }, 90_000);
 
     it('connect() with nothing there rejects within connectTimeoutMs with ITB_ERR_TIMEOUT naming the address, ' +
       'leaving nothing open', async () => {
@@ -166,7 +166,7 @@ for (const transport of transports) {
           await pair.listener.close();
         }
       }
-    }, 30_000);
+    }, 90_000);
 
     it('drops a frame whose delivery throws: reported, never acked, and the next frame on the same link goes ' +
       'through', async () => {

@@ -191,6 +191,6 @@ describe('a corrupt image, acknowledged before it is verified', () => {
       } finally {
         control.close();
       }
-    }, 30_000);
+    }, 90_000);
   }
 });

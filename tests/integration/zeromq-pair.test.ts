@@ -176,7 +176,7 @@ describe('zeromq-pair transport', () => {
     } finally {
       await listener.close();
     }
-  }, 30_000);
+  }, 90_000);
 
   it('wakes the receive loop for the first images of every link with ZAP on: 50 fresh listeners, each sent three ' +
     '533 KiB images at once after the handshake, all delivered', async () => {
