@@ -13,7 +13,7 @@ import {
 import { errorMessage } from '../core/errors.js';
 import type { ProcessSnapshot } from '../core/live/process-load.js';
 import { COMMAND_SEQ_BASE, type Ack } from '../core/wire/frame.js';
-import { CommandArrivals, commandLaneOf } from '../core/model/command-lane.js';
+import { CommandArrivals, commandLaneOf, commandTimingFailure } from '../core/model/command-lane.js';
 import { buildRunReport, type HostFacts, type RunInfo, type RunReport } from '../core/report/report.js';
 import { withFanOut, type FanOut, type SectionPlan, type SectionResult } from '../core/model/section.js';
 import { SectionRecorder } from '../core/model/recorder.js';
@@ -312,12 +312,21 @@ export class RunSession implements FrameSink {
           ? busyShare(nsToMs(open.spanHashNs), open.measureStart, measureEnd.reading)
           : null,
     });
+    const commands =
+      end.commands === null
+        ? undefined
+        : open.commands.result(end.commands, commandLaneOf(transportByName(plan.transport).traits));
+    const commandFailure = commands === undefined ? null : commandTimingFailure(commands);
     const recorded: SectionResult = {
       ...result,
       imagesFile: open.imagesFile,
-      ...(end.commands === null
+      ...(commands === undefined ? {} : { commands }),
+      ...(commandFailure === null
         ? {}
-        : { commands: open.commands.result(end.commands, commandLaneOf(transportByName(plan.transport).traits)) }),
+        : {
+            ok: false,
+            failure: result.failure === null ? commandFailure : `${result.failure}; ${commandFailure}`,
+          }),
     };
     open.commands.destroy();
     this.sections.push(recorded);
@@ -334,10 +343,11 @@ export class RunSession implements FrameSink {
   async roundTrips(sectionIdText: string, body: Buffer, sender?: ProcessSnapshot): Promise<boolean> {
     if (!this.isOpen(sectionIdText)) return false;
     if (sender !== undefined) for (const o of this.observers) o.transmitterProcess?.(sender);
-    const { recorder } = this.open!;
+    const { recorder, commands } = this.open!;
     // Copied to an aligned buffer: the body's bytes may start anywhere in a pooled one.
-    const records = new Float64Array(body.byteLength >> 3);
+    let records = new Float64Array(body.byteLength >> 3);
     new Uint8Array(records.buffer).set(body.subarray(0, records.length * 8));
+    records = withoutCommands(records, commands);
     for (let at = 0; at < records.length; at += ROUND_TRIP_SLICE_VALUES) {
       recorder.roundTrips(records.subarray(at, Math.min(records.length, at + ROUND_TRIP_SLICE_VALUES)));
       if (at + ROUND_TRIP_SLICE_VALUES < records.length) await new Promise((resolve) => setImmediate(resolve));
@@ -504,4 +514,22 @@ export class RunSession implements FrameSink {
     this.open = undefined;
     this.ending = undefined;
   }
+}
+
+/**
+ * The image records of a round-trip batch, the commands' (a seq from COMMAND_SEQ_BASE on) taken out and handed to
+ * `commands`; the batch itself when it holds none (the usual case: no copy).
+ */
+function withoutCommands(records: Float64Array<ArrayBuffer>, commands: CommandArrivals): Float64Array<ArrayBuffer> {
+  let images = 0;
+  for (let at = 0; at + 2 < records.length; at += 3) if (!(records[at]! >= COMMAND_SEQ_BASE)) images++;
+  if (images * 3 === records.length) return records;
+  const kept = new Float64Array(images * 3);
+  let to = 0;
+  for (let at = 0; at + 2 < records.length; at += 3) {
+    const seq = records[at]!;
+    if (seq >= COMMAND_SEQ_BASE) commands.roundTrip(seq, records[at + 1]!);
+    else kept.set(records.subarray(at, at + 3), to++ * 3);
+  }
+  return kept;
 }

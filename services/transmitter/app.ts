@@ -117,6 +117,7 @@ export function buildTransmitter(
             warmupPlan: announcement.warmup,
             window: config.window,
             ratePerSecond: config.ratePerSecond,
+            deadline: config.deadline,
             clients: config.clients,
           },
           transfer: {

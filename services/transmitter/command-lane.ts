@@ -51,10 +51,15 @@ export class CommandSender {
   private stopBeside: (() => void) | undefined;
   private besideRun: Promise<void> | undefined;
 
+  /**
+   * `roundTrip` takes each acknowledged command's round trip, by seq, for the receiver's record: there it is paired
+   * with the command's one-way time, as an image's is (a command stamped as arriving after its ack fails the section).
+   */
   constructor(
     private readonly link: TransmitterLink,
     private readonly sectionId: number,
     private readonly settings: CommandSettings,
+    private readonly roundTrip: (seq: number, rttNs: number) => void = () => undefined,
   ) {}
 
   /** Takes an ack whose seq is a command's (commandOf); an unknown or repeated one is ignored. */
@@ -66,7 +71,9 @@ export class CommandSender {
     this.outstanding.delete(ack.seq);
     const tally = this.tallies[command.phase];
     tally.acked++;
-    tally.rtt.record(Number(processedNs - stampNs) / 1e6);
+    const rttNs = Number(processedNs - stampNs);
+    tally.rtt.record(rttNs / 1e6);
+    this.roundTrip(ack.seq, rttNs);
     if (this.outstanding.size === 0) this.settled?.();
   }
 

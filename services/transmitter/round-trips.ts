@@ -12,9 +12,11 @@ const SHIP_INTERVAL_MS = 1000;
 export class RoundTripShipper {
   private batch = new Float64Array(ROUND_TRIPS_PER_BATCH * ROUND_TRIP_RECORD_VALUES);
   private filled = 0;
+  // Image records among those batched: `shipped` counts images only, as the receiver's record checks it.
+  private imagesFilled = 0;
   private chain: Promise<void> = Promise.resolve();
   private readonly timer: NodeJS.Timeout;
-  /** Records handed to post so far. */
+  /** Image records handed to post so far (commands' not counted). */
   shipped = 0;
   failure: Error | undefined;
 
@@ -24,6 +26,16 @@ export class RoundTripShipper {
 
   /** One image's round trip to this receiver (NaN due lag in a closed loop). */
   add(image: number, rttNs: number, dueLagNs: number): void {
+    this.imagesFilled++;
+    this.put(image, rttNs, dueLagNs);
+  }
+
+  /** One command's round trip, by its seq (commandSeq: above every image), in the same batches as the images'. */
+  addCommand(seq: number, rttNs: number): void {
+    this.put(seq, rttNs, NaN);
+  }
+
+  private put(image: number, rttNs: number, dueLagNs: number): void {
     const at = this.filled * ROUND_TRIP_RECORD_VALUES;
     this.batch[at] = image;
     this.batch[at + 1] = rttNs;
@@ -51,9 +63,10 @@ export class RoundTripShipper {
       0,
       this.filled * ROUND_TRIP_RECORD_VALUES * Float64Array.BYTES_PER_ELEMENT,
     );
-    this.shipped += this.filled;
+    this.shipped += this.imagesFilled;
     this.batch = new Float64Array(ROUND_TRIPS_PER_BATCH * ROUND_TRIP_RECORD_VALUES);
     this.filled = 0;
+    this.imagesFilled = 0;
     this.chain = this.chain.then(() =>
       this.post(body).catch((err: unknown) => {
         this.failure ??= err instanceof Error ? err : new Error(String(err));

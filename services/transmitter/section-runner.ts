@@ -21,7 +21,7 @@ export interface RunObserver {
 
 /** What every section's plan takes from the config: the same for every section of the run. */
 export interface SectionSettings
-  extends Pick<Config, 'repeat' | 'imageCount' | 'durationMs' | 'window' | 'ratePerSecond' | 'clients'> {
+  extends Pick<Config, 'repeat' | 'imageCount' | 'durationMs' | 'window' | 'ratePerSecond' | 'deadline' | 'clients'> {
   warmupPlan: WarmupPlan;
 }
 
@@ -78,6 +78,7 @@ export async function runSection(deps: SectionDeps, transport: Transport, repeat
     imageSizeBytes,
     window: settings.window,
     ratePerSecond: settings.ratePerSecond ?? null,
+    deadline: settings.deadline ?? null,
     clients: settings.clients,
     receivers: peers.length,
     receiverIndex: 0,

@@ -136,7 +136,9 @@ export async function transfer(
     if (commandSettings !== undefined && 'how' in lane) {
       // Commands go on the first client's link to the first (only) receiver, alone first. A control round trip
       // first: the receiver answers it only after hashing the warm-up's last images, so they are not in the way.
-      sender = new CommandSender(commandLink(links)!, plan.sectionId, commandSettings);
+      sender = new CommandSender(commandLink(links)!, plan.sectionId, commandSettings, (seq, rttNs) =>
+        shippers[0]?.addCommand(seq, rttNs),
+      );
       await peers[0]!.control.clockSample();
       await sender.alone(aloneCommandCount(commandSettings.ratePerSecond), settings.imageTimeoutMs);
     }

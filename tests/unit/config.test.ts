@@ -1063,6 +1063,8 @@ describe('configVariables', () => {
         'COMMAND_SIZE',
         'CONNECT_TIMEOUT_MS',
         'CONTROL_PORT',
+        'DEADLINE_MISS_PERCENT',
+        'DEADLINE_MS',
         'DURATION',
         'IMAGE_COUNT',
         'IMAGE_PATH',

@@ -84,9 +84,15 @@ export interface Config {
   /**
    * RATE: images per second on an open-loop schedule, whatever the acks do; undefined: a closed
    * loop (the next image goes when the window has room). Under RATE, WINDOW bounds the images in
-   * flight: one due while WINDOW are unacknowledged is dropped at the sender and counted.
+   * flight: one due while WINDOW are unacknowledged waits for a slot and goes late (nothing is dropped), its wait
+   * counted in its age from the due time.
    */
   ratePerSecond: number | undefined;
+  /**
+   * Under RATE: DEADLINE_MS (default one frame interval, 1000 ÷ RATE), the age past which a frame is late, and
+   * DEADLINE_MISS_PERCENT ÷ 100 (default 1 %), the share of frames that may miss it; undefined in a closed loop.
+   */
+  deadline: { deadlineMs: number; allowedLateShare: number } | undefined;
   /**
    * COMMAND_RATE: commands per second sent beside each section's images (and alone before them), timed and reported
    * apart from the images; undefined: no command lane, the default.
@@ -224,6 +230,10 @@ export const DURATION_ALLOWED =
 export const MAX_IMAGE_SIZE_LIMIT = 2 ** 31 - 1 - 1024 * 1024;
 const DEFAULT_MAX_IMAGE_BYTES = 256 * 1024 * 1024;
 const DEFAULT_IMAGE_COUNT = 10;
+/** The longest DEADLINE_MS: an hour, as IMAGE_TIMEOUT_MS. */
+const MAX_DEADLINE_MS = 3_600_000;
+/** DEADLINE_MISS_PERCENT when unset: a frame in a hundred, as `npm run bench -- capacity` allows by default. */
+export const DEFAULT_DEADLINE_MISS_PERCENT = 1;
 const DEFAULT_RECEIVERS = 1;
 const DEFAULT_CONTROL_PORT = 8080;
 /**
@@ -395,6 +405,23 @@ function schemaFor(specs: readonly TransportSpec[]) {
     RECEIVERS: wholeNumber(1, MAX_RECEIVERS, DEFAULT_RECEIVERS),
     RATE: perSecond('unset (a closed loop), or images', MAX_RATE_PER_SECOND),
     COMMAND_RATE: perSecond('unset (no command lane), or commands', MAX_COMMAND_RATE_PER_SECOND),
+    DEADLINE_MS: variable<number | undefined>(
+      `unset (one frame interval, 1000 ÷ RATE), or milliseconds above 0 and at most ` +
+        `${MAX_DEADLINE_MS.toLocaleString('en-US')}, e.g. 33 or 16.7; only with RATE`,
+      (raw) => {
+        const value = /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : NaN;
+        return value > 0 && value <= MAX_DEADLINE_MS ? value : undefined;
+      },
+      undefined,
+    ),
+    DEADLINE_MISS_PERCENT: variable<number | undefined>(
+      `unset (${DEFAULT_DEADLINE_MISS_PERCENT}), or a percentage from 0 to 100, e.g. 1 or 0.5; only with RATE`,
+      (raw) => {
+        const value = /^\d+(\.\d+)?%?$/.test(raw) ? Number(raw.replace('%', '')) : NaN;
+        return value >= 0 && value <= 100 ? value : undefined;
+      },
+      undefined,
+    ),
     COMMAND_SIZE: size(DEFAULT_COMMAND_BYTES, MAX_COMMAND_BYTES),
     WARMUP: variable<number | 'auto'>(
       `auto, or a whole number of images from 0 to ` +
@@ -562,6 +589,15 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
         `image`,
     });
   }
+  // A deadline is a frame's age from its due time: without RATE no frame has one.
+  for (const variable of ['DEADLINE_MS', 'DEADLINE_MISS_PERCENT'] as const) {
+    if (isSet(variable) && !isSet('RATE'))
+      issues.push({
+        variable,
+        value: env[variable],
+        allowed: "unset when RATE is unset: a deadline counts from each frame's due time, which only RATE gives",
+      });
+  }
   // The command lane times one transmitter-receiver pair: its one-way times are one receiver's, its acks one link's.
   if (isSet('COMMAND_RATE') && receivers !== undefined && receivers > 1) {
     issues.push({
@@ -724,6 +760,14 @@ export function parseConfig(env: Env, specs: readonly TransportSpec[], options: 
       window: v.WINDOW as number,
       ratePerSecond: v.RATE as number | undefined,
       commandRatePerSecond: v.COMMAND_RATE as number | undefined,
+      deadline:
+        v.RATE === undefined
+          ? undefined
+          : Object.freeze({
+              deadlineMs: (v.DEADLINE_MS as number | undefined) ?? 1000 / (v.RATE as number),
+              allowedLateShare:
+                ((v.DEADLINE_MISS_PERCENT as number | undefined) ?? DEFAULT_DEADLINE_MISS_PERCENT) / 100,
+            }),
       commandSizeBytes: v.COMMAND_SIZE as number,
       clients: v.CLIENTS as number,
       receivers: v.RECEIVERS as number,

@@ -60,6 +60,8 @@ const WORKLOAD_VARIABLES = [
   'CLIENTS',
   'RECEIVERS',
   'RATE',
+  'DEADLINE_MS',
+  'DEADLINE_MISS_PERCENT',
   'COMMAND_RATE',
   'COMMAND_SIZE',
   'WARMUP',
@@ -219,14 +221,38 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
     meaning: [
       'unset: a closed loop (the next image goes when the window has room). Images per second (above 0, at',
       'most 1,000,000, fractions allowed): an open loop, see [What is measured](docs/measurement.md);',
-      '`WINDOW` then bounds the images in flight',
+      '`WINDOW` then bounds the images in flight: a frame due while it is full waits for a slot and goes',
+      "late (nothing is dropped), and the headline is each frame's age from its due time",
     ],
     help: [
       'Unset: a closed loop (as above). Images per second: an open loop, each image due at its time',
-      'whatever the acks do; one due while WINDOW are unacknowledged is dropped at the sender and',
-      'counted. Latency is then also counted from each due time (coordinated omission corrected).',
+      'whatever the acks do; one due while WINDOW are unacknowledged waits for a slot and goes late',
+      '(nothing is dropped). The headline is then the age of each frame at arrival, counted from its',
+      'due time (coordinated omission corrected); the time on the link is beside it.',
     ],
     knobHelp: ['Empty: a closed loop; images per second: an open loop, each image due at its time.'],
+  },
+  DEADLINE_MS: {
+    meaning: [
+      'with `RATE` only: a frame older than this at arrival, counted from its due time, missed its deadline',
+      '(milliseconds, fractions allowed); unset: one frame interval, 1000 ÷ `RATE`',
+    ],
+    help: [
+      'With RATE only: a frame older than this many ms at arrival (from its due time) is late.',
+      'Unset: one frame interval (1000 / RATE).',
+    ],
+    knobHelp: ['Empty: one frame interval; ms after its due time past which a frame is late (RATE only).'],
+  },
+  DEADLINE_MISS_PERCENT: {
+    meaning: [
+      'with `RATE` only: the percentage of frames that may miss `DEADLINE_MS` (late, or never delivered',
+      "intact) before a section's verdict says it missed its deadline (0 to 100); unset: 1",
+    ],
+    help: [
+      'With RATE only: the % of frames that may miss DEADLINE_MS (late or not delivered) before',
+      "the section's verdict says it missed its deadline (0 to 100). Unset: 1.",
+    ],
+    knobHelp: ['Empty: 1; % of frames that may miss DEADLINE_MS before the verdict says so (RATE only).'],
   },
   COMMAND_RATE: {
     meaning: [

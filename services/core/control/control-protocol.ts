@@ -370,6 +370,20 @@ export const sectionPlanSchema = {
     imageSizeBytes: wholeNumber,
     window: wholeNumber,
     ratePerSecond: { type: ['number', 'null'], exclusiveMinimum: 0, maximum: MAX_RATE_PER_SECOND },
+    deadline: {
+      anyOf: [
+        { type: 'null' },
+        {
+          type: 'object',
+          additionalProperties: false,
+          required: ['deadlineMs', 'allowedLateShare'],
+          properties: {
+            deadlineMs: { type: 'number', exclusiveMinimum: 0, maximum: 3_600_000 },
+            allowedLateShare: { type: 'number', minimum: 0, maximum: 1 },
+          },
+        },
+      ],
+    },
     clients: { type: 'integer', minimum: 1, maximum: MAX_CLIENTS },
     receivers: { type: 'integer', minimum: 1, maximum: MAX_RECEIVERS },
     receiverIndex: { type: 'integer', minimum: 0, maximum: MAX_RECEIVERS - 1 },

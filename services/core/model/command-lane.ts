@@ -60,6 +60,14 @@ export interface CommandPhaseResult extends TransmitterCommandPhase {
   unacknowledged: number;
   /** Stamp to the receiver's arrival stamp, on the receiver's clock (the section's clock offset applied). */
   oneWay: LatencySummary | null;
+  /** Commands whose one-way time was paired with their round trip (both known); absent in older files. */
+  paired?: number;
+  /**
+   * On one clock, paired commands whose one-way time exceeds their round trip: stamped as arriving after their ack
+   * was processed, which only a late arrival stamp can produce; any fails the section. Null across two clocks;
+   * absent in older files.
+   */
+  arrivalsAfterAck?: number | null;
 }
 
 /** A section's command lane in its result: how the transport carried it, and each phase. */
@@ -86,6 +94,8 @@ class PhaseArrivals {
   readonly oneWay = new LatencyRecorder();
   received = 0;
   corrupt = 0;
+  paired = 0;
+  arrivalsAfterAck = 0;
 }
 
 /**
@@ -94,6 +104,12 @@ class PhaseArrivals {
  */
 export class CommandArrivals {
   private readonly offsetNs: bigint;
+  private readonly oneClock: boolean;
+  /**
+   * One-way times of commands whose round trip has not come yet, by seq: the transmitter ships round trips within a
+   * second, so this holds a second's commands at most.
+   */
+  private readonly awaitingRoundTrip = new Map<number, number>();
   private readonly phases: Record<CommandPhase, PhaseArrivals> = {
     alone: new PhaseArrivals(),
     beside: new PhaseArrivals(),
@@ -101,6 +117,18 @@ export class CommandArrivals {
 
   constructor(plan: Pick<SectionPlan, 'clock'>) {
     this.offsetNs = plan.clock?.applied ? BigInt(Math.round(plan.clock.offsetNs)) : 0n;
+    this.oneClock = !plan.clock?.applied;
+  }
+
+  /** Takes a command's round trip (ns, the transmitter's clock) by its seq, and pairs it with its arrival. */
+  roundTrip(seq: number, rttNs: number): void {
+    const command = commandOf(seq);
+    const oneWayNs = this.awaitingRoundTrip.get(seq);
+    if (command === undefined || oneWayNs === undefined) return;
+    this.awaitingRoundTrip.delete(seq);
+    const phase = this.phases[command.phase];
+    phase.paired++;
+    if (oneWayNs > rttNs) phase.arrivalsAfterAck++;
   }
 
   /** Takes a command frame's arrival; returns its phase, or undefined when the header is an image's. */
@@ -109,7 +137,9 @@ export class CommandArrivals {
     if (command === undefined) return undefined;
     const phase = this.phases[command.phase];
     phase.received++;
-    phase.oneWay.record(Number(arrivalNs - (header.sentAtNs + this.offsetNs)) / 1e6);
+    const oneWayNs = Number(arrivalNs - (header.sentAtNs + this.offsetNs));
+    phase.oneWay.record(oneWayNs / 1e6);
+    this.awaitingRoundTrip.set(header.seq, oneWayNs);
     return command.phase;
   }
 
@@ -129,6 +159,8 @@ export class CommandArrivals {
         corrupt: arrivals.corrupt,
         unacknowledged: Math.max(0, sent.sent - sent.acked),
         oneWay: arrivals.oneWay.summary() ?? null,
+        paired: arrivals.paired,
+        arrivalsAfterAck: this.oneClock ? arrivals.arrivalsAfterAck : null,
       };
     };
     const alone = phase('alone');
@@ -151,8 +183,23 @@ export class CommandArrivals {
 
   /** Frees the histograms. */
   destroy(): void {
+    this.awaitingRoundTrip.clear();
     for (const phase of Object.values(this.phases)) phase.oneWay.destroy();
   }
+}
+
+/**
+ * The timing check's failure for a section's commands, as an image's: commands stamped as arriving after their own
+ * acks (one clock only); null when none was.
+ */
+export function commandTimingFailure(lane: CommandLaneResult): string | null {
+  const late = (lane.alone.arrivalsAfterAck ?? 0) + (lane.beside.arrivalsAfterAck ?? 0);
+  if (late === 0) return null;
+  const paired = (lane.alone.paired ?? 0) + (lane.beside.paired ?? 0);
+  return (
+    `timing check: ${late} of ${paired} commands stamped as arriving after their ack was processed (one-way time ` +
+    `over round trip on one clock): a command's arrival stamp came late`
+  );
 }
 
 /** How commands travel on a transport that declares nothing: through its one send path, between images. */

@@ -3,7 +3,7 @@ import { BROKER_CLOCK_NOT_OURS, BrokerSplitRecorder, type BrokerStamp, type Wall
 import { distributionOf, SecondSeries } from './second-series.js';
 import { resultImageCount, sectionResult } from './section-result.js';
 import { SeenSet } from './seen.js';
-import type { ImageRecord, SectionExtras, SectionPlan, SectionResult } from './section.js';
+import type { DeadlineCounts, ImageRecord, SectionExtras, SectionPlan, SectionResult } from './section.js';
 import type { SecondDistribution } from './series.js';
 import { LatencyRecorder, nsToMs } from './stats.js';
 import { warmupImageLimit, type WarmupOutcome } from './warmup.js';
@@ -165,6 +165,16 @@ export class SectionRecorder {
   private firstImageMs: number | null = null;
   private warmedUp: WarmupOutcome | undefined;
   private readonly brokerSplit: BrokerSplitRecorder;
+  // Under RATE: the deadline and three intervals in ns, the inter-arrival jitter and the counts against them.
+  private readonly deadlineNs: number;
+  private readonly veryLateNs: number;
+  private readonly intervalMs: number;
+  private readonly jitter: LatencyRecorder | undefined;
+  private lastRecordedArrivalNs: bigint | undefined;
+  private longestGapNs = 0;
+  private agedFrames = 0;
+  private lateCount = 0;
+  private veryLateCount = 0;
 
   /**
    * `wallClock` pairs the receiver's wall clock with its hrtime (broker-split.ts): read here, as the section opens,
@@ -185,6 +195,11 @@ export class SectionRecorder {
     this.brokerSplit = plan.clock?.applied
       ? new BrokerSplitRecorder(undefined, BROKER_CLOCK_NOT_OURS)
       : new BrokerSplitRecorder(wallClock?.());
+    const rate = plan.ratePerSecond;
+    this.intervalMs = rate === null ? 0 : 1000 / rate;
+    this.deadlineNs = (plan.deadline?.deadlineMs ?? this.intervalMs) * 1e6;
+    this.veryLateNs = 3 * this.intervalMs * 1e6;
+    this.jitter = rate === null ? undefined : new LatencyRecorder();
   }
 
   /** Frames taken so far, warm-up included, duplicates and strays not. */
@@ -282,7 +297,16 @@ export class SectionRecorder {
     }
     if (seq < this.highestSeq) this.outOfOrderCount++;
     this.highestSeq = Math.max(this.highestSeq, seq);
-    if (first !== undefined && seq >= first) this.recordedArrivals++;
+    if (first !== undefined && seq >= first) {
+      this.recordedArrivals++;
+      // Gaps between arrivals in the order they came, the first recorded one's from nothing.
+      if (this.jitter !== undefined && this.lastRecordedArrivalNs !== undefined) {
+        const gapNs = Number(arrivalNs - this.lastRecordedArrivalNs);
+        if (gapNs > this.longestGapNs) this.longestGapNs = gapNs;
+        this.jitter.record(Math.abs(gapNs / 1e6 - this.intervalMs));
+      }
+      this.lastRecordedArrivalNs = arrivalNs;
+    }
     // The send time moves onto the receiver's clock when the two clocks differ.
     const sentAtNs = header.sentAtNs + this.offsetNs;
     if (seq === 0) this.firstImageMs = nsToMs(arrivalNs - sentAtNs);
@@ -361,7 +385,13 @@ export class SectionRecorder {
       if (!this.rttReleased) this.rttSinceTaken.record(rttNs / 1e6);
     }
     if (arrival !== undefined && rttNs !== null && arrival.oneWayNs > rttNs) this.arrivalsAfterAck++;
-    if (arrival?.intact && dueLagNs !== null) this.latencyFromDue.record((arrival.oneWayNs + dueLagNs) / 1e6);
+    if (arrival?.intact && dueLagNs !== null) {
+      const ageNs = arrival.oneWayNs + dueLagNs;
+      this.latencyFromDue.record(ageNs / 1e6);
+      this.agedFrames++;
+      if (ageNs > this.deadlineNs) this.lateCount++;
+      if (ageNs > this.veryLateNs) this.veryLateCount++;
+    }
     const status = arrival === undefined ? 'lost' : arrival.intact ? 'ok' : 'corrupt';
     this.sink.recorded(image, status, arrival?.oneWayNs ?? null, rttNs, dueLagNs);
   }
@@ -421,6 +451,7 @@ export class SectionRecorder {
         latency: this.latency.summary() ?? null,
         rtt: this.rtt.summary() ?? null,
         latencyFromDue: this.latencyFromDue.summary() ?? null,
+        deadlineCounts: this.deadlineCounts(),
         histograms: { oneWayNs: this.latency.encoded(), rttNs: this.rtt.encoded() },
         arrivalSeconds: this.series?.seconds() ?? [],
         firstImageMs: this.firstImageMs,
@@ -434,7 +465,20 @@ export class SectionRecorder {
     this.rttReleased = true;
     this.rtt.destroy();
     this.latencyFromDue.destroy();
+    this.jitter?.destroy();
     this.series?.destroy();
     return result;
+  }
+
+  // Under RATE, the frames counted against the deadline and the schedule so far; null in a closed loop.
+  private deadlineCounts(): DeadlineCounts | null {
+    if (this.jitter === undefined) return null;
+    return {
+      agedFrames: this.agedFrames,
+      lateCount: this.lateCount,
+      veryLateCount: this.veryLateCount,
+      longestGapMs: this.jitter.size === 0 ? null : this.longestGapNs / 1e6,
+      jitter: this.jitter.summary() ?? null,
+    };
   }
 }

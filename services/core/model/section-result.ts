@@ -3,7 +3,9 @@ import { oneWayClockErrorNs } from './clock.js';
 import { joinSeries, type SecondSeries } from './second-series.js';
 import {
   clientFairness,
+  deadlineFigures,
   isOverloaded,
+  type DeadlineCounts,
   MIN_STABLE_IMAGES,
   MIN_STABLE_SPAN_MS,
   type SectionExtras,
@@ -19,6 +21,15 @@ import type { WarmupOutcome } from './warmup.js';
 
 // The window check allows for rounding only: the round trips and stamps are whole nanoseconds.
 const WINDOW_CHECK_SLACK = 1.000001;
+
+// A section whose record is gone: every frame it planned missed the deadline by not arriving.
+const NO_FRAME_AGED: DeadlineCounts = {
+  agedFrames: 0,
+  lateCount: 0,
+  veryLateCount: 0,
+  longestGapMs: null,
+  jitter: null,
+};
 
 /** What a section's record holds once it is over: counts, summaries and spans, times in ms. */
 export interface SectionRecord {
@@ -40,6 +51,8 @@ export interface SectionRecord {
   latency: LatencySummary | null;
   rtt: LatencySummary | null;
   latencyFromDue: LatencySummary | null;
+  /** Under RATE: the frames counted against their deadline and their schedule; null in a closed loop. */
+  deadlineCounts?: DeadlineCounts | null;
   histograms: SectionResult['histograms'];
   /** The arrivals by the second they came in. */
   arrivalSeconds: ReturnType<SecondSeries['seconds']>;
@@ -114,6 +127,16 @@ export function sectionResult(
       ? null
       : [failure, ...checkFailures].filter((f): f is string => f !== null).join('; ');
   const clockAfter = extras.clockAfter ?? null;
+  const deadline =
+    plan.ratePerSecond === null
+      ? null
+      : deadlineFigures(
+          plan.deadline ?? { deadlineMs: 1000 / plan.ratePerSecond, allowedLateShare: 0.01 },
+          plan.ratePerSecond,
+          imageCount,
+          okCount,
+          record.deadlineCounts ?? NO_FRAME_AGED,
+        );
   return {
     ...plan,
     imageCount,
@@ -136,6 +159,7 @@ export function sectionResult(
     outOfOrderCount: record.outOfOrderCount,
     strayCount: record.strayCount,
     totalMs,
+    frameAge: plan.ratePerSecond === null ? null : record.latencyFromDue,
     latency: record.latency,
     rtt,
     littleRatio: inFlight === null ? null : inFlight / (plan.clients * plan.window),
@@ -158,6 +182,7 @@ export function sectionResult(
             sendLag: extras.sendLag ?? null,
             latencyFromDue: record.latencyFromDue,
             rttFromDue: extras.rttFromDue ?? null,
+            deadline,
           },
     clientFairness: extras.clientFigures ? clientFairness(extras.clientFigures, plan.imageSizeBytes) : null,
     fanOut: null,

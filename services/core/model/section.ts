@@ -40,6 +40,12 @@ export interface SectionPlan {
   window: number;
   /** RATE: images per second on an open-loop schedule; null in a closed loop. */
   ratePerSecond: number | null;
+  /**
+   * Under RATE: DEADLINE_MS, the age (from its due time) past which a frame is late, and DEADLINE_MISS_PERCENT ÷ 100,
+   * the share of late frames a section may have before its verdict says so. Null in a closed loop; absent in files
+   * written before deadlines.
+   */
+  deadline?: { deadlineMs: number; allowedLateShare: number } | null;
   /** CLIENTS: connections the transmitter sent over at once, each with its own WINDOW. */
   clients: number;
   /** RECEIVERS: receivers every image of the section went to. */
@@ -127,6 +133,80 @@ export interface OpenLoopFigures {
   latencyFromDue: LatencySummary | null;
   /** Round trips counted from their due times. */
   rttFromDue: LatencySummary | null;
+  /** The frames against their deadline and their schedule; absent in files written before deadlines. */
+  deadline?: DeadlineFigures | null;
+}
+
+/**
+ * An open-loop section's frames against their deadline (DEADLINE_MS, counted from each frame's due time) and against
+ * their schedule (the gaps between arrivals), as a camera stream's reader asks: how often too late, how steady.
+ */
+export interface DeadlineFigures {
+  /** DEADLINE_MS. */
+  deadlineMs: number;
+  /** One frame interval, 1000 ÷ RATE. */
+  intervalMs: number;
+  /** DEADLINE_MISS_PERCENT ÷ 100: the share of frames sent that may miss the deadline. */
+  allowedLateShare: number;
+  /** Frames sent (the section's image count): what the shares are of. */
+  framesSent: number;
+  /** Frames whose age at arrival is known (intact, with their round trip's due lag). */
+  agedFrames: number;
+  /** Intact frames older than the deadline at arrival. */
+  lateCount: number;
+  /** Intact frames older than three intervals at arrival. */
+  veryLateCount: number;
+  /** Frames sent that never arrived intact (lost, corrupt, written over): they missed the deadline too. */
+  undeliveredCount: number;
+  /** (lateCount + undeliveredCount) ÷ framesSent: the share that missed the deadline; null with none sent. */
+  missedShare: number | null;
+  /** lateCount ÷ framesSent and veryLateCount ÷ framesSent; null with none sent. */
+  lateShare: number | null;
+  veryLateShare: number | null;
+  /** Longest time between two consecutive arrivals of recorded frames, ms; null with fewer than two. */
+  longestGapMs: number | null;
+  /** Inter-arrival jitter: |gap − interval| over every two consecutive arrivals, ms; null with fewer than two. */
+  jitter: LatencySummary | null;
+  /** missedShare is over allowedLateShare: the section did not meet its deadline (its verdict says so). */
+  overDeadline: boolean;
+}
+
+/** What a recorder counted of a section's frames against its deadline, before the shares are taken. */
+export interface DeadlineCounts {
+  agedFrames: number;
+  lateCount: number;
+  veryLateCount: number;
+  longestGapMs: number | null;
+  jitter: LatencySummary | null;
+}
+
+/** The deadline figures of a section that sent `framesSent` frames and delivered `deliveredCount` intact. */
+export function deadlineFigures(
+  deadline: { deadlineMs: number; allowedLateShare: number },
+  ratePerSecond: number,
+  framesSent: number,
+  deliveredCount: number,
+  counts: DeadlineCounts,
+): DeadlineFigures {
+  const undeliveredCount = Math.max(0, framesSent - deliveredCount);
+  const share = (count: number): number | null => (framesSent === 0 ? null : count / framesSent);
+  const missedShare = share(counts.lateCount + undeliveredCount);
+  return {
+    deadlineMs: deadline.deadlineMs,
+    intervalMs: 1000 / ratePerSecond,
+    allowedLateShare: deadline.allowedLateShare,
+    framesSent,
+    agedFrames: counts.agedFrames,
+    lateCount: counts.lateCount,
+    veryLateCount: counts.veryLateCount,
+    undeliveredCount,
+    missedShare,
+    lateShare: share(counts.lateCount),
+    veryLateShare: share(counts.veryLateCount),
+    longestGapMs: counts.longestGapMs,
+    jitter: counts.jitter,
+    overDeadline: missedShare !== null && missedShare > deadline.allowedLateShare,
+  };
 }
 
 /**
@@ -373,7 +453,15 @@ export interface SectionResult extends SectionPlan {
   strayCount: number;
   /** Arrival of the last recorded image − send start of the first; null if none arrived. */
   totalMs: number | null;
-  /** Distribution of intact images' transmission times; null if none arrived intact. */
+  /**
+   * Under RATE, the headline: intact frames' age at arrival, counted from each one's due time (the same distribution
+   * as openLoop.latencyFromDue); null in a closed loop, where `latency` leads. Absent in files written before it.
+   */
+  frameAge?: LatencySummary | null;
+  /**
+   * Distribution of intact images' transmission times (from the stamp taken as each is handed to the link: under
+   * RATE, the time on the link); null if none arrived intact.
+   */
   latency: LatencySummary | null;
   /**
    * Distribution of the recorded images' round trips (stamp → ack processed, transmitter's clock); null without any.
