@@ -57,6 +57,8 @@ function checkSection(section: SectionResult, imageBytes: number) {
     const name = `${section.transport}, ${phase === a ? 'alone' : 'beside'}`;
     expect.soft(phase.oneWay?.count, name).toBe(phase.received);
     expect.soft(phase.rtt?.count, name).toBe(phase.acked);
+    // Each acknowledged command's round trip reached the receiver's record and was paired with its arrival.
+    expect.soft([phase.paired, phase.arrivalsAfterAck], name).toEqual([phase.acked, 0]);
     if (phase.oneWay?.count !== phase.rtt?.count) continue;
     expect.soft(phase.oneWay!.p50Ms, name).toBeLessThanOrEqual(phase.rtt!.p50Ms);
     expect.soft(phase.oneWay!.maxMs, name).toBeLessThanOrEqual(phase.rtt!.maxMs);

@@ -4,9 +4,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { SectionResult } from '../../services/core/model/section.js';
 import type { Transport } from '../../services/transports/contract.js';
+import { COMMAND_SEQ_BASE } from '../../services/core/wire/frame.js';
 import { LocalServers } from '../helpers/harness.js';
 import { runBoth } from '../helpers/in-process.js';
-import { readImageRecords } from '../helpers/run-files.js';
+import { readImageCsv, readImageRecords } from '../helpers/run-files.js';
+import { DueTimer } from '../../services/transmitter/due-timer.js';
 
 // The figures' self-checks, broken on purpose: every transport of the table runs whole (both apps
 // in this process, real sockets, a real redis-server and nats-server) with a known delay put into
@@ -29,7 +31,9 @@ type FaultPoint =
   /** The transmitter takes each ack late: after the arrival, before the round trip's end. */
   | 'ack'
   /** The receiver's arrival stamp is moved later than the arrival, as a stamp taken late by our own code would be. */
-  | 'late-stamp';
+  | 'late-stamp'
+  /** As late-stamp, for every command of the lane (COMMAND_RATE) and no image, by LATE_COMMAND_STAMP_MS. */
+  | 'late-command-stamp';
 
 /** Where a frame header holds its seq (services/core/wire/frame.ts: magic, version, headerBytes, sectionId, seq). */
 const SEQ_OFFSET = 12;
@@ -40,6 +44,11 @@ const DELAY_MS = 20;
  * loaded machine gives an image (one of 15 http-json round trips once exceeded its one-way time + 20 ms in CI).
  */
 const LATE_STAMP_MS = 200;
+/**
+ * How late a command's stamp is, in ms: the 3 ms the issue that added the commands' check saw pass unnoticed. A
+ * command's round trip on loopback is a fraction of it, so most commands' one-way times exceed their round trips.
+ */
+const LATE_COMMAND_STAMP_MS = 3;
 let fault: FaultPoint | null = null;
 
 /** Only odd seqs are delayed: their even neighbours, in the same run, are the undisturbed figures. */
@@ -65,6 +74,10 @@ function withFault(transport: Transport): Transport {
       return transport.listen({
         ...options,
         deliver(frame) {
+          if (fault === 'late-command-stamp')
+            return frame.header.seq >= COMMAND_SEQ_BASE
+              ? options.deliver({ ...frame, arrivalNs: frame.arrivalNs + BigInt(LATE_COMMAND_STAMP_MS * 1e6) })
+              : options.deliver(frame);
           if (!delayed(frame.header.seq)) return options.deliver(frame);
           if (fault === 'late-stamp')
             return options.deliver({ ...frame, arrivalNs: frame.arrivalNs + BigInt(LATE_STAMP_MS * 1e6) });
@@ -196,4 +209,72 @@ describe('the figures move by an injected delay exactly where it lies, on every 
       );
     }
   }, 120_000);
+
+  it('a command stamp 3 ms late fails the timing check of its section, with every image stamp left alone', async () => {
+    fault = 'late-command-stamp';
+    try {
+      const outcome = await runBoth(outputDir, {
+        TRANSPORTS: 'tcp',
+        IMAGE_COUNT: String(IMAGE_COUNT),
+        IMAGE_SIZE: '1KB',
+        WINDOW: '1',
+        WARMUP: String(WARMUP_IMAGES),
+        COMMAND_RATE: '200',
+        ...servers.env(transports),
+      });
+      const [section] = outcome.report.sections;
+      const lane = section?.commands;
+      expect([section?.ok, section?.arrivalsAfterAck, lane?.alone.paired]).toEqual([false, 0, lane?.alone.acked]);
+      const late = (lane?.alone.arrivalsAfterAck ?? 0) + (lane?.beside.arrivalsAfterAck ?? 0);
+      expect(late).toBeGreaterThan(0);
+      expect(section?.failure).toMatch(
+        new RegExp(`^timing check: ${late} of \\d+ commands stamped as arriving after their ack was processed`),
+      );
+    } finally {
+      fault = null;
+    }
+  }, 90_000);
+
+  it("a sender two intervals behind moves each late frame's age by its lag, and its time on the link not", async () => {
+    // RATE 100 (10 ms interval): every fourth wait for a due time wakes two intervals late, so that frame goes 20 ms
+    // late and the next two, due meanwhile, 10 ms and ~0 late.
+    const intervalMs = 10;
+    const until = DueTimer.prototype.until;
+    let waits = 0;
+    DueTimer.prototype.until = function (this: DueTimer, dueNs: bigint) {
+      const lateNs = ++waits % 4 === 0 ? BigInt(2 * intervalMs * 1e6) : 0n;
+      return until.call(this, dueNs + lateNs);
+    };
+    try {
+      const outcome = await runBoth(outputDir, {
+        TRANSPORTS: 'tcp',
+        IMAGE_COUNT: '60',
+        IMAGE_SIZE: '1KB',
+        WINDOW: '4',
+        WARMUP: String(WARMUP_IMAGES),
+        RATE: String(1000 / intervalMs),
+        ...servers.env(transports),
+      });
+      const [section] = outcome.report.sections;
+      if (section === undefined) throw new Error('no section');
+      const records = await readImageCsv(outputDir, section);
+      const behind = records.filter((r) => r.dueLagNs! >= 2 * intervalMs * 1e6);
+      const onTime = records.filter((r) => r.dueLagNs! < intervalMs * 1e6);
+      expect(behind.length).toBeGreaterThanOrEqual(5);
+      const p50 = (rs: typeof records, of: (r: (typeof records)[number]) => number): number =>
+        median(rs.map((r) => of(r) / 1e6));
+      const age = (r: (typeof records)[number]): number => r.oneWayNs! + r.dueLagNs!;
+      // The age of a frame held back rises by the wait; its time on the link stays where the others' is.
+      expect(p50(behind, age) - p50(onTime, age)).toBeGreaterThanOrEqual(2 * intervalMs - DRIFT_MS);
+      expect(Math.abs(p50(behind, (r) => r.oneWayNs!) - p50(onTime, (r) => r.oneWayNs!))).toBeLessThanOrEqual(DRIFT_MS);
+      // The headline and the deadline count are the frames' ages, exactly as the CSV gives them.
+      const deadline = section.openLoop?.deadline;
+      expect(section.frameAge?.maxMs).toBeCloseTo(Math.max(...records.map(age)) / 1e6, 6);
+      expect(deadline?.lateCount).toBe(records.filter((r) => age(r) > intervalMs * 1e6).length);
+      expect(deadline?.overDeadline).toBe(true);
+      expect(section.ok).toBe(true);
+    } finally {
+      DueTimer.prototype.until = until;
+    }
+  }, 90_000);
 });

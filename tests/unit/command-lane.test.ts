@@ -3,6 +3,7 @@ import {
   aloneCommandCount,
   CommandArrivals,
   commandLaneOf,
+  commandTimingFailure,
   DEFAULT_COMMAND_LANE,
   emptyTransmitterPhase,
   type TransmitterCommands,
@@ -129,6 +130,47 @@ describe('CommandArrivals', () => {
     record.destroy();
   });
 
+  it('pairs each command with its round trip, and counts one stamped as arriving after its ack', () => {
+    const record = arrivals(null);
+    // One-way 0.2, 0.3 and 0.25 ms alone, 3 and 8 ms beside; beside 1's round trip (5 ms) is under its one-way time.
+    record.roundTrip(commandSeq('alone', 0), 400_000);
+    record.roundTrip(commandSeq('alone', 1), 500_000);
+    record.roundTrip(commandSeq('beside', 0), 4_000_000);
+    record.roundTrip(commandSeq('beside', 1), 5_000_000);
+    // Repeated, unknown or an image's seq: not paired again.
+    record.roundTrip(commandSeq('beside', 1), 5_000_000);
+    record.roundTrip(commandSeq('beside', 9), 1);
+    record.roundTrip(7, 1);
+    const result = record.result(transmitter, DEFAULT_COMMAND_LANE);
+    expect([
+      result.alone.paired,
+      result.alone.arrivalsAfterAck,
+      result.beside.paired,
+      result.beside.arrivalsAfterAck,
+    ]).toEqual([2, 0, 2, 1]);
+    expect(commandTimingFailure(result)).toBe(
+      'timing check: 1 of 4 commands stamped as arriving after their ack was processed (one-way time over round ' +
+        "trip on one clock): a command's arrival stamp came late",
+    );
+    record.destroy();
+  });
+
+  it('passes a lane whose every command arrived before its ack, and does not judge across two clocks', () => {
+    const oneClock = arrivals(null);
+    oneClock.roundTrip(commandSeq('beside', 1), 8_000_001);
+    expect(commandTimingFailure(oneClock.result(transmitter, DEFAULT_COMMAND_LANE))).toBeNull();
+    oneClock.destroy();
+    const twoClocks = arrivals(5_000_000);
+    twoClocks.roundTrip(commandSeq('beside', 1), 1);
+    const result = twoClocks.result(transmitter, DEFAULT_COMMAND_LANE);
+    expect([result.beside.paired, result.beside.arrivalsAfterAck, commandTimingFailure(result)]).toEqual([
+      1,
+      null,
+      null,
+    ]);
+    twoClocks.destroy();
+  });
+
   it('records nothing for an image seq', () => {
     const record = new CommandArrivals({ clock: null });
     expect(record.record({ sectionId: 1, seq: 5, sizeBytes: 64, checksum: 0n, sentAtNs: 0n }, 10n)).toBeUndefined();
@@ -185,7 +227,7 @@ describe('the command lane in output.log and the summary', () => {
     };
     const text = renderSummary(fixtureReport([tcp, kv]));
     expect(text).toContain('Command lane (64 B commands at 100/s');
-    expect(text).toMatch(/^TCP\s+behind\s+0\.250\s+-\s+3\.000\s+-\s+-\s+8\.000\s+4\.000\s+-\s+12\.0\s+1\/1$/m);
+    expect(text).toMatch(/^TCP\s+behind\s+0\.250\s+-\s+3\.000\s+-\s+-\s+8\.000\s+4\.000\s+-\s+12\.0\s+1\/1\s+0 of 0$/m);
     expect(text).toMatch(/^Redis latest-frame key\s+not run(\s+-)+$/m);
     expect(text).toContain('Not run: redis-kv: a key holds one value.');
     expect(renderSummary(fixtureReport([{ ...tcp, commands: undefined }]))).not.toContain('Command lane');

@@ -347,6 +347,42 @@ describe('parseConfig', () => {
     ]);
   });
 
+  it('gives RATE a deadline of one frame interval and 1 % by default, and takes DEADLINE_MS and its share', () => {
+    const deadline = (env: Record<string, string>) => {
+      const result = parseConfig(env, specs);
+      return result.ok ? result.config.deadline : result.issues;
+    };
+    expect([
+      deadline({}),
+      deadline({ RATE: '30' }),
+      deadline({ RATE: '30', DEADLINE_MS: '100', DEADLINE_MISS_PERCENT: '0.5' }),
+      deadline({ RATE: '60', DEADLINE_MS: '16.7', DEADLINE_MISS_PERCENT: '5%' }),
+      deadline({ RATE: '30', DEADLINE_MISS_PERCENT: '0' }),
+      deadline({ RATE: '30', DEADLINE_MS: '', DEADLINE_MISS_PERCENT: '' }),
+    ]).toEqual([
+      undefined,
+      { deadlineMs: 1000 / 30, allowedLateShare: 0.01 },
+      { deadlineMs: 100, allowedLateShare: 0.005 },
+      { deadlineMs: 16.7, allowedLateShare: 0.05 },
+      { deadlineMs: 1000 / 30, allowedLateShare: 0 },
+      { deadlineMs: 1000 / 30, allowedLateShare: 0.01 },
+    ]);
+  });
+
+  it('refuses a deadline without RATE, and one out of range, each with what is allowed', () => {
+    const result = parseConfig({ DEADLINE_MS: '33', DEADLINE_MISS_PERCENT: '2' }, specs);
+    const without = "unset when RATE is unset: a deadline counts from each frame's due time, which only RATE gives";
+    expect(result.ok ? [] : result.issues).toEqual([
+      { variable: 'DEADLINE_MS', value: '33', allowed: without },
+      { variable: 'DEADLINE_MISS_PERCENT', value: '2', allowed: without },
+    ]);
+    const bad = parseConfig({ RATE: '30', DEADLINE_MS: '0', DEADLINE_MISS_PERCENT: '101' }, specs);
+    expect(bad.ok ? [] : bad.issues.map((i) => [i.variable, i.value])).toEqual([
+      ['DEADLINE_MS', '0'],
+      ['DEADLINE_MISS_PERCENT', '101'],
+    ]);
+  });
+
   it('reads RATE as images per second, fractions and the maximum included; unset is a closed loop', () => {
     const rate = (raw: string | undefined) => {
       const result = parseConfig({ RATE: raw }, specs);

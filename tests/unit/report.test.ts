@@ -142,6 +142,11 @@ Definitions:
           `are unacknowledged waits for a slot and goes late. Figures from due time add the stamp − due time of each ` +
           `image, that wait included: coordinated omission corrected, as wrk2 does. A section is OVERLOADED when its ` +
           `images went out or arrived at under 95 % of RATE; its MB/s is the load it delivered, not a capacity.
+  Frame age (under RATE, the headline) = receiver monotonic clock when the last byte of a frame is in hand − when ` +
+          `the frame was due: its time on the link plus any wait before it was handed to the link. A frame is late ` +
+          `when its age exceeds DEADLINE_MS (default one frame interval, 1000 ÷ RATE); a section MISSED ITS DEADLINE ` +
+          `when its late frames and those never delivered intact are over DEADLINE_MISS_PERCENT (default 1 %) of ` +
+          `those sent. Gap = time between two consecutive arrivals; jitter = |gap − frame interval|.
   Through a broker that stamps each message as it stores it (NATS JetStream: ns; Redis streams: the entry ID, ms), ` +
           `transmission time = to the broker (stamp → the broker stamp) + from the broker (broker stamp → last byte ` +
           `in hand): one stamp cannot tell the time in the broker from the way out, so both are in the from part. ` +
@@ -676,8 +681,15 @@ describe('runSucceeded and renderResultsJson', () => {
 
 describe('an open-loop run (RATE)', () => {
   // Due every 10 ms. With `lateMs`, image 2 waited that long for a window slot and image 3 went 2 ms late.
-  function openLoopReport(lateMs: number, images = collectingSink()): RunReport {
-    const plan = fixturePlan({ transport: 'tcp', label: 'TCP', baseline: true, imageCount: 3, ratePerSecond: 100 });
+  function openLoopReport(lateMs: number, images = collectingSink(), deadlineMs?: number): RunReport {
+    const plan = fixturePlan({
+      transport: 'tcp',
+      label: 'TCP',
+      baseline: true,
+      imageCount: 3,
+      ratePerSecond: 100,
+      ...(deadlineMs === undefined ? {} : { deadline: { deadlineMs, allowedLateShare: 0.01 } }),
+    });
     const recorder = new SectionRecorder(plan, images.sink);
     recorder.beginRecording({ images: 0, ms: 0, steady: null, mediansMs: null }, 0n);
     const lagsNs = lateMs === 0 ? [0, 0, 0] : [0, lateMs * 1e6, 2e6];
@@ -706,8 +718,8 @@ describe('an open-loop run (RATE)', () => {
       const images = collectingSink();
       const log = renderOutputLog(openLoopReport(8, images));
       expect(log).toContain(
-        'Send schedule: open loop at RATE 100 images/s (WINDOW bounds the images in flight; latency also counted ' +
-          "from each image's due time)",
+        'Send schedule: open loop at RATE 100 images/s (WINDOW bounds the images in flight; the headline is each ' +
+          "frame's age from its due time)",
       );
       expect(log).toContain(
         '=== TCP (baseline) performance test: 3 images transfer (533.0 KiB each, window 1, RATE 100 images/s) ===',
@@ -724,21 +736,43 @@ describe('an open-loop run (RATE)', () => {
         'Open loop: RATE 100 images/s offered, sent at 90.9 and delivered at 90.9 images/s: OVERLOADED (under 95 ' +
           '% of RATE;',
       );
-      // From due: 1, 9 and 3 ms; three times support no p90.
-      expect(log).toContain('Latency from due time: p50 3.000, p90 -, p99 -, p99.9 -, max 9.000');
+      // Frame age, from due: 1, 9 and 3 ms; three times support no p90. It leads, the time on the link after it.
+      expect(log).toMatch(
+        new RegExp(
+          /^Total transfer time: [^\n]+\nFrame age \(from due time\): p50 3\.000, p90 -, p99 -, p99\.9 -, /.source +
+            /max 9\.000[^\n]*\nDeadline[^\n]*\nArrivals[^\n]*\nTime on the link \(from the handover stamp\): /.source +
+            /p50 1\.000, p90 -, p99 -, p99\.9 -, max 1\.000/.source,
+          'm',
+        ),
+      );
+      // Arrivals at 1, 19 and 23 ms: gaps of 18 and 4 ms against a 10 ms interval, jitter 8 and 6.
+      expect(log).toContain(
+        'Deadline 10.000 ms (one frame interval): late 0 of 3 (0.0 %), older than three intervals 0 of 3 (0.0 %); ' +
+          'met: at most 1.0 % allowed (DEADLINE_MISS_PERCENT)',
+      );
+      expect(log).toContain(
+        'Arrivals: longest gap 18.000 ms (interval 10.000 ms); jitter, |gap − interval|: mean 7.000 ± 1.414 (sd), ' +
+          'p99 -, max 8.000 ms',
+      );
       expect(log).toMatch(/^Throughput \(delivered at the offered RATE: the load, not a capacity\): ~/m);
-      expect(log).toMatch(/Total ms +MB\/s at RATE +images\/s at RATE +Result\n/);
+      expect(log).toMatch(
+        /age p50 +age p90 +age p99 +age p99\.9 +age max +age mean ± sd +link p50 +link p99 +RTT p50 +RTT p99 +Total ms +MB\/s at RATE +images\/s at RATE +Result\n/,
+      );
+      expect(log).toMatch(/^TCP \(baseline\) +3 +0 +0 +3\.000 +- +- +- +9\.000 +4\.333 ± 4\.163 +1\.000 +- /m);
       expect(log).toMatch(/^TCP \(baseline\) .* ok, OVERLOADED at RATE \(see Open loop\)$/m);
       expect(log).toMatch(
         new RegExp(
-          /RATE\/s +sent\/s +delivered\/s +send lag p99 +from due p50 +from due p99 +RTT from due /.source +
+          /RATE\/s +sent\/s +delivered\/s +send lag p50 +send lag p99 +send lag max +RTT from due /.source +
             /p50 +RTT from due p99 +Load\n[- ]+\nTCP /.source +
-            /\(baseline\) +100\.0 +90\.9 +90\.9 +- +3\.000 +- +3\.500 +- +OVERLOADED\n/.source,
+            /\(baseline\) +100\.0 +90\.9 +90\.9 +2\.001 +- +8\.000 +3\.500 +- +OVERLOADED\n/.source,
         ),
+      );
+      expect(log).toMatch(
+        /^TCP \(baseline\) +10\.000 +3 +0 +0\.0 +0 +0 +0\.0 +18\.000 +7\.000 +1\.414 +- +8\.000 +met$/m,
       );
       expect(log).toContain(
         'Result: every transport delivered every image intact; 1 section was OVERLOADED at RATE (see Open loop): ' +
-          'their times from due, not their MB/s, say what the load cost.',
+          'their frame ages, not their MB/s, say what the load cost.',
       );
     },
   );
@@ -748,14 +782,32 @@ describe('an open-loop run (RATE)', () => {
     expect(log).toContain(
       'Open loop: RATE 100 images/s offered, sent at 100.0 and delivered at 100.0 images/s: kept up',
     );
-    expect(log).toMatch(/^TCP \(baseline\) +100\.0 +100\.0 +100\.0 +- +1\.000 +- +1\.500 +- +kept up$/m);
-    expect(log).not.toMatch(/ok, OVERLOADED|: OVERLOADED/);
+    expect(log).toMatch(/^TCP \(baseline\) +100\.0 +100\.0 +100\.0 +0\.000 +- +0\.000 +1\.500 +- +kept up$/m);
+    expect(log).not.toMatch(/ok, OVERLOADED|: OVERLOADED|MISSED ITS DEADLINE:|MISSED DEADLINE/);
     expect(log).toContain('Result: every transport delivered every image intact.');
+  });
+
+  it('counts a frame older than DEADLINE_MS as late, and a section over its allowed share says MISSED', () => {
+    // Ages 1, 9 and 3 ms against a 5 ms deadline: one late of three, 33.3 % over the 1 % allowed.
+    const log = renderOutputLog(openLoopReport(8, collectingSink(), 5));
+    expect(log).toContain(
+      'Deadline 5.000 ms (0.50 frame intervals of 10.000 ms): late 1 of 3 (33.3 %), older than three intervals 0 of ' +
+        '3 (0.0 %); MISSED ITS DEADLINE: 33.3 % of frames late or not delivered, over the 1.0 % allowed ' +
+        '(DEADLINE_MISS_PERCENT)',
+    );
+    expect(log).toMatch(/^TCP \(baseline\) +5\.000 +3 +1 +33\.3 +0 +0 +33\.3 +18\.000 .* MISSED$/m);
+    expect(log).toMatch(/^TCP \(baseline\) .* ok, OVERLOADED at RATE \(see Open loop\), MISSED DEADLINE \(see /m);
+    expect(log).toContain(
+      'Result: every transport delivered every image intact; 1 section was OVERLOADED at RATE (see Open loop): ' +
+        'their frame ages, not their MB/s, say what the load cost; 1 section MISSED ITS DEADLINE (see Deadline and ' +
+        'jitter).',
+    );
   });
 
   it('writes results.json that its schema accepts', () => {
     for (const lateMs of [0, 8])
       expect(resultsSchemaErrors(JSON.parse(renderResultsJson(openLoopReport(lateMs))))).toEqual([]);
+    expect(resultsSchemaErrors(JSON.parse(renderResultsJson(openLoopReport(8, collectingSink(), 5))))).toEqual([]);
   });
 });
 

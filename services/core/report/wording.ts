@@ -27,6 +27,11 @@ export const TIMING_DEFINITIONS = [
     `each image, that wait included: coordinated omission corrected, as wrk2 does. A section is OVERLOADED when ` +
     `its images went out or arrived at under ${OVERLOAD_RATE_SHARE * 100} % of RATE; its MB/s is the load it ` +
     `delivered, not a capacity.`,
+  'Frame age (under RATE, the headline) = receiver monotonic clock when the last byte of a frame is in hand − when ' +
+    'the frame was due: its time on the link plus any wait before it was handed to the link. A frame is late when ' +
+    'its age exceeds DEADLINE_MS (default one frame interval, 1000 ÷ RATE); a section MISSED ITS DEADLINE when ' +
+    'its late frames and those never delivered intact are over DEADLINE_MISS_PERCENT (default 1 %) of those sent. ' +
+    'Gap = time between two consecutive arrivals; jitter = |gap − frame interval|.',
   'Through a broker that stamps each message as it stores it (NATS JetStream: ns; Redis streams: the ' +
     'entry ID, ms), transmission time = to the broker (stamp → the broker stamp) + from the broker ' +
     '(broker stamp → last byte in hand): one stamp cannot tell the time in the broker from the way out, ' +

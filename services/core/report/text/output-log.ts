@@ -6,6 +6,7 @@ import {
   OVERLOAD_RATE_SHARE,
   type ClientFairness,
   type ColdStart,
+  type DeadlineFigures,
   type FanOut,
   type ImageRecord,
   type OpenLoopFigures,
@@ -69,6 +70,45 @@ function distributionLine(l: LatencySummary): string {
   );
 }
 
+/** A distribution's line, or "-" with the reason when there is none. */
+function distributionOrNone(l: LatencySummary | null | undefined): string {
+  return l == null ? '- (no intact frame with its round trip)' : distributionLine(l);
+}
+
+/** "33.333 ms (one frame interval)" or "50.000 ms (1.5 frame intervals)". */
+function deadlineText(d: DeadlineFigures): string {
+  const intervals = d.deadlineMs / d.intervalMs;
+  const of =
+    Math.abs(intervals - 1) < 1e-9
+      ? 'one frame interval'
+      : `${fixed(intervals, 2)} frame intervals of ${ms(d.intervalMs)} ms`;
+  return `${ms(d.deadlineMs)} ms (${of})`;
+}
+
+/** A section's lines on its deadline, its longest gap and its jitter (RATE). */
+function deadlineLines(d: DeadlineFigures): string[] {
+  const of = (count: number): string => `${count} of ${d.framesSent} (${percentOf(count, d.framesSent)})`;
+  const verdict = d.overDeadline
+    ? `MISSED ITS DEADLINE: ${percentOf(d.lateCount + d.undeliveredCount, d.framesSent)} of frames late or not ` +
+      `delivered, over the ${fixed(d.allowedLateShare * 100, 1)} % allowed (DEADLINE_MISS_PERCENT)`
+    : `met: at most ${fixed(d.allowedLateShare * 100, 1)} % allowed (DEADLINE_MISS_PERCENT)`;
+  return [
+    `Deadline ${deadlineText(d)}: late ${of(d.lateCount)}, older than three intervals ${of(d.veryLateCount)}` +
+      (d.undeliveredCount > 0 ? `, never delivered intact ${of(d.undeliveredCount)}` : '') +
+      `; ${verdict}`,
+    `Arrivals: longest gap ${ms(d.longestGapMs)} ms (interval ${ms(d.intervalMs)} ms); jitter, |gap − interval|: ` +
+      (d.jitter === null
+        ? '- (fewer than two arrivals)'
+        : `mean ${ms(d.jitter.meanMs)} ± ${ms(d.jitter.stdDevMs)} (sd), p99 ${ms(d.jitter.p99Ms)}, max ` +
+          `${ms(d.jitter.maxMs)} ms`),
+  ];
+}
+
+/** "1.5 %" of a count over a total, one decimal; "-" with no total. */
+function percentOf(count: number, total: number): string {
+  return total === 0 ? '-' : `${fixed((100 * count) / total, 1)} %`;
+}
+
 /** The command lane's lines of a section: how it travelled, then each phase's counts and times. */
 function commandLines(lane: CommandLaneResult): string[] {
   const head = `Commands (${formatSize(lane.sizeBytes)} at ${lane.ratePerSecond}/s, not in MB/s or images/s)`;
@@ -78,6 +118,12 @@ function commandLines(lane: CommandLaneResult): string[] {
       (p.sendLag === null ? '' : `; send lag (sent − due, in no time below) p99 ${ms(p.sendLag.p99Ms)} ms`),
     ...(p.oneWay === null ? [] : [`${name}, one-way: ${distributionLine(p.oneWay)}`]),
     ...(p.rtt === null ? [] : [`${name}, round trip: ${distributionLine(p.rtt)}`]),
+    ...(p.arrivalsAfterAck == null
+      ? []
+      : [
+          `${name}, timing check: ${p.arrivalsAfterAck} of ${p.paired ?? 0} paired with their round trip arrived ` +
+            `after their ack${p.arrivalsAfterAck > 0 ? ' (FAILED: an arrival stamp came late)' : ''}`,
+        ]),
   ];
   return [
     `${head}: ${lane.how}`,
@@ -266,11 +312,15 @@ export function renderSectionFooter(section: SectionResult): string {
       ? 'Total transfer time: - (no image arrived)'
       : `Total transfer time: ${ms(section.totalMs)} ms`,
   );
+  const twoClocksNote = clockError === '' ? '' : ` (one-way across two clocks: each figure${clockError})`;
+  const open = section.openLoop;
+  // Under RATE a frame's age from its due time leads: the time on the link alone hides a sender that fell behind.
+  if (open !== null) lines.push(`Frame age (from due time)${twoClocksNote}: ${distributionOrNone(section.frameAge)}`);
+  if (open?.deadline != null) lines.push(...deadlineLines(open.deadline));
   if (section.latency !== null) {
     lines.push(
-      `Latency` +
-        (clockError === '' ? '' : ` (one-way across two clocks: each figure${clockError})`) +
-        `: ${distributionLine(section.latency)}`,
+      (open === null ? 'Latency' : 'Time on the link (from the handover stamp)') +
+        `${twoClocksNote}: ${distributionLine(section.latency)}`,
     );
     lines.push(
       `Throughput` +
@@ -292,16 +342,9 @@ export function renderSectionFooter(section: SectionResult): string {
   if (broker !== undefined) lines.push(broker);
   if (section.clientFairness !== null) lines.push(`Clients: ${fairnessText(section.clientFairness)}`);
   if (section.fanOut !== null) lines.push(`Receivers: ${fanOutText(section.fanOut)}`);
-  const open = section.openLoop;
   if (open !== null) {
     lines.push(`Open loop: ${openLoopText(open)}`);
     if (open.sendLag !== null) lines.push(`Send lag (stamp − due): ${distributionLine(open.sendLag)}`);
-    if (open.latencyFromDue !== null)
-      lines.push(
-        `Latency from due time` +
-          (clockError === '' ? '' : ` (across two clocks: each figure${clockError})`) +
-          `: ${distributionLine(open.latencyFromDue)}`,
-      );
     if (open.rttFromDue !== null) lines.push(`Round trip from due time: ${distributionLine(open.rttFromDue)}`);
   }
   if (section.commands !== undefined) lines.push(...commandLines(section.commands));
@@ -364,8 +407,13 @@ export function renderOutputLogHeader(run: RunInfo): string {
     `Send schedule: ` +
       (run.config.ratePerSecond === undefined
         ? 'closed loop (the next image goes as soon as the window has room)'
-        : `open loop at RATE ${rateText(run.config.ratePerSecond)} (WINDOW bounds the images in flight; latency ` +
-          `also counted from each image's due time)`),
+        : `open loop at RATE ${rateText(run.config.ratePerSecond)} (WINDOW bounds the images in flight; the ` +
+          `headline is each frame's age from its due time` +
+          (run.config.deadline == null
+            ? ''
+            : `; deadline ${ms(run.config.deadline.deadlineMs)} ms, at most ` +
+              `${fixed(run.config.deadline.allowedLateShare * 100, 1)} % of frames may miss it`) +
+          ')'),
     `Warm-up of each section, on its connection before the recorded images: ${describeWarmup(run.warmup)}`,
     ...(run.config.commandRatePerSecond == null
       ? []
@@ -404,12 +452,19 @@ export function renderOutputLogHeader(run: RunInfo): string {
 /** output.log's end: the summary and the verdict, written when the run ends. */
 export function renderOutputLogEnd(report: RunReport): string {
   const overloaded = report.sections.filter((s) => s.openLoop?.overloaded === true).length;
+  const missed = report.sections.filter((s) => s.openLoop?.deadline?.overDeadline === true).length;
+  const notes = [
+    overloaded === 0
+      ? ''
+      : `${overloaded} section${overloaded === 1 ? ' was' : 's were'} OVERLOADED at RATE (see Open loop): their ` +
+        `frame ages, not their MB/s, say what the load cost`,
+    missed === 0
+      ? ''
+      : `${missed} section${missed === 1 ? '' : 's'} MISSED ${missed === 1 ? 'ITS' : 'THEIR'} DEADLINE (see ` +
+        `Deadline and jitter)`,
+  ].filter(Boolean);
   const verdict = runSucceeded(report)
-    ? overloaded === 0
-      ? 'Result: every transport delivered every image intact.'
-      : `Result: every transport delivered every image intact; ${overloaded} ` +
-        `section${overloaded === 1 ? ' was' : 's were'} OVERLOADED at RATE (see Open loop): their times from due, ` +
-        `not their MB/s, say what the load cost.`
+    ? `Result: every transport delivered every image intact${notes.length === 0 ? '' : `; ${notes.join('; ')}`}.`
     : report.stopReason
       ? `Result: INCOMPLETE: ${report.stopReason}. Sections not listed above did not run.`
       : 'Result: FAILED: at least one transport lost, corrupted or failed to deliver images (see above).';

@@ -33,16 +33,24 @@ function overloadedRepeats(sections: readonly SectionResult[], transport: string
   return sections.filter((s) => s.transport === transport && s.openLoop?.overloaded === true).length;
 }
 
+/** Sections of `transport` whose late and undelivered frames were over DEADLINE_MISS_PERCENT under RATE. */
+function missedDeadlineRepeats(sections: readonly SectionResult[], transport: string): number {
+  return sections.filter((s) => s.transport === transport && s.openLoop?.deadline?.overDeadline === true).length;
+}
+
 /**
  * The Result cell: ok (with any warm-up not steady, any repeat OVERLOADED under RATE), or FAILED with the first
  * failure.
  */
-function resultText(t: TransportSummary, overloaded: number): string {
+function resultText(t: TransportSummary, overloaded: number, missedDeadline: number): string {
   if (!t.ok) return `FAILED${t.failure ? `: ${t.failure}` : ''}`;
   const notes = [
     t.notSteadyRepeats > 0 ? `warm-up NOT STEADY in ${t.notSteadyRepeats} of ${t.repeats}` : '',
     overloaded > 0
       ? `OVERLOADED at RATE${t.repeats > 1 ? ` in ${overloaded} of ${t.repeats}` : ''} (see Open loop)`
+      : '',
+    missedDeadline > 0
+      ? `MISSED DEADLINE${t.repeats > 1 ? ` in ${missedDeadline} of ${t.repeats}` : ''} (see Deadline and jitter)`
       : '',
   ].filter(Boolean);
   return ['ok', ...notes].join(', ');
@@ -56,9 +64,12 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
   const twoClocks = report.transports.some((t) => median(t)?.oneWayClockErrorMs != null);
   // A latest-frame key's images written over before they were read: a column of their own, never among the lost.
   const superseding = report.transports.some((t) => (t.supersededCount ?? 0) > 0);
+  // Under RATE the headline is each frame's age from its due time, the time on the link beside it.
+  const openLoop =
+    report.transports.some((t) => median(t)?.openLoop != null) || report.sections.some((s) => s.openLoop !== null);
   const latencyRows = report.transports.map((t) => {
     const s = median(t);
-    const l = s?.latency ?? null;
+    const l = (openLoop ? s?.frameAge : s?.latency) ?? null;
     return [
       sectionTitle(t),
       String(t.okCount),
@@ -71,13 +82,18 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
       ms(l?.p999Ms),
       ms(l?.maxMs),
       l === null ? '-' : `${ms(l.meanMs)} ± ${ms(l.stdDevMs)}`,
+      ...(openLoop ? [ms(s?.latency?.p50Ms), ms(s?.latency?.p99Ms)] : []),
       ...(twoClocks ? [s?.oneWayClockErrorMs == null ? '-' : `± ${ms(s.oneWayClockErrorMs)}`] : []),
       ms(s?.rtt?.p50Ms),
       ms(s?.rtt?.p99Ms),
       ms(s?.totalMs),
       `${s !== undefined && t.throughputIndicative ? '~' : ''}${fixed(s?.throughputMBps, 1)}`,
       `${s !== undefined && t.throughputIndicative ? '~' : ''}${fixed(s?.imagesPerSecond, 1)}`,
-      resultText(t, overloadedRepeats(report.sections, t.transport)),
+      resultText(
+        t,
+        overloadedRepeats(report.sections, t.transport),
+        missedDeadlineRepeats(report.sections, t.transport),
+      ),
     ];
   });
   const coldRows = report.transports.map((t) => [
@@ -123,22 +139,49 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
         fixed(open.ratePerSecond, 1),
         fixed(open.achievedRatePerSecond, 1),
         fixed(open.deliveredRatePerSecond, 1),
+        ms(open.sendLag?.p50Ms),
         ms(open.sendLag?.p99Ms),
-        ms(open.latencyFromDue?.p50Ms),
-        ms(open.latencyFromDue?.p99Ms),
+        ms(open.sendLag?.maxMs),
         ms(open.rttFromDue?.p50Ms),
         ms(open.rttFromDue?.p99Ms),
         load,
       ],
     ];
   });
-  const openLoop = openRows.length > 0;
+  const deadlineRows = report.transports.flatMap((t) => {
+    const d = figureOf(t, 'openLoop')?.deadline;
+    if (d == null) return [];
+    const share = (count: number): string => (d.framesSent === 0 ? '-' : fixed((100 * count) / d.framesSent, 1));
+    return [
+      [
+        sectionTitle(t),
+        ms(d.deadlineMs),
+        String(d.framesSent),
+        String(d.lateCount),
+        share(d.lateCount),
+        String(d.veryLateCount),
+        String(d.undeliveredCount),
+        share(d.lateCount + d.undeliveredCount),
+        ms(d.longestGapMs),
+        ms(d.jitter?.meanMs),
+        ms(d.jitter?.stdDevMs),
+        ms(d.jitter?.p99Ms),
+        ms(d.jitter?.maxMs),
+        d.overDeadline ? 'MISSED' : 'met',
+      ],
+    ];
+  });
   const tooFew = report.transports.some(
-    (t) => percentileWithheld(median(t)?.latency ?? null) || percentileWithheld(median(t)?.rtt ?? null),
+    (t) =>
+      percentileWithheld((openLoop ? median(t)?.frameAge : median(t)?.latency) ?? null) ||
+      percentileWithheld(median(t)?.rtt ?? null),
   );
   const short = report.transports.some((t) => shortRun(median(t)));
   const blocks = [
-    `Times in ms; one-way: p50 … mean ± sample sd` +
+    (openLoop
+      ? "Times in ms; frame age: each frame's age at arrival counted from its due time, p50 … mean ± sample sd; " +
+        'link: one-way from the stamp taken as it was handed to the link'
+      : `Times in ms; one-way: p50 … mean ± sample sd`) +
       (twoClocks ? ", across two clocks: each within clock ± of the truth (the offset's bound)" : '') +
       (`; RTT: round trip, stamp → ack processed${twoClocks ? ', on one clock (no offset)' : ''}:\n${renderTable(
         [
@@ -147,12 +190,9 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
           'Lost',
           'Corrupt',
           ...(superseding ? ['Superseded'] : []),
-          'p50 ms',
-          'p90 ms',
-          'p99 ms',
-          'p99.9 ms',
-          'max ms',
-          'mean ± sd ms',
+          ...(openLoop
+            ? ['age p50', 'age p90', 'age p99', 'age p99.9', 'age max', 'age mean ± sd', 'link p50', 'link p99']
+            : ['p50 ms', 'p90 ms', 'p99 ms', 'p99.9 ms', 'max ms', 'mean ± sd ms']),
           ...(twoClocks ? ['clock ± ms'] : []),
           'RTT p50',
           'RTT p99',
@@ -261,22 +301,48 @@ export function renderSummary(report: Pick<RunReport, 'sections' | 'transports'>
   }
   if (openRows.length > 0) {
     blocks.push(
-      `Open loop (RATE offered; sent/s and delivered/s achieved; "from due": counted from each image's due time, a ` +
-        `wait for a window slot included: coordinated omission corrected; OVERLOADED: sent or delivered ` +
-        `under ${OVERLOAD_RATE_SHARE * 100} % of RATE):\n${renderTable(
+      `Open loop (RATE offered; sent/s and delivered/s achieved; send lag: stamp − due, a wait for a window slot ` +
+        `included; RTT from due: round trip counted from the due time (coordinated omission corrected); ` +
+        `OVERLOADED: sent or delivered under ${OVERLOAD_RATE_SHARE * 100} % of RATE):\n${renderTable(
           [
             'Transport',
             'RATE/s',
             'sent/s',
             'delivered/s',
+            'send lag p50',
             'send lag p99',
-            'from due p50',
-            'from due p99',
+            'send lag max',
             'RTT from due p50',
             'RTT from due p99',
             'Load',
           ],
           openRows,
+        )}`,
+    );
+  }
+  if (deadlineRows.length > 0) {
+    blocks.push(
+      `Deadline and jitter (late: frames older than the deadline at arrival, from their due time; > 3 int: older ` +
+        `than three frame intervals; undelivered: never arrived intact; missed %: late and undelivered of those ` +
+        `sent, MISSED when over DEADLINE_MISS_PERCENT; gap: time between two consecutive arrivals; jitter: ` +
+        `|gap − frame interval|; times in ms):\n${renderTable(
+          [
+            'Transport',
+            'deadline',
+            'sent',
+            'late',
+            'late %',
+            '> 3 int',
+            'undelivered',
+            'missed %',
+            'longest gap',
+            'jitter mean',
+            'jitter sd',
+            'jitter p99',
+            'jitter max',
+            'Verdict',
+          ],
+          deadlineRows,
         )}`,
     );
   }
@@ -313,7 +379,8 @@ function commandLaneTable(
 ): string | undefined {
   const rows = lanes.flatMap(([t, lane]) => {
     if (lane === undefined) return [];
-    if (lane.notRun !== null) return [[sectionTitle(t), 'not run', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-']];
+    if (lane.notRun !== null)
+      return [[sectionTitle(t), 'not run', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-', '-']];
     const { alone, beside } = lane;
     return [
       [
@@ -329,6 +396,7 @@ function commandLaneTable(
         ms(beside.rtt?.p99Ms),
         fixed(lane.delayFactorP50, 1),
         `${alone.unacknowledged + beside.unacknowledged}/${alone.corrupt + beside.corrupt}`,
+        pairedCheckText(lane),
       ],
     ];
   });
@@ -339,7 +407,9 @@ function commandLaneTable(
     `Command lane (${formatSize(first.sizeBytes)} commands at ${first.ratePerSecond}/s on each transport's link; ` +
     `alone: with no image in flight; beside: while the images flowed; times in ms, one-way unless RTT; ` +
     `× p50: beside's one-way p50 over alone's; lane "behind": a frame is written whole, so a command waits ` +
-    `behind the image being written; "beside": its own stream, interleaved; never in MB/s or images/s):\n` +
+    `behind the image being written; "beside": its own stream, interleaved; after ack: commands whose one-way ` +
+    `time exceeds their own round trip on one clock, of those paired, which fails the section; never in MB/s or ` +
+    `images/s):\n` +
     renderTable(
       [
         'Transport',
@@ -354,10 +424,19 @@ function commandLaneTable(
         'RTT p99',
         '× p50',
         'unacked/corrupt',
+        'after ack',
       ],
       rows,
       false,
     ) +
     (notRun.length > 0 ? `\nNot run: ${notRun.join('; ')}.` : '')
   );
+}
+
+/** "0 of 2100", the commands stamped as arriving after their ack; "-" across two clocks or in older files. */
+function pairedCheckText(lane: CommandLaneResult): string {
+  const { alone, beside } = lane;
+  if (alone.arrivalsAfterAck == null && beside.arrivalsAfterAck == null) return '-';
+  const late = (alone.arrivalsAfterAck ?? 0) + (beside.arrivalsAfterAck ?? 0);
+  return `${late} of ${(alone.paired ?? 0) + (beside.paired ?? 0)}`;
 }
