@@ -18,6 +18,7 @@ import { clientSweep, multiClientTransports } from './clients.js';
 import { delaySweep } from './delay.js';
 import { matrix } from './matrix.js';
 import { grpcOptions } from './grpc-options.js';
+import { capacity, CAPACITY_BOUNDS } from './capacity.js';
 import { optionsFrom, PARTS, planFrom } from './options.js';
 import { rateSweep } from './rate.js';
 import { steady } from './steady.js';
@@ -57,11 +58,17 @@ import { verifyCost } from './verify.js';
 // in this process (scripts/lib/delay-relay.ts; no sch_netem needed) between the transmitter and the receiver's
 // transport port adding 0 or --delay-ms= (2 by default) to each direction, interleaved over --rounds= (5 by default)
 // with --delay-images= (200) per section: the one-way p50 at each, the time the delay added and that minus the delay,
-// and issue 34's target for grpc-connect; and soak, 1 KB images over TCP for 20 million images with both sides' RSS
-// sampled, and a verdict on its growth (scripts/lib/soak.ts); a failed verdict exits 1. --out=<dir> writes the files
-// there instead of bench/. Prints tables and writes bench/results-<date>.json, and its charts (each transport beside
-// its ceiling, the two sweeps) in bench/charts-<date>.html. A benchmark, not a test: `npm test` never runs it. Each
-// part is a file beside this one; this one reads the command line, runs the parts it names and writes their files.
+// and issue 34's target for grpc-connect; soak, 1 KB images over TCP for 20 million images with both sides' RSS
+// sampled, and a verdict on its growth (scripts/lib/soak.ts); a failed verdict exits 1; and capacity, per default
+// transport (or those --transports= names) and image size (--sizes=, 533 KiB by default), the highest RATE the
+// transport sustains (its section ok, not overloaded, send lag p99 within the deadline, at most
+// --deadline-miss-percent= (1) of frames past --deadline-ms= (one frame interval) or undelivered), searched from 60 fps
+// by doubling or halving then bisection, over --rounds= (5) rounds: its median with an order-statistics interval, and
+// frame age p50/p99 and jitter p99 there and at 15, 30 and 60 fps below it (./capacity.ts). --out=<dir> writes the
+// files there instead of bench/. Prints tables and writes bench/results-<date>.json, and its charts (each transport
+// beside its ceiling, the two sweeps, the capacity table) in bench/charts-<date>.html. A benchmark, not a test: `npm
+// test` never runs it. Each part is a file beside this one; this one reads the command line, runs the parts it names
+// and writes their files.
 
 /** Reads the command line (exit 2 on a bad one), runs the parts it names, and prints and writes their results. */
 async function main(args: readonly string[]): Promise<void> {
@@ -73,7 +80,8 @@ async function main(args: readonly string[]): Promise<void> {
   const narrowed =
     `${options.transports === undefined ? '' : `; transports: ${options.transports.join(', ')}`}` +
     (parts.includes('ceiling') ? `; ceiling: ${options.shapes.join(', ')}, ${plan.ceilingRounds} rounds` : '') +
-    (parts.includes('grpc-options') ? `; grpc-options: ${plan.ceilingRounds} rounds` : '');
+    (parts.includes('grpc-options') ? `; grpc-options: ${plan.ceilingRounds} rounds` : '') +
+    (parts.includes('capacity') ? `; capacity: ${plan.capacityRounds} rounds` : '');
   const lines: string[] = [
     `image-transfer-bench benchmark, ${started.toISOString()} (parts: ${parts.join(', ')}${narrowed})`,
   ];
@@ -209,6 +217,27 @@ async function main(args: readonly string[]): Promise<void> {
       })),
     };
     host ??= result.cells[0]?.cell.report.run.hosts.receiver;
+  }
+  if (parts.includes('capacity')) {
+    const result = await capacity(plan);
+    lines.push('', ...result.lines);
+    record.capacity = {
+      sizesBytes: plan.capacitySizes,
+      rounds: plan.capacityRounds,
+      // null: one frame interval at each rate (DEADLINE_MS unset).
+      deadlineMs: plan.capacityDeadlineMs ?? null,
+      deadlineMissPercent: plan.capacityMissPercent,
+      bounds: CAPACITY_BOUNDS,
+      // Per transport and size: each round's sustainable rate, their median and its interval, the figures at it and at
+      // the camera rates below it, and what stopped each round's climb.
+      summary: result.summary,
+      // The table as printed (and on the charts page).
+      table: result.table,
+      // Every probe: its rate, purpose, verdict and why, and the figures the table is drawn from.
+      probes: result.probes,
+    };
+    charts.push(...result.charts);
+    host ??= result.host;
   }
   if (host) {
     lines.splice(

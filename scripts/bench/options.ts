@@ -1,11 +1,13 @@
 import path from 'node:path';
 import { directoryProblem } from '../../services/shared/directories.js';
 import { projectPath } from '../../services/shared/paths.js';
+import { parseSize, SIZE_UNITS_HELP } from '../../services/core/config/size.js';
 import type { Transport } from '../../services/transports/contract.js';
 import { defaultTransports, transportByName, transports } from '../../services/transports/index.js';
 import { MIN_CLAIM_ROUNDS } from '../lib/overhead.js';
 import { SOAK_USAGE } from '../lib/soak.js';
 import { ALL_CEILING_SHAPES, SHAPE_NAMES, type CeilingShape, type ShapeName } from './ceiling-model.js';
+import { DEFAULT_CAPACITY_MISS_PERCENT, DEFAULT_CAPACITY_ROUNDS, DEFAULT_CAPACITY_SIZES } from './capacity.js';
 import {
   DEFAULT_DELAY_IMAGES,
   DEFAULT_DELAY_MS,
@@ -17,20 +19,24 @@ import {
 // The command line: the parts it names and their options, every problem said at once (exit 2), and the plan the
 // parts read.
 
-/** The parts a bench runs when none is named, in their order (soak and delay run only when named). */
+/** The parts a bench runs when none is named, in their order (the NAMED_ONLY_PARTS run only when named). */
 export const PARTS = ['ceiling', 'verify', 'matrix', 'steady', 'clients', 'rate'] as const;
 /** The parts that run only when named, in their order after PARTS. */
-export const NAMED_ONLY_PARTS = ['soak', 'grpc-options', 'delay'] as const;
+export const NAMED_ONLY_PARTS = ['soak', 'grpc-options', 'delay', 'capacity'] as const;
 /** A part the command line can name. */
 export type Part = (typeof PARTS)[number] | (typeof NAMED_ONLY_PARTS)[number];
 /** Largest --delay-ms=: a second each way is already a satellite link. */
 const MAX_DELAY_MS = 1000;
+/** Largest --deadline-ms=: a minute, already far past any camera's use for a frame. */
+const MAX_CAPACITY_DEADLINE_MS = 60_000;
 /** What a bad command line is told after its problems. */
 export const USAGE =
   `usage: npm run bench [-- [${PARTS.join(' ')}] [--transports=<name>,<name>...] [--ceiling-only] ` +
   `[--shapes=${SHAPE_NAMES.join(',')}] [--rounds=<N>] [--out=<dir>]]\n       npm run bench -- delay ` +
   `[--transports=<name>,<name>...] [--delay-ms=<ms>] [--delay-images=<N>] [--rounds=<N>] [--out=<dir>]\n` +
   `       npm run bench -- grpc-options [--shapes=large,small] [--rounds=<N>] [--count=<N>] [--out=<dir>]\n` +
+  `       npm run bench -- capacity [--transports=<name>,<name>...] [--sizes=<size>,<size>...] ` +
+  `[--deadline-ms=<ms>] [--deadline-miss-percent=<percent>] [--rounds=<N>] [--out=<dir>]\n` +
   `       npm run bench -- ${SOAK_USAGE} [--out=<dir>]`;
 
 /** What the command line asks for; see optionsFrom. */
@@ -40,7 +46,10 @@ export interface BenchOptions {
   ceilingOnly: boolean;
   /** The ceiling part's shapes: all unless --shapes= names some. */
   shapes: ShapeName[];
-  /** --rounds=: the ceiling part's (MIN_CLAIM_ROUNDS when unset) and the delay part's (DEFAULT_DELAY_ROUNDS). */
+  /**
+   * --rounds=: the ceiling part's (MIN_CLAIM_ROUNDS when unset), the delay part's (DEFAULT_DELAY_ROUNDS) and the
+   * capacity part's (DEFAULT_CAPACITY_ROUNDS).
+   */
   rounds: number | undefined;
   /** The delay part's delay each way (ms): DEFAULT_DELAY_MS unless --delay-ms= says otherwise. */
   delayMs: number;
@@ -50,13 +59,20 @@ export interface BenchOptions {
   outDir: string;
   /** The grpc-options part's timed images per run instead of each shape's count (--count=, a smoke run). */
   images: number | undefined;
+  /** The capacity part's image sizes in bytes (--sizes=): DEFAULT_CAPACITY_SIZES when unset. */
+  capacitySizes: number[];
+  /** The capacity part's deadline (--deadline-ms=); undefined: one frame interval at each rate. */
+  capacityDeadlineMs: number | undefined;
+  /** The capacity part's allowed share of frames missing the deadline, in percent (--deadline-miss-percent=). */
+  capacityMissPercent: number;
 }
 
 /**
  * The parts named on the command line (all when none is), the transports `--transports=` names, --ceiling-only (the
  * ceiling part with its ceiling clients alone, no suite run), the ceiling part's --shapes= and --rounds= (the
  * grpc-options part's too), the grpc-options part's --count=, the delay part's --delay-ms=, --delay-images= and
- * --rounds=, and --out=; anything else exits 2, every problem said at once (`problems`: those soakArgs found already,
+ * --rounds=, the capacity part's --sizes=, --deadline-ms=, --deadline-miss-percent= and --rounds=, and --out=; anything
+ * else exits 2, every problem said at once (`problems`: those soakArgs found already,
  * as it took the soak's flags out of `args`).
  */
 export function optionsFrom(args: readonly string[], problems: string[]): BenchOptions {
@@ -67,6 +83,10 @@ export function optionsFrom(args: readonly string[], problems: string[]): BenchO
   let delayMs = DEFAULT_DELAY_MS;
   let delayImages = DEFAULT_DELAY_IMAGES;
   const delayFlags: string[] = [];
+  let capacitySizes = [...DEFAULT_CAPACITY_SIZES];
+  let capacityDeadlineMs: number | undefined;
+  let capacityMissPercent = DEFAULT_CAPACITY_MISS_PERCENT;
+  const capacityFlags: string[] = [];
   let outDir = projectPath('bench');
   let images: number | undefined;
   const partNames: string[] = [];
@@ -104,6 +124,27 @@ export function optionsFrom(args: readonly string[], problems: string[]): BenchO
       delayFlags.push('--delay-images');
       if (!/^[0-9]+$/.test(text) || delayImages < 1)
         problems.push(`--delay-images=${text}: expected a whole number of at least 1`);
+    } else if (arg.startsWith('--sizes=')) {
+      const texts = arg.slice('--sizes='.length).split(',');
+      capacityFlags.push('--sizes');
+      capacitySizes = texts.map((text) => parseSize(text) ?? 0);
+      const bad = texts.filter((_, i) => capacitySizes[i]! < 1);
+      if (bad.length > 0)
+        problems.push(`--sizes=${bad.join(',')}: expected sizes of at least 1 byte, each ${SIZE_UNITS_HELP}`);
+    } else if (arg.startsWith('--deadline-ms=')) {
+      const text = arg.slice('--deadline-ms='.length);
+      capacityDeadlineMs = Number(text);
+      capacityFlags.push('--deadline-ms');
+      if (!/^[0-9]+(\.[0-9]+)?$/.test(text) || capacityDeadlineMs <= 0 || capacityDeadlineMs > MAX_CAPACITY_DEADLINE_MS)
+        problems.push(
+          `--deadline-ms=${text}: expected a number of milliseconds above 0 and at most ${MAX_CAPACITY_DEADLINE_MS}`,
+        );
+    } else if (arg.startsWith('--deadline-miss-percent=')) {
+      const text = arg.slice('--deadline-miss-percent='.length);
+      capacityMissPercent = Number(text);
+      capacityFlags.push('--deadline-miss-percent');
+      if (!/^[0-9]+(\.[0-9]+)?$/.test(text) || capacityMissPercent > 100)
+        problems.push(`--deadline-miss-percent=${text}: expected a percentage from 0 to 100`);
     } else if (arg.startsWith('--transports=')) {
       chosen = arg
         .slice('--transports='.length)
@@ -123,6 +164,10 @@ export function optionsFrom(args: readonly string[], problems: string[]): BenchO
     problems.push(
       `${[...new Set(delayFlags)].join(', ')} ${delayFlags.length === 1 ? 'is' : 'are'} the delay part's: name it`,
     );
+  if (capacityFlags.length > 0 && !partNames.includes('capacity')) {
+    const named = [...new Set(capacityFlags)];
+    problems.push(`${named.join(', ')} ${named.length === 1 ? 'is' : 'are'} the capacity part's: name it`);
+  }
   // Only transports on one port of the receiver's own can sit behind the relays.
   if (partNames.includes('delay'))
     for (const name of chosen ?? []) {
@@ -159,6 +204,10 @@ export function optionsFrom(args: readonly string[], problems: string[]): BenchO
     delayImages,
     outDir,
     images,
+    // The same size named twice would be searched twice.
+    capacitySizes: [...new Set(capacitySizes)],
+    capacityDeadlineMs,
+    capacityMissPercent,
   };
 }
 
@@ -186,6 +235,11 @@ export interface BenchPlan {
   delayMs: number;
   delayRounds: number;
   delayImages: number;
+  /** The capacity part's image sizes (bytes), rounds, deadline (undefined: one frame interval) and allowed miss %. */
+  capacitySizes: readonly number[];
+  capacityRounds: number;
+  capacityDeadlineMs: number | undefined;
+  capacityMissPercent: number;
 }
 
 /** The plan of a run with `options`. */
@@ -205,5 +259,9 @@ export function planFrom(options: BenchOptions): BenchPlan {
     delayMs: options.delayMs,
     delayRounds: options.rounds ?? DEFAULT_DELAY_ROUNDS,
     delayImages: options.delayImages,
+    capacitySizes: options.capacitySizes,
+    capacityRounds: options.rounds ?? DEFAULT_CAPACITY_ROUNDS,
+    capacityDeadlineMs: options.capacityDeadlineMs,
+    capacityMissPercent: options.capacityMissPercent,
   };
 }

@@ -2,7 +2,8 @@ import { escapeHtml, jsonForScript, pageHead, scriptForInline } from '../../serv
 
 // The bench's charts drawn as one self-contained HTML page (Chart.js inlined, as report.html does):
 // each transport beside its library's ceiling (bars), latency against clients and against offered
-// load, the soak's RSS against images (lines). Pure: the libraries' sources are given.
+// load, the soak's RSS against images (lines); and tables (the capacity part's). Pure: the libraries' sources are
+// given.
 
 /** One line of a chart: a transport's points. */
 export interface SweepSeries {
@@ -10,8 +11,18 @@ export interface SweepSeries {
   points: { x: number; y: number | null }[];
 }
 
-/** One chart of the page: a sweep (lines over a log x axis), or bars by category (SweepBars). */
-export type BenchChart = SweepChart | SweepBars;
+/** One card of the page: a sweep (lines over a log x axis), bars by category (SweepBars), or a table (SweepTable). */
+export type BenchChart = SweepChart | SweepBars | SweepTable;
+
+/** A table, as the terminal prints it: its cells are text, drawn as they are (no chart). */
+export interface SweepTable {
+  kind: 'table';
+  id: string;
+  title: string;
+  note: string;
+  header: readonly string[];
+  rows: readonly (readonly string[])[];
+}
 
 /** Bars: one group per category (a transport), one bar per series in it (ours, its ceiling). */
 export interface SweepBars {
@@ -68,7 +79,19 @@ for (const chart of charts) {
 }
 `;
 
-/** The page: a title, then one card per chart. */
+/** A table card's table, in the report's summary-table style (the first column text, the rest as right-aligned). */
+function tableHtml(table: SweepTable): string {
+  const cell = (tag: 'th' | 'td', text: string, col: number) =>
+    `<${tag}${col === 0 ? ' class="text"' : ''}>${escapeHtml(text)}</${tag}>`;
+  const head = table.header.map((h, col) => cell('th', h, col)).join('');
+  const body = table.rows.map((row) => `<tr>${row.map((text, col) => cell('td', text, col)).join('')}</tr>`).join('\n');
+  return (
+    `<div class="table-scroll"><table class="summary-table" data-table="${escapeHtml(table.id)}"><thead><tr>${head}` +
+    `</tr></thead>\n<tbody>\n${body}\n</tbody></table></div>`
+  );
+}
+
+/** The page: a title, then one card per chart or table. */
 export function renderSweepPage(
   title: string,
   charts: readonly BenchChart[],
@@ -77,17 +100,22 @@ export function renderSweepPage(
   const cards = charts
     .map(
       (c) =>
-        `<section class="card"><h2>${escapeHtml(c.title)}</h2><p class="note">${escapeHtml(c.note)}</p><canvas ` +
-        `data-chart="${escapeHtml(c.id)}" aria-label="${escapeHtml(c.title)}"></canvas></section>`,
+        `<section class="card"><h2>${escapeHtml(c.title)}</h2><p class="note">${escapeHtml(c.note)}</p>` +
+        (c.kind === 'table'
+          ? tableHtml(c)
+          : `<canvas data-chart="${escapeHtml(c.id)}" aria-label="${escapeHtml(c.title)}"></canvas>`) +
+        '</section>',
     )
     .join('\n');
+  // Tables are drawn here: the page script gets only what Chart.js draws.
+  const drawn = charts.filter((c) => c.kind !== 'table');
   return `${pageHead(title, libraries.pageCss)}
 <body>
 <main>
 <h1>${escapeHtml(title)}</h1>
 ${cards}
 </main>
-<script type="application/json" id="itb-sweeps">${jsonForScript(charts)}</script>
+<script type="application/json" id="itb-sweeps">${jsonForScript(drawn)}</script>
 <script>${scriptForInline(libraries.chartJs)}</script>
 <script>${scriptForInline(DRAW_SCRIPT)}</script>
 </body>

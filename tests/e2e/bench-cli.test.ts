@@ -102,4 +102,22 @@ describe('npm run bench arguments', () => {
     expect(result.stderr).not.toContain('cannot relay tcp');
     expect(bench('ceiling', '--delay-ms=2').stderr).toContain("--delay-ms is the delay part's: name it");
   });
+
+  it("refuses the capacity part's flags out of range or without the part, all at once, with its usage, exit 2", () => {
+    const result = bench('capacity', '--sizes=533KiB,huge', '--deadline-ms=0', '--deadline-miss-percent=101');
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('--sizes=huge: expected sizes of at least 1 byte, each a whole number of bytes');
+    expect(result.stderr).toContain('--deadline-ms=0: expected a number of milliseconds above 0 and at most 60000');
+    expect(result.stderr).toContain('--deadline-miss-percent=101: expected a percentage from 0 to 100');
+    expect(result.stderr).toContain(
+      'npm run bench -- capacity [--transports=<name>,<name>...] [--sizes=<size>,<size>...] [--deadline-ms=<ms>] ' +
+        '[--deadline-miss-percent=<percent>] [--rounds=<N>] [--out=<dir>]',
+    );
+    const alone = bench('rate', '--sizes=16KiB', '--deadline-miss-percent=5');
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toContain("--sizes, --deadline-miss-percent are the capacity part's: name it");
+    expect(bench('warp').stderr).toContain(
+      'parts: ceiling, verify, matrix, steady, clients, rate, soak, grpc-options, delay, capacity',
+    );
+  });
 });
