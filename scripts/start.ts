@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { once } from 'node:events';
+import { access } from 'node:fs/promises';
 import path from 'node:path';
 import { errorMessage } from '../services/core/errors.js';
 import { newAuthToken } from '../services/shared/auth-token.js';
@@ -19,7 +20,7 @@ import { bracketHost } from '../services/shared/net.js';
 import { SERVICE_NODE_FLAGS } from '../services/shared/node-flags.js';
 import { projectPath } from '../services/shared/paths.js';
 import { reportLibraries } from '../services/shared/report-assets.js';
-import { completeRun, runFolders } from '../services/shared/run-folder.js';
+import { completeRun, OUTPUT_FILES, runFolders } from '../services/shared/run-folder.js';
 import { isLoopbackHost, isShaped } from '../services/core/config/link.js';
 import { redactUrl } from '../services/core/config/redact.js';
 import type { LocalServer } from '../services/transports/contract.js';
@@ -105,6 +106,10 @@ if (isShaped(config.network)) {
 }
 // After the shaping, which may still refuse the run (exit 2, nothing made); before any process.
 await makeOutputDirOrExit(config, async () => link?.close());
+// The run folders each receiver's OUTPUT_DIR held before: a folder not among them at the end is this run's.
+const foldersBefore = new Set(
+  (await Promise.all(Array.from({ length: config.receivers }, (_, index) => runFolders(receiverBase(index))))).flat(),
+);
 
 function startService(name: 'receiver' | 'transmitter', ownEnv: NodeJS.ProcessEnv = {}): ChildProcess {
   const main = [...SERVICE_NODE_FLAGS, projectPath('dist', 'services', name, 'main.js')];
@@ -112,6 +117,8 @@ function startService(name: 'receiver' | 'transmitter', ownEnv: NodeJS.ProcessEn
   // namespace, binding its own end (websocket-push's server) and dialling the receiver's.
   const childEnv: NodeJS.ProcessEnv = {
     ...env,
+    // The receivers stop when the transmitter has ended: this script says where the files are once they have.
+    ...(name === 'transmitter' ? { ITB_NPM_START: '1' } : {}),
     ...ownEnv,
     ...(link === undefined
       ? {}
@@ -212,6 +219,7 @@ if (died !== undefined) {
   process.stderr.write(`npm start: ${which} ${receiverEnd(died)}; see its log above.\n`);
   await completeRunOf(index, `${which} ${receiverEnd(died)}`);
 }
+await sayWhereFilesAre();
 // A receiver that died fails the run even when the transmitter, stopped, exited 0.
 process.exit(died === undefined && transmitterCode !== null ? transmitterCode : transmitterCode || ExitCode.failed);
 
@@ -221,7 +229,7 @@ process.exit(died === undefined && transmitterCode !== null ? transmitterCode : 
  * becomes OUTPUT_DIR's latest.
  */
 async function completeRunOf(index: number, reason: string): Promise<void> {
-  const base = path.resolve(index === 0 ? config.outputDir : path.join(config.outputDir, `receiver-${index + 1}`));
+  const base = receiverBase(index);
   const newest = (await runFolders(base)).at(-1);
   if (newest === undefined) return;
   try {
@@ -235,6 +243,48 @@ async function completeRunOf(index: number, reason: string): Promise<void> {
   } catch (err) {
     process.stderr.write(`npm start: could not complete the run in ${newest}: ${errorMessage(err)}\n`);
   }
+}
+
+/** The OUTPUT_DIR of receiver `index` (from 0): OUTPUT_DIR for the first, OUTPUT_DIR/receiver-<k> for the k-th. */
+function receiverBase(index: number): string {
+  return path.resolve(index === 0 ? config.outputDir : path.join(config.outputDir, `receiver-${index + 1}`));
+}
+
+/** A path as printed: from the working directory when it is under it, else whole. */
+function shownPath(dir: string): string {
+  const relative = path.relative(process.cwd(), dir);
+  return relative === '' || relative.startsWith('..') ? dir : relative;
+}
+
+/**
+ * The last line: where this run's files are, now that the receivers that served them have stopped, and how to look at
+ * them again; nothing when no receiver wrote this run's report (its files could not be written, or it never started).
+ */
+async function sayWhereFilesAre(): Promise<void> {
+  const written = await Promise.all(
+    receivers.map(async (_, index) => {
+      const newest = (await runFolders(receiverBase(index))).at(-1);
+      if (newest === undefined || foldersBefore.has(newest)) return undefined;
+      const reported = await access(path.join(newest, OUTPUT_FILES.report)).then(
+        () => true,
+        () => false,
+      );
+      return reported ? { index, folder: newest } : undefined;
+    }),
+  );
+  const runs = written.filter((run) => run !== undefined);
+  const first = runs[0];
+  if (first === undefined) return;
+  const outputDir = shownPath(receiverBase(first.index));
+  const folders = runs
+    .map((run) => (run.index === 0 ? '' : `receiver ${run.index + 1}'s: `) + shownPath(run.folder))
+    .join('; ');
+  process.stdout.write(
+    `Files: ${OUTPUT_FILES.log}, ${OUTPUT_FILES.results} and ${OUTPUT_FILES.report} in ${outputDir} ` +
+      `(this run's folder: ${folders}). npm start has stopped its receiver, so no control port serves them now: ` +
+      `open ${path.join(outputDir, OUTPUT_FILES.report)} in a browser (it needs no server), or start a receiver on ` +
+      `that OUTPUT_DIR to serve every kept run at /runs (docs/running.md#starting-the-services-by-hand).\n`,
+  );
 }
 
 /** How a receiver ended before its time: "was killed by SIGKILL", or "exited early (code 1)". */

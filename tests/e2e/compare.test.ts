@@ -174,14 +174,14 @@ describe('compare entry', () => {
     expect(result.stdout).toMatch(
       new RegExp(
         /^Comparing before: 2026-01-01T00:00:00\.000Z, 10 images of 533\.0 KiB, window 1, warm-up none /.source +
-          /\(WARMUP=0: a cold run\), repeat 3$/.source,
+          /\(WARMUP=0: a cold run\), repeat 3, closed loop$/.source,
         'm',
       ),
     );
     expect(result.stdout).toMatch(
       new RegExp(
         /^ +with after: +2026-01-02T00:00:00\.000Z, 10 images of 533\.0 KiB, window 1, warm-up none /.source +
-          /\(WARMUP=0: a cold run\), repeat 3$/.source,
+          /\(WARMUP=0: a cold run\), repeat 3, closed loop$/.source,
         'm',
       ),
     );
@@ -198,6 +198,45 @@ describe('compare entry', () => {
     expect(apart.code).toBe(0);
     expect(apart.stdout).toMatch(/^gRPC .*not in before run$/m);
     expect(apart.stdout).toMatch(/^WebSocket .*not in after run$/m);
+  });
+
+  it('gives no percentage between a closed-loop run and a DURATION run at a RATE; says what it sent', async () => {
+    const closedLoop = report('2026-01-01T00:00:00.000Z', 'tcp', 'TCP', [[2, 100]]);
+    const closed = await writeJson('closed-loop.json', renderResultsJson(closedLoop));
+    // RATE=30 DURATION=20s, as the receiver writes it: no run-level count, each section the 600 it sent.
+    const atRate = report('2026-01-02T00:00:00.000Z', 'tcp', 'TCP', [[2, 16]]);
+    atRate.run.imageCount = null;
+    atRate.run.config = { ...atRate.run.config, ratePerSecond: 30, durationMs: 20_000 };
+    atRate.sections = atRate.sections.map((s) => ({
+      ...s,
+      imageCount: 600,
+      okCount: 600,
+      ratePerSecond: 30,
+      durationMs: 20_000,
+      frameAge: { ...s.latency!, p50Ms: 40, p99Ms: 426 },
+    }));
+    const rate = await writeJson('rate.json', renderResultsJson(atRate));
+
+    const result = runCompare(closed, rate);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(
+      new RegExp(
+        /^ +with after: +2026-01-02T00:00:00\.000Z, 533\.0 KiB images for 20s \(600 sent per transport\), /.source +
+          /.*, RATE 30\/s$/.source,
+        'm',
+      ),
+    );
+    expect(result.stdout).toContain('  RATE: unset (closed loop) → 30/s\n');
+    expect(result.stdout).toContain('  IMAGE_COUNT: 10 → unused (DURATION)\n');
+    expect(result.stdout).toMatch(
+      new RegExp(
+        /^TCP +2\.000 → 40\.000 +not comparable +4\.000 → 426\.000 +not comparable +100\.0 → 16\.0 +/.source +
+          /not comparable +not comparable: closed loop vs RATE 30\/s$/.source,
+        'm',
+      ),
+    );
+    expect(result.stdout).not.toMatch(/%\)/);
   });
 
   it('exits 2 naming the file when it is missing, not JSON, or of another schemaVersion', async () => {

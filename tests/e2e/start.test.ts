@@ -38,6 +38,28 @@ function runStart(env: Record<string, string>, timeoutMs?: number): Promise<Star
   return runStartIn(outputDir, env, timeoutMs);
 }
 
+/**
+ * The run folders (from `outputDir`, the working directory too) npm start's last line names, the first receiver's
+ * first, after checking the line says the receiver stopped and how to look at the files again.
+ */
+function thisRunsFolders(stdout: string): string[] {
+  const lastLine = stdout.trimEnd().split('\n').at(-1) ?? '';
+  expect(lastLine).toMatch(
+    new RegExp(
+      `^Files: output\\.log, results\\.json and report\\.html in ${escapeRegExp(outputDir)} \\(this run's ` +
+        `folder: [^)]+\\)\\. npm start has stopped its receiver, so no control port serves them now: open ` +
+        `${escapeRegExp(path.join(outputDir, 'report.html'))} in a browser \\(it needs no server\\), or start a ` +
+        'receiver on that OUTPUT_DIR to serve every kept run at /runs ' +
+        '\\(docs/running\\.md#starting-the-services-by-hand\\)\\.$',
+    ),
+  );
+  const named = /this run's folder: ([^)]+)\)/.exec(lastLine)![1]!;
+  const folders = named.split('; ').map((part) => part.replace(/^receiver \d+'s: /, ''));
+  // Each a folder this run made under runs/: one each receiver's OUTPUT_DIR holds.
+  for (const folder of folders) expect(folder).toMatch(/^(receiver-\d+\/)?runs\/[^/]+$/);
+  return folders;
+}
+
 describe('npm start entry', () => {
   it('runs every transport with TRANSPORTS=all and IMAGE_COUNT=3 (private Redis and NATS servers), prints the ' +
     'summary and writes output.log', async () => {
@@ -90,6 +112,11 @@ describe('npm start entry', () => {
     expect(result.stderr).toContain('REDIS_URL is not set and no redis-server could be started');
     expect(result.stdout).toMatch(/^Redis\s+0\s+2\s+0\s.*FAILED: .*REDIS_URL/m);
     expect(result.stdout).toMatch(/^TCP \(baseline\)\s+2\s+0\s+0\s.*\sok$/m);
+    // By npm start's last line its receiver has stopped: that line says where the files are, never that a control
+    // port serves them.
+    expect(result.stdout).not.toContain('also served');
+    const [folder] = thisRunsFolders(result.stdout);
+    expect(existsSync(path.join(outputDir, folder!, 'report.html'))).toBe(true);
   }, 60_000);
 });
 
@@ -197,6 +224,10 @@ describe('npm start with RECEIVERS=2', () => {
       const second = await readFile(path.join(outputDir, 'receiver-2', 'output.log'), 'utf8');
       expect(second).toContain('Result: every transport delivered every image intact.');
       expect(second).not.toMatch(/^Receivers: /m);
+      const folders = thisRunsFolders(result.stdout);
+      expect(folders).toHaveLength(2);
+      expect(folders[1]).toMatch(/^receiver-2\/runs\//);
+      for (const folder of folders) expect(existsSync(path.join(outputDir, folder, 'report.html'))).toBe(true);
     },
   );
 });

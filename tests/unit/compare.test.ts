@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   compareRuns,
+  describeRun,
   renderComparison,
   settingDifferences,
   type ComparisonRow,
@@ -13,6 +14,7 @@ import {
   type RunReport,
 } from '../../services/core/report/report.js';
 import type { SectionResult } from '../../services/core/model/section.js';
+import type { LatencySummary } from '../../services/core/model/stats.js';
 import { SectionRecorder } from '../../services/core/model/recorder.js';
 
 // Sections are built literally so every figure is exact (the recorder's HDR percentiles are only
@@ -347,11 +349,11 @@ describe('renderComparison', () => {
   it('prints both runs, one row per transport with marks, and the legend', () => {
     expect(renderComparison(compareRuns(before3, after3), before3, after3)).toBe(
       `Comparing before: 2026-01-01T00:00:00.000Z, 10 images of 976.6 KiB, window 1, warm-up none (WARMUP=0: a ` +
-        `cold run), repeat 3
+        `cold run), repeat 3, closed loop
      with after:  2026-01-02T00:00:00.000Z, 10 images of 976.6 KiB, window 1, warm-up none (WARMUP=0: a cold run), ` +
-        `repeat 3
-Figures are the median completed repeat (every image intact; by total transfer time) of each run; change = after − ` +
-        `before.
+        `repeat 3, closed loop
+Figures are the median completed repeat (every image intact; by total transfer time) of each run: p50 and p99 are ` +
+        `the one-way time in a closed loop and, under RATE, each frame's age from its due time; change = after − before.
 
 Transport  p50 ms before → after             p50 ms change  p99 ms before → after            p99 ms change  MB/s ` +
         `before → after              MB/s change  Note
@@ -365,6 +367,8 @@ Marks: *  beyond the repeat spread (the change is larger than the wider of the t
         `repeats)
        ?  spread unknown (REPEAT=1): rerun with REPEAT=3 for a verdict
        no mark: within the repeat spread, not told apart from noise
+Not comparable: a closed loop against a RATE, or two different RATEs, measure different things (frame age against ` +
+        `one-way time, a load offered against a capacity): no change is given.
 `,
     );
   });
@@ -382,8 +386,9 @@ Marks: *  beyond the repeat spread (the change is larger than the wider of the t
     after.run.window = 8;
     const text = renderComparison(compareRuns(before, after), before, after);
     const lines = text.split('\n');
-    expect(lines.slice(2, 4)).toEqual([
+    expect(lines.slice(2, 5)).toEqual([
       'Warning: the runs differ in these settings; a change may come from them rather than from the code:',
+      '  TRANSPORTS: websocket,redis → tcp,websocket,grpc',
       '  WINDOW: 1 → 8',
     ]);
     expect(lines.find((l) => l.startsWith('WebSocket '))).toMatch(/1\.000 → 1\.200\s+\+0\.200 \(\+20\.0%\) slower \?/);
@@ -413,9 +418,9 @@ describe('settingDifferences', () => {
       receiver: { ...host, libraries: { ws: '8.23.0' } },
     };
     expect(settingDifferences(before, after)).toEqual([
-      'VERIFY: true → false',
       'image size: 976.6 KiB → 4.0 MiB',
       'WARMUP: none (WARMUP=0: a cold run) → 100 unrecorded images (WARMUP=100)',
+      'VERIFY: true → false',
       'transmitter host: bench, cpu, 2 cores, 8.0 GiB, linux 6.1, Node v20.20.2 → bench, cpu, 2 cores, 8.0 GiB, ' +
         'linux 6.1, Node v22.1.0',
       'ws: 8.23.0 → 8.24.0',
@@ -473,5 +478,209 @@ describe('median and spread over completed repeats only', () => {
     expect(report.sections[summary.medianSection!]!.totalMs).toBe(20);
     expect(summary.spread.throughputMBps).toEqual({ min: 90, max: 110 });
     expect(summary.spread.totalMs).toEqual({ min: 20, max: 30 });
+  });
+});
+
+/** A latency summary whose p50 and p99 are exact; the rest follow from them. */
+const latencyOf = (p50Ms: number, p99Ms: number): LatencySummary => ({
+  count: 10,
+  p50Ms,
+  p90Ms: p99Ms,
+  p99Ms,
+  p999Ms: p99Ms,
+  minMs: p50Ms,
+  maxMs: p99Ms,
+  meanMs: p50Ms,
+  stdDevMs: 0,
+});
+
+/**
+ * `report` sent at `ratePerSecond`: every section open-loop, its frame age `frameAge` (p50, p99; what a file written
+ * before frameAge holds as openLoop.latencyFromDue when `legacy`), its time on the link as it was.
+ */
+function atRate(report: RunReport, ratePerSecond: number, frameAge: [number, number], legacy = false): RunReport {
+  const age = latencyOf(...frameAge);
+  const sections = report.sections.map(
+    (s): SectionResult => ({
+      ...s,
+      ratePerSecond,
+      ...(legacy ? {} : { frameAge: age }),
+      openLoop: {
+        ratePerSecond,
+        achievedRatePerSecond: ratePerSecond,
+        deliveredRatePerSecond: ratePerSecond,
+        overloaded: false,
+        sendLag: null,
+        latencyFromDue: age,
+        rttFromDue: null,
+      },
+    }),
+  );
+  const config = {
+    ...report.run.config,
+    ratePerSecond,
+    deadline: { deadlineMs: 1000 / ratePerSecond, allowedLateShare: 0.01 },
+  };
+  return {
+    ...report,
+    run: { ...report.run, config },
+    sections,
+    transports: summarizeTransports(sections, report.run.transports),
+  };
+}
+
+describe('compare across ways of sending', () => {
+  // The same link figures in both runs: only the way of sending differs.
+  const closedLoop = runReport('2026-01-01T00:00:00.000Z', { tcp: [{ totalMs: 1, p50Ms: 2, p99Ms: 4, mbps: 100 }] });
+  const rate30 = atRate(
+    runReport('2026-01-02T00:00:00.000Z', { tcp: [{ totalMs: 1, p50Ms: 2, p99Ms: 11, mbps: 16 }] }),
+    30,
+    [40, 426],
+  );
+
+  it('gives no change and no percentage between a closed-loop and a RATE section, and says why', () => {
+    const tcp = row(compareRuns(closedLoop, rate30), 'tcp');
+    expect(tcp.note).toBe('not comparable: closed loop vs RATE 30/s');
+    // Each run's own headline: the one-way time in the closed loop, frame age under RATE.
+    expect(tcp.figures.p50Ms).toEqual({
+      before: 2,
+      after: 40,
+      change: null,
+      changePercent: null,
+      spread: null,
+      beyondSpread: null,
+      direction: null,
+      notComparable: 'not comparable: closed loop vs RATE 30/s',
+    });
+    expect(tcp.figures.p99Ms).toMatchObject({ before: 4, after: 426, change: null, changePercent: null });
+    expect(tcp.figures.throughputMBps).toMatchObject({ before: 100, after: 16, change: null, changePercent: null });
+    expect(row(compareRuns(rate30, closedLoop), 'tcp').note).toBe('not comparable: RATE 30/s vs closed loop');
+
+    const text = renderComparison(compareRuns(closedLoop, rate30), closedLoop, rate30);
+    const line = text.split('\n').find((l) => l.startsWith('TCP (baseline) '));
+    expect(line).toMatch(
+      new RegExp(
+        /^TCP \(baseline\)\s+2\.000 → 40\.000\s+not comparable\s+4\.000 → 426\.000\s+not comparable\s+/.source +
+          /100\.0 → 16\.0\s+not comparable\s+not comparable: closed loop vs RATE 30\/s$/.source,
+      ),
+    );
+    expect(text).not.toMatch(/%\)/);
+    expect(text).toContain('  RATE: unset (closed loop) → 30/s');
+  });
+
+  it('gives no change between two different rates', () => {
+    const rate15 = atRate(closedLoop, 15, [30, 60]);
+    const tcp = row(compareRuns(rate15, rate30), 'tcp');
+    expect(tcp.note).toBe('not comparable: RATE 15/s vs RATE 30/s');
+    expect(tcp.figures.p99Ms).toMatchObject({ before: 60, after: 426, change: null, changePercent: null });
+    expect(renderComparison(compareRuns(rate15, rate30), rate15, rate30)).not.toMatch(/%\)/);
+  });
+
+  it('compares frame age at one rate, read from openLoop.latencyFromDue in a file written before frameAge', () => {
+    const before = atRate(closedLoop, 30, [80, 500], true);
+    expect(before.sections[0]!.frameAge).toBeUndefined();
+    const tcp = row(compareRuns(before, rate30), 'tcp');
+    expect(tcp.note).toBeNull();
+    expect(tcp.figures.p50Ms).toMatchObject({
+      before: 80,
+      after: 40,
+      change: -40,
+      changePercent: -50,
+      direction: 'faster',
+      notComparable: null,
+    });
+    expect(tcp.figures.p99Ms).toMatchObject({ before: 500, after: 426, change: -74, direction: 'faster' });
+  });
+
+  it('takes the spread of frame age, not of the time on the link, under RATE', () => {
+    // Three repeats alike on the link (p50 1 ms each) whose frame ages are 10, 15 and 20 ms.
+    const open = atRate(
+      runReport('b', {
+        tcp: [
+          { totalMs: 1, p50Ms: 1 },
+          { totalMs: 2, p50Ms: 1 },
+          { totalMs: 3, p50Ms: 1 },
+        ],
+      }),
+      30,
+      [0, 50],
+    );
+    const before: RunReport = {
+      ...open,
+      sections: open.sections.map((s, i) => ({ ...s, frameAge: latencyOf(10 + 5 * i, 50) })),
+    };
+    const f = row(compareRuns(before, rate30), 'tcp').figures.p50Ms;
+    expect(f).toMatchObject({ before: 15, after: 40, change: 25, spread: 10, beyondSpread: true });
+  });
+});
+
+describe('settingDifferences of how the images were sent', () => {
+  it('names RATE, DURATION, IMAGE_COUNT, deadlines, the command lane, TRANSPORTS, CLIENTS, RECEIVERS, the link', () => {
+    const before = runReport('b', { tcp: [{ totalMs: 1 }] });
+    const after = runReport('a', { tcp: [{ totalMs: 1 }], grpc: [{ totalMs: 1 }] });
+    before.run.config = { ...before.run.config, clients: 1, link: 'loopback, not shaped' };
+    after.run.config = {
+      ...after.run.config,
+      ratePerSecond: 30,
+      durationMs: 20_000,
+      deadline: { deadlineMs: 1000 / 30, allowedLateShare: 0.05 },
+      commandRatePerSecond: 100,
+      commandSizeBytes: 64,
+      clients: 2,
+      link: 'NETWORK_DELAY 10ms',
+    };
+    after.run.imageCount = null;
+    after.run.receivers = 2;
+    expect(settingDifferences(before, after)).toEqual([
+      'RATE: unset (closed loop) → 30/s',
+      'DURATION: unset → 20s',
+      'IMAGE_COUNT: 10 → unused (DURATION)',
+      'DEADLINE_MS: unset → 33.333 ms',
+      'DEADLINE_MISS_PERCENT: unset → 5 %',
+      'COMMAND_RATE: unset → 100/s',
+      'COMMAND_SIZE: unused (no COMMAND_RATE) → 64 B',
+      'TRANSPORTS: tcp → tcp,grpc',
+      'CLIENTS: 1 → 2',
+      'RECEIVERS: 1 → 2',
+      'link: loopback, not shaped → NETWORK_DELAY 10ms',
+    ]);
+  });
+});
+
+describe('describeRun', () => {
+  /** `report` under DURATION=20s (run.imageCount null, as written now), its sections having sent `sent` in order. */
+  const byDuration = (report: RunReport, sent: number[]): RunReport => ({
+    ...report,
+    run: { ...report.run, imageCount: null, config: { ...report.run.config, durationMs: 20_000 } },
+    sections: report.sections.map((s, i) => ({ ...s, imageCount: sent[i]! })),
+  });
+
+  it('gives IMAGE_COUNT, or under DURATION what each transport sent, and how the images were sent', () => {
+    const counted = runReport('2026-01-01T00:00:00.000Z', { tcp: [{ totalMs: 1 }] });
+    expect(describeRun(counted)).toBe(
+      '2026-01-01T00:00:00.000Z, 10 images of 976.6 KiB, window 1, warm-up none (WARMUP=0: a cold run), repeat 1, ' +
+        'closed loop',
+    );
+    expect(describeRun(byDuration(atRate(counted, 30, [40, 426]), [600]))).toBe(
+      '2026-01-01T00:00:00.000Z, 976.6 KiB images for 20s (600 sent per transport), window 1, warm-up none ' +
+        '(WARMUP=0: a cold run), repeat 1, RATE 30/s',
+    );
+  });
+
+  it('names each transport when they sent different counts, and reads an older file by its DURATION', () => {
+    // Interleaved: TCP, gRPC, TCP, gRPC.
+    const report = byDuration(
+      runReport('2026-01-01T00:00:00.000Z', {
+        tcp: [{ totalMs: 1 }, { totalMs: 1 }],
+        grpc: [{ totalMs: 1 }, { totalMs: 1 }],
+      }),
+      [5000, 1198, 5000, 1200],
+    );
+    const text =
+      '2026-01-01T00:00:00.000Z, 976.6 KiB images for 20s (sent: TCP 5,000, gRPC 1,198–1,200), window 1, ' +
+      'warm-up none (WARMUP=0: a cold run), repeat 2, closed loop';
+    expect(describeRun(report)).toBe(text);
+    // A file written before the run's count was null under DURATION holds IMAGE_COUNT's unused default, 10.
+    expect(describeRun({ ...report, run: { ...report.run, imageCount: 10 } })).toBe(text);
   });
 });

@@ -40,6 +40,14 @@ function run(startedAt: string, mbps: Record<string, number>, imageCount = 3): R
   return fixtureReport(sections, { startedAt });
 }
 
+/** `report` as a DURATION=20s run writes it: no run-level count, each section's the images it sent. */
+function byDuration(report: RunReport): RunReport {
+  return {
+    ...report,
+    run: { ...report.run, imageCount: null, config: { ...report.run.config, durationMs: 20_000 } },
+  };
+}
+
 describe('headlineOf', () => {
   it('gives a finished run its start, display names, median MB/s, settings and verdict', () => {
     const report = run('2026-11-23T08:00:00.000Z', { tcp: 123.456, websocket: 45.6 });
@@ -69,6 +77,31 @@ describe('headlineOf', () => {
         headlineOf(FOLDER_A, { ok: true, value: full }, CONTEXT),
       );
     }
+  });
+
+  it('gives a DURATION run what each transport sent once it has ended, and "for 20s" alone while it goes on', () => {
+    const report = byDuration(run('2026-11-23T08:00:00.000Z', { tcp: 12, websocket: 3 }));
+    const settings = (value: RunReport, context = CONTEXT): string[] =>
+      headlineOf(FOLDER_A, { ok: true, value }, context).settings;
+    expect(settings(report)).toEqual([
+      '533.0 KiB images for 20s (3 sent per transport)',
+      'window 1',
+      'repeat 1',
+      'warm-up none (WARMUP=0: a cold run)',
+      'closed loop',
+    ]);
+    const open = { ...report, stopReason: UNENDED };
+    expect(settings(open, { ...CONTEXT, openFolder: FOLDER_A })[0]).toBe('533.0 KiB images for 20s');
+    // A file written before the run's count was null under DURATION: IMAGE_COUNT's unused default there.
+    expect(settings({ ...report, run: { ...report.run, imageCount: 10 } })[0]).toBe(
+      '533.0 KiB images for 20s (3 sent per transport)',
+    );
+    // All the receiver keeps of each section is enough.
+    const kept = {
+      ...report,
+      sections: report.sections.map((s) => Object.fromEntries(HEADLINE_SECTION_FIELDS.map((f) => [f, s[f]]))),
+    };
+    expect(settings(kept as unknown as RunReport)[0]).toBe('533.0 KiB images for 20s (3 sent per transport)');
   });
 
   it('says what failed: counts lost and corrupt, the first failure, why the run stopped', () => {
@@ -181,14 +214,14 @@ describe('renderComparePage', () => {
   it('shows the settings that differ first, marked, under the warning of npm run compare', () => {
     const rows = [...html.matchAll(/<tr( class="differs")?><th>([^<]+)<\/th><td>/g)].map((m) => [m[2], !!m[1]]);
     expect(rows.slice(0, 4)).toEqual([
-      ['WINDOW', true],
       ['IMAGE_COUNT', true],
+      ['WINDOW', true],
       ['ws', true],
-      ['VERIFY', false],
+      ['RATE', false],
     ]);
     expect(html).toContain(
       '<p class="warning">Warning: the runs differ in these settings; a change may come from them rather than from ' +
-        'the code: WINDOW, IMAGE_COUNT, ws.</p>',
+        'the code: IMAGE_COUNT, WINDOW, ws.</p>',
     );
     expect(html).toContain('<td>8.23.0</td><td>&lt;8.18&gt;</td>');
   });
@@ -215,6 +248,19 @@ describe('renderComparePage', () => {
     const same = renderComparePage({ folder: FOLDER_A, report: before }, { folder: FOLDER_B, report: before }, []);
     expect(same).toContain('The runs share every setting compared.');
     expect(same).not.toContain('class="warning"');
+  });
+
+  it('gives no change between a closed-loop and a RATE run, saying why', () => {
+    const atRate: RunReport = {
+      ...after,
+      run: { ...after.run, config: { ...after.run.config, ratePerSecond: 30 } },
+      sections: after.sections.map((s) => ({ ...s, ratePerSecond: 30, frameAge: s.latency })),
+    };
+    const page = renderComparePage({ folder: FOLDER_A, report: before }, { folder: FOLDER_B, report: atRate }, []);
+    expect(page).toContain('<td class="number">120.0<span class="change">not comparable</span></td>');
+    expect(page).toContain('<td rowspan="2">not comparable: closed loop vs RATE 30/s</td>');
+    expect(page).toContain('<tr class="differs"><th>RATE</th><td>unset (closed loop)</td><td>30/s</td></tr>');
+    expect(page).not.toMatch(/%\)/);
   });
 
   it('refuses with the reason escaped', () => {

@@ -3,12 +3,16 @@ import { renderTable } from './text/format.js';
 import type { HostFacts, RunReport, TransportSummary } from './report.js';
 import type { SectionResult } from '../model/section.js';
 import { formatSize } from '../config/size.js';
-import type { Range } from '../model/stats.js';
+import { rangeOf, type Range } from '../model/stats.js';
 import { describeWarmup } from '../model/warmup.js';
+import { formatDurationMs } from '../config/duration.js';
+import { runImages, runImagesPhrase } from './images-sent.js';
 
 // Two runs' results side by side: per transport, how the median repeat's p50, p99 and MB/s moved,
 // and whether the move is larger than the runs' own repeat-to-repeat spread. Pure: the CLI
-// (scripts/compare.ts) reads the files.
+// (scripts/compare.ts) reads the files. Two sections sent differently (a closed loop and RATE, or
+// two rates) measure different things: under RATE the p50 and p99 are frame age from the due time,
+// and MB/s is the load offered, so no change is given between them, only why.
 
 /** The figures compared, as named in TransportSummary.spread and SectionResult. */
 export const COMPARED_FIGURES = ['p50Ms', 'p99Ms', 'throughputMBps'] as const;
@@ -34,6 +38,8 @@ export interface FigureChange {
   beyondSpread: boolean | null;
   /** Better or worse for the user: lower is faster for latency, higher is faster for MB/s; null without a change. */
   direction: 'faster' | 'slower' | 'same' | null;
+  /** Why no change is given though both runs have the figure ("not comparable: closed loop vs RATE 30/s"); or null. */
+  notComparable: string | null;
 }
 
 /** One transport's comparison across the two runs. */
@@ -44,14 +50,42 @@ export interface ComparisonRow {
   before: RunPresence;
   after: RunPresence;
   figures: Record<ComparedFigure, FigureChange>;
-  /** Why figures are missing, or that some repeat failed; null when both runs were clean. */
+  /** Why figures are missing or not compared, or that some repeat failed; null when both runs were clean. */
   note: string | null;
 }
 
 const LOWER_IS_BETTER: Record<ComparedFigure, boolean> = { p50Ms: true, p99Ms: true, throughputMBps: false };
 
+/**
+ * The figure as the section's headline states it: under RATE p50 and p99 are frame age from the due time (files
+ * written before frameAge hold the same distribution as openLoop.latencyFromDue), in a closed loop the one-way time.
+ */
 function figureOf(section: SectionResult, figure: ComparedFigure): number | null {
-  return figure === 'throughputMBps' ? section.throughputMBps : (section.latency?.[figure] ?? null);
+  if (figure === 'throughputMBps') return section.throughputMBps;
+  const latency =
+    section.ratePerSecond === null ? section.latency : (section.frameAge ?? section.openLoop?.latencyFromDue);
+  return latency?.[figure] ?? null;
+}
+
+/** How a section sent its images: "closed loop" or "RATE 30/s". */
+export function sendingOf(section: Pick<SectionResult, 'ratePerSecond'>): string {
+  return section.ratePerSecond === null ? 'closed loop' : `RATE ${rateText(section.ratePerSecond)}`;
+}
+
+/** "30/s", with up to 3 decimals for a fractional rate. */
+const rateText = (ratePerSecond: number): string => `${Number(ratePerSecond.toFixed(3)).toLocaleString('en-US')}/s`;
+
+/**
+ * Why two sections' figures get no change (sent differently: a closed loop against RATE, or two rates), as
+ * "not comparable: closed loop vs RATE 30/s"; null when they are comparable or either is missing.
+ */
+export function notComparableReason(
+  before: Pick<SectionResult, 'ratePerSecond'> | undefined,
+  after: Pick<SectionResult, 'ratePerSecond'> | undefined,
+): string | null {
+  if (before === undefined || after === undefined) return null;
+  const [b, a] = [sendingOf(before), sendingOf(after)];
+  return b === a ? null : `not comparable: ${b} vs ${a}`;
 }
 
 /** A transport's summary and median section in one run, as far as they exist. */
@@ -71,26 +105,32 @@ function sideOf(report: RunReport, transport: string): Side {
 }
 
 /**
- * Width of the figure's spread over one run's completed repeats; null when fewer than two
- * completed repeats produced it, since one value says nothing about noise (its min–max is 0).
+ * Width of the figure's spread over one run's completed repeats (every image intact, timed), as the median was
+ * picked from; null when fewer than two produced it, since one value says nothing about noise (its min–max is 0).
  */
 function spreadWidth(side: Side, transport: string, figure: ComparedFigure): number | null {
-  const range: Range | null | undefined = side.summary?.spread[figure];
-  if (range === null || range === undefined) return null;
-  const valued = side.report.sections.filter(
-    (s) => s.transport === transport && s.ok && figureOf(s, figure) !== null,
-  ).length;
-  return valued > 1 ? range.max - range.min : null;
+  const values = side.report.sections.flatMap((s) => {
+    const value = s.transport === transport && s.ok && s.totalMs !== null ? figureOf(s, figure) : null;
+    return value === null ? [] : [value];
+  });
+  const range: Range | undefined = rangeOf(values);
+  return range !== undefined && values.length > 1 ? range.max - range.min : null;
 }
 
-function changeOf(before: Side, after: Side, transport: string, figure: ComparedFigure): FigureChange {
+function changeOf(
+  before: Side,
+  after: Side,
+  transport: string,
+  figure: ComparedFigure,
+  notComparable: string | null,
+): FigureChange {
   const b = before.median === undefined ? null : figureOf(before.median, figure);
   const a = after.median === undefined ? null : figureOf(after.median, figure);
   const widths = [spreadWidth(before, transport, figure), spreadWidth(after, transport, figure)].filter(
     (w): w is number => w !== null,
   );
   const spread = widths.length > 0 ? Math.max(...widths) : null;
-  const change = a !== null && b !== null ? a - b : null;
+  const change = a !== null && b !== null && notComparable === null ? a - b : null;
   let direction: FigureChange['direction'] = null;
   if (change !== null) direction = change === 0 ? 'same' : change < 0 === LOWER_IS_BETTER[figure] ? 'faster' : 'slower';
   return {
@@ -101,6 +141,7 @@ function changeOf(before: Side, after: Side, transport: string, figure: Compared
     spread,
     beyondSpread: change !== null && spread !== null ? Math.abs(change) > spread : null,
     direction,
+    notComparable: a !== null && b !== null ? notComparable : null,
   };
 }
 
@@ -129,7 +170,8 @@ export function compareRuns(before: RunReport, after: RunReport): ComparisonRow[
     const b = sideOf(before, transport);
     const a = sideOf(after, transport);
     const named = (a.summary ?? b.summary)!;
-    const notes = [sideNote('before', b), sideNote('after', a)].filter((n): n is string => n !== null);
+    const notComparable = notComparableReason(b.median, a.median);
+    const notes = [notComparable, sideNote('before', b), sideNote('after', a)].filter((n): n is string => n !== null);
     return {
       transport,
       label: named.label,
@@ -137,9 +179,9 @@ export function compareRuns(before: RunReport, after: RunReport): ComparisonRow[
       before: b.presence,
       after: a.presence,
       figures: {
-        p50Ms: changeOf(b, a, transport, 'p50Ms'),
-        p99Ms: changeOf(b, a, transport, 'p99Ms'),
-        throughputMBps: changeOf(b, a, transport, 'throughputMBps'),
+        p50Ms: changeOf(b, a, transport, 'p50Ms', notComparable),
+        p99Ms: changeOf(b, a, transport, 'p99Ms', notComparable),
+        throughputMBps: changeOf(b, a, transport, 'throughputMBps', notComparable),
       },
       note: notes.length > 0 ? notes.join('; ') : null,
     };
@@ -154,20 +196,26 @@ export const figureValue = (v: number | null, digits: number): string => (v === 
 // A real minus sign, as output.log prints offsets: "-" alone means "no value".
 const signed = (v: number, digits: number): string => `${v < 0 ? '−' : '+'}${Math.abs(v).toFixed(digits)}`;
 
-/** The change cell: signed change, percent, faster/slower, and the spread mark ("*", "?" or a blank). */
+/**
+ * The change cell: signed change, percent, faster/slower, and the spread mark ("*", "?" or a blank); "not comparable"
+ * between sections sent differently.
+ */
 export function changeCell(f: FigureChange, digits: number): string {
+  if (f.notComparable !== null) return 'not comparable';
   if (f.change === null) return '-';
   const percent = f.changePercent === null ? 'n/a' : `${signed(f.changePercent, 1)}%`;
   const mark = f.beyondSpread === null ? '?' : f.beyondSpread ? '*' : ' ';
   return `${signed(f.change, digits)} (${percent}) ${f.direction} ${mark}`;
 }
 
-/** One run in a line: its start, images, window, warm-up and repeat. */
+/** One run in a line: its start, images (under DURATION what each transport sent), window, warm-up, repeat, sending. */
 export function describeRun(report: RunReport): string {
   const { run } = report;
+  const rate = run.config?.ratePerSecond;
   return (
-    `${run.startedAt}, ${run.imageCount} images of ${formatSize(run.imageSizeBytes)}, window ${run.window}, ` +
-    `warm-up ${describeWarmup(run.warmup)}, repeat ${run.repeat}`
+    `${run.startedAt}, ${runImagesPhrase(runImages(run, report.sections), formatSize(run.imageSizeBytes))}, ` +
+    `window ${run.window}, warm-up ${describeWarmup(run.warmup)}, repeat ${run.repeat}, ` +
+    (rate == null ? 'closed loop' : `RATE ${rateText(rate)}`)
   );
 }
 
@@ -188,25 +236,58 @@ export interface SettingPair {
   after: string;
 }
 
+/** A number as a setting shows it: at most 3 decimals, so 1000 ÷ 30 reads 33.333. */
+const decimals = (value: number): string => Number(value.toFixed(3)).toLocaleString('en-US');
+
+/** Each knob of one run as a warning shows it, in the order the pairs list them; undefined: the file lacks it. */
+function knobsOf(report: RunReport): [string, unknown][] {
+  const { run } = report;
+  const config: Partial<RunReport['run']['config']> = run.config ?? {};
+  const { ratePerSecond, durationMs, deadline, commandRatePerSecond } = config;
+  const lane = commandRatePerSecond != null;
+  return [
+    ['RATE', ratePerSecond == null ? 'unset (closed loop)' : rateText(ratePerSecond)],
+    ['DURATION', durationMs == null ? 'unset' : formatDurationMs(durationMs)],
+    ['IMAGE_COUNT', durationMs == null ? run.imageCount : 'unused (DURATION)'],
+    ['DEADLINE_MS', deadline == null ? 'unset' : `${decimals(deadline.deadlineMs)} ms`],
+    ['DEADLINE_MISS_PERCENT', deadline == null ? 'unset' : `${decimals(deadline.allowedLateShare * 100)} %`],
+    ['COMMAND_RATE', lane ? rateText(commandRatePerSecond) : 'unset'],
+    [
+      'COMMAND_SIZE',
+      !lane
+        ? 'unused (no COMMAND_RATE)'
+        : config.commandSizeBytes === undefined
+          ? undefined
+          : formatSize(config.commandSizeBytes),
+    ],
+    ['TRANSPORTS', Array.isArray(run.transports) ? run.transports.join(',') : undefined],
+    ['CLIENTS', config.clients],
+    ['RECEIVERS', run.receivers],
+    ['WINDOW', run.window],
+    ['image size', formatSize(run.imageSizeBytes)],
+    ['image', run.imageDescription],
+    ['WARMUP', describeWarmup(run.warmup)],
+    ['REPEAT', run.repeat],
+    ['VERIFY', config.verify],
+    ['MAX_IMAGE_SIZE', config.maxImageBytes],
+    ['link', config.link],
+    ['transmitter host', hostLine(run.hosts?.transmitter)],
+    ['receiver host', hostLine(run.hosts?.receiver)],
+  ];
+}
+
 /**
- * Every setting compared between the runs, in a fixed order: the run's knobs, the image, both hosts
- * and every library version. A setting an older results.json lacks reads "unset".
+ * Every setting compared between the runs, in a fixed order: how the images were sent (RATE, DURATION, deadlines,
+ * the command lane), the run's other knobs, the image, the link, both hosts and every library version. A setting an
+ * older results.json lacks reads "unset".
  */
 export function settingPairs(before: RunReport, after: RunReport): SettingPair[] {
-  const b = before.run;
-  const a = after.run;
-  const pairs: [string, unknown, unknown][] = [
-    ['VERIFY', b.config?.verify, a.config?.verify],
-    ['WINDOW', b.window, a.window],
-    ['image size', formatSize(b.imageSizeBytes), formatSize(a.imageSizeBytes)],
-    ['image', b.imageDescription, a.imageDescription],
-    ['IMAGE_COUNT', b.imageCount, a.imageCount],
-    ['WARMUP', describeWarmup(b.warmup), describeWarmup(a.warmup)],
-    ['REPEAT', b.repeat, a.repeat],
-    ['MAX_IMAGE_SIZE', b.config?.maxImageBytes, a.config?.maxImageBytes],
-    ['transmitter host', hostLine(b.hosts?.transmitter), hostLine(a.hosts?.transmitter)],
-    ['receiver host', hostLine(b.hosts?.receiver), hostLine(a.hosts?.receiver)],
-  ];
+  const afterKnobs = knobsOf(after);
+  const pairs: [string, unknown, unknown][] = knobsOf(before).map(([name, value], i) => [
+    name,
+    value,
+    afterKnobs[i]![1],
+  ]);
   const libraries = (r: RunReport): Record<string, string> => ({
     ...r.run.hosts?.transmitter?.libraries,
     ...r.run.hosts?.receiver?.libraries,
@@ -234,8 +315,9 @@ export const SETTINGS_WARNING =
 
 /** What the figures are, under the runs compared. */
 export const FIGURES_NOTE =
-  'Figures are the median completed repeat (every image intact; by total transfer time) of each run; change = ' +
-  'after − before.';
+  'Figures are the median completed repeat (every image intact; by total transfer time) of each run: p50 and p99 ' +
+  "are the one-way time in a closed loop and, under RATE, each frame's age from its due time; change = after − " +
+  'before.';
 
 /** The legend under a comparison: signs, faster/slower and the spread marks. */
 export const COMPARISON_LEGEND = [
@@ -244,6 +326,8 @@ export const COMPARISON_LEGEND = [
     'completed repeats)',
   '       ?  spread unknown (REPEAT=1): rerun with REPEAT=3 for a verdict',
   '       no mark: within the repeat spread, not told apart from noise',
+  'Not comparable: a closed loop against a RATE, or two different RATEs, measure different things (frame age ' +
+    'against one-way time, a load offered against a capacity): no change is given.',
 ] as const;
 
 /** The comparison as text: the two runs, one table row per transport, and the legend. */

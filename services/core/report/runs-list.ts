@@ -4,14 +4,18 @@ import type { RunReport } from './report.js';
 import { runSucceeded } from './report.js';
 import { resultsShapeProblem } from './results-shape.js';
 import { sectionTitle } from './wording.js';
+import { runImages, runImagesPhrase, type SentFields } from './images-sent.js';
 
 // One line per kept run for the receiver's GET /runs: what a results.json says about its run in a
 // few fields (start, settings, verdict, each transport's headline MB/s). Pure: the receiver reads
 // the files (services/receiver/runs-routes.ts). A file that is unreadable, corrupt or partial
 // gives a line that says so, never an exception.
 
-/** The section fields a headline reads (its verdict, its MB/s): the rest of each section need not be kept. */
-export const HEADLINE_SECTION_FIELDS = ['ok', 'throughputMBps'] as const;
+/**
+ * The section fields a headline reads (its verdict, its MB/s, under DURATION what it sent): the rest of each section
+ * need not be kept.
+ */
+export const HEADLINE_SECTION_FIELDS = ['ok', 'throughputMBps', 'transport', 'label', 'imageCount'] as const;
 
 /**
  * Where a kept run stands: ended (by its transmitter or not), open in this receiver now, never
@@ -67,23 +71,26 @@ const unreadable = (folder: string, problem: string): RunHeadline => ({
 
 const isNumber = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v);
 
-/** The run's fields a headline needs that are missing or of the wrong type. */
+/** The run's fields a headline needs that are missing or of the wrong type (imageCount is null under DURATION). */
 function missingRunFields(run: Record<string, unknown>): string[] {
   const numbers = ['imageCount', 'imageSizeBytes', 'window', 'repeat'];
+  const byDuration = isNumber((run.config as { durationMs?: unknown } | null | undefined)?.durationMs);
   return [
     ...(typeof run.startedAt === 'string' ? [] : ['startedAt']),
-    ...numbers.filter((name) => !isNumber(run[name])),
+    ...numbers.filter((name) => !isNumber(run[name]) && !(name === 'imageCount' && byDuration && run[name] === null)),
     ...(Array.isArray(run.transports) ? [] : ['transports']),
     ...(typeof run.warmup === 'object' && run.warmup !== null ? [] : ['warmup']),
   ];
 }
 
-/** The run's settings as short phrases, in the order they matter for a comparison. */
-export function settingsOf(run: RunReport['run']): string[] {
+/**
+ * The run's settings as short phrases, in the order they matter for a comparison; under DURATION what its ended
+ * `sections` sent (none while the run goes on: "for 20s" alone).
+ */
+export function settingsOf(run: RunReport['run'], sections: readonly SentFields[]): string[] {
   const config: Partial<RunReport['run']['config']> = run.config ?? {};
   const settings = [
-    `${run.imageCount.toLocaleString('en-US')} images of ${formatSize(run.imageSizeBytes)}`,
-    ...(isNumber(config.durationMs) ? [`DURATION ${config.durationMs / 1000} s`] : []),
+    runImagesPhrase(runImages(run, sections), formatSize(run.imageSizeBytes)),
     `window ${run.window}`,
     `repeat ${run.repeat}`,
     `warm-up ${describeWarmup(run.warmup as WarmupPlan)}`,
@@ -93,6 +100,16 @@ export function settingsOf(run: RunReport['run']): string[] {
   if (isNumber(run.receivers) && run.receivers > 1) settings.push(`${run.receivers} receivers`);
   if (config.verify === false) settings.push('VERIFY=false');
   return settings;
+}
+
+/** The sections' fields runImages reads, from a file's: a section without them is left out. */
+function sentFieldsOf(sections: readonly unknown[]): SentFields[] {
+  return sections.flatMap((s) => {
+    const { transport, label, imageCount } = (typeof s === 'object' && s !== null ? s : {}) as Partial<SentFields>;
+    return typeof transport === 'string' && isNumber(imageCount)
+      ? [{ transport, label: typeof label === 'string' ? label : transport, imageCount }]
+      : [];
+  });
 }
 
 /** Every image intact, or the counts lost and corrupt, the first failure and why the run stopped. */
@@ -144,7 +161,7 @@ export function headlineOf(folder: string, read: ReadOutcome, context: HeadlineC
       state,
       problem: null,
       startedAt: report.run.startedAt,
-      settings: settingsOf(report.run),
+      settings: settingsOf(report.run, unended ? [] : sentFieldsOf(report.sections)),
       transports: report.transports.map((summary) => transportHeadline(report, summary)),
       verdict: unended ? null : verdictOf(report),
     };
