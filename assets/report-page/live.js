@@ -23,7 +23,8 @@
     return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
   }
   function ms(value) {
-    return value === null ? '–' : (value >= 100 ? fixed(value, 1) : value >= 10 ? fixed(value, 2) : fixed(value, 3)) + ' ms';
+    if (value === null || value === undefined) return '–';
+    return (value >= 100 ? fixed(value, 1) : value >= 10 ? fixed(value, 2) : fixed(value, 3)) + ' ms';
   }
   function duration(seconds) {
     var s = Math.round(seconds);
@@ -32,6 +33,9 @@
     return h > 0 ? h + ' h ' + m + ' min' : m + ' min ' + rest + ' s';
   }
 
+  // A section's last second, cut short by its end, is partial: its point is hollow and the segment into it dotted, so
+  // its rate (over the part covered) never reads as a fall, and its tooltip says how much of the second it covered.
+  function isPartial(point) { return point !== undefined && point.partial === true; }
   function lineChart(name, yTitle) {
     var canvas = document.querySelector('canvas[data-chart="' + name + '"]');
     charts[name] = new Chart(canvas, {
@@ -46,12 +50,20 @@
             ticks: { maxRotation: 0, precision: 0, callback: function (v) { return duration(v); } } },
           y: { type: 'linear', beginAtZero: true, title: { display: true, text: yTitle } },
         },
-        plugins: { legend: { position: 'bottom', labels: { usePointStyle: true, pointStyle: 'line' } } },
+        plugins: {
+          legend: { position: 'bottom', labels: { usePointStyle: true, pointStyle: 'line' } },
+          tooltip: { callbacks: { label: function (context) {
+            var label = context.dataset.label + ': ' + context.formattedValue;
+            return isPartial(context.raw) ? label + ' (partial second: its first ' + fixed(context.raw.covered, 2) +
+              ' s, the section ended)' : label;
+          } } },
+        },
       },
     });
   }
   lineChart('live-mbps', 'MB/s');
   lineChart('live-images', 'images/s');
+  lineChart('live-frame-age', 'ms');
   lineChart('live-one-way', 'ms');
   lineChart('live-round-trip', 'ms');
   lineChart('live-cpu', 'CPU ms per s');
@@ -67,22 +79,37 @@
   function lineName(d) { return runData && runData.repeat > 1 ? d.label + ' · ' + d.repeat + '/' + runData.repeat : d.label; }
   function text(id, value) { document.getElementById(id).textContent = value; }
 
-  // A line's dash by what it shows: p99 and the transmitter dashed, the broker dotted, the rest solid.
-  var DASHES = { p99: [6, 4], transmitter: [6, 4], broker: [2, 3] };
+  // A line's dash by what it shows: p99 and the transmitter dashed, the broker and the deadline dotted, the rest solid.
+  var DASHES = { p99: [6, 4], transmitter: [6, 4], broker: [2, 3], deadline: [2, 3] };
 
   // One dataset per chart for a section (two or three where lines are figures or sides), found by its section's key.
+  function existing(chartName, d, figure) {
+    var datasets = charts[chartName].data.datasets;
+    var id = key(d) + (figure ? ':' + figure : '');
+    for (var i = 0; i < datasets.length; i++) if (datasets[i].id === id) return datasets[i];
+    return undefined;
+  }
   function dataset(chartName, d, figure) {
     var chart = charts[chartName];
     var id = key(d) + (figure ? ':' + figure : '');
-    for (var i = 0; i < chart.data.datasets.length; i++) if (chart.data.datasets[i].id === id) return chart.data.datasets[i];
+    var found = existing(chartName, d, figure);
+    if (found) return found;
     var color = colors[d.transport] || palette.baseline;
     var ds = { id: id, label: lineName(d) + (figure ? ' ' + figure : ''), data: [], borderColor: color, backgroundColor: color,
-      borderWidth: 2, pointRadius: 0, borderDash: DASHES[figure] || [], spanGaps: false };
+      borderWidth: 2, borderDash: DASHES[figure] || [], spanGaps: false,
+      pointRadius: function (context) { return isPartial(context.raw) ? 4 : 0; },
+      pointBackgroundColor: 'transparent', pointBorderColor: color,
+      segment: { borderDash: function (context) {
+        var into = context.chart.data.datasets[context.datasetIndex].data[context.p1DataIndex];
+        return isPartial(into) ? [2, 3] : undefined;
+      } } };
     chart.data.datasets.push(ds);
     return ds;
   }
   function plot(chartName, d, y, figure) {
-    dataset(chartName, d, figure).data.push({ x: d.second, y: y });
+    var point = { x: d.second, y: y };
+    if (d.partial) { point.partial = true; point.covered = d.seconds; }
+    dataset(chartName, d, figure).data.push(point);
   }
 
   function cell(row, column, value, className) {
@@ -90,23 +117,66 @@
     td.textContent = value;
     if (className !== undefined) td.className = className;
   }
-  var COLUMN = { transport: 0, repeat: 1, state: 2, progress: 3, eta: 4, mbps: 5, images: 6, p50: 7, p99: 8, rttP99: 9,
-    lost: 10, corrupt: 11, verdict: 12 };
-  var TEXT_COLUMNS = [0, 1, 2, 12];
+  // Each table's columns by the key its heading carries (data-column), and which of them read as text.
+  function columnsOf(table) {
+    var columns = { table: table, index: {}, text: [], count: 0 };
+    var heads = document.querySelectorAll('#' + table + ' thead th');
+    for (var i = 0; i < heads.length; i++) {
+      columns.index[heads[i].getAttribute('data-column')] = i;
+      if (heads[i].classList.contains('text')) columns.text.push(i);
+    }
+    columns.count = heads.length;
+    return columns;
+  }
+  var SECTIONS = columnsOf('live-sections');
+  var COMMANDS = columnsOf('live-commands');
+  var COLUMN = SECTIONS.index;
+  var openLoop = false;
+
+  // The open-loop parts (frame age, deadline columns, their chart) are shown only in a run under RATE, and there the
+  // one-way columns are named the time on the link.
+  function showOpenLoop(shown) {
+    openLoop = shown;
+    var parts = document.querySelectorAll('[data-open-loop]');
+    for (var i = 0; i < parts.length; i++) parts[i].style.display = shown ? '' : 'none';
+    var heads = document.querySelectorAll('#live-sections thead th[data-open-loop-title]');
+    for (var j = 0; j < heads.length; j++) {
+      if (!heads[j].hasAttribute('data-title')) heads[j].setAttribute('data-title', heads[j].textContent);
+      heads[j].textContent = heads[j].getAttribute(shown ? 'data-open-loop-title' : 'data-title');
+    }
+  }
+  showOpenLoop(false);
+
+  function newRow(columns) {
+    var tr = document.createElement('tr');
+    for (var c = 0; c < columns.count; c++) {
+      var td = document.createElement('td');
+      td.className = columns.text.indexOf(c) >= 0 ? 'text' : '';
+      tr.appendChild(td);
+    }
+    // A cell under an open-loop heading shows and hides with it.
+    var heads = document.querySelectorAll('#' + columns.table + ' thead th');
+    for (var i = 0; i < heads.length; i++) {
+      if (!heads[i].hasAttribute('data-open-loop')) continue;
+      tr.cells[i].setAttribute('data-open-loop', '');
+      tr.cells[i].style.display = openLoop ? '' : 'none';
+    }
+    return tr;
+  }
+  function count(value) { return value === null || value === undefined ? '–' : String(value); }
 
   function onRun(d) {
     runData = d;
     var body = document.querySelector('#live-sections tbody');
     while (body.firstChild) body.removeChild(body.firstChild);
     rows = {};
+    var commandBody = document.querySelector('#live-commands tbody');
+    while (commandBody.firstChild) commandBody.removeChild(commandBody.firstChild);
+    document.getElementById('live-commands-card').hidden = true;
+    showOpenLoop(d.ratePerSecond !== null);
     for (var repeat = 1; repeat <= d.repeat; repeat++) {
       d.transports.forEach(function (t) {
-        var tr = document.createElement('tr');
-        for (var c = 0; c < 13; c++) {
-          var td = document.createElement('td');
-          td.className = TEXT_COLUMNS.indexOf(c) >= 0 ? 'text' : '';
-          tr.appendChild(td);
-        }
+        var tr = newRow(SECTIONS);
         cell(tr, COLUMN.transport, t.label, 'text transport');
         cell(tr, COLUMN.repeat, d.repeat > 1 ? repeat + '/' + d.repeat : '');
         cell(tr, COLUMN.state, 'waiting', 'text state-waiting');
@@ -119,6 +189,9 @@
     var count = d.imageCount !== null ? d.imageCount + ' images' : 'for ' + duration(d.durationMs / 1000);
     text('live-settings', d.imageDescription + ', ' + count + ' per section, window ' + d.window +
       (d.ratePerSecond !== null ? ', RATE ' + d.ratePerSecond + ' images/s' : '') +
+      (d.deadline ? ', deadline ' + ms(d.deadline.deadlineMs) + ' from each frame\'s due time (at most ' +
+        fixed(d.deadline.allowedLateShare * 100, 1) + ' % may miss it)' : '') +
+      (d.commandRatePerSecond ? ', commands at ' + d.commandRatePerSecond + '/s' : '') +
       (d.clients > 1 ? ', ' + d.clients + ' clients' : '') + (d.repeat > 1 ? ', ' + d.repeat + ' repeats' : '') + '.');
   }
 
@@ -134,9 +207,39 @@
     cell(row, COLUMN.progress, d.imageCount !== null ? '0/' + d.imageCount : '0');
   }
 
+  // The deadline as a dotted line, once a section's frame ages come within half of it (from then on, and back over the
+  // section's earlier points): far below it, it would flatten the ages against the axis.
+  function plotDeadline(d) {
+    if (!d.deadline) return;
+    if (!existing('live-frame-age', d, 'deadline')) {
+      var worst = d.frameAgeP99Ms !== null ? d.frameAgeP99Ms : d.frameAgeP50Ms;
+      if (worst === null || worst < d.deadline.deadlineMs / 2) return;
+      var line = dataset('live-frame-age', d, 'deadline');
+      dataset('live-frame-age', d, 'p50').data.forEach(function (p) {
+        if (p.x < d.second) line.data.push({ x: p.x, y: d.deadline.deadlineMs });
+      });
+    }
+    plot('live-frame-age', d, d.deadline.deadlineMs, 'deadline');
+  }
+
+  // The deadline figures (so far, or final) in a section's row.
+  function deadlineCells(row, deadline) {
+    if (!deadline) return;
+    cell(row, COLUMN.late, count(deadline.lateCount));
+    cell(row, COLUMN.veryLate, count(deadline.veryLateCount));
+    cell(row, COLUMN.gap, ms(deadline.longestGapMs));
+    cell(row, COLUMN.jitter, ms(deadline.jitterP99Ms));
+  }
+
   function onSecond(d) {
     plot('live-mbps', d, d.throughputMBps);
     plot('live-images', d, d.imagesPerSecond);
+    // Frame ages come with the round trips that give them (the transmitter's batches): no point where none came.
+    if (d.frameAges > 0) {
+      plot('live-frame-age', d, d.frameAgeP50Ms, 'p50');
+      plot('live-frame-age', d, d.frameAgeP99Ms, 'p99');
+      plotDeadline(d);
+    }
     plot('live-one-way', d, d.oneWayP50Ms, 'p50');
     plot('live-one-way', d, d.oneWayP99Ms, 'p99');
     // Round trips come with some seconds only (the transmitter's batches): no point where none came.
@@ -163,10 +266,42 @@
     cell(row, COLUMN.images, fixed(d.imagesPerSecond, 0));
     cell(row, COLUMN.p50, ms(d.oneWayP50Ms));
     cell(row, COLUMN.p99, ms(d.oneWayP99Ms));
+    if (d.frameAges > 0) {
+      cell(row, COLUMN.ageP50, ms(d.frameAgeP50Ms));
+      cell(row, COLUMN.ageP99, ms(d.frameAgeP99Ms));
+    }
+    deadlineCells(row, d.deadline);
     if (d.roundTrips > 0) cell(row, COLUMN.rttP99, ms(d.roundTripP99Ms));
   }
 
+  // The command lane's row for a section that carried one (or says why it did not run).
+  function commandRow(d) {
+    var lane = d.commands;
+    if (!lane) return;
+    document.getElementById('live-commands-card').hidden = false;
+    var tr = newRow(COMMANDS);
+    var at = COMMANDS.index;
+    cell(tr, at.transport, d.label, 'text transport');
+    cell(tr, at.repeat, runData && runData.repeat > 1 ? d.repeat + '/' + runData.repeat : '');
+    if (lane.notRun !== null) cell(tr, at.lane, 'not run: ' + lane.notRun, 'text');
+    else {
+      cell(tr, at.lane, lane.lane === null ? '–' : lane.lane, 'text');
+      cell(tr, at.aloneP50, ms(lane.alone.oneWayP50Ms));
+      cell(tr, at.aloneP99, ms(lane.alone.oneWayP99Ms));
+      cell(tr, at.besideP50, ms(lane.beside.oneWayP50Ms));
+      cell(tr, at.besideP99, ms(lane.beside.oneWayP99Ms));
+      cell(tr, at.rttP50, ms(lane.beside.roundTripP50Ms));
+      cell(tr, at.rttP99, ms(lane.beside.roundTripP99Ms));
+      cell(tr, at.factor, lane.delayFactorP50 === null ? '–' : fixed(lane.delayFactorP50, 1) + ' ×');
+      cell(tr, at.unacked, String(lane.alone.unacknowledged + lane.beside.unacknowledged));
+      cell(tr, at.corrupt, String(lane.alone.corrupt + lane.beside.corrupt));
+    }
+    tr.setAttribute('data-section', key(d));
+    document.querySelector('#live-commands tbody').appendChild(tr);
+  }
+
   function onSectionEnd(d) {
+    commandRow(d);
     var row = rows[key(d)];
     if (!row) return;
     cell(row, COLUMN.state, 'done', 'text');
@@ -176,6 +311,9 @@
     cell(row, COLUMN.images, d.imagesPerSecond === null ? '–' : fixed(d.imagesPerSecond, 0));
     cell(row, COLUMN.p50, ms(d.oneWayP50Ms));
     cell(row, COLUMN.p99, ms(d.oneWayP99Ms));
+    cell(row, COLUMN.ageP50, ms(d.frameAgeP50Ms));
+    cell(row, COLUMN.ageP99, ms(d.frameAgeP99Ms));
+    deadlineCells(row, d.deadline);
     cell(row, COLUMN.rttP99, ms(d.roundTripP99Ms));
     cell(row, COLUMN.lost, String(d.lostCount));
     cell(row, COLUMN.corrupt, String(d.corruptCount));

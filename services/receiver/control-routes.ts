@@ -109,9 +109,11 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
     }
     const announcement = request.body as RunAnnouncement;
     await runs.startRun(announcement, unmappedAddress(request.ip));
+    // Under DURATION IMAGE_COUNT is unused: the run goes by time, and each section says what it sent when it ends.
+    const durationMs = session.runInfo?.config.durationMs;
     log.info(
       {
-        imageCount: announcement.imageCount,
+        ...(durationMs === undefined ? { imageCount: announcement.imageCount } : { durationMs }),
         imageSizeBytes: announcement.imageSizeBytes,
         window: announcement.window,
         repeat: announcement.repeat,
@@ -179,6 +181,7 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
           transport: result.transport,
           repeat: result.repeat,
           ok: result.ok,
+          imageCount: result.imageCount,
           okCount: result.okCount,
           lostCount: result.lostCount,
           corruptCount: result.corruptCount,

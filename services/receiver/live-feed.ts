@@ -4,6 +4,7 @@ import { LiveEventHistory, type LiveEvent } from '../core/live/event-history.js'
 import {
   type LiveEventData,
   type LiveEventName,
+  partialSecondSpan,
   runEndData,
   runEventData,
   secondEventData,
@@ -22,7 +23,8 @@ import type { BrokerReader, SessionObserver } from './session.js';
 // GET /events' source: the session's transitions as events, and once a second the open section's
 // newly closed seconds, read from its recorder (what delivery already counts: no work per image).
 // The last second of a section closes only with the section: it comes from the result, before the
-// section's end.
+// section's end, marked partial (its rates over the part of it the images covered), and with the
+// round trips and frame ages taken as the record became final, so the last batch is not lost.
 
 /** How often the open section's closed seconds are read. */
 const SECOND_READ_INTERVAL_MS = 1000;
@@ -41,6 +43,12 @@ interface ReadSection {
   plan: SectionPlan;
   recorder: SectionRecorder | undefined;
   sentSeconds: number;
+  /** Read as its record became final: what no `second` carried yet, and its last arrival. */
+  final?: {
+    roundTrips: SecondReading['roundTrips'];
+    frameAges: SecondReading['frameAges'];
+    lastArrivalMs: number | null;
+  };
 }
 
 /** A display name for each transport, as the report shows it; the name itself for one this receiver does not know. */
@@ -96,16 +104,36 @@ export class LiveFeed implements SessionObserver {
     this.emit('section-start', sectionStartData(plan));
   }
 
+  sectionEnding(recorder: SectionRecorder): void {
+    const section = this.section;
+    if (section?.recorder !== recorder) return;
+    try {
+      section.final = {
+        roundTrips: recorder.takeRoundTrips(),
+        frameAges: recorder.takeFrameAges(),
+        lastArrivalMs: recorder.lastArrivalMs,
+      };
+    } catch (err) {
+      this.log.warn({ err: errorMessage(err) }, "a section's last round trips not read");
+    }
+  }
+
   sectionEnded(result: SectionResult): void {
     const section = this.section;
     // Seconds not yet sent (the last one closes only now), from the result's own series.
-    if (section !== undefined && section.plan.sectionId === result.sectionId)
-      this.sendSeconds(
-        section,
-        result.series.slice(section.sentSeconds).map((s) => ({ ...s, times: s.oneWay })),
-        result.okCount + result.corruptCount,
-        null,
-      );
+    if (section !== undefined && section.plan.sectionId === result.sectionId) {
+      const recorded = result.okCount + result.corruptCount;
+      const samples = result.series.slice(section.sentSeconds).map((s) => ({ ...s, times: s.oneWay }));
+      const last = samples.at(-1);
+      this.sendSeconds(section, samples, recorded, section.final?.roundTrips ?? null, {
+        frameAges: section.final?.frameAges ?? null,
+        deadline: result.openLoop?.deadline ?? null,
+        coveredSeconds:
+          last === undefined
+            ? undefined
+            : partialSecondSpan(last.second, last.images, section.final?.lastArrivalMs ?? null, recorded),
+      });
+    }
     this.section = undefined;
     this.emit('section-end', sectionEndData(result));
   }
@@ -138,20 +166,27 @@ export class LiveFeed implements SessionObserver {
     if (section?.recorder === undefined) return;
     this.readBrokerOf(section);
     try {
-      const closed = section.recorder.closedSeconds(section.sentSeconds);
-      // Round trips are taken only with a second to carry them: none is dropped between seconds.
+      const { recorder } = section;
+      const closed = recorder.closedSeconds(section.sentSeconds);
+      // Round trips and frame ages are taken only with a second to carry them: none is dropped between seconds.
       if (closed.length > 0)
-        this.sendSeconds(section, closed, section.recorder.recordedCount, section.recorder.takeRoundTrips());
+        this.sendSeconds(section, closed, recorder.recordedCount, recorder.takeRoundTrips(), {
+          frameAges: recorder.takeFrameAges(),
+          deadline: recorder.deadlineCounts(),
+        });
     } catch (err) {
       this.log.warn({ err: errorMessage(err) }, 'live seconds not read');
     }
   }
 
+  // `roundTrips` and `newest.frameAges` go with the newest second, `newest.coveredSeconds` says it is the section's
+  // last, cut short; `newest.deadline` (counts so far) goes with every one.
   private sendSeconds(
     section: ReadSection,
-    samples: Parameters<typeof secondEventData>[1]['sample'][],
+    samples: SecondReading['sample'][],
     recorded: number,
     roundTrips: SecondReading['roundTrips'],
+    newest: Pick<SecondReading, 'frameAges' | 'deadline' | 'coveredSeconds'> = {},
   ): void {
     if (samples.length === 0) return;
     const cpuMicros = cpuMicrosNow();
@@ -166,7 +201,8 @@ export class LiveFeed implements SessionObserver {
         ? this.transmitterLoad
         : null;
     const broker = this.brokerLoad ?? null;
-    for (const [index, sample] of samples.entries())
+    for (const [index, sample] of samples.entries()) {
+      const isNewest = index === samples.length - 1;
       this.emit(
         'second',
         secondEventData(section.plan, {
@@ -174,12 +210,16 @@ export class LiveFeed implements SessionObserver {
           recorded,
           receiverCpuMsPerSecond,
           receiverRssBytes,
-          // The round trips taken now go with the newest second only: counted once.
-          roundTrips: index === samples.length - 1 ? roundTrips : null,
+          // The round trips and frame ages taken now go with the newest second only: counted once.
+          roundTrips: isNewest ? roundTrips : null,
+          frameAges: isNewest ? newest.frameAges : null,
+          deadline: newest.deadline,
+          ...(isNewest && newest.coveredSeconds !== undefined ? { coveredSeconds: newest.coveredSeconds } : {}),
           transmitter,
           broker,
         }),
       );
+    }
     section.sentSeconds += samples.length;
   }
 

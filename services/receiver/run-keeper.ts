@@ -4,6 +4,7 @@ import type { Config } from '../core/config/config.js';
 import { errorMessage } from '../core/errors.js';
 import type { SectionPlan, SectionResult } from '../core/model/section.js';
 import { runSucceeded } from '../core/report/report.js';
+import { runImagesSoFar } from '../core/report/images-sent.js';
 import { renderSummary } from '../core/report/text/summary-tables.js';
 import type { SectionCredential } from '../core/wire/auth.js';
 import type { ProgressResponse, RunAnnouncement, RunFinish, SectionEnd } from '../core/control/control-protocol.js';
@@ -159,7 +160,7 @@ export function buildRunKeeper(
     const done = progress.sections.reduce((sum, section) => sum + section.okCount + section.corruptCount, 0);
     lastRunCounts = {
       recorded: done + (progress.open?.recorded ?? 0),
-      imageCount: progress.info.imageCount * progress.info.repeat * progress.info.transports.length,
+      imageCount: runImagesSoFar(progress.info, progress.sections, progress.open?.recorded ?? 0),
     };
     return { inProgress: true, transport: progress.open?.transport ?? null, ...lastRunCounts };
   }
@@ -213,7 +214,7 @@ export function buildRunKeeper(
     if (report !== undefined)
       lastRunCounts = {
         recorded: report.sections.reduce((sum, section) => sum + section.okCount + section.corruptCount, 0),
-        imageCount: report.run.imageCount * report.run.repeat * report.run.transports.length,
+        imageCount: runImagesSoFar(report.run, report.sections, 0),
       };
     const runFolder = folder;
     folder = undefined;

@@ -15,6 +15,7 @@ import type { ProcessSnapshot } from '../core/live/process-load.js';
 import { COMMAND_SEQ_BASE, type Ack } from '../core/wire/frame.js';
 import { CommandArrivals, commandLaneOf, commandTimingFailure } from '../core/model/command-lane.js';
 import { buildRunReport, type HostFacts, type RunInfo, type RunReport } from '../core/report/report.js';
+import { plannedImageCount } from '../core/report/images-sent.js';
 import { withFanOut, type FanOut, type SectionPlan, type SectionResult } from '../core/model/section.js';
 import { SectionRecorder } from '../core/model/recorder.js';
 import { sampleWallClock } from '../shared/wall-clock.js';
@@ -22,6 +23,8 @@ import { exerciseSharedPaths } from '../core/model/prewarm.js';
 import { nsToMs } from '../core/model/stats.js';
 import { warmupImagesAllowed, type WarmupOutcome } from '../core/model/warmup.js';
 import { readResources, RssPeakTracker } from '../shared/resources.js';
+import { sectionHostLoad, type HostLoadReading } from '../core/model/host-load.js';
+import { readHostLoad, readHostLoadAfterThisTurn } from '../shared/host-load-reading.js';
 import type { OpenSectionFiles } from '../shared/run-folder.js';
 import type { ReceivedFrame } from '../transports/contract.js';
 import { transportByName } from '../transports/index.js';
@@ -55,7 +58,13 @@ export interface RunProgress {
  */
 export interface SessionObserver {
   runStarted?(info: RunInfo): void;
-  sectionOpened?(plan: SectionPlan, recorder: SectionRecorder | undefined): void;
+  /** `commands` are the section's command arrivals (read, never written; freed once the section has ended). */
+  sectionOpened?(plan: SectionPlan, recorder: SectionRecorder | undefined, commands?: CommandArrivals): void;
+  /**
+   * The section's record is final (nothing more arrives for it) and its result is about to be made: the last moment
+   * its running figures (histograms, figures taken since a last reading) can be read.
+   */
+  sectionEnding?(recorder: SectionRecorder, commands: CommandArrivals): void;
   sectionEnded?(result: SectionResult, recorder: SectionRecorder | undefined): void;
   runEnded?(report: RunReport): void;
   /** The transmitter's process as it sent a batch of round trips for the open section. */
@@ -85,6 +94,9 @@ interface OpenSection {
   measureEnd: { reading: ResourceReading; peakRssBytes: number } | undefined;
   brokerStart: Promise<BrokerReading | undefined> | undefined;
   brokerEnd: Promise<BrokerReading | undefined> | undefined;
+  /** The host's load at both ends of the same span (model/host-load.ts). */
+  hostStart?: HostLoadReading;
+  hostEnd?: Promise<HostLoadReading>;
   /** Time spent hashing this section's recorded images (warm-up left out, as from every figure). */
   verifyNs: bigint;
   /**
@@ -166,9 +178,11 @@ export class RunSession implements FrameSink {
     this.closeOpen();
     // A secret in the transmitter's config never reaches a report, whatever the transmitter sent.
     this.lastReceiverIndex = announcement.receiverIndex;
+    const config = publicConfig(announcement.config as Config);
     this.info = {
       ...announcement,
-      config: publicConfig(announcement.config as Config),
+      imageCount: plannedImageCount(announcement.imageCount, config.durationMs),
+      config,
       hosts: { transmitter: announcement.hosts.transmitter, receiver: this.receiverHost() },
     };
     this.lastRunStartedAt = this.info.startedAt;
@@ -223,7 +237,7 @@ export class RunSession implements FrameSink {
       listenerFailure: undefined,
       commands: new CommandArrivals(plan),
     };
-    for (const o of this.observers) o.sectionOpened?.(plan, this.open.recorder);
+    for (const o of this.observers) o.sectionOpened?.(plan, this.open.recorder, this.open.commands);
   }
 
   /** True when `sectionId` (as given in a URL) is the open section. */
@@ -245,6 +259,7 @@ export class RunSession implements FrameSink {
     open.recorder.beginRecording(warmedUp, process.hrtime.bigint());
     open.rss.start();
     open.measureStart = readResources();
+    open.hostStart = readHostLoad();
     open.brokerStart = this.brokerReading(open.recorder.plan.transport);
     return undefined;
   }
@@ -274,6 +289,7 @@ export class RunSession implements FrameSink {
     this.verifier.flush();
     const { plan } = open.recorder;
     const measureEnd = open.measureEnd ?? { reading: readResources(), peakRssBytes: open.rss.stop() };
+    const hostEnd = open.hostEnd ?? Promise.resolve(readHostLoad());
     // Per image means per image sent: a section that failed (or ran for DURATION) sent what it sent.
     const sentImages = end.imagesSent;
     const receiverCost =
@@ -285,6 +301,7 @@ export class RunSession implements FrameSink {
       open.brokerEnd ?? (open.brokerStart && this.brokerReading(plan.transport)),
     ]);
     const broker: SideCost | null = brokerStart && brokerEnd ? brokerCost(brokerStart, brokerEnd, sentImages) : null;
+    const hostEndReading = await hostEnd;
     const failure =
       open.listenerFailure === undefined
         ? end.failure
@@ -293,6 +310,7 @@ export class RunSession implements FrameSink {
           : `${open.listenerFailure}; transmitter: ${end.failure}`;
     // From here to the listeners nothing waits: a scrape sees the figures so far or the result, never neither.
     this.ending = undefined;
+    for (const o of this.observers) o.sectionEnding?.(open.recorder, open.commands);
     const result = open.recorder.result(failure, {
       cost: { transmitter: end.transmitterCost, receiver: receiverCost, broker },
       imagesSent: end.imagesSent,
@@ -320,6 +338,12 @@ export class RunSession implements FrameSink {
     const recorded: SectionResult = {
       ...result,
       imagesFile: open.imagesFile,
+      hostLoad: sectionHostLoad(
+        open.hostStart,
+        hostEndReading,
+        result,
+        transportByName(plan.transport).deployment.setting.kind === 'url',
+      ),
       ...(commands === undefined ? {} : { commands }),
       ...(commandFailure === null
         ? {}
@@ -416,6 +440,7 @@ export class RunSession implements FrameSink {
       ) {
         open.measureEnd = { reading: readResources(), peakRssBytes: open.rss.stop() };
         open.brokerEnd = this.brokerReading(recorder.plan.transport);
+        open.hostEnd = readHostLoadAfterThisTurn();
       }
     } else this.rejectedFrames++;
     if (this.log.isLevelEnabled('debug')) {

@@ -544,7 +544,10 @@ async function rebuildSection(
         );
     }
   }
-  const result = recorder.result(`${reason}; got ${arrived} images (those in its per-image file)`, {});
+  // Under DURATION what was sent is known only to the transmitter: at least every image its file names.
+  const result = recorder.result(`${reason}; got ${arrived} images (those in its per-image file)`, {
+    imagesSent: recorder.highestRecordedImage,
+  });
   await csv.close();
   return {
     ...result,

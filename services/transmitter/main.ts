@@ -27,10 +27,13 @@ try {
   log.info({ image: image.description }, 'image loaded');
   const outcome = await buildTransmitter(config, image, log, progress).run();
   progress.stop();
-  // Where to read them, also when the receiver is on another node (a cluster).
+  // Where to read them, also when the receiver is on another node (a cluster). npm start (ITB_NPM_START) stops its
+  // receiver once this process has ended, then says itself where the files are: nothing serves them by then.
   const fullResults =
-    `Full results: output.log, results.json and report.html in the receiver's OUTPUT_DIR, also served on its ` +
-    `control port (GET /output.log, /results.json, and / for the report; CONTROL_PORT ${config.controlPort}).`;
+    process.env.ITB_NPM_START === '1'
+      ? ''
+      : `\nFull results: output.log, results.json and report.html in the receiver's OUTPUT_DIR, also served on its ` +
+        `control port (GET /output.log, /results.json, and / for the report; CONTROL_PORT ${config.controlPort}).`;
   if (outcome.filesNotWritten !== undefined)
     log.error({ err: outcome.filesNotWritten }, 'the receiver could not write the output files');
   const verdict = outcome.receiverLost
@@ -40,8 +43,8 @@ try {
       ? `FAILED: the receiver could not save this run's files (${outcome.filesNotWritten}); the summary above is ` +
         `all that is kept of this run, and its OUTPUT_DIR keeps the previous run's files, if any.`
       : outcome.succeeded
-        ? `Every transport delivered every image intact.\n${fullResults}`
-        : `FAILED: at least one transport lost, corrupted or failed to deliver images.\n${fullResults}`;
+        ? `Every transport delivered every image intact.${fullResults}`
+        : `FAILED: at least one transport lost, corrupted or failed to deliver images.${fullResults}`;
   process.stdout.write(`\n${outcome.summary}\n\n${verdict}\n`);
   // Exit explicitly: a library handle left open by a failed transport must not keep us running.
   process.exit(outcome.succeeded ? ExitCode.ok : ExitCode.failed);

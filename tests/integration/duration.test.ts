@@ -47,6 +47,12 @@ describe('DURATION', () => {
     expect(section!.imageCount).toBeGreaterThan(100);
     expect(section!.imageCount).toBeLessThan(1_000_000_000);
     expect([section?.okCount, section?.lostCount, section?.ok]).toEqual([section!.imageCount, 0, true]);
+    // No run-level count (IMAGE_COUNT is unused): the report's header says what was sent in the time.
+    expect(report.run.imageCount).toBeNull();
+    const sent = section!.imageCount.toLocaleString('en-US');
+    expect(await readFile(path.join(outputDir, 'report.html'), 'utf8')).toContain(
+      `<th scope="row">Images per transport</th><td>for 2s (${sent} sent per transport)</td>`,
+    );
     // Sent for about 2 s: the span from the first stamp to the last arrival is not far shorter, nor far longer. The
     // deadline starts just before the first send, whose stamp a loaded machine delays (by 44 ms beside other test
     // files on two cores), so 5 % is allowed; a count-bound or early stop falls far outside.

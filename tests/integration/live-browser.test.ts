@@ -11,7 +11,9 @@ import { runTransmitter, startReceiver } from '../helpers/in-process.js';
 
 // The receiver's live page (GET / during a run) in a real Chromium (Debian's /usr/bin/chromium,
 // driven by playwright-core) against a real run over loopback (both apps in this process): its
-// charts grow between two looks (the round trips' and the transmitter's CPU among them), a screenshot
+// charts grow between two looks (the round trips' and the transmitter's CPU among them), an open-loop
+// run (RATE) shows its frame age and deadline columns, a section's last second is drawn as partial and
+// its command lane (COMMAND_RATE) comes in at its end, a screenshot
 // is drawn, and when the run ends it becomes the run's report without the test reloading it, and
 // that report becomes the next run's live page when one starts, with no console error (a CSP
 // violation is one). The screenshot stays in the test's temporary folder, whose path is printed.
@@ -95,7 +97,7 @@ describe('the live page in Chromium', () => {
   it("grows its charts mid-run, is drawn, becomes the report when the run ends, and the next run's live page when " +
     'that starts', async () => {
     const outputDir = path.join(dir, 'run');
-    const { receiver, transmitterConfig } = await startReceiver(outputDir, WATCHED_RUN);
+    const { receiver, transmitterConfig } = await startReceiver(outputDir, { ...WATCHED_RUN, COMMAND_RATE: '50' });
     const base = `http://127.0.0.1:${transmitterConfig.controlPort}`;
     const { page, errors } = await watchedPage();
     let events: EventStream | undefined;
@@ -133,6 +135,18 @@ describe('the live page in Chromium', () => {
       await waitForLine(page, 'live-round-trip', 'tcp#1:p50');
       await waitForLine(page, 'live-cpu', 'tcp#1:transmitter');
       expect(Object.keys(await pointsDrawn(page))).toContain('live-cpu tcp#1:receiver');
+      // Under RATE: the frame age has its chart, its columns show and the one-way ones are named the time on the link;
+      // the command lane's table waits for a section's end.
+      await waitForLine(page, 'live-frame-age', 'tcp#1:p50');
+      const shownHeads = await page.evaluate(() =>
+        [...document.querySelectorAll<HTMLElement>('#live-sections thead th')]
+          .filter((th) => th.offsetParent !== null)
+          .map((th) => th.textContent),
+      );
+      expect(shownHeads).toEqual(expect.arrayContaining(['Frame age p50', 'On the link p99', 'Late', 'Jitter p99']));
+      expect(shownHeads).not.toContain('One-way p50');
+      expect(await page.locator('figure:has(canvas[data-chart="live-frame-age"])').isVisible()).toBe(true);
+      expect(await page.locator('#live-commands-card').isVisible()).toBe(false);
 
       const screenshot = path.join(dir, 'live-mid-run.png');
       const png = await page.screenshot({ path: screenshot, fullPage: true });
@@ -152,6 +166,39 @@ describe('the live page in Chromium', () => {
       });
       expect(inked.count).toBeGreaterThan(500);
       expect(inked.colours).toBeGreaterThan(3);
+
+      // TCP's section ends (WebSocket's runs 10 s after it): its last second is a partial point, its lane a row.
+      await page.waitForFunction(
+        () => {
+          const charts = (
+            window as unknown as {
+              __charts: Record<string, { data: { datasets: { id: string; data: { partial?: boolean }[] }[] } }>;
+            }
+          ).__charts;
+          const points = charts['live-mbps']?.data.datasets.find((ds) => ds.id === 'tcp#1')?.data ?? [];
+          return points.at(-1)?.partial === true;
+        },
+        undefined,
+        { timeout: 30_000 },
+      );
+      const partial = await page.evaluate(() => {
+        const charts = (
+          window as unknown as {
+            __charts: Record<string, { data: { datasets: { id: string; data: { partial?: boolean }[] }[] } }>;
+          }
+        ).__charts;
+        const points = charts['live-mbps']!.data.datasets.find((ds) => ds.id === 'tcp#1')!.data;
+        return { last: points.at(-1), before: points.slice(0, -1).filter((p) => p.partial === true).length };
+      });
+      expect(partial.before).toBe(0);
+      expect((partial.last as { covered: number }).covered).toBeLessThan(1);
+      const laneRow = page.locator('#live-commands tbody tr[data-section="tcp#1"]');
+      await laneRow.waitFor({ state: 'attached', timeout: 10_000 });
+      expect(await page.locator('#live-commands-card').isVisible()).toBe(true);
+      expect(await laneRow.locator('td').nth(2).textContent()).toBe('behind');
+      expect(await page.locator('#live-sections tbody tr[data-section="tcp#1"] td').nth(7).textContent()).toMatch(
+        / ms$/,
+      );
 
       const outcome = await run;
       expect(outcome.succeeded, outcome.summary).toBe(true);

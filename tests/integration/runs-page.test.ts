@@ -186,12 +186,18 @@ describe('GET /runs/compare', () => {
       m[2],
       m[1] !== undefined,
     ]);
-    expect(settings.slice(0, 3)).toEqual([
-      ['WINDOW', true],
+    // The first run went in a closed loop, the second at RATE 10.
+    expect(settings.slice(0, 5)).toEqual([
+      ['RATE', true],
       ['IMAGE_COUNT', true],
-      ['VERIFY', false],
+      ['TRANSPORTS', true],
+      ['WINDOW', true],
+      ['DURATION', false],
     ]);
     expect(answer.body).toContain('Warning: the runs differ in these settings');
+    // A closed loop against a RATE: each run's figures, never a change between them.
+    expect(answer.body).toContain('not comparable: closed loop vs RATE 10/s');
+    expect(answer.body).not.toMatch(/%\)/);
     expect(answer.body.match(/<tr><th rowspan="2">TCP \(baseline\)<\/th><td>before · /g)).toHaveLength(1);
     expect(answer.body).toMatch(/<tr><td>after · [^<]+<\/td><td class="number">\d+\.\d{3}<span class="change">/);
     // WebSocket is in the first run only: compare's own note says so.

@@ -22,6 +22,7 @@ import {
 } from '../helpers/fixtures.js';
 import type { SecondDistribution, SecondSample } from '../../services/core/model/series.js';
 import { asLegacy, histogramOf, soakSection, twentyMillionSections, withSeries } from '../helpers/series-fixtures.js';
+import { cellsOf, rowOf, scriptBlock, specsOf, type Spec } from '../helpers/report-page.js';
 
 // The page as text: what it inlines, what it carries, what it must never contain. The browser
 // test (tests/e2e/report-browser.test.ts) draws it.
@@ -69,60 +70,6 @@ function withoutBulk(report: RunReport): unknown {
       return rest;
     }),
   };
-}
-
-/** The text of the element `<script ... id="id">`, which must be there exactly once. */
-function scriptBlock(html: string, id: string): string {
-  const matches = [
-    ...html.matchAll(new RegExp(`<script type="application/json" id="${id}">([\\s\\S]*?)</script>`, 'g')),
-  ];
-  expect(matches).toHaveLength(1);
-  return matches[0]![1]!;
-}
-
-/** The chart specifications the page carries. */
-interface Spec {
-  name: string;
-  datasets: {
-    transport?: string;
-    run: string;
-    side?: string | null;
-    label: string;
-    legendLabel?: string;
-    failedRepeat?: boolean;
-    hasData?: boolean;
-    backgroundColor?: unknown;
-    data: unknown[];
-    /** Line charts only. */
-    figure?: string;
-    missing?: string | null;
-    fill?: unknown;
-    borderDash?: number[];
-    bucketSeconds?: number;
-    spanSeconds?: number;
-  }[];
-  xMax?: number;
-  labels?: unknown[];
-}
-function specsOf(html: string): Spec[] {
-  return JSON.parse(scriptBlock(html, 'itb-chart-specs')) as Spec[];
-}
-
-/** The summary table's row of a transport. */
-function rowOf(html: string, transport: string): string {
-  return new RegExp(`<tr data-transport="${transport}"[\\s\\S]*?</tr>`).exec(html)![0];
-}
-
-/** The texts of a summary row's cells under the given column headers. */
-function cellsOf(html: string, transport: string): Record<string, string> {
-  const headers = [...html.matchAll(/<th scope="col"[^>]*><button type="button">([^<]*)<\/button><\/th>/g)].map(
-    (m) => m[1]!,
-  );
-  const cells = [...rowOf(html, transport).matchAll(/<td class="[^"]*"[^>]*>([\s\S]*?)<\/td>/g)].map((m) =>
-    m[1]!.replace(/<[^>]+>/g, ''),
-  );
-  expect(cells).toHaveLength(headers.length);
-  return Object.fromEntries(headers.map((h, i) => [h, cells[i]!]));
 }
 
 /** The document's <script> elements as the HTML parser ends them: at the first "</script". */
@@ -293,6 +240,26 @@ describe('renderHtmlReport', () => {
     );
     // Results the same in both runs are not repeated.
     expect(two).not.toContain('before:');
+  });
+
+  it('gives no change between a closed loop and RATE, or two rates, and says why', () => {
+    const closed = fixtureReport([
+      fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket' }), [2, 2], null, cost),
+    ]);
+    const atRate = (ratePerSecond: number) =>
+      fixtureReport([
+        fixtureSection(fixturePlan({ transport: 'websocket', label: 'WebSocket', ratePerSecond }), [1, 1], null, cost),
+      ]);
+    for (const [before, after, why] of [
+      [closed, atRate(30), 'not comparable: closed loop vs RATE 30/s'],
+      [atRate(30), atRate(60), 'not comparable: RATE 30/s vs RATE 60/s'],
+    ] as const) {
+      const row = /<tr data-transport="websocket"[\s\S]*?<\/tr>/.exec(renderHtmlReport([before, after], LIBRARIES))![0];
+      expect(row).not.toMatch(/class="change (better|worse)|%<\/span>/);
+      expect(row).toContain(`<span class="change same" title="${why}">not comparable</span>`);
+    }
+    // The same rate in both runs: changes as ever.
+    expect(renderHtmlReport([atRate(30), atRate(30)], LIBRARIES)).toContain('<span class="change same">±0%</span>');
   });
 
   it('marks a better and a worse change by what is better for the figure', () => {
@@ -467,6 +434,11 @@ describe('renderHtmlReport: round trip and broker figures', () => {
       '<th scope="row">Send schedule</th><td>closed loop: the next image goes as soon as the window has room</td>',
     );
     expect(html).not.toContain('p99 from due ms');
+    expect(html).not.toContain('Frame age p50 ms');
+    expect(cellsOf(html, 'websocket')).toHaveProperty('p50 ms');
+    // Without RATE and COMMAND_RATE, no deadline table and no command lane.
+    expect(html).not.toContain('aria-label="Deadline and jitter"');
+    expect(html).not.toContain('aria-label="Command lane"');
   });
 
   it(
@@ -500,19 +472,49 @@ describe('renderHtmlReport: round trip and broker figures', () => {
           'flight waits for a slot and goes late, its wait counted from its due time; MB/s is the load delivered, ' +
           'not a capacity</td>',
       );
-      // Two images: p99 from due is withheld, not the max under another name.
-      expect(cellsOf(html, 'tcp')).toMatchObject({
+      // Two images: the frame age p99 is withheld, not the max under another name. The frame age leads (the second
+      // frame waited 5 ms to be sent: 7 ms old at arrival), the time on the link (2 ms each) beside it. The age p50
+      // is its HDR bucket's top (2.001 ms); the link's is capped by its max, 2 ms.
+      const cells = cellsOf(html, 'tcp');
+      expect(cells).toMatchObject({
+        'Frame age p50 ms': '2.001',
+        'Frame age p99 ms': '–',
+        'Frame age max ms': '7.000',
+        'On the link p50 ms': '2.000',
+        'On the link p99 ms': '–',
         'Sent/s': '40.0',
         'Delivered/s': '40.0',
-        'p99 from due ms': '–',
         'MB/s at RATE': '~40.4',
       });
+      const headers = Object.keys(cells);
+      expect(headers.indexOf('Frame age p50 ms')).toBe(headers.indexOf('Corrupt') + 1);
+      expect(headers.indexOf('On the link p50 ms')).toBe(headers.indexOf('Frame age max ms') + 1);
+      expect(headers).not.toContain('p50 ms');
+      expect(headers).not.toContain('p99 from due ms');
       expect(html).not.toContain('Unsent');
       expect(rowOf(html, 'tcp')).toContain(
         '<span class="badge ok">ok</span> <span class="reason">OVERLOADED at RATE: sent or delivered under 95 % ' +
-          'of RATE; see p99 from due</span>',
+          'of RATE; see frame age</span>',
       );
-      expect(html).toContain('Under RATE, MB/s and images/s are what was delivered at the offered load');
+      expect(rowOf(html, 'tcp')).not.toContain('MISSED DEADLINE');
+      expect(html).toContain('MB/s and images/s are what was delivered at the offered load');
+      // Deadline one interval (20 ms): neither frame late; arrivals 25 ms apart, 5 ms off the interval.
+      expect(cellsOf(html, 'tcp', 'deadline-table')).toEqual({
+        Transport: 'TCP (baseline)',
+        'Deadline ms': '20.000',
+        Sent: '2',
+        Late: '0',
+        'Late %': '0.0',
+        '> 3 intervals': '0',
+        Undelivered: '0',
+        'Missed %': '0.0',
+        'Longest gap ms': '25.000',
+        'Jitter mean ms': '5.000',
+        'Jitter sd ms': '0.000',
+        'Jitter p99 ms': '–',
+        'Jitter max ms': '5.000',
+        Verdict: 'met',
+      });
     },
   );
 

@@ -6,15 +6,21 @@ import {
   type LiveEvent,
 } from '../../services/core/live/event-history.js';
 import {
+  commandLaneData,
   etaSeconds,
   mergeSeconds,
+  partialSecondSpan,
   runEndData,
   secondEventData,
+  sectionEndData,
   sectionStartData,
   type LiveSecondData,
   type LiveSectionStartData,
 } from '../../services/core/live/live-events.js';
-import type { SectionPlan } from '../../services/core/model/section.js';
+import type { CommandLaneResult, CommandPhaseResult } from '../../services/core/model/command-lane.js';
+import type { DeadlineFigures, SectionPlan } from '../../services/core/model/section.js';
+import type { LatencySummary } from '../../services/core/model/stats.js';
+import { fixturePlan, fixtureSection } from '../helpers/fixtures.js';
 
 // GET /events' history: ids from 1, since() gives exactly what a client missed, the seconds merged
 // as they age within a bound, and merged figures that say what they are.
@@ -310,3 +316,244 @@ function readingOf(data: LiveSecondData): Parameters<typeof secondEventData>[1] 
     receiverRssBytes: data.receiverRssBytes,
   };
 }
+
+describe('a partial last second', () => {
+  it.each([
+    // second, its images, last arrival (ms into the span), the section's images → the part of the second covered
+    ['to the last arrival', 2, 10, 2500, 100, 0.5],
+    ['at the mean gap, for one image that came just after the second began', 3, 1, 3125, 4, 0.78125],
+    ['at most the whole second', 2, 8, 2500, 10, 1],
+    ['whole without a last arrival', 2, 8, null, 10, 1],
+    ['whole without an image', 0, 0, 0, 0, 1],
+  ])('is covered %s', (_name, second, images, lastArrivalMs, recordedImages, covered) => {
+    expect(partialSecondSpan(second, images, lastArrivalMs, recordedImages)).toBe(covered);
+  });
+
+  it('gives its rates over the part covered, says it is partial, and merges as the end of a span', () => {
+    const sample = { second: 4, images: 10, intactBytes: 10_000_000, times: null };
+    const reading = { sample, recorded: 510, receiverCpuMsPerSecond: 1, receiverRssBytes: 1 };
+    const last = secondEventData({ ...PLAN, durationMs: 4500 }, { ...reading, coveredSeconds: 0.5 });
+    expect(last).toMatchObject({
+      second: 4,
+      seconds: 0.5,
+      partial: true,
+      images: 10,
+      throughputMBps: 20,
+      imagesPerSecond: 20,
+      etaSeconds: 0,
+    });
+    // Covered whole (the last arrival on the second's end): not partial.
+    expect(secondEventData(PLAN, { ...reading, coveredSeconds: 1 })).toMatchObject({ seconds: 1, partial: false });
+    expect(secondEventData(PLAN, reading)).toMatchObject({ seconds: 1, partial: false, throughputMBps: 10 });
+    // Merged with the second before it: 1.5 s covered, 14 images, still the section's partial end.
+    const merged = mergeSeconds(second(3), last);
+    expect(merged).toMatchObject({ second: 3, seconds: 1.5, partial: true, images: 14, imagesPerSecond: 14 / 1.5 });
+    expect(mergeSeconds(last, second(5))).toMatchObject({ partial: false });
+  });
+});
+
+describe('an open-loop section in its events', () => {
+  const RATE_PLAN: SectionPlan = { ...PLAN, ratePerSecond: 50, deadline: { deadlineMs: 40, allowedLateShare: 0.01 } };
+  const jitter: LatencySummary = {
+    count: 119,
+    p50Ms: 0.5,
+    p90Ms: 2,
+    p99Ms: 9,
+    p999Ms: null,
+    minMs: 0,
+    maxMs: 55,
+    meanMs: 1.25,
+    stdDevMs: 4.5,
+  };
+  const counts = { agedFrames: 120, lateCount: 3, veryLateCount: 1, longestGapMs: 75, jitter };
+  const reading = {
+    sample: { second: 2, images: 50, intactBytes: 50_000_000, times: { minMs: 1, p50Ms: 2, p99Ms: null, maxMs: 3 } },
+    recorded: 150,
+    receiverCpuMsPerSecond: 10,
+    receiverRssBytes: 1000,
+  };
+
+  it('gives a deadline and an interval at its start, none in a closed loop', () => {
+    expect(sectionStartData(RATE_PLAN)).toMatchObject({ ratePerSecond: 50, deadlineMs: 40, intervalMs: 20 });
+    // A plan from before deadlines: one interval.
+    expect(sectionStartData({ ...RATE_PLAN, deadline: undefined })).toMatchObject({ deadlineMs: 20, intervalMs: 20 });
+    expect(sectionStartData(PLAN)).toMatchObject({ deadlineMs: null, intervalMs: null });
+  });
+
+  it('leads each second with the frame ages taken since the last, and carries the deadline counts so far', () => {
+    const data = secondEventData(RATE_PLAN, {
+      ...reading,
+      frameAges: { count: 48, times: { minMs: 5, p50Ms: 12, p99Ms: null, maxMs: 61 } },
+      deadline: counts,
+    });
+    expect(Object.keys(data).indexOf('frameAgeP50Ms')).toBeLessThan(Object.keys(data).indexOf('oneWayP50Ms'));
+    expect(data).toMatchObject({ frameAges: 48, frameAgeP50Ms: 12, frameAgeP99Ms: null, oneWayP50Ms: 2 });
+    expect(data.deadline).toEqual({
+      deadlineMs: 40,
+      intervalMs: 20,
+      agedFrames: 120,
+      lateCount: 3,
+      veryLateCount: 1,
+      longestGapMs: 75,
+      jitterMeanMs: 1.25,
+      jitterSdMs: 4.5,
+      jitterP99Ms: 9,
+      jitterMaxMs: 55,
+    });
+    // Before two arrivals: the counts, no gap, no jitter.
+    expect(
+      secondEventData(RATE_PLAN, { ...reading, deadline: { ...counts, longestGapMs: null, jitter: null } }).deadline,
+    ).toMatchObject({ longestGapMs: null, jitterMeanMs: null, jitterSdMs: null, jitterP99Ms: null, jitterMaxMs: null });
+    // A closed loop has neither, whatever the reading holds.
+    expect(secondEventData(PLAN, { ...reading, deadline: counts })).toMatchObject({
+      frameAges: 0,
+      frameAgeP50Ms: null,
+      frameAgeP99Ms: null,
+      deadline: null,
+    });
+  });
+
+  it('merges frame ages as round trips (summed, the larger percentile) and keeps the newer deadline counts', () => {
+    const older = secondEventData(RATE_PLAN, {
+      ...reading,
+      frameAges: { count: 40, times: { minMs: 5, p50Ms: 12, p99Ms: null, maxMs: 61 } },
+      deadline: counts,
+    });
+    const newer = secondEventData(RATE_PLAN, {
+      ...reading,
+      sample: { ...reading.sample, second: 3 },
+      frameAges: { count: 60, times: { minMs: 5, p50Ms: 10, p99Ms: 30, maxMs: 31 } },
+      deadline: { ...counts, lateCount: 5 },
+    });
+    expect(mergeSeconds(older, newer)).toMatchObject({
+      frameAges: 100,
+      frameAgeP50Ms: 12,
+      frameAgeP99Ms: 30,
+      deadline: { lateCount: 5 },
+    });
+  });
+
+  it('ends with the frame age first, the deadline figures and shares, and the command lane', () => {
+    const base = fixtureSection(fixturePlan({ transport: 'tcp', label: 'TCP', ratePerSecond: 50 }), [2, 4]);
+    const deadline: DeadlineFigures = {
+      deadlineMs: 40,
+      intervalMs: 20,
+      allowedLateShare: 0.01,
+      framesSent: 200,
+      ...counts,
+      undeliveredCount: 2,
+      missedShare: 0.025,
+      lateShare: 0.015,
+      veryLateShare: 0.005,
+      overDeadline: true,
+    };
+    const end = sectionEndData({
+      ...base,
+      frameAge: three(20, 30),
+      openLoop: { ...base.openLoop!, deadline },
+      commands: lane({ interleaves: false, delayFactorP50: 3.5 }),
+    });
+    expect(Object.keys(end).indexOf('frameAgeP50Ms')).toBeLessThan(Object.keys(end).indexOf('oneWayP50Ms'));
+    expect(end).toMatchObject({ frameAgeP50Ms: 20, frameAgeP99Ms: null, oneWayP50Ms: base.latency!.p50Ms });
+    expect(end.deadline).toEqual({
+      deadlineMs: 40,
+      intervalMs: 20,
+      agedFrames: 120,
+      lateCount: 3,
+      veryLateCount: 1,
+      longestGapMs: 75,
+      jitterMeanMs: 1.25,
+      jitterSdMs: 4.5,
+      jitterP99Ms: 9,
+      jitterMaxMs: 55,
+      allowedLateShare: 0.01,
+      framesSent: 200,
+      undeliveredCount: 2,
+      missedShare: 0.025,
+      lateShare: 0.015,
+      veryLateShare: 0.005,
+      overDeadline: true,
+    });
+    expect(end.commands).toEqual(commandLaneData(lane({ interleaves: false, delayFactorP50: 3.5 })));
+    // A closed-loop section without a lane: none of them.
+    const closed = sectionEndData(fixtureSection(fixturePlan({ transport: 'tcp', label: 'TCP' }), [2, 4]));
+    expect(closed).toMatchObject({ frameAgeP50Ms: null, frameAgeP99Ms: null, deadline: null, commands: null });
+  });
+});
+
+/** Three times of median `p50Ms` and largest `maxMs`, as a summary gives them (too few for p90 and above). */
+function three(p50Ms: number, maxMs: number): LatencySummary {
+  return { count: 3, p50Ms, p90Ms: null, p99Ms: null, p999Ms: null, minMs: 0, maxMs, meanMs: p50Ms, stdDevMs: 1 };
+}
+
+/** A command lane: alone, one-way p50 2 ms and round trip 3 ms; beside, 6 and 7 ms. */
+function lane(overrides: Partial<CommandLaneResult>): CommandLaneResult {
+  const phase = (oneWay: LatencySummary, rtt: LatencySummary): CommandPhaseResult => ({
+    sent: 3,
+    acked: 3,
+    rtt,
+    sendLag: null,
+    received: 3,
+    corrupt: 0,
+    unacknowledged: 0,
+    oneWay,
+    paired: 3,
+    arrivalsAfterAck: 0,
+  });
+  return {
+    ratePerSecond: 100,
+    sizeBytes: 64,
+    how: 'between images',
+    interleaves: true,
+    notRun: null,
+    alone: phase(three(2, 3), three(3, 4)),
+    beside: phase(three(6, 8), three(7, 9)),
+    delayFactorP50: 3,
+    ...overrides,
+  };
+}
+
+describe("a section's command lane in its end", () => {
+  it("gives each phase's counts and times, the × factor, and how the lane went: behind, beside, or not run", () => {
+    expect(commandLaneData(lane({}))).toEqual({
+      ratePerSecond: 100,
+      sizeBytes: 64,
+      lane: 'beside',
+      notRun: null,
+      alone: {
+        sent: 3,
+        acked: 3,
+        received: 3,
+        corrupt: 0,
+        unacknowledged: 0,
+        oneWayP50Ms: 2,
+        oneWayP99Ms: null,
+        oneWayMaxMs: 3,
+        roundTripP50Ms: 3,
+        roundTripP99Ms: null,
+        arrivalsAfterAck: 0,
+      },
+      beside: {
+        sent: 3,
+        acked: 3,
+        received: 3,
+        corrupt: 0,
+        unacknowledged: 0,
+        oneWayP50Ms: 6,
+        oneWayP99Ms: null,
+        oneWayMaxMs: 8,
+        roundTripP50Ms: 7,
+        roundTripP99Ms: null,
+        arrivalsAfterAck: 0,
+      },
+      delayFactorP50: 3,
+    });
+    expect(commandLaneData(lane({ interleaves: false })).lane).toBe('behind');
+    const notRun = commandLaneData(lane({ interleaves: null, how: null, notRun: 'no second stream' }));
+    expect([notRun.lane, notRun.notRun]).toEqual([null, 'no second stream']);
+    // Across two clocks the arrivals-after-ack check is not made: null, not 0.
+    const twoClocks = lane({});
+    twoClocks.beside.arrivalsAfterAck = null;
+    expect(commandLaneData(twoClocks).beside.arrivalsAfterAck).toBeNull();
+  });
+});

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   LIVE_CHARTS,
+  LIVE_COMMAND_COLUMNS,
   LIVE_PAGE_CSP,
   LIVE_SECTION_COLUMNS,
   LIVE_WAITING_TEXT,
@@ -55,17 +56,43 @@ describe('renderLivePage', () => {
     expect(LIVE_CHARTS.map((c) => c.name)).toEqual([
       'live-mbps',
       'live-images',
+      'live-frame-age',
       'live-one-way',
       'live-round-trip',
       'live-cpu',
       'live-rss',
     ]);
+    // Only the frame-age chart waits for an open-loop run; the rate charts say how a partial last second looks.
+    expect(
+      [...html.matchAll(/<figure class="card chart-card chart-live"( data-open-loop)?>/g)].map((m) => !!m[1]),
+    ).toEqual([false, false, true, false, false, false, false]);
+    expect(LIVE_CHARTS[0]!.note).toContain('last second, cut short by its end, is a hollow point');
     expect(html).toContain(
-      '<thead><tr><th class="text">Transport</th><th class="text">Repeat</th><th class="text">State</th>' +
-        '<th>Progress</th><th>ETA</th><th>MB/s</th><th>Images/s</th><th>One-way p50</th><th>One-way p99</th>' +
-        '<th>Round-trip p99</th><th>Lost</th><th>Corrupt</th><th class="text">Verdict</th></tr></thead><tbody></tbody>',
+      '<thead><tr><th class="text" data-column="transport">Transport</th>' +
+        '<th class="text" data-column="repeat">Repeat</th><th class="text" data-column="state">State</th>' +
+        '<th data-column="progress">Progress</th><th data-column="eta">ETA</th><th data-column="mbps">MB/s</th>' +
+        '<th data-column="images">Images/s</th>' +
+        '<th data-column="ageP50" data-open-loop>Frame age p50</th>' +
+        '<th data-column="ageP99" data-open-loop>Frame age p99</th>' +
+        '<th data-column="p50" data-open-loop-title="On the link p50">One-way p50</th>' +
+        '<th data-column="p99" data-open-loop-title="On the link p99">One-way p99</th>' +
+        '<th data-column="rttP99">Round-trip p99</th>' +
+        '<th data-column="late" data-open-loop>Late</th>' +
+        '<th data-column="veryLate" data-open-loop>Over 3 intervals</th>' +
+        '<th data-column="gap" data-open-loop>Longest gap</th>' +
+        '<th data-column="jitter" data-open-loop>Jitter p99</th>' +
+        '<th data-column="lost">Lost</th><th data-column="corrupt">Corrupt</th>' +
+        '<th class="text" data-column="verdict">Verdict</th></tr></thead><tbody></tbody>',
     );
-    expect(LIVE_SECTION_COLUMNS).toHaveLength(13);
+    expect(LIVE_SECTION_COLUMNS).toHaveLength(19);
+    // Every column's key is one the script can find it by: unique within its table.
+    for (const columns of [LIVE_SECTION_COLUMNS, LIVE_COMMAND_COLUMNS])
+      expect(new Set(columns.map((c) => c.key)).size).toBe(columns.length);
+    // The command lane's table is there, hidden until a section's end carries a lane.
+    expect(html).toContain('<section class="card summary" id="live-commands-card" hidden>');
+    expect(html).toMatch(
+      /<table class="summary-table" id="live-commands"><thead><tr><th class="text" data-column="transport">/,
+    );
     expect(html).toContain(`<p class="subtitle" id="live-status">${LIVE_WAITING_TEXT}</p>`);
     expect(html).toContain('Round trips come from the transmitter in batches each second');
     expect(html).toContain('<p class="subtitle" id="live-clock"></p>');
@@ -82,6 +109,15 @@ describe('the live script as shipped (assets/report-page/live.js)', () => {
 
   it('writes no HTML from strings: event text goes in by textContent', () => {
     expect(liveScript).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write/);
+  });
+
+  it("finds every column it fills by its heading's key, and draws the frame-age chart", () => {
+    const used = new Set([...liveScript.matchAll(/\bCOLUMN\.(\w+)/g)].map((m) => m[1]));
+    const usedCommands = new Set([...liveScript.matchAll(/\bat\.(\w+)/g)].map((m) => m[1]));
+    expect([...used].filter((k) => !LIVE_SECTION_COLUMNS.some((c) => c.key === k))).toEqual([]);
+    expect([...usedCommands].filter((k) => !LIVE_COMMAND_COLUMNS.some((c) => c.key === k))).toEqual([]);
+    expect(used.size).toBe(LIVE_SECTION_COLUMNS.length);
+    for (const chart of LIVE_CHARTS) expect(liveScript).toContain(`lineChart('${chart.name}'`);
   });
 });
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CommandArrivals, emptyTransmitterPhase } from '../../services/core/model/command-lane.js';
 import {
   MetricTotals,
   noFigures,
@@ -9,7 +10,7 @@ import {
 } from '../../services/core/model/metric-totals.js';
 import { SectionRecorder } from '../../services/core/model/recorder.js';
 import { countsAtOrBelowNs, LatencyRecorder } from '../../services/core/model/stats.js';
-import type { FrameHeader } from '../../services/core/wire/frame.js';
+import { commandSeq, type FrameHeader } from '../../services/core/wire/frame.js';
 import { fixturePlan, NO_WARMUP } from '../helpers/fixtures.js';
 
 describe('countsAtOrBelowNs: bucket counts from an HDR histogram', () => {
@@ -149,5 +150,143 @@ describe('MetricTotals: counters that never go back', () => {
   it('takes a transport it was not given when its section comes', () => {
     const totals = new MetricTotals(['tcp']);
     expect(intactBy(totals.read({ key: sectionA, figures: figures('grpc', 2) }))).toEqual({ tcp: 0, grpc: 2 });
+  });
+});
+
+describe('an open-loop section (RATE) and its command lane at a scrape, then at its end', () => {
+  // 100 frames a second (an interval of 10 ms), DEADLINE_MS 15.
+  const plan = fixturePlan({
+    transport: 'tcp',
+    label: 'TCP',
+    imageCount: 4,
+    imageSizeBytes: 100,
+    sectionId: 5,
+    ratePerSecond: 100,
+    deadline: { deadlineMs: 15, allowedLateShare: 0.01 },
+  });
+  const MS = 1_000_000;
+  const header = (seq: number, sentAtMs: number): FrameHeader => ({
+    sectionId: 5,
+    seq,
+    sizeBytes: 100,
+    checksum: 1n,
+    sentAtNs: BigInt(sentAtMs * MS),
+  });
+
+  /**
+   * Frames stamped 10 ms apart, arriving at 1.6, 11, 31.5 and 32 ms (gaps 9.4, 20.5, 0.5: jitter 0.6, 10.5, 9.5 ms),
+   * stamped 0, 2, 10 and 30 ms after they were due: ages 1.6, 3, 21.5 and 32 ms, two over the deadline, one over three
+   * intervals.
+   */
+  function openLoopRecorder(): SectionRecorder {
+    const recorder = new SectionRecorder(plan);
+    recorder.beginRecording(NO_WARMUP, 0n);
+    for (const [seq, arrivalMs] of [1.6, 11, 31.5, 32].entries()) {
+      recorder.record(header(seq, seq * 10), BigInt(Math.round(arrivalMs * MS)));
+      recorder.verified(seq, true);
+    }
+    const dueLagMs = [0, 2, 10, 30];
+    recorder.roundTrips(Float64Array.from(dueLagMs.flatMap((lag, index) => [index + 1, 40 * MS, lag * MS])));
+    return recorder;
+  }
+
+  /** Two commands alone (1.2 and 3 ms one way, one corrupt), one beside (7 ms); round trips 2, 4 and 8 ms. */
+  function commandArrivals(): CommandArrivals {
+    const arrivals = new CommandArrivals(plan);
+    const commands: [Parameters<typeof commandSeq>[0], number, number, number, boolean][] = [
+      ['alone', 0, 1.2, 2, true],
+      ['alone', 1, 3, 4, false],
+      ['beside', 0, 7, 8, true],
+    ];
+    for (const [phase, index, oneWayMs, rttMs, intact] of commands) {
+      const seq = commandSeq(phase, index);
+      arrivals.record({ ...header(0, 100), seq }, BigInt(Math.round((100 + oneWayMs) * MS)));
+      arrivals.verified(phase, intact);
+      arrivals.roundTrip(seq, rttMs * MS);
+    }
+    return arrivals;
+  }
+
+  it('reads the frame ages, the jitter, the deadline counts, the longest gap and the commands so far', () => {
+    const recorder = openLoopRecorder();
+    const arrivals = commandArrivals();
+    const live = recordingFigures(recorder, arrivals);
+    expect(live.openLoop).toBe(true);
+    expect(live.frameAge.count).toBe(4);
+    expect(live.frameAge.sumSeconds).toBeCloseTo(0.0581, 12);
+    // Bounds 1, 2.5, 5, 10, 25 and 50 ms.
+    expect(live.frameAge.atOrBelow.slice(6, 12)).toEqual([0, 1, 2, 2, 3, 4]);
+    expect(live.jitter.count).toBe(3);
+    expect(live.jitter.sumSeconds).toBeCloseTo(0.0206, 12);
+    // Bounds 0.5, 1, 2.5, 5, 10 and 25 ms.
+    expect(live.jitter.atOrBelow.slice(5, 11)).toEqual([0, 1, 1, 1, 2, 3]);
+    expect([live.lateCount, live.veryLateCount]).toEqual([2, 1]);
+    expect(live.longestGapSeconds).toBeCloseTo(0.0205, 12);
+    expect(live.commandLane).toBe(true);
+    // Sent and acked are the transmitter's: known only at the end.
+    expect(live.commands.alone).toMatchObject({ sent: 0, acked: 0, received: { intact: 1, corrupt: 1 } });
+    expect(live.commands.beside).toMatchObject({ sent: 0, acked: 0, received: { intact: 1, corrupt: 0 } });
+    expect(live.commands.alone.oneWay.atOrBelow.slice(6, 9)).toEqual([0, 1, 2]);
+    expect(live.commands.alone.roundTrip.atOrBelow.slice(6, 9)).toEqual([0, 1, 2]);
+    expect(live.commands.beside.oneWay.atOrBelow.slice(8, 10)).toEqual([0, 1]);
+    expect(live.commands.beside.roundTrip.sumSeconds).toBeCloseTo(0.008, 12);
+
+    // At the end: the counts from the result, the histograms as the record stood when it became final.
+    const transmitter = {
+      ratePerSecond: 100,
+      sizeBytes: 64,
+      notRun: null,
+      alone: { ...emptyTransmitterPhase(), sent: 3, acked: 2 },
+      beside: { ...emptyTransmitterPhase(), sent: 1, acked: 1 },
+    };
+    const lane = arrivals.result(transmitter, { interleaves: false, how: 'between images' });
+    const result = { ...recorder.result(null), commands: lane };
+    const ended = resultFigures(result, live);
+    expect(ended.images).toEqual({ intact: 4, corrupt: 0, lost: 0 });
+    expect([ended.openLoop, ended.lateCount, ended.veryLateCount]).toEqual([true, 2, 1]);
+    expect(ended.longestGapSeconds).toBeCloseTo(0.0205, 12);
+    expect(ended.frameAge).toEqual(live.frameAge);
+    expect(ended.jitter).toEqual(live.jitter);
+    expect(ended.commands.alone).toEqual({ ...live.commands.alone, sent: 3, acked: 2 });
+    expect(ended.commands.beside).toEqual({ ...live.commands.beside, sent: 1, acked: 1 });
+    // Without the final reading a result still gives its counts; its histograms count nothing.
+    const countsOnly = resultFigures(result);
+    expect([countsOnly.lateCount, countsOnly.frameAge.count, countsOnly.commands.alone.sent]).toEqual([2, 0, 3]);
+    arrivals.destroy();
+  });
+
+  it('gives a closed-loop section without commands none of it', () => {
+    const recorder = new SectionRecorder({ ...plan, ratePerSecond: null, deadline: null });
+    recorder.beginRecording(NO_WARMUP, 0n);
+    recorder.record(header(0, 0), 1_000_000n);
+    recorder.verified(0, true);
+    const live = recordingFigures(recorder, new CommandArrivals(plan));
+    expect([live.openLoop, live.frameAge.count, live.jitter.count, live.lateCount, live.longestGapSeconds]).toEqual([
+      false,
+      0,
+      0,
+      0,
+      null,
+    ]);
+    expect(live.commandLane).toBe(false);
+    const ended = resultFigures(recorder.result(null), live);
+    expect([ended.openLoop, ended.commandLane, ended.longestGapSeconds]).toEqual([false, false, null]);
+  });
+
+  it('adds the deadline counts and keeps the latest section’s longest gap, the open one’s while it has one', () => {
+    const withGap = (transport: string, late: number, gapSeconds: number | null): TransportFigures => ({
+      ...noFigures(transport),
+      openLoop: true,
+      lateCount: late,
+      longestGapSeconds: gapSeconds,
+    });
+    const totals = new MetricTotals(['tcp']);
+    totals.sectionEnded({}, withGap('tcp', 2, 0.02));
+    const section = {};
+    const [open] = totals.read({ key: section, figures: withGap('tcp', 1, 0.05) });
+    expect([open!.lateCount, open!.longestGapSeconds, open!.openLoop]).toEqual([3, 0.05, true]);
+    // An open section with no gap yet (fewer than two arrivals): the last section's stands.
+    const [early] = totals.read({ key: section, figures: withGap('tcp', 0, null) });
+    expect(early!.longestGapSeconds).toBe(0.02);
   });
 });

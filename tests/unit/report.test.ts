@@ -118,6 +118,10 @@ describe('renderOutputLog', () => {
 Date: 2026-11-23T08:00:00.000Z
 Transmitter host: tx (Test CPU, 2 cores, 24.0 GiB, linux-x64 6.1.0, Node v20.20.2 --no-concurrent-marking)
 Receiver host: rx (Test CPU, 2 cores, 24.0 GiB, linux-x64 6.1.0, Node v20.20.2 --no-concurrent-marking)
+Host load: read on the receiver's host over each section's measured span (1-minute load average, CPUs busy, ` +
+          `steal, other processes' CPU): results.json's hostLoad, and report.html's header, which warns when ` +
+          `the host ` +
+          `was busy enough to move the times
 Libraries: ws 8.23.0, zeromq 6.8.0
 Image: assets/sample.png
 Images per transport: 2 (533.0 KiB each); window 1; repeat 1
@@ -275,6 +279,7 @@ Redis                   2.000          1.500              1.000        4.0      
 TCP (baseline)              -              -                  -          -          -                -               ` +
           ` -             -             -
 
+Host load: not recorded
 Result: FAILED: at least one transport lost, corrupted or failed to deliver images (see above).
 `,
       );
@@ -286,8 +291,13 @@ Result: FAILED: at least one transport lost, corrupted or failed to deliver imag
     const sections = report.sections.map(
       (section) => `${renderSectionHeading(section, 1)}\n${renderSectionFooter(section)}`,
     );
+    // The header, written before any section, says where the host load goes; the end gives its range.
     expect(renderOutputLog(report)).toBe(
       [renderOutputLogHeader(report.run), ...sections, renderOutputLogEnd(report)].join('\n\n'),
+    );
+    expect(renderOutputLogEnd(report)).toContain('\nHost load: not recorded\nResult: ');
+    expect(renderOutputLogHeader(report.run)).toContain(
+      "\nHost load: read on the receiver's host over each section's measured span (",
     );
     // The verdict comes last, after the summary, which says when the run finished; the header no longer does.
     expect(renderOutputLogHeader(report.run)).not.toContain('finished');
@@ -677,6 +687,38 @@ describe('runSucceeded and renderResultsJson', () => {
       expect(resultsSchemaErrors(JSON.parse(renderResultsJson(cold)))).toEqual([]);
     },
   );
+
+  it("writes each section's host load to results.json, which the schema accepts read, unread or absent", () => {
+    const report = sampleReport();
+    report.sections[0]!.hostLoad = {
+      transmitterOnHost: true,
+      cores: 2,
+      loadAverage1mStart: 0.5,
+      loadAverage1mEnd: 1.5,
+      spanMs: 2000,
+      hostBusyShare: 0.425,
+      stealShare: 0.05,
+      unaccountedShare: 0.05,
+      otherProcessesCores: 0.5,
+    };
+    // Without /proc (macOS): the load average alone.
+    report.sections[1]!.hostLoad = {
+      ...report.sections[0]!.hostLoad,
+      transmitterOnHost: null,
+      cores: 8,
+      spanMs: null,
+      hostBusyShare: null,
+      stealShare: null,
+      unaccountedShare: null,
+      otherProcessesCores: null,
+    };
+    report.sections[2]!.hostLoad = null;
+    const parsed = JSON.parse(renderResultsJson(report)) as RunReport;
+    expect(parsed.sections.map((s) => s.hostLoad)).toEqual(report.sections.map((s) => s.hostLoad));
+    expect(resultsSchemaErrors(parsed)).toEqual([]);
+    parsed.sections[0]!.hostLoad!.hostBusyShare = 1.5;
+    expect(resultsSchemaErrors(parsed).join('\n')).toContain('/sections/0/hostLoad');
+  });
 });
 
 describe('an open-loop run (RATE)', () => {
@@ -756,7 +798,10 @@ describe('an open-loop run (RATE)', () => {
       );
       expect(log).toMatch(/^Throughput \(delivered at the offered RATE: the load, not a capacity\): ~/m);
       expect(log).toMatch(
-        /age p50 +age p90 +age p99 +age p99\.9 +age max +age mean ± sd +link p50 +link p99 +RTT p50 +RTT p99 +Total ms +MB\/s at RATE +images\/s at RATE +Result\n/,
+        new RegExp(
+          /age p50 +age p90 +age p99 +age p99\.9 +age max +age mean ± sd +link p50 +link p99 +RTT /.source +
+            /p50 +RTT p99 +Total ms +MB\/s at RATE +images\/s at RATE +Result\n/.source,
+        ),
       );
       expect(log).toMatch(/^TCP \(baseline\) +3 +0 +0 +3\.000 +- +- +- +9\.000 +4\.333 ± 4\.163 +1\.000 +- /m);
       expect(log).toMatch(/^TCP \(baseline\) .* ok, OVERLOADED at RATE \(see Open loop\)$/m);

@@ -4,6 +4,7 @@ import { failedSectionEnd, type RunAnnouncement } from '../../services/core/cont
 import type { SectionRecorder } from '../../services/core/model/recorder.js';
 import type { SectionResult } from '../../services/core/model/section.js';
 import { RunSession } from '../../services/receiver/session.js';
+import { COMMAND_SEQ_BASE } from '../../services/core/wire/frame.js';
 import { transports } from '../../services/transports/index.js';
 import { fixtureHost, fixturePlan, NO_WARMUP } from '../helpers/fixtures.js';
 import { testLog } from '../helpers/harness.js';
@@ -75,6 +76,32 @@ describe('RunSession: what GET /metrics reads', () => {
     expect(ended[0]![0]).toBe(recorder);
     expect(ended[0]![1]).toBe(result);
     expect(result?.okCount).toBe(2);
+  });
+
+  it('tells of the ending section once its record is final, before its result, with its command arrivals', async () => {
+    const { session } = startedSession();
+    const heard: string[] = [];
+    let atEnding: { okCount: number; commandsReceived: number } | undefined;
+    session.observe({
+      sectionOpened: (_plan, recorder, commands) =>
+        heard.push(`opened ${recorder !== undefined} ${commands !== undefined}`),
+      sectionEnding: (recorder, commands) => {
+        heard.push('ending');
+        // Still readable here: the histograms are freed only with the result.
+        const soFar = recorder.recordSoFar([1_000_000_000]);
+        const arrivals = commands.soFar([1_000_000_000]);
+        atEnding = { okCount: soFar.okCount, commandsReceived: arrivals.alone.received + arrivals.beside.received };
+      },
+      sectionEnded: () => heard.push('ended'),
+    });
+    session.openSection(plan, undefined);
+    expect(session.startMeasuring(NO_WARMUP)).toBeUndefined();
+    deliver(session, 0);
+    deliver(session, COMMAND_SEQ_BASE);
+    deliver(session, 1);
+    const result = await session.endSection({ ...failedSectionEnd('test'), failure: null, imagesSent: 2 });
+    expect(heard).toEqual(['opened true true', 'ending', 'ended']);
+    expect(atEnding).toEqual({ okCount: result!.okCount, commandsReceived: 1 });
   });
 
   it('tells of no section refused at its opening, and keeps the last run’s start after it ends', async () => {

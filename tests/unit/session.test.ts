@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { imageChecksum } from '../../services/core/wire/checksum.js';
 import { parseConfig } from '../../services/core/config/config.js';
@@ -147,5 +148,23 @@ describe('RunSession: what verification costs the receiver thread', () => {
     const result = await runSection(false);
     expect([result.verifyMs, result.verifyLongestRunMs, result.verifyBusyShare]).toEqual([null, null, null]);
     expect(result.okCount).toBe(3);
+  });
+});
+
+describe('RunSession: the host load over the measured span', () => {
+  it('reads the host as measuring starts and after the last recorded image, and keeps it in the result', async () => {
+    const result = await runSection(true);
+    const load = result.hostLoad;
+    if (load == null) throw new Error('no host load');
+    // The plan has no clock estimate: whether the transmitter shared the host is not known, so the others' CPU is not
+    // told apart from the run's.
+    expect(load.transmitterOnHost).toBeNull();
+    expect(load.otherProcessesCores).toBeNull();
+    expect(load.cores).toBeGreaterThan(0);
+    if (existsSync('/proc/stat')) {
+      // Between the two readings: the run of two hashes, each a 20 ms busy wait, which the host counts as busy.
+      expect(load.spanMs).toBeGreaterThanOrEqual(2 * HASH_MS);
+      expect(load.hostBusyShare).toBeGreaterThan(0);
+    } else expect(load.spanMs).toBeNull();
   });
 });

@@ -201,7 +201,10 @@ export interface ProgressResponse {
    * any).
    */
   recorded: number;
-  /** Recorded images the run plans: IMAGE_COUNT × REPEAT × transports; between runs, the last run's (0 before any). */
+  /**
+   * Recorded images the run plans: IMAGE_COUNT × REPEAT × transports (under DURATION, with no count to plan, what the
+   * ended sections sent plus the open one's recorded so far); between runs, the last run's (0 before any).
+   */
   imageCount: number;
 }
 

@@ -1,4 +1,5 @@
 import { commandOf, type CommandPhase, type FrameHeader } from '../wire/frame.js';
+import type { TimesSoFar } from './recorder.js';
 import type { SectionPlan } from './section.js';
 import { LatencyRecorder, type LatencySummary } from './stats.js';
 export {
@@ -92,6 +93,8 @@ export function emptyTransmitterPhase(): TransmitterCommandPhase {
 /** The receiver's record of one phase's commands. */
 class PhaseArrivals {
   readonly oneWay = new LatencyRecorder();
+  // The paired commands' round trips, as the transmitter's batches bring them (GET /metrics reads them as they come).
+  readonly roundTrip = new LatencyRecorder();
   received = 0;
   corrupt = 0;
   paired = 0;
@@ -128,6 +131,7 @@ export class CommandArrivals {
     this.awaitingRoundTrip.delete(seq);
     const phase = this.phases[command.phase];
     phase.paired++;
+    phase.roundTrip.record(rttNs / 1e6);
     if (oneWayNs > rttNs) phase.arrivalsAfterAck++;
   }
 
@@ -181,11 +185,41 @@ export class CommandArrivals {
     };
   }
 
+  /**
+   * Each phase's arrivals so far (GET /metrics, at a scrape): counts, and the one-way times and paired round trips
+   * counted at or below each of `boundsNs` (ascending, ns).
+   */
+  soFar(boundsNs: readonly number[]): Record<CommandPhase, CommandArrivalsSoFar> {
+    const times = (recorder: LatencyRecorder): TimesSoFar => ({
+      count: recorder.size,
+      sumMs: recorder.sumMs,
+      atOrBelow: recorder.countsAtOrBelowNs(boundsNs),
+    });
+    const phase = (p: PhaseArrivals): CommandArrivalsSoFar => ({
+      received: p.received,
+      corrupt: p.corrupt,
+      oneWay: times(p.oneWay),
+      roundTrip: times(p.roundTrip),
+    });
+    return { alone: phase(this.phases.alone), beside: phase(this.phases.beside) };
+  }
+
   /** Frees the histograms. */
   destroy(): void {
     this.awaitingRoundTrip.clear();
-    for (const phase of Object.values(this.phases)) phase.oneWay.destroy();
+    for (const phase of Object.values(this.phases)) {
+      phase.oneWay.destroy();
+      phase.roundTrip.destroy();
+    }
   }
+}
+
+/** One phase's command arrivals so far, as {@link CommandArrivals.soFar} reads them. */
+export interface CommandArrivalsSoFar {
+  received: number;
+  corrupt: number;
+  oneWay: TimesSoFar;
+  roundTrip: TimesSoFar;
 }
 
 /**

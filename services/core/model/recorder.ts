@@ -59,6 +59,12 @@ export interface RecordSoFar {
   oneWay: TimesSoFar;
   /** Round trips joined with their image's arrival. */
   roundTrip: TimesSoFar;
+  /** Under RATE: intact frames' ages from their due times (joined with their round trips); none in a closed loop. */
+  frameAge: TimesSoFar;
+  /** Under RATE: |gap − interval| between consecutive arrivals; none in a closed loop. */
+  jitter: TimesSoFar;
+  /** Under RATE: the frames counted against their deadline so far; null in a closed loop. */
+  deadline: DeadlineCounts | null;
 }
 
 /** A verified arrival waiting for its round trip, or a round trip waiting for its verified arrival. */
@@ -145,7 +151,10 @@ export class SectionRecorder {
   private readonly latencyFromDue = new LatencyRecorder();
   // Round trips joined since GET /events' feed last took them: two digits, like a second's one-way times.
   private readonly rttSinceTaken = new LatencyRecorder(2);
+  // Under RATE, frame ages joined since the feed last took them (with the round trips that gave them their due lag).
+  private readonly ageSinceTaken = new LatencyRecorder(2);
   private rttReleased = false;
+  private recordingStartNs: bigint | undefined;
   private series: SecondSeries | undefined;
   private duplicateCount = 0;
   private outOfOrderCount = 0;
@@ -251,6 +260,23 @@ export class SectionRecorder {
   }
 
   /**
+   * Under RATE, the frame ages joined since the last call (with their round trips), then forgets them: read by GET
+   * /events' feed with {@link takeRoundTrips}. Null with none, in a closed loop, or once the result is made.
+   */
+  takeFrameAges(): { count: number; times: SecondDistribution } | null {
+    if (this.rttReleased || this.ageSinceTaken.size === 0) return null;
+    const taken = { count: this.ageSinceTaken.size, times: distributionOf(this.ageSinceTaken)! };
+    this.ageSinceTaken.reset();
+    return taken;
+  }
+
+  /** The last recorded arrival, in ms since the recording began (the per-second series' origin); null before any. */
+  get lastArrivalMs(): number | null {
+    if (this.recordingStartNs === undefined || this.lastArrivalNs === undefined) return null;
+    return nsToMs(this.lastArrivalNs - this.recordingStartNs);
+  }
+
+  /**
    * The record so far (recorded images only: warm-up is in no figure), its times counted at or below each of
    * `boundsNs` (ascending, ns); read at a scrape, never per image.
    */
@@ -265,6 +291,9 @@ export class SectionRecorder {
       corruptCount: this.corruptCount,
       oneWay: times(this.latency),
       roundTrip: times(this.rtt),
+      frameAge: times(this.latencyFromDue),
+      jitter: this.jitter === undefined ? { count: 0, sumMs: 0, atOrBelow: boundsNs.map(() => 0) } : times(this.jitter),
+      deadline: this.deadlineCounts(),
     };
   }
 
@@ -276,7 +305,8 @@ export class SectionRecorder {
   beginRecording(outcome: WarmupOutcome, atNs: bigint): void {
     if (this.warmedUp !== undefined) return;
     this.warmedUp = outcome;
-    this.series = new SecondSeries(atNs);
+    this.recordingStartNs = atNs;
+    this.series = new SecondSeries(atNs, true);
   }
 
   /**
@@ -388,6 +418,7 @@ export class SectionRecorder {
     if (arrival?.intact && dueLagNs !== null) {
       const ageNs = arrival.oneWayNs + dueLagNs;
       this.latencyFromDue.record(ageNs / 1e6);
+      if (!this.rttReleased) this.ageSinceTaken.record(ageNs / 1e6);
       this.agedFrames++;
       if (ageNs > this.deadlineNs) this.lateCount++;
       if (ageNs > this.veryLateNs) this.veryLateCount++;
@@ -462,6 +493,7 @@ export class SectionRecorder {
     );
     this.latency.destroy();
     this.rttSinceTaken.destroy();
+    this.ageSinceTaken.destroy();
     this.rttReleased = true;
     this.rtt.destroy();
     this.latencyFromDue.destroy();
@@ -470,8 +502,11 @@ export class SectionRecorder {
     return result;
   }
 
-  // Under RATE, the frames counted against the deadline and the schedule so far; null in a closed loop.
-  private deadlineCounts(): DeadlineCounts | null {
+  /**
+   * Under RATE, the frames counted against the deadline and the schedule so far (read once a second by GET /events'
+   * feed, and at a scrape); null in a closed loop. Not after the result is made.
+   */
+  deadlineCounts(): DeadlineCounts | null {
     if (this.jitter === undefined) return null;
     return {
       agedFrames: this.agedFrames,

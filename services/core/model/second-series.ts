@@ -32,7 +32,14 @@ export class SecondSeries {
   // Two significant digits: a per-second p50 or p99 within 1 %, in a few KiB.
   private readonly times = new LatencyRecorder(2);
 
-  constructor(private readonly originNs: bigint) {}
+  /**
+   * `keepSmallHistograms`: a second with too few times for a p99 keeps its histogram (SecondDistribution.histogramNs),
+   * so a report can merge it with its neighbours; the receiver's series does, the round trips' (sent to it) do not.
+   */
+  constructor(
+    private readonly originNs: bigint,
+    private readonly keepSmallHistograms = false,
+  ) {}
 
   /**
    * Takes one image at `atNs` (same clock as the origin): its intact bytes (0 when corrupt) and its time, if it has
@@ -57,7 +64,7 @@ export class SecondSeries {
               second: this.current,
               images: this.images,
               intactBytes: this.intactBytes,
-              times: distributionOf(this.times),
+              times: this.distribution(),
             },
           ]
         : [];
@@ -76,13 +83,19 @@ export class SecondSeries {
     this.times.destroy();
   }
 
+  private distribution(): SecondDistribution | null {
+    const times = distributionOf(this.times);
+    if (times === null || times.p99Ms !== null || !this.keepSmallHistograms) return times;
+    return { ...times, histogramNs: this.times.encoded()! };
+  }
+
   private close(next: number): void {
     if (this.current >= 0 && this.images > 0)
       this.samples.push({
         second: this.current,
         images: this.images,
         intactBytes: this.intactBytes,
-        times: distributionOf(this.times),
+        times: this.distribution(),
       });
     this.current = next;
     this.currentEndNs = this.originNs + BigInt(next + 1) * 1_000_000_000n;

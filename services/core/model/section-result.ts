@@ -85,9 +85,12 @@ export function nothingRecorded(warmedUp: WarmupOutcome | null): SectionRecord {
   };
 }
 
-/** The section's image count: under DURATION those the transmitter sent, else the plan's. */
+/**
+ * The section's image count: under DURATION those the transmitter sent (none for a section refused before it sent:
+ * its plan's count is only a cap), else the plan's.
+ */
 export function resultImageCount(plan: SectionPlan, extras: SectionExtras): number {
-  return plan.durationMs != null && extras.imagesSent !== undefined ? extras.imagesSent : plan.imageCount;
+  return plan.durationMs != null ? (extras.imagesSent ?? 0) : plan.imageCount;
 }
 
 /**

@@ -2,6 +2,7 @@ import type { CommandLaneResult } from './command-lane.js';
 import { mergeBrokerSplits, type BrokerSplit } from './broker-split.js';
 import type { ClockOffset } from './clock.js';
 import type { SideCost } from './cost.js';
+import type { HostLoad } from './host-load.js';
 import type { SecondDistribution, SecondSample } from './series.js';
 import { mergeLatency, type LatencySummary } from './stats.js';
 import type { WarmupOutcome, WarmupPlan } from './warmup.js';
@@ -527,4 +528,9 @@ export interface SectionResult extends SectionPlan {
   brokerNotSplit?: string | null;
   coldStart: ColdStart;
   cost: SectionCost;
+  /**
+   * How busy the receiver's host was over the measured span (model/host-load.ts): load average, steal, other
+   * processes' CPU. Null when not read (a section refused at its opening); absent in files written before it.
+   */
+  hostLoad?: HostLoad | null;
 }

@@ -12,6 +12,12 @@ export interface SecondDistribution {
   p50Ms: number;
   p99Ms: number | null;
   maxMs: number;
+  /**
+   * With too few times for a p99: the second's HDR histogram (compressed base64, whole ns, 2 significant digits), what
+   * consecutive seconds merge from into windows of 100 for report.html's tail charts. Absent otherwise, and in files
+   * written before it was kept.
+   */
+  histogramNs?: string;
 }
 
 /** One second of a section's measured span, by arrival on the receiver's clock. */

@@ -3,14 +3,17 @@ import { TIMING_DEFINITIONS } from './wording.js';
 import type { RunReport } from './report.js';
 import { chartSpecs } from './html/chart-specs.js';
 import { renderCharts } from './html/charts.js';
+import { renderCommandSection } from './html/command-table.js';
+import { renderDeadlineSection } from './html/deadline-table.js';
 import { renderHeader } from './html/header.js';
 import { escapeHtml, formatDate, jsonForScript, pageHead, scriptForInline } from './html/page.js';
 import { renderTableSection } from './html/summary-table.js';
 import { runViewsOf, transportViewsOf, withoutBulk } from './html/views.js';
 
-// report.html: one self-contained page per run (or a before/after pair) with charts and the
-// summary table. Pure: the caller reads results.json and the inlined libraries. The page fetches
-// nothing, so it opens from file:// on a machine without network, and a strict CSP proves it.
+// report.html: one self-contained page per run (or a before/after pair) with charts, the
+// summary table and, when the run had them, the deadline (RATE) and command lane (COMMAND_RATE)
+// tables. Pure: the caller reads results.json and the inlined libraries. The page fetches nothing,
+// so it opens from file:// on a machine without network, and a strict CSP proves it.
 //
 // The page carries two JSON blocks: the runs as given less their bulk (per-image records and
 // per-second series, which results.json keeps: a day's soak would put megabytes of them in the
@@ -54,6 +57,8 @@ export function renderHtmlReport(runs: readonly RunReport[], libraries: HtmlRepo
 ${renderHeader(views, transports)}
 ${renderCharts(views, transports, specs)}
 ${renderTableSection(views, transports)}
+${renderDeadlineSection(views, transports)}
+${renderCommandSection(views, transports)}
 ${renderFootnotes()}
 </main>
 <script type="application/json" ${REPORT_DATA_ELEMENT}>${jsonForScript(runs.map(withoutBulk))}</script>

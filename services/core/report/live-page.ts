@@ -26,14 +26,40 @@ export interface LivePageLibraries {
   followScript: string;
 }
 
-/** The live charts: their canvas name, title, and what they show. */
+/** What the rate charts say of a section's last second, which its end cuts short. */
+const PARTIAL_SECOND_NOTE =
+  "A section's last second, cut short by its end, is a hollow point at its rate over the part it covered.";
+
+/**
+ * The live charts: their canvas name, title, what they show, and whether only an open-loop run (RATE) has them (the
+ * script hides them otherwise).
+ */
 export const LIVE_CHARTS = [
-  { name: 'live-mbps', title: 'Throughput per second', note: 'MB/s of intact images (10⁶ bytes), by arrival.' },
-  { name: 'live-images', title: 'Images per second', note: 'Images that arrived in each second, intact or not.' },
+  {
+    name: 'live-mbps',
+    title: 'Throughput per second',
+    note: `MB/s of intact images (10⁶ bytes), by arrival. ${PARTIAL_SECOND_NOTE}`,
+  },
+  {
+    name: 'live-images',
+    title: 'Images per second',
+    note: `Images that arrived in each second, intact or not. ${PARTIAL_SECOND_NOTE}`,
+  },
+  {
+    name: 'live-frame-age',
+    title: 'Frame age per second',
+    note:
+      "Under RATE, the headline: each frame's age at arrival counted from when it was due, p50 solid, p99 dashed, " +
+      'in ms; DEADLINE_MS dotted once the ages come within half of it. Known with its round trip, so a point trails ' +
+      'the arrivals by up to a second.',
+    openLoop: true,
+  },
   {
     name: 'live-one-way',
     title: 'One-way time per second',
-    note: 'p50 solid, p99 dashed (p99 only in seconds of 100 images or more), in ms.',
+    note:
+      'p50 solid, p99 dashed (p99 only in seconds of 100 images or more), in ms. Under RATE, the time on the link: ' +
+      'from the stamp taken as each frame is handed to it, after any wait for its turn.',
   },
   {
     name: 'live-round-trip',
@@ -56,40 +82,87 @@ export const LIVE_CHARTS = [
   },
 ] as const;
 
+/** A column of a live table: the key the script finds it by, its heading, and how its cells read. */
+export interface LiveColumn {
+  key: string;
+  title: string;
+  /** Left-aligned text rather than a figure. */
+  text?: boolean;
+  /** Shown only in an open-loop run (RATE): the script hides it otherwise. */
+  openLoop?: boolean;
+  /** Its heading in an open-loop run, where it differs. */
+  openLoopTitle?: string;
+}
+
 /** The columns of the sections table, in order; the script fills one row per section of the run. */
-export const LIVE_SECTION_COLUMNS = [
-  'Transport',
-  'Repeat',
-  'State',
-  'Progress',
-  'ETA',
-  'MB/s',
-  'Images/s',
-  'One-way p50',
-  'One-way p99',
-  'Round-trip p99',
-  'Lost',
-  'Corrupt',
-  'Verdict',
-] as const;
+export const LIVE_SECTION_COLUMNS: readonly LiveColumn[] = [
+  { key: 'transport', title: 'Transport', text: true },
+  { key: 'repeat', title: 'Repeat', text: true },
+  { key: 'state', title: 'State', text: true },
+  { key: 'progress', title: 'Progress' },
+  { key: 'eta', title: 'ETA' },
+  { key: 'mbps', title: 'MB/s' },
+  { key: 'images', title: 'Images/s' },
+  { key: 'ageP50', title: 'Frame age p50', openLoop: true },
+  { key: 'ageP99', title: 'Frame age p99', openLoop: true },
+  { key: 'p50', title: 'One-way p50', openLoopTitle: 'On the link p50' },
+  { key: 'p99', title: 'One-way p99', openLoopTitle: 'On the link p99' },
+  { key: 'rttP99', title: 'Round-trip p99' },
+  { key: 'late', title: 'Late', openLoop: true },
+  { key: 'veryLate', title: 'Over 3 intervals', openLoop: true },
+  { key: 'gap', title: 'Longest gap', openLoop: true },
+  { key: 'jitter', title: 'Jitter p99', openLoop: true },
+  { key: 'lost', title: 'Lost' },
+  { key: 'corrupt', title: 'Corrupt' },
+  { key: 'verdict', title: 'Verdict', text: true },
+];
+
+/** The columns of the command lane's table (COMMAND_RATE): one row per section whose end carried its lane. */
+export const LIVE_COMMAND_COLUMNS: readonly LiveColumn[] = [
+  { key: 'transport', title: 'Transport', text: true },
+  { key: 'repeat', title: 'Repeat', text: true },
+  { key: 'lane', title: 'Lane', text: true },
+  { key: 'aloneP50', title: 'Alone p50' },
+  { key: 'aloneP99', title: 'Alone p99' },
+  { key: 'besideP50', title: 'Beside p50' },
+  { key: 'besideP99', title: 'Beside p99' },
+  { key: 'rttP50', title: 'Round trip p50' },
+  { key: 'rttP99', title: 'Round trip p99' },
+  { key: 'factor', title: '× p50' },
+  { key: 'unacked', title: 'Unacked' },
+  { key: 'corrupt', title: 'Corrupt' },
+];
 
 /** The text the page shows until the first run's events come (and without script). */
 export const LIVE_WAITING_TEXT =
   'No run has finished yet: waiting for a run to start. This page shows it as it goes, then its report.';
 
 function renderChart(chart: (typeof LIVE_CHARTS)[number]): string {
-  return `<figure class="card chart-card chart-live">
+  const openLoop = 'openLoop' in chart ? ' data-open-loop' : '';
+  return `<figure class="card chart-card chart-live"${openLoop}>
 <figcaption><h3>${escapeHtml(chart.title)}</h3><p class="note">${escapeHtml(chart.note)}</p></figcaption>
 <div class="chart-box"><canvas data-chart="${chart.name}"></canvas></div>
 </figure>`;
 }
 
+// A table's head: each heading with the key the script finds its column by, and what it needs to know of it.
+function renderHead(columns: readonly LiveColumn[]): string {
+  return columns
+    .map((column) => {
+      const attributes = [
+        column.text === true ? ' class="text"' : '',
+        ` data-column="${escapeHtml(column.key)}"`,
+        column.openLoop === true ? ' data-open-loop' : '',
+        column.openLoopTitle === undefined ? '' : ` data-open-loop-title="${escapeHtml(column.openLoopTitle)}"`,
+      ].join('');
+      return `<th${attributes}>${escapeHtml(column.title)}</th>`;
+    })
+    .join('');
+}
+
 /** The live page: the same for every run and before any; the script does the rest. */
 export function renderLivePage(libraries: LivePageLibraries): string {
-  const textColumns = new Set<string>(['Transport', 'Repeat', 'State', 'Verdict']);
-  const head = LIVE_SECTION_COLUMNS.map(
-    (column) => `<th${textColumns.has(column) ? ' class="text"' : ''}>${escapeHtml(column)}</th>`,
-  ).join('');
+  const head = renderHead(LIVE_SECTION_COLUMNS);
   return (
     `${pageHead('image-transfer-bench · live', libraries.pageCss, LIVE_PAGE_CSP)}
 <body>
@@ -106,6 +179,17 @@ export function renderLivePage(libraries: LivePageLibraries): string {
     `come from the transmitter in batches each second, so they trail the one-way times by up to a second.</p>
 <div class="table-scroll"><table class="summary-table" id="live-sections"><thead><tr>${head}</tr></thead>` +
     `<tbody></tbody></table></div>
+<p class="note" data-open-loop>Under RATE, a frame's age counts from when it was due; on the link, from when it was ` +
+    `handed to the link. Late: older than DEADLINE_MS at arrival; over 3 intervals: older than three frame ` +
+    `intervals; jitter: |gap − interval| between consecutive arrivals. Counts so far, final at the section's end.</p>
+</section>
+<section class="card summary" id="live-commands-card" hidden>
+<h2>Command lane</h2>
+<p class="note">Each section's commands (COMMAND_RATE) at its end, one-way times in ms: alone with no image in ` +
+    `flight, then beside the images; × p50: beside's one-way p50 over alone's; lane "behind": a frame is written ` +
+    `whole, so a command waits behind the image being written; "beside": its own stream, interleaved.</p>
+<div class="table-scroll"><table class="summary-table" id="live-commands"><thead><tr>` +
+    `${renderHead(LIVE_COMMAND_COLUMNS)}</tr></thead><tbody></tbody></table></div>
 </section>
 <section class="charts">
 <h2>Per second</h2>

@@ -2,6 +2,7 @@ import type { PublicConfig } from '../config/config.js';
 import { COMPARABLE_RUN_IMAGES, type ColdStart, type SectionResult } from '../model/section.js';
 import { medianOf, rangeOf, type LatencySummary, type Range } from '../model/stats.js';
 import type { WarmupPlan } from '../model/warmup.js';
+import { plannedImageCount } from './images-sent.js';
 
 // One report object per run, rendered several ways: output.log text (text/output-log.ts), the
 // summary tables printed at the end (text/summary-tables.ts), results.json (below) and report.html
@@ -50,7 +51,11 @@ export interface RunInfo {
   startedAt: string;
   imageDescription: string;
   imageSizeBytes: number;
-  imageCount: number;
+  /**
+   * IMAGE_COUNT: recorded images per section; null under DURATION, where each section's imageCount is what it sent
+   * (images-sent.ts). Files written before hold IMAGE_COUNT's unused default there.
+   */
+  imageCount: number | null;
   window: number;
   warmup: WarmupPlan;
   repeat: number;
@@ -194,7 +199,10 @@ export function throughputStable(
   return (spread.max - spread.min) / 2 <= STABLE_SPREAD_SHARE * median.throughputMBps;
 }
 
-/** A run's report from its facts and sections: the one builder both services use. */
+/**
+ * A run's report from its facts and sections: the one builder both services use. Under DURATION its imageCount is
+ * null whatever `run` held: there is no count before the sections end (each section's is what it sent).
+ */
 export function buildRunReport(
   run: RunInfo,
   sections: readonly SectionResult[],
@@ -203,7 +211,7 @@ export function buildRunReport(
 ): RunReport {
   return {
     schemaVersion: RESULTS_SCHEMA_VERSION,
-    run,
+    run: { ...run, imageCount: plannedImageCount(run.imageCount, run.config.durationMs) },
     finishedAt: finishedAt.toISOString(),
     stopReason,
     sections: [...sections],

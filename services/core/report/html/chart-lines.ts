@@ -86,7 +86,10 @@ export function lineDatasets(
           data: points,
           ...(drawing?.bucketSeconds === undefined
             ? {}
-            : { bucketSeconds: drawing.bucketSeconds, spanSeconds: drawing.spanSeconds ?? 0 }),
+            : { bucketSeconds: line.windows?.seconds ?? drawing.bucketSeconds, spanSeconds: drawing.spanSeconds ?? 0 }),
+          ...(line.windows === undefined
+            ? {}
+            : { windowSeconds: line.windows.seconds, windowUpperBound: line.windows.upperBound }),
           borderColor: line.band !== undefined ? bandColor : lineColor,
           backgroundColor: line.band !== undefined ? bandColor : lineColor,
           pointBackgroundColor: before && !faint ? '#ffffff' : lineColor,

@@ -2,7 +2,7 @@ import type { Side } from './chart-types.js';
 import { barSpec } from './chart-bars.js';
 import { lineDatasets } from './chart-lines.js';
 import { PERCENTILE_TICKS, percentileDrawing } from './chart-percentiles.js';
-import { mbpsOverTimeDrawing, p99OverTimeDrawing, timeOverRunDrawing } from './chart-series.js';
+import { mbpsOverTimeDrawing, p99OverTimeDrawing, tailWindowsOnce, timeOverRunDrawing } from './chart-series.js';
 import type { ChartSpec } from './chart-types.js';
 import { hasBroker, type RunView, type TransportInRun, type TransportView } from './views.js';
 
@@ -10,9 +10,10 @@ import { hasBroker, type RunView, type TransportInRun, type TransportView } from
 
 /** The specification of every chart in CHART_NAMES, for the runs and transports shown. */
 export function chartSpecs(views: readonly RunView[], transports: readonly TransportView[]): ChartSpec[] {
-  const timeOverRun = lineDatasets(views, transports, timeOverRunDrawing, 'faint');
+  const tails = tailWindowsOnce();
+  const timeOverRun = lineDatasets(views, transports, (s) => timeOverRunDrawing(s, tails), 'faint');
   const mbpsOverTime = lineDatasets(views, transports, mbpsOverTimeDrawing, 'dashed');
-  const p99OverTime = lineDatasets(views, transports, p99OverTimeDrawing, 'faint');
+  const p99OverTime = lineDatasets(views, transports, (s) => p99OverTimeDrawing(s, tails), 'faint');
   const percentiles = lineDatasets(views, transports, percentileDrawing, 'dashed');
   const maxX = Math.max(1, ...percentiles.flatMap((d) => d.data.map((p) => p.x)));
   const maxSeconds = Math.max(1, ...mbpsOverTime.map((d) => d.spanSeconds ?? 0));

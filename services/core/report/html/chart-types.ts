@@ -46,6 +46,12 @@ export interface LineDataset {
   /** Charts over time: the seconds each point covers from its x, the last up to spanSeconds. */
   bucketSeconds?: number;
   spanSeconds?: number;
+  /**
+   * A p99 line drawn over windows of consecutive seconds merged for want of 100 times a second (its bucketSeconds);
+   * windowUpperBound when a window held a second of its own p99 and shows an upper bound.
+   */
+  windowSeconds?: number;
+  windowUpperBound?: boolean;
   borderColor: string;
   backgroundColor: string;
   pointBackgroundColor: string;
@@ -122,6 +128,8 @@ export interface SectionLine {
   dash?: number[];
   /** An edge of the min–max band: 'max' is filled down to the 'min' line pushed just before it. */
   band?: 'min' | 'max';
+  /** A p99 line over windows of this many seconds (tail-windows.ts); upperBound as {@link LineDataset}'s. */
+  windows?: { seconds: number; upperBound: boolean };
 }
 
 /** What one section gives a line chart: its lines, and why it has none when that is not a lack of arrivals. */

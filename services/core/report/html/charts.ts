@@ -1,7 +1,7 @@
 import { MIN_SAMPLES_FOR } from '../../model/stats.js';
 import { failedShownSuffix, FAILED_SHOWN, noDataSuffix } from './chart-lines.js';
 import { NO_SERIES, SERIES_MAX_POINTS } from './chart-series.js';
-import type { ChartName, ChartSpec } from './chart-types.js';
+import type { ChartName, ChartSpec, LineDataset } from './chart-types.js';
 import { escapeHtml, shortDate } from './page.js';
 import { hasBroker, hasOpenLoop, type RunRole, type RunView, type TransportView } from './views.js';
 
@@ -57,6 +57,48 @@ function chartNote(views: readonly RunView[], spec: ChartSpec, transports: reado
   return `<p class="no-data">${items.join(' ')}</p>`;
 }
 
+/**
+ * What a tail chart says of its windows (tail-windows.ts): each transport's window length where a second had too few
+ * images for a p99; '' when every line is drawn by the second (or bucket).
+ */
+function windowsNote(views: readonly RunView[], spec: ChartSpec, transports: readonly TransportView[]): string {
+  if (spec.kind !== 'over-time') return '';
+  const byLength = new Map<number, string[]>();
+  let upperBound = false;
+  let roundTripsMissing = false;
+  for (const t of transports)
+    for (const view of views) {
+      const windowed = spec.datasets.find(
+        (d) => d.transport === t.key && d.run === view.role && d.windowSeconds !== undefined,
+      );
+      if (windowed === undefined) continue;
+      const seconds = windowed.windowSeconds!;
+      const own = spec.datasets.filter((d) => d.transport === t.key && d.run === view.role);
+      upperBound ||= own.some((d) => d.windowUpperBound);
+      roundTripsMissing ||= own.some(
+        (d) => d.figure === 'RTT p99' && d.windowSeconds === undefined && d.data.every((p) => p.y === null),
+      );
+      const name = views.length === 1 ? t.title : `${t.title} ${view.role}`;
+      byLength.set(seconds, [...(byLength.get(seconds) ?? []), name]);
+    }
+  if (byLength.size === 0) return '';
+  const lengths = [...byLength]
+    .sort(([a], [b]) => a - b)
+    .map(([seconds, names]) => `${names.join(', ')}: ${seconds.toLocaleString('en-US')} s`);
+  return (
+    ` Where a second holds fewer than ${MIN_SAMPLES_FOR.p99} images, each p99 point is a window of consecutive ` +
+    `seconds long enough for ${MIN_SAMPLES_FOR.p99} (${lengths.join('; ')}), its p99 from their histograms added.` +
+    (upperBound
+      ? ` A window that holds a second of ${MIN_SAMPLES_FOR.p99} or more shows the largest p99 of its seconds (and ` +
+        `the others' max): an upper bound.`
+      : '') +
+    (roundTripsMissing
+      ? ` The round trips are drawn by the second only (the transmitter keeps no histogram of a second): none ` +
+        `where a second holds fewer than ${MIN_SAMPLES_FOR.p99}.`
+      : '')
+  );
+}
+
 /** The page's charts section: a card per chart of `specs`. */
 export function renderCharts(
   views: readonly RunView[],
@@ -101,12 +143,17 @@ ${chartNote(views, spec, transports)}</figure>`
   };
   // Past SERIES_MAX_POINTS seconds a point merges several, whose percentiles do not merge: the notes say what is drawn
   // instead.
-  const merged = specs.some((s) => s.kind === 'over-time' && s.datasets.some((d) => (d.bucketSeconds ?? 1) > 1));
+  const bucketed = (d: LineDataset): boolean => d.windowSeconds === undefined && (d.bucketSeconds ?? 1) > 1;
+  const overTime = specs.flatMap((s) => (s.kind === 'over-time' ? s.datasets : []));
+  const merged = overTime.some(bucketed);
+  // A p99 line drawn over windows merged its seconds' histograms: only bucketed p99s are the upper bound.
+  const mergedP99 = overTime.some((d) => bucketed(d) && d.figure.endsWith('p99') && d.data.some((p) => p.y !== null));
+  const windowsOf = (name: ChartName): string => windowsNote(views, specs.find((s) => s.name === name)!, transports);
   const mergedNote = merged
     ? ` Over ` +
       SERIES_MAX_POINTS.toLocaleString('en-US') +
-      ` s a point merges consecutive seconds: the median of their p50s, the largest of their p99s (an upper ` +
-      `bound: percentiles do not merge).`
+      ` s a point merges consecutive seconds: the median of their p50s` +
+      (mergedP99 ? `, the largest of their p99s (an upper bound: percentiles do not merge).` : '.')
     : '';
   const p99Needs = `a second needs ${MIN_SAMPLES_FOR.p99} images for a p99`;
   return (
@@ -119,7 +166,8 @@ ${chartNote(views, spec, transports)}</figure>`
       'time-over-run',
       'Transmission time over the run',
       `${whichSection} One-way times of intact images by the second they arrived in: the line is the p50, the ` +
-        `band the fastest to the slowest, dashed the p99 (${p99Needs}); gaps where none arrived.${mergedNote}`,
+        `band the fastest to the slowest, dashed the p99 (${p99Needs}); gaps where none arrived.${mergedNote}` +
+        windowsOf('time-over-run'),
       'faint',
       '<label class="toggle"><input type="checkbox" data-log-toggle="time-over-run"> log scale</label>',
     ) +
@@ -146,7 +194,7 @@ ${chartNote(views, spec, transports)}</figure>`
           'p99-over-time',
           'p99 over time',
           `${whichSection} The 99th percentile of each second (${p99Needs}): one-way solid, round trip (stamp → ` +
-            `ack processed, transmitter clock) dashed.${mergedNote}`,
+            `ack processed, transmitter clock) dashed.${mergedNote}${windowsOf('p99-over-time')}`,
           'faint',
         ) +
         `

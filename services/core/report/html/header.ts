@@ -2,6 +2,8 @@ import { formatSize } from '../../config/size.js';
 import { describeWarmup } from '../../model/warmup.js';
 import type { HostFacts, RunReport } from '../report.js';
 import { nodeDescription, peersText, sectionTitle } from '../wording.js';
+import { durationImagesText, runImages } from '../images-sent.js';
+import { hostLoadRunText, hostLoadWarnings } from '../host-load-text.js';
 import { escapeHtml, formatDate, formatDuration } from './page.js';
 import { failureReason, type RunView, type TransportView } from './views.js';
 
@@ -43,6 +45,12 @@ function clockFact(report: RunReport): string {
   );
 }
 
+/** IMAGE_COUNT, or under DURATION the time and what each transport sent in it. */
+function imagesPerTransportText(report: RunReport): string {
+  const images = runImages(report.run, report.sections);
+  return images.kind === 'count' ? String(images.imagesPerSection) : durationImagesText(images);
+}
+
 /** The first fact of the right-hand table of a lone run's facts: from here on the values are long. */
 const RIGHT_HAND_FACTS_FROM = 'Repeat';
 
@@ -60,7 +68,7 @@ function factRows(view: RunView, transports: readonly TransportView[], withArriv
         run.imageSizeBytes.toLocaleString('en-US') +
         ` bytes)`,
     ],
-    ['Images per transport', String(run.imageCount)],
+    ['Images per transport', imagesPerTransportText(view.report)],
     ['Window', `${run.window} in flight`],
     [
       'Send schedule',
@@ -90,6 +98,8 @@ function factRows(view: RunView, transports: readonly TransportView[], withArriv
     ['Transports', run.transports.map(titleOf).join(', ')],
     ['Transmitter host', hostText(transmitter)],
     ['Receiver host', hostText(receiver)],
+    // Two runs' rows that differ are flagged: where two runs disagree, the host load is the first place to look.
+    ['Host load', hostLoadRunText(view.report.sections)],
     ['Peers', peersText(run)],
     ['Link', run.config.link ?? 'not recorded'],
     ['Clock', sameClock ? 'one kernel: both sides share a monotonic clock' : clockFact(view.report)],
@@ -127,6 +137,14 @@ function renderVerdict(view: RunView): string {
     (details.length > 0 ? ` <span class="details">${details.map(escapeHtml).join(' · ')}</span>` : '') +
     `</p>`
   );
+}
+
+/** A run's host-load warnings (host-load-text.ts), one line each under its verdict; '' when the host was quiet. */
+function renderHostBusy(view: RunView): string {
+  const prefix = view.name === '' ? '' : `${view.name}: `;
+  return hostLoadWarnings(view.report.sections)
+    .map((warning) => `\n<p class="verdict busy">${escapeHtml(prefix + warning)}</p>`)
+    .join('');
 }
 
 /** The facts of one run in two side-by-side tables, or of two runs in one table, a column each. */
@@ -180,7 +198,7 @@ export function renderHeader(views: readonly RunView[], transports: readonly Tra
   return `<header class="page-header">
 <h1>image-transfer-bench report</h1>
 <p class="subtitle">${subtitle}</p>
-${[...views].reverse().map(renderVerdict).join('\n')}
+${[...views].reverse().map(renderVerdict).join('\n')}${[...views].reverse().map(renderHostBusy).join('')}
 </header>
 <section class="card facts" aria-label="Run facts">
 ${renderFacts(views, transports)}

@@ -1,4 +1,5 @@
-import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS } from '../../model/section.js';
+import { MIN_STABLE_IMAGES, MIN_STABLE_SPAN_MS, type SectionResult } from '../../model/section.js';
+import type { LatencySummary } from '../../model/stats.js';
 import { MIN_STABLE_REPEATS, STABLE_SPREAD_SHARE } from '../report.js';
 import { TIMING_DEFINITIONS } from '../wording.js';
 import type { TransportInRun } from './views.js';
@@ -218,7 +219,62 @@ export const BROKER_SPLIT_COLUMNS: readonly Column[] = [
   },
 ];
 
-/** Under RATE: the rates achieved and the p99 counted from due time. */
+/**
+ * Under RATE, a section's frame ages (from each frame's due time, the headline), from its frameAge or, in files written
+ * before it, the same distribution in openLoop.latencyFromDue; null in a closed loop.
+ */
+export function frameAgeOf(section: SectionResult | undefined): LatencySummary | null {
+  return section?.frameAge ?? section?.openLoop?.latencyFromDue ?? null;
+}
+
+const FRAME_AGE_HINT =
+  'RATE: a frame’s age at arrival, counted from its due time: its time on the link plus any wait before it was ' +
+  'handed to the link (coordinated omission corrected)';
+const ON_THE_LINK_HINT =
+  'RATE: time on the link, from the stamp taken as the frame was handed to the link to its last byte in hand (no ' +
+  'wait before it)';
+
+/** Under RATE, in place of the one-way columns: the frame age first, then the time on the link beside it. */
+export const FRAME_AGE_COLUMNS: readonly Column[] = [
+  ...(
+    [
+      ['p50', 'median', (l: LatencySummary) => l.p50Ms],
+      ['p90', '90th percentile', (l: LatencySummary) => l.p90Ms],
+      ['p99', '99th percentile', (l: LatencySummary) => l.p99Ms],
+      ['p99.9', '99.9th percentile', (l: LatencySummary) => l.p999Ms],
+      ['max', 'oldest intact frame', (l: LatencySummary) => l.maxMs],
+    ] as const
+  ).map(
+    ([figure, what, pick]): Column => ({
+      header: `Frame age ${figure} ms`,
+      hint: `${what}. ${FRAME_AGE_HINT}`,
+      digits: 3,
+      lowerIsBetter: true,
+      value: (r) => {
+        const age = frameAgeOf(r.median);
+        return age === null ? null : pick(age);
+      },
+    }),
+  ),
+  {
+    header: 'On the link p50 ms',
+    hint: `median. ${ON_THE_LINK_HINT}`,
+    digits: 3,
+    lowerIsBetter: true,
+    value: (r) => r.median?.latency?.p50Ms ?? null,
+    spread: (r) => r.summary.spread.p50Ms,
+  },
+  {
+    header: 'On the link p99 ms',
+    hint: `99th percentile. ${ON_THE_LINK_HINT}`,
+    digits: 3,
+    lowerIsBetter: true,
+    value: (r) => r.median?.latency?.p99Ms ?? null,
+    spread: (r) => r.summary.spread.p99Ms,
+  },
+];
+
+/** Under RATE: the rates achieved. */
 export const OPEN_LOOP_COLUMNS: readonly Column[] = [
   {
     header: 'Sent/s',
@@ -233,15 +289,6 @@ export const OPEN_LOOP_COLUMNS: readonly Column[] = [
     digits: 1,
     lowerIsBetter: false,
     value: (r) => r.drawn?.openLoop?.deliveredRatePerSecond ?? null,
-  },
-  {
-    header: 'p99 from due ms',
-    hint:
-      'RATE: 99th percentile transmission time counted from each image’s due time, a wait for a window slot ' +
-      'included (coordinated omission corrected)',
-    digits: 3,
-    lowerIsBetter: true,
-    value: (r) => r.drawn?.openLoop?.latencyFromDue?.p99Ms ?? null,
   },
 ];
 

@@ -23,6 +23,7 @@ import type { CommandLaneResult, CommandPhaseResult } from '../../model/command-
 import { BROKERS_STAMPING_NOTHING, nodeDescription, peersText, sectionTitle, TIMING_DEFINITIONS } from '../wording.js';
 import { fixed, mib, ms, percent, signedMs } from './format.js';
 import { renderSummary } from './summary-tables.js';
+import { hostLoadRunText, hostLoadSectionText, hostLoadWarnings } from '../host-load-text.js';
 
 // output.log: the header when the run starts, each section's heading, image lines and figures as
 // it runs, the summary and verdict at its end.
@@ -364,6 +365,7 @@ export function renderSectionFooter(section: SectionResult): string {
   ].filter(Boolean);
   if (anomalies.length > 0) lines.push(`Anomalies: ${anomalies.join(', ')}`);
   lines.push(`Clock: ${clockText(section)}`);
+  if (section.hostLoad != null) lines.push(`Host load: ${hostLoadSectionText(section.hostLoad)}`);
   if (section.failure !== null) lines.push(`FAILED: ${section.failure}`);
   return lines.join('\n');
 }
@@ -384,7 +386,21 @@ function clockText(s: SectionResult): string {
   return `receiver − transmitter ${estimates} (${use})`;
 }
 
-/** output.log's header, written when the run starts. */
+/**
+ * The host load's lines: over `sections` their range and a warning per figure that says the host was busy
+ * (host-load-text.ts); before any section (the header as the run starts), what will be read and where it goes.
+ */
+export function renderHostLoadLines(sections: readonly SectionResult[]): string[] {
+  if (sections.length === 0)
+    return [
+      "Host load: read on the receiver's host over each section's measured span (1-minute load average, CPUs busy, " +
+        "steal, other processes' CPU): results.json's hostLoad, and report.html's header, which warns when the host " +
+        'was busy enough to move the times',
+    ];
+  return [`Host load: ${hostLoadRunText(sections)}`, ...hostLoadWarnings(sections)];
+}
+
+/** output.log's header, written when the run starts: its host load line says where the figures go. */
 export function renderOutputLogHeader(run: RunInfo): string {
   const libraries = Object.entries(run.hosts.receiver.libraries)
     .map(([name, version]) => `${name} ${version}`)
@@ -394,6 +410,7 @@ export function renderOutputLogHeader(run: RunInfo): string {
     `Date: ${run.startedAt}`,
     hostLine('Transmitter', run.hosts.transmitter),
     hostLine('Receiver', run.hosts.receiver),
+    ...renderHostLoadLines([]),
     `Libraries: ${libraries}`,
     `Image: ${run.imageDescription}`,
     run.config.durationMs === undefined
@@ -468,7 +485,13 @@ export function renderOutputLogEnd(report: RunReport): string {
     : report.stopReason
       ? `Result: INCOMPLETE: ${report.stopReason}. Sections not listed above did not run.`
       : 'Result: FAILED: at least one transport lost, corrupted or failed to deliver images (see above).';
-  return `=== Summary (finished ${report.finishedAt}) ===\n${renderSummary(report)}\n\n${verdict}\n`;
+  // The header is written before any section ran: the run's host load, and any warning, go with the verdict.
+  const hostLoad = report.sections.length === 0 ? [] : renderHostLoadLines(report.sections);
+  return (
+    `=== Summary (finished ${report.finishedAt}) ===\n${renderSummary(report)}\n\n` +
+    [...hostLoad, verdict].join('\n') +
+    '\n'
+  );
 }
 
 /**
