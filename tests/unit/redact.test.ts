@@ -17,12 +17,29 @@ describe('redactUrl', () => {
     ['a string that is no URL', 'not a url at all', 'not a url at all'],
     ['an unparsable one with credentials', 'redis://:pw@host:port-is-no-number', 'redis://***@host:port-is-no-number'],
     ['an empty string', '', ''],
+    ['a password in the query too', 'redis://u:pw@host/0?password=x', 'redis://***@host/0?password=***'],
+    ['a password in the query only', 'redis://host:6379/0?password=S3cret', 'redis://host:6379/0?password=***'],
+    [
+      'password, pass, token, auth and secret, any case, among other parameters',
+      'redis://host/0?family=6&PASSWORD=a&Pass=b&token=c&auth=d&client_secret=e&db=2',
+      'redis://host/0?family=6&PASSWORD=***&Pass=***&token=***&auth=***&client_secret=***&db=2',
+    ],
+    ['a percent-encoded name', 'nats://host:4222?pass%77ord=S3cret', 'nats://host:4222?pass%77ord=***'],
+    ['an api key', 'redis://host?api_key=k3y&apiKey=k3y', 'redis://host?api_key=***&apiKey=***'],
+    ['an empty value: nothing to hide', 'redis://host/0?password=&db=1', 'redis://host/0?password=&db=1'],
+    ['a name without a value', 'redis://host/0?password', 'redis://host/0?password'],
+    ['in the fragment', 'redis://host/0#token=S3cret', 'redis://host/0#token=***'],
+    ['after a query, in the fragment', 'redis://host/0?db=1#token=S3cret', 'redis://host/0?db=1#token=***'],
+    ['semicolons between parameters', 'redis://host/0?db=1;password=S3cret', 'redis://host/0?db=1;password=***'],
+    ['a ? in the user-info password is not a query', 'redis://:pa?ss@host:6379?db=1', 'redis://***@host:6379?db=1'],
+    ['an @ in the query password hides from the user info on', 'redis://host/0?password=p@ss', 'redis://***@ss'],
   ])('%s: %s → %s', (_case, url, shown) => {
     expect(redactUrl(url)).toBe(shown);
   });
 
   it('is idempotent: a shown URL shows the same', () => {
     expect(redactUrl(redactUrl('redis://a:b@host:6379'))).toBe('redis://***@host:6379');
+    expect(redactUrl(redactUrl('redis://a:b@host/0?password=c'))).toBe('redis://***@host/0?password=***');
   });
 });
 
