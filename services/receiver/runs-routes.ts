@@ -1,7 +1,7 @@
-import { constants } from 'node:fs';
-import { type FileHandle, lstat, open } from 'node:fs/promises';
+import { lstat } from 'node:fs/promises';
 import path from 'node:path';
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import type { Logger } from 'pino';
 import type { Config } from '../core/config/config.js';
 import { HTML_REPORT_CSP } from '../core/report/html/page.js';
 import type { RunReport } from '../core/report/report.js';
@@ -13,7 +13,9 @@ import {
   type RunHeadline,
 } from '../core/report/runs-list.js';
 import { renderComparePage, renderCompareRefusal, renderRunsPage, RUNS_PAGE_CSP } from '../core/report/runs-page.js';
+import { unmappedAddress } from '../shared/net.js';
 import { readResultsOffThread } from '../shared/results-reader.js';
+import { folderChainProblem, openRunFile, sendServedFile } from '../shared/safe-file.js';
 import { OUTPUT_FILES, RUN_FOLDER_NAME, RUN_IN_PROGRESS, RUNS_FOLDER, runFolders } from '../shared/run-folder.js';
 import type { RunKeeper } from './run-keeper.js';
 import type { RunSession } from './session.js';
@@ -23,25 +25,23 @@ import type { RunSession } from './session.js';
 // report.html and results.json by folder name. Open and read-only like GET /health: nothing here
 // holds a secret. A folder name is served only when it has the run-folder form and is a real folder
 // (not a link) in a runs/ folder of the receiver's own (runFolders); files are opened without
-// following links. The receiver measures on this event loop, so results.json files are parsed in a
-// worker (services/shared/results-reader.ts), one batch at a time, and what a listing read is kept
-// until the file changes: a finished run is read once.
+// following links, as services/shared/safe-file.ts says. The receiver measures on this event loop,
+// so results.json files are parsed in a worker (services/shared/results-reader.ts), one batch at a
+// time, and what a listing read is kept until the file changes: a finished run is read once.
 
 /** Most runs listed (and offered for comparison), newest first; older ones stay on disk, unlisted. */
 export const LISTED_RUNS_LIMIT = 200;
 
-/** Opening a kept run's file for reading, never through a link. */
-const READ_NO_FOLLOW = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0);
-
-/** What the runs routes read: OUTPUT_DIR, where this receiver's runs go, and the run open now. */
+/** What the runs routes read: OUTPUT_DIR, where this receiver's runs go, and the run open now; where refusals go. */
 export interface RunsRoutesOptions {
   config: Readonly<Config>;
   session: RunSession;
   runs: RunKeeper;
+  log: Logger;
 }
 
 /** GET /runs, /runs.json, /runs/compare and /runs/<folder>/{report.html,results.json}: see the module comment. */
-export const runsRoutes: FastifyPluginAsync<RunsRoutesOptions> = async (app, { config, session, runs }) => {
+export const runsRoutes: FastifyPluginAsync<RunsRoutesOptions> = async (app, { config, session, runs, log }) => {
   const runsDir = (): string => path.join(path.resolve(session.outputDir(config.outputDir)), RUNS_FOLDER);
   // What each listed folder's results.json gave when last read, by folder: its file's identity then.
   const readCache = new Map<string, { fileKey: string; read: ReadOutcome }>();
@@ -54,8 +54,11 @@ export const runsRoutes: FastifyPluginAsync<RunsRoutesOptions> = async (app, { c
   };
   const context = (): HeadlineContext => ({ openFolder: runs.folder?.name, unendedStopReason: RUN_IN_PROGRESS });
 
-  // The kept run folders' names, newest first (a name starts with its start time).
+  // The kept run folders' names, newest first (a name starts with its start time). A second receiver's folder on the
+  // way to them must be a real one of this user's, as for the files served.
   async function keptFolderNames(): Promise<string[]> {
+    const below = path.relative(path.resolve(config.outputDir), path.dirname(runsDir()));
+    if (below !== '' && (await folderChainProblem(config.outputDir, below.split(path.sep))) !== undefined) return [];
     const dirs = await runFolders(path.dirname(runsDir()));
     return dirs
       .map((dir) => path.basename(dir))
@@ -132,21 +135,30 @@ export const runsRoutes: FastifyPluginAsync<RunsRoutesOptions> = async (app, { c
     return sendPage(reply, page.html, page.status);
   });
 
-  // A listed run's own files, by folder name: only those of a kept run, never through a link.
+  // A listed run's own files, by folder name: only those of a kept run, opened as safe-file.ts says (no link on the
+  // way, this user's regular file, streamed up to its size when opened). HEAD is answered here: fastify's own would
+  // read the whole file.
   const serveRunFile = (file: string, type: string, csp?: string): void => {
-    app.get(`/runs/:folder/${file}`, async (request, reply) => {
-      const dir = await keptFolder((request.params as { folder: string }).folder);
-      if (dir === undefined) return reply.code(404).send({ error: 'no such run kept here' });
-      let handle: FileHandle | undefined;
-      try {
-        handle = await open(path.join(dir, file), READ_NO_FOLLOW);
-        if (!(await handle.stat()).isFile()) throw new Error('not a regular file');
-      } catch {
-        await handle?.close();
-        return reply.code(404).send({ error: `this run has no ${file} (yet)` });
-      }
-      if (csp !== undefined) void reply.header('content-security-policy', csp);
-      return reply.type(type).send(handle.createReadStream());
+    app.route({
+      method: ['GET', 'HEAD'],
+      url: `/runs/:folder/${file}`,
+      handler: async (request, reply) => {
+        const dir = await keptFolder((request.params as { folder: string }).folder);
+        if (dir === undefined) return reply.code(404).send({ error: 'no such run kept here' });
+        const opening = await openRunFile(
+          config.outputDir,
+          session.outputDir(config.outputDir),
+          path.basename(dir),
+          file,
+        );
+        if (opening.kind === 'absent') return reply.code(404).send({ error: `this run has no ${file} (yet)` });
+        if (opening.kind === 'refused') {
+          log.warn({ url: request.url, from: unmappedAddress(request.ip), reason: opening.reason }, 'file not served');
+          return reply.code(404).send({ error: `${file} is not served: the receiver's log says why` });
+        }
+        if (csp !== undefined) void reply.header('content-security-policy', csp);
+        return sendServedFile(reply, opening.file, type);
+      },
     });
   };
   serveRunFile(OUTPUT_FILES.report, 'text/html; charset=utf-8', HTML_REPORT_CSP);

@@ -34,6 +34,39 @@ const PSEUDO_FILE_SYSTEMS: ReadonlyMap<number, string> = new Map([
   [0x958458f6, 'hugetlbfs (huge pages)'],
 ]);
 
+/**
+ * True for a folder of `mode` in which any user of the host can create, rename or remove names: others can write it
+ * and it has no sticky bit (with the sticky bit, as /tmp has, only a name's owner can rename or remove it).
+ */
+export function othersMayPlant(mode: number): boolean {
+  return (mode & 0o002) !== 0 && (mode & 0o1000) === 0;
+}
+
+/** A folder's permission bits as chmod takes them: 0755, 1777. */
+export function folderModeText(mode: number): string {
+  return (mode & 0o7777).toString(8).padStart(4, '0');
+}
+
+/**
+ * Why `dir` is open to every user of the host, worded to follow "<dir>: ", or undefined when it is not (or does not
+ * exist yet: it is then made without write for others). A link is followed: OUTPUT_DIR may be one the user chose.
+ * In such a folder anyone could plant a link or a file at a name the receiver writes or serves.
+ */
+export function openToOthersProblem(dir: string): string | undefined {
+  let stats: Stats | undefined;
+  try {
+    stats = statSync(dir, { throwIfNoEntry: false });
+  } catch {
+    // directoryProblem says why it cannot be examined.
+    return undefined;
+  }
+  if (stats === undefined || !stats.isDirectory() || !othersMayPlant(stats.mode)) return undefined;
+  return (
+    `others can write it (mode ${folderModeText(stats.mode)}) and it has no sticky bit, so any user of this host ` +
+    `could plant a link or a file in it: chmod o-w ${path.resolve(dir)} (or chmod +t, as /tmp has)`
+  );
+}
+
 /** The pseudo file system `dir` is on, named, or undefined for one files can be written to. */
 function pseudoFileSystem(dir: string): string | undefined {
   return PSEUDO_FILE_SYSTEMS.get(Number(statfsSync(dir).type) >>> 0);
@@ -76,12 +109,13 @@ export function directoryProblem(dir: string): string | undefined {
 /**
  * Makes `dir` and any missing parent, one level at a time (a recursive mkdir can spin forever on
  * procfs); a level another process makes meanwhile is fine. Rejects with the system's reason, or
- * ENOTDIR when a level exists and is not a directory.
+ * ENOTDIR when a level exists and is not a directory. No level made is writable by others, whatever
+ * the umask: the receiver would refuse such an OUTPUT_DIR at its next start.
  */
 export async function makeDirectories(dir: string): Promise<void> {
   for (const current of levels(path.resolve(dir))) {
     try {
-      await mkdir(current);
+      await mkdir(current, { mode: 0o775 });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
       if (!(await stat(current)).isDirectory())

@@ -10,7 +10,7 @@ import {
   type ParseOptions,
   type TransportSpec,
 } from '../core/config/config.js';
-import { directoryProblem, makeDirectories } from './directories.js';
+import { directoryProblem, makeDirectories, openToOthersProblem } from './directories.js';
 
 /** Exit codes of every entry: 0 all intact, 1 a transport failed or lost images, 2 bad configuration. */
 export const ExitCode = { ok: 0, failed: 1, config: 2 } as const;
@@ -96,13 +96,24 @@ function processUser(): string {
 
 /**
  * OUTPUT_DIR must be a directory this process can create and write, checked at start so a run
- * never ends with results it cannot save (a root-owned bind mount is the usual cause). Creates
- * nothing: {@link makeOutputDirOrExit} does, once the whole configuration is accepted.
+ * never ends with results it cannot save (a root-owned bind mount is the usual cause), and one
+ * that others cannot write unless it is sticky. Creates nothing: {@link makeOutputDirOrExit} does,
+ * once the whole configuration is accepted.
  */
 export function outputDirIssues(env: NodeJS.ProcessEnv): ConfigIssue[] {
   const outputDir = env.OUTPUT_DIR?.trim() || './output';
   const problem = directoryProblem(outputDir);
-  return problem === undefined ? [] : [outputDirIssue(env.OUTPUT_DIR, `${path.resolve(outputDir)}: ${problem}`)];
+  if (problem !== undefined) return [outputDirIssue(env.OUTPUT_DIR, `${path.resolve(outputDir)}: ${problem}`)];
+  // Refused before anything is made or served: whoever can plant in it chooses what the receiver's routes open.
+  const open = openToOthersProblem(outputDir);
+  if (open === undefined) return [];
+  return [
+    {
+      variable: 'OUTPUT_DIR',
+      value: env.OUTPUT_DIR,
+      allowed: `a directory others cannot write, or one with the sticky bit; ${path.resolve(outputDir)}: ${open}`,
+    },
+  ];
 }
 
 /**

@@ -379,10 +379,11 @@ describe('what the manifests mean', () => {
           items: [{ key: 'token', path: path.posix.basename(config.authTokenFile) }],
           defaultMode: 0o440,
         });
-        // The root filesystem is read-only: /tmp, and the receiver's output folder, are emptyDirs.
-        const writable = c.name === 'receiver' ? ['/tmp', config.outputDir] : ['/tmp'];
+        // The root filesystem is read-only: /tmp, and the folder the receiver's output folder is made in, are
+        // emptyDirs (an emptyDir is 0777 without the sticky bit: not an OUTPUT_DIR the receiver accepts).
+        const writable = c.name === 'receiver' ? ['/tmp', path.posix.dirname(config.outputDir)] : ['/tmp'];
         for (const dir of writable) expect(volume(mountAt(dir)?.name)?.emptyDir, `${c.name} ${dir}`).toEqual({});
-        if (c.name === 'receiver') expect(config.outputDir).toBe('/app/output');
+        if (c.name === 'receiver') expect(config.outputDir).toBe('/app/output/results');
       }
     },
   );

@@ -1,4 +1,4 @@
-import { chmod, mkdir, mkdtemp, readFile, readlink, rm, symlink } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -14,10 +14,11 @@ import {
 } from '../helpers/processes.js';
 import { makeVictims, type Victims } from '../helpers/victims.js';
 
-// A receiver whose OUTPUT_DIR others can write (mode 0777, as a folder in a shared place would be),
-// with links planted at every name it writes or once wrote there, each pointing at a victim: a real
-// run through the real entries leaves the victims untouched, and a planted `runs` stops the run
-// with the reason instead of putting its files where the link points.
+// A receiver whose OUTPUT_DIR others can write but with the sticky bit (mode 1777, as /tmp), with
+// links planted at every name it writes or once wrote there, each pointing at a victim: a real run
+// through the real entries leaves the victims untouched, and a planted `runs` stops the run with
+// the reason instead of putting its files where the link points. One others can write without the
+// sticky bit (0777) is refused at start, before anything is made in it.
 
 let dir: string;
 let victims: Victims;
@@ -38,11 +39,11 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** An OUTPUT_DIR others can write, and the environment of a one-transport run into it. */
-async function sharedOutput(name: string): Promise<{ out: string; env: Record<string, string> }> {
+/** An OUTPUT_DIR others can write (`mode`: sticky by default), and the environment of a one-transport run into it. */
+async function sharedOutput(name: string, mode = 0o1777): Promise<{ out: string; env: Record<string, string> }> {
   const out = path.join(dir, name);
   await mkdir(out);
-  await chmod(out, 0o777);
+  await chmod(out, mode);
   return {
     out,
     env: {
@@ -92,4 +93,25 @@ describe('links planted in OUTPUT_DIR', () => {
     );
     await victims.expectUntouched();
   }, 40_000);
+});
+
+describe('an OUTPUT_DIR others can write', () => {
+  it('without the sticky bit (0777): the receiver exits ' +
+    '2 naming it and its mode, having made nothing in it', async () => {
+    const { out, env } = await sharedOutput('out-open', 0o777);
+    receiver = startService('receiver', env);
+    expect(await exitWithin(receiver, 20_000), receiver.stderr().slice(-2000)).toBe(2);
+    expect(receiver.stderr()).toContain(
+      `OUTPUT_DIR="${out}": expected a directory others cannot write, or one with the sticky bit; ${out}: others can ` +
+        `write it (mode 0777) and it has no sticky bit`,
+    );
+    expect(receiver.stderr()).toContain(`chmod o-w ${out}`);
+    expect(await readdir(out)).toEqual([]);
+  }, 30_000);
+
+  it('with the sticky bit (1777, as /tmp): the receiver starts', async () => {
+    const { env } = await sharedOutput('out-sticky');
+    receiver = await startReadyReceiver(env);
+    expect(receiver.child.exitCode).toBeNull();
+  }, 30_000);
 });

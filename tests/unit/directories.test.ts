@@ -1,9 +1,15 @@
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { directoryProblem, makeDirectories } from '../../services/shared/directories.js';
+import {
+  directoryProblem,
+  makeDirectories,
+  openToOthersProblem,
+  othersMayPlant,
+} from '../../services/shared/directories.js';
+import { outputDirIssues } from '../../services/shared/entry.js';
 
 // On real files, links and the kernel's own file systems: the check makes nothing, and neither it
 // nor the making ever spins on procfs (Node's recursive mkdir did).
@@ -56,11 +62,71 @@ describe('directoryProblem', () => {
   });
 });
 
+describe('a directory others can plant in (OUTPUT_DIR at start)', () => {
+  it.each([
+    [0o777, true],
+    [0o2777, true],
+    [0o773, true],
+    [0o1777, false],
+    [0o775, false],
+    [0o755, false],
+    [0o700, false],
+  ])('mode %o: others may plant in it: %s', (mode, expected) => {
+    expect(othersMayPlant(mode)).toBe(expected);
+  });
+
+  it('names the directory, its mode and the fix; a sticky one, a missing one and a private one pass', async () => {
+    const open = path.join(dir, 'open');
+    await mkdir(open);
+    await chmod(open, 0o777);
+    expect(openToOthersProblem(open)).toBe(
+      'others can write it (mode 0777) and it has no sticky bit, so any user of this host could plant a link or a ' +
+        `file in it: chmod o-w ${open} (or chmod +t, as /tmp has)`,
+    );
+    // Through a link to it, as OUTPUT_DIR may be: the folder it names is judged.
+    await symlink(open, path.join(dir, 'link'));
+    expect(openToOthersProblem(path.join(dir, 'link'))).toContain('others can write it (mode 0777)');
+    await chmod(open, 0o1777);
+    expect(openToOthersProblem(open)).toBeUndefined();
+    await chmod(open, 0o755);
+    expect(openToOthersProblem(open)).toBeUndefined();
+    expect(openToOthersProblem(path.join(dir, 'not-yet'))).toBeUndefined();
+  });
+
+  it("is one of OUTPUT_DIR's issues at start, with the value given", async () => {
+    const open = path.join(dir, 'open');
+    await mkdir(open);
+    await chmod(open, 0o777);
+    expect(outputDirIssues({ OUTPUT_DIR: open })).toEqual([
+      {
+        variable: 'OUTPUT_DIR',
+        value: open,
+        allowed: expect.stringMatching(
+          new RegExp(`^a directory others cannot write, or one with the sticky bit; ${open}: others can write it`),
+        ),
+      },
+    ]);
+    await chmod(open, 0o1777);
+    expect(outputDirIssues({ OUTPUT_DIR: open })).toEqual([]);
+  });
+});
+
 describe('makeDirectories', () => {
   it('makes every missing level, and leaves existing ones as they are', async () => {
     await makeDirectories(path.join(dir, 'a', 'b', 'c'));
     expect((await stat(path.join(dir, 'a', 'b', 'c'))).isDirectory()).toBe(true);
     await makeDirectories(path.join(dir, 'a', 'b'));
+  });
+
+  it('makes no level others can write, even under umask 0', async () => {
+    const previous = process.umask(0);
+    try {
+      await makeDirectories(path.join(dir, 'a', 'b'));
+    } finally {
+      process.umask(previous);
+    }
+    for (const level of [path.join(dir, 'a'), path.join(dir, 'a', 'b')])
+      expect(((await stat(level)).mode & 0o777).toString(8), level).toBe('775');
   });
 
   it('lets two callers make the same path at once', async () => {

@@ -219,15 +219,33 @@ ${LIVE_CHARTS.map(renderChart).join('\n')}
  * stays as written; a report without the expected CSP or body end (another version's) is served unchanged.
  */
 export function followingReport(reportHtml: string, followScript: string): string {
-  const csp = `content="${escapeHtml(HTML_REPORT_CSP)}"`;
-  const cspAt = reportHtml.indexOf(csp);
-  const bodyEndAt = reportHtml.lastIndexOf('</body>');
+  const edits = followingReportEdits(followScript);
+  const cspAt = reportHtml.indexOf(edits.policy);
+  const bodyEndAt = reportHtml.lastIndexOf(edits.bodyEnd);
   if (cspAt < 0 || bodyEndAt < cspAt) return reportHtml;
   return (
     reportHtml.slice(0, cspAt) +
-    `content="${escapeHtml(LIVE_PAGE_CSP)}"` +
-    reportHtml.slice(cspAt + csp.length, bodyEndAt) +
-    `<script>${scriptForInline(followScript)}</script>\n` +
+    edits.livePolicy +
+    reportHtml.slice(cspAt + edits.policy.length, bodyEndAt) +
+    edits.beforeBodyEnd +
     reportHtml.slice(bodyEndAt)
   );
+}
+
+/**
+ * What {@link followingReport} changes, for a server that streams report.html from its file: the first `policy`
+ * becomes `livePolicy`, and `beforeBodyEnd` goes before the last `bodyEnd`.
+ */
+export function followingReportEdits(followScript: string): {
+  policy: string;
+  livePolicy: string;
+  bodyEnd: string;
+  beforeBodyEnd: string;
+} {
+  return {
+    policy: `content="${escapeHtml(HTML_REPORT_CSP)}"`,
+    livePolicy: `content="${escapeHtml(LIVE_PAGE_CSP)}"`,
+    bodyEnd: '</body>',
+    beforeBodyEnd: `<script>${scriptForInline(followScript)}</script>\n`,
+  };
 }
