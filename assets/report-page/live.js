@@ -2,7 +2,8 @@
   'use strict';
   // The live page's script: one EventSource on GET /events; each event updates the sections table and the charts.
   // Event text goes in with textContent only (never parsed as markup). On `run-end` the page reloads: GET / then serves
-  // the run's report (the receiver writes it before it answers).
+  // the run's report (the receiver writes it before it answers). A stream refused (429, 503) or dropped is opened again
+  // after a growing, jittered wait, for as long as the page is open, from the last event the page has.
   var charts = {};
   window.__charts = charts;
   var palette = JSON.parse(document.getElementById('itb-live-colors').textContent);
@@ -166,6 +167,11 @@
   function count(value) { return value === null || value === undefined ? '–' : String(value); }
 
   function onRun(d) {
+    // Another run than the one drawn (the page was away across a run's end): drawn afresh from GET /.
+    if (runData !== null && runData.startedAt !== d.startedAt) {
+      location.reload();
+      return;
+    }
     runData = d;
     var body = document.querySelector('#live-sections tbody');
     while (body.firstChild) body.removeChild(body.firstChild);
@@ -185,7 +191,7 @@
         body.appendChild(tr);
       });
     }
-    text('live-status', 'Run in progress, started ' + d.startedAt + '. The report appears here when it ends.');
+    status('Run in progress, started ' + d.startedAt + '. The report appears here when it ends.');
     var count = d.imageCount !== null ? d.imageCount + ' images' : 'for ' + duration(d.durationMs / 1000);
     text('live-settings', d.imageDescription + ', ' + count + ' per section, window ' + d.window +
       (d.ratePerSecond !== null ? ', RATE ' + d.ratePerSecond + ' images/s' : '') +
@@ -332,33 +338,80 @@
     if (!d.ok) row.classList.add('failed');
   }
 
-  var source = new EventSource('/events');
-  function handle(name, fn) {
-    source.addEventListener(name, function (message) { fn(JSON.parse(message.data), message); });
+  // What the page says of the run while its stream is open; a reconnection's notice stands in for it meanwhile.
+  var statusText = document.getElementById('live-status').textContent;
+  function status(value) {
+    statusText = value;
+    text('live-status', value);
   }
-  handle('run', onRun);
-  handle('section-start', onSectionStart);
-  handle('second', onSecond);
-  handle('section-end', onSectionEnd);
-  handle('run-end', function (d, message) {
+
+  function onRunEnd(d, message) {
     source.close();
+    source = null;
     flush();
     // Reload once per run's end: should GET / still not serve a report (its files failed), the page stays as it is.
     var endId = runData ? runData.startedAt + '#' + message.lastEventId : message.lastEventId;
     var seen = null;
     try { seen = sessionStorage.getItem('itb-live-reloaded'); } catch (e) { seen = null; }
-    text('live-status', d.succeeded ? 'The run ended: loading its report…' : 'The run ended incomplete' +
+    status(d.succeeded ? 'The run ended: loading its report…' : 'The run ended incomplete' +
       (d.stopReason !== null ? ' (' + d.stopReason + ')' : '') + ': loading its report…');
     if (seen === endId) {
-      text('live-status', 'The run ended, but its report could not be shown here: see the receiver\'s log.');
+      status('The run ended, but its report could not be shown here: see the receiver\'s log.');
       return;
     }
     try { sessionStorage.setItem('itb-live-reloaded', endId); } catch (e) { /* private mode: reload anyway */ }
     location.reload();
-  });
-  source.addEventListener('error', function () {
-    if (source.readyState === EventSource.CLOSED) text('live-status', 'Lost the connection to the receiver: reload to try again.');
-  });
+  }
+
+  // Reconnecting: the first wait 1 s, doubled at each failure up to 30 s, each drawn between half and all of it (so
+  // pages cut off together do not come back together). The waits start over once a stream has stayed open 10 s: one
+  // cut at once (the receiver full, a proxy) keeps backing off.
+  var RETRY_FIRST_MS = 1000, RETRY_MAX_MS = 30000, STEADY_MS = 10000;
+  var source = null;
+  var lastEventId = '';
+  var failures = 0;
+  var openedAt = null;
+  var handlers = { 'run': onRun, 'section-start': onSectionStart, 'second': onSecond, 'section-end': onSectionEnd,
+    'run-end': onRunEnd };
+
+  // GET /events from the last event had: EventSource sends Last-Event-ID only on its own reconnections, so a new one
+  // carries it in the query (?lastEventId=), which the receiver reads alike.
+  function connect() {
+    var url = '/events' + (lastEventId !== '' ? '?lastEventId=' + encodeURIComponent(lastEventId) : '');
+    var opened = new EventSource(url);
+    source = opened;
+    Object.keys(handlers).forEach(function (name) {
+      opened.addEventListener(name, function (message) {
+        if (source !== opened) return;
+        if (message.lastEventId !== '') lastEventId = message.lastEventId;
+        handlers[name](JSON.parse(message.data), message);
+      });
+    });
+    opened.addEventListener('open', function () {
+      if (source !== opened) return;
+      openedAt = Date.now();
+      text('live-status', statusText);
+    });
+    // A refusal closes an EventSource for good, and a dropped stream would come back at the browser's own pace:
+    // either way this one is closed and the next opened after the page's wait.
+    opened.addEventListener('error', function () {
+      if (source !== opened) return;
+      opened.close();
+      source = null;
+      if (openedAt !== null && Date.now() - openedAt >= STEADY_MS) failures = 0;
+      openedAt = null;
+      var capMs = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * Math.pow(2, failures));
+      var waitMs = capMs / 2 + Math.random() * capMs / 2;
+      failures++;
+      text('live-status', 'Lost the connection to the receiver: trying again in ' + Math.ceil(waitMs / 1000) +
+        ' s (this page keeps trying while it is open).');
+      setTimeout(function () {
+        text('live-status', 'Connecting again to the receiver…');
+        connect();
+      }, waitMs);
+    });
+  }
+  connect();
 
   // Charts redrawn at most four times a second: a late page replays a long history as a burst of events.
   function flush() {

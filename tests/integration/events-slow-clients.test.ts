@@ -18,6 +18,12 @@ import { testLog } from '../helpers/harness.js';
 const BIG_FAILURE = 'x'.repeat(200_000);
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+/** 'closed' once `closed` resolves, 'timed out' after `timeoutMs`. */
+function within(closed: Promise<void>, timeoutMs: number): Promise<string> {
+  const timer = new Promise<string>((resolve) => setTimeout(() => resolve('timed out'), timeoutMs).unref());
+  return Promise.race([closed.then(() => 'closed'), timer]);
+}
+
 let app: FastifyInstance | undefined;
 let clients: EventClients | undefined;
 afterEach(async () => {
@@ -79,7 +85,13 @@ function stalledClient(port: number): Promise<net.Socket> {
   });
 }
 
-const GENEROUS = { maxClients: 8, backedUpLimitMs: 60_000, maxPendingBytes: 64 * 1024 * 1024, pingIntervalMs: 60_000 };
+const GENEROUS = {
+  maxClients: 8,
+  maxClientsPerAddress: 8,
+  backedUpLimitMs: 60_000,
+  maxPendingBytes: 64 * 1024 * 1024,
+  pingIntervalMs: 60_000,
+};
 
 describe('a GET /events client that does not keep up', () => {
   it('is dropped once backed up longer than its bound; another keeps every event', async () => {
@@ -138,11 +150,28 @@ describe('a GET /events client that does not keep up', () => {
     expect(clients.droppedClients).toBe(0);
   }, 60_000);
 
-  it('is refused with 503 past the number of streams allowed', async () => {
-    const { port } = await serve({ ...GENEROUS, maxClients: 1 });
-    const first = await openEventStream(port);
-    const second = await openEventStream(port);
-    expect([first.status, second.status, second.headers['retry-after']]).toEqual([200, 503, '10']);
-    first.close();
-  });
+  it('is the one evicted when a newcomer finds every stream open; those that keep up stay', async () => {
+    const { feed, clients, port } = await serve({ ...GENEROUS, maxClients: 3 });
+    const readers = [await openEventStream(port), await openEventStream(port)];
+    const stalled = await stalledClient(port);
+    const stalledClosed = new Promise<void>((resolve) => stalled.once('close', () => resolve()));
+    try {
+      await expect.poll(() => clients.size).toBe(3);
+      feed.runStarted(RUN);
+      await backUp(feed, () => clients.backedUpClients === 1);
+      // The stalled client is the newest and the readers keep up: it goes for being backed up, not for its age.
+      const newcomer = await openEventStream(port);
+      expect(newcomer.status).toBe(200);
+      expect([clients.size, clients.evictedClients, clients.droppedClients]).toEqual([3, 1, 0]);
+      // Its socket is closed: read on, it comes to its end (what the kernel held for it, then the close).
+      stalled.resume();
+      await expect(within(stalledClosed, 20_000)).resolves.toBe('closed');
+      feed.runEnded({ sections: [], stopReason: null } as unknown as RunReport);
+      await Promise.all([...readers, newcomer].map((stream) => stream.ended));
+      for (const stream of [...readers, newcomer]) expect(stream.events.at(-1)?.event).toBe('run-end');
+    } finally {
+      stalled.destroy();
+      for (const stream of readers) stream.close();
+    }
+  }, 60_000);
 });

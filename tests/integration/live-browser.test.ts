@@ -1,7 +1,8 @@
 import { mkdtemp, readFile } from 'node:fs/promises';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { followingReport } from '../../services/core/report/live-page.js';
 import { livePageLibraries } from '../../services/shared/report-assets.js';
@@ -17,6 +18,8 @@ import { runTransmitter, startReceiver } from '../helpers/in-process.js';
 // is drawn, and when the run ends it becomes the run's report without the test reloading it, and
 // that report becomes the next run's live page when one starts, with no console error (a CSP
 // violation is one). The screenshot stays in the test's temporary folder, whose path is printed.
+// Nothing keeps it from the run: not 32 idle streams held by other clients, not a refused or
+// dropped stream (it tries again, from the last event it has).
 
 /** Slow enough to watch: two sections of 10 s each. */
 const WATCHED_RUN = {
@@ -322,4 +325,150 @@ describe("the receiver's memory with ten open pages", () => {
       await receiver.close();
     }
   }, 60_000);
+});
+
+/** A connection from `localAddress` to 127.0.0.1:`port` that asks for GET /events and never reads a byte of it. */
+function idleStream(port: number, localAddress: string): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ host: '127.0.0.1', port, localAddress }, () => {
+      socket.pause();
+      socket.write('GET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', () => resolve(socket));
+    });
+    socket.on('error', () => {});
+    socket.once('error', reject);
+  });
+}
+
+/** Waits until the live page shows a run in progress with a point on its throughput chart. */
+async function showsTheRun(page: Page): Promise<void> {
+  await page.waitForFunction(
+    () => {
+      const charts = (window as unknown as { __charts?: Record<string, { data: { datasets: { data: unknown[] }[] } }> })
+        .__charts;
+      const status = document.getElementById('live-status')?.textContent ?? '';
+      return (
+        status.startsWith('Run in progress, started ') &&
+        (charts?.['live-mbps']?.data.datasets[0]?.data.length ?? 0) > 0
+      );
+    },
+    undefined,
+    { timeout: 20_000 },
+  );
+}
+
+/** One section of 10 s: long enough to watch the page come back to it. */
+const SHORT_RUN = { TRANSPORTS: 'tcp', RATE: '20', IMAGE_COUNT: '200', IMAGE_SIZE: '10KB', WARMUP: '0' };
+
+describe('the live page when others crowd GET /events or its stream fails', () => {
+  it('shows the run while 32 idle streams are held by clients of four other addresses', async () => {
+    const { receiver, transmitterConfig } = await startReceiver(path.join(dir, 'crowd'), SHORT_RUN);
+    const port = transmitterConfig.controlPort;
+    const held: net.Socket[] = [];
+    const { page, errors } = await watchedPage();
+    let run: ReturnType<typeof runTransmitter> | undefined;
+    try {
+      for (const address of ['127.0.0.2', '127.0.0.3', '127.0.0.4', '127.0.0.5'])
+        for (let i = 0; i < 8; i++) held.push(await idleStream(port, address));
+      run = runTransmitter(transmitterConfig);
+      await page.goto(`http://127.0.0.1:${port}/`);
+      await showsTheRun(page);
+      const outcome = await run;
+      expect(outcome.succeeded, outcome.summary).toBe(true);
+      await page.waitForSelector('#itb-results', { state: 'attached', timeout: 20_000 });
+      expect(errors).toEqual([]);
+    } finally {
+      for (const socket of held) socket.destroy();
+      await page.close();
+      await run?.catch(() => undefined);
+      await receiver.close();
+    }
+  }, 90_000);
+
+  it('tries again after a 503 and after its stream drops, from the last event it had, and shows the run', async () => {
+    const { receiver, transmitterConfig } = await startReceiver(path.join(dir, 'retry'), SHORT_RUN);
+    const port = transmitterConfig.controlPort;
+    const { page } = await watchedPage();
+    const uncaught: string[] = [];
+    page.on('pageerror', (error) => uncaught.push(error.message));
+    // Every text the status line shows, in order.
+    await page.addInitScript(() => {
+      const seen: string[] = [];
+      (window as unknown as { __statuses: string[] }).__statuses = seen;
+      document.addEventListener('DOMContentLoaded', () => {
+        const status = document.getElementById('live-status');
+        if (status === null) return;
+        new MutationObserver(() => seen.push(status.textContent ?? '')).observe(status, {
+          childList: true,
+          characterData: true,
+          subtree: true,
+        });
+      });
+    });
+    let events: EventStream | undefined;
+    let run: ReturnType<typeof runTransmitter> | undefined;
+    try {
+      events = await openEventStream(port);
+      const watched = events;
+      // The first GET /events is refused; the second gets the run's first events and then ends, as a dropped stream
+      // does; the rest reach the receiver.
+      const asked: string[] = [];
+      let firstEventsId = 0;
+      await page.route('**/events*', async (route: Route) => {
+        const url = new URL(route.request().url());
+        asked.push(url.pathname + url.search);
+        if (asked.length === 1) {
+          await route.fulfill({ status: 503, headers: { 'retry-after': '10' }, body: 'full' });
+          return;
+        }
+        if (asked.length === 2) {
+          await watched.waitFor((all) => all.filter((e) => e.event === 'second').length >= 2);
+          const first = watched.events.slice(0, watched.events.findIndex((e) => e.event === 'second') + 2);
+          firstEventsId = first.at(-1)!.id;
+          const body = first.map((e) => `id: ${e.id}\nevent: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`);
+          await route.fulfill({ status: 200, contentType: 'text/event-stream', body: body.join('') });
+          return;
+        }
+        await route.continue();
+      });
+      run = runTransmitter(transmitterConfig);
+      await page.goto(`http://127.0.0.1:${port}/`);
+      await showsTheRun(page);
+      // Back on the receiver's stream: the section's line grows past what the ended stream gave.
+      await page.waitForFunction(
+        (had) => {
+          const charts = (
+            window as unknown as { __charts: Record<string, { data: { datasets: { id: string; data: unknown[] }[] } }> }
+          ).__charts;
+          return (charts['live-mbps']?.data.datasets.find((ds) => ds.id === 'tcp#1')?.data.length ?? 0) > had;
+        },
+        2,
+        { timeout: 20_000 },
+      );
+      expect(asked.slice(0, 3)).toEqual(['/events', '/events', `/events?lastEventId=${firstEventsId}`]);
+      // Nothing twice: the seconds drawn are 0, 1, 2... in order.
+      const seconds = await page.evaluate(() => {
+        const charts = (
+          window as unknown as {
+            __charts: Record<string, { data: { datasets: { id: string; data: { x: number }[] }[] } }>;
+          }
+        ).__charts;
+        return charts['live-mbps']!.data.datasets.find((ds) => ds.id === 'tcp#1')!.data.map((p) => p.x);
+      });
+      expect(seconds).toEqual(seconds.map((_, i) => seconds[0]! + i));
+      const statuses = await page.evaluate(() => (window as unknown as { __statuses: string[] }).__statuses);
+      expect(statuses.filter((s) => s.startsWith('Lost the connection to the receiver: trying again in ')).length).toBe(
+        2,
+      );
+      expect(statuses).toContain('Connecting again to the receiver…');
+      const outcome = await run;
+      expect(outcome.succeeded, outcome.summary).toBe(true);
+      await page.waitForSelector('#itb-results', { state: 'attached', timeout: 20_000 });
+      expect(uncaught).toEqual([]);
+    } finally {
+      events?.close();
+      await page.close();
+      await run?.catch(() => undefined);
+      await receiver.close();
+    }
+  }, 90_000);
 });

@@ -102,9 +102,9 @@ describe('renderLivePage', () => {
 describe('the live script as shipped (assets/report-page/live.js)', () => {
   const { liveScript } = livePageLibraries();
 
-  it('opens one EventSource, on GET /events of this receiver', () => {
+  it('opens its EventSource in one place, on GET /events of this receiver, from the last event it has', () => {
     expect(liveScript.match(/new EventSource\(/g)).toEqual(['new EventSource(']);
-    expect(liveScript).toContain("new EventSource('/events')");
+    expect(liveScript).toContain("var url = '/events' + (lastEventId !== '' ? '?lastEventId=' +");
   });
 
   it('writes no HTML from strings: event text goes in by textContent', () => {
