@@ -1,8 +1,9 @@
-import { STATUS_CODES } from 'node:http';
+import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../core/config/config.js';
 import { errorMessage } from '../core/errors.js';
+import { bearerToken, secretsEqual } from '../core/wire/auth.js';
 import {
   CONTROL_BODY_LIMIT_BYTES,
   CONTROL_CONNECTION_LIMITS,
@@ -11,11 +12,13 @@ import {
 } from '../core/control/control-protocol.js';
 import { receiverAuthToken } from '../shared/auth-token.js';
 import { guardConnections } from '../shared/connection-guard.js';
+import { throttledWarn } from '../shared/throttled-log.js';
 import { hostFacts } from '../shared/host.js';
 import { hostPort, singleListenHost } from '../shared/net.js';
 import { transportByName } from '../transports/index.js';
 import { controlRoutes } from './control-routes.js';
 import { Doorkeeper } from './door.js';
+import { answerOncePerKey } from './idempotent-requests.js';
 import { EVENT_CLIENT_LIMITS, EventClients, type EventClientLimits, eventsRoute } from './events-route.js';
 import { LiveFeed } from './live-feed.js';
 import { Listeners } from './listeners.js';
@@ -26,7 +29,10 @@ import { RunSession } from './session.js';
 
 /** A receiver: one listener per configured transport plus the HTTP control endpoint. */
 export interface ReceiverApp {
-  /** Starts every listener, then the control endpoint; a listener that fails is reported, not fatal. */
+  /**
+   * Opens the control endpoint, then starts every listener at once and ends the runs a receiver died in; resolves when
+   * all that is done (the receiver ready). A listener that fails is reported, not fatal.
+   */
   start(): Promise<{ controlPort: number; listeners: Record<string, ListenerStatus> }>;
   /**
    * Writes the output files of a run still in progress (marked incomplete with `reason`), then
@@ -49,8 +55,10 @@ export function buildReceiver(
 ): ReceiverApp {
   // The libraries this receiver's listeners use: only theirs are loaded.
   const receiverHost = (): ReturnType<typeof hostFacts> => hostFacts(config.transports.map(transportByName));
+  // A flood on a port would write a warning per connection: one line per cause a second, with its count.
+  const warn = throttledWarn(log);
   const doorkeeper = new Doorkeeper((transport, reason, refusedConnections) =>
-    log.warn({ transport, reason, refusedConnections }, 'connection refused'),
+    warn(`refused on ${transport}`, { transport, reason, refusedConnections }, 'connection refused'),
   );
   // The listeners deliver into the session; the session reads brokers through the listeners once a section measures.
   const listeners = new Listeners(config, log, doorkeeper);
@@ -73,31 +81,50 @@ export function buildReceiver(
       bodyLimit: CONTROL_BODY_LIMIT_BYTES,
       ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
     });
-    // The port is open to anyone on the network (GET /health, /): a flood of connections that
-    // never finish a request must not shut out the transmitter or a health check.
+    // The port is open to anyone on the network (GET /health, /): a flood of connections must not
+    // shut out the transmitter or a health check. Connections that showed AUTH_TOKEN are the
+    // transmitter's: the guard keeps room for them that no anonymous load takes.
     let closedControlConnections = 0;
-    guardConnections(app.server, controlLimits, (peer, why) => {
-      // An idle keep-alive connection closed is housekeeping (the transmitter's, between requests);
-      // a head that never came whole, or a push-out, is what a flood looks like.
-      if (why === 'idle after its requests') {
-        log.debug({ from: hostPort(peer.address, peer.port), why }, 'idle control connection closed');
-        return;
-      }
-      closedControlConnections++;
-      log.warn(
-        { from: hostPort(peer.address, peer.port), why, closedControlConnections },
-        'control connection closed before a whole request',
-      );
-    });
+    const trusts = (request: IncomingMessage): boolean => {
+      const presented = bearerToken(request.headers.authorization);
+      return presented !== undefined && secretsEqual(presented, authToken);
+    };
+    const guard = guardConnections(
+      app.server,
+      controlLimits,
+      (peer, why) => {
+        // An idle keep-alive connection closed is housekeeping (the transmitter's, between requests);
+        // a head that never came whole, a push-out or a connection closed at the cap is what a flood looks like.
+        if (why === 'idle after its requests') {
+          log.debug({ from: hostPort(peer.address, peer.port), why }, 'idle control connection closed');
+          return;
+        }
+        closedControlConnections++;
+        warn(
+          why,
+          { from: hostPort(peer.address, peer.port), why, closedControlConnections },
+          why === 'refused on arrival: no room'
+            ? 'control connection refused: the port has its connections'
+            : why === 'closed to make room for a newer connection'
+              ? 'control connection closed to make room'
+              : 'control connection closed before a whole request',
+        );
+      },
+      { trusts },
+    );
+    // node's own cap, one over the guard's: reached only if the guard's accounting is wrong.
     app.server.on('drop', (dropped?: { remoteAddress?: string; remotePort?: number }) =>
-      log.warn(
+      warn(
+        'dropped',
         {
           from: hostPort(dropped?.remoteAddress ?? '?', dropped?.remotePort ?? 0),
-          maxConnections: controlLimits.maxConnections,
+          maxConnections: app.server.maxConnections,
+          trusted: guard.trusted(),
         },
         'control connection refused: the port has its connections',
       ),
     );
+    answerOncePerKey(app);
     // fastify's own logger is off (it would log every request); a request that fails on the
     // receiver's side (a write to a full disk) is logged here with its reason, which the reply carries too.
     app.setErrorHandler((err: Error & { statusCode?: number }, request, reply) => {
@@ -109,7 +136,7 @@ export function buildReceiver(
         .send({ statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message: errorMessage(err) });
     });
     void app.register(controlRoutes, { config, log, session, listeners, doorkeeper, runs, authToken, receiverHost });
-    void app.register(runsRoutes, { config, session, runs });
+    void app.register(runsRoutes, { config, session, runs, log });
     // Open like GET / and /health: no AUTH_TOKEN, and the events hold no secret.
     void app.register(eventsRoute, { feed, clients: eventClients });
     void app.register(metricsRoute, { session, transports: config.transports });
@@ -131,13 +158,19 @@ export function buildReceiver(
           { authTokenFile: resolved.file.file, trustedBecause: resolved.file.trustedBecause },
           'AUTH_TOKEN is unset: using the secret in AUTH_TOKEN_FILE',
         );
-      await listeners.startAll(session);
+      // The control port first: it answers GET /health ("starting", and what for) at once, while the listeners start
+      // (a broker that is down takes its connect bound) and a run a receiver died in is ended.
       control = buildControl(resolved.token);
       await control.listen({ port: config.controlPort, host: await singleListenHost(config.bindHost) });
       const address = control.server.address();
       const controlPort = typeof address === 'object' && address !== null ? address.port : config.controlPort;
-      watchdog = setInterval(runs.checkTransmitterAlive, 1000).unref();
-      await runs.completeAbandonedRuns();
+      const ready = Promise.all([listeners.startAll(session), runs.completeAbandonedRuns(true)]);
+      log.info({ controlPort, waitingFor: listeners.waitingFor() }, 'control port open; starting');
+      watchdog = setInterval(() => {
+        runs.checkTransmitterAlive();
+        runs.lookForAbandonedRuns();
+      }, 1000).unref();
+      await ready;
       log.info({ controlPort }, 'receiver ready');
       return { controlPort, listeners: listeners.status() };
     },
@@ -152,6 +185,7 @@ export function buildReceiver(
         eventClients.closeAll();
         await control?.close();
         await listeners.closeAll();
+        warn.close();
       })();
       return closing;
     },

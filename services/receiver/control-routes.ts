@@ -1,5 +1,3 @@
-import { readFile } from 'node:fs/promises';
-import path from 'node:path';
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../core/config/config.js';
@@ -23,9 +21,18 @@ import {
   sectionPlanSchema,
   warmupOutcomeSchema,
 } from '../core/control/control-protocol.js';
-import { followingReport, renderLivePage } from '../core/report/live-page.js';
+import { followingReportEdits, renderLivePage } from '../core/report/live-page.js';
 import { unmappedAddress } from '../shared/net.js';
 import { livePageLibraries } from '../shared/report-assets.js';
+import {
+  closeServedFile,
+  openLatestRunFile,
+  readServedBytes,
+  sendServedFile,
+  type ServedFile,
+  type ServedPiece,
+  wholeFile,
+} from '../shared/safe-file.js';
 import { OUTPUT_FILES } from '../shared/run-folder.js';
 import type { Doorkeeper } from './door.js';
 import type { Listeners } from './listeners.js';
@@ -77,10 +84,15 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
     // against the watchdog (the route touches on success).
     if (request.routeOptions.url !== '/runs') session.touch();
   };
-  app.get(
-    '/health',
-    async (): Promise<HealthResponse> => ({
-      status: 'ready',
+  // The port opens before the listeners start: while they (or the end of a run a receiver died in) are awaited, the
+  // answer says "starting" and what for, with 503 so that a probe reading only the status waits for "ready".
+  app.get('/health', async (_request, reply): Promise<HealthResponse> => {
+    const waitingFor = { listeners: listeners.waitingFor(), abandonedRuns: runs.findingAbandonedRuns };
+    const starting = waitingFor.listeners.length > 0 || waitingFor.abandonedRuns;
+    if (starting) void reply.code(503).header('retry-after', '1');
+    return {
+      status: starting ? 'starting' : 'ready',
+      waitingFor,
       listeners: listeners.status(),
       host: receiverHost(),
       counters: {
@@ -89,8 +101,8 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
         refusedConnections: doorkeeper.refusedConnections,
         refusedRequests,
       },
-    }),
-  );
+    };
+  });
   // Read-only and secret-free like /health, for a soak's sampler (npm run bench -- soak): finished sections' arrivals
   // plus the open one's.
   app.get('/progress', async (): Promise<ProgressResponse> => runs.progress());
@@ -207,29 +219,73 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
     if (finished === undefined) return reply.code(409).send({ error: 'no run started' });
     return finished;
   });
+  // A file refused (a link, another user's, too large): one line with the reason; the client learns only that it is
+  // not served.
+  const refused = (request: FastifyRequest, reason: string): void =>
+    log.warn({ url: request.url, from: unmappedAddress(request.ip), reason }, 'file not served');
   // For people: the live page during a run (and before any), the last run's report otherwise. A run
   // that just ended is waited for: the live page reloads on `run-end`, which goes out before
-  // report.html is written.
-  app.get('/', async (_request, reply) => {
-    await runs.filesWritten();
-    const report = session.inProgress
-      ? undefined
-      : await readFile(path.join(session.outputDir(config.outputDir), OUTPUT_FILES.report), 'utf8').catch(
-          () => undefined,
-        );
-    const libraries = livePageLibraries();
-    return reply
-      .type('text/html; charset=utf-8')
-      .send(report === undefined ? renderLivePage(libraries) : followingReport(report, libraries.followScript));
+  // report.html is written. HEAD is answered here too: fastify's own would read the whole file.
+  app.route({
+    method: ['GET', 'HEAD'],
+    url: '/',
+    handler: async (request, reply) => {
+      await runs.filesWritten();
+      const libraries = livePageLibraries();
+      const opening = session.inProgress
+        ? undefined
+        : await openLatestRunFile(config.outputDir, session.outputDir(config.outputDir), OUTPUT_FILES.report);
+      if (opening?.kind === 'file') {
+        const pieces = await followingReportPieces(opening.file, libraries.followScript).catch(async (err: unknown) => {
+          await closeServedFile(opening.file);
+          throw err;
+        });
+        return sendServedFile(reply, opening.file, HTML_TYPE, pieces);
+      }
+      if (opening?.kind === 'refused') refused(request, opening.reason);
+      return reply.type(HTML_TYPE).send(renderLivePage(libraries));
+    },
   });
   // The last run's files, for a receiver on another node (a cluster): no copy out needed.
-  const serveFile = (route: string, file: string, type: string): void => {
-    app.get(route, async (_request, reply) => {
-      const text = await readFile(path.join(session.outputDir(config.outputDir), file), 'utf8').catch(() => undefined);
-      if (text === undefined) return reply.code(404).send({ error: 'no run has finished yet' });
-      return reply.type(type).send(text);
+  const serveFile = (url: string, file: string, type: string): void => {
+    app.route({
+      method: ['GET', 'HEAD'],
+      url,
+      handler: async (request, reply) => {
+        const opening = await openLatestRunFile(config.outputDir, session.outputDir(config.outputDir), file);
+        if (opening.kind === 'file') return sendServedFile(reply, opening.file, type);
+        if (opening.kind === 'absent') return reply.code(404).send({ error: 'no run has finished yet' });
+        refused(request, opening.reason);
+        return reply.code(404).send({ error: `${file} is not served: the receiver's log says why` });
+      },
     });
   };
   serveFile('/results.json', OUTPUT_FILES.results, 'application/json; charset=utf-8');
   serveFile('/output.log', OUTPUT_FILES.log, 'text/plain; charset=utf-8');
 };
+
+const HTML_TYPE = 'text/html; charset=utf-8';
+
+/** How far into report.html's start and end GET / looks for the policy it widens and the body end it adds before. */
+const REPORT_EDIT_WINDOW_BYTES = 64 * 1024;
+
+// report.html as followingReport makes it, streamed from its file: its start and end are read to find where the
+// edits go, the rest is sent as it is read. A report without them (another version's) is sent unchanged.
+async function followingReportPieces(file: ServedFile, followScript: string): Promise<ServedPiece[]> {
+  const edits = followingReportEdits(followScript);
+  const head = await readServedBytes(file, 0, REPORT_EDIT_WINDOW_BYTES);
+  const tailFromByte = Math.max(0, file.sizeBytes - REPORT_EDIT_WINDOW_BYTES);
+  const tail = await readServedBytes(file, tailFromByte, file.sizeBytes - tailFromByte);
+  const policyAt = head.indexOf(edits.policy);
+  const policyEnd = policyAt + Buffer.byteLength(edits.policy);
+  const bodyEndInTail = tail.lastIndexOf(edits.bodyEnd);
+  const bodyEndAt = tailFromByte + bodyEndInTail;
+  if (policyAt < 0 || bodyEndInTail < 0 || bodyEndAt < policyEnd) return wholeFile(file);
+  return [
+    { fromByte: 0, toByte: policyAt },
+    Buffer.from(edits.livePolicy),
+    { fromByte: policyEnd, toByte: bodyEndAt },
+    Buffer.from(edits.beforeBodyEnd),
+    { fromByte: bodyEndAt, toByte: file.sizeBytes },
+  ];
+}

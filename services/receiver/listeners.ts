@@ -24,6 +24,9 @@ export interface FrameSink {
 /** Pause between attempts to start a listener that is down. */
 const RETRY_INTERVAL_MS = 5000;
 
+/** A listener's error while its first attempt is under way. */
+const STARTING = 'still starting: its first attempt to listen is under way';
+
 /**
  * The receiver's listeners, one per configured transport. One that fails to start, or fails later
  * (its broker went away), is reported unavailable with the reason and started again in the
@@ -32,6 +35,8 @@ const RETRY_INTERVAL_MS = 5000;
 export class Listeners {
   private readonly open = new Map<string, ReceiverListener>();
   private readonly statuses: Record<string, ListenerStatus> = {};
+  /** The transports whose listener's first attempt has not ended. */
+  private readonly starting = new Set<string>();
   private readonly retries = new Map<string, NodeJS.Timeout>();
   private closed = false;
 
@@ -41,9 +46,25 @@ export class Listeners {
     private readonly doorkeeper: Doorkeeper,
   ) {}
 
-  /** Starts every configured listener, delivering into `sink` (retries too); failures are recorded, not thrown. */
+  /**
+   * Starts every configured listener at once, delivering into `sink` (retries too); failures are recorded, not thrown.
+   * Each binds its own port or socket file, or connects to its broker, so none waits for another: with brokers down,
+   * the slowest first attempt (a broker's connect bound) is the whole wait, not their sum. Until its first attempt
+   * ends, a listener is reported not ready and retrying, and named by {@link waitingFor}.
+   */
   async startAll(sink: FrameSink): Promise<void> {
-    for (const name of this.config.transports) await this.start(name, sink);
+    for (const name of this.config.transports) {
+      this.starting.add(name);
+      this.statuses[name] = { ready: false, port: this.config.ports[name] ?? 0, error: STARTING, retrying: true };
+    }
+    await Promise.all(
+      this.config.transports.map((name) => this.start(name, sink).finally(() => this.starting.delete(name))),
+    );
+  }
+
+  /** The transports whose listener is still on its first attempt, in TRANSPORTS order. */
+  waitingFor(): string[] {
+    return this.config.transports.filter((name) => this.starting.has(name));
   }
 
   /** Every listener's state, by transport name. */

@@ -9,7 +9,7 @@ import { renderSummary } from '../core/report/text/summary-tables.js';
 import type { SectionCredential } from '../core/wire/auth.js';
 import type { ProgressResponse, RunAnnouncement, RunFinish, SectionEnd } from '../core/control/control-protocol.js';
 import { reportLibraries } from '../shared/report-assets.js';
-import { completeRun, lastWriteMs, RunFolder, runFolders } from '../shared/run-folder.js';
+import { completeAbandonedRuns as sweepAbandonedRuns, RunFolder } from '../shared/run-folder.js';
 import { transportByName } from '../transports/index.js';
 import { connectionsPerSection, type Doorkeeper } from './door.js';
 import type { Listeners } from './listeners.js';
@@ -19,8 +19,21 @@ import type { RunSession } from './session.js';
 // it goes; the door and the listener of its open section; and its end, the same three ways (the
 // transmitter finishes it, the watchdog finds the transmitter gone, the receiver shuts down).
 
-/** How much longer than the watchdog's limit a run must have been silent before a starting receiver completes it. */
+/**
+ * How much longer than the watchdog's limit a run folder that names no writer (an older receiver's) must have been
+ * silent before a starting receiver completes it.
+ */
 const ABANDONED_RUN_GRACE_MS = 60_000;
+
+/**
+ * A run's writer that cannot be looked at is gone once its heartbeat, touched every 2 s, is this old: far beyond any
+ * pause of a live receiver's event loop. Shorter for one of this host name in another pid namespace (this container
+ * before a restart), so that a restarted container ends its run before a transmitter can come back.
+ */
+const WRITER_STALE_MS = { restartedMs: 10_000, elsewhereMs: 30_000 } as const;
+
+/** Between runs, how often OUTPUT_DIR is looked at for runs whose receiver died. */
+const ABANDONED_RUN_SWEEP_INTERVAL_MS = 5000;
 
 /** Extra time the watchdog allows beyond the transmitter's own longest wait before declaring it gone. */
 const WATCHDOG_GRACE_MS = 5000;
@@ -62,8 +75,15 @@ export interface RunKeeper {
   filesWritten(): Promise<void>;
   /** GET /progress's answer. */
   progress(): ProgressResponse;
-  /** Completes the runs a receiver died in, found in OUTPUT_DIR (at start). */
-  completeAbandonedRuns(): Promise<void>;
+  /**
+   * Completes the runs a receiver died in, found in OUTPUT_DIR: at start (`atStart`: an older receiver's runs too),
+   * before each run, and between runs (lookForAbandonedRuns). Resolves once no sweep is under way.
+   */
+  completeAbandonedRuns(atStart?: boolean): Promise<void>;
+  /** True until the sweep at start is over: the receiver is not ready before. */
+  readonly findingAbandonedRuns: boolean;
+  /** Called every second: between runs, looks for abandoned runs every few seconds. */
+  lookForAbandonedRuns(): void;
   /** Ends the run in progress when its transmitter has gone silent too long. */
   checkTransmitterAlive(): void;
 }
@@ -88,6 +108,10 @@ export function buildRunKeeper(
   let runHolder: RunHolder | undefined;
   // The end being written (its summary, results.json, report.html), until it settles.
   let ending: Promise<unknown> | undefined;
+  // The sweep for abandoned runs under way, its end, and whether the one at start is over.
+  let sweeping: Promise<void> | undefined;
+  let lastSweepEndedMs = 0;
+  let startSweepDone = false;
 
   // Shuts the door on the section's links and lets its listener release what it prepared.
   async function closeDataSection(): Promise<void> {
@@ -169,6 +193,8 @@ export function buildRunKeeper(
   // `peer` is the transmitter's address, named to a second one when it is refused.
   async function startRun(announcement: RunAnnouncement, peer: string): Promise<void> {
     session.start(announcement);
+    // A run left by a receiver that died is ended before this one, so `latest` goes to this one last.
+    await completeAbandonedRuns();
     try {
       folder = await RunFolder.create(
         path.resolve(session.outputDir(config.outputDir)),
@@ -261,34 +287,47 @@ export function buildRunKeeper(
     return finish;
   }
 
-  // A run a receiver died in (killed, out of memory) is completed when one starts again here: its
-  // finished sections as they were, the open one from its per-image file, marked incomplete. Only
-  // a run nothing has written to for longer than the watchdog's limit (and a minute): never one
-  // another receiver sharing OUTPUT_DIR is still writing.
-  async function completeAbandonedRuns(): Promise<void> {
-    const base = path.resolve(config.outputDir);
-    for (const dir of await runFolders(base)) {
-      const quietMs = Date.now() - (await lastWriteMs(dir));
-      if (quietMs < idleLimitMs + ABANDONED_RUN_GRACE_MS) continue;
-      try {
-        const report = await completeRun(
-          base,
-          dir,
-          'the receiver stopped before the run ended (completed when a receiver started again)',
-          reportLibraries(),
+  // A run a receiver died in (killed, out of memory) is completed by the next receiver that sees it: its finished
+  // sections as they were, the open one from its per-image file, marked incomplete. Never one this process writes, nor
+  // one whose writer may be alive (see run-writer.ts). One sweep at a time: a second caller waits for the one going.
+  function completeAbandonedRuns(atStart = false): Promise<void> {
+    if (sweeping !== undefined) return sweeping;
+    const sweep = sweepOnce(atStart).finally(() => {
+      lastSweepEndedMs = Date.now();
+      if (atStart) startSweepDone = true;
+      if (sweeping === sweep) sweeping = undefined;
+    });
+    sweeping = sweep;
+    return sweep;
+  }
+
+  // completeAbandonedRuns' work; never throws (what fails is logged).
+  async function sweepOnce(atStart: boolean): Promise<void> {
+    const found = await sweepAbandonedRuns(path.resolve(config.outputDir), {
+      heartbeat: WRITER_STALE_MS,
+      unnamedQuietMs: atStart ? idleLimitMs + ABANDONED_RUN_GRACE_MS : undefined,
+      libraries: reportLibraries,
+    }).catch((err: unknown) => {
+      log.error({ outputDir: config.outputDir, err: errorMessage(err) }, 'could not look for abandoned runs');
+      return [];
+    });
+    for (const run of found) {
+      const runFolder = path.relative(path.resolve(config.outputDir), run.dir);
+      if (run.error !== undefined)
+        log.error({ runFolder, err: run.error }, 'could not complete a run its receiver never ended');
+      else if (run.report !== undefined)
+        log.warn(
+          { runFolder, reason: run.reason, sections: run.report.sections.length },
+          'completed a run its receiver never ended: its open section is marked incomplete',
         );
-        if (report !== undefined)
-          log.warn(
-            { runFolder: path.basename(dir), sections: report.sections.length },
-            'completed a run its receiver never ended: its open section is marked incomplete',
-          );
-      } catch (err) {
-        log.error(
-          { runFolder: path.basename(dir), err: errorMessage(err) },
-          'could not complete a run its receiver never ended',
-        );
-      }
     }
+  }
+
+  // Between runs, every few seconds: a receiver that died while this one ran (sharing OUTPUT_DIR) left its run.
+  function lookForAbandonedRuns(): void {
+    if (session.inProgress || sweeping !== undefined || !startSweepDone) return;
+    if (Date.now() - lastSweepEndedMs < ABANDONED_RUN_SWEEP_INTERVAL_MS) return;
+    void completeAbandonedRuns();
   }
 
   // Ends a run whose transmitter has been silent longer than it ever waits (checked every second).
@@ -318,6 +357,10 @@ export function buildRunKeeper(
     },
     progress,
     completeAbandonedRuns,
+    get findingAbandonedRuns() {
+      return !startSweepDone;
+    },
+    lookForAbandonedRuns,
     checkTransmitterAlive,
   };
 }

@@ -28,10 +28,19 @@ import {
 import type { SectionPlan, SectionResult } from '../core/model/section.js';
 import { SectionRecorder, type SectionSink } from '../core/model/recorder.js';
 import type { WarmupOutcome } from '../core/model/warmup.js';
-import { ErrorCode, ItbError } from '../core/errors.js';
+import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
+import {
+  abandonedRunReason,
+  type HeartbeatLimits,
+  type RunWriter,
+  runFolderStamp,
+  sameProcessSpace,
+  writerGone,
+} from '../core/model/run-writer.js';
 import { AsciiLines } from './ascii-lines.js';
 import { makeDirectories } from './directories.js';
 import { CREATE_NEW_FILE, describeWriteFailure, writeFileAtomic } from './files.js';
+import { liveProcessStartTicks, ownWriter } from './process-identity.js';
 
 // Where a run's results go, written as they are made: each run in a folder of its own under
 // OUTPUT_DIR/runs/, output.log and each section's per-image CSV appended as images arrive,
@@ -39,7 +48,9 @@ import { CREATE_NEW_FILE, describeWriteFailure, writeFileAtomic } from './files.
 // files at the top of OUTPUT_DIR are links through `latest`, switched in one rename when a run
 // ends: a reader sees the previous run's set or the new one, never a mix. A receiver killed in a
 // section leaves the finished sections whole and the open one's records so far, which
-// {@link completeRun} turns into a run marked incomplete.
+// {@link completeRun} turns into a run marked incomplete. While a run is open its folder names its
+// writer (WRITER_FILE, touched every few seconds), so that another receiver can tell a run whose
+// receiver died from one being written ({@link completeAbandonedRuns}).
 //
 // Nothing is written through a link the receiver did not make. OUTPUT_DIR itself may be a link
 // (the user chose it), but below it every folder is made here or must be a real folder of this
@@ -57,6 +68,12 @@ export const LATEST_LINK = 'latest';
 export const RUN_IN_PROGRESS = 'in progress: the run has not ended';
 /** A run folder's name under runs/, as {@link RunFolder.create} makes it: its start time (UTC) and 3 random bytes. */
 export const RUN_FOLDER_NAME = /^\d{8}T\d{6}Z-[0-9a-f]{6}$/;
+/** In an open run's folder: who writes it (a RunWriter), its mtime the heartbeat; removed when the run ends. */
+export const WRITER_FILE = '.writer.json';
+/** In a run folder being completed after its writer died: the writer file, renamed by the receiver completing it. */
+const CLAIM_FILE = '.completing.json';
+/** How often a run's writer touches its file. */
+const HEARTBEAT_INTERVAL_MS = 2000;
 /** The per-image CSV's header line. */
 export const IMAGES_CSV_HEADER = 'image,status,one_way_ns,round_trip_ns,due_lag_ns';
 
@@ -158,6 +175,45 @@ export interface OpenSectionFiles {
   sink: SectionSink;
 }
 
+/** The run folders this process writes (every receiver in it): a sweep never completes one of them. */
+const writtenHere = new Set<string>();
+
+/** A run folder's writer file, held open while the run is: touched every {@link HEARTBEAT_INTERVAL_MS}. */
+class WriterMark {
+  private readonly timer: NodeJS.Timeout;
+
+  private constructor(
+    private readonly filePath: string,
+    private readonly handle: FileHandle,
+  ) {
+    // A failed touch (a full disk takes none; a removed folder) only ages the heartbeat.
+    this.timer = setInterval(() => {
+      const now = new Date();
+      this.handle.utimes(now, now).catch(() => undefined);
+    }, HEARTBEAT_INTERVAL_MS).unref();
+  }
+
+  /** Creates `filePath` (new, never through a link) naming this process. */
+  static async create(filePath: string): Promise<WriterMark> {
+    let handle: FileHandle | undefined;
+    try {
+      handle = await open(filePath, CREATE_NEW_FILE, 0o644);
+      await handle.writeFile(`${JSON.stringify(await ownWriter())}\n`);
+      return new WriterMark(filePath, handle);
+    } catch (err) {
+      await handle?.close().catch(() => undefined);
+      throw writeFailure(filePath, err);
+    }
+  }
+
+  /** Stops the heartbeat; `remove`: the run ended, so its folder names no writer any more. */
+  async release(remove: boolean): Promise<void> {
+    clearInterval(this.timer);
+    await this.handle.close().catch(() => undefined);
+    if (remove) await rm(this.filePath, { force: true });
+  }
+}
+
 /** One run's folder: see the module comment. */
 export class RunFolder {
   private readonly sections: SectionResult[] = [];
@@ -176,6 +232,7 @@ export class RunFolder {
     readonly dir: string,
     private readonly info: RunInfo,
     private readonly log: AppendFile,
+    private readonly writer: WriterMark,
   ) {}
 
   /**
@@ -197,16 +254,21 @@ export class RunFolder {
       runsDir = path.join(runsDir, name);
       await ownFolder(runsDir);
     }
-    const stamp = info.startedAt.replace(/[-:]/g, '').replace(/\.\d+/, '');
-    const dir = path.join(runsDir, `${stamp}-${randomBytes(3).toString('hex')}`);
+    const dir = path.join(runsDir, `${runFolderStamp(info.startedAt)}-${randomBytes(3).toString('hex')}`);
     try {
       await mkdir(dir);
     } catch (err) {
       throw writeFailure(dir, err);
     }
-    const log = await AppendFile.create(path.join(dir, OUTPUT_FILES.log));
+    // Before anything in it says the run is open: a sweep of this process never takes it for abandoned.
+    writtenHere.add(dir);
+    const writer = await WriterMark.create(path.join(dir, WRITER_FILE));
+    const log = await AppendFile.create(path.join(dir, OUTPUT_FILES.log)).catch(async (err: unknown) => {
+      await writer.release(false);
+      throw err;
+    });
     log.write(`${renderOutputLogHeader(info)}\n\n`);
-    const folder = new RunFolder(baseDir, dir, info, log);
+    const folder = new RunFolder(baseDir, dir, info, log, writer);
     await folder.writeSnapshot();
     return folder;
   }
@@ -317,13 +379,19 @@ export class RunFolder {
     await writeAtomicNamed(path.join(this.dir, OUTPUT_FILES.results), renderResultsJson(report));
     await writeAtomicNamed(path.join(this.dir, OUTPUT_FILES.report), renderHtmlReport([report], libraries));
     await pointLatestAt(this.baseDir, this.dir);
+    await this.writer.release(true);
+    writtenHere.delete(this.dir);
   }
 
-  /** Closes the files without ending the run (the receiver is going away without a word). */
+  /**
+   * Closes the files without ending the run (the receiver is going away without a word, or its end could not be
+   * written). This process never completes it; a receiver after it does.
+   */
   async abandon(): Promise<void> {
     this.writeAwaitedFooter();
     await this.open?.csv.close().catch(() => undefined);
     await this.log.close().catch(() => undefined);
+    await this.writer.release(false);
   }
 
   private async writeSnapshot(): Promise<void> {
@@ -481,7 +549,120 @@ export async function completeRun(
   await writeAtomicNamed(path.join(dir, OUTPUT_FILES.results), renderResultsJson(report));
   await writeAtomicNamed(path.join(dir, OUTPUT_FILES.report), renderHtmlReport([report], libraries));
   await pointLatestAt(baseDir, dir);
+  // Ended now: it names no writer, and no sweep looks at it again.
+  await rm(path.join(dir, WRITER_FILE), { force: true });
+  await rm(path.join(dir, CLAIM_FILE), { force: true });
   return report;
+}
+
+/** How {@link completeAbandonedRuns} judges run folders. */
+export interface AbandonedRunSweep {
+  /** How old a writer's heartbeat may grow (one in this process's space is looked at instead). */
+  heartbeat: HeartbeatLimits;
+  /**
+   * A folder that names no writer (written by a receiver before writers were named) is abandoned once nothing has been
+   * written to it this long; undefined: such folders are not looked at (each costs a stat of every file).
+   */
+  unnamedQuietMs: number | undefined;
+  /** The report's libraries, read only when a run is completed. */
+  libraries: () => HtmlReportLibraries;
+}
+
+/** One abandoned run a sweep found: the report it completed, or why it could not. */
+export interface AbandonedRun {
+  /** Its folder, and where `latest` for it is (OUTPUT_DIR, or a second receiver's `receiver-<k>` in it). */
+  dir: string;
+  baseDir: string;
+  /** Its stopReason: why its receiver is taken for gone. */
+  reason: string;
+  report?: RunReport;
+  error?: string;
+}
+
+/** A second receiver's folder in OUTPUT_DIR (RECEIVERS > 1), which has runs of its own. */
+const RECEIVER_FOLDER = /^receiver-\d+$/;
+
+/**
+ * Completes (see {@link completeRun}) every run under OUTPUT_DIR (its `runs/` and each `receiver-<k>/runs/`) whose
+ * writer is gone: never one written by this process, nor one whose writer may be alive. Of several receivers sweeping
+ * at once, one completes a run: it takes the writer file first (a rename only one can make).
+ */
+export async function completeAbandonedRuns(outputDir: string, sweep: AbandonedRunSweep): Promise<AbandonedRun[]> {
+  const self = await ownWriter();
+  const entries = await readdir(outputDir, { withFileTypes: true }).catch(() => []);
+  const bases = [outputDir];
+  for (const entry of entries)
+    if (entry.isDirectory() && RECEIVER_FOLDER.test(entry.name)) {
+      const base = path.join(outputDir, entry.name);
+      if ((await foreignFolder(base)) === undefined) bases.push(base);
+    }
+  const found: AbandonedRun[] = [];
+  for (const baseDir of bases)
+    for (const dir of await runFolders(baseDir)) {
+      if (writtenHere.has(dir)) continue;
+      const reason = await abandonedBecause(dir, self, sweep);
+      if (reason === undefined) continue;
+      try {
+        const report = await completeRun(baseDir, dir, reason, sweep.libraries());
+        // undefined: it had ended after all (its writer file outlived its end); it names no writer now.
+        if (report === undefined) await rm(path.join(dir, CLAIM_FILE), { force: true });
+        found.push(report === undefined ? { dir, baseDir, reason } : { dir, baseDir, reason, report });
+      } catch (err) {
+        // Left claimed: a later sweep would append to what this one wrote. A receiver started later tries again.
+        found.push({ dir, baseDir, reason, error: errorMessage(err) });
+      }
+    }
+  return found;
+}
+
+// The stopReason of run folder `dir` when its writer is gone and this process has claimed it; undefined otherwise.
+async function abandonedBecause(dir: string, self: RunWriter, sweep: AbandonedRunSweep): Promise<string | undefined> {
+  const writerPath = path.join(dir, WRITER_FILE);
+  const mark = await lstat(writerPath).catch(() => undefined);
+  if (mark === undefined) {
+    if (sweep.unnamedQuietMs === undefined) return undefined;
+    // An ended run has its report; only a run that never ended is worth reading.
+    if ((await lstat(path.join(dir, OUTPUT_FILES.report)).catch(() => undefined)) !== undefined) return undefined;
+    const quietMs = Date.now() - (await lastWriteMs(dir));
+    if (quietMs < sweep.unnamedQuietMs || !(await unfinishedRun(dir))) return undefined;
+    return abandonedRunReason(`nothing was written to its folder for ${Math.round(quietMs / 1000)} s`);
+  }
+  if (!mark.isFile()) return undefined;
+  const writer = parseWriter(await readFile(writerPath, 'utf8').catch(() => ''));
+  const why = writerGone({
+    writer,
+    self,
+    processNowStartTicks: sameProcessSpace(writer, self) ? await liveProcessStartTicks(writer.pid) : undefined,
+    quietMs: Date.now() - mark.mtimeMs,
+    limits: sweep.heartbeat,
+  });
+  if (why === undefined) return undefined;
+  // The claim: of receivers sweeping at once, the one whose rename finds the file completes the run.
+  try {
+    await rename(writerPath, path.join(dir, CLAIM_FILE));
+  } catch {
+    return undefined;
+  }
+  return abandonedRunReason(why);
+}
+
+// A writer file's content; one that cannot be read names no process, and is judged by its heartbeat alone.
+function parseWriter(text: string): RunWriter {
+  let parsed: Partial<Record<keyof RunWriter, unknown>> = {};
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value === 'object' && value !== null) parsed = value;
+  } catch {
+    // Judged by its heartbeat.
+  }
+  const textOrNull = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+  return {
+    pid: typeof parsed.pid === 'number' && Number.isSafeInteger(parsed.pid) ? parsed.pid : 0,
+    startTicks: textOrNull(parsed.startTicks),
+    bootId: textOrNull(parsed.bootId),
+    pidNamespace: textOrNull(parsed.pidNamespace),
+    hostname: textOrNull(parsed.hostname) ?? 'an unknown host',
+  };
 }
 
 // The open section's record from its CSV: each line replayed through a recorder (so the figures

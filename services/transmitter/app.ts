@@ -66,12 +66,19 @@ export function buildTransmitter(
     async run() {
       const addresses = await receiverAddresses(config);
       const controls = addresses.map(
-        (address) => new ControlClient(address.host, address.controlPort, config.imageTimeoutMs),
+        (address) =>
+          new ControlClient(address.host, address.controlPort, config.imageTimeoutMs, config.connectTimeoutMs),
       );
       // Under RATE, one for the whole run, started before the first section (never on the timed path).
       let dueTimer: DueTimer | undefined;
       try {
         const healths = await Promise.all(controls.map((control) => control.waitUntilReady(config.connectTimeoutMs)));
+        for (const [index, health] of healths.entries())
+          if (health.status === 'starting')
+            log.warn(
+              { receiver: addresses[index]!.host, waitingFor: health.waitingFor },
+              'receiver still starting after CONNECT_TIMEOUT_MS: each section waits for its own listener',
+            );
         const peers: Peer[] = addresses.map((address, index) => ({
           index,
           host: address.host,

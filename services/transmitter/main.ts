@@ -1,3 +1,4 @@
+import { receiverLostVerdict } from '../core/control/receiver-lost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { configFromEnvOrExit, effectiveLogLevel, ExitCode, onShutdownSignal } from '../shared/entry.js';
 import { transports } from '../transports/index.js';
@@ -37,8 +38,7 @@ try {
   if (outcome.filesNotWritten !== undefined)
     log.error({ err: outcome.filesNotWritten }, 'the receiver could not write the output files');
   const verdict = outcome.receiverLost
-    ? `INCOMPLETE: the receiver went away (${outcome.receiverLost}); the run stopped and the receiver wrote no ` +
-      `output.log for it.`
+    ? receiverLostVerdict(outcome.report, outcome.receiverLost)
     : outcome.filesNotWritten !== undefined
       ? `FAILED: the receiver could not save this run's files (${outcome.filesNotWritten}); the summary above is ` +
         `all that is kept of this run, and its OUTPUT_DIR keeps the previous run's files, if any.`

@@ -81,9 +81,18 @@ describe('faults', () => {
     expect(Date.now() - killedAt).toBeLessThan(1500 + 5000);
     expect(transmitter.stdout()).toMatch(/^TCP \(baseline\)\s+\d+\s+[1-9]\d*\s+0\s.*FAILED/m);
     expect(transmitter.stdout()).toContain('INCOMPLETE: the receiver went away');
+    // What the receiver had written, and that it is kept: not "no output.log".
+    expect(transmitter.stdout()).toMatch(
+      new RegExp(
+        /The receiver kept what it had written in its OUTPUT_DIR, in runs\/\d{8}T\d{6}Z-…\/: /.source +
+          /the run's header, and the TCP section's images up to then\./.source,
+      ),
+    );
 
     const restarted = start('receiver', env);
     await restarted.waitForLog(/"msg":"receiver ready"/);
+    // That run, ended before the receiver was ready.
+    expect(restarted.stderr()).toContain('"msg":"completed a run its receiver never ended');
     const next = start('transmitter', { ...env, IMAGE_COUNT: '3', IMAGE_SIZE: '' });
     expect(await exitWithin(next, 20_000)).toBe(0);
     expect(await readFile(path.join(dir, 'output.log'), 'utf8')).toContain(

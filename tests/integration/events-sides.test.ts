@@ -7,6 +7,7 @@ import type { LocalServer } from '../../services/transports/contract.js';
 import { startPrivateRedis } from '../../services/transports/kit/redis.js';
 import { openEventStream, type ReceivedEvent } from '../helpers/event-stream.js';
 import { runTransmitter, startReceiver } from '../helpers/in-process.js';
+import { ControlClient } from '../../services/transmitter/control-client.js';
 
 // GET /events' figures of the other sides during a real run (both apps in this process, over
 // loopback, Redis a private redis-server): each `second` carries the round trips that reached the
@@ -54,29 +55,34 @@ const roundTripsIn = (seconds: readonly Record<string, unknown>[]): number =>
   seconds.reduce((sum, s) => sum + (s.roundTrips as number), 0);
 
 /**
- * Runs `work` with the global fetch (the transmitter's control client's) rewriting each round-trips POST's process
- * header to `value`; returns what `work` returned and those POSTs' answer statuses.
+ * Runs `work` with every round-trips POST of the transmitter's control client sending `value` as its process header;
+ * returns its result and the status of each such POST (the client's requests, wrapped where they are made).
  */
 async function withRoundTripHeader<T>(
   value: string,
   work: () => Promise<T>,
 ): Promise<{ result: T; statuses: number[] }> {
-  const original = globalThis.fetch;
+  // The client's private request(method, route, headers, payload): the one place every POST goes through.
+  type Request = (
+    this: ControlClient,
+    method: string,
+    route: string,
+    headers?: Record<string, string>,
+    payload?: unknown,
+  ) => Promise<{ statusCode: number }>;
+  const prototype = ControlClient.prototype as unknown as { request: Request };
+  const original = prototype.request;
   const statuses: number[] = [];
-  globalThis.fetch = async (input, init) => {
-    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    if (!url.endsWith('/round-trips') || init === undefined) return original(input, init);
-    const response = await original(input, {
-      ...init,
-      headers: { ...(init.headers as Record<string, string>), [PROCESS_HEADER]: value },
-    });
-    statuses.push(response.status);
-    return response;
+  prototype.request = async function (method, route, headers = {}, payload) {
+    if (!route.endsWith('/round-trips')) return original.call(this, method, route, headers, payload);
+    const answer = await original.call(this, method, route, { ...headers, [PROCESS_HEADER]: value }, payload);
+    statuses.push(answer.statusCode);
+    return answer;
   };
   try {
     return { result: await work(), statuses };
   } finally {
-    globalThis.fetch = original;
+    prototype.request = original;
   }
 }
 

@@ -20,12 +20,20 @@ export const CONTROL_BODY_LIMIT_BYTES = 64 * 1024;
 export interface ConnectionLimits {
   /**
    * Connections kept at once that have not sent a whole request head (just opened, or idle
-   * between requests): one more closes the oldest of them, so a flood of silent or slow-header
-   * connections cannot crowd out a real request, which sends its head at once.
+   * between requests): one more closes one of them (an idle one first, else the oldest), so a flood
+   * of silent or slow-header connections cannot crowd out a real request, which sends its head at once.
    */
   waitingConnections: number;
-  /** Connections kept at once in all; more are closed on arrival (net.Server's maxConnections). */
+  /**
+   * Connections kept at once in all, but for the trusted ones below. One more closes another to make room: one idle
+   * after its requests first, else the oldest with a request under way, else the oldest new one.
+   */
   maxConnections: number;
+  /**
+   * Connections kept besides maxConnections for those that showed AUTH_TOKEN (on a server that can tell): such a
+   * connection is never closed to make room, nor counted among the waiting ones. 0: none told apart.
+   */
+  trustedConnections: number;
   /** How long a connection may wait before its request head is whole; then it is closed. */
   headersTimeoutMs: number;
   /**
@@ -41,14 +49,16 @@ export interface ConnectionLimits {
  * The control port's limits. 32 waiting connections: a transmitter holds two or three at once
  * (its requests, its clock's keep-alive connection, a soak's sampler) and a browser a few more;
  * each holds at most node's 16 KiB of request head, 512 KiB in all. 128 in all bounds the file
- * descriptors and bodies of connections with a request under way. 5 s for a request head, which
- * an honest client sends in one write, even across hosts on a loaded machine. 10 min for a whole
+ * descriptors and bodies of connections with a request under way; 16 more for the transmitter (its
+ * client keeps up to 4 alive, and a restarted one's come before the old ones time out). 5 s for a
+ * request head, which an honest client sends in one write, even across hosts on a loaded machine. 10 min for a whole
  * request: only AUTH_TOKEN's holder gets its body read, and the largest (a week-long section's
  * end, SECTION_END_BODY_LIMIT_BYTES) arrives within it over 1.5 Mbit/s.
  */
 export const CONTROL_CONNECTION_LIMITS: Readonly<ConnectionLimits> = Object.freeze({
   waitingConnections: 32,
   maxConnections: 128,
+  trustedConnections: 16,
   headersTimeoutMs: 5000,
   keepAliveTimeoutMs: 4000,
   requestTimeoutMs: 600_000,
@@ -153,7 +163,10 @@ export interface RunOutcome {
   succeeded: boolean;
   /** The run's folder on the receiver, relative to its OUTPUT_DIR; absent when the receiver went away. */
   runFolder?: string;
-  /** Set when the receiver went away mid-run: the report is the transmitter's own, and no output.log was written. */
+  /**
+   * Set when the receiver went away mid-run: the report is the transmitter's own. The receiver's folder for the run
+   * keeps what it wrote (see receiverLostVerdict), and the next receiver on its OUTPUT_DIR ends it.
+   */
   receiverLost?: string;
   /**
    * Set when the receiver could not write the run's output files: the file and the system's
@@ -175,9 +188,23 @@ export interface ListenerStatus {
   retrying: boolean;
 }
 
-/** GET /health's answer. */
+/**
+ * GET /health's answer: HTTP 200 when the receiver is ready, 503 (with this body) while it starts, so that a probe that
+ * reads only the status (compose's healthcheck, Kubernetes' readiness) means "ready".
+ */
 export interface HealthResponse {
-  status: 'ready';
+  /**
+   * `starting`: the control port is open but the receiver still waits for `waitingFor`; `ready`: every listener has
+   * made its first attempt (some may be down and retrying) and no run its receiver died in is left unended.
+   */
+  status: 'starting' | 'ready';
+  /** What a starting receiver waits for; both empty once it is ready. */
+  waitingFor: {
+    /** The transports whose listener is on its first attempt (reported not ready and retrying meanwhile). */
+    listeners: string[];
+    /** True while it ends the runs a receiver died in, found in OUTPUT_DIR at start. */
+    abandonedRuns: boolean;
+  };
   listeners: Record<string, ListenerStatus>;
   host: HostFacts;
   /**
@@ -210,6 +237,12 @@ export interface ProgressResponse {
 
 /** Header of GET /clock's answer: the receiver's monotonic clock, in decimal nanoseconds. */
 export const CLOCK_HEADER = 'x-receiver-clock-ns';
+
+/**
+ * Header of every control POST: the same value on each try of one request, another for each request, so that the
+ * receiver acts on a request once however often it is sent (its answer to a try it already took is that try's).
+ */
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
 
 const wholeNumber = { type: 'integer', minimum: 0, maximum: 2 ** 53 - 1 } as const;
 const shortText = { type: 'string', maxLength: 4096 } as const;
