@@ -71,6 +71,22 @@ export function portIsFree(port: number): Promise<boolean> {
   });
 }
 
+/** Slices the test workers' ports are spread over: vitest runs at most this many workers at once here. */
+const PORT_SLICES = 8;
+
+/**
+ * The ports from `lowest` to `highest` this process picks among: under vitest, its worker's own slice (VITEST_POOL_ID,
+ * from 1), so two workers never pick one port between one's check and its bind (a receiver once failed EADDRINUSE on
+ * a port another worker's test had picked free at the same moment); the whole range otherwise.
+ */
+export function portSlice(lowest: number, highest: number): [number, number] {
+  const worker = Number(process.env.VITEST_POOL_ID);
+  if (!Number.isInteger(worker) || worker < 1) return [lowest, highest];
+  const width = Math.floor((highest - lowest + 1) / PORT_SLICES);
+  const start = lowest + ((worker - 1) % PORT_SLICES) * width;
+  return [start, start + width - 1];
+}
+
 /**
  * A TCP port free on 127.0.0.1, below the kernel's ephemeral range and never given to this process
  * before; with `consecutive` above 1, the ports after it are free and not given too (zeromq-pubsub
@@ -78,11 +94,10 @@ export function portIsFree(port: number): Promise<boolean> {
  */
 export async function freePort(consecutive = 1): Promise<number> {
   ephemeralStart ??= readEphemeralRangeStart();
-  const highest = Math.min(ephemeralStart, 65_536) - consecutive;
-  if (highest - LOWEST_FREE_PORT < 1000)
-    throw new Error(`no room for free ports between ${LOWEST_FREE_PORT} and the ephemeral range`);
+  const [lowest, highest] = portSlice(LOWEST_FREE_PORT, Math.min(ephemeralStart, 65_536) - consecutive);
+  if (highest - lowest < 1000) throw new Error(`no room for free ports between ${lowest} and the ephemeral range`);
   for (let attempt = 0; attempt < FREE_PORT_ATTEMPTS; attempt++) {
-    const port = LOWEST_FREE_PORT + Math.floor(Math.random() * (highest - LOWEST_FREE_PORT + 1));
+    const port = lowest + Math.floor(Math.random() * (highest - lowest + 1));
     const ports = Array.from({ length: consecutive }, (_, i) => port + i);
     if (ports.some((p) => givenPorts.has(p))) continue;
     // Taken before the first await, so a call running beside this one cannot pick them too (a

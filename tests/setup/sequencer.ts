@@ -5,23 +5,25 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 // and by default by project name and then by size (a fresh clone has no timings cached), which
 // once left limits.test.ts (64 MB images over every transport, the longest file and one of the
 // smallest) to start last and run a minute alone. The seconds are from one `npm test` on 2 cores
-// (its JSON report, each file's start to end beside the others); a stale list only costs time.
+// (each file's time as vitest reported it, 2026-11-29, beside the others); a stale list only costs time.
 const LONGEST_FIRST: readonly string[] = [
-  'tests/integration/limits.test.ts', // 64
-  'tests/integration/command-lane.test.ts', // 59
-  'tests/integration/transports.test.ts', // 59
-  'tests/integration/hostile.test.ts', // 57
-  'tests/e2e/start.test.ts', // 57
-  'tests/integration/live-browser.test.ts', // 53
-  'tests/e2e/terminal-output.test.ts', // 52
-  'tests/integration/run.test.ts', // 42
-  'tests/integration/timing-faults.test.ts', // 38
-  'tests/e2e/faults.test.ts', // 27
-  'tests/e2e/long-run.test.ts', // 27
-  'tests/e2e/broker-credentials.test.ts', // 26
-  'tests/e2e/compose.test.ts', // 22
-  'tests/integration/redis-down.test.ts', // 20
-  'tests/e2e/run-conflicts.test.ts', // 20
+  'tests/integration/live-browser.test.ts', // 73
+  'tests/integration/transports.test.ts', // 61
+  'tests/integration/hostile.test.ts', // 55
+  'tests/e2e/terminal-output.test.ts', // 48
+  'tests/integration/command-lane.test.ts', // 45
+  'tests/e2e/start.test.ts', // 39
+  'tests/integration/limits.test.ts', // 38
+  'tests/e2e/receiver-start.test.ts', // 37
+  'tests/integration/timing-faults.test.ts', // 36
+  'tests/integration/run.test.ts', // 27
+  'tests/e2e/long-run.test.ts', // 26
+  'tests/e2e/receiver-restart.test.ts', // 26
+  'tests/e2e/faults.test.ts', // 24
+  'tests/e2e/broker-credentials.test.ts', // 19
+  'tests/integration/redis-down.test.ts', // 18
+  'tests/e2e/run-conflicts.test.ts', // 17
+  'tests/integration/control-flood.test.ts', // 16
 ];
 
 /** vitest's order, with the files of LONGEST_FIRST moved ahead in that order. */

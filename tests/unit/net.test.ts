@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { lookup } from 'node:dns/promises';
 import net from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { freePort, portIsFree, singleListenHost } from '../../services/shared/net.js';
+import { freePort, portIsFree, portSlice, singleListenHost } from '../../services/shared/net.js';
 
 describe('freePort', () => {
   it('never gives this process the same port twice, even before the first taker binds it', async () => {
@@ -33,6 +33,31 @@ describe('freePort', () => {
       const port = await freePort(2);
       expect(port).toBeGreaterThanOrEqual(10_000);
       expect(port + 1).toBeLessThan(rangeStart!);
+    }
+  });
+});
+
+describe('portSlice', () => {
+  it("gives each vitest worker its own eighth of the range, the whole range outside vitest's workers", () => {
+    const pool = process.env.VITEST_POOL_ID;
+    const slice = (id: string | undefined): [number, number] => {
+      if (id === undefined) delete process.env.VITEST_POOL_ID;
+      else process.env.VITEST_POOL_ID = id;
+      return portSlice(10_000, 32_767);
+    };
+    try {
+      expect([slice('1'), slice('3'), slice('8'), slice('9'), slice(undefined), slice('0'), slice('x')]).toEqual([
+        [10_000, 12_845],
+        [15_692, 18_537],
+        [29_922, 32_767],
+        [10_000, 12_845],
+        [10_000, 32_767],
+        [10_000, 32_767],
+        [10_000, 32_767],
+      ]);
+    } finally {
+      if (pool === undefined) delete process.env.VITEST_POOL_ID;
+      else process.env.VITEST_POOL_ID = pool;
     }
   });
 });
