@@ -231,7 +231,8 @@ async function ceilingCalls(pair: CeilingPair, image: Buffer, url: string | unde
       warmup: COMPARED_FROM,
       ackTimeoutMs: 5000,
       host: '127.0.0.1',
-      port: await freePort(),
+      // Two: a pair may bind the port after it too (zeromq-pubsub's acks).
+      port: await freePort(2),
       brokerUrl: url,
       channel: `itb-ceiling-writes-${pair.transport}-${image.length}`,
       startTimeoutMs: 10_000,
