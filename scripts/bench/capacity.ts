@@ -15,7 +15,7 @@ import {
   type CapacitySummary,
 } from './capacity-model.js';
 import { nextRate, searchOutcome, type SearchBounds, type SearchProbe } from './capacity-search.js';
-import type { BenchPlan } from './options.js';
+import type { BenchPlan } from './plan.js';
 import { ASSET_BYTES, medianSection, rotated, runSuite } from './suite.js';
 
 // The capacity part (issue 50): per transport and image size, the highest RATE at which the sender keeps its schedule

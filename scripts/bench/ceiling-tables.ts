@@ -11,7 +11,7 @@ import {
   type CeilingSummary,
   type ShapeName,
 } from './ceiling-model.js';
-import type { BenchPlan } from './options.js';
+import type { BenchPlan } from './plan.js';
 import { fixed, median } from './format.js';
 import type { LoopbackFigures } from './loopback.js';
 

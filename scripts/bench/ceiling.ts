@@ -10,7 +10,7 @@ import { ceilingFigureOf, type CeilingCell, type CeilingSummary } from './ceilin
 import { ceilingCharts, ceilingLines, loopbackLines } from './ceiling-tables.js';
 import { hostNoiseLines, timeHostTask } from './host-noise.js';
 import { measureLoopback, type LoopbackFigures } from './loopback.js';
-import type { BenchPlan } from './options.js';
+import type { BenchPlan } from './plan.js';
 import { medianSection, rotated, runSuite } from './suite.js';
 
 // The ceiling part: each suite run beside its library's ceiling client (scripts/ceiling/), round after round.

@@ -4,7 +4,7 @@ import { formatSize } from '../../services/core/config/size.js';
 import { transportByName } from '../../services/transports/index.js';
 import type { SweepChart } from '../lib/sweep-page.js';
 import { fixed, median } from './format.js';
-import type { BenchPlan } from './options.js';
+import type { BenchPlan } from './plan.js';
 import { medianSection, rotated, runSuite, type Cell } from './suite.js';
 
 // The clients part: latency and per-client fairness against CLIENTS.

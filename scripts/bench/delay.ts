@@ -6,7 +6,7 @@ import { transportByName } from '../../services/transports/index.js';
 import { startDelayRelay, type DelayRelay, type DelayRelayStats } from '../lib/delay-relay.js';
 import { freePortsEnv } from '../lib/ports.js';
 import { fixed, median } from './format.js';
-import type { BenchPlan } from './options.js';
+import type { BenchPlan } from './plan.js';
 import { ASSET_BYTES, medianSection, rotated, runSuite, type Cell } from './suite.js';
 
 // The delay part: how much of a delay added to each direction of the link reaches an image's one-way time, per

@@ -1,7 +1,7 @@
 import { renderTable } from '../../services/core/report/text/format.js';
 import { formatSize } from '../../services/core/config/size.js';
 import { fixed, mib } from './format.js';
-import type { BenchPlan } from './options.js';
+import type { BenchPlan } from './plan.js';
 import { medianSection, runSuite, type Cell } from './suite.js';
 
 // The matrix part: image size × WINDOW, then linear assembly and flat memory.

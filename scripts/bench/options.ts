@@ -2,11 +2,11 @@ import path from 'node:path';
 import { directoryProblem } from '../../services/shared/directories.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { parseSize, SIZE_UNITS_HELP } from '../../services/core/config/size.js';
-import type { Transport } from '../../services/transports/contract.js';
 import { defaultTransports, transportByName, transports } from '../../services/transports/index.js';
 import { MIN_CLAIM_ROUNDS } from '../lib/overhead.js';
 import { SOAK_USAGE } from '../lib/soak.js';
-import { ALL_CEILING_SHAPES, SHAPE_NAMES, type CeilingShape, type ShapeName } from './ceiling-model.js';
+import { ALL_CEILING_SHAPES, SHAPE_NAMES, type ShapeName } from './ceiling-model.js';
+import type { BenchPlan } from './plan.js';
 import { DEFAULT_CAPACITY_MISS_PERCENT, DEFAULT_CAPACITY_ROUNDS, DEFAULT_CAPACITY_SIZES } from './capacity.js';
 import {
   DEFAULT_DELAY_IMAGES,
@@ -211,36 +211,7 @@ export function optionsFrom(args: readonly string[], problems: string[]): BenchO
   };
 }
 
-/** What the parts read of the command line, worked out once from its options: see planFrom. */
-export interface BenchPlan {
-  /** The ceiling runs every transport unless --transports= names others. */
-  ceilingTransports: readonly Transport[];
-  /**
-   * The transports of the matrix, steady, clients and rate parts (every suite run that names none): the default ones
-   * unless --transports= names others.
-   */
-  transportNames: readonly string[];
-  /** The shapes this run measures (--shapes=), in their order. */
-  ceilingShapes: readonly CeilingShape[];
-  /**
-   * Rounds of the ceiling, the transports' order rotated each round: at least MIN_CLAIM_ROUNDS unless --rounds= lowers
-   * it.
-   */
-  ceilingRounds: number;
-  /** Said beside the ceiling's medians when they rest on fewer rounds than a claim needs. */
-  indicativeNote: string;
-  /** The delay part's transports: DELAY_TRANSPORTS unless --transports= names others. */
-  delayTransports: readonly string[];
-  /** The delay part's delay each way (ms), rounds and recorded images per section. */
-  delayMs: number;
-  delayRounds: number;
-  delayImages: number;
-  /** The capacity part's image sizes (bytes), rounds, deadline (undefined: one frame interval) and allowed miss %. */
-  capacitySizes: readonly number[];
-  capacityRounds: number;
-  capacityDeadlineMs: number | undefined;
-  capacityMissPercent: number;
-}
+export type { BenchPlan } from './plan.js';
 
 /** The plan of a run with `options`. */
 export function planFrom(options: BenchOptions): BenchPlan {

@@ -4,7 +4,7 @@ import { formatSize } from '../../services/core/config/size.js';
 import { transportByName } from '../../services/transports/index.js';
 import type { SweepChart } from '../lib/sweep-page.js';
 import { fixed } from './format.js';
-import type { BenchPlan } from './options.js';
+import type { BenchPlan } from './plan.js';
 import { medianSection, runSuite, type Cell } from './suite.js';
 
 // The rate part: an open loop (RATE) from light load to past saturation.

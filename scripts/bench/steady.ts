@@ -1,6 +1,6 @@
 import { renderTable } from '../../services/core/report/text/format.js';
 import { fixed, median } from './format.js';
-import type { BenchPlan } from './options.js';
+import type { BenchPlan } from './plan.js';
 import { medianSection, rotated, runSuite, type Cell } from './suite.js';
 
 // The steady part: the default warm-up (WARMUP=auto) checked by position, run length and repeats.

@@ -1,7 +1,7 @@
 import { renderTable } from '../../services/core/report/text/format.js';
 import { formatSize } from '../../services/core/config/size.js';
 import { fixed, median } from './format.js';
-import type { BenchPlan } from './options.js';
+import type { BenchPlan } from './plan.js';
 import { hashLines, measureHashes, type HashFigures } from './hash.js';
 import { ASSET_BYTES, medianSection, runSuite, type Cell } from './suite.js';
 

@@ -14,6 +14,12 @@ export const ErrorCode = {
    * reason.
    */
   write: 'ITB_ERR_WRITE',
+  /** A file being served changed under the receiver (it shrank while read): the answer is cut, the file left alone. */
+  read: 'ITB_ERR_READ',
+  /** The installation is incomplete (a bundled file missing, no package.json) or the host has no room (free ports). */
+  setup: 'ITB_ERR_SETUP',
+  /** An invariant of the code itself broke: a bug to report, never the user's input. */
+  internal: 'ITB_ERR_INTERNAL',
 } as const;
 
 /** One of the codes in {@link ErrorCode}. */
@@ -34,4 +40,9 @@ export class ItbError extends Error {
 /** Message of any thrown value, for logs and reports. */
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** The ITB_ERR_* code of a thrown value, for a log line (docs/errors.md says what each means); undefined for others. */
+export function errorCodeOf(err: unknown): ErrorCodeValue | undefined {
+  return err instanceof ItbError ? err.code : undefined;
 }

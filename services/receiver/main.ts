@@ -1,4 +1,4 @@
-import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
+import { errorMessage, ErrorCode, ItbError, errorCodeOf } from '../core/errors.js';
 import { authTokenFileIssues } from '../shared/auth-token.js';
 import {
   configFromEnvOrExit,
@@ -26,7 +26,7 @@ onShutdownSignal(async (signal) => {
 try {
   await receiver.start();
 } catch (err) {
-  log.fatal({ err: errorMessage(err) }, 'receiver failed to start');
+  log.fatal({ err: errorMessage(err), code: errorCodeOf(err) }, 'receiver failed to start');
   process.stderr.write(`receiver failed to start: ${errorMessage(err)}\n`);
   await receiver.close();
   // A secret file refused at start (one planted after the start-up check) is configuration.

@@ -14,6 +14,7 @@ import {
 } from '../core/model/metric-totals.js';
 import type { SectionRecorder } from '../core/model/recorder.js';
 import type { RunSession } from './session.js';
+import { ErrorCode, ItbError } from '../core/errors.js';
 
 // GET /metrics: the receiver's figures in Prometheus's text format, through prom-client, read at
 // each scrape from what the session and its recorders keep anyway. Nothing is observed per image:
@@ -48,7 +49,7 @@ class ReadHistogram {
     readonly help: string,
     private readonly read: () => readonly HistogramSeries[],
   ) {
-    if (!validateMetricName(name)) throw new Error(`invalid metric name: ${name}`);
+    if (!validateMetricName(name)) throw new ItbError(ErrorCode.internal, `invalid metric name: ${name}`);
   }
 
   async get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: unknown[] }> {

@@ -1,7 +1,7 @@
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { errorMessage } from '../core/errors.js';
+import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import {
   formatConfigIssues,
   parseConfig,
@@ -74,7 +74,7 @@ export function imagePathIssues(env: NodeJS.ProcessEnv): ConfigIssue[] {
   if (!imagePath) return [];
   try {
     accessSync(imagePath, constants.R_OK);
-    if (!statSync(imagePath).isFile()) throw new Error('not a regular file');
+    if (!statSync(imagePath).isFile()) throw new ItbError(ErrorCode.config, 'not a regular file');
     return [];
   } catch (err) {
     return [{ variable: 'IMAGE_PATH', value: env.IMAGE_PATH, allowed: `a readable file (${errorMessage(err)})` }];
@@ -160,9 +160,10 @@ const MAX_SECRET_FILE_BYTES = 64 * 1024;
  */
 export function readSecretFile(filePath: string): string {
   const stats = statSync(filePath);
-  if (!stats.isFile()) throw new Error(`${filePath} is not a regular file`);
+  if (!stats.isFile()) throw new ItbError(ErrorCode.config, `${filePath} is not a regular file`);
   if (stats.size > MAX_SECRET_FILE_BYTES)
-    throw new Error(
+    throw new ItbError(
+      ErrorCode.config,
       `${filePath} holds ${stats.size} bytes, more than the ${MAX_SECRET_FILE_BYTES} a password file may`,
     );
   return readFileSync(filePath, 'utf8');

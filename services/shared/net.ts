@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { lookup } from 'node:dns/promises';
 import net, { type AddressInfo } from 'node:net';
+import { ErrorCode, ItbError } from '../core/errors.js';
 
 // Address helpers every listener and dialer needs alike, so IPv6 literals and port 0 are handled
 // one way everywhere.
@@ -28,7 +29,7 @@ export async function singleListenHost(host: string): Promise<string> {
 /** The port a server actually bound (the OS picks one for port 0); throws when it has none. */
 export function boundPort(address: AddressInfo | string | null): number {
   if (address === null || typeof address === 'string' || !Number.isInteger(address.port) || address.port <= 0) {
-    throw new Error(`server has no TCP port (address ${JSON.stringify(address)})`);
+    throw new ItbError(ErrorCode.internal, `server has no TCP port (address ${JSON.stringify(address)})`);
   }
   return address.port;
 }
@@ -95,7 +96,8 @@ export function portSlice(lowest: number, highest: number): [number, number] {
 export async function freePort(consecutive = 1): Promise<number> {
   ephemeralStart ??= readEphemeralRangeStart();
   const [lowest, highest] = portSlice(LOWEST_FREE_PORT, Math.min(ephemeralStart, 65_536) - consecutive);
-  if (highest - lowest < 1000) throw new Error(`no room for free ports between ${lowest} and the ephemeral range`);
+  if (highest - lowest < 1000)
+    throw new ItbError(ErrorCode.setup, `no room for free ports between ${lowest} and the ephemeral range`);
   for (let attempt = 0; attempt < FREE_PORT_ATTEMPTS; attempt++) {
     const port = lowest + Math.floor(Math.random() * (highest - lowest + 1));
     const ports = Array.from({ length: consecutive }, (_, i) => port + i);
@@ -107,7 +109,10 @@ export async function freePort(consecutive = 1): Promise<number> {
     for (const p of ports) free = free && (await portIsFree(p));
     if (free) return port;
   }
-  throw new Error(`no free port found in ${FREE_PORT_ATTEMPTS} attempts between ${LOWEST_FREE_PORT} and ${highest}`);
+  throw new ItbError(
+    ErrorCode.setup,
+    `no free port found in ${FREE_PORT_ATTEMPTS} attempts between ${LOWEST_FREE_PORT} and ${highest}`,
+  );
 }
 
 /**

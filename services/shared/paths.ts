@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ErrorCode, ItbError } from '../core/errors.js';
 
 /**
  * The project's root folder (the one holding package.json), found from this file so the same
@@ -10,7 +11,7 @@ export function projectRoot(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   while (!existsSync(path.join(dir, 'package.json'))) {
     const parent = path.dirname(dir);
-    if (parent === dir) throw new Error(`no package.json above ${fileURLToPath(import.meta.url)}`);
+    if (parent === dir) throw new ItbError(ErrorCode.setup, `no package.json above ${fileURLToPath(import.meta.url)}`);
     dir = parent;
   }
   return dir;

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { HtmlReportLibraries } from '../core/report/html-report.js';
 import type { LivePageLibraries } from '../core/report/live-page.js';
 import { projectPath } from './paths.js';
+import { ErrorCode, ItbError } from '../core/errors.js';
 
 // What the HTML report inlines, read from files so the report needs no network: Chart.js from
 // node_modules, the page's own style and script from assets/ (which the runtime image ships). The
@@ -60,6 +61,7 @@ export function livePageLibraries(): LivePageLibraries {
 
 function readSource(what: string, remedy: string, ...segments: string[]): string {
   const file = projectPath(...segments);
-  if (!existsSync(file)) throw new Error(`${file} is missing: the HTML report inlines ${what} from it (${remedy})`);
+  if (!existsSync(file))
+    throw new ItbError(ErrorCode.setup, `${file} is missing: the HTML report inlines ${what} from it (${remedy})`);
   return readFileSync(file, 'utf8');
 }

@@ -118,7 +118,7 @@ export class AppendFile {
     let handle: FileHandle | undefined;
     try {
       handle = await open(filePath, APPEND_NO_FOLLOW);
-      if (!(await handle.stat()).isFile()) throw new Error('not a regular file');
+      if (!(await handle.stat()).isFile()) throw new ItbError(ErrorCode.write, 'not a regular file');
       return new AppendFile(filePath, handle);
     } catch (err) {
       await handle?.close();

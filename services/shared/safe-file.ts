@@ -3,7 +3,7 @@ import { type FileHandle, lstat, open, readlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
-import { errorMessage } from '../core/errors.js';
+import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { folderModeText, othersMayPlant } from './directories.js';
 import { LATEST_LINK, RUN_FOLDER_NAME, RUNS_FOLDER } from './run-folder.js';
 
@@ -178,7 +178,8 @@ export async function copyServedPieces(
       next = 1 - next;
       const wanted = Math.min(CHUNK_BYTES, piece.toByte - at);
       const { bytesRead } = await file.handle.read(buffer, 0, wanted, at);
-      if (bytesRead === 0) throw new Error(`${file.path} ended at byte ${at}, before the ${file.sizeBytes} it held`);
+      if (bytesRead === 0)
+        throw new ItbError(ErrorCode.read, `${file.path} ended at byte ${at}, before the ${file.sizeBytes} it held`);
       await send(buffer.subarray(0, bytesRead));
       at += bytesRead;
     }

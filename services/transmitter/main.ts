@@ -1,5 +1,5 @@
 import { receiverLostVerdict } from '../core/control/receiver-lost.js';
-import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
+import { errorMessage, ErrorCode, ItbError, errorCodeOf } from '../core/errors.js';
 import { configFromEnvOrExit, effectiveLogLevel, ExitCode, onShutdownSignal } from '../shared/entry.js';
 import { transports } from '../transports/index.js';
 import { createLogger } from '../shared/logger.js';
@@ -50,7 +50,7 @@ try {
   process.exit(outcome.succeeded ? ExitCode.ok : ExitCode.failed);
 } catch (err) {
   progress.stop();
-  log.error({ err: errorMessage(err) }, 'run failed');
+  log.error({ err: errorMessage(err), code: errorCodeOf(err) }, 'run failed');
   process.stderr.write(`transmitter: ${errorMessage(err)}\n`);
   const misconfigured = err instanceof ItbError && (err.code === ErrorCode.config || err.code === ErrorCode.refused);
   process.exit(misconfigured ? ExitCode.config : ExitCode.failed);

@@ -9,6 +9,7 @@ import {
 import type { TransmitterLink } from '../transports/contract.js';
 import type { DueTimer } from './due-timer.js';
 import type { AckWaiter, Flight, SectionProgress } from './flight.js';
+import { ErrorCode, ItbError } from '../core/errors.js';
 
 // The timed path: the loops that stamp and send a section's images. Everything they need comes in
 // a SendPath, taken apart into locals before the loop, so each image costs what it did inline.
@@ -88,7 +89,7 @@ export async function openLoopPhase(
   const { links, flight, waiter, imageBytes, imageTimeoutMs } = path;
   const { plan } = flight;
   const timer = dueTimer;
-  if (timer === undefined) throw new Error('open loop without a due timer');
+  if (timer === undefined) throw new ItbError(ErrorCode.internal, 'open loop without a due timer');
   const schedule = new OpenLoopSchedule(ratePerSecond, process.hrtime.bigint());
   const admitted: [client: number, header: Buffer][] = [];
   let firstStampNs: bigint | undefined;

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COMPOSE_ONLY_DOCS } from '../../services/core/config/variable-docs.js';
 import { projectPath } from '../../services/shared/paths.js';
+import { ErrorCode } from '../../services/core/errors.js';
 
 // The README and docs/ are what a user follows to the letter: a link, a command, a path or a
 // variable that has drifted from the repository sends them nowhere. These checks keep the text
@@ -190,6 +191,34 @@ describe('README and docs/', () => {
 
   it(`the README is at most ${README_MAX_LINES} lines`, () => {
     expect(docs[0]!.text.split('\n').length).toBeLessThanOrEqual(README_MAX_LINES);
+  });
+});
+
+describe('the error codes', () => {
+  const catalogue = readFileSync(projectPath('docs/errors.md'), 'utf8');
+  const documented = [...catalogue.matchAll(/^\| `(ITB_ERR_[A-Z_]+)` \|/gm)].map((m) => m[1]);
+
+  it('docs/errors.md has a row for every code the services raise, in their order, and none other', () => {
+    expect(documented).toEqual(Object.values(ErrorCode));
+  });
+
+  it('every error thrown under services/ carries a code: no bare `throw new Error(` (generated code aside)', () => {
+    const bare: string[] = [];
+    const walk = (dir: string): void => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        const file = path.join(dir, entry.name);
+        if (entry.isDirectory()) {
+          if (entry.name !== 'gen') walk(file);
+        } else if (entry.name.endsWith('.ts'))
+          readFileSync(file, 'utf8')
+            .split('\n')
+            .forEach((line, index) => {
+              if (line.includes('throw new Error(')) bare.push(`${path.relative(projectPath('.'), file)}:${index + 1}`);
+            });
+      }
+    };
+    walk(projectPath('services'));
+    expect(bare).toEqual([]);
   });
 });
 

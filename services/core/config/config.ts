@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AUTH_TOKEN_PATTERN } from '../wire/auth.js';
-import { errorMessage } from '../errors.js';
+import { errorMessage, ErrorCode, ItbError } from '../errors.js';
 import { DURATION_UNITS_HELP, formatDurationMs, parseDurationMs } from './duration.js';
 import { MIN_GENERATED_PNG_BYTES } from '../model/png.js';
 import { formatSize, parseSize, SIZE_UNITS_HELP } from './size.js';
@@ -822,9 +822,9 @@ function brokerPassword(
     });
   } else if (file !== undefined) {
     try {
-      if (readSecretFile === undefined) throw new Error('this program reads no password file');
+      if (readSecretFile === undefined) throw new ItbError(ErrorCode.config, 'this program reads no password file');
       found = readSecretFile(file).replace(/[\r\n]+$/, '');
-      if (found === '') throw new Error('the file is empty');
+      if (found === '') throw new ItbError(ErrorCode.config, 'the file is empty');
     } catch (err) {
       found = undefined;
       issues.push({

@@ -52,3 +52,13 @@ export function oneWayClockErrorNs(before: ClockOffset, after: ClockOffset | nul
   if (after === null) return before.uncertaintyNs;
   return Math.max(before.uncertaintyNs, Math.abs(after.offsetNs - before.offsetNs) + after.uncertaintyNs);
 }
+
+/** The clock offset estimated at the start of a section, and whether times were corrected by it. */
+export interface SectionClock extends ClockOffset {
+  /**
+   * True when transmitter and receiver run on different kernels (different clocks), so every
+   * send time was moved onto the receiver's clock by offsetNs. On one kernel the clock is the
+   * same and the estimate is only reported, never applied: it would add its own error.
+   */
+  applied: boolean;
+}

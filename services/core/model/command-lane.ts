@@ -1,7 +1,6 @@
 import { commandOf, type CommandPhase, type FrameHeader } from '../wire/frame.js';
-import type { TimesSoFar } from './recorder.js';
-import type { SectionPlan } from './section.js';
-import { LatencyRecorder, type LatencySummary } from './stats.js';
+import type { SectionClock } from './clock.js';
+import { LatencyRecorder, type LatencySummary, type TimesSoFar } from './stats.js';
 export {
   aloneCommandCount,
   DEFAULT_COMMAND_BYTES,
@@ -118,7 +117,7 @@ export class CommandArrivals {
     beside: new PhaseArrivals(),
   };
 
-  constructor(plan: Pick<SectionPlan, 'clock'>) {
+  constructor(plan: { clock: SectionClock | null }) {
     this.offsetNs = plan.clock?.applied ? BigInt(Math.round(plan.clock.offsetNs)) : 0n;
     this.oneClock = !plan.clock?.applied;
   }

@@ -83,3 +83,11 @@ export function brokerCost(start: BrokerReading, end: BrokerReading, imageCount:
     eventLoopUtilization: null,
   };
 }
+
+/** Each side's cost of the section; null for a side that could not measure (section failed early, or no broker). */
+export interface SectionCost {
+  transmitter: SideCost | null;
+  receiver: SideCost | null;
+  /** The broker the transport goes through: Redis from its own counters, another on this host from /proc. */
+  broker: SideCost | null;
+}

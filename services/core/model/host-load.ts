@@ -1,4 +1,5 @@
-import type { SectionCost, SectionPlan } from './section.js';
+import type { SectionClock } from './clock.js';
+import type { SectionCost } from './cost.js';
 
 // How busy the receiver's host was over a section's measured span (from just before the first
 // recorded stamp to the last recorded image's ack, the span of every cost figure), from two
@@ -140,7 +141,7 @@ export function parseProcStat(text: string): ProcStat | null {
 }
 
 /** Whether the transmitter of `plan` ran on the receiver's host: one kernel is one clock, not applied. */
-export function transmitterOnHostOf(plan: Pick<SectionPlan, 'clock'>): boolean | null {
+export function transmitterOnHostOf(plan: { clock: SectionClock | null }): boolean | null {
   return plan.clock === null ? null : !plan.clock.applied;
 }
 
@@ -248,7 +249,7 @@ export function hostBusySigns(load: HostLoad): HostBusySign[] {
 export function sectionHostLoad(
   start: HostLoadReading | undefined,
   end: HostLoadReading,
-  section: { cost: SectionCost; clock: SectionPlan['clock']; receivers: number },
+  section: { cost: SectionCost; clock: SectionClock | null; receivers: number },
   throughBroker: boolean,
 ): HostLoad | null {
   if (start === undefined) return null;

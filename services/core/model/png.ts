@@ -129,7 +129,8 @@ export function generatePng(sizeBytes: number, seed: number): Buffer {
   // incompressible for transports that compress.
   const paddingBytes = sizeBytes - offset - 2 * CHUNK_OVERHEAD_BYTES;
   // a bug, not bad input
-  if (paddingBytes < 0) throw new Error(`generatePng overran its budget ` + `by ${-paddingBytes} bytes`);
+  if (paddingBytes < 0)
+    throw new ItbError(ErrorCode.internal, `generatePng overran its budget ` + `by ${-paddingBytes} bytes`);
   writeChunkFrame(png, offset, PADDING_CHUNK_TYPE, paddingBytes);
   writeChunkCrc(png, offset, paddingBytes);
   offset += CHUNK_OVERHEAD_BYTES + paddingBytes;
@@ -179,7 +180,8 @@ function fillRandom(buf: Buffer, seed: number): void {
   state = Math.imul(state ^ (state >>> 13), 0xc2b2ae35);
   state = (state ^ (state >>> 16)) >>> 0 || 0x2545f491;
 
-  if (buf.byteOffset % 4 !== 0) throw new Error('fillRandom needs a 4-byte aligned buffer'); // a bug, not bad input
+  // A bug, not bad input.
+  if (buf.byteOffset % 4 !== 0) throw new ItbError(ErrorCode.internal, 'fillRandom needs a 4-byte aligned buffer');
   const wordCount = Math.floor(buf.length / 4);
   const words = new Uint32Array(buf.buffer, buf.byteOffset, wordCount);
   for (let i = 0; i < wordCount; i++) {
@@ -229,7 +231,8 @@ function storedBlocksAdler32(buf: Buffer, firstBlockData: number, rawBytes: numb
 
 /** Writes a chunk's length and type at `at`. */
 function writeChunkFrame(buf: Buffer, at: number, type: string, dataBytes: number): void {
-  if (type.length !== 4 || !/^[A-Za-z]{4}$/.test(type)) throw new Error(`bad PNG chunk type ${JSON.stringify(type)}`);
+  if (type.length !== 4 || !/^[A-Za-z]{4}$/.test(type))
+    throw new ItbError(ErrorCode.internal, `bad PNG chunk type ${JSON.stringify(type)}`);
   buf.writeUInt32BE(dataBytes, at);
   buf.write(type, at + 4, 4, 'latin1');
 }

@@ -5,7 +5,7 @@ import { resultImageCount, sectionResult } from './section-result.js';
 import { SeenSet } from './seen.js';
 import type { DeadlineCounts, ImageRecord, SectionExtras, SectionPlan, SectionResult } from './section.js';
 import type { SecondDistribution } from './series.js';
-import { LatencyRecorder, nsToMs } from './stats.js';
+import { LatencyRecorder, nsToMs, type TimesSoFar } from './stats.js';
 import { warmupImageLimit, type WarmupOutcome } from './warmup.js';
 
 // The receiver's record of one transport's section: which images came, when, and whether intact.
@@ -44,12 +44,7 @@ interface Arrival {
   brokerStamp: BrokerStamp | undefined;
 }
 
-/** A distribution of times so far: count, sum and how many at or below each bound asked for. */
-export interface TimesSoFar {
-  count: number;
-  sumMs: number;
-  atOrBelow: number[];
-}
+export type { TimesSoFar } from './stats.js';
 
 /** What a section's record holds so far, read while it runs (GET /metrics): verdicts given and times taken. */
 export interface RecordSoFar {

@@ -1,25 +1,18 @@
 import type { CommandLaneResult } from './command-lane.js';
 import { mergeBrokerSplits, type BrokerSplit } from './broker-split.js';
-import type { ClockOffset } from './clock.js';
-import type { SideCost } from './cost.js';
+import type { ClockOffset, SectionClock } from './clock.js';
+import type { SectionCost } from './cost.js';
 import type { HostLoad } from './host-load.js';
 import type { SecondDistribution, SecondSample } from './series.js';
 import { mergeLatency, type LatencySummary } from './stats.js';
 import type { WarmupOutcome, WarmupPlan } from './warmup.js';
 
+export type { SectionClock } from './clock.js';
+export type { SectionCost } from './cost.js';
+
 // What a section is: its plan, the figures it is reported with, and how several receivers' or
 // clients' figures combine. Results are built in section-result.ts, from the receiver's recorder (recorder.ts)
 // or from the transmitter's acks alone.
-
-/** The clock offset estimated at the start of a section, and whether times were corrected by it. */
-export interface SectionClock extends ClockOffset {
-  /**
-   * True when transmitter and receiver run on different kernels (different clocks), so every
-   * send time was moved onto the receiver's clock by offsetNs. On one kernel the clock is the
-   * same and the estimate is only reported, never applied: it would add its own error.
-   */
-  applied: boolean;
-}
 
 /** What the transmitter announces before a section starts. */
 export interface SectionPlan {
@@ -361,14 +354,6 @@ export function withFanOut(result: SectionResult, fanOut: FanOut): SectionResult
   const why = bad.failure ?? `${bad.lostCount} lost, ${bad.corruptCount} corrupt`;
   const failure = `receiver ${bad.receiver + 1} of ${fanOut.perReceiver.length}: ${why}`;
   return { ...result, fanOut, ok: false, failure: result.failure === null ? failure : `${result.failure}; ${failure}` };
-}
-
-/** Each side's cost of the section; null for a side that could not measure (section failed early, or no broker). */
-export interface SectionCost {
-  transmitter: SideCost | null;
-  receiver: SideCost | null;
-  /** The broker the transport goes through: Redis from its own counters, another on this host from /proc. */
-  broker: SideCost | null;
 }
 
 /**

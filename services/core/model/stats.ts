@@ -278,3 +278,10 @@ export function medianOf(values: readonly number[]): number | undefined {
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
+
+/** A distribution of times so far: count, sum and how many at or below each bound asked for. */
+export interface TimesSoFar {
+  count: number;
+  sumMs: number;
+  atOrBelow: number[];
+}

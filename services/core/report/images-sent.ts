@@ -1,7 +1,6 @@
 import { MAX_IMAGE_COUNT } from '../config/config.js';
 import { formatDurationMs } from '../config/duration.js';
 import type { SectionResult } from '../model/section.js';
-import type { RunInfo } from './report.js';
 
 // How many images a run sent, as every output states it. With IMAGE_COUNT each section sends that many; under
 // DURATION a section sends what fits in the time, so the count exists only once it has ended (its imageCount is what
@@ -37,7 +36,7 @@ const sentBy = (section: SentFields): number => (section.imageCount >= MAX_IMAGE
 
 /** The run's images per transport from its facts and the sections ended so far (none: "for 20s" alone). */
 export function runImages(
-  run: Pick<RunInfo, 'imageCount' | 'transports'> & { config?: { durationMs?: number | null } },
+  run: { imageCount: number | null; transports: readonly string[]; config?: { durationMs?: number | null } },
   sections: readonly SentFields[],
 ): RunImages {
   const durationMs = run.config?.durationMs;
@@ -84,7 +83,12 @@ export function runImagesPhrase(images: RunImages, sizeText: string): string {
  * section's recorded so far.
  */
 export function runImagesSoFar(
-  run: Pick<RunInfo, 'imageCount' | 'transports' | 'repeat'> & { config?: { durationMs?: number | null } },
+  run: {
+    imageCount: number | null;
+    transports: readonly string[];
+    repeat: number;
+    config?: { durationMs?: number | null };
+  },
   sections: readonly SentFields[],
   openRecorded: number,
 ): number {
