@@ -1,15 +1,11 @@
 import type { ClockOffset } from '../../model/clock.js';
-import type { SideCost } from '../../model/cost.js';
 import {
   MIN_STABLE_IMAGES,
   MIN_STABLE_SPAN_MS,
-  OVERLOAD_RATE_SHARE,
   type ClientFairness,
   type ColdStart,
-  type DeadlineFigures,
   type FanOut,
   type ImageRecord,
-  type OpenLoopFigures,
   type SectionPlan,
   type SectionResult,
 } from '../../model/section.js';
@@ -21,44 +17,14 @@ import { percentileWithheld, runSucceeded, type HostFacts, type RunInfo, type Ru
 import type { BrokerSplit } from '../../model/broker-split.js';
 import type { CommandLaneResult, CommandPhaseResult } from '../../model/command-lane.js';
 import { BROKERS_STAMPING_NOTHING, nodeDescription, peersText, sectionTitle, TIMING_DEFINITIONS } from '../wording.js';
-import { fixed, mib, ms, percent, signedMs } from './format.js';
+import { fixed, ms, signedMs } from './format.js';
 import { renderSummary } from './summary-tables.js';
+import { deadlineLines, openLoopText, rateText } from './open-loop-lines.js';
+import { costLine, verificationText, windowText } from './section-lines.js';
 import { hostLoadRunText, hostLoadSectionText, hostLoadWarnings } from '../host-load-text.js';
 
 // output.log: the header when the run starts, each section's heading, image lines and figures as
 // it runs, the summary and verdict at its end.
-
-/**
- * What hashing took from the receiver's one thread, the one that stamps arrivals: it runs after
- * each ack, but a stamp can still wait behind it (verifier.ts), so the line says by how much.
- */
-function verificationText(section: SectionResult): string {
-  const share =
-    section.verifyBusyShare == null
-      ? ''
-      : `: ${percent(section.verifyBusyShare)} of its busy time in the span, which images queued behind it wait ` +
-        `for when the window is full`;
-  const longest =
-    section.verifyLongestRunMs == null ? '' : ` (longest run ${section.verifyLongestRunMs.toFixed(3)} ms)`;
-  return (
-    `${(section.verifyMs ?? 0).toFixed(1)} ms hashing the recorded images, each after its ack, on the receiver ` +
-    `thread that stamps arrivals${share}; ` +
-    `bytes that arrive during a hash are stamped after it${longest}; VERIFY=false measures without`
-  );
-}
-
-function costLine(side: string, cost: SideCost | null): string {
-  if (cost === null) return `${side}: not measured`;
-  const loop = cost.eventLoopUtilization === null ? '' : `, event loop ${percent(cost.eventLoopUtilization)} busy`;
-  const memory =
-    cost.eventLoopUtilization === null
-      ? `RSS ${mib(cost.peakRssBytes)} MiB (larger of its two readings)`
-      : `peak RSS ${mib(cost.peakRssBytes)} MiB`;
-  return (
-    `${side}: CPU ${cost.cpuMs.toFixed(1)} ms (user ${cost.cpuUserMs.toFixed(1)}, ` +
-    `system ${cost.cpuSystemMs.toFixed(1)}), ${cost.cpuMsPerImage.toFixed(3)} ms/image, ${memory}${loop}`
-  );
-}
 
 /** "p50 …, p90 …, p99 …, p99.9 …, max …, mean … ± … ms" of a distribution. */
 function distributionLine(l: LatencySummary): string {
@@ -74,40 +40,6 @@ function distributionLine(l: LatencySummary): string {
 /** A distribution's line, or "-" with the reason when there is none. */
 function distributionOrNone(l: LatencySummary | null | undefined): string {
   return l == null ? '- (no intact frame with its round trip)' : distributionLine(l);
-}
-
-/** "33.333 ms (one frame interval)" or "50.000 ms (1.5 frame intervals)". */
-function deadlineText(d: DeadlineFigures): string {
-  const intervals = d.deadlineMs / d.intervalMs;
-  const of =
-    Math.abs(intervals - 1) < 1e-9
-      ? 'one frame interval'
-      : `${fixed(intervals, 2)} frame intervals of ${ms(d.intervalMs)} ms`;
-  return `${ms(d.deadlineMs)} ms (${of})`;
-}
-
-/** A section's lines on its deadline, its longest gap and its jitter (RATE). */
-function deadlineLines(d: DeadlineFigures): string[] {
-  const of = (count: number): string => `${count} of ${d.framesSent} (${percentOf(count, d.framesSent)})`;
-  const verdict = d.overDeadline
-    ? `MISSED ITS DEADLINE: ${percentOf(d.lateCount + d.undeliveredCount, d.framesSent)} of frames late or not ` +
-      `delivered, over the ${fixed(d.allowedLateShare * 100, 1)} % allowed (DEADLINE_MISS_PERCENT)`
-    : `met: at most ${fixed(d.allowedLateShare * 100, 1)} % allowed (DEADLINE_MISS_PERCENT)`;
-  return [
-    `Deadline ${deadlineText(d)}: late ${of(d.lateCount)}, older than three intervals ${of(d.veryLateCount)}` +
-      (d.undeliveredCount > 0 ? `, never delivered intact ${of(d.undeliveredCount)}` : '') +
-      `; ${verdict}`,
-    `Arrivals: longest gap ${ms(d.longestGapMs)} ms (interval ${ms(d.intervalMs)} ms); jitter, |gap − interval|: ` +
-      (d.jitter === null
-        ? '- (fewer than two arrivals)'
-        : `mean ${ms(d.jitter.meanMs)} ± ${ms(d.jitter.stdDevMs)} (sd), p99 ${ms(d.jitter.p99Ms)}, max ` +
-          `${ms(d.jitter.maxMs)} ms`),
-  ];
-}
-
-/** "1.5 %" of a count over a total, one decimal; "-" with no total. */
-function percentOf(count: number, total: number): string {
-  return total === 0 ? '-' : `${fixed((100 * count) / total, 1)} %`;
 }
 
 /** The command lane's lines of a section: how it travelled, then each phase's counts and times. */
@@ -212,35 +144,6 @@ function brokerLine(section: SectionResult): string | undefined {
   if (BROKERS_STAMPING_NOTHING.has(section.transport))
     return 'Through the broker: not split: the broker stamps nothing the receiver can read';
   return undefined;
-}
-
-/** "100 images/s", with up to 3 decimals for fractional rates. */
-function rateText(ratePerSecond: number): string {
-  return `${Number(ratePerSecond.toFixed(3)).toLocaleString('en-US')} images/s`;
-}
-
-/** "RATE 100 images/s offered, sent at 99.9 and delivered at 99.9 images/s: kept up" (or OVERLOADED). */
-function openLoopText(open: OpenLoopFigures): string {
-  const rates =
-    `RATE ${rateText(open.ratePerSecond)} offered, sent at ${fixed(open.achievedRatePerSecond, 1)} and delivered at ` +
-    fixed(open.deliveredRatePerSecond, 1) +
-    ` images/s`;
-  return open.overloaded
-    ? `${rates}: OVERLOADED (under ${OVERLOAD_RATE_SHARE * 100} % of RATE; images waited for a window slot and ` +
-        `went late: see the send lag and the times from due)`
-    : `${rates}: kept up`;
-}
-
-/** "15.8 of 16 images in flight on average …": the window's occupancy by Little's law, and what it does not show. */
-function windowText(section: Pick<SectionResult, 'littleRatio' | 'meanInFlight' | 'clients' | 'window'>): string {
-  const capacity = section.clients * section.window;
-  const inFlight = section.meanInFlight ?? (section.littleRatio ?? 0) * capacity;
-  const of = section.clients > 1 ? `CLIENTS × WINDOW = ${capacity}` : `WINDOW = ${capacity}`;
-  return (
-    `${inFlight.toFixed(2)} images in flight on average of ${of} (` +
-    (100 * (section.littleRatio ?? 0)).toFixed(1) +
-    ` % full, by Little's law from the round trips; it shows the window stayed full, not that the times are right)`
-  );
 }
 
 /** " ± 0.150 ms" after a one-way time that crossed two clocks; '' on one clock. */
