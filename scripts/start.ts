@@ -1,7 +1,8 @@
-import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import { execFile, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { once } from 'node:events';
 import { access } from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { errorMessage } from '../services/core/errors.js';
 import { newAuthToken } from '../services/shared/auth-token.js';
 import { stopChild } from '../services/shared/child-process.js';
@@ -19,8 +20,8 @@ import { printChildLines, relayingPrinter } from '../services/shared/terminal-re
 import { bracketHost } from '../services/shared/net.js';
 import { SERVICE_NODE_FLAGS } from '../services/shared/node-flags.js';
 import { projectPath } from '../services/shared/paths.js';
-import { reportLibraries } from '../services/shared/report-assets.js';
-import { completeRun, OUTPUT_FILES, runFolders } from '../services/shared/run-folder.js';
+import { runFolders } from '../services/shared/run-folders.js';
+import { OUTPUT_FILES, type RunCompletionAnswer } from '../services/core/report/run-files.js';
 import { isLoopbackHost, isShaped } from '../services/core/config/link.js';
 import { redactUrl } from '../services/core/config/redact.js';
 import type { LocalServer } from '../services/transports/contract.js';
@@ -233,15 +234,30 @@ async function completeRunOf(index: number, reason: string): Promise<void> {
   const newest = (await runFolders(base)).at(-1);
   if (newest === undefined) return;
   try {
-    const report = await completeRun(base, newest, reason, reportLibraries());
-    if (report !== undefined)
+    const { sections } = await completeRunInReceiverProcess(base, newest, reason);
+    if (sections !== null)
       process.stderr.write(
-        `npm start: kept what the run wrote: ${report.sections.length} section(s) in ` +
+        `npm start: kept what the run wrote: ${sections} section(s) in ` +
           (path.relative(process.cwd(), newest) || newest) +
           ` (the open one marked incomplete), now OUTPUT_DIR's latest.\n`,
       );
   } catch (err) {
     process.stderr.write(`npm start: could not complete the run in ${newest}: ${errorMessage(err)}\n`);
+  }
+}
+
+/**
+ * Completes run folder `dir` in `base` through the receiver's own code, run as a process (scripts never import the
+ * receiver): services/receiver/complete-run.ts. Rejects with the reason it gave on stderr.
+ */
+async function completeRunInReceiverProcess(base: string, dir: string, reason: string): Promise<RunCompletionAnswer> {
+  const entry = projectPath('dist', 'services', 'receiver', 'complete-run.js');
+  try {
+    const { stdout } = await promisify(execFile)(process.execPath, [entry, base, dir, reason], { encoding: 'utf8' });
+    return JSON.parse(stdout) as RunCompletionAnswer;
+  } catch (err) {
+    const { stderr } = err as { stderr?: unknown };
+    throw typeof stderr === 'string' && stderr.trim() !== '' ? new Error(stderr.trim()) : err;
   }
 }
 

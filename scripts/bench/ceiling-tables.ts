@@ -81,6 +81,214 @@ export function ceilingCharts(plan: BenchPlan, summary: readonly CeilingSummary[
   ];
 }
 
+/** What the ceiling tables are made from: the plan, every cell, the summaries, and whether only ceilings ran. */
+interface TablesInput {
+  plan: BenchPlan;
+  cells: readonly CeilingCell[];
+  summary: readonly CeilingSummary[];
+  ceilingOnly: boolean;
+}
+
+const summaryOf = (input: TablesInput, t: string, shape: ShapeName): CeilingSummary =>
+  input.summary.find((s) => s.transport === t && s.shape === shape)!;
+
+const cellsOf = (input: TablesInput, t: string, shape: ShapeName): CeilingCell[] =>
+  input.cells.filter((c) => c.transport === t && c.shape === shape);
+
+/** "ok" or "FAILED", and the ceiling's failure when it had one. */
+function resultText(input: TablesInput, own: readonly CeilingCell[]): string {
+  const failed = own.find((c) => 'failed' in c.ceiling)?.ceiling as { failed: string } | undefined;
+  const oursOk =
+    input.ceilingOnly || own.every((c) => c.ours?.ok && (c.oursUnverified === undefined || c.oursUnverified.ok));
+  return [oursOk ? 'ok' : 'FAILED', ...(failed ? [`ceiling FAILED: ${failed.failed.slice(0, 100)}`] : [])].join('; ');
+}
+
+const medianOfCells = (own: readonly CeilingCell[], f: (s: SectionResult) => number | null | undefined): string =>
+  fixed(median(own.flatMap((c) => (c.ours ? (f(c.ours) ?? []) : []))), 3);
+
+/** Per image, as ours' cost is: each round's figure ÷ its own image count, then the median of the rounds. */
+function ceilingPerImage(own: readonly CeilingCell[], f: (c: CeilingFigures) => number | null): string {
+  return fixed(
+    median(
+      own.flatMap((c) => {
+        const figures = ceilingFigureOf(c);
+        const value = figures === undefined ? null : f(figures);
+        return value === null || figures === undefined || figures.count <= 0 ? [] : [value / figures.count];
+      }),
+    ),
+    3,
+  );
+}
+
+/** The overhead's four columns: the figure, its interval, its half-width. */
+function overheadColumns(overhead: CeilingSummary['overhead'] | null | undefined): string[] {
+  return [
+    percentText(overhead?.overhead ?? null),
+    intervalText(overhead?.pairCI ?? null),
+    halfWidthText(overhead?.pairCI ?? null, overhead?.pairedRounds),
+  ];
+}
+
+function largeRows(input: TablesInput): string[][] {
+  return input.plan.ceilingTransports.map((t) => {
+    const s = summaryOf(input, t.name, 'large');
+    const own = cellsOf(input, t.name, 'large');
+    const ceilingCpu = [ceilingPerImage(own, (f) => f.senderCpuMs), ceilingPerImage(own, (f) => f.receiverCpuMs)];
+    if (input.ceilingOnly) return [t.name, fixed(s.overhead.ceilingMedian, 1), ...ceilingCpu, resultText(input, own)];
+    return [
+      t.name,
+      fixed(s.overhead.ceilingMedian, 1),
+      fixed(s.overhead.oursMedian, 1),
+      ...overheadColumns(s.overhead),
+      fixed(s.overheadUnverified?.oursMedian, 1),
+      ...overheadColumns(s.overheadUnverified),
+      medianOfCells(own, (x) => x.cost.transmitter?.cpuMsPerImage),
+      medianOfCells(own, (x) => x.cost.receiver?.cpuMsPerImage),
+      ...ceilingCpu,
+      medianOfCells(own, (x) => (x.verifyMs === null || x.imageCount <= 0 ? null : x.verifyMs / x.imageCount)),
+      resultText(input, own),
+    ];
+  });
+}
+
+function smallRows(input: TablesInput): string[][] {
+  return input.plan.ceilingTransports.map((t) => {
+    const s = summaryOf(input, t.name, 'small');
+    const own = cellsOf(input, t.name, 'small');
+    if (input.ceilingOnly) return [t.name, fixed(s.overhead.ceilingMedian, 0), resultText(input, own)];
+    return [
+      t.name,
+      fixed(s.overhead.ceilingMedian, 0),
+      fixed(s.overhead.oursMedian, 0),
+      ...overheadColumns(s.overhead),
+      resultText(input, own),
+    ];
+  });
+}
+
+function latencyRows(input: TablesInput): string[][] {
+  return input.plan.ceilingTransports.map((t) => {
+    const s = summaryOf(input, t.name, 'latency');
+    const own = cellsOf(input, t.name, 'latency');
+    const ceilingP50 = fixed(median(own.flatMap((c) => ceilingFigureOf(c)?.rttP50Ms ?? [])), 3);
+    if (input.ceilingOnly) return [t.name, ceilingP50, resultText(input, own)];
+    return [
+      t.name,
+      ceilingP50,
+      medianOfCells(own, (x) => x.rtt?.p50Ms),
+      ...overheadColumns(s.overhead),
+      medianOfCells(own, (x) => x.latency?.p50Ms),
+      resultText(input, own),
+    ];
+  });
+}
+
+const shapeText = (shape: CeilingShape): string =>
+  `${formatSize(shape.bytes)} × ${shape.count.toLocaleString('en-US')} ` +
+  `after ${shape.warmup.toLocaleString('en-US')} untimed (all acknowledged before the first timed one), ` +
+  `WINDOW=${shape.window}`;
+
+const LARGE_COLUMNS = [
+  'Transport',
+  'ceiling MB/s',
+  'ours MB/s',
+  'overhead',
+  '95 % CI',
+  '±',
+  'ours unverified MB/s',
+  'overhead unverified',
+  'unverified 95 % CI',
+  '±',
+  'TX CPU',
+  'RX CPU',
+  'ceiling TX CPU',
+  'ceiling RX CPU',
+  'RX hash',
+  'Result',
+];
+
+function largeTable(input: TablesInput, shape: CeilingShape): string[] {
+  return [
+    '',
+    `Large: ${shapeText(shape)}` +
+      (input.ceilingOnly
+        ? '. CPU: ms per image, each process from its first timed image to the last ack'
+        : '; then the suite again with VERIFY=false (the ceiling verifies nothing). CPU: ms per image, each side, ' +
+          "from its first recorded image to the last ack; ceiling TX CPU: the ceiling client's sending process, " +
+          'per image over the same span; ceiling RX CPU: ' +
+          "the ceiling client's receiving process, per image over the same span; RX hash: our receiver's " +
+          'checksum time per image, inside its RX CPU') +
+      `.`,
+    input.ceilingOnly
+      ? renderTable(['Transport', 'ceiling MB/s', 'ceiling TX CPU', 'ceiling RX CPU', 'Result'], largeRows(input))
+      : renderTable(LARGE_COLUMNS, largeRows(input)),
+  ];
+}
+
+function smallTable(input: TablesInput, shape: CeilingShape): string[] {
+  return [
+    '',
+    `Small: ${shapeText(shape)}: images per second (per-message cost).`,
+    input.ceilingOnly
+      ? renderTable(['Transport', 'ceiling images/s', 'Result'], smallRows(input))
+      : renderTable(
+          ['Transport', 'ceiling images/s', 'ours images/s', 'overhead', '95 % CI', '±', 'Result'],
+          smallRows(input),
+        ),
+  ];
+}
+
+function latencyTable(input: TablesInput, shape: CeilingShape): string[] {
+  return [
+    '',
+    `Latency: ${shapeText(shape)}: the round trip (stamp → ack) p50` +
+      (input.ceilingOnly
+        ? ''
+        : '; overhead = 1 − median ceiling ÷ median ours (the share of our round trip the library alone would ' +
+          'not spend); one-way p50 beside it') +
+      `.`,
+    input.ceilingOnly
+      ? renderTable(['Transport', 'ceiling RTT p50 ms', 'Result'], latencyRows(input))
+      : renderTable(
+          [
+            'Transport',
+            'ceiling RTT p50 ms',
+            'ours RTT p50 ms',
+            'overhead',
+            '95 % CI',
+            '±',
+            'ours one-way p50 ms',
+            'Result',
+          ],
+          latencyRows(input),
+        ),
+  ];
+}
+
+const TABLES: Record<ShapeName, (input: TablesInput, shape: CeilingShape) => string[]> = {
+  large: largeTable,
+  small: smallTable,
+  latency: latencyTable,
+};
+
+/** The paragraph above the tables: what was run, and how overhead and its interval are taken. */
+function ceilingPreamble(plan: BenchPlan, ceilingOnly: boolean): string {
+  return ceilingOnly
+    ? `Ceiling clients only (--ceiling-only): each library's thinnest correct sender and receiver ` +
+        `(each transport's ceiling.ts), two processes; ${plan.ceilingRounds} rounds, the transports' order rotated; ` +
+        `medians of the rounds.${plan.indicativeNote}`
+    : `Ceiling: each suite run followed in the same minute by its library's ceiling client (each transport's ` +
+        `ceiling.ts: the thinnest correct sender and receiver of the same library, the same images, WINDOW, ack and ` +
+        `write calls, no verification; its span from the first timed send to the last timed arrival, as the ` +
+        `suite's), two processes each; ${plan.ceilingRounds} rounds, the transports' order rotated; medians of the ` +
+        `rounds.${plan.indicativeNote} Harness overhead = 1 − median ours ÷ median ceiling, from the medians shown. ` +
+        `95 % CI: a distribution-free confidence interval of the median of the rounds' own pair overheads (order ` +
+        `statistics of the binomial; needs 6 rounds or more); a half-width over ${WIDE_HALF_WIDTH_POINTS} points is ` +
+        `marked wide, with about how many rounds would narrow it to ${WIDE_HALF_WIDTH_POINTS} (it narrows with the ` +
+        `square root of the rounds: --rounds=). Each figure's distribution over the rounds (min, quartiles, max) and ` +
+        `the least and most of the rounds' own overheads are in results.json.`;
+}
+
 /**
  * The ceiling's three tables: MB/s (with verification and without), images/s of small images, and the round trip one at
  * a time.
@@ -91,182 +299,10 @@ export function ceilingLines(
   summary: readonly CeilingSummary[],
   ceilingOnly: boolean,
 ): string[] {
-  const of = (t: string, shape: CeilingShape['name']): CeilingSummary =>
-    summary.find((s) => s.transport === t && s.shape === shape)!;
-  const ownCells = (t: string, shape: CeilingShape['name']) =>
-    cells.filter((c) => c.transport === t && c.shape === shape);
-  const result = (own: readonly CeilingCell[]): string => {
-    const failed = own.find((c) => 'failed' in c.ceiling)?.ceiling as { failed: string } | undefined;
-    const oursOk =
-      ceilingOnly || own.every((c) => c.ours?.ok && (c.oursUnverified === undefined || c.oursUnverified.ok));
-    return [oursOk ? 'ok' : 'FAILED', ...(failed ? [`ceiling FAILED: ${failed.failed.slice(0, 100)}`] : [])].join('; ');
-  };
-  const medianOfCells = (own: readonly CeilingCell[], f: (s: SectionResult) => number | null | undefined): string =>
-    fixed(median(own.flatMap((c) => (c.ours ? (f(c.ours) ?? []) : []))), 3);
-  // Per image, as ours' cost is: each round's figure ÷ its own image count, then the median of the rounds.
-  const ceilingPerImage = (own: readonly CeilingCell[], f: (c: CeilingFigures) => number | null): string =>
-    fixed(
-      median(
-        own.flatMap((c) => {
-          const figures = ceilingFigureOf(c);
-          const value = figures === undefined ? null : f(figures);
-          return value === null || figures === undefined || figures.count <= 0 ? [] : [value / figures.count];
-        }),
-      ),
-      3,
-    );
-  const ceilingTxCpu = (own: readonly CeilingCell[]): string => ceilingPerImage(own, (f) => f.senderCpuMs);
-  const ceilingRxCpu = (own: readonly CeilingCell[]): string => ceilingPerImage(own, (f) => f.receiverCpuMs);
-  const large = (): string[][] =>
-    plan.ceilingTransports.map((t) => {
-      const s = of(t.name, 'large');
-      const own = ownCells(t.name, 'large');
-      return ceilingOnly
-        ? [t.name, fixed(s.overhead.ceilingMedian, 1), ceilingTxCpu(own), ceilingRxCpu(own), result(own)]
-        : [
-            t.name,
-            fixed(s.overhead.ceilingMedian, 1),
-            fixed(s.overhead.oursMedian, 1),
-            percentText(s.overhead.overhead),
-            intervalText(s.overhead.pairCI),
-            halfWidthText(s.overhead.pairCI, s.overhead.pairedRounds),
-            fixed(s.overheadUnverified?.oursMedian, 1),
-            percentText(s.overheadUnverified?.overhead ?? null),
-            intervalText(s.overheadUnverified?.pairCI ?? null),
-            halfWidthText(s.overheadUnverified?.pairCI ?? null, s.overheadUnverified?.pairedRounds),
-            medianOfCells(own, (x) => x.cost.transmitter?.cpuMsPerImage),
-            medianOfCells(own, (x) => x.cost.receiver?.cpuMsPerImage),
-            ceilingTxCpu(own),
-            ceilingRxCpu(own),
-            medianOfCells(own, (x) => (x.verifyMs === null || x.imageCount <= 0 ? null : x.verifyMs / x.imageCount)),
-            result(own),
-          ];
-    });
-  const small = (): string[][] =>
-    plan.ceilingTransports.map((t) => {
-      const s = of(t.name, 'small');
-      const own = ownCells(t.name, 'small');
-      return ceilingOnly
-        ? [t.name, fixed(s.overhead.ceilingMedian, 0), result(own)]
-        : [
-            t.name,
-            fixed(s.overhead.ceilingMedian, 0),
-            fixed(s.overhead.oursMedian, 0),
-            percentText(s.overhead.overhead),
-            intervalText(s.overhead.pairCI),
-            halfWidthText(s.overhead.pairCI, s.overhead.pairedRounds),
-            result(own),
-          ];
-    });
-  const latency = (): string[][] =>
-    plan.ceilingTransports.map((t) => {
-      const s = of(t.name, 'latency');
-      const own = ownCells(t.name, 'latency');
-      const ceilingP50 = fixed(median(own.flatMap((c) => ceilingFigureOf(c)?.rttP50Ms ?? [])), 3);
-      return ceilingOnly
-        ? [t.name, ceilingP50, result(own)]
-        : [
-            t.name,
-            ceilingP50,
-            medianOfCells(own, (x) => x.rtt?.p50Ms),
-            percentText(s.overhead.overhead),
-            intervalText(s.overhead.pairCI),
-            halfWidthText(s.overhead.pairCI, s.overhead.pairedRounds),
-            medianOfCells(own, (x) => x.latency?.p50Ms),
-            result(own),
-          ];
-    });
-  const shapeText = (shape: CeilingShape): string =>
-    `${formatSize(shape.bytes)} × ${shape.count.toLocaleString('en-US')} ` +
-    `after ${shape.warmup.toLocaleString('en-US')} untimed (all acknowledged before the first timed one), ` +
-    `WINDOW=${shape.window}`;
-  const tables: Record<ShapeName, (shape: CeilingShape) => string[]> = {
-    large: (shape) => [
-      '',
-      `Large: ${shapeText(shape)}` +
-        (ceilingOnly
-          ? '. CPU: ms per image, each process from its first timed image to the last ack'
-          : '; then the suite again with VERIFY=false (the ceiling verifies nothing). CPU: ms per image, each side, ' +
-            "from its first recorded image to the last ack; ceiling TX CPU: the ceiling client's sending process, " +
-            'per image over the same span; ceiling RX CPU: ' +
-            "the ceiling client's receiving process, per image over the same span; RX hash: our receiver's " +
-            'checksum time per image, inside its RX CPU') +
-        `.`,
-      ceilingOnly
-        ? renderTable(['Transport', 'ceiling MB/s', 'ceiling TX CPU', 'ceiling RX CPU', 'Result'], large())
-        : renderTable(
-            [
-              'Transport',
-              'ceiling MB/s',
-              'ours MB/s',
-              'overhead',
-              '95 % CI',
-              '±',
-              'ours unverified MB/s',
-              'overhead unverified',
-              'unverified 95 % CI',
-              '±',
-              'TX CPU',
-              'RX CPU',
-              'ceiling TX CPU',
-              'ceiling RX CPU',
-              'RX hash',
-              'Result',
-            ],
-            large(),
-          ),
-    ],
-    small: (shape) => [
-      '',
-      `Small: ${shapeText(shape)}: images per second (per-message cost).`,
-      ceilingOnly
-        ? renderTable(['Transport', 'ceiling images/s', 'Result'], small())
-        : renderTable(
-            ['Transport', 'ceiling images/s', 'ours images/s', 'overhead', '95 % CI', '±', 'Result'],
-            small(),
-          ),
-    ],
-    latency: (shape) => [
-      '',
-      `Latency: ${shapeText(shape)}: the round trip (stamp → ack) p50` +
-        (ceilingOnly
-          ? ''
-          : '; overhead = 1 − median ceiling ÷ median ours (the share of our round trip the library alone would ' +
-            'not spend); one-way p50 beside it') +
-        `.`,
-      ceilingOnly
-        ? renderTable(['Transport', 'ceiling RTT p50 ms', 'Result'], latency())
-        : renderTable(
-            [
-              'Transport',
-              'ceiling RTT p50 ms',
-              'ours RTT p50 ms',
-              'overhead',
-              '95 % CI',
-              '±',
-              'ours one-way p50 ms',
-              'Result',
-            ],
-            latency(),
-          ),
-    ],
-  };
+  const input: TablesInput = { plan, cells, summary, ceilingOnly };
   return [
-    ceilingOnly
-      ? `Ceiling clients only (--ceiling-only): each library's thinnest correct sender and receiver ` +
-        `(scripts/ceiling/), two processes; ${plan.ceilingRounds} rounds, the transports' order rotated; medians of ` +
-        `the rounds.${plan.indicativeNote}`
-      : `Ceiling: each suite run followed in the same minute by its library's ceiling client (scripts/ceiling/: ` +
-        `the thinnest correct sender and receiver of the same library, the same images, WINDOW, ack and write ` +
-        `calls, no verification; its span from the first timed send to the last timed arrival, as the suite's), ` +
-        `two processes each; ${plan.ceilingRounds} rounds, the transports' order rotated; medians of the ` +
-        `rounds.${plan.indicativeNote} Harness overhead = 1 − median ours ÷ median ceiling, from the medians shown. ` +
-        `95 % CI: a distribution-free confidence interval of the median of the rounds' own pair overheads (order ` +
-        `statistics of the binomial; needs 6 rounds or more); a half-width over ${WIDE_HALF_WIDTH_POINTS} points is ` +
-        `marked wide, with about how many rounds would narrow it to ${WIDE_HALF_WIDTH_POINTS} (it narrows with the ` +
-        `square root of the rounds: --rounds=). Each figure's distribution over the rounds (min, quartiles, max) and ` +
-        `the least and most of the rounds' own overheads are in results.json.`,
-    ...plan.ceilingShapes.flatMap((shape) => tables[shape.name](shape)),
+    ceilingPreamble(plan, ceilingOnly),
+    ...plan.ceilingShapes.flatMap((shape) => TABLES[shape.name](input, shape)),
   ];
 }
 

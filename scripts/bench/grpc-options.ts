@@ -2,7 +2,7 @@ import { errorMessage } from '../../services/core/errors.js';
 import { formatSize } from '../../services/core/config/size.js';
 import { renderTable } from '../../services/core/report/text/format.js';
 import type { CeilingFigures } from '../ceiling/drive.js';
-import { GRPC_VARIANT_ENV, type GrpcCeilingVariant } from '../ceiling/grpc.js';
+import { GRPC_VARIANT_ENV, type GrpcCeilingVariant } from '../../services/transports/kit/ceiling-grpc.js';
 import { runCeiling } from '../lib/ceiling-run.js';
 import { percentText, summarizeOverhead, type Distribution, type MedianInterval } from '../lib/overhead.js';
 import type { CeilingShape } from './ceiling-model.js';

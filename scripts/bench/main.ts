@@ -10,7 +10,7 @@ import { transportByName } from '../../services/transports/index.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';
 import { MIN_CLAIM_ROUNDS } from '../lib/overhead.js';
 import { renderSweepPage, type BenchChart } from '../lib/sweep-page.js';
-import { soakArgs } from '../lib/soak.js';
+import { soakArgs, type SoakOptions } from '../lib/soak.js';
 import { runSoak } from '../lib/soak-run.js';
 import { SHAPE_NAMES } from './ceiling-model.js';
 import { ceiling } from './ceiling.js';
@@ -19,7 +19,7 @@ import { delaySweep } from './delay.js';
 import { matrix } from './matrix.js';
 import { grpcOptions } from './grpc-options.js';
 import { capacity, CAPACITY_BOUNDS } from './capacity.js';
-import { optionsFrom, PARTS, planFrom } from './options.js';
+import { optionsFrom, PARTS, planFrom, type BenchOptions, type BenchPlan, type Part } from './options.js';
 import { rateSweep } from './rate.js';
 import { steady } from './steady.js';
 import type { Cell } from './suite.js';
@@ -70,6 +70,15 @@ import { verifyCost } from './verify.js';
 // test` never runs it. Each part is a file beside this one; this one reads the command line, runs the parts it names
 // and writes their files.
 
+/** What the parts run so far gave: the lines printed, results.json's record, the charts page's charts, the host. */
+interface BenchOutput {
+  lines: string[];
+  record: Record<string, unknown>;
+  charts: BenchChart[];
+  /** The host the figures came from: the first part's that knows it. */
+  host: HostFacts | undefined;
+}
+
 /** Reads the command line (exit 2 on a bad one), runs the parts it names, and prints and writes their results. */
 async function main(args: readonly string[]): Promise<void> {
   const soak = soakArgs(args);
@@ -82,17 +91,24 @@ async function main(args: readonly string[]): Promise<void> {
     (parts.includes('ceiling') ? `; ceiling: ${options.shapes.join(', ')}, ${plan.ceilingRounds} rounds` : '') +
     (parts.includes('grpc-options') ? `; grpc-options: ${plan.ceilingRounds} rounds` : '') +
     (parts.includes('capacity') ? `; capacity: ${plan.capacityRounds} rounds` : '');
-  const lines: string[] = [
-    `image-transfer-bench benchmark, ${started.toISOString()} (parts: ${parts.join(', ')}${narrowed})`,
-  ];
-  const record: Record<string, unknown> = {
-    startedAt: started.toISOString(),
-    parts,
-    transports: options.transports ?? null,
+  const out: BenchOutput = {
+    lines: [`image-transfer-bench benchmark, ${started.toISOString()} (parts: ${parts.join(', ')}${narrowed})`],
+    record: { startedAt: started.toISOString(), parts, transports: options.transports ?? null },
+    charts: [],
+    host: undefined,
   };
-  // Per-second series and histograms stay out (each run's results.json has them): the file keeps every section's
-  // figures.
-  const strip = (cell: Cell) => ({
+  if (parts.includes('ceiling')) await runCeilingPart(options, plan, out);
+  await runSuiteParts(parts, plan, out);
+  await runNamedParts(options, plan, soak.options, out);
+  await writeResults(options, started, out);
+}
+
+/**
+ * A suite run's cell as results.json keeps it: per-second series and histograms stay out (each run's results.json has
+ * them), every section's figures stay.
+ */
+function strip(cell: Cell) {
+  return {
     name: cell.name,
     env: cell.env,
     seconds: cell.seconds,
@@ -100,47 +116,52 @@ async function main(args: readonly string[]): Promise<void> {
       ...cell.report,
       sections: cell.report.sections.map(({ series: _series, histograms: _histograms, ...rest }) => rest),
     },
-  });
-  let host: HostFacts | undefined;
-  const charts: BenchChart[] = [];
-  if (parts.includes('ceiling')) {
-    const result = await ceiling(plan, options.ceilingOnly);
-    lines.push('', ...result.lines);
-    const section = (result: SectionResult | undefined) =>
-      result && (({ series: _series, histograms: _histograms, ...rest }) => rest)(result);
-    record.ceiling = {
-      ceilingOnly: options.ceilingOnly,
-      shapes: plan.ceilingShapes,
-      rounds: plan.ceilingRounds,
-      // Fewer rounds than a claim needs: the medians are indicative, and say so here too.
-      indicative: plan.ceilingRounds < MIN_CLAIM_ROUNDS,
-      // Per transport and shape: the medians compared, the harness overhead they give (1 − median ours ÷ median
-      // ceiling; a round trip 1 − median ceiling ÷ median ours), each round's own overhead's median (pairMedian), its
-      // 95 % confidence interval (pairCI) and range (overheadMin, overheadMax), and each figure's distribution over
-      // the rounds (min, quartiles, median, max).
-      summary: result.summary,
-      // The loopback's own ceiling, each round's (node:net pair and iperf3, MB/s).
-      loopback: result.loopback,
-      // A fixed CPU task's ms, timed before each round: the host's own noise.
-      hostTaskMs: result.hostTaskMs,
-      cells: result.cells.map((c) => ({
-        transport: c.transport,
-        shape: c.shape,
-        round: c.round,
-        ceiling: c.ceiling,
-        ours: section(c.ours),
-        oursUnverified: section(c.oursUnverified),
-      })),
-    };
-    charts.push(...result.charts);
-    host ??= result.host;
-  }
+  };
+}
+
+/** The ceiling part: every transport beside its library's ceiling client, in rounds. */
+async function runCeilingPart(options: BenchOptions, plan: BenchPlan, out: BenchOutput): Promise<void> {
+  const result = await ceiling(plan, options.ceilingOnly);
+  out.lines.push('', ...result.lines);
+  const section = (result: SectionResult | undefined) =>
+    result && (({ series: _series, histograms: _histograms, ...rest }) => rest)(result);
+  out.record.ceiling = {
+    ceilingOnly: options.ceilingOnly,
+    shapes: plan.ceilingShapes,
+    rounds: plan.ceilingRounds,
+    // Fewer rounds than a claim needs: the medians are indicative, and say so here too.
+    indicative: plan.ceilingRounds < MIN_CLAIM_ROUNDS,
+    // Per transport and shape: the medians compared, the harness overhead they give (1 − median ours ÷ median
+    // ceiling; a round trip 1 − median ceiling ÷ median ours), each round's own overhead's median (pairMedian), its
+    // 95 % confidence interval (pairCI) and range (overheadMin, overheadMax), and each figure's distribution over
+    // the rounds (min, quartiles, median, max).
+    summary: result.summary,
+    // The loopback's own ceiling, each round's (node:net pair and iperf3, MB/s).
+    loopback: result.loopback,
+    // A fixed CPU task's ms, timed before each round: the host's own noise.
+    hostTaskMs: result.hostTaskMs,
+    cells: result.cells.map((c) => ({
+      transport: c.transport,
+      shape: c.shape,
+      round: c.round,
+      ceiling: c.ceiling,
+      ours: section(c.ours),
+      oursUnverified: section(c.oursUnverified),
+    })),
+  };
+  out.charts.push(...result.charts);
+  out.host ??= result.host;
+}
+
+/** The default parts after the ceiling: verify, matrix, steady, clients and rate, those `parts` names. */
+async function runSuiteParts(parts: readonly Part[], plan: BenchPlan, out: BenchOutput): Promise<void> {
+  const { lines, record, charts } = out;
   if (parts.includes('verify')) {
     const result = await verifyCost(plan);
     lines.push('', ...result.lines);
     record.verify = result.cells.map(strip);
     record.checksums = result.checksums;
-    host ??= result.cells[0]?.report.run.hosts.receiver;
+    out.host ??= result.cells[0]?.report.run.hosts.receiver;
   }
   if (parts.includes('matrix')) {
     const result = await matrix(plan);
@@ -150,13 +171,13 @@ async function main(args: readonly string[]): Promise<void> {
       linearity: result.linearity.map(strip),
       memory: result.memory.map(strip),
     });
-    host ??= result.cells[0]?.report.run.hosts.receiver;
+    out.host ??= result.cells[0]?.report.run.hosts.receiver;
   }
   if (parts.includes('steady')) {
     const result = await steady(plan);
     lines.push('', ...result.lines);
     record.steady = result.cells.map(strip);
-    host ??= result.cells[0]?.report.run.hosts.receiver;
+    out.host ??= result.cells[0]?.report.run.hosts.receiver;
   }
   // Only single-client transports chosen: nothing to sweep (and an empty TRANSPORTS is refused).
   if (parts.includes('clients') && multiClientTransports(plan.transportNames).length === 0)
@@ -166,15 +187,26 @@ async function main(args: readonly string[]): Promise<void> {
     lines.push('', ...result.lines);
     record.clients = result.cells.map(strip);
     charts.push(result.chart);
-    host ??= result.cells[0]?.report.run.hosts.receiver;
+    out.host ??= result.cells[0]?.report.run.hosts.receiver;
   }
   if (parts.includes('rate')) {
     const result = await rateSweep(plan);
     lines.push('', ...result.lines);
     record.rate = result.cells.map(strip);
     charts.push(...result.charts);
-    host ??= result.cells[0]?.report.run.hosts.receiver;
+    out.host ??= result.cells[0]?.report.run.hosts.receiver;
   }
+}
+
+/** The parts that run only when named: grpc-options, soak, delay and capacity, in that order. */
+async function runNamedParts(
+  options: BenchOptions,
+  plan: BenchPlan,
+  soakOptions: SoakOptions,
+  out: BenchOutput,
+): Promise<void> {
+  const { parts } = options;
+  const { lines, record, charts } = out;
   if (parts.includes('grpc-options')) {
     const result = await grpcOptions(plan, options.images);
     lines.push('', ...result.lines);
@@ -187,14 +219,14 @@ async function main(args: readonly string[]): Promise<void> {
       cells: result.cells,
     };
     // Runs of the pair only, no suite report: this process's facts, with grpc-js's version.
-    host ??= hostFacts([transportByName('grpc')]);
+    out.host ??= hostFacts([transportByName('grpc')]);
   }
   if (parts.includes('soak')) {
-    const result = await runSoak(soak.options);
+    const result = await runSoak(soakOptions);
     lines.push('', ...result.lines);
     record.soak = result.record;
     charts.push(...result.charts);
-    host ??= result.host;
+    out.host ??= result.host;
     if (!result.verdict.pass) process.exitCode = 1;
   }
   if (parts.includes('delay')) {
@@ -216,7 +248,7 @@ async function main(args: readonly string[]): Promise<void> {
         ...strip(c.cell),
       })),
     };
-    host ??= result.cells[0]?.cell.report.run.hosts.receiver;
+    out.host ??= result.cells[0]?.cell.report.run.hosts.receiver;
   }
   if (parts.includes('capacity')) {
     const result = await capacity(plan);
@@ -237,8 +269,14 @@ async function main(args: readonly string[]): Promise<void> {
       probes: result.probes,
     };
     charts.push(...result.charts);
-    host ??= result.host;
+    out.host ??= result.host;
   }
+}
+
+/** Prints the parts' lines under the host's, and writes results.json and (with charts) the charts page. */
+async function writeResults(options: BenchOptions, started: Date, out: BenchOutput): Promise<void> {
+  const { lines, record, charts, host } = out;
+  const parts = options.parts;
   if (host) {
     lines.splice(
       1,

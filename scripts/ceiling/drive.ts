@@ -1,4 +1,4 @@
-import { ceilingHeader, type CeilingSender } from './contract.js';
+import { ceilingHeader, type CeilingSender } from '../../services/transports/ceiling-contract.js';
 
 // The ceiling's closed loop, as the suite's WINDOW means it: an image is stamped when it is sent,
 // and the next one goes as soon as fewer than `window` are unacknowledged. The only bookkeeping is

@@ -68,7 +68,7 @@ const LAST_ARRIVAL_REQUEST = 'last-arrival';
  * with {"lastArrivalNs": "<ns>" | null, "receiverCpuMs": <ms> | null}.
  */
 async function receiveUntilStopped(args: Args & { receive: NonNullable<Args['receive']> }): Promise<void> {
-  const pair = ceilingFor(args.transport);
+  const pair = await ceilingFor(args.transport);
   const image = Buffer.alloc(args.bytes);
   const clock = arrivalClock(args.warmup);
   const receiver = await withTimeout(
@@ -99,7 +99,7 @@ async function receiveUntilStopped(args: Args & { receive: NonNullable<Args['rec
 
 /** The parent: starts the receiver child, sends, prints the figures. */
 async function send(args: Args): Promise<void> {
-  const pair = ceilingFor(args.transport);
+  const pair = await ceilingFor(args.transport);
   const { bytes: image } = await loadImage({ imageSizeBytes: args.bytes, imagePath: undefined });
   const run: CeilingRunOptions = {
     image,

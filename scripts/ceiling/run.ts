@@ -1,5 +1,9 @@
 import { withTimeout } from '../../services/shared/waits.js';
-import type { CeilingPair, CeilingReceiveOptions, CeilingReceiver } from './contract.js';
+import type {
+  CeilingPair,
+  CeilingReceiveOptions,
+  CeilingReceiver,
+} from '../../services/transports/ceiling-contract.js';
 import { drive, type CeilingFigures, type DriveOptions, type DrivenLink, type ReceiverReport } from './drive.js';
 
 // One ceiling run's two sides and their order: the receiver listens (or subscribes) first and the

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
-import { LATEST_LINK } from '../../services/shared/run-folder.js';
+import { LATEST_LINK } from '../../services/core/report/run-files.js';
 import os from 'node:os';
 import path from 'node:path';
 import type { HealthResponse, ProgressResponse } from '../../services/core/control/control-protocol.js';

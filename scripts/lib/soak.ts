@@ -1,5 +1,5 @@
 import { MAX_IMAGE_COUNT } from '../../services/core/config/config.js';
-import { OUTPUT_FILES } from '../../services/shared/run-folder.js';
+import { OUTPUT_FILES } from '../../services/core/report/run-files.js';
 import { renderTable } from '../../services/core/report/text/format.js';
 import { formatSize } from '../../services/core/config/size.js';
 import type { SweepChart } from './sweep-page.js';
@@ -28,7 +28,7 @@ export const SOAK_LIMIT_BYTES = 32 * 1024 * 1024;
 export const SOAK_SHAPE = { transport: 'tcp', imageSize: '1KB', imageSizeBytes: 1000, window: 64 } as const;
 /** The soak's longest run: one section of IMAGE_COUNT's most. */
 const MAX_SOAK_IMAGES = MAX_IMAGE_COUNT;
-/** The run's fixed files (OUTPUT_FILES of services/shared/run-folder.ts). */
+/** The run's fixed files (OUTPUT_FILES of services/core/report/run-files.ts). */
 export const SOAK_REQUIRED_FILES = [OUTPUT_FILES.log, OUTPUT_FILES.results, OUTPUT_FILES.report] as const;
 export const SOAK_USAGE = 'soak [--images <N>] [--from <N>] [--sample-ms <ms>]';
 

@@ -12,11 +12,12 @@ import {
 } from '../core/control/control-protocol.js';
 import { receiverAuthToken } from '../shared/auth-token.js';
 import { guardConnections } from '../shared/connection-guard.js';
-import { throttledWarn } from '../shared/throttled-log.js';
+import { throttledWarn, type ThrottledWarn } from '../shared/throttled-log.js';
 import { hostFacts } from '../shared/host.js';
 import { hostPort, singleListenHost } from '../shared/net.js';
 import { transportByName } from '../transports/index.js';
 import { controlRoutes } from './control-routes.js';
+import { latestRunRoutes } from './latest-run-routes.js';
 import { Doorkeeper } from './door.js';
 import { answerOncePerKey } from './idempotent-requests.js';
 import { EVENT_CLIENT_LIMITS, EventClients, type EventClientLimits, eventsRoute } from './events-route.js';
@@ -41,7 +42,7 @@ export interface ReceiverApp {
   close(reason?: string): Promise<void>;
 }
 
-export { OUTPUT_FILES } from '../shared/run-folder.js';
+export { OUTPUT_FILES } from '../core/report/run-files.js';
 
 /**
  * Builds a receiver from a validated config; nothing listens until start(). `controlLimits` bound the control port's
@@ -81,49 +82,7 @@ export function buildReceiver(
       bodyLimit: CONTROL_BODY_LIMIT_BYTES,
       ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
     });
-    // The port is open to anyone on the network (GET /health, /): a flood of connections must not
-    // shut out the transmitter or a health check. Connections that showed AUTH_TOKEN are the
-    // transmitter's: the guard keeps room for them that no anonymous load takes.
-    let closedControlConnections = 0;
-    const trusts = (request: IncomingMessage): boolean => {
-      const presented = bearerToken(request.headers.authorization);
-      return presented !== undefined && secretsEqual(presented, authToken);
-    };
-    const guard = guardConnections(
-      app.server,
-      controlLimits,
-      (peer, why) => {
-        // An idle keep-alive connection closed is housekeeping (the transmitter's, between requests);
-        // a head that never came whole, a push-out or a connection closed at the cap is what a flood looks like.
-        if (why === 'idle after its requests') {
-          log.debug({ from: hostPort(peer.address, peer.port), why }, 'idle control connection closed');
-          return;
-        }
-        closedControlConnections++;
-        warn(
-          why,
-          { from: hostPort(peer.address, peer.port), why, closedControlConnections },
-          why === 'refused on arrival: no room'
-            ? 'control connection refused: the port has its connections'
-            : why === 'closed to make room for a newer connection'
-              ? 'control connection closed to make room'
-              : 'control connection closed before a whole request',
-        );
-      },
-      { trusts },
-    );
-    // node's own cap, one over the guard's: reached only if the guard's accounting is wrong.
-    app.server.on('drop', (dropped?: { remoteAddress?: string; remotePort?: number }) =>
-      warn(
-        'dropped',
-        {
-          from: hostPort(dropped?.remoteAddress ?? '?', dropped?.remotePort ?? 0),
-          maxConnections: app.server.maxConnections,
-          trusted: guard.trusted(),
-        },
-        'control connection refused: the port has its connections',
-      ),
-    );
+    guardControlConnections(app, controlLimits, authToken, log, warn);
     answerOncePerKey(app);
     // fastify's own logger is off (it would log every request); a request that fails on the
     // receiver's side (a write to a full disk) is logged here with its reason, which the reply carries too.
@@ -136,6 +95,7 @@ export function buildReceiver(
         .send({ statusCode, error: STATUS_CODES[statusCode] ?? 'Error', message: errorMessage(err) });
     });
     void app.register(controlRoutes, { config, log, session, listeners, doorkeeper, runs, authToken, receiverHost });
+    void app.register(latestRunRoutes, { config, log, session, runs });
     void app.register(runsRoutes, { config, session, runs, log });
     // Open like GET / and /health: no AUTH_TOKEN, and the events hold no secret.
     void app.register(eventsRoute, { feed, clients: eventClients });
@@ -190,4 +150,58 @@ export function buildReceiver(
       return closing;
     },
   };
+}
+
+/**
+ * Guards the control port's connections within `limits`: the port is open to anyone on the network (GET /health, /),
+ * and a flood of connections must not shut out the transmitter or a health check. Connections that showed `authToken`
+ * are the transmitter's: the guard keeps room for them that no anonymous load takes.
+ */
+function guardControlConnections(
+  app: FastifyInstance,
+  limits: Readonly<ConnectionLimits>,
+  authToken: string,
+  log: Logger,
+  warn: ThrottledWarn,
+): void {
+  let closedControlConnections = 0;
+  const trusts = (request: IncomingMessage): boolean => {
+    const presented = bearerToken(request.headers.authorization);
+    return presented !== undefined && secretsEqual(presented, authToken);
+  };
+  const guard = guardConnections(
+    app.server,
+    limits,
+    (peer, why) => {
+      // An idle keep-alive connection closed is housekeeping (the transmitter's, between requests);
+      // a head that never came whole, a push-out or a connection closed at the cap is what a flood looks like.
+      if (why === 'idle after its requests') {
+        log.debug({ from: hostPort(peer.address, peer.port), why }, 'idle control connection closed');
+        return;
+      }
+      closedControlConnections++;
+      warn(
+        why,
+        { from: hostPort(peer.address, peer.port), why, closedControlConnections },
+        why === 'refused on arrival: no room'
+          ? 'control connection refused: the port has its connections'
+          : why === 'closed to make room for a newer connection'
+            ? 'control connection closed to make room'
+            : 'control connection closed before a whole request',
+      );
+    },
+    { trusts },
+  );
+  // node's own cap, one over the guard's: reached only if the guard's accounting is wrong.
+  app.server.on('drop', (dropped?: { remoteAddress?: string; remotePort?: number }) =>
+    warn(
+      'dropped',
+      {
+        from: hostPort(dropped?.remoteAddress ?? '?', dropped?.remotePort ?? 0),
+        maxConnections: app.server.maxConnections,
+        trusted: guard.trusted(),
+      },
+      'control connection refused: the port has its connections',
+    ),
+  );
 }

@@ -1,4 +1,4 @@
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../core/config/config.js';
 import type { FanOut, SectionPlan } from '../core/model/section.js';
@@ -8,6 +8,7 @@ import { bearerToken, secretsEqual, sectionCredential } from '../core/wire/auth.
 import { parseProcessHeader, PROCESS_HEADER } from '../core/live/process-load.js';
 import {
   CLOCK_HEADER,
+  CONTROL_BODY_LIMIT_BYTES,
   fanOutSchema,
   type HealthResponse,
   type ProgressResponse,
@@ -21,19 +22,9 @@ import {
   sectionPlanSchema,
   warmupOutcomeSchema,
 } from '../core/control/control-protocol.js';
-import { followingReportEdits, renderLivePage } from '../core/report/live-page.js';
+import { CPU_PROFILE_BODY_LIMIT_BYTES, CPU_PROFILE_CONTENT_TYPE } from '../core/control/cpu-profile.js';
+import { formatSize } from '../core/config/size.js';
 import { unmappedAddress } from '../shared/net.js';
-import { livePageLibraries } from '../shared/report-assets.js';
-import {
-  closeServedFile,
-  openLatestRunFile,
-  readServedBytes,
-  sendServedFile,
-  type ServedFile,
-  type ServedPiece,
-  wholeFile,
-} from '../shared/safe-file.js';
-import { OUTPUT_FILES } from '../shared/run-folder.js';
 import type { Doorkeeper } from './door.js';
 import type { Listeners } from './listeners.js';
 import type { RunKeeper } from './run-keeper.js';
@@ -52,14 +43,29 @@ export interface ControlRoutesOptions {
   receiverHost: () => HostFacts;
 }
 
-/** The receiver's HTTP control routes: the transmitter's run and sections, and the read-only pages and files. */
+/** Checks a control request's AUTH_TOKEN before anything else is done with it; counts the requests it refused. */
+interface TransmitterGuard {
+  onRequest: (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
+  /** Requests refused for a missing or wrong AUTH_TOKEN since the receiver started, for GET /health. */
+  refusedRequests(): number;
+}
+
+/**
+ * The receiver's HTTP control routes: the read-only probes and the transmitter's run and sections (the last run's
+ * files are ./latest-run-routes.ts's).
+ */
 export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (app, options) => {
-  const { config, log, session, listeners, doorkeeper, runs, authToken, receiverHost } = options;
-  // Requests refused for a missing or wrong AUTH_TOKEN since the receiver started, for GET /health.
+  const guard = transmitterGuard(options);
+  probeRoutes(app, options, guard);
+  runRoutes(app, options, guard);
+  sectionRoutes(app, options, guard);
+};
+
+// Only the transmitter holding AUTH_TOKEN may change anything or keep a run alive; GET /,
+// /health, /progress and /results.json only read and stay open. Checked on request, so a refused
+// request's body is never parsed, validated or acted on.
+function transmitterGuard({ log, session, authToken }: ControlRoutesOptions): TransmitterGuard {
   let refusedRequests = 0;
-  // Only the transmitter holding AUTH_TOKEN may change anything or keep a run alive; GET /,
-  // /health, /progress and /results.json only read and stay open. Checked on request, so a refused
-  // request's body is never parsed, validated or acted on.
   const onRequest = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const presented = bearerToken(request.headers.authorization);
     if (presented === undefined || !secretsEqual(presented, authToken)) {
@@ -84,6 +90,13 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
     // against the watchdog (the route touches on success).
     if (request.routeOptions.url !== '/runs') session.touch();
   };
+  return { onRequest, refusedRequests: () => refusedRequests };
+}
+
+/** GET /health, /progress and /clock: what a probe, a soak's sampler and the transmitter's clock reading ask. */
+function probeRoutes(app: FastifyInstance, options: ControlRoutesOptions, guard: TransmitterGuard): void {
+  const { session, listeners, doorkeeper, runs, receiverHost } = options;
+  const { onRequest } = guard;
   // The port opens before the listeners start: while they (or the end of a run a receiver died in) are awaited, the
   // answer says "starting" and what for, with 503 so that a probe reading only the status waits for "ready".
   app.get('/health', async (_request, reply): Promise<HealthResponse> => {
@@ -99,7 +112,7 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
         rejectedInputs: session.rejectedInputs,
         rejectedFrames: session.rejectedFrames,
         refusedConnections: doorkeeper.refusedConnections,
-        refusedRequests,
+        refusedRequests: guard.refusedRequests(),
       },
     };
   });
@@ -111,6 +124,11 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
   app.get('/clock', { onRequest }, (_request, reply) => {
     void reply.header(CLOCK_HEADER, String(process.hrtime.bigint())).send();
   });
+}
+
+/** POST /runs and /runs/finish: the transmitter starts a run, and ends it. */
+function runRoutes(app: FastifyInstance, options: ControlRoutesOptions, { onRequest }: TransmitterGuard): void {
+  const { log, session, runs } = options;
   app.post('/runs', { onRequest, schema: { body: runInfoSchema } }, async (request, reply) => {
     // One run at a time: a second transmitter is refused, and the run in progress goes on and
     // keeps its files; one whose transmitter went silent is ended by the watchdog.
@@ -135,6 +153,16 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
     );
     return reply.code(204).send();
   });
+  app.post('/runs/finish', { onRequest }, async (_request, reply) => {
+    const finished = await runs.endRun(null);
+    if (finished === undefined) return reply.code(409).send({ error: 'no run started' });
+    return finished;
+  });
+}
+
+/** POST /sections and the open section's measure, round trips, end and fan-out: one section after another. */
+function sectionRoutes(app: FastifyInstance, options: ControlRoutesOptions, { onRequest }: TransmitterGuard): void {
+  const { log, session, runs, authToken } = options;
   app.post('/sections', { onRequest, schema: { body: sectionPlanSchema } }, async (request, reply) => {
     const plan = request.body as SectionPlan;
     if (!session.inProgress) return reply.code(409).send({ error: 'no run started' });
@@ -180,6 +208,7 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
       return reply.code(204).send();
     },
   );
+  cpuProfileRoute(app, options, onRequest);
   // The transmitter's side of a section, with its per-second round trips: its own, larger limit.
   app.post(
     '/sections/:sectionId/end',
@@ -214,78 +243,48 @@ export const controlRoutes: FastifyPluginAsync<ControlRoutesOptions> = async (ap
     await runs.folder?.replaceSection(result);
     return result;
   });
-  app.post('/runs/finish', { onRequest }, async (_request, reply) => {
-    const finished = await runs.endRun(null);
-    if (finished === undefined) return reply.code(409).send({ error: 'no run started' });
-    return finished;
-  });
-  // A file refused (a link, another user's, too large): one line with the reason; the client learns only that it is
-  // not served.
-  const refused = (request: FastifyRequest, reason: string): void =>
-    log.warn({ url: request.url, from: unmappedAddress(request.ip), reason }, 'file not served');
-  // For people: the live page during a run (and before any), the last run's report otherwise. A run
-  // that just ended is waited for: the live page reloads on `run-end`, which goes out before
-  // report.html is written. HEAD is answered here too: fastify's own would read the whole file.
-  app.route({
-    method: ['GET', 'HEAD'],
-    url: '/',
-    handler: async (request, reply) => {
-      await runs.filesWritten();
-      const libraries = livePageLibraries();
-      const opening = session.inProgress
-        ? undefined
-        : await openLatestRunFile(config.outputDir, session.outputDir(config.outputDir), OUTPUT_FILES.report);
-      if (opening?.kind === 'file') {
-        const pieces = await followingReportPieces(opening.file, libraries.followScript).catch(async (err: unknown) => {
-          await closeServedFile(opening.file);
-          throw err;
+}
+
+/**
+ * POST /sections/:sectionId/cpu-profile (PROFILE=1): the transmitter's CPU profile of the open section, gzipped, for
+ * the run's folder. Only this route takes a body up to CPU_PROFILE_BODY_LIMIT_BYTES; a larger one is refused with 413
+ * before it is read.
+ */
+function cpuProfileRoute(
+  app: FastifyInstance,
+  options: ControlRoutesOptions,
+  onRequest: TransmitterGuard['onRequest'],
+): void {
+  const { session, runs } = options;
+  // Other routes given this type keep the control port's own limit.
+  app.addContentTypeParser(
+    CPU_PROFILE_CONTENT_TYPE,
+    { parseAs: 'buffer', bodyLimit: CONTROL_BODY_LIMIT_BYTES },
+    (_request, body, done) => done(null, body),
+  );
+  app.post(
+    '/sections/:sectionId/cpu-profile',
+    {
+      onRequest,
+      bodyLimit: CPU_PROFILE_BODY_LIMIT_BYTES,
+      errorHandler: (error, _request, reply) => {
+        const tooLarge = error.code === 'FST_ERR_CTP_BODY_TOO_LARGE';
+        void reply.code(tooLarge ? 413 : (error.statusCode ?? 500)).send({
+          error: tooLarge
+            ? `a CPU profile over ${formatSize(CPU_PROFILE_BODY_LIMIT_BYTES)} gzipped is refused`
+            : error.message,
         });
-        return sendServedFile(reply, opening.file, HTML_TYPE, pieces);
-      }
-      if (opening?.kind === 'refused') refused(request, opening.reason);
-      return reply.type(HTML_TYPE).send(renderLivePage(libraries));
-    },
-  });
-  // The last run's files, for a receiver on another node (a cluster): no copy out needed.
-  const serveFile = (url: string, file: string, type: string): void => {
-    app.route({
-      method: ['GET', 'HEAD'],
-      url,
-      handler: async (request, reply) => {
-        const opening = await openLatestRunFile(config.outputDir, session.outputDir(config.outputDir), file);
-        if (opening.kind === 'file') return sendServedFile(reply, opening.file, type);
-        if (opening.kind === 'absent') return reply.code(404).send({ error: 'no run has finished yet' });
-        refused(request, opening.reason);
-        return reply.code(404).send({ error: `${file} is not served: the receiver's log says why` });
       },
-    });
-  };
-  serveFile('/results.json', OUTPUT_FILES.results, 'application/json; charset=utf-8');
-  serveFile('/output.log', OUTPUT_FILES.log, 'text/plain; charset=utf-8');
-};
-
-const HTML_TYPE = 'text/html; charset=utf-8';
-
-/** How far into report.html's start and end GET / looks for the policy it widens and the body end it adds before. */
-const REPORT_EDIT_WINDOW_BYTES = 64 * 1024;
-
-// report.html as followingReport makes it, streamed from its file: its start and end are read to find where the
-// edits go, the rest is sent as it is read. A report without them (another version's) is sent unchanged.
-async function followingReportPieces(file: ServedFile, followScript: string): Promise<ServedPiece[]> {
-  const edits = followingReportEdits(followScript);
-  const head = await readServedBytes(file, 0, REPORT_EDIT_WINDOW_BYTES);
-  const tailFromByte = Math.max(0, file.sizeBytes - REPORT_EDIT_WINDOW_BYTES);
-  const tail = await readServedBytes(file, tailFromByte, file.sizeBytes - tailFromByte);
-  const policyAt = head.indexOf(edits.policy);
-  const policyEnd = policyAt + Buffer.byteLength(edits.policy);
-  const bodyEndInTail = tail.lastIndexOf(edits.bodyEnd);
-  const bodyEndAt = tailFromByte + bodyEndInTail;
-  if (policyAt < 0 || bodyEndInTail < 0 || bodyEndAt < policyEnd) return wholeFile(file);
-  return [
-    { fromByte: 0, toByte: policyAt },
-    Buffer.from(edits.livePolicy),
-    { fromByte: policyEnd, toByte: bodyEndAt },
-    Buffer.from(edits.beforeBodyEnd),
-    { fromByte: bodyEndAt, toByte: file.sizeBytes },
-  ];
+    },
+    async (request, reply) => {
+      const body = request.body;
+      if (!Buffer.isBuffer(body))
+        return reply.code(400).send({ error: `expected ${CPU_PROFILE_CONTENT_TYPE}: a gzipped .cpuprofile` });
+      const sectionIdText = (request.params as { sectionId: string }).sectionId;
+      if (!session.isOpen(sectionIdText)) return reply.code(409).send({ error: 'that section is not open' });
+      const refusal = await runs.transmitterProfile(Number(sectionIdText), body);
+      if (refusal !== undefined) return reply.code(refusal.statusCode).send({ error: refusal.error });
+      return reply.code(204).send();
+    },
+  );
 }

@@ -4,6 +4,7 @@ import type { ListenerStatus } from '../core/control/control-protocol.js';
 import type { BrokerReading } from '../core/model/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import type { Ack } from '../core/wire/frame.js';
+import { ImagePartHasher } from '../core/wire/checksum.js';
 import type { ReceivedFrame, ReceiverListener, SectionOpening } from '../transports/contract.js';
 import { transportByName } from '../transports/index.js';
 import type { Doorkeeper } from './door.js';
@@ -113,6 +114,8 @@ export class Listeners {
         maxImageBytes: this.config.maxImageBytes,
         door: this.doorkeeper.door(name),
         idleTimeoutMs: this.config.imageTimeoutMs,
+        // A byte stream sums a large image's parts as it reads them, in cache; nothing is summed with VERIFY=false.
+        ...(this.config.verify ? { partHasher: () => new ImagePartHasher() } : {}),
         log: this.log.child({ transport: name }),
         deliver: (frame) => sink.deliver(frame),
         onReject: (reason) => sink.onReject(name, reason),

@@ -79,6 +79,23 @@ function perPhase<T>(
     );
 }
 
+/** Help text of a figure counted over every run: recorded images only. */
+const counted = (help: string): string =>
+  `${help}; recorded images only (warm-up images are in no figure); from every run since the receiver started`;
+/** Help text of an open-loop (RATE) figure. */
+const underRate = (help: string): string => counted(`Under RATE (open loop), ${help}`);
+/** Help text of a command-lane (COMMAND_RATE) figure. */
+const commandsCounted = (help: string): string =>
+  `${help}; commands of COMMAND_RATE, by phase (alone: no image in flight; beside: while the images flow); from ` +
+  'every run since the receiver started';
+/** What a time histogram's bounds mean, said in each one's help. */
+const PRECISION =
+  "buckets from the recorder's HDR histogram at 3 significant digits: a time on a bound or up to 0.1 % under it " +
+  'may count toward the next bound up';
+
+/** What one scrape read: every transport's figures, the open section's included. */
+type ScrapedFigures = () => readonly TransportFigures[];
+
 /** The receiver's GET /metrics, open like GET /health (no AUTH_TOKEN, no secret in it). */
 export const metricsRoute: FastifyPluginAsync<MetricsRouteOptions> = async (app, { session, transports }) => {
   const totals = new MetricTotals(transports);
@@ -101,8 +118,25 @@ export const metricsRoute: FastifyPluginAsync<MetricsRouteOptions> = async (app,
   const registry = new Registry();
   // Read once per scrape, before the registry asks each metric.
   let scraped: TransportFigures[] = [];
-  const counted = (help: string): string =>
-    `${help}; recorded images only (warm-up images are in no figure); from every run since the receiver started`;
+  const read = (): readonly TransportFigures[] => scraped;
+  // Registered in the order a scrape lists them.
+  imageCounters(registry, read);
+  commandCounters(registry, read);
+  for (const histogram of timeHistograms(read)) registry.registerMetric(histogram as unknown as Metric);
+  runGauges(registry, session);
+  processFigures(registry);
+
+  app.get('/metrics', async (_request, reply) => {
+    const recorder = session.recordingSection;
+    scraped = totals.read(recorder && { key: recorder, figures: recordingFigures(recorder, commandsOf.get(recorder)) });
+    const text = await registry.metrics();
+    return reply.type(registry.contentType).send(text);
+  });
+};
+
+/** Images by transport and verdict, and the open loop's late images and longest gap. */
+function imageCounters(registry: Registry, scraped: ScrapedFigures): void {
+  const openLoop = (): TransportFigures[] => scraped().filter((f) => f.openLoop);
   new Counter({
     name: 'itb_images_total',
     help: counted(
@@ -113,7 +147,7 @@ export const metricsRoute: FastifyPluginAsync<MetricsRouteOptions> = async (app,
     registers: [registry],
     collect() {
       this.reset();
-      for (const f of scraped)
+      for (const f of scraped())
         for (const verdict of VERDICTS) this.inc({ transport: f.transport, verdict }, f.images[verdict]);
     },
   });
@@ -124,39 +158,10 @@ export const metricsRoute: FastifyPluginAsync<MetricsRouteOptions> = async (app,
     registers: [registry],
     collect() {
       this.reset();
-      for (const f of scraped)
+      for (const f of scraped())
         for (const verdict of VERDICTS) this.inc({ transport: f.transport, verdict }, f.bytes[verdict]);
     },
   });
-  const precision =
-    "buckets from the recorder's HDR histogram at 3 significant digits: a time on a bound or up to 0.1 % under it " +
-    'may count toward the next bound up';
-  const openLoop = (): TransportFigures[] => scraped.filter((f) => f.openLoop);
-  const underRate = (help: string): string => counted(`Under RATE (open loop), ${help}`);
-  // Frame age first: under RATE it is the headline, the one-way time beside it.
-  const histograms = [
-    new ReadHistogram(
-      'itb_image_frame_age_seconds',
-      underRate(
-        `intact images' age at arrival counted from each one's due time (frame age: the headline under RATE; ` +
-          `itb_image_one_way_seconds is then the time on the link); ${precision}`,
-      ),
-      () => openLoop().map((f) => ({ labels: { transport: f.transport }, times: f.frameAge })),
-    ),
-    new ReadHistogram(
-      'itb_image_one_way_seconds',
-      counted(
-        `Intact images' one-way time, send stamp to arrival stamp (clock offset applied across hosts; under RATE the ` +
-          `time on the link, the stamp taken as each is handed to it); ${precision}`,
-      ),
-      () => scraped.map((f) => ({ labels: { transport: f.transport }, times: f.oneWay })),
-    ),
-    new ReadHistogram(
-      'itb_image_round_trip_seconds',
-      counted(`Images' round trip on the transmitter, send stamp to ack processed, as it reports them; ${precision}`),
-      () => scraped.map((f) => ({ labels: { transport: f.transport }, times: f.roundTrip })),
-    ),
-  ];
   new Counter({
     name: 'itb_images_late_total',
     help: underRate("intact images older than DEADLINE_MS at arrival, counted from each one's due time"),
@@ -190,9 +195,10 @@ export const metricsRoute: FastifyPluginAsync<MetricsRouteOptions> = async (app,
         if (f.longestGapSeconds !== null) this.set({ transport: f.transport }, f.longestGapSeconds);
     },
   });
-  const commandsCounted = (help: string): string =>
-    `${help}; commands of COMMAND_RATE, by phase (alone: no image in flight; beside: while the images flow); from ` +
-    'every run since the receiver started';
+}
+
+/** Commands (COMMAND_RATE) sent, acknowledged and received, by transport and phase. */
+function commandCounters(registry: Registry, scraped: ScrapedFigures): void {
   new Counter({
     name: 'itb_commands_sent_total',
     help: commandsCounted("Commands the transmitter sent, counted when the section ends (the transmitter's count)"),
@@ -200,7 +206,8 @@ export const metricsRoute: FastifyPluginAsync<MetricsRouteOptions> = async (app,
     registers: [registry],
     collect() {
       this.reset();
-      for (const { labels, value } of perPhase(scraped, (f, phase) => f.commands[phase].sent)) this.inc(labels, value);
+      for (const { labels, value } of perPhase(scraped(), (f, phase) => f.commands[phase].sent))
+        this.inc(labels, value);
     },
   });
   new Counter({
@@ -210,7 +217,8 @@ export const metricsRoute: FastifyPluginAsync<MetricsRouteOptions> = async (app,
     registers: [registry],
     collect() {
       this.reset();
-      for (const { labels, value } of perPhase(scraped, (f, phase) => f.commands[phase].acked)) this.inc(labels, value);
+      for (const { labels, value } of perPhase(scraped(), (f, phase) => f.commands[phase].acked))
+        this.inc(labels, value);
     },
   });
   new Counter({
@@ -220,21 +228,48 @@ export const metricsRoute: FastifyPluginAsync<MetricsRouteOptions> = async (app,
     registers: [registry],
     collect() {
       this.reset();
-      for (const { labels, value } of perPhase(scraped, (f, phase) => f.commands[phase].received))
+      for (const { labels, value } of perPhase(scraped(), (f, phase) => f.commands[phase].received))
         for (const verdict of COMMAND_VERDICTS) this.inc({ ...labels, verdict }, value[verdict]);
     },
   });
-  histograms.push(
+}
+
+/** The time histograms: images' frame age, one-way time, round trip and jitter; commands' one-way and round trip. */
+function timeHistograms(scraped: ScrapedFigures): ReadHistogram[] {
+  const openLoop = (): TransportFigures[] => scraped().filter((f) => f.openLoop);
+  // Frame age first: under RATE it is the headline, the one-way time beside it.
+  return [
+    new ReadHistogram(
+      'itb_image_frame_age_seconds',
+      underRate(
+        `intact images' age at arrival counted from each one's due time (frame age: the headline under RATE; ` +
+          `itb_image_one_way_seconds is then the time on the link); ${PRECISION}`,
+      ),
+      () => openLoop().map((f) => ({ labels: { transport: f.transport }, times: f.frameAge })),
+    ),
+    new ReadHistogram(
+      'itb_image_one_way_seconds',
+      counted(
+        `Intact images' one-way time, send stamp to arrival stamp (clock offset applied across hosts; under RATE the ` +
+          `time on the link, the stamp taken as each is handed to it); ${PRECISION}`,
+      ),
+      () => scraped().map((f) => ({ labels: { transport: f.transport }, times: f.oneWay })),
+    ),
+    new ReadHistogram(
+      'itb_image_round_trip_seconds',
+      counted(`Images' round trip on the transmitter, send stamp to ack processed, as it reports them; ${PRECISION}`),
+      () => scraped().map((f) => ({ labels: { transport: f.transport }, times: f.roundTrip })),
+    ),
     new ReadHistogram(
       'itb_image_arrival_jitter_seconds',
-      underRate(`inter-arrival jitter: |gap − frame interval| between consecutive arrivals; ${precision}`),
+      underRate(`inter-arrival jitter: |gap − frame interval| between consecutive arrivals; ${PRECISION}`),
       () => openLoop().map((f) => ({ labels: { transport: f.transport }, times: f.jitter })),
     ),
     new ReadHistogram(
       'itb_command_one_way_seconds',
-      commandsCounted(`Commands' one-way time, send stamp to arrival stamp (clock offset applied); ${precision}`),
+      commandsCounted(`Commands' one-way time, send stamp to arrival stamp (clock offset applied); ${PRECISION}`),
       () =>
-        perPhase(scraped, (f, phase) => f.commands[phase].oneWay).map(({ labels, value }) => ({
+        perPhase(scraped(), (f, phase) => f.commands[phase].oneWay).map(({ labels, value }) => ({
           labels,
           times: value,
         })),
@@ -242,16 +277,19 @@ export const metricsRoute: FastifyPluginAsync<MetricsRouteOptions> = async (app,
     new ReadHistogram(
       'itb_command_round_trip_seconds',
       commandsCounted(
-        `Commands' round trip on the transmitter, send stamp to ack processed, as its batches bring them; ${precision}`,
+        `Commands' round trip on the transmitter, send stamp to ack processed, as its batches bring them; ${PRECISION}`,
       ),
       () =>
-        perPhase(scraped, (f, phase) => f.commands[phase].roundTrip).map(({ labels, value }) => ({
+        perPhase(scraped(), (f, phase) => f.commands[phase].roundTrip).map(({ labels, value }) => ({
           labels,
           times: value,
         })),
     ),
-  );
-  for (const histogram of histograms) registry.registerMetric(histogram as unknown as Metric);
+  ];
+}
+
+/** The run's state and start time. */
+function runGauges(registry: Registry, session: RunSession): void {
   new Gauge({
     name: 'itb_run_state',
     help: 'The run state: 1 for the current one of idle (no run since the receiver started), running, ended',
@@ -271,8 +309,13 @@ export const metricsRoute: FastifyPluginAsync<MetricsRouteOptions> = async (app,
       this.set(startedAt === undefined ? 0 : Date.parse(startedAt) / 1e3);
     },
   });
-  // The two process figures every Prometheus client exports, without prom-client's default collectors
-  // (an event-loop delay monitor and a GC observer would run beside the measurement).
+}
+
+/**
+ * The two process figures every Prometheus client exports, without prom-client's default collectors (an event-loop
+ * delay monitor and a GC observer would run beside the measurement).
+ */
+function processFigures(registry: Registry): void {
   new Counter({
     name: 'process_cpu_seconds_total',
     help: 'Total user and system CPU time spent in seconds',
@@ -291,11 +334,4 @@ export const metricsRoute: FastifyPluginAsync<MetricsRouteOptions> = async (app,
       this.set(process.memoryUsage.rss());
     },
   });
-
-  app.get('/metrics', async (_request, reply) => {
-    const recorder = session.recordingSection;
-    scraped = totals.read(recorder && { key: recorder, figures: recordingFigures(recorder, commandsOf.get(recorder)) });
-    const text = await registry.metrics();
-    return reply.type(registry.contentType).send(text);
-  });
-};
+}

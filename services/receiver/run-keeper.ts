@@ -3,37 +3,23 @@ import type { Logger } from 'pino';
 import type { Config } from '../core/config/config.js';
 import { errorMessage } from '../core/errors.js';
 import type { SectionPlan, SectionResult } from '../core/model/section.js';
-import { runSucceeded } from '../core/report/report.js';
+import { type RunInfo, type RunReport, runSucceeded } from '../core/report/report.js';
 import { runImagesSoFar } from '../core/report/images-sent.js';
 import { renderSummary } from '../core/report/text/summary-tables.js';
 import type { SectionCredential } from '../core/wire/auth.js';
 import type { ProgressResponse, RunAnnouncement, RunFinish, SectionEnd } from '../core/control/control-protocol.js';
 import { reportLibraries } from '../shared/report-assets.js';
-import { completeAbandonedRuns as sweepAbandonedRuns, RunFolder } from '../shared/run-folder.js';
+import { RunFolder } from './run-output/run-folder.js';
 import { transportByName } from '../transports/index.js';
 import { connectionsPerSection, type Doorkeeper } from './door.js';
 import type { Listeners } from './listeners.js';
 import type { RunSession } from './session.js';
+import { AbandonedRunSweeps } from './abandoned-run-sweeps.js';
+import { type ProfileRefusal, SectionProfiles } from './section-profiles.js';
 
 // What a run is on the receiver beyond its records (RunSession keeps those): its folder, written as
 // it goes; the door and the listener of its open section; and its end, the same three ways (the
 // transmitter finishes it, the watchdog finds the transmitter gone, the receiver shuts down).
-
-/**
- * How much longer than the watchdog's limit a run folder that names no writer (an older receiver's) must have been
- * silent before a starting receiver completes it.
- */
-const ABANDONED_RUN_GRACE_MS = 60_000;
-
-/**
- * A run's writer that cannot be looked at is gone once its heartbeat, touched every 2 s, is this old: far beyond any
- * pause of a live receiver's event loop. Shorter for one of this host name in another pid namespace (this container
- * before a restart), so that a restarted container ends its run before a transmitter can come back.
- */
-const WRITER_STALE_MS = { restartedMs: 10_000, elsewhereMs: 30_000 } as const;
-
-/** Between runs, how often OUTPUT_DIR is looked at for runs whose receiver died. */
-const ABANDONED_RUN_SWEEP_INTERVAL_MS = 5000;
 
 /** Extra time the watchdog allows beyond the transmitter's own longest wait before declaring it gone. */
 const WATCHDOG_GRACE_MS = 5000;
@@ -54,6 +40,71 @@ function runInProgress(holder: RunHolder | undefined, idleLimitMs: number): stri
   );
 }
 
+/**
+ * GET /progress's counts of a run: the images recorded so far (intact or corrupt; `openRecorded` of its open section)
+ * and the images it sends in all, as far as known.
+ */
+function runCounts(
+  run: RunInfo,
+  sections: readonly SectionResult[],
+  openRecorded: number,
+): { recorded: number; imageCount: number } {
+  return {
+    recorded: sections.reduce((sum, section) => sum + section.okCount + section.corruptCount, 0) + openRecorded,
+    imageCount: runImagesSoFar(run, sections, openRecorded),
+  };
+}
+
+/** The open section's door and the listener that prepared for it: opened for one section, closed before the next. */
+class DataSectionDoor {
+  // The transport whose section the door is open for, so its listener can release what it prepared.
+  private transport: string | undefined;
+
+  constructor(
+    private readonly doorkeeper: Doorkeeper,
+    private readonly listeners: Listeners,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Opens the door to the section's one link, after its listener prepared what it needs; returns why not when it
+   * cannot. `transmitterHost` is where the section's control request came from.
+   */
+  async open(plan: SectionPlan, credential: SectionCredential, transmitterHost: string): Promise<string | undefined> {
+    // The door is open before a listener that dials the transmitter (websocket-push) admits its own connection.
+    // Each client holds one link's connections.
+    this.doorkeeper.openSection(
+      plan.transport,
+      credential,
+      plan.clients * connectionsPerSection(transportByName(plan.transport), plan.window),
+    );
+    try {
+      await this.listeners.openSection(plan.transport, {
+        credential,
+        window: plan.window,
+        transmitterHost,
+        receiverIndex: plan.receiverIndex,
+      });
+    } catch (err) {
+      this.doorkeeper.closeSection();
+      return `receiver's ${plan.transport} listener could not prepare the section: ${errorMessage(err)}`;
+    }
+    this.transport = plan.transport;
+    return undefined;
+  }
+
+  /** Shuts the door on the section's links and lets its listener release what it prepared. */
+  async close(): Promise<void> {
+    this.doorkeeper.closeSection();
+    const transport = this.transport;
+    this.transport = undefined;
+    if (transport !== undefined)
+      await this.listeners
+        .closeSection(transport)
+        .catch((err: unknown) => this.log.warn({ transport, err: errorMessage(err) }, 'section not released'));
+  }
+}
+
 /** A run's folder, sections and end; the control routes, the watchdog and close() act on runs through it. */
 export interface RunKeeper {
   /** The run's folder while one is in progress. */
@@ -66,6 +117,8 @@ export interface RunKeeper {
   openSection(plan: SectionPlan, credential: SectionCredential, transmitterHost: string): Promise<string | undefined>;
   /** Ends the open section with the transmitter's side of it; its result as recorded in the run's files. */
   endSection(end: SectionEnd): Promise<SectionResult | undefined>;
+  /** PROFILE=1: the transmitter's CPU profile of open section `sectionId`, gzipped, into the run's folder. */
+  transmitterProfile(sectionId: number, gzipped: Buffer): Promise<ProfileRefusal | undefined>;
   /** Ends the run in progress (`stopReason` null: the transmitter finished it); undefined when none is. */
   endRun(stopReason: string | null): Promise<RunFinish | undefined>;
   /**
@@ -100,58 +153,15 @@ export function buildRunKeeper(
   let lastRunCounts = { recorded: 0, imageCount: 0 };
   // The open run's folder: its files are written as the run goes.
   let folder: RunFolder | undefined;
-  // The transport whose section the door is open for, so its listener can release what it prepared.
-  let dataSectionTransport: string | undefined;
+  const door = new DataSectionDoor(doorkeeper, listeners, log);
   // The transmitter never stays silent longer than its longest wait (a connect, or an ack).
   const idleLimitMs = Math.max(config.imageTimeoutMs, config.connectTimeoutMs) + WATCHDOG_GRACE_MS;
   // Who holds the run in progress, named to a second transmitter when it is refused.
   let runHolder: RunHolder | undefined;
   // The end being written (its summary, results.json, report.html), until it settles.
   let ending: Promise<unknown> | undefined;
-  // The sweep for abandoned runs under way, its end, and whether the one at start is over.
-  let sweeping: Promise<void> | undefined;
-  let lastSweepEndedMs = 0;
-  let startSweepDone = false;
-
-  // Shuts the door on the section's links and lets its listener release what it prepared.
-  async function closeDataSection(): Promise<void> {
-    doorkeeper.closeSection();
-    const transport = dataSectionTransport;
-    dataSectionTransport = undefined;
-    if (transport !== undefined)
-      await listeners
-        .closeSection(transport)
-        .catch((err: unknown) => log.warn({ transport, err: errorMessage(err) }, 'section not released'));
-  }
-
-  // Opens the door to the section's one link, after its listener prepared what it needs; returns
-  // why not when it cannot. `transmitterHost` is where the section's control request came from.
-  async function openDataSection(
-    plan: SectionPlan,
-    credential: SectionCredential,
-    transmitterHost: string,
-  ): Promise<string | undefined> {
-    // The door is open before a listener that dials the transmitter (websocket-push) admits its own connection.
-    // Each client holds one link's connections.
-    doorkeeper.openSection(
-      plan.transport,
-      credential,
-      plan.clients * connectionsPerSection(transportByName(plan.transport), plan.window),
-    );
-    try {
-      await listeners.openSection(plan.transport, {
-        credential,
-        window: plan.window,
-        transmitterHost,
-        receiverIndex: plan.receiverIndex,
-      });
-    } catch (err) {
-      doorkeeper.closeSection();
-      return `receiver's ${plan.transport} listener could not prepare the section: ${errorMessage(err)}`;
-    }
-    dataSectionTransport = plan.transport;
-    return undefined;
-  }
+  const sweeps = new AbandonedRunSweeps(config, log, idleLimitMs, () => session.inProgress);
+  const profiles = new SectionProfiles(config.profile, log);
 
   // Opens the section `plan` after closing the one before; returns why it is refused (its listener
   // is down, its images too large, its door cannot open), when it is: it is recorded as failed then.
@@ -160,19 +170,19 @@ export function buildRunKeeper(
     credential: SectionCredential,
     transmitterHost: string,
   ): Promise<string | undefined> {
-    await closeDataSection();
+    await door.close();
     const status = listeners.status()[plan.transport];
     const refusal = !status?.ready
       ? `receiver's ${plan.transport} listener is not available: ${status?.error ?? 'not in its TRANSPORTS'}`
       : plan.imageSizeBytes > config.maxImageBytes
         ? `images of ${plan.imageSizeBytes} bytes are over the receiver's MAX_IMAGE_SIZE ` +
           `(${config.maxImageBytes} bytes)`
-        : await openDataSection(plan, credential, transmitterHost);
+        : await door.open(plan, credential, transmitterHost);
     // A refused section stays in the report as failed, with the reason: never silently missing.
     // A section still open (its end never came) is recorded as failed, with the count it got.
     await recordSection(await session.endOpenSection('a new section opened before this one ended'));
     if (refusal !== undefined) await recordSection(session.openSection(plan, refusal));
-    else session.openSection(plan, undefined, await folder?.openSection(plan));
+    else await openInFiles(plan, session, folder, profiles);
     return refusal;
   }
 
@@ -181,11 +191,7 @@ export function buildRunKeeper(
     const progress = session.progress();
     // Between runs the last run's counts stay: its end can fall between two readings of a sampler.
     if (progress === undefined) return { inProgress: false, transport: null, ...lastRunCounts };
-    const done = progress.sections.reduce((sum, section) => sum + section.okCount + section.corruptCount, 0);
-    lastRunCounts = {
-      recorded: done + (progress.open?.recorded ?? 0),
-      imageCount: runImagesSoFar(progress.info, progress.sections, progress.open?.recorded ?? 0),
-    };
+    lastRunCounts = runCounts(progress.info, progress.sections, progress.open?.recorded ?? 0);
     return { inProgress: true, transport: progress.open?.transport ?? null, ...lastRunCounts };
   }
 
@@ -194,7 +200,7 @@ export function buildRunKeeper(
   async function startRun(announcement: RunAnnouncement, peer: string): Promise<void> {
     session.start(announcement);
     // A run left by a receiver that died is ended before this one, so `latest` goes to this one last.
-    await completeAbandonedRuns();
+    await sweeps.complete();
     try {
       folder = await RunFolder.create(
         path.resolve(session.outputDir(config.outputDir)),
@@ -209,10 +215,10 @@ export function buildRunKeeper(
     runHolder = { startedAt: new Date().toISOString(), peer };
   }
 
-  // A section's result into its run's files (output.log's figures, results.json); returns it as recorded there.
+  // A section's result into its run's files (output.log, results.json), CPU profiles named; returns it as recorded.
   async function recordSection(result: SectionResult | undefined): Promise<SectionResult | undefined> {
-    if (result === undefined || folder === undefined) return result;
-    return folder.endSection(result);
+    const profiled = await withCpuProfiles(result, session, profiles);
+    return profiled === undefined || folder === undefined ? profiled : folder.endSection(profiled);
   }
 
   // Ends the run in progress: its open section (if any) fails with `stopReason`, then the summary,
@@ -234,100 +240,14 @@ export function buildRunKeeper(
 
   // endRun's work.
   async function writeRunEnd(stopReason: string | null): Promise<RunFinish | undefined> {
-    await closeDataSection();
+    await door.close();
     if (stopReason !== null) await recordSection(await session.endOpenSection(stopReason));
-    const report = await session.finish(stopReason);
-    if (report !== undefined)
-      lastRunCounts = {
-        recorded: report.sections.reduce((sum, section) => sum + section.okCount + section.corruptCount, 0),
-        imageCount: runImagesSoFar(report.run, report.sections, 0),
-      };
+    const report = await session.finish(stopReason).finally(() => profiles.discard());
+    if (report !== undefined) lastRunCounts = runCounts(report.run, report.sections, 0);
     const runFolder = folder;
     folder = undefined;
     if (report === undefined || runFolder === undefined) return undefined;
-    const outputDir = runFolder.baseDir;
-    const finish: RunFinish = {
-      summary: renderSummary(report),
-      succeeded: runSucceeded(report),
-      runFolder: path.relative(outputDir, runFolder.dir),
-    };
-    try {
-      await runFolder.finish(report, reportLibraries());
-    } catch (err) {
-      // The run's figures still reach the transmitter; OUTPUT_DIR's links stay on the previous run.
-      await runFolder.abandon();
-      const filesNotWritten = errorMessage(err);
-      log.error(
-        { outputDir, runFolder: runFolder.name, err: filesNotWritten, stopReason },
-        'output files not written; the previous run stays the latest',
-      );
-      return { ...finish, succeeded: false, filesNotWritten };
-    }
-    if (stopReason === null)
-      log.info(
-        {
-          outputDir,
-          runFolder: runFolder.name,
-          strayFrames: session.strayFrames,
-          rejectedInputs: session.rejectedInputs,
-        },
-        'run finished; output files written',
-      );
-    else
-      log.warn(
-        {
-          outputDir,
-          runFolder: runFolder.name,
-          stopReason,
-          strayFrames: session.strayFrames,
-          rejectedInputs: session.rejectedInputs,
-        },
-        'run ended incomplete; output files written',
-      );
-    return finish;
-  }
-
-  // A run a receiver died in (killed, out of memory) is completed by the next receiver that sees it: its finished
-  // sections as they were, the open one from its per-image file, marked incomplete. Never one this process writes, nor
-  // one whose writer may be alive (see run-writer.ts). One sweep at a time: a second caller waits for the one going.
-  function completeAbandonedRuns(atStart = false): Promise<void> {
-    if (sweeping !== undefined) return sweeping;
-    const sweep = sweepOnce(atStart).finally(() => {
-      lastSweepEndedMs = Date.now();
-      if (atStart) startSweepDone = true;
-      if (sweeping === sweep) sweeping = undefined;
-    });
-    sweeping = sweep;
-    return sweep;
-  }
-
-  // completeAbandonedRuns' work; never throws (what fails is logged).
-  async function sweepOnce(atStart: boolean): Promise<void> {
-    const found = await sweepAbandonedRuns(path.resolve(config.outputDir), {
-      heartbeat: WRITER_STALE_MS,
-      unnamedQuietMs: atStart ? idleLimitMs + ABANDONED_RUN_GRACE_MS : undefined,
-      libraries: reportLibraries,
-    }).catch((err: unknown) => {
-      log.error({ outputDir: config.outputDir, err: errorMessage(err) }, 'could not look for abandoned runs');
-      return [];
-    });
-    for (const run of found) {
-      const runFolder = path.relative(path.resolve(config.outputDir), run.dir);
-      if (run.error !== undefined)
-        log.error({ runFolder, err: run.error }, 'could not complete a run its receiver never ended');
-      else if (run.report !== undefined)
-        log.warn(
-          { runFolder, reason: run.reason, sections: run.report.sections.length },
-          'completed a run its receiver never ended: its open section is marked incomplete',
-        );
-    }
-  }
-
-  // Between runs, every few seconds: a receiver that died while this one ran (sharing OUTPUT_DIR) left its run.
-  function lookForAbandonedRuns(): void {
-    if (session.inProgress || sweeping !== undefined || !startSweepDone) return;
-    if (Date.now() - lastSweepEndedMs < ABANDONED_RUN_SWEEP_INTERVAL_MS) return;
-    void completeAbandonedRuns();
+    return finishRunFiles(runFolder, report, stopReason, session, log);
   }
 
   // Ends a run whose transmitter has been silent longer than it ever waits (checked every second).
@@ -348,19 +268,102 @@ export function buildRunKeeper(
     startRun,
     openSection,
     async endSection(end) {
-      await closeDataSection();
+      await door.close();
       return recordSection(await session.endSection(end));
     },
+    transmitterProfile: (sectionId, gzipped) => profiles.transmitterProfile(sectionId, gzipped),
     endRun,
     async filesWritten() {
       await ending;
     },
     progress,
-    completeAbandonedRuns,
+    completeAbandonedRuns: (atStart) => sweeps.complete(atStart),
     get findingAbandonedRuns() {
-      return !startSweepDone;
+      return sweeps.findingAtStart;
     },
-    lookForAbandonedRuns,
+    lookForAbandonedRuns: () => sweeps.lookBetweenRuns(),
     checkTransmitterAlive,
   };
+}
+
+/**
+ * Opens section `plan` in the session and in `folder` (its CSV, output.log's heading) when there is one; its CPU
+ * profile (PROFILE=1) starts then.
+ */
+async function openInFiles(
+  plan: SectionPlan,
+  session: RunSession,
+  folder: RunFolder | undefined,
+  profiles: SectionProfiles,
+): Promise<void> {
+  session.openSection(plan, undefined, await folder?.openSection(plan));
+  if (folder !== undefined) await profiles.opened(plan, session.runInfo?.repeat ?? 1, folder.dir);
+}
+
+/**
+ * `result` with its CPU profiles named (PROFILE=1), in the session's record too: a fan-out and the run's report are
+ * made from that. Undefined for no result.
+ */
+async function withCpuProfiles(
+  result: SectionResult | undefined,
+  session: RunSession,
+  profiles: SectionProfiles,
+): Promise<SectionResult | undefined> {
+  if (result === undefined) return undefined;
+  const profiled = await profiles.ended(result);
+  if (profiled !== result) session.replaceSection(profiled);
+  return profiled;
+}
+
+/**
+ * Writes the run's end into `runFolder` (summary, results.json, report.html, OUTPUT_DIR's links) and logs it; the
+ * transmitter's answer, failed with the reason when the files could not be written (the previous run stays linked).
+ */
+async function finishRunFiles(
+  runFolder: RunFolder,
+  report: RunReport,
+  stopReason: string | null,
+  session: RunSession,
+  log: Logger,
+): Promise<RunFinish> {
+  const outputDir = runFolder.baseDir;
+  const finish: RunFinish = {
+    summary: renderSummary(report),
+    succeeded: runSucceeded(report),
+    runFolder: path.relative(outputDir, runFolder.dir),
+  };
+  try {
+    await runFolder.finish(report, reportLibraries());
+  } catch (err) {
+    // The run's figures still reach the transmitter; OUTPUT_DIR's links stay on the previous run.
+    await runFolder.abandon();
+    const filesNotWritten = errorMessage(err);
+    log.error(
+      { outputDir, runFolder: runFolder.name, err: filesNotWritten, stopReason },
+      'output files not written; the previous run stays the latest',
+    );
+    return { ...finish, succeeded: false, filesNotWritten };
+  }
+  if (stopReason === null)
+    log.info(
+      {
+        outputDir,
+        runFolder: runFolder.name,
+        strayFrames: session.strayFrames,
+        rejectedInputs: session.rejectedInputs,
+      },
+      'run finished; output files written',
+    );
+  else
+    log.warn(
+      {
+        outputDir,
+        runFolder: runFolder.name,
+        stopReason,
+        strayFrames: session.strayFrames,
+        rejectedInputs: session.rejectedInputs,
+      },
+      'run ended incomplete; output files written',
+    );
+  return finish;
 }

@@ -13,10 +13,11 @@ import {
   type RunHeadline,
 } from '../core/report/runs-list.js';
 import { renderComparePage, renderCompareRefusal, renderRunsPage, RUNS_PAGE_CSP } from '../core/report/runs-page.js';
+import { OUTPUT_FILES, RUN_FOLDER_NAME, RUN_IN_PROGRESS, RUNS_FOLDER } from '../core/report/run-files.js';
 import { unmappedAddress } from '../shared/net.js';
-import { readResultsOffThread } from '../shared/results-reader.js';
 import { folderChainProblem, openRunFile, sendServedFile } from '../shared/safe-file.js';
-import { OUTPUT_FILES, RUN_FOLDER_NAME, RUN_IN_PROGRESS, RUNS_FOLDER, runFolders } from '../shared/run-folder.js';
+import { runFolders } from '../shared/run-folders.js';
+import { readResultsOffThread } from './run-output/results-reader.js';
 import type { RunKeeper } from './run-keeper.js';
 import type { RunSession } from './session.js';
 
@@ -26,7 +27,7 @@ import type { RunSession } from './session.js';
 // holds a secret. A folder name is served only when it has the run-folder form and is a real folder
 // (not a link) in a runs/ folder of the receiver's own (runFolders); files are opened without
 // following links, as services/shared/safe-file.ts says. The receiver measures on this event loop,
-// so results.json files are parsed in a worker (services/shared/results-reader.ts), one batch at a
+// so results.json files are parsed in a worker (./run-output/results-reader.ts), one batch at a
 // time, and what a listing read is kept until the file changes: a finished run is read once.
 
 /** Most runs listed (and offered for comparison), newest first; older ones stay on disk, unlisted. */

@@ -2,34 +2,22 @@ import path from 'node:path';
 import type { Logger } from 'pino';
 import { publicConfig, type Config } from '../core/config/config.js';
 import { failedSectionEnd, type RunAnnouncement, type SectionEnd } from '../core/control/control-protocol.js';
-import {
-  brokerCost,
-  busyShare,
-  sideCost,
-  type BrokerReading,
-  type ResourceReading,
-  type SideCost,
-} from '../core/model/cost.js';
+import type { BrokerReading } from '../core/model/cost.js';
 import { errorMessage } from '../core/errors.js';
 import type { ProcessSnapshot } from '../core/live/process-load.js';
 import { COMMAND_SEQ_BASE, type Ack } from '../core/wire/frame.js';
-import { CommandArrivals, commandLaneOf, commandTimingFailure } from '../core/model/command-lane.js';
+import type { CommandArrivals } from '../core/model/command-lane.js';
 import { buildRunReport, type HostFacts, type RunInfo, type RunReport } from '../core/report/report.js';
 import { plannedImageCount } from '../core/report/images-sent.js';
 import { withFanOut, type FanOut, type SectionPlan, type SectionResult } from '../core/model/section.js';
 import { SectionRecorder } from '../core/model/recorder.js';
-import { sampleWallClock } from '../shared/wall-clock.js';
 import { exerciseSharedPaths } from '../core/model/prewarm.js';
-import { nsToMs } from '../core/model/stats.js';
 import { warmupImagesAllowed, type WarmupOutcome } from '../core/model/warmup.js';
-import { readResources, RssPeakTracker } from '../shared/resources.js';
-import { sectionHostLoad, type HostLoadReading } from '../core/model/host-load.js';
-import { readHostLoad, readHostLoadAfterThisTurn } from '../shared/host-load-reading.js';
-import type { OpenSectionFiles } from '../shared/run-folder.js';
+import type { OpenSectionFiles } from './run-output/run-folder.js';
 import type { ReceivedFrame } from '../transports/contract.js';
-import { transportByName } from '../transports/index.js';
 import type { FrameSink } from './listeners.js';
 import { Verifier } from './verifier.js';
+import { OpenSection, withoutCommands } from './open-section.js';
 
 // The receiver's state for one run: the sections done, the one open, and what arrives for it.
 // Kept apart from HTTP and files so the app can end a run three ways with the same code: the
@@ -81,35 +69,6 @@ const SHARED_PATH_IMAGE_BYTES_LIMIT = 16 * 1024 * 1024;
 
 /** Reads the broker a transport goes through, or undefined for a transport without one. */
 export type BrokerReader = (transport: string) => Promise<BrokerReading> | undefined;
-
-// A section between POST /sections and its end: the record, and the receiver's (and broker's)
-// readings over the same span as the transmitter's: from POST /sections/:id/measure (sent once
-// warm-up is over, just before the first recorded stamp) to the ack of the last recorded image.
-interface OpenSection {
-  recorder: SectionRecorder;
-  /** Its per-image CSV, relative to the run's folder; null when none is written. */
-  imagesFile: string | null;
-  rss: RssPeakTracker;
-  measureStart: ResourceReading | undefined;
-  measureEnd: { reading: ResourceReading; peakRssBytes: number } | undefined;
-  brokerStart: Promise<BrokerReading | undefined> | undefined;
-  brokerEnd: Promise<BrokerReading | undefined> | undefined;
-  /** The host's load at both ends of the same span (model/host-load.ts). */
-  hostStart?: HostLoadReading;
-  hostEnd?: Promise<HostLoadReading>;
-  /** Time spent hashing this section's recorded images (warm-up left out, as from every figure). */
-  verifyNs: bigint;
-  /**
-   * Hashing done inside the measured span, and its longest single run: what it took from the thread that stamps
-   * arrivals.
-   */
-  spanHashNs: bigint;
-  longestHashRunNs: bigint;
-  /** Why the section's listener stopped receiving while it was open (a broker dropped it), if it did. */
-  listenerFailure: string | undefined;
-  /** The command lane's arrivals (COMMAND_RATE), kept apart from the images'. */
-  commands: CommandArrivals;
-}
 
 /** One run at a time on the receiver: sections in, frames recorded, a report out; the listeners deliver here. */
 export class RunSession implements FrameSink {
@@ -217,26 +176,7 @@ export class RunSession implements FrameSink {
       }
       return result;
     }
-    this.open = {
-      // The wall clock is paired with hrtime as the section opens, before any frame: the spin (≤ 1 ms) delays none.
-      recorder: new SectionRecorder(
-        plan,
-        files?.sink,
-        () => sampleWallClock(),
-        transportByName(plan.transport).traits.supersedesImages !== undefined,
-      ),
-      imagesFile: files?.imagesFile ?? null,
-      rss: new RssPeakTracker(),
-      measureStart: undefined,
-      measureEnd: undefined,
-      brokerStart: undefined,
-      brokerEnd: undefined,
-      verifyNs: 0n,
-      spanHashNs: 0n,
-      longestHashRunNs: 0n,
-      listenerFailure: undefined,
-      commands: new CommandArrivals(plan),
-    };
+    this.open = new OpenSection(plan, files, (transport) => this.brokerReading(transport));
     for (const o of this.observers) o.sectionOpened?.(plan, this.open.recorder, this.open.commands);
   }
 
@@ -256,11 +196,7 @@ export class RunSession implements FrameSink {
     if (open.recorder.firstRecordedSeq !== undefined) return 'this section is already measuring';
     if (!warmupImagesAllowed(open.recorder.plan.warmup, warmedUp.images))
       return `a warm-up of ${warmedUp.images} images is not what the section's plan allows`;
-    open.recorder.beginRecording(warmedUp, process.hrtime.bigint());
-    open.rss.start();
-    open.measureStart = readResources();
-    open.hostStart = readHostLoad();
-    open.brokerStart = this.brokerReading(open.recorder.plan.transport);
+    open.beginSpan(warmedUp);
     return undefined;
   }
 
@@ -287,72 +223,11 @@ export class RunSession implements FrameSink {
     this.ending = open.recorder;
     // The last images' verdicts may still be queued: they belong to this section's result.
     this.verifier.flush();
-    const { plan } = open.recorder;
-    const measureEnd = open.measureEnd ?? { reading: readResources(), peakRssBytes: open.rss.stop() };
-    const hostEnd = open.hostEnd ?? Promise.resolve(readHostLoad());
-    // Per image means per image sent: a section that failed (or ran for DURATION) sent what it sent.
-    const sentImages = end.imagesSent;
-    const receiverCost =
-      open.measureStart === undefined
-        ? null
-        : sideCost(open.measureStart, measureEnd.reading, measureEnd.peakRssBytes, sentImages);
-    const [brokerStart, brokerEnd] = await Promise.all([
-      open.brokerStart,
-      open.brokerEnd ?? (open.brokerStart && this.brokerReading(plan.transport)),
-    ]);
-    const broker: SideCost | null = brokerStart && brokerEnd ? brokerCost(brokerStart, brokerEnd, sentImages) : null;
-    const hostEndReading = await hostEnd;
-    const failure =
-      open.listenerFailure === undefined
-        ? end.failure
-        : end.failure === null
-          ? open.listenerFailure
-          : `${open.listenerFailure}; transmitter: ${end.failure}`;
+    const costs = await open.readSpanCosts(end.imagesSent);
     // From here to the listeners nothing waits: a scrape sees the figures so far or the result, never neither.
     this.ending = undefined;
     for (const o of this.observers) o.sectionEnding?.(open.recorder, open.commands);
-    const result = open.recorder.result(failure, {
-      cost: { transmitter: end.transmitterCost, receiver: receiverCost, broker },
-      imagesSent: end.imagesSent,
-      roundTripsShipped: end.roundTripsShipped,
-      sendLag: end.sendLag,
-      rttFromDue: end.rttFromDue,
-      meanInFlight: end.meanInFlight,
-      rttSeconds: end.rttSeconds,
-      achievedRatePerSecond: end.achievedRatePerSecond,
-      clientFigures: end.clientFigures,
-      coldStart: end.coldStart,
-      clockAfter: end.clockAfter,
-      verifyMs: this.verify ? nsToMs(open.verifyNs) : null,
-      verifyLongestRunMs: this.verify ? nsToMs(open.longestHashRunNs) : null,
-      verifyBusyShare:
-        this.verify && open.measureStart !== undefined
-          ? busyShare(nsToMs(open.spanHashNs), open.measureStart, measureEnd.reading)
-          : null,
-    });
-    const commands =
-      end.commands === null
-        ? undefined
-        : open.commands.result(end.commands, commandLaneOf(transportByName(plan.transport).traits));
-    const commandFailure = commands === undefined ? null : commandTimingFailure(commands);
-    const recorded: SectionResult = {
-      ...result,
-      imagesFile: open.imagesFile,
-      hostLoad: sectionHostLoad(
-        open.hostStart,
-        hostEndReading,
-        result,
-        transportByName(plan.transport).deployment.setting.kind === 'url',
-      ),
-      ...(commands === undefined ? {} : { commands }),
-      ...(commandFailure === null
-        ? {}
-        : {
-            ok: false,
-            failure: result.failure === null ? commandFailure : `${result.failure}; ${commandFailure}`,
-          }),
-    };
-    open.commands.destroy();
+    const recorded = open.result(end, costs, this.verify);
     this.sections.push(recorded);
     for (const o of this.observers) o.sectionEnded?.(recorded, open.recorder);
     return recorded;
@@ -404,9 +279,10 @@ export class RunSession implements FrameSink {
   }
 
   /**
-   * Records one frame from any transport and returns its ack at once; the checksum is verified
-   * afterwards, on this same thread (verifier.ts says what that costs the stamps). A frame for no
-   * open section, or one its record refuses, is rejected and counted.
+   * Records one frame from any transport and returns its ack at once. Its verdict is recorded at once when the
+   * transport summed its parts as it read them (a byte stream's large image); otherwise its checksum is verified after
+   * the ack, on this same thread (verifier.ts says when, and what that costs the stamps). A frame for no open section,
+   * or one its record refuses, is rejected and counted.
    */
   deliver(frame: ReceivedFrame): Ack {
     const { header } = frame;
@@ -423,25 +299,9 @@ export class RunSession implements FrameSink {
     const { recorder } = open;
     const status = recorder.record(header, frame.arrivalNs, frame.brokerStamp);
     if (status === 'accepted') {
-      if (!this.verify) recorder.verified(header.seq, true);
-      else {
-        const first = recorder.firstRecordedSeq;
-        const recorded = first !== undefined && header.seq >= first;
-        this.verifier.enqueue(frame.payload, header.checksum, (checksumOk, hashNs) => {
-          recorder.verified(header.seq, checksumOk);
-          if (recorded) open.verifyNs += hashNs;
-        });
-      }
-      // The last recorded image is in hand and its ack goes out now: the end of this side's span.
-      if (
-        recorder.recordedCount === recorder.plan.imageCount &&
-        open.measureStart !== undefined &&
-        open.measureEnd === undefined
-      ) {
-        open.measureEnd = { reading: readResources(), peakRssBytes: open.rss.stop() };
-        open.brokerEnd = this.brokerReading(recorder.plan.transport);
-        open.hostEnd = readHostLoadAfterThisTurn();
-      }
+      // Before the span can end at this image: a sum made as it was read counts inside the span.
+      this.verifyImage(open, frame);
+      open.endSpanAtLastImage();
     } else this.rejectedFrames++;
     if (this.log.isLevelEnabled('debug')) {
       this.log.debug(
@@ -457,12 +317,42 @@ export class RunSession implements FrameSink {
     return { sectionId: header.sectionId, seq: header.seq, status, receiver: recorder.plan.receiverIndex };
   }
 
-  /** Records a command of the open section and verifies it after its ack, as an image is. */
+  // An accepted image's verdict: at once from the sum its transport made as it read the parts, else after its ack.
+  private verifyImage(open: OpenSection, frame: ReceivedFrame): void {
+    const { header, partsChecksum } = frame;
+    const { recorder } = open;
+    if (!this.verify) {
+      recorder.verified(header.seq, true);
+      return;
+    }
+    const first = recorder.firstRecordedSeq;
+    const recorded = first !== undefined && header.seq >= first;
+    if (partsChecksum !== undefined) {
+      if (recorded) open.verifyNs += partsChecksum.hashNs;
+      open.hashRun(partsChecksum.hashNs, partsChecksum.longestPartNs);
+      recorder.verified(header.seq, partsChecksum.value === header.checksum);
+      return;
+    }
+    this.verifier.enqueue(frame.payload, header.checksum, (checksumOk, hashNs) => {
+      recorder.verified(header.seq, checksumOk);
+      if (recorded) open.verifyNs += hashNs;
+    });
+  }
+
+  /** Records a command of the open section and verifies it as an image is: from its parts' sum, or after its ack. */
   private deliverCommand(open: OpenSection, frame: ReceivedFrame): Ack {
-    const { header } = frame;
+    const { header, partsChecksum } = frame;
     const phase = open.commands.record(header, frame.arrivalNs);
-    if (phase !== undefined && this.verify)
-      this.verifier.enqueue(frame.payload, header.checksum, (checksumOk) => open.commands.verified(phase, checksumOk));
+    if (phase !== undefined && this.verify) {
+      if (partsChecksum === undefined)
+        this.verifier.enqueue(frame.payload, header.checksum, (checksumOk) =>
+          open.commands.verified(phase, checksumOk),
+        );
+      else {
+        open.hashRun(partsChecksum.hashNs, partsChecksum.longestPartNs);
+        open.commands.verified(phase, partsChecksum.value === header.checksum);
+      }
+    }
     const receiver = open.recorder.plan.receiverIndex;
     return { sectionId: header.sectionId, seq: header.seq, status: 'accepted', receiver };
   }
@@ -515,14 +405,10 @@ export class RunSession implements FrameSink {
     };
   }
 
-  // One run of hashes just ended: inside the open section's measured span (from the first recorded
-  // image to the last one's ack), it held back whatever arrived meanwhile. A run after the span,
-  // or after the section closed (endSection's flush), delays no recorded stamp.
+  // One run of hashes just ended: the open section counts it when it fell in its measured span. A run after the section
+  // closed (endSection's flush) delays no recorded stamp.
   private hashRun(runNs: bigint): void {
-    const open = this.open;
-    if (open === undefined || open.measureStart === undefined || open.measureEnd !== undefined) return;
-    open.spanHashNs += runNs;
-    if (runNs > open.longestHashRunNs) open.longestHashRunNs = runNs;
+    this.open?.hashRun(runNs);
   }
 
   // A broker reading that never rejects: a broker that cannot be read leaves its side unmeasured.
@@ -534,27 +420,8 @@ export class RunSession implements FrameSink {
   }
 
   private closeOpen(): void {
-    this.open?.rss.stop();
-    this.open?.commands.destroy();
+    this.open?.close();
     this.open = undefined;
     this.ending = undefined;
   }
-}
-
-/**
- * The image records of a round-trip batch, the commands' (a seq from COMMAND_SEQ_BASE on) taken out and handed to
- * `commands`; the batch itself when it holds none (the usual case: no copy).
- */
-function withoutCommands(records: Float64Array<ArrayBuffer>, commands: CommandArrivals): Float64Array<ArrayBuffer> {
-  let images = 0;
-  for (let at = 0; at + 2 < records.length; at += 3) if (!(records[at]! >= COMMAND_SEQ_BASE)) images++;
-  if (images * 3 === records.length) return records;
-  const kept = new Float64Array(images * 3);
-  let to = 0;
-  for (let at = 0; at + 2 < records.length; at += 3) {
-    const seq = records[at]!;
-    if (seq >= COMMAND_SEQ_BASE) commands.roundTrip(seq, records[at + 1]!);
-    else kept.set(records.subarray(at, at + 3), to++ * 3);
-  }
-  return kept;
 }

@@ -19,6 +19,11 @@ export function describeWriteFailure(target: string, err: unknown): string {
   return `could not write ${target}: ${reason}`;
 }
 
+/** ITB_ERR_WRITE naming `target` and the system's reason ({@link describeWriteFailure}), `err` as its cause. */
+export function writeFailure(target: string, err: unknown): ItbError {
+  return new ItbError(ErrorCode.write, describeWriteFailure(target, err), { cause: err });
+}
+
 /**
  * Flags that create a new file and nothing else: O_EXCL fails on anything already at the path, a
  * link (dangling or not) included, and O_NOFOLLOW says so again, so a write never goes through a
@@ -65,7 +70,7 @@ export async function writeFilesAtomic(files: readonly { target: string; text: s
     }
   } catch (err) {
     await Promise.all(written.map((temporary) => rm(temporary, { force: true }).catch(() => undefined)));
-    throw new ItbError(ErrorCode.write, describeWriteFailure(current, err), { cause: err });
+    throw writeFailure(current, err);
   }
 }
 

@@ -5,7 +5,7 @@ import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { folderModeText, othersMayPlant } from './directories.js';
-import { LATEST_LINK, RUN_FOLDER_NAME, RUNS_FOLDER } from './run-folder.js';
+import { LATEST_LINK, RUN_FOLDER_NAME, RUNS_FOLDER } from '../core/report/run-files.js';
 
 // The receiver's files as its open control port serves them (GET /results.json, /output.log, /, /runs/<folder>/…):
 // by a name under OUTPUT_DIR made of fixed parts, never through a link. Each folder on the way is lstat'ed and must

@@ -4,18 +4,20 @@ import { imageChecksum } from '../core/wire/checksum.js';
 import type { CommandSettings } from './command-lane.js';
 import { publicConfig, type Config } from '../core/config/config.js';
 import type { RunAnnouncement, RunOutcome } from '../core/control/control-protocol.js';
-import { buildRunReport } from '../core/report/report.js';
+import { buildRunReport, type HostFacts } from '../core/report/report.js';
 import { renderSummary } from '../core/report/text/summary-tables.js';
 import type { SectionResult } from '../core/model/section.js';
 import { exerciseSharedPaths } from '../core/model/prewarm.js';
-import { warmupPlan } from '../core/model/warmup.js';
+import { warmupPlan, type WarmupPlan } from '../core/model/warmup.js';
 import { transmitterAuthToken } from '../shared/auth-token.js';
 import { hostFacts } from '../shared/host.js';
 import { transportByName } from '../transports/index.js';
+import type { Transport } from '../transports/contract.js';
 import { ControlClient } from './control-client.js';
 import { DueTimer } from './due-timer.js';
-import { receiverAddresses, type Peer } from './peers.js';
-import { runSection, type RunObserver, type SectionDeps } from './section-runner.js';
+import { receiverAddresses, type Peer, type ReceiverAddress } from './peers.js';
+import { runSection, type RunObserver, type SectionDeps, type SectionSettings } from './section-runner.js';
+import type { TransferSettings } from './transfer.js';
 
 export type { SectionProgress } from './flight.js';
 export type { RunObserver } from './section-runner.js';
@@ -72,27 +74,8 @@ export function buildTransmitter(
       // Under RATE, one for the whole run, started before the first section (never on the timed path).
       let dueTimer: DueTimer | undefined;
       try {
-        const healths = await Promise.all(controls.map((control) => control.waitUntilReady(config.connectTimeoutMs)));
-        for (const [index, health] of healths.entries())
-          if (health.status === 'starting')
-            log.warn(
-              { receiver: addresses[index]!.host, waitingFor: health.waitingFor },
-              'receiver still starting after CONNECT_TIMEOUT_MS: each section waits for its own listener',
-            );
-        const peers: Peer[] = addresses.map((address, index) => ({
-          index,
-          host: address.host,
-          control: controls[index]!,
-          health: healths[index]!,
-        }));
-        // Read once the receiver answers: without AUTH_TOKEN it is the file the receiver creates at start.
-        const { token: authToken, file: tokenFile } = transmitterAuthToken(config);
-        if (tokenFile !== undefined)
-          log.info(
-            { authTokenFile: tokenFile.file, trustedBecause: tokenFile.trustedBecause },
-            'AUTH_TOKEN is unset: using the secret in AUTH_TOKEN_FILE',
-          );
-        for (const control of controls) control.authorize(authToken);
+        const peers = await readyPeers(addresses, controls, config.connectTimeoutMs, log);
+        const authToken = authorizeControls(config, controls, log);
         const announcement: RunAnnouncement = {
           startedAt: new Date().toISOString(),
           imageDescription: image.description,
@@ -117,76 +100,15 @@ export function buildTransmitter(
           peers,
           authToken,
           transmitterBootId: transmitterHost.bootId,
-          settings: {
-            repeat: config.repeat,
-            imageCount: config.imageCount,
-            durationMs: config.durationMs,
-            warmupPlan: announcement.warmup,
-            window: config.window,
-            ratePerSecond: config.ratePerSecond,
-            deadline: config.deadline,
-            clients: config.clients,
-          },
-          transfer: {
-            links: {
-              bindHost: config.bindHost,
-              ports: config.ports,
-              urls: config.urls,
-              socketPaths: config.socketPaths,
-              brokerPasswords: config.brokerPasswords,
-              maxImageBytes: config.maxImageBytes,
-              connectTimeoutMs: config.connectTimeoutMs,
-              imageSizeBytes: image.bytes.length,
-              log,
-            },
-            imageBytes: image.bytes,
-            imageChecksum: checksum,
-            imageTimeoutMs: config.imageTimeoutMs,
-            dueTimer,
-            commands: commandSettings(config),
-            log,
-          },
+          settings: sectionSettings(config, announcement.warmup),
+          transfer: transferSettings(config, image, checksum, dueTimer, log),
           connectTimeoutMs: config.connectTimeoutMs,
+          profile: config.profile,
           log,
           observer,
         };
-        // Interleaved, one section of every transport per repeat, in an order rotated each repeat,
-        // so drift on a shared machine and a neighbour's leftover garbage hit every transport alike.
-        const sections: SectionResult[] = [];
-        // A receiver that could not take part (listener down) or is gone stops the run after its section.
-        let receiverLost: string | undefined;
-        for (let repeat = 1; repeat <= config.repeat && receiverLost === undefined; repeat++) {
-          for (const transport of rotatedOrder(transports, repeat)) {
-            const section = await runSection(deps, transport, repeat);
-            sections.push(section.result);
-            receiverLost = section.receiverLost;
-            if (receiverLost !== undefined) break;
-          }
-        }
-        if (receiverLost === undefined) {
-          // The first receiver's outcome is the run's: it holds every receiver's figures. Each
-          // answers with its summary; the report here is built from the sections' results it sent
-          // back. Any receiver that could not write its files fails the run.
-          const finishes = await Promise.all(peers.map((peer) => peer.control.finishRun()));
-          const first = finishes[0]!;
-          const report = buildRunReport(
-            { ...announcement, hosts: { transmitter: transmitterHost, receiver: peers[0]!.health.host } },
-            sections,
-            null,
-          );
-          const notWritten = finishes.flatMap((finish, index) =>
-            finish.filesNotWritten === undefined
-              ? []
-              : [peers.length > 1 ? `receiver ${index + 1}: ${finish.filesNotWritten}` : finish.filesNotWritten],
-          );
-          const outcome: RunOutcome = {
-            report,
-            summary: first.summary,
-            succeeded: first.succeeded && notWritten.length === 0,
-            runFolder: first.runFolder,
-          };
-          return notWritten.length === 0 ? outcome : { ...outcome, filesNotWritten: notWritten.join('; ') };
-        }
+        const { sections, receiverLost } = await runSections(deps, transports, config.repeat);
+        if (receiverLost === undefined) return await finishRun(peers, announcement, transmitterHost, sections);
         // A receiver is gone with its record: report what the transmitter knows, and stop.
         const report = buildRunReport(
           { ...announcement, hosts: { transmitter: transmitterHost, receiver: peers[0]!.health.host } },
@@ -200,4 +122,137 @@ export function buildTransmitter(
       }
     },
   };
+}
+
+/** Each receiver as a peer once it answers (a warning for one still starting after CONNECT_TIMEOUT_MS). */
+async function readyPeers(
+  addresses: readonly ReceiverAddress[],
+  controls: readonly ControlClient[],
+  connectTimeoutMs: number,
+  log: Logger,
+): Promise<Peer[]> {
+  const healths = await Promise.all(controls.map((control) => control.waitUntilReady(connectTimeoutMs)));
+  for (const [index, health] of healths.entries())
+    if (health.status === 'starting')
+      log.warn(
+        { receiver: addresses[index]!.host, waitingFor: health.waitingFor },
+        'receiver still starting after CONNECT_TIMEOUT_MS: each section waits for its own listener',
+      );
+  return addresses.map((address, index) => ({
+    index,
+    host: address.host,
+    control: controls[index]!,
+    health: healths[index]!,
+  }));
+}
+
+/** Gives every control client the run's token, and returns it; read once the receivers answer. */
+function authorizeControls(config: Readonly<Config>, controls: readonly ControlClient[], log: Logger): string {
+  // Without AUTH_TOKEN it is the file the receiver creates at start.
+  const { token: authToken, file: tokenFile } = transmitterAuthToken(config);
+  if (tokenFile !== undefined)
+    log.info(
+      { authTokenFile: tokenFile.file, trustedBecause: tokenFile.trustedBecause },
+      'AUTH_TOKEN is unset: using the secret in AUTH_TOKEN_FILE',
+    );
+  for (const control of controls) control.authorize(authToken);
+  return authToken;
+}
+
+/** What every section's plan takes from the config. */
+function sectionSettings(config: Readonly<Config>, plan: WarmupPlan): SectionSettings {
+  return {
+    repeat: config.repeat,
+    imageCount: config.imageCount,
+    durationMs: config.durationMs,
+    warmupPlan: plan,
+    window: config.window,
+    ratePerSecond: config.ratePerSecond,
+    deadline: config.deadline,
+    clients: config.clients,
+  };
+}
+
+/** What every section's transfer is set up with: its links' settings, the image, the due timer, the command lane. */
+function transferSettings(
+  config: Readonly<Config>,
+  image: RunImage,
+  checksum: bigint,
+  dueTimer: DueTimer | undefined,
+  log: Logger,
+): TransferSettings {
+  return {
+    links: {
+      bindHost: config.bindHost,
+      ports: config.ports,
+      urls: config.urls,
+      socketPaths: config.socketPaths,
+      brokerPasswords: config.brokerPasswords,
+      maxImageBytes: config.maxImageBytes,
+      connectTimeoutMs: config.connectTimeoutMs,
+      imageSizeBytes: image.bytes.length,
+      log,
+    },
+    imageBytes: image.bytes,
+    imageChecksum: checksum,
+    imageTimeoutMs: config.imageTimeoutMs,
+    dueTimer,
+    commands: commandSettings(config),
+    log,
+  };
+}
+
+/**
+ * Every repeat's sections, one of every transport per repeat in an order rotated each repeat, so drift on a shared
+ * machine and a neighbour's leftover garbage hit every transport alike; stops after a section whose receiver is lost.
+ */
+async function runSections(
+  deps: SectionDeps,
+  transports: readonly Transport[],
+  repeats: number,
+): Promise<{ sections: SectionResult[]; receiverLost: string | undefined }> {
+  const sections: SectionResult[] = [];
+  // A receiver that could not take part (listener down) or is gone stops the run after its section.
+  let receiverLost: string | undefined;
+  for (let repeat = 1; repeat <= repeats && receiverLost === undefined; repeat++) {
+    for (const transport of rotatedOrder(transports, repeat)) {
+      const section = await runSection(deps, transport, repeat);
+      sections.push(section.result);
+      receiverLost = section.receiverLost;
+      if (receiverLost !== undefined) break;
+    }
+  }
+  return { sections, receiverLost };
+}
+
+/**
+ * Ends the run on every receiver. The first receiver's outcome is the run's: it holds every receiver's figures. Each
+ * answers with its summary; the report here is built from the sections' results it sent back. Any receiver that could
+ * not write its files fails the run.
+ */
+async function finishRun(
+  peers: readonly Peer[],
+  announcement: RunAnnouncement,
+  transmitterHost: HostFacts,
+  sections: SectionResult[],
+): Promise<RunOutcome> {
+  const finishes = await Promise.all(peers.map((peer) => peer.control.finishRun()));
+  const first = finishes[0]!;
+  const report = buildRunReport(
+    { ...announcement, hosts: { transmitter: transmitterHost, receiver: peers[0]!.health.host } },
+    sections,
+    null,
+  );
+  const notWritten = finishes.flatMap((finish, index) =>
+    finish.filesNotWritten === undefined
+      ? []
+      : [peers.length > 1 ? `receiver ${index + 1}: ${finish.filesNotWritten}` : finish.filesNotWritten],
+  );
+  const outcome: RunOutcome = {
+    report,
+    summary: first.summary,
+    succeeded: first.succeeded && notWritten.length === 0,
+    runFolder: first.runFolder,
+  };
+  return notWritten.length === 0 ? outcome : { ...outcome, filesNotWritten: notWritten.join('; ') };
 }

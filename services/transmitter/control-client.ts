@@ -11,6 +11,7 @@ import {
   type RunFinish,
   type SectionEnd,
 } from '../core/control/control-protocol.js';
+import { CPU_PROFILE_CONTENT_TYPE } from '../core/control/cpu-profile.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { PROCESS_HEADER, processHeaderValue } from '../core/live/process-load.js';
 import type { FanOut, SectionPlan, SectionResult } from '../core/model/section.js';
@@ -204,6 +205,14 @@ export class ControlClient {
   }
 
   /**
+   * PROFILE=1: this side's CPU profile of the open section, gzipped (at most CPU_PROFILE_BODY_LIMIT_BYTES), for the
+   * run's folder; sent before the section's end, which names it in output.log.
+   */
+  async cpuProfile(sectionId: number, gzippedProfile: Buffer): Promise<void> {
+    await this.post(`/sections/${sectionId}/cpu-profile`, gzippedProfile, {}, CPU_PROFILE_CONTENT_TYPE);
+  }
+
+  /**
    * RECEIVERS > 1, to the first receiver: every receiver's figures; answers with its record of the section, now holding
    * them.
    */
@@ -216,12 +225,18 @@ export class ControlClient {
     return (await this.post('/runs/finish', undefined)) as RunFinish;
   }
 
-  private async post(route: string, body: unknown, extraHeaders: Record<string, string> = {}): Promise<unknown> {
+  // A Buffer goes as it is, as `bufferType`; anything else as JSON.
+  private async post(
+    route: string,
+    body: unknown,
+    extraHeaders: Record<string, string> = {},
+    bufferType = 'application/octet-stream',
+  ): Promise<unknown> {
     const payload =
       body === undefined
         ? undefined
         : Buffer.isBuffer(body)
-          ? { bytes: body, type: 'application/octet-stream' }
+          ? { bytes: body, type: bufferType }
           : { bytes: Buffer.from(JSON.stringify(body)), type: 'application/json' };
     const answer = await this.request('POST', route, extraHeaders, payload);
     if (answer.statusCode < 200 || answer.statusCode > 299) {

@@ -1,16 +1,22 @@
-import { ErrorCode, ItbError } from '../core/errors.js';
 import { DropLedger } from '../core/model/drops.js';
 import { encodeFrameHeader, type Ack } from '../core/wire/frame.js';
 import type { ClientFigures, SectionPlan } from '../core/model/section.js';
 import { SteadinessCheck } from '../core/model/warmup.js';
 import { SecondSeries } from '../core/model/second-series.js';
-import { LatencyRecorder } from '../core/model/stats.js';
+import type { OpenLoopSchedule } from '../core/model/schedule.js';
+import { LatencyRecorder, nsBetween } from '../core/model/stats.js';
 import type { ResourceReading } from '../core/model/cost.js';
 import { readResources, type RssPeakTracker } from '../shared/resources.js';
+import type { AckWaiter } from './ack-waiter.js';
+import { InFlightTable, NOT_HELD } from './in-flight.js';
+
+export { AckWaiter } from './ack-waiter.js';
 
 // One section's bookkeeping on the transmitter: stamps and acks of the seqs in flight, and which
 // client (connection) carried each. Each client has its own WINDOW; the section's images are dealt, one at
-// a time and in turn, to whichever client has room.
+// a time and in turn, to whichever client has room. Stamping and acknowledging are on every image's path, so
+// they make no object and no bigint beyond the stamp itself and the header the wire needs: the images in
+// flight are columns of typed arrays (in-flight.ts), times are numbers taken from the stamps (nsBetween).
 
 /**
  * Live counters of one section, for progress displays. The transmitter only increments them; a
@@ -41,85 +47,10 @@ const DROP_SETTLE_FLOOR_MS = 1000;
 /** The settle wait is also at least this many times the slowest round trip seen in the section. */
 const DROP_SETTLE_RTT_FACTOR = 4;
 
-/**
- * Waits for acks: resolves when `ready()` holds; rejects on a link failure, or when no ack has
- * arrived for `timeoutMs` (the clock restarts at every ack, so slow but moving transfers go on).
- */
-export class AckWaiter {
-  private wake: (() => void) | undefined;
-  failure: Error | undefined;
-  lastProgressMs = Date.now();
-  /**
-   * For a transport that drops images by design: after `afterMs()` of silence, `settle()` settles
-   * what is outstanding as lost (true when it settled any), which counts as progress.
-   */
-  silence: { afterMs: () => number; settle: () => boolean } | undefined;
-
-  notify(): void {
-    this.lastProgressMs = Date.now();
-    this.wake?.();
-  }
-
-  fail(err: Error): void {
-    this.failure ??= err;
-    this.wake?.();
-  }
-
-  async until(ready: () => boolean, timeoutMs: number, waitingFor: () => string): Promise<void> {
-    while (!ready()) {
-      if (this.failure) throw this.failure;
-      const silentMs = Date.now() - this.lastProgressMs;
-      if (
-        this.silence !== undefined &&
-        silentMs >= Math.min(timeoutMs, this.silence.afterMs()) &&
-        this.silence.settle()
-      ) {
-        this.lastProgressMs = Date.now();
-        continue;
-      }
-      const remainingMs = this.lastProgressMs + timeoutMs - Date.now();
-      if (remainingMs <= 0)
-        throw new ItbError(
-          ErrorCode.timeout,
-          `no acknowledgement for ${timeoutMs} ms (IMAGE_TIMEOUT_MS) while waiting for ${waitingFor()}`,
-        );
-      const untilSilenceMs =
-        this.silence === undefined
-          ? remainingMs
-          : Math.max(1, this.lastProgressMs + this.silence.afterMs() - Date.now());
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.min(remainingMs, untilSilenceMs));
-        this.wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-      this.wake = undefined;
-    }
-    if (this.failure) throw this.failure;
-  }
-}
-
 /** What every frame of the section carries besides its seq and stamp. */
 export interface FrameFacts {
   sizeBytes: number;
   checksum: bigint;
-}
-
-/** One stamped image some receiver is not done with: what its acks need, and nothing once it is done. */
-interface InFlight {
-  seq: number;
-  /** Every receiver is done with it (its slot is free); kept only while a receiver's loss may be taken back. */
-  done: boolean;
-  stampNs: bigint;
-  client: number;
-  /** Under RATE: stamp − due time in ns; NaN in a closed loop or for a warm-up image. */
-  dueLagNs: number;
-  /** Receivers that acknowledged it, and those settled as lost, one bit each (RECEIVERS ≤ 32). */
-  ackedMask: number;
-  lostMask: number;
-  /** Receivers for which a later image was read first (a latest-frame key): it will never be acknowledged. */
-  supersededMask: number;
 }
 
 /** Where each recorded (image, receiver) round trip goes as its ack is processed: to that receiver, in batches. */
@@ -151,13 +82,8 @@ export interface TransmitterTally {
  * each recorded round trip leaves at its ack for the receiver's record.
  */
 export class Flight {
-  // Images held by seq in a ring (seq & mask: no hashing on the ack path), one displaced to a map
-  // only when a newer seq needs its place while it is still held (an image stuck in flight, or
-  // done with a receiver's loss that a late ack may take back).
-  private readonly ring: (InFlight | undefined)[];
-  private readonly ringMask: number;
-  private readonly displaced = new Map<number, InFlight>();
-  private held = 0;
+  // The images some receiver is not done with (or done with a receiver's loss that a late ack may take back).
+  private readonly inFlight: InFlightTable;
   private readonly stampedBy: Int32Array;
   private readonly completedBy: Int32Array;
   /** The client the next image is offered to first: clients take turns. */
@@ -211,6 +137,8 @@ export class Flight {
   private readonly clientSpans: { images: number; firstStampNs: bigint; lastAckNs: bigint }[];
   /** Set once recording starts: where recorded round trips go. */
   roundTrips: RoundTripSink | undefined;
+  /** The stamp {@link stamp} took last (0 before any). */
+  lastStampNs = 0n;
 
   constructor(
     readonly plan: SectionPlan,
@@ -224,9 +152,7 @@ export class Flight {
     this.receivers = plan.receivers;
     // Room for every image the windows admit at once, several times over, so a slot is free again long before its seq
     // comes round.
-    const ringSize = 2 ** Math.ceil(Math.log2(Math.max(1024, 4 * plan.clients * plan.window)));
-    this.ring = new Array<InFlight | undefined>(ringSize).fill(undefined);
-    this.ringMask = ringSize - 1;
+    this.inFlight = new InFlightTable(2 ** Math.ceil(Math.log2(Math.max(1024, 4 * plan.clients * plan.window))));
     this.allReceiversMask = plan.receivers >= 32 ? 0xffffffff : (1 << plan.receivers) - 1;
     this.stampedBy = new Int32Array(plan.clients);
     this.completedBy = new Int32Array(plan.clients);
@@ -272,7 +198,7 @@ export class Flight {
    * by the windows and the losses.
    */
   get heldImages(): number {
-    return this.held;
+    return this.inFlight.held;
   }
 
   private outstandingOf(client: number): number {
@@ -305,55 +231,49 @@ export class Flight {
     return this.recordedFrom !== undefined && seq >= this.recordedFrom;
   }
 
-  // Every receiver is done with the image: it frees its client's slot, and is forgotten unless a
+  // Every receiver is done with the image of `entry`: it frees its client's slot, and is forgotten unless a
   // receiver's loss may still be taken back by a late ack.
-  private maybeComplete(seq: number, entry: InFlight): void {
-    if (entry.done || (entry.ackedMask | entry.lostMask | entry.supersededMask) >>> 0 !== this.allReceiversMask >>> 0)
-      return;
-    entry.done = true;
-    if (entry.lostMask === 0) this.forget(seq, entry);
+  private maybeComplete(entry: number): void {
+    const held = this.inFlight;
+    const settledMask = held.ackedMask[entry]! | held.lostMask[entry]! | held.supersededMask[entry]!;
+    if (held.done[entry] === 1 || settledMask >>> 0 !== this.allReceiversMask >>> 0) return;
+    held.done[entry] = 1;
     this.completed++;
-    this.completedBy[entry.client]!++;
-  }
-
-  // The held image `seq`, wherever it is.
-  private entryOf(seq: number): InFlight | undefined {
-    const entry = this.ring[seq & this.ringMask];
-    if (entry !== undefined && entry.seq === seq) return entry;
-    return this.displaced.size === 0 ? undefined : this.displaced.get(seq);
-  }
-
-  // Nothing more can come for `seq`: its place goes.
-  private forget(seq: number, entry: InFlight): void {
-    const slot = seq & this.ringMask;
-    if (this.ring[slot] === entry) this.ring[slot] = undefined;
-    else this.displaced.delete(seq);
-    this.held--;
+    this.completedBy[held.clients[entry]!]!++;
+    if (held.lostMask[entry] === 0) held.forget(entry);
   }
 
   // A pipe's ledger settled `seq` as lost for `receiver`.
   private settleLost(seq: number, receiver: number): void {
-    const entry = this.entryOf(seq);
+    const held = this.inFlight;
+    const entry = held.entryOf(seq);
     const bit = 1 << receiver;
-    if (entry === undefined || entry.done || (entry.ackedMask & bit) !== 0 || (entry.lostMask & bit) !== 0) return;
-    entry.lostMask |= bit;
+    if (
+      entry === NOT_HELD ||
+      held.done[entry] === 1 ||
+      (held.ackedMask[entry]! & bit) !== 0 ||
+      (held.lostMask[entry]! & bit) !== 0
+    )
+      return;
+    held.lostMask[entry]! |= bit;
     this.lostPairs++;
     if (this.isRecorded(seq)) this.recordedLostPairs++;
-    this.maybeComplete(seq, entry);
+    this.maybeComplete(entry);
   }
 
   // `receiver` read `ackedSeq`: every earlier seq it has not acknowledged was written over before it could be read.
   private settleSuperseded(ackedSeq: number, receiver: number, from: Int32Array, processedNs: bigint): void {
+    const held = this.inFlight;
     const bit = 1 << receiver;
     for (let seq = from[receiver]!; seq < ackedSeq; seq++) {
-      const entry = this.entryOf(seq);
-      if (entry === undefined || entry.done || (entry.ackedMask & bit) !== 0) continue;
-      entry.supersededMask |= bit;
+      const entry = held.entryOf(seq);
+      if (entry === NOT_HELD || held.done[entry] === 1 || (held.ackedMask[entry]! & bit) !== 0) continue;
+      held.supersededMask[entry]! |= bit;
       if (this.isRecorded(seq)) {
         this.recordedSupersededPairs++;
-        if (this.receivers === 1) this.tally.rttSumNs += Number(processedNs - entry.stampNs);
+        if (this.receivers === 1) this.tally.rttSumNs += nsBetween(held.stampNs[entry]!, processedNs);
       }
-      this.maybeComplete(seq, entry);
+      this.maybeComplete(entry);
     }
     if (ackedSeq + 1 > from[receiver]!) from[receiver] = ackedSeq + 1;
   }
@@ -363,49 +283,65 @@ export class Flight {
     const processedNs = process.hrtime.bigint();
     const { seq } = ack;
     if (ack.sectionId !== this.plan.sectionId || receiver >= this.receivers) return;
-    const entry = this.entryOf(seq);
+    const held = this.inFlight;
+    const entry = held.entryOf(seq);
     const bit = 1 << receiver;
-    if (entry === undefined || (entry.ackedMask & bit) !== 0) return;
+    if (entry === NOT_HELD || (held.ackedMask[entry]! & bit) !== 0) return;
     if (this.supersededFrom !== undefined) this.settleSuperseded(seq, receiver, this.supersededFrom, processedNs);
-    const ledger = this.ledgers?.[entry.client * this.receivers + receiver];
-    const rttNs = Number(processedNs - entry.stampNs);
+    // Read before the entry may be forgotten below.
+    const client = held.clients[entry]!;
+    const stampNs = held.stampNs[entry]!;
+    const dueLagNs = held.dueLagNs[entry]!;
+    const ledger = this.ledgers?.[client * this.receivers + receiver];
+    const rttNs = nsBetween(stampNs, processedNs);
     if (ledger !== undefined) {
       // With several clients, a receiver's acks reach any client's link (ZeroMQ's PUSH deals them
       // out), so a later image's ack may overtake an earlier one's: then only silence settles.
       ledger.acknowledged(seq, this.plan.clients === 1);
       this.slowestRttNs = Math.max(this.slowestRttNs, rttNs);
     }
-    entry.ackedMask |= bit;
+    held.ackedMask[entry]! |= bit;
+    const ackedMask = held.ackedMask[entry]!;
     const recorded = this.isRecorded(seq);
     // Settled as lost and acknowledged after all: taken back; it was already done with.
-    if ((entry.lostMask & bit) !== 0) {
-      entry.lostMask &= ~bit;
+    if ((held.lostMask[entry]! & bit) !== 0) {
+      held.lostMask[entry]! &= ~bit;
       this.lostPairs--;
       if (recorded) this.recordedLostPairs--;
-      if (entry.lostMask === 0 && entry.done) this.forget(seq, entry);
-    } else this.maybeComplete(seq, entry);
-    if (recorded) this.roundTrips?.(receiver, seq - this.recordedFrom! + 1, rttNs, entry.dueLagNs);
-    if (entry.ackedMask >>> 0 === this.allReceiversMask >>> 0) {
+      if (held.lostMask[entry] === 0 && held.done[entry] === 1) held.forget(entry);
+    } else this.maybeComplete(entry);
+    if (recorded) this.roundTrips?.(receiver, seq - this.recordedFrom! + 1, rttNs, dueLagNs);
+    if (ackedMask >>> 0 === this.allReceiversMask >>> 0) {
       this.acked++;
       if (seq === 0) this.firstImageRttNs = rttNs;
-      if (recorded) this.tallyAcked(entry, processedNs, rttNs);
-      else this.steadiness?.add(rttNs);
+      if (recorded) {
+        const hasDueLag = !Number.isNaN(dueLagNs);
+        this.tallyAcked(client, stampNs, processedNs, rttNs, hasDueLag ? dueLagNs : 0, hasDueLag);
+      } else this.steadiness?.add(rttNs);
     }
     this.waiter.notify();
   }
 
-  // A recorded image every receiver acknowledged: the transmitter's own figures of it.
-  private tallyAcked(entry: InFlight, processedNs: bigint, rttNs: number): void {
+  // A recorded image every receiver acknowledged: the transmitter's own figures of it. Times come in whole ns, and no
+  // NaN for a due lag in a closed loop (`hasDueLag` false): neither is boxed on the heap when passed.
+  private tallyAcked(
+    client: number,
+    stampNs: bigint,
+    processedNs: bigint,
+    rttNs: number,
+    dueLagNs: number,
+    hasDueLag: boolean,
+  ): void {
     const tally = this.tally;
-    tally.rtt.record(rttNs / 1e6);
-    if (!Number.isNaN(entry.dueLagNs)) tally.rttFromDue.record((rttNs + entry.dueLagNs) / 1e6);
+    tally.rtt.recordNs(rttNs);
+    if (hasDueLag) tally.rttFromDue.recordNs(rttNs + dueLagNs);
     tally.rttSumNs += rttNs;
-    if (tally.firstStampNs === undefined || entry.stampNs < tally.firstStampNs) tally.firstStampNs = entry.stampNs;
+    if (tally.firstStampNs === undefined || stampNs < tally.firstStampNs) tally.firstStampNs = stampNs;
     if (tally.lastAckNs === undefined || processedNs > tally.lastAckNs) tally.lastAckNs = processedNs;
-    tally.rttSeconds?.add(processedNs, 0, rttNs / 1e6);
-    const span = this.clientSpans[entry.client]!;
+    tally.rttSeconds?.addNs(processedNs, 0, rttNs, true);
+    const span = this.clientSpans[client]!;
     span.images++;
-    if (span.firstStampNs === 0n || entry.stampNs < span.firstStampNs) span.firstStampNs = entry.stampNs;
+    if (span.firstStampNs === 0n || stampNs < span.firstStampNs) span.firstStampNs = stampNs;
     if (processedNs > span.lastAckNs) span.lastAckNs = processedNs;
     this.progress.acked++;
     // The last image of a latest-frame key is always read, after every superseded one was settled.
@@ -414,8 +350,12 @@ export class Flight {
       this.end = { reading: readResources(), peakRssBytes: this.rss.stop() };
   }
 
-  /** Stamps `seq`, carried by `client`, now and returns its encoded header; `dueNs` is its due time under RATE. */
-  stamp(seq: number, client: number, dueNs?: bigint): { header: Buffer; stampNs: bigint } {
+  /**
+   * Stamps `seq`, carried by `client`, now and returns its encoded header (the stamp is then {@link lastStampNs});
+   * under RATE, `schedule` and `dueIndex` say when it was due. The header is a buffer of its own per image: a link
+   * may send it uncopied (TransmitterLink.send).
+   */
+  stamp(seq: number, client: number, schedule?: OpenLoopSchedule, dueIndex = 0): Buffer {
     const stampNs = process.hrtime.bigint();
     const header = encodeFrameHeader({
       sectionId: this.plan.sectionId,
@@ -424,23 +364,20 @@ export class Flight {
       checksum: this.frame.checksum,
       sentAtNs: stampNs,
     });
-    const dueLagNs = dueNs === undefined ? Number.NaN : Number(stampNs - dueNs);
-    const slot = seq & this.ringMask;
-    const previous = this.ring[slot];
-    if (previous !== undefined) this.displaced.set(previous.seq, previous);
-    this.ring[slot] = { seq, done: false, stampNs, client, dueLagNs, ackedMask: 0, lostMask: 0, supersededMask: 0 };
-    this.held++;
+    const dueLagNs = schedule === undefined ? Number.NaN : schedule.lagNs(dueIndex, stampNs);
+    this.inFlight.add(seq, stampNs, client, dueLagNs);
     if (this.ledgers !== undefined)
       for (let receiver = 0; receiver < this.receivers; receiver++)
         this.ledgers[client * this.receivers + receiver]!.open(seq);
     if (this.isRecorded(seq)) {
       this.recordedStamped++;
-      if (!Number.isNaN(dueLagNs)) this.tally.sendLag.record(dueLagNs / 1e6);
+      if (!Number.isNaN(dueLagNs)) this.tally.sendLag.recordNs(dueLagNs);
     }
     this.stamped++;
     this.stampedBy[client]!++;
     this.nextSeq = seq + 1;
-    return { header, stampNs };
+    this.lastStampNs = stampNs;
+    return header;
   }
 
   /** The warm-up is over: seqs from `from` on are recorded, and their round trips go to `roundTrips`. */

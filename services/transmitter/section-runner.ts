@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { sectionCredential } from '../core/wire/auth.js';
 import type { ClockOffset } from '../core/model/clock.js';
 import { MAX_IMAGE_COUNT, type Config } from '../core/config/config.js';
-import { failedSectionEnd } from '../core/control/control-protocol.js';
+import { failedSectionEnd, type SectionEnd } from '../core/control/control-protocol.js';
 import { errorMessage, ErrorCode, ItbError } from '../core/errors.js';
 import { fanOutOf, type SectionPlan, type SectionResult } from '../core/model/section.js';
 import { failedSectionResult } from '../core/model/section-result.js';
@@ -12,6 +12,8 @@ import type { Transport } from '../transports/contract.js';
 import type { SectionProgress } from './flight.js';
 import { estimateClock, estimateOffset, listenerReady, type Peer } from './peers.js';
 import { transfer, type TransferOutcome, type TransferSettings } from './transfer.js';
+import type { CpuProfileRecording } from '../shared/cpu-profile.js';
+import { sendSectionProfile, startSectionProfile } from './section-profile.js';
 
 /** Told when each section starts and ends; see {@link SectionProgress} for what happens between. */
 export interface RunObserver {
@@ -36,6 +38,8 @@ export interface SectionDeps {
   transfer: TransferSettings;
   /** CONNECT_TIMEOUT_MS: how long a section waits for a receiver's listener. */
   connectTimeoutMs: number;
+  /** PROFILE=1: each section's CPU profile goes to the receivers (./section-profile.ts). */
+  profile: boolean;
   log: Logger;
   observer: RunObserver | undefined;
 }
@@ -53,37 +57,8 @@ export interface SectionOutcome {
 export async function runSection(deps: SectionDeps, transport: Transport, repeat: number): Promise<SectionOutcome> {
   const { peers, settings, log, observer } = deps;
   const imageSizeBytes = deps.transfer.imageBytes.length;
-  const progress: SectionProgress = {
-    transport: transport.name,
-    label: transport.label,
-    repeat,
-    repeats: settings.repeat,
-    imageCount: settings.imageCount,
-    durationMs: settings.durationMs ?? null,
-    imageSizeBytes,
-    sent: 0,
-    acked: 0,
-    startedAtMs: undefined,
-  };
-  const plan: SectionPlan = {
-    sectionId: randomInt(1, 2 ** 32 - 1),
-    transport: transport.name,
-    label: transport.label,
-    baseline: transport.traits.baseline,
-    repeat,
-    // DURATION: the count is only a ceiling; the section's is what it sent in that time.
-    imageCount: settings.durationMs === undefined ? settings.imageCount : MAX_IMAGE_COUNT,
-    durationMs: settings.durationMs ?? null,
-    warmup: settings.warmupPlan,
-    imageSizeBytes,
-    window: settings.window,
-    ratePerSecond: settings.ratePerSecond ?? null,
-    deadline: settings.deadline ?? null,
-    clients: settings.clients,
-    receivers: peers.length,
-    receiverIndex: 0,
-    clock: null,
-  };
+  const progress = sectionProgress(transport, repeat, settings, imageSizeBytes);
+  const plan = sectionPlan(transport, repeat, settings, imageSizeBytes, peers.length);
   log.info(
     {
       transport: transport.name,
@@ -101,10 +76,12 @@ export async function runSection(deps: SectionDeps, transport: Transport, repeat
   let result: SectionResult;
   let outcome: TransferOutcome | undefined;
   let receiverLost: string | undefined;
+  let profile: CpuProfileRecording | undefined;
   try {
     await Promise.all(peers.map((peer) => listenerReady(peer, transport.name, deps.connectTimeoutMs, log)));
     for (const peer of peers)
       plans[peer.index] = { ...plans[peer.index]!, clock: await estimateClock(peer, deps.transmitterBootId) };
+    profile = await startSectionProfile(deps.profile, transport.name, log);
     await Promise.all(
       peers.map(async (peer) => {
         await peer.control.openSection(plans[peer.index]!);
@@ -119,31 +96,15 @@ export async function runSection(deps: SectionDeps, transport: Transport, repeat
       progress,
       peers,
     );
-    const { flight } = outcome;
     const done = outcome;
     // Again after the last ack: how far each offset drifted during the section bounds the one-way times' error.
     const clocksAfter: (ClockOffset | null)[] = [];
     for (const peer of peers) clocksAfter.push(await estimateOffset(peer));
+    // Before the end, so that the receiver's output.log names it with the section's figures.
+    await sendSectionProfile(profile, peers, plan.sectionId, log);
     const results = await Promise.all(
       peers.map((peer) =>
-        peer.control.endSection(plan.sectionId, {
-          failure: done.failure,
-          transmitterCost: done.cost,
-          imagesSent: flight.recordedStamped,
-          roundTripsShipped: done.roundTripsShipped[peer.index] ?? 0,
-          sendLag: flight.tally.sendLag.summary() ?? null,
-          rttFromDue: flight.tally.rttFromDue.summary() ?? null,
-          meanInFlight: flight.meanInFlight(),
-          rttSeconds: (flight.tally.rttSeconds?.seconds() ?? []).map((second) => ({
-            second: second.second,
-            rtt: second.times,
-          })),
-          achievedRatePerSecond: flight.achievedRatePerSecond,
-          clientFigures: flight.clientFigures(),
-          coldStart: done.coldStart,
-          clockAfter: clocksAfter[peer.index] ?? null,
-          commands: done.commands,
-        }),
+        peer.control.endSection(plan.sectionId, transmitterSectionEnd(done, peer.index, clocksAfter[peer.index])),
       ),
     );
     opened.clear();
@@ -157,34 +118,16 @@ export async function runSection(deps: SectionDeps, transport: Transport, repeat
     if (err instanceof ItbError && err.code === ErrorCode.receiverUnreachable) receiverLost = err.message;
     // Receivers whose section is still open record it as failed, with the reason.
     const reason = errorMessage(err);
+    await sendSectionProfile(profile, [...opened], plan.sectionId, log);
     await Promise.all(
       [...opened].map((peer) =>
         peer.control.endSection(plan.sectionId, failedSectionEnd(reason)).catch(() => undefined),
       ),
     );
-    const flight = outcome?.flight;
-    result = failedSectionResult(
-      plan,
-      reason,
-      outcome?.coldStart,
-      flight === undefined
-        ? undefined
-        : {
-            count: flight.recordedAcked,
-            warmedUp: outcome?.warmedUp,
-            extras: {
-              imagesSent: flight.recordedStamped,
-              rtt: flight.tally.rtt.summary() ?? null,
-              coldStart: outcome?.coldStart,
-              sendLag: flight.tally.sendLag.summary() ?? null,
-              rttFromDue: flight.tally.rttFromDue.summary() ?? null,
-              achievedRatePerSecond: flight.achievedRatePerSecond,
-              clientFigures: flight.clientFigures(),
-            },
-          },
-    );
+    result = resultFromAcks(plan, reason, outcome);
   } finally {
     outcome?.flight.destroy();
+    await profile?.stop().catch(() => undefined);
   }
   log.info(
     {
@@ -201,4 +144,106 @@ export async function runSection(deps: SectionDeps, transport: Transport, repeat
   );
   observer?.sectionEnded(progress, result);
   return { result, receiverLost };
+}
+
+/** What the progress display is told of a section as it starts: nothing sent yet. */
+function sectionProgress(
+  transport: Transport,
+  repeat: number,
+  settings: SectionSettings,
+  imageSizeBytes: number,
+): SectionProgress {
+  return {
+    transport: transport.name,
+    label: transport.label,
+    repeat,
+    repeats: settings.repeat,
+    imageCount: settings.imageCount,
+    durationMs: settings.durationMs ?? null,
+    imageSizeBytes,
+    sent: 0,
+    acked: 0,
+    startedAtMs: undefined,
+  };
+}
+
+/** The section's plan as the first receiver gets it, before its clock offset is known. */
+function sectionPlan(
+  transport: Transport,
+  repeat: number,
+  settings: SectionSettings,
+  imageSizeBytes: number,
+  receivers: number,
+): SectionPlan {
+  return {
+    sectionId: randomInt(1, 2 ** 32 - 1),
+    transport: transport.name,
+    label: transport.label,
+    baseline: transport.traits.baseline,
+    repeat,
+    // DURATION: the count is only a ceiling; the section's is what it sent in that time.
+    imageCount: settings.durationMs === undefined ? settings.imageCount : MAX_IMAGE_COUNT,
+    durationMs: settings.durationMs ?? null,
+    warmup: settings.warmupPlan,
+    imageSizeBytes,
+    window: settings.window,
+    ratePerSecond: settings.ratePerSecond ?? null,
+    deadline: settings.deadline ?? null,
+    clients: settings.clients,
+    receivers,
+    receiverIndex: 0,
+    clock: null,
+  };
+}
+
+/** The transmitter's side of a transferred section, as receiver `peerIndex` is told it at the section's end. */
+function transmitterSectionEnd(
+  done: TransferOutcome,
+  peerIndex: number,
+  clockAfter: ClockOffset | null | undefined,
+): SectionEnd {
+  const { flight } = done;
+  return {
+    failure: done.failure,
+    transmitterCost: done.cost,
+    imagesSent: flight.recordedStamped,
+    roundTripsShipped: done.roundTripsShipped[peerIndex] ?? 0,
+    sendLag: flight.tally.sendLag.summary() ?? null,
+    rttFromDue: flight.tally.rttFromDue.summary() ?? null,
+    meanInFlight: flight.meanInFlight(),
+    rttSeconds: (flight.tally.rttSeconds?.seconds() ?? []).map((second) => ({
+      second: second.second,
+      rtt: second.times,
+    })),
+    achievedRatePerSecond: flight.achievedRatePerSecond,
+    clientFigures: flight.clientFigures(),
+    coldStart: done.coldStart,
+    clockAfter: clockAfter ?? null,
+    commands: done.commands,
+  };
+}
+
+/** A failed section's result, built from what the acks told (nothing recorded when no transfer began). */
+function resultFromAcks(plan: SectionPlan, reason: string, outcome: TransferOutcome | undefined): SectionResult {
+  const flight = outcome?.flight;
+  return failedSectionResult(
+    plan,
+    reason,
+    outcome?.coldStart,
+    flight === undefined
+      ? undefined
+      : {
+          count: flight.recordedAcked,
+          warmedUp: outcome?.warmedUp,
+          extras: {
+            imagesSent: flight.recordedStamped,
+            rtt: flight.tally.rtt.summary() ?? null,
+            coldStart: outcome?.coldStart,
+            sendLag: flight.tally.sendLag.summary() ?? null,
+            rttFromDue: flight.tally.rttFromDue.summary() ?? null,
+            achievedRatePerSecond: flight.achievedRatePerSecond,
+            clientFigures: flight.clientFigures(),
+          },
+        },
+  );
 }

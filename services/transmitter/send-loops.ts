@@ -1,5 +1,5 @@
 import { OpenLoopSchedule } from '../core/model/schedule.js';
-import { nsToMs } from '../core/model/stats.js';
+import { nsBetween, nsToMs } from '../core/model/stats.js';
 import {
   warmupDecision,
   type SteadinessReading,
@@ -12,7 +12,34 @@ import type { AckWaiter, Flight, SectionProgress } from './flight.js';
 import { ErrorCode, ItbError } from '../core/errors.js';
 
 // The timed path: the loops that stamp and send a section's images. Everything they need comes in
-// a SendPath, taken apart into locals before the loop, so each image costs what it did inline.
+// a SendPath, taken apart into locals before the loop, so each image costs what it did inline; and each
+// image makes nothing of its own here (the closures a wait needs, and the list of images admitted at once,
+// are made once a phase), only what the flight's stamp and the wire need.
+
+/** The images a turn of a send loop stamped, in order, before any goes to its links: kept for the whole phase. */
+class AdmittedImages {
+  readonly clients: number[] = [];
+  readonly headers: Buffer[] = [];
+  count = 0;
+
+  /** Adds one stamped image: its client and encoded header. */
+  add(client: number, header: Buffer): void {
+    this.clients[this.count] = client;
+    this.headers[this.count++] = header;
+  }
+
+  /** Hands every image admitted to its client's links, in order (a copy each), and starts the list over. */
+  send(links: readonly (readonly TransmitterLink[])[], imageBytes: Buffer): number {
+    const sent = this.count;
+    for (let index = 0; index < sent; index++) {
+      const clientLinks = links[this.clients[index]!]!;
+      const header = this.headers[index]!;
+      for (let link = 0; link < clientLinks.length; link++) clientLinks[link]!.send(header, imageBytes);
+    }
+    this.count = 0;
+    return sent;
+  }
+}
 
 /** A section's sending side once its links are connected: what every send loop sends over and waits on. */
 export interface SendPath {
@@ -41,24 +68,19 @@ export async function sendPhase(
   progress?: SectionProgress,
 ): Promise<number> {
   const { links, flight, waiter, imageBytes, imageTimeoutMs } = path;
-  const admitted: [client: number, header: Buffer][] = [];
+  const admitted = new AdmittedImages();
   let seq = from;
+  const hasRoom = (): boolean => flight.hasRoom();
+  const waitingFor = (): string => `a free slot in a window before image seq ${seq}`;
   while (more(seq)) {
-    await waiter.until(
-      () => flight.hasRoom(),
-      imageTimeoutMs,
-      () => `a free slot in a window before image seq ${seq}`,
-    );
+    // With room already (and no failure) there is nothing to wait for: no wait is made.
+    const wait = waiter.until(hasRoom, imageTimeoutMs, waitingFor);
+    if (wait !== undefined) await wait;
     // more() is asked only when a window has room (a warm-up judges steadiness there).
-    const next = (): number | undefined => {
-      const client = flight.clientWithRoom();
-      return client !== undefined && more(seq) ? client : undefined;
-    };
-    for (let client = next(); client !== undefined; client = next())
-      admitted.push([client, flight.stamp(seq++, client).header]);
-    for (const [client, header] of admitted) for (const link of links[client]!) link.send(header, imageBytes);
-    if (progress) progress.sent += admitted.length;
-    admitted.length = 0;
+    for (let client = flight.clientWithRoom(); client !== undefined && more(seq); client = flight.clientWithRoom())
+      admitted.add(client, flight.stamp(seq++, client));
+    const sent = admitted.send(links, imageBytes);
+    if (progress) progress.sent += sent;
   }
   const sent = seq;
   await waiter.until(
@@ -91,37 +113,33 @@ export async function openLoopPhase(
   const timer = dueTimer;
   if (timer === undefined) throw new ItbError(ErrorCode.internal, 'open loop without a due timer');
   const schedule = new OpenLoopSchedule(ratePerSecond, process.hrtime.bigint());
-  const admitted: [client: number, header: Buffer][] = [];
+  const admitted = new AdmittedImages();
   let firstStampNs: bigint | undefined;
   let lastStampNs: bigint | undefined;
   let index = 0;
+  const hasRoom = (): boolean => flight.hasRoom();
+  const waitingFor = (): string =>
+    `a free slot in a window for image seq ${from + index}, due ` +
+    nsToMs(process.hrtime.bigint() - schedule.dueNs(index)).toFixed(3) +
+    ` ms ago`;
   while (index < plan.imageCount && within()) {
     if (waiter.failure) throw waiter.failure;
     const due = Math.min(plan.imageCount, schedule.dueCount(process.hrtime.bigint()));
     while (index < due) {
       const client = flight.clientWithRoom();
       if (client === undefined) break;
-      const { header, stampNs } = flight.stamp(from + index, client, schedule.dueNs(index));
-      firstStampNs ??= stampNs;
-      lastStampNs = stampNs;
-      admitted.push([client, header]);
+      admitted.add(client, flight.stamp(from + index, client, schedule, index));
+      firstStampNs ??= flight.lastStampNs;
+      lastStampNs = flight.lastStampNs;
       index++;
     }
-    for (const [client, header] of admitted) for (const link of links[client]!) link.send(header, imageBytes);
-    progress.sent += admitted.length;
-    admitted.length = 0;
+    progress.sent += admitted.send(links, imageBytes);
     if (index >= plan.imageCount || !within()) break;
     // Behind the schedule: the next image is due already and waits for a slot; else for its due time.
-    if (index < due)
-      await waiter.until(
-        () => flight.hasRoom(),
-        imageTimeoutMs,
-        () =>
-          `a free slot in a window for image seq ${from + index}, due ` +
-          nsToMs(process.hrtime.bigint() - schedule.dueNs(index)).toFixed(3) +
-          ` ms ago`,
-      );
-    else await timer.until(schedule.dueNs(index));
+    if (index < due) {
+      const wait = waiter.until(hasRoom, imageTimeoutMs, waitingFor);
+      if (wait !== undefined) await wait;
+    } else await timer.until(schedule.dueNs(index));
   }
   // Sends per second over the first stamp to the last (as achievedRate does), without a time per image.
   flight.achievedRatePerSecond =
@@ -144,12 +162,13 @@ export async function warmUp(path: SendPath): Promise<WarmupOutcome> {
   let decision = 'more' as WarmupDecision;
   // The medians as judged when the warm-up stopped, before the window's last acks came in.
   let reading: SteadinessReading | undefined;
+  // Asked before every warm-up image: one progress object, brought up to date each time.
+  const progress = { elapsedMs: 0, stampedImages: 0, ackedImages: 0 };
   const more = (seq: number): boolean => {
-    decision = warmupDecision(
-      flight.plan.warmup,
-      { elapsedMs: nsToMs(process.hrtime.bigint() - startNs), stampedImages: seq, ackedImages: flight.acked },
-      flight.steadiness,
-    );
+    progress.elapsedMs = nsBetween(startNs, process.hrtime.bigint()) / 1e6;
+    progress.stampedImages = seq;
+    progress.ackedImages = flight.acked;
+    decision = warmupDecision(flight.plan.warmup, progress, flight.steadiness);
     if (decision !== 'more') reading = flight.steadiness?.reading();
     return decision === 'more';
   };

@@ -4,6 +4,7 @@ import type { TransportSetting } from '../core/config/config.js';
 import type { BrokerReading } from '../core/model/cost.js';
 import type { BrokerStamp } from '../core/model/broker-split.js';
 import type { Ack, FrameHeader } from '../core/wire/frame.js';
+import type { PartHasher, PartsChecksum } from '../core/wire/checksum.js';
 import type { CommandLaneTrait } from '../core/model/command-lane.js';
 
 // The two-sided contract every transport implements. A transport moves opaque frames (a 40-byte
@@ -13,8 +14,10 @@ import type { CommandLaneTrait } from '../core/model/command-lane.js';
 // - the transmitter stamps an image when the window admits it and hands it over at once: any
 //   wait for library or kernel backpressure happens inside the link, inside that image's time;
 // - the receiver stamps an image's arrival when the frame gate takes it (the moment the last byte
-//   is in hand), acknowledges it at once and verifies it later, after the ack but on the same
-//   thread (services/receiver/verifier.ts says what that costs other images' stamps);
+//   is in hand), before any hashing of it; a byte-stream transport sums a large image's parts as it
+//   reads them (ReceiverOptions.partHasher) and hashes only the last part after the stamp; every
+//   other image is hashed by the receiver after its ack, on the same thread, as soon as the
+//   callback that delivered it returns (services/receiver/verifier.ts says what that costs);
 // - what a receiver does with bad input and with a delivery that throws is the gate's one policy;
 // - who gets in is the door's one policy (the receiver's; ./kit/door.ts is a listener's side): a
 //   connection proves it belongs to the open section before the receiver holds any of its payload,
@@ -62,6 +65,11 @@ export interface ReceivedFrame {
    * from the message as it came: the receiver splits the one-way time at it (core/model/broker-split.ts).
    */
   brokerStamp?: BrokerStamp;
+  /**
+   * The payload's checksum, summed by the transport part by part as it read them (the last part after the stamp);
+   * undefined: the receiver hashes the payload itself.
+   */
+  partsChecksum?: PartsChecksum;
 }
 
 /** Options the transmitter side connects with. */
@@ -135,7 +143,7 @@ export interface ReceiverOptions extends TransportEndpoint {
   /**
    * Takes one complete frame whose header decoded and whose length matched, and returns the ack to
    * send back at once. Called only through the frame gate (./kit/gate.ts); must not block: the
-   * receiver verifies the image later, after the ack is on its way.
+   * receiver verifies the image after the ack is on its way (or at once, from its partsChecksum).
    */
   deliver(frame: ReceivedFrame): Ack;
   /**
@@ -152,6 +160,12 @@ export interface ReceiverOptions extends TransportEndpoint {
   door: Door;
   /** A connection with nothing crossing it either way for this long is closed (IMAGE_TIMEOUT_MS). */
   idleTimeoutMs: number;
+  /**
+   * Makes a hasher for one connection of a transport that reads an image in parts (a byte stream), to sum each part
+   * while it is in cache and hand the sum over with the image (ReceivedFrame.partsChecksum). Undefined: sum nothing
+   * (VERIFY=false, or the receiver hashes every image itself); a transport that gets images whole ignores it.
+   */
+  partHasher?(): PartHasher;
 }
 
 /** A listener's doorkeeper: the receiver decides who gets in; a listener asks (./kit/door.ts: what it keeps). */
@@ -300,12 +314,21 @@ export interface TransportDeployment {
   };
 }
 
+/** A transport in one line of Markdown each: its libraries, how an image travels, how its ack comes back. */
+export interface TransportSummary {
+  libraries: string;
+  image: string;
+  ack: string;
+}
+
 /** One transport: both sides plus what config, runner, reports, compose, bench and tests need to know. */
 export interface Transport {
   /** Name used in TRANSPORTS and results.json. */
   name: string;
   /** Name shown in output.log. */
   label: string;
+  /** What docs/transports.md's table says of it (`npm run generate` writes the table). */
+  summary: TransportSummary;
   traits: TransportTraits;
   library: TransportLibrary;
   deployment: TransportDeployment;

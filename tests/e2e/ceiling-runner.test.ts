@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { projectPath } from '../../services/shared/paths.js';
-import { GRPC_VARIANT_ENV } from '../../scripts/ceiling/grpc.js';
+import { GRPC_VARIANT_ENV } from '../../services/transports/kit/ceiling-grpc.js';
 import { runCeiling } from '../../scripts/lib/ceiling-run.js';
 
 // The bench's ceiling runner as the bench starts it (dist/scripts/ceiling/main.js, its receiver a child process): the

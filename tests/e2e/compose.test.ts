@@ -13,7 +13,7 @@ import { projectPath, projectRoot } from '../../services/shared/paths.js';
 import { freePortsEnv } from '../../scripts/lib/ports.js';
 import { freePort } from '../../services/shared/net.js';
 import { transports } from '../../services/transports/index.js';
-import { REDIS_IMAGE_LIMIT_ARGS } from '../../services/transports/redis.js';
+import { REDIS_IMAGE_LIMIT_ARGS } from '../../services/transports/redis/transport.js';
 
 // No Docker engine runs here, so docker-compose.yml is checked two ways: resolved by a real
 // Compose implementation (Debian's docker-compose, which needs no engine for `config`), and its

@@ -72,6 +72,7 @@ const badValues: [variable: string, value: string, expected: string][] = [
   ['WARMUP_MAX_MS', '0', 'WARMUP_MAX_MS="0": expected a whole number from 1 to 3,600,000'],
   ['REPEAT', '0', 'REPEAT="0": expected a whole number from 1 to 100'],
   ['VERIFY', 'maybe', 'VERIFY="maybe": expected true or false'],
+  ['PROFILE', '2', 'PROFILE="2": expected 1 or 0 (or true or false)'],
   ['CONTROL_PORT', '70000', 'CONTROL_PORT="70000": expected a whole number from 1 to 65,535'],
   ['LOG_LEVEL', 'chatty', 'LOG_LEVEL="chatty": expected one of fatal, error, warn, info, debug, trace, silent'],
   [

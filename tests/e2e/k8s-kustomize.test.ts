@@ -11,7 +11,7 @@ import { parseConfig, type Config } from '../../services/core/config/config.js';
 import { SERVICE_NODE_FLAGS } from '../../services/shared/node-flags.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { transports } from '../../services/transports/index.js';
-import { REDIS_IMAGE_LIMIT_ARGS } from '../../services/transports/redis.js';
+import { REDIS_IMAGE_LIMIT_ARGS } from '../../services/transports/redis/transport.js';
 import { knobVariables } from '../../scripts/lib/generated-files.js';
 import {
   container,

@@ -2,7 +2,7 @@ import { chmod, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink } from 
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { OUTPUT_FILES } from '../../services/shared/run-folder.js';
+import { OUTPUT_FILES } from '../../services/core/report/run-files.js';
 import { escapeRegExp, TEST_AUTH_TOKEN } from '../helpers/harness.js';
 import {
   exitWithin,

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { inject } from 'vitest';
 import { sectionCredential, type SectionCredential } from '../../services/core/wire/auth.js';
-import { imageChecksum } from '../../services/core/wire/checksum.js';
+import { ImagePartHasher, imageChecksum, type PartHasher } from '../../services/core/wire/checksum.js';
 import { encodeFrameHeader, type Ack } from '../../services/core/wire/frame.js';
 import type {
   Door,
@@ -195,6 +195,10 @@ export interface PairOptions {
   window?: number;
   /** Connects the link as the one carrying COMMAND_RATE's commands (TransmitterOptions.commandLane). */
   commandLane?: boolean;
+  /** The listener's ReceiverOptions.partHasher; none unless given. */
+  partHasher?: () => PartHasher;
+  /** Called inside the receiver's deliver with each frame it takes, before its ack is returned. */
+  onDeliver?: (frame: ReceivedFrame) => void;
 }
 
 /** Opens a listener on a free port and a link to it, both through `transport`'s real library. */
@@ -213,10 +217,12 @@ export async function openPair(transport: Transport, options: PairOptions = {}):
     log: testLog,
     door: section.door,
     idleTimeoutMs: section.idleTimeoutMs,
+    ...(options.partHasher === undefined ? {} : { partHasher: options.partHasher }),
     deliver(frame) {
       if (options.throwOnSeqs?.includes(frame.header.seq))
         throw new Error(`delivery of seq ${frame.header.seq} failed on purpose`);
       seen.delivered.push(frame);
+      options.onDeliver?.(frame);
       return { sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' };
     },
     onReject(reason) {
@@ -274,7 +280,15 @@ export async function eventually(condition: () => boolean, timeoutMs = 5000): Pr
 
 /** What one pass of images through a transport produced, on both sides. */
 export interface TransferOutcome {
-  received: { seq: number; sectionId: number; bytes: Buffer; sentAtNs: bigint; arrivalNs: bigint }[];
+  received: {
+    seq: number;
+    sectionId: number;
+    bytes: Buffer;
+    sentAtNs: bigint;
+    arrivalNs: bigint;
+    /** The sum the transport made of the image's parts as it read them (the receiver app's part hasher), if it did. */
+    partsChecksum: bigint | undefined;
+  }[];
   acks: Ack[];
   rejects: string[];
 }
@@ -316,6 +330,8 @@ export async function transferThrough(
     log: testLog,
     door: section.door,
     idleTimeoutMs: section.idleTimeoutMs,
+    // As the receiver app gives it with VERIFY=true: a byte stream sums what it reads.
+    partHasher: () => new ImagePartHasher(),
     deliver(frame: ReceivedFrame): Ack {
       const bytes = Buffer.isBuffer(frame.payload) ? Buffer.from(frame.payload) : Buffer.concat(frame.payload);
       outcome.received.push({
@@ -324,6 +340,7 @@ export async function transferThrough(
         bytes,
         sentAtNs: frame.header.sentAtNs,
         arrivalNs: frame.arrivalNs,
+        partsChecksum: frame.partsChecksum?.value,
       });
       return { sectionId: frame.header.sectionId, seq: frame.header.seq, status: 'accepted' };
     },

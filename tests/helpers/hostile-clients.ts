@@ -2,67 +2,31 @@ import { randomBytes } from 'node:crypto';
 import * as http2 from 'node:http2';
 import * as net from 'node:net';
 import type { Writable } from 'node:stream';
+import type {
+  GrpcPartialOptions,
+  HostileConnection,
+  HttpPartialOptions,
+  PartialMessageClients,
+  PartialMessageOptions,
+  TcpPartialOptions,
+  WebsocketPartialOptions,
+  ZeromqPartialOptions,
+} from '../../services/transports/hostile-contract.js';
+
+export type {
+  GrpcPartialOptions,
+  HostileConnection,
+  HttpPartialOptions,
+  PartialMessageOptions,
+  TcpPartialOptions,
+  WebsocketPartialOptions,
+  ZeromqPartialOptions,
+};
 
 // Protocol-level hostile clients for the receiver's data ports. Each opens one connection, may
 // present a credential, starts a message that announces more bytes than it sends, and holds the
 // connection mid-message until the caller closes it. They speak the wire formats by hand (node:net,
 // node:http2) because the real client libraries never send a partial message.
-
-/** One connection held open partway through a message, until the caller or the peer ends it. */
-export interface HostileConnection {
-  /** Resolves true when the peer closed/reset the connection (or refused it), false if still open; never rejects. */
-  closed: Promise<boolean>;
-  /** True once the peer accepted the credential/handshake/upgrade (set as soon as known). */
-  admitted(): boolean;
-  /** Bytes of the partial message written so far (after admission). */
-  sentBytes(): number;
-  /** Destroys the connection. Idempotent. */
-  close(): void;
-  /** HTTP status of the WebSocket upgrade response (websocketPartial only). */
-  status?(): number | undefined;
-  /** grpc-status the server answered with, if any (grpcPartial only). */
-  grpcStatus?(): number | undefined;
-}
-
-/** What every hostile client is told: where, with which credential, and how much of how large a message. */
-export interface PartialMessageOptions {
-  /** Port on 127.0.0.1. */
-  port: number;
-  /** Text credential (per protocol); undefined presents none. */
-  credential?: string;
-  /** Size the message claims. */
-  announcedBytes: number;
-  /** Bytes of it actually written (< announcedBytes), in 1 MiB chunks that respect backpressure. */
-  sendBytes: number;
-  /**
-   * Bound on each single wait (connect, handshake reply, drain); when it passes the client resolves anyway. Default
-   * 5000.
-   */
-  timeoutMs?: number;
-  /**
-   * Where a refusal is only ever a close or an answer, how long silence must last to count as admission; default
-   * VERDICT_GRACE_MS. A caller that expects a refusal gives a long one: the refusal ends the wait at once, so only a
-   * wrong admission costs the time, and a loaded machine's slow refusal is not taken for one.
-   */
-  verdictGraceMs?: number;
-}
-
-/**
- * tcpPartial's options: `hello` (or else the credential as 80 hex chars) goes first, then `header`, then the payload.
- */
-export type TcpPartialOptions = PartialMessageOptions & { hello?: Buffer; header: Buffer };
-
-/** websocketPartial's options: the upgrade request's path. */
-export type WebsocketPartialOptions = PartialMessageOptions & { path: string };
-
-/** grpcPartial's options: the method path, e.g. '/itb.ImageTransfer/Transfer'. */
-export type GrpcPartialOptions = PartialMessageOptions & { path: string };
-
-/**
- * zeromqPartial's options: `header` is the message's first part, the partial payload its second; `socketType` the ZMTP
- * peer it claims to be (DEALER unless given).
- */
-export type ZeromqPartialOptions = PartialMessageOptions & { header: Buffer; socketType?: string };
 
 const HOST = '127.0.0.1';
 const DEFAULT_TIMEOUT_MS = 5000;
@@ -289,13 +253,6 @@ export async function grpcPartial(
   if (!refused && !closure.isClosed) admitted = true;
   return connection;
 }
-
-/** httpPartial's options: the POST's path, content type and any further request headers. */
-export type HttpPartialOptions = PartialMessageOptions & {
-  path: string;
-  contentType: string;
-  headers?: Readonly<Record<string, string>>;
-};
 
 /**
  * HTTP/1.1: a hand-made POST whose Content-Length announces `announcedBytes`, then `sendBytes` of
@@ -703,3 +660,12 @@ async function readZmtpCommand(inbox: Inbox, deadline: number): Promise<{ name: 
     return { name, data: body.subarray(1 + nameBytes) };
   }
 }
+
+/** The clients a transport's hostile.ts picks from, one per wire the transports share. */
+export const partialMessageClients: PartialMessageClients = {
+  tcp: tcpPartial,
+  websocket: websocketPartial,
+  grpc: grpcPartial,
+  http: httpPartial,
+  zeromq: zeromqPartial,
+};

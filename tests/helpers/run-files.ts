@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { ImageRecord, SectionResult } from '../../services/core/model/section.js';
-import { IMAGES_CSV_HEADER, LATEST_LINK } from '../../services/shared/run-folder.js';
+import { IMAGES_CSV_HEADER, LATEST_LINK } from '../../services/core/report/run-files.js';
 import type { SinkRecord } from './fixtures.js';
 
 // A run's files as the receiver writes them: each section's per-image CSV beside results.json in

@@ -8,7 +8,9 @@ import { SectionRecorder } from '../../services/core/model/recorder.js';
 import type { RunReport } from '../../services/core/report/report.js';
 import { ownWriter } from '../../services/shared/process-identity.js';
 import { reportLibraries } from '../../services/shared/report-assets.js';
-import { type AbandonedRun, completeAbandonedRuns, RunFolder, WRITER_FILE } from '../../services/shared/run-folder.js';
+import { WRITER_FILE } from '../../services/core/report/run-files.js';
+import { type AbandonedRun, completeAbandonedRuns } from '../../services/receiver/run-output/abandoned-runs.js';
+import { RunFolder } from '../../services/receiver/run-output/run-folder.js';
 import { fixturePlan, fixtureReport, NO_WARMUP } from '../helpers/fixtures.js';
 
 // The sweep for runs whose receiver died: a run is ended when its writer's process is gone (at once, in this process's

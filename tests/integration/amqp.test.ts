@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../services/core/errors.js';
 import type { ReceiverListener, TransmitterLink, TransmitterOptions } from '../../services/transports/contract.js';
-import { amqpTransport, sectionQueues } from '../../services/transports/amqp.js';
+import { amqpTransport, sectionQueues } from '../../services/transports/amqp/transport.js';
 import {
   RABBITMQ_3_MAX_MESSAGE_BYTES,
   startPrivateRabbit,

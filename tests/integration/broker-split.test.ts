@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDelayRelay, type DelayRelay } from '../../scripts/lib/delay-relay.js';
 import type { SectionResult } from '../../services/core/model/section.js';
 import type { LocalServer, Transport } from '../../services/transports/contract.js';
-import { natsJetstreamTransport } from '../../services/transports/nats-jetstream.js';
-import { redisTransport } from '../../services/transports/redis.js';
+import { natsJetstreamTransport } from '../../services/transports/nats-jetstream/transport.js';
+import { redisTransport } from '../../services/transports/redis/transport.js';
 import { runTransmitter, startReceiver } from '../helpers/in-process.js';
 
 // The split of one-way times at a broker's own stamp (JetStream's ns timestamp, a Redis stream

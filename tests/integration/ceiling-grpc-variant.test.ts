@@ -2,7 +2,8 @@ import { once } from 'node:events';
 import http2 from 'node:http2';
 import { describe, expect, it } from 'vitest';
 import { freePort } from '../../services/shared/net.js';
-import { grpcCeilingWith, type GrpcCeilingVariant } from '../../scripts/ceiling/grpc.js';
+import { grpcCeilingWith } from '../../services/transports/grpc/ceiling.js';
+import type { GrpcCeilingVariant } from '../../services/transports/kit/ceiling-grpc.js';
 import { runInProcess } from '../../scripts/ceiling/run.js';
 import { MAX_WINDOW_BYTES } from '../../services/transports/kit/http2-windows.js';
 

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CeilingPair, CeilingSender } from '../../scripts/ceiling/contract.js';
+import type { CeilingPair, CeilingSender } from '../../services/transports/ceiling-contract.js';
 import { ceilingFor } from '../../scripts/ceiling/index.js';
 import { runInProcess } from '../../scripts/ceiling/run.js';
 import { freePort } from '../../services/shared/net.js';
@@ -258,7 +258,7 @@ describe.each(transports.map((t) => [t.name, t] as const))(
         const image = Buffer.alloc(bytes, 7);
         const url = servers.urlFor(transport);
         const ours = await transportCalls(transport, image, url);
-        const ceiling = await ceilingCalls(ceilingFor(name), image, url);
+        const ceiling = await ceilingCalls(await ceilingFor(name), image, url);
         // Something was seen on both sides for every image, or the comparison below proves nothing.
         for (const calls of [...ours, ...ceiling]) expect(calls.length).toBeGreaterThan(0);
         const slackBytes = NAMES_SLACK_BYTES[name] ?? 0;

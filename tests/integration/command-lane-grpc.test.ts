@@ -4,9 +4,9 @@ import { commandSeq, encodeFrameHeader } from '../../services/core/wire/frame.js
 import { imageChecksum } from '../../services/core/wire/checksum.js';
 import { Doorkeeper } from '../../services/receiver/door.js';
 import type { Transport } from '../../services/transports/contract.js';
-import { grpcConnectTransport } from '../../services/transports/grpc-connect.js';
-import { grpcUnaryTransport } from '../../services/transports/grpc-unary.js';
-import { grpcTransport } from '../../services/transports/grpc.js';
+import { grpcConnectTransport } from '../../services/transports/grpc-connect/transport.js';
+import { grpcUnaryTransport } from '../../services/transports/grpc-unary/transport.js';
+import { grpcTransport } from '../../services/transports/grpc/transport.js';
 import { eventually, openPair, stampedHeader } from '../helpers/harness.js';
 
 // COMMAND_RATE's lane on the gRPC transports that give it a stream (or call) of its own on the link's one connection:

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../services/core/errors.js';
 import { sectionCredential, type SectionCredential } from '../../services/core/wire/auth.js';
 import { AckSchema } from '../../services/transports/gen/transfer_pb.js';
-import { grpcConnectTransport } from '../../services/transports/grpc-connect.js';
+import { grpcConnectTransport } from '../../services/transports/grpc-connect/transport.js';
 import { ACK_MESSAGE_MAX_BYTES } from '../../services/transports/kit/connect-rpc.js';
 import { receiveWindowBytes } from '../../services/transports/kit/http2-windows.js';
 import { eventually, stampedHeader, TEST_AUTH_TOKEN, testDoor, testLog, transferThrough } from '../helpers/harness.js';

@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import type { Ack } from '../../services/core/wire/frame.js';
 import type { Transport } from '../../services/transports/contract.js';
-import { grpcConnectTransport } from '../../services/transports/grpc-connect.js';
-import { grpcTransport } from '../../services/transports/grpc.js';
+import { grpcConnectTransport } from '../../services/transports/grpc-connect/transport.js';
+import { grpcTransport } from '../../services/transports/grpc/transport.js';
 import { eventually, stampedHeader, testDoor, testLog } from '../helpers/harness.js';
 
 // grpc and grpc-connect are two libraries on one protocol, and the bench's two rows measure the

@@ -13,7 +13,7 @@ import type {
   TransmitterLink,
   TransmitterOptions,
 } from '../../services/transports/contract.js';
-import { grpcUnaryTransport } from '../../services/transports/grpc-unary.js';
+import { grpcUnaryTransport } from '../../services/transports/grpc-unary/transport.js';
 import { loadProtoMethod, type AckMessage, type FrameMessage } from '../../services/transports/kit/grpc.js';
 import {
   eventually,

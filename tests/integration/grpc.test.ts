@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../services/core/errors.js';
 import { FRAME_HEADER_BYTES } from '../../services/core/wire/frame.js';
-import { grpcTransport } from '../../services/transports/grpc.js';
+import { grpcTransport } from '../../services/transports/grpc/transport.js';
 import { eventually, openPair, stampedHeader, testLog, transferThrough } from '../helpers/harness.js';
 
 // Only what is PARTICULAR to gRPC. The contract every transport shares (delivery of every size,

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeHello, sectionCredential, type SectionCredential } from '../../services/core/wire/auth.js';
+import { sectionCredential, type SectionCredential } from '../../services/core/wire/auth.js';
 import {
   CONTROL_CONNECTION_LIMITS,
   failedSectionEnd,
@@ -20,19 +20,13 @@ import type { SectionPlan } from '../../services/core/model/section.js';
 import { connectionsPerSection, incompleteMessageBoundBytes } from '../../services/receiver/door.js';
 import { hostFacts } from '../../services/shared/host.js';
 import { ControlClient } from '../../services/transmitter/control-client.js';
-import { FRAME_HEADER_FIELD } from '../../services/transports/http.js';
-import { PATH as HTTP_PATH } from '../../services/transports/kit/http.js';
-import { jsonBodyLimitBytes } from '../../services/transports/http-json.js';
-import { transports } from '../../services/transports/index.js';
+import { jsonBodyLimitBytes } from '../../services/transports/http-json/transport.js';
+import { transportTable, transports } from '../../services/transports/index.js';
 import { MAX_CONNECTIONS_PER_LISTENER } from '../../services/transports/kit/door.js';
 import { LocalServers, TEST_AUTH_TOKEN } from '../helpers/harness.js';
 import {
-  grpcPartial,
-  httpPartial,
+  partialMessageClients,
   slowHeaders,
-  tcpPartial,
-  websocketPartial,
-  zeromqPartial,
   type HostileConnection,
   type SlowHeaderMode,
 } from '../helpers/hostile-clients.js';
@@ -71,112 +65,36 @@ const RUNTIME_SLACK_BYTES = 48 * 1024 * 1024;
 const verdictGraceFor = (credential: SectionCredential | undefined): number | undefined =>
   credential === undefined ? 5000 : undefined;
 
+/** The table's hostile client of every transport that has one, by name: what its folder's hostile.ts sends. */
+const hostileClients = new Map(
+  await Promise.all(
+    transportTable.flatMap(({ transport, hostile }) =>
+      hostile === undefined ? [] : [hostile().then((client) => [transport.name, client] as const)],
+    ),
+  ),
+);
+
 /**
- * A client per transport whose receiver takes connections: a partial message of `announcedBytes`, `sendBytes` of it
- * sent.
+ * Starts the hostile client of `transport` on `port`: a partial message of NEAR_MAX_BYTES, PARTIAL_BYTES of it sent,
+ * presenting `credential` (none: undefined) for section `sectionId`.
  */
-const hostileClients: Record<
-  string,
-  (port: number, credential: SectionCredential | undefined, sectionId: number) => Promise<HostileConnection>
-> = {
-  tcp: (port, credential, sectionId) =>
-    tcpPartial({
-      port,
-      hello: credential && encodeHello(credential),
-      header: header(sectionId, NEAR_MAX_BYTES),
-      announcedBytes: NEAR_MAX_BYTES,
-      sendBytes: PARTIAL_BYTES,
-      verdictGraceMs: verdictGraceFor(credential),
-    }),
-  websocket: (port, credential) =>
-    websocketPartial({
-      port,
-      path: '/images',
-      credential: credential?.text,
-      announcedBytes: NEAR_MAX_BYTES,
-      sendBytes: PARTIAL_BYTES,
-      verdictGraceMs: verdictGraceFor(credential),
-    }),
-  grpc: (port, credential) =>
-    grpcPartial({
-      port,
-      path: '/itb.ImageTransfer/Transfer',
-      credential: credential?.text,
-      announcedBytes: NEAR_MAX_BYTES,
-      sendBytes: PARTIAL_BYTES,
-      verdictGraceMs: verdictGraceFor(credential),
-    }),
-  'grpc-connect': (port, credential) =>
-    grpcPartial({
-      port,
-      path: '/itb.ImageTransfer/Transfer',
-      credential: credential?.text,
-      announcedBytes: NEAR_MAX_BYTES,
-      sendBytes: PARTIAL_BYTES,
-      verdictGraceMs: verdictGraceFor(credential),
-    }),
-  'grpc-unary': (port, credential) =>
-    grpcPartial({
-      port,
-      path: '/itb.ImageUnary/Put',
-      credential: credential?.text,
-      announcedBytes: NEAR_MAX_BYTES,
-      sendBytes: PARTIAL_BYTES,
-      verdictGraceMs: verdictGraceFor(credential),
-    }),
-  zeromq: (port, credential, sectionId) =>
-    zeromqPartial({
-      port,
-      credential: credential?.text,
-      header: header(sectionId, NEAR_MAX_BYTES),
-      announcedBytes: NEAR_MAX_BYTES,
-      sendBytes: PARTIAL_BYTES,
-      verdictGraceMs: verdictGraceFor(credential),
-    }),
-  // The image port's SUB takes publishers only.
-  'zeromq-pubsub': (port, credential, sectionId) =>
-    zeromqPartial({
-      port,
-      credential: credential?.text,
-      socketType: 'XPUB',
-      header: header(sectionId, NEAR_MAX_BYTES),
-      announcedBytes: NEAR_MAX_BYTES,
-      sendBytes: PARTIAL_BYTES,
-      verdictGraceMs: verdictGraceFor(credential),
-    }),
-  // A PAIR takes PAIR peers only.
-  'zeromq-pair': (port, credential, sectionId) =>
-    zeromqPartial({
-      port,
-      credential: credential?.text,
-      socketType: 'PAIR',
-      header: header(sectionId, NEAR_MAX_BYTES),
-      announcedBytes: NEAR_MAX_BYTES,
-      sendBytes: PARTIAL_BYTES,
-      verdictGraceMs: verdictGraceFor(credential),
-    }),
-  http: (port, credential, sectionId) =>
-    httpPartial({
-      port,
-      path: HTTP_PATH,
-      contentType: 'application/octet-stream',
-      headers: { [FRAME_HEADER_FIELD]: header(sectionId, NEAR_MAX_BYTES).toString('base64url') },
-      credential: credential?.text,
-      announcedBytes: NEAR_MAX_BYTES,
-      sendBytes: PARTIAL_BYTES,
-      verdictGraceMs: verdictGraceFor(credential),
-    }),
-  'http-json': (port, credential) =>
-    httpPartial({
-      port,
-      path: HTTP_PATH,
-      contentType: 'application/json',
-      credential: credential?.text,
-      announcedBytes: NEAR_MAX_BYTES,
-      sendBytes: PARTIAL_BYTES,
-      verdictGraceMs: verdictGraceFor(credential),
-    }),
-};
+function attack(
+  transport: string,
+  port: number,
+  credential: SectionCredential | undefined,
+  sectionId: number,
+): Promise<HostileConnection> {
+  const client = hostileClients.get(transport);
+  if (client === undefined) throw new Error(`no hostile client for ${transport}`);
+  const message = {
+    port,
+    credential: credential?.text,
+    announcedBytes: NEAR_MAX_BYTES,
+    sendBytes: PARTIAL_BYTES,
+    verdictGraceMs: verdictGraceFor(credential),
+  };
+  return client({ message, credential, header: header(sectionId, NEAR_MAX_BYTES) }, partialMessageClients);
+}
 /** Transports whose receiver takes connections on a port (websocket-push's receiver dials out instead). */
 const portTransports = transports.filter(
   (t) => t.deployment.setting.kind === 'port' && t.traits.receiverDials !== true,
@@ -257,7 +175,7 @@ afterAll(async () => {
 
 describe('hostile peers', () => {
   it('has a hostile client for every transport whose receiver takes connections', () => {
-    expect(Object.keys(hostileClients).sort()).toEqual(portTransports.map((t) => t.name).sort());
+    expect([...hostileClients.keys()].sort()).toEqual(portTransports.map((t) => t.name).sort());
   });
 
   it('drops random bytes and floods of connections on every port', async () => {
@@ -328,7 +246,7 @@ describe('hostile peers', () => {
         const port = Number(env[(transport.deployment.setting as { envVar: string }).envVar]);
         all.push(
           ...(await Promise.all(
-            Array.from({ length: HOSTILE_CONNECTIONS }, () => hostileClients[transport.name]!(port, undefined, 1)),
+            Array.from({ length: HOSTILE_CONNECTIONS }, () => attack(transport.name, port, undefined, 1)),
           )),
         );
       }
@@ -391,9 +309,7 @@ describe('hostile peers', () => {
         const port = Number(env[(transport.deployment.setting as { envVar: string }).envVar]);
         const { result: connections, growthBytes } = await measuringRss(() =>
           Promise.all(
-            Array.from({ length: HOSTILE_CONNECTIONS }, () =>
-              hostileClients[transport.name]!(port, credential, plan.sectionId),
-            ),
+            Array.from({ length: HOSTILE_CONNECTIONS }, () => attack(transport.name, port, credential, plan.sectionId)),
           ),
         );
         try {

@@ -4,8 +4,8 @@ import net from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../services/core/errors.js';
 import type { Door, ReceivedFrame, ReceiverListener, Transport } from '../../services/transports/contract.js';
-import { httpJsonTransport } from '../../services/transports/http-json.js';
-import { FRAME_HEADER_FIELD, httpTransport } from '../../services/transports/http.js';
+import { httpJsonTransport } from '../../services/transports/http-json/transport.js';
+import { FRAME_HEADER_FIELD, httpTransport } from '../../services/transports/http/transport.js';
 import { PATH } from '../../services/transports/kit/http.js';
 import {
   eventually,

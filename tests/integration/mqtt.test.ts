@@ -6,7 +6,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../services/core/errors.js';
 import { startPrivateMosquitto } from '../../services/transports/kit/mqtt.js';
-import { mqttTransport, publishPacketBytes, sectionTopics } from '../../services/transports/mqtt.js';
+import { mqttTransport, publishPacketBytes, sectionTopics } from '../../services/transports/mqtt/transport.js';
 import { brokerLinkOptions, listenThrough, privateBrokerForFile, type BrokerListening } from '../helpers/broker.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
 import { eventually, stampedHeader, testDoor, type TestDoor } from '../helpers/harness.js';

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../services/core/errors.js';
 import type { TransmitterOptions } from '../../services/transports/contract.js';
 import { startPrivateNats } from '../../services/transports/kit/nats.js';
-import { natsJetstreamTransport, sectionStream } from '../../services/transports/nats-jetstream.js';
+import { natsJetstreamTransport, sectionStream } from '../../services/transports/nats-jetstream/transport.js';
 import {
   brokerLinkOptions,
   listenThrough,

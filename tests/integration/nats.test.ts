@@ -8,7 +8,7 @@ import { ErrorCode } from '../../services/core/errors.js';
 import { FRAME_HEADER_BYTES } from '../../services/core/wire/frame.js';
 import type { ReceivedFrame } from '../../services/transports/contract.js';
 import { sectionSubjects, startPrivateNats } from '../../services/transports/kit/nats.js';
-import { natsTransport } from '../../services/transports/nats.js';
+import { natsTransport } from '../../services/transports/nats/transport.js';
 import { brokerLinkOptions, listenThrough, privateBrokerForFile, type BrokerListening } from '../helpers/broker.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
 import { eventually, openPair, stampedHeader, TEST_AUTH_TOKEN, testDoor, type TestDoor } from '../helpers/harness.js';

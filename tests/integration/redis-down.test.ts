@@ -3,7 +3,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { redisTransport } from '../../services/transports/redis.js';
+import { redisTransport } from '../../services/transports/redis/transport.js';
 import type { HealthResponse } from '../../services/core/control/control-protocol.js';
 import type { RunObserver } from '../../services/transmitter/app.js';
 import { stopChild } from '../../services/shared/child-process.js';

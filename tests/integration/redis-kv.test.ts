@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunReport } from '../../services/core/report/report.js';
 import type { LocalServer } from '../../services/transports/contract.js';
 import { startPrivateRedis } from '../../services/transports/kit/redis.js';
-import { kvKeys, redisKvTransport } from '../../services/transports/redis-kv.js';
+import { kvKeys, redisKvTransport } from '../../services/transports/redis-kv/transport.js';
 import { resultsSchemaErrors } from '../../scripts/lib/results-schema.js';
 import { eventually, openPair, stampedHeader, testDoor } from '../helpers/harness.js';
 import { runBoth } from '../helpers/in-process.js';

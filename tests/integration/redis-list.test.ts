@@ -6,7 +6,7 @@ import { ErrorCode } from '../../services/core/errors.js';
 import { encodeFrameHeader } from '../../services/core/wire/frame.js';
 import type { LocalServer } from '../../services/transports/contract.js';
 import { startPrivateRedis } from '../../services/transports/kit/redis.js';
-import { listSectionKeys, redisListTransport } from '../../services/transports/redis-list.js';
+import { listSectionKeys, redisListTransport } from '../../services/transports/redis-list/transport.js';
 import { eventually, openPair, stampedHeader, testDoor, testLog, transferThrough } from '../helpers/harness.js';
 
 // Only what is PARTICULAR to the Redis list transport; the shared suite (transports.test.ts) tests

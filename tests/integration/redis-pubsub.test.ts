@@ -9,7 +9,7 @@ import { ErrorCode } from '../../services/core/errors.js';
 import type { RunReport } from '../../services/core/report/report.js';
 import type { LocalServer } from '../../services/transports/contract.js';
 import { sectionKeys, startPrivateRedis } from '../../services/transports/kit/redis.js';
-import { redisPubsubTransport } from '../../services/transports/redis-pubsub.js';
+import { redisPubsubTransport } from '../../services/transports/redis-pubsub/transport.js';
 import { eventually, openPair, stampedHeader, testDoor, testLog } from '../helpers/harness.js';
 import { runBoth } from '../helpers/in-process.js';
 import { readImageRecords } from '../helpers/run-files.js';

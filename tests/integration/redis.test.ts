@@ -5,7 +5,7 @@ import { ErrorCode } from '../../services/core/errors.js';
 import { encodeFrameHeader, type Ack } from '../../services/core/wire/frame.js';
 import { freePort } from '../../services/shared/net.js';
 import type { LocalServer, ReceiverOptions } from '../../services/transports/contract.js';
-import { redisTransport, sectionKeys, type SectionKeys } from '../../services/transports/redis.js';
+import { redisTransport, sectionKeys, type SectionKeys } from '../../services/transports/redis/transport.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
 import { sectionCredential } from '../../services/core/wire/auth.js';
 import { eventually, openPair, pump, stampedHeader, testDoor, testLog, transferThrough } from '../helpers/harness.js';

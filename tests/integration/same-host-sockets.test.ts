@@ -8,8 +8,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { encodeHello, sectionCredential } from '../../services/core/wire/auth.js';
 import { ErrorCode } from '../../services/core/errors.js';
 import type { ReceiverListener, Transport } from '../../services/transports/contract.js';
-import { unixTransport } from '../../services/transports/unix.js';
-import { zeromqIpcTransport } from '../../services/transports/zeromq-ipc.js';
+import { unixTransport } from '../../services/transports/unix/transport.js';
+import { zeromqIpcTransport } from '../../services/transports/zeromq-ipc/transport.js';
 import { eventually, stampedHeader, TEST_AUTH_TOKEN, testDoor, testLog } from '../helpers/harness.js';
 
 // What is PARTICULAR to the same-host transports (unix, zeromq-ipc); the shared suite

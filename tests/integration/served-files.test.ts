@@ -6,7 +6,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { followingReport } from '../../services/core/report/live-page.js';
 import type { ReceiverApp } from '../../services/receiver/app.js';
 import { livePageLibraries, reportLibraries } from '../../services/shared/report-assets.js';
-import { OUTPUT_FILES, RunFolder } from '../../services/shared/run-folder.js';
+import { OUTPUT_FILES } from '../../services/core/report/run-files.js';
+import { RunFolder } from '../../services/receiver/run-output/run-folder.js';
 import { fixturePlan, fixtureReport } from '../helpers/fixtures.js';
 import { startReceiver } from '../helpers/in-process.js';
 import { makeVictims, type Victims } from '../helpers/victims.js';

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../services/core/errors.js';
+import { imageChecksum } from '../../services/core/wire/checksum.js';
 import { freePort } from '../../services/shared/net.js';
 import type { LocalServer, Transport } from '../../services/transports/contract.js';
 import { transports } from '../../services/transports/index.js';
@@ -73,6 +74,8 @@ for (const transport of transports) {
         for (const r of outcome.received) {
           expect(r.bytes.equals(images[r.seq]!)).toBe(true);
           expect(r.arrivalNs).toBeGreaterThan(r.sentAtNs);
+          // A sum made part by part as the image was read (a byte stream's large image) is the image's checksum.
+          if (r.partsChecksum !== undefined) expect(r.partsChecksum).toBe(imageChecksum(images[r.seq]!));
         }
         expect(outcome.acks.map((a) => [a.seq, a.status])).toEqual(images.map((_, i) => [i, 'accepted']));
       }, 60_000);

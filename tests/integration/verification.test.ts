@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sectionCredential } from '../../services/core/wire/auth.js';
-import { imageChecksum } from '../../services/core/wire/checksum.js';
+import { imageChecksum, XXH3_MIN_BYTES } from '../../services/core/wire/checksum.js';
 import type { Config } from '../../services/core/config/config.js';
 import { encodeFrameHeader, type Ack } from '../../services/core/wire/frame.js';
 import type { SectionPlan } from '../../services/core/model/section.js';
@@ -17,21 +17,31 @@ import { escapeRegExp, eventually, LocalServers, TEST_AUTH_TOKEN, testLog } from
 import { startReceiver } from '../helpers/in-process.js';
 import { readImageRecords } from '../helpers/run-files.js';
 
-// Verification comes after the ack: the receiver acknowledges an image as soon as it is in
-// hand and hashes it afterwards. A mismatch must still be counted, shown per image and in the
-// section's result, and the section must not be ok, on every transport.
+// Verification comes after the stamp: the receiver acknowledges an image as soon as it is in hand
+// and hashes it afterwards (or a byte stream sums its parts as it reads them, the last after the
+// stamp). A mismatch must still be counted, shown per image and in the section's result, and the
+// section must not be ok, on every transport.
 
 describe('Verifier', () => {
-  it('hashes after the current turn of the event loop, never inside enqueue, and flush() hashes at once', async () => {
-    const verifier = new Verifier();
+  it('hashes as the delivering callback returns, before any other callback; flush() hashes at once', async () => {
+    const runs: bigint[] = [];
+    const verifier = new Verifier((runNs) => runs.push(runNs));
     const image = randomBytes(100_000);
     const verdicts: boolean[] = [];
+    // Queued before the images: an I/O or check-phase callback that the old verifier (setImmediate) ran first.
+    let verdictsSeenByNextCallback: boolean[] | undefined;
+    setImmediate(() => {
+      verdictsSeenByNextCallback = [...verdicts];
+    });
     verifier.enqueue(image, imageChecksum(image), (ok) => verdicts.push(ok));
     verifier.enqueue([image.subarray(0, 10), image.subarray(10)], imageChecksum(image) + 1n, (ok) => verdicts.push(ok));
     // The caller (the transport, about to send the ack) gets control back before any hashing.
     expect(verdicts).toEqual([]);
     await new Promise((resolve) => setImmediate(resolve));
     expect(verdicts).toEqual([true, false]);
+    // Both hashed as one run, before any other callback of the event loop.
+    expect(verdictsSeenByNextCallback).toEqual([true, false]);
+    expect(runs).toHaveLength(1);
     verifier.enqueue(image, imageChecksum(image), (ok) => verdicts.push(ok));
     verifier.flush();
     expect(verdicts).toEqual([true, false, true]);
@@ -56,17 +66,28 @@ afterAll(async () => {
   await rm(outputDir, { recursive: true, force: true });
 });
 
+/** Images of 4 KB on every transport; the byte streams again with images they sum part by part as they read them. */
+const CASES = [
+  ...transports.map((transport, index) => ({ transport, sectionId: 900 + index, imageBytes: 4096, how: '' })),
+  ...['tcp', 'unix'].map((name, index) => ({
+    transport: transports.find((t) => t.name === name)!,
+    sectionId: 950 + index,
+    imageBytes: XXH3_MIN_BYTES + 4000,
+    how: ', summed by parts as it was read,',
+  })),
+];
+
 describe('a corrupt image, acknowledged before it is verified', () => {
-  for (const [index, transport] of transports.entries()) {
-    it(`${transport.name}: is acked as received, then counted ` +
-      `corrupt in its image and its section, which is not ok`, async () => {
+  for (const { transport, sectionId, imageBytes, how } of CASES) {
+    it(`${transport.name}: is acked as received${how} then counted ` +
+      `corrupt in its image and its section, which is not ok (${imageBytes} B)`, async () => {
       const control = new ControlClient('127.0.0.1', config.controlPort, 5000);
       control.authorize(TEST_AUTH_TOKEN);
       try {
         await control.startRun({
           startedAt: new Date().toISOString(),
           imageDescription: 'random bytes',
-          imageSizeBytes: 4096,
+          imageSizeBytes: imageBytes,
           imageCount: 3,
           window: 3,
           warmup: { mode: 'images', images: 0 },
@@ -79,14 +100,14 @@ describe('a corrupt image, acknowledged before it is verified', () => {
           hosts: { transmitter: hostFacts(transports) },
         });
         const plan: SectionPlan = {
-          sectionId: 900 + index,
+          sectionId,
           transport: transport.name,
           label: transport.label,
           baseline: transport.traits.baseline,
           repeat: 1,
           imageCount: 3,
           warmup: { mode: 'images', images: 0 },
-          imageSizeBytes: 4096,
+          imageSizeBytes: imageBytes,
           window: 3,
           ratePerSecond: null,
           clients: 1,
@@ -121,7 +142,7 @@ describe('a corrupt image, acknowledged before it is verified', () => {
           onFailure() {},
         });
         try {
-          const image = randomBytes(4096);
+          const image = randomBytes(imageBytes);
           const checksum = imageChecksum(image);
           for (const seq of [0, 1, 2]) {
             // Image 2 (seq 1) carries a checksum that does not match its bytes.

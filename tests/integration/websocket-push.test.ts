@@ -5,7 +5,7 @@ import { ErrorCode } from '../../services/core/errors.js';
 import { encodeAck, type Ack } from '../../services/core/wire/frame.js';
 import { freePort } from '../../services/shared/net.js';
 import type { TransmitterLink, TransmitterOptions } from '../../services/transports/contract.js';
-import { websocketPushTransport } from '../../services/transports/websocket-push.js';
+import { websocketPushTransport } from '../../services/transports/websocket-push/transport.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
 import { eventually, stampedHeader, testDoor, testLog } from '../helpers/harness.js';
 import { slowHeaders, type HostileConnection } from '../helpers/hostile-clients.js';

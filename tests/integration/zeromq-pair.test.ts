@@ -4,7 +4,11 @@ import { ErrorCode } from '../../services/core/errors.js';
 import type { Ack } from '../../services/core/wire/frame.js';
 import type { ReceiverListener, TransmitterLink, TransmitterOptions } from '../../services/transports/contract.js';
 import { HIGH_WATER_MARK_MESSAGES, PART_LIMIT_FLOOR_BYTES } from '../../services/transports/kit/zeromq.js';
-import { createPairDialer, createPairListener, zeromqPairTransport } from '../../services/transports/zeromq-pair.js';
+import {
+  createPairDialer,
+  createPairListener,
+  zeromqPairTransport,
+} from '../../services/transports/zeromq-pair/transport.js';
 import { eventually, stampedHeader, testDoor, testLog, type TestDoor } from '../helpers/harness.js';
 
 // Only what is PARTICULAR to ZeroMQ PAIR. The contract every transport shares is tested for it by

@@ -15,7 +15,7 @@ import {
   createSubscriber,
   PUBLISHER_HIGH_WATER_MARK,
   zeromqPubsubTransport,
-} from '../../services/transports/zeromq-pubsub.js';
+} from '../../services/transports/zeromq-pubsub/transport.js';
 import { activeResources, leakedResources } from '../helpers/handles.js';
 import { eventually, stampedHeader, testDoor, testLog, type TestDoor } from '../helpers/harness.js';
 

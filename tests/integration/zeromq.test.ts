@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { Dealer } from 'zeromq';
 import { ErrorCode } from '../../services/core/errors.js';
 import { HIGH_WATER_MARK_MESSAGES } from '../../services/transports/kit/zeromq.js';
-import { createDealer, createRouter, zeromqTransport } from '../../services/transports/zeromq.js';
+import { createDealer, createRouter } from '../../services/transports/kit/zeromq-router.js';
+import { zeromqTransport } from '../../services/transports/zeromq/transport.js';
 import { eventually, openPair, stampedHeader, testDoor, testLog, transferThrough } from '../helpers/harness.js';
 
 // Only what is PARTICULAR to ZeroMQ. The contract every transport shares (delivery of every size,

@@ -2,7 +2,7 @@ import { chown, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { RunFolder } from '../../services/shared/run-folder.js';
+import { RunFolder } from '../../services/receiver/run-output/run-folder.js';
 import { fixtureReport } from '../helpers/fixtures.js';
 import { requirePrivilege } from '../helpers/privileges.js';
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { renderImageLine } from '../../services/core/report/text/output-log.js';
-import { AsciiLines } from '../../services/shared/ascii-lines.js';
+import { AsciiLines } from '../../services/receiver/run-output/ascii-lines.js';
 
 // The per-image lines written as bytes must read exactly as text/output-log.ts words them.
 
@@ -57,5 +57,35 @@ describe('AsciiLines', () => {
     expect(text[0]).toBe('heading');
     expect(text[200]).toBe('200,ok,200000,400000,');
     expect(text[201]).toBe('footer');
+  });
+});
+
+describe('AsciiLines.giveBack', () => {
+  it('writes lines again into a chunk given back once written, and never into a slice of the shared pool', () => {
+    const chunks: Buffer[] = [];
+    const lines = new AsciiLines((chunk) => chunks.push(chunk), 64 * 1024);
+    const flushLine = (image: number): void => {
+      lines.csvLine(image, 'ok', 5, 6, null);
+      lines.flush();
+    };
+    flushLine(1);
+    const first = chunks[0]!;
+    const firstText = first.toString();
+    lines.giveBack(first);
+    // The chunk filling when it came back is written out first; the next one is the chunk given back.
+    flushLine(2);
+    flushLine(3);
+    expect([chunks[1]!.buffer === first.buffer, chunks[2]!.buffer === first.buffer]).toEqual([false, true]);
+    expect([firstText, chunks[1]!.toString(), chunks[2]!.toString()]).toEqual([
+      '1,ok,5,6,\n',
+      '2,ok,5,6,\n',
+      '3,ok,5,6,\n',
+    ]);
+    // A small text's buffer is a slice of Node's pool, which other buffers share: never taken.
+    const small = Buffer.from('heading\n');
+    lines.giveBack(small);
+    flushLine(4);
+    flushLine(5);
+    expect(chunks.slice(3).some((chunk) => chunk.buffer === small.buffer)).toBe(false);
   });
 });

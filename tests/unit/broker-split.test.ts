@@ -8,13 +8,13 @@ import {
   type BrokerSplit,
   type WallClockSample,
 } from '../../services/core/model/broker-split.js';
-import { sampleWallClock } from '../../services/shared/wall-clock.js';
+import { sampleWallClock } from '../../services/receiver/wall-clock.js';
 import { SectionRecorder } from '../../services/core/model/recorder.js';
 import { fanOutOf, type SectionPlan } from '../../services/core/model/section.js';
 import { brokerSplitText, renderSectionFooter } from '../../services/core/report/text/output-log.js';
 import { BROKERS_STAMPING_NOTHING } from '../../services/core/report/wording.js';
 import { resultsSchemaErrors } from '../../scripts/lib/results-schema.js';
-import { entryIdMs } from '../../services/transports/redis.js';
+import { entryIdMs } from '../../services/transports/redis/transport.js';
 import { transports } from '../../services/transports/index.js';
 import { fixturePlan, fixtureReport, fixtureSection, NO_WARMUP } from '../helpers/fixtures.js';
 import type { SectionResult } from '../../services/core/model/section.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { headerSeq, type CeilingSender } from '../../scripts/ceiling/contract.js';
+import { headerSeq, type CeilingSender } from '../../services/transports/ceiling-contract.js';
 import { drive, type DrivenLink } from '../../scripts/ceiling/drive.js';
 import { arrivalClock } from '../../scripts/ceiling/run.js';
 

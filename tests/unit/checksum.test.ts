@@ -1,7 +1,12 @@
 import { randomFillSync } from 'node:crypto';
 import { xxh3, xxh64 } from '@node-rs/xxhash';
 import { describe, expect, it } from 'vitest';
-import { checksumAlgorithmFor, imageChecksum, XXH3_MIN_BYTES } from '../../services/core/wire/checksum.js';
+import {
+  checksumAlgorithmFor,
+  ImagePartHasher,
+  imageChecksum,
+  XXH3_MIN_BYTES,
+} from '../../services/core/wire/checksum.js';
 
 // The frame's checksum is XXH3-64 of an image over 16 KiB and xxHash64 of a smaller one (seed 0),
 // however the image arrived: whole, in one part, or in many. The streaming hashers are reused, so a
@@ -67,5 +72,41 @@ describe('imageChecksum', () => {
       image[at] = image[at]! ^ 1;
       expect(imageChecksum(cut(image, 3000)), `${size} B`).not.toBe(sum);
     }
+  });
+});
+
+describe('ImagePartHasher', () => {
+  it("sums an image over 16 KiB part by part to the frame's checksum, afresh each image, timing each part", () => {
+    const hasher = new ImagePartHasher();
+    // An image of xxHash64's sizes is left whole to the receiver's verifier.
+    expect(hasher.start(XXH3_MIN_BYTES)).toBe(false);
+    for (const [size, partBytes] of [
+      [XXH3_MIN_BYTES + 1, 7],
+      [545_792, 65_536],
+      [545_792, 1000],
+      [200_000, 200_000],
+    ] as const) {
+      const image = randomFillSync(Buffer.alloc(size));
+      expect(hasher.start(size)).toBe(true);
+      const parts = cut(image, partBytes);
+      for (const part of parts) hasher.update(part);
+      const sum = hasher.digest();
+      expect(sum.value, `${size} B in ${partBytes} B parts`).toBe(reference(image));
+      expect(sum.value).toBe(imageChecksum(parts));
+      // The parts' hashes add up; the longest is one of them.
+      expect(sum.longestPartNs).toBeGreaterThan(0n);
+      expect(sum.longestPartNs).toBeLessThanOrEqual(sum.hashNs);
+    }
+  });
+
+  it('keeps its own state: the module-wide hasher used meanwhile (another connection) does not disturb it', () => {
+    const hasher = new ImagePartHasher();
+    const image = randomFillSync(Buffer.alloc(300_000));
+    const other = randomFillSync(Buffer.alloc(300_000));
+    hasher.start(image.length);
+    hasher.update(image.subarray(0, 100_000));
+    expect(imageChecksum(cut(other, 65_536))).toBe(reference(other));
+    hasher.update(image.subarray(100_000));
+    expect(hasher.digest().value).toBe(reference(image));
   });
 });

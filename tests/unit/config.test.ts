@@ -151,6 +151,7 @@ describe('parseConfig', () => {
         warmupMaxMs: 10_000,
         repeat: 1,
         verify: true,
+        profile: false,
         receiverHost: '127.0.0.1',
         bindHost: '127.0.0.1',
         controlPort: 8080,
@@ -490,6 +491,17 @@ describe('parseConfig', () => {
     });
   });
 
+  it.each([
+    ['1', true],
+    ['0', false],
+    ['TRUE', true],
+    ['false', false],
+    ['', false],
+  ])('reads PROFILE=%j as %s', (value, profile) => {
+    const result = parseConfig({ PROFILE: value }, specs);
+    expect(result.ok && result.config.profile).toBe(profile);
+  });
+
   it('treats empty values as unset, as a .env file with blank lines would give', () => {
     const result = parseConfig({ IMAGE_COUNT: '', REDIS_URL: ' ' }, specs);
     expect(result.ok && result.config.imageCount).toBe(10);
@@ -528,6 +540,9 @@ describe('parseConfig', () => {
     ['WARMUP_MAX_MS', '0', 'a whole number from 1 to 3,600,000'],
     ['REPEAT', '0', 'a whole number from 1 to 100'],
     ['VERIFY', 'maybe', 'true or false'],
+    ['VERIFY', 'constructor', 'true or false'],
+    ['PROFILE', '2', '1 or 0 (or true or false)'],
+    ['PROFILE', 'on', '1 or 0 (or true or false)'],
     ['TCP_PORT', '70000', 'a whole number from 1 to 65,535'],
     ['CONTROL_PORT', 'http', 'a whole number from 1 to 65,535'],
     ['REDIS_URL', 'localhost:6379', 'a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379'],
@@ -1112,6 +1127,7 @@ describe('configVariables', () => {
         'NETWORK_LOSS',
         'NETWORK_RATE',
         'OUTPUT_DIR',
+        'PROFILE',
         'RATE',
         'RECEIVER_HOST',
         'RECEIVERS',

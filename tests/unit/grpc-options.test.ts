@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { CeilingFigures } from '../../scripts/ceiling/drive.js';
-import { GRPC_VARIANT_ENV, parseGrpcVariant } from '../../scripts/ceiling/grpc.js';
+import { GRPC_VARIANT_ENV, parseGrpcVariant } from '../../services/transports/kit/ceiling-grpc.js';
 import {
   changeIntervalText,
   changeText,

@@ -746,7 +746,7 @@ describe('renderHtmlReport: header facts and footnotes', () => {
     for (const definition of TIMING_DEFINITIONS)
       expect(footer).toContain(definition.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;'));
     expect(footer).toContain('Round trip of image i');
-    expect(footer).toContain('hashes it afterwards, on the same thread');
+    expect(footer).toContain('before any hash of it, and verifies it on the same thread');
     expect(footer).toContain('the sample one (n − 1)');
   });
 });

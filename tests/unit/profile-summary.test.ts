@@ -15,7 +15,7 @@ describe('the part a profiled frame is counted under', () => {
   });
 
   it("is this project for its built code, and V8's own name where there is no script", () => {
-    expect(partOf('file:///w/dist/services/transports/grpc.js', 'f')).toBe('this project');
+    expect(partOf('file:///w/dist/services/transports/grpc/transport.js', 'f')).toBe('this project');
     expect(partOf('', '(garbage collector)')).toBe('(garbage collector)');
     expect(partOf('', 'writev')).toBe('(native)');
   });

@@ -159,11 +159,12 @@ Definitions:
           `only on one kernel (transmitter, receiver and broker on one clock). The other brokers (MQTT, AMQP, core ` +
           `NATS, Redis lists and pub/sub) stamp nothing: their time is not split.
   Total transfer time of a transport = arrival of its last image − stamp of its first (warm-up images excluded).
-  The receiver acknowledges an image as soon as it is in hand and hashes it afterwards, on the same thread: no image ` +
-          `waits for its own hash, but bytes that arrive during a hash are stamped after it, so when the receiver is ` +
-          `busy (a full window) one-way times, round trips and MB/s include waiting behind the hashing of earlier ` +
-          `images. Each section gives the share of the receiver thread busy time spent hashing; VERIFY=false ` +
-          `measures without it.
+  The receiver stamps an image as soon as it is in hand, before any hash of it, and verifies it on the same thread: ` +
+          `TCP and Unix sockets sum a large image part by part as they read it (the last part after the stamp), the ` +
+          `other transports hash it once the callback that delivered it returns. Bytes that arrive during a hash are ` +
+          `stamped after it, so when the receiver is busy (a full window) one-way times, round trips and MB/s ` +
+          `include waiting behind hashing. Each section gives the share of the receiver thread busy time spent ` +
+          `hashing; VERIFY=false measures without it.
   Cold start = a new connection: the time its connect took, and the first image sent on it (one-way and round trip), ` +
           `before any warm-up; apart from the steady figures.
   MB/s marked ~ is indicative: one section cannot say how far its MB/s moves from run to run (docs/measurement.md, ` +

@@ -5,7 +5,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { renderImageLine } from '../../services/core/report/text/output-log.js';
 import { fanOutOf, withFanOut, type SectionPlan, type SectionResult } from '../../services/core/model/section.js';
 import { SectionRecorder } from '../../services/core/model/recorder.js';
-import { IMAGES_CSV_HEADER, RunFolder } from '../../services/shared/run-folder.js';
+import { IMAGES_CSV_HEADER } from '../../services/core/report/run-files.js';
+import { RunFolder } from '../../services/receiver/run-output/run-folder.js';
 import { fixturePlan, fixtureReport, NO_WARMUP } from '../helpers/fixtures.js';
 import { logSections, readImageCsv } from '../helpers/run-files.js';
 

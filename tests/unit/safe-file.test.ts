@@ -15,7 +15,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { reportLibraries } from '../../services/shared/report-assets.js';
-import { OUTPUT_FILES, RunFolder } from '../../services/shared/run-folder.js';
+import { OUTPUT_FILES } from '../../services/core/report/run-files.js';
+import { RunFolder } from '../../services/receiver/run-output/run-folder.js';
 import {
   closeServedFile,
   copyServedPieces,

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { achievedRate, OpenLoopSchedule } from '../../services/core/model/schedule.js';
 
@@ -50,5 +51,34 @@ describe('achievedRate', () => {
 
   it('is null with fewer than two sends or no span', () => {
     expect([achievedRate([]), achievedRate([5n]), achievedRate([5n, 5n])]).toEqual([null, null, null]);
+  });
+});
+
+// dueCount as it was computed on bigints, due time by due time.
+function dueCountOnBigints(schedule: OpenLoopSchedule, nowNs: bigint): number {
+  if (nowNs < schedule.startNs) return 0;
+  let count = Math.floor(Number(nowNs - schedule.startNs) / (1e9 / schedule.ratePerSecond)) + 1;
+  while (schedule.dueNs(count) <= nowNs) count++;
+  while (count > 0 && schedule.dueNs(count - 1) > nowNs) count--;
+  return count;
+}
+
+describe('OpenLoopSchedule without bigints', () => {
+  it("gives a stamp's lag behind image i's due time, and the images due, as the bigint due times do", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 1_000_000 }),
+        fc.bigInt({ min: 0n, max: 2n ** 50n }),
+        fc.integer({ min: 0, max: 10_000_000 }),
+        fc.bigInt({ min: -(10n ** 9n), max: 10n ** 12n }),
+        (rate, startNs, index, offsetNs) => {
+          const schedule = new OpenLoopSchedule(rate, startNs);
+          const atNs = startNs + offsetNs;
+          expect(schedule.lagNs(index, atNs)).toBe(Number(atNs - schedule.dueNs(index)));
+          expect(schedule.dueCount(atNs)).toBe(dueCountOnBigints(schedule, atNs));
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { imageChecksum } from '../../services/core/wire/checksum.js';
+import { imageChecksum, type PartsChecksum } from '../../services/core/wire/checksum.js';
 import { parseConfig } from '../../services/core/config/config.js';
 import type { RunAnnouncement, SectionEnd } from '../../services/core/control/control-protocol.js';
 import type { SectionPlan, SectionResult } from '../../services/core/model/section.js';
@@ -35,14 +35,30 @@ function slowHash(payload: Buffer | readonly Buffer[]): bigint {
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
-/** One section of three recorded images after three warm-up ones, delivered as the timeline in the test says. */
-async function runSection(verify: boolean): Promise<SectionResult> {
+/**
+ * What a byte stream hands over with each image in `runSection(true, true)`: a sum made as its parts were read (the
+ * second recorded image's wrong), HASH_NS of hashing in four parts.
+ */
+const summedByParts = (seq: number): PartsChecksum => ({
+  value: imageChecksum(IMAGE) + (seq === WARMUP_IMAGES + 1 ? 1n : 0n),
+  hashNs: HASH_NS,
+  longestPartNs: HASH_NS / 4n,
+});
+
+/**
+ * One section of three recorded images after three warm-up ones, delivered as the timeline in the test says; with
+ * `partsSummed`, each comes with its sum (summedByParts) and the verifier must never hash.
+ */
+async function runSection(verify: boolean, partsSummed = false): Promise<SectionResult> {
+  const neverHash = (): bigint => {
+    throw new Error('hashed an image whose parts were summed as they were read');
+  };
   const session = new RunSession(
     testLog,
     () => fixtureHost('receiver'),
     verify,
     undefined,
-    (onRun) => new Verifier(onRun, slowHash),
+    (onRun) => new Verifier(onRun, partsSummed ? neverHash : slowHash),
   );
   const parsed = parseConfig({ AUTH_TOKEN: 'test-secret-0123456789abcdef' }, transports);
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.issues));
@@ -83,6 +99,7 @@ async function runSection(verify: boolean): Promise<SectionResult> {
       },
       payload: IMAGE,
       arrivalNs: process.hrtime.bigint(),
+      ...(partsSummed ? { partsChecksum: summedByParts(seq) } : {}),
     });
   };
   // The warm-up's six images arrive in one turn: one run of six hashes, before the span.
@@ -93,7 +110,7 @@ async function runSection(verify: boolean): Promise<SectionResult> {
   deliver(WARMUP_IMAGES);
   deliver(WARMUP_IMAGES + 1);
   await nextTurn();
-  // The last recorded image ends the span; its hash runs after it (here, in endSection's flush).
+  // The last recorded image ends the span; its hash runs after it (once this callback, the test's, yields).
   deliver(WARMUP_IMAGES + 2);
   // The transmitter's round trips of the three images (60 ms each) come in their batch, then its end.
   expect(
@@ -148,6 +165,18 @@ describe('RunSession: what verification costs the receiver thread', () => {
     const result = await runSection(false);
     expect([result.verifyMs, result.verifyLongestRunMs, result.verifyBusyShare]).toEqual([null, null, null]);
     expect(result.okCount).toBe(3);
+  });
+});
+
+describe('RunSession: an image whose parts were summed as they were read', () => {
+  it('has its verdict at once, its hashing counted from the sum, and the longest part as the longest run', async () => {
+    const result = await runSection(true, true);
+    // The second recorded image's sum does not match its header: corrupt, without the verifier hashing anything.
+    expect([result.okCount, result.corruptCount, result.ok]).toEqual([2, 1, false]);
+    // The three recorded images' hashing, exactly as their sums say; the warm-up's left out.
+    expect(result.verifyMs).toBe(3 * HASH_MS);
+    // A part at a time held the thread, never a whole image.
+    expect(result.verifyLongestRunMs).toBe(HASH_MS / 4);
   });
 });
 

@@ -1,9 +1,11 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   imagesPerSecond,
   LatencyRecorder,
   medianOf,
   mergeLatency,
+  nsBetween,
   nsToMs,
   percentile,
   rangeOf,
@@ -234,5 +236,40 @@ describe('medianOf', () => {
     const values = [3, 1, 2];
     medianOf(values);
     expect(values).toEqual([3, 1, 2]);
+  });
+});
+
+describe('nsBetween', () => {
+  it('gives to − from as Number(to − from) does, for any two stamps, without a bigint', () => {
+    fc.assert(
+      fc.property(
+        fc.bigInt({ min: -(2n ** 64n), max: 2n ** 64n }),
+        fc.bigInt({ min: -(2n ** 64n), max: 2n ** 64n }),
+        (a, b) => {
+          expect(Object.is(nsBetween(a, b), Number(b - a))).toBe(true);
+        },
+      ),
+    );
+    fc.assert(
+      fc.property(fc.bigInt({ min: 0n, max: 2n ** 62n }), fc.integer({ min: -5e9, max: 5e9 }), (from, deltaNs) => {
+        expect(nsBetween(from, from + BigInt(deltaNs))).toBe(deltaNs);
+      }),
+    );
+  });
+});
+
+describe('LatencyRecorder.recordNs', () => {
+  it('takes a time in ns exactly as record takes it in ms: the same summary and histogram', () => {
+    const times = [1, 999, 250_000, 1_234_567, 33_333_333, 2_000_000_001, -5, 0];
+    const byMs = new LatencyRecorder();
+    const byNs = new LatencyRecorder();
+    for (const ns of times) {
+      byMs.record(ns / 1e6);
+      byNs.recordNs(ns);
+    }
+    expect(byNs.summary()).toEqual(byMs.summary());
+    expect(byNs.encoded()).toBe(byMs.encoded());
+    byMs.destroy();
+    byNs.destroy();
   });
 });

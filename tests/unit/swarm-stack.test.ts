@@ -6,7 +6,7 @@ import { configVariables } from '../../services/core/config/config.js';
 import { SERVICE_NODE_FLAGS } from '../../services/shared/node-flags.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { transports } from '../../services/transports/index.js';
-import { REDIS_IMAGE_LIMIT_ARGS } from '../../services/transports/redis.js';
+import { REDIS_IMAGE_LIMIT_ARGS } from '../../services/transports/redis/transport.js';
 
 // deploy/swarm/stack.yml as text: what it means, beside docker-compose.yml.
 // It is deployed for real by scripts/swarm-check.ts in .ci/run (a single-node swarm).

@@ -1,7 +1,7 @@
 import { DURATION_UNITS_HELP, formatDurationMs } from './duration.js';
 
 // The limits and defaults of the variables, in one place: the schema (schema.ts), the cross-variable rules
-// (config.ts) and the docs read them.
+// (config-rules.ts) and the docs read them.
 
 /** Most CLIENTS. */
 export const MAX_CLIENTS = 1000;

@@ -1,7 +1,7 @@
 import type { NetworkShaping } from './link.js';
 
-// What a configuration is: the transports' deployment descriptors and the frozen Config every part reads (parsed in
-// config.ts).
+// What a configuration is: the transports' deployment descriptors, the frozen Config every part reads (parsed in
+// config.ts), and the issue a bad variable is reported with.
 
 /**
  * The one setting that says where a transport's peer is: a port of the receiver's, or the URL of a broker.
@@ -36,6 +36,13 @@ export interface TransportSpec {
     defaultRun: boolean;
     setting: TransportSetting;
   };
+}
+
+/** One bad variable: its name, the value found, and what is allowed. */
+export interface ConfigIssue {
+  variable: string;
+  value: string | undefined;
+  allowed: string;
 }
 
 /** Levels LOG_LEVEL accepts (pino's). */
@@ -106,6 +113,11 @@ export interface Config {
   repeat: number;
   /** Whether the receiver hashes every image; off only to measure what verification costs. */
   verify: boolean;
+  /**
+   * PROFILE: each side takes a V8 CPU profile of each section, which lands in the run's folder (the transmitter's
+   * through the control port); off by default, as profiling slows what it measures.
+   */
+  profile: boolean;
   receiverHost: string;
   bindHost: string;
   controlPort: number;

@@ -28,7 +28,7 @@ import {
   AUTH_TOKEN_ALLOWED,
 } from './bounds.js';
 import { LOG_LEVELS, type TransportSpec } from './config-types.js';
-// One zod schema holds every variable, its default and what it allows (config.ts adds the rules between
+// One zod schema holds every variable, its default and what it allows (config-rules.ts adds the rules between
 // variables).
 
 /**
@@ -123,6 +123,21 @@ function url(schemes: readonly string[], example: string) {
         : undefined,
     undefined,
   );
+}
+
+// What a switch (VERIFY, PROFILE) accepts, in any case: a Map, so that no name of Object's own (`constructor`) passes.
+const ON_OFF_WORDS: ReadonlyMap<string, boolean> = new Map([
+  ['1', true],
+  ['true', true],
+  ['yes', true],
+  ['0', false],
+  ['false', false],
+  ['no', false],
+]);
+
+/** A switch: 1, true or yes turn it on, 0, false or no off; `allowed` says so in the words its docs use. */
+function onOff(allowed: string, fallback: boolean) {
+  return variable(allowed, (raw) => ON_OFF_WORDS.get(raw.toLowerCase()), fallback);
 }
 
 const text = (fallback: string | undefined) =>
@@ -232,11 +247,8 @@ export function schemaFor(specs: readonly TransportSpec[]) {
     WARMUP_MIN_MS: wholeNumber(0, 600_000, DEFAULT_WARMUP_MIN_MS),
     WARMUP_MAX_MS: wholeNumber(1, 3_600_000, DEFAULT_WARMUP_MAX_MS),
     REPEAT: wholeNumber(1, 100, 1),
-    VERIFY: variable(
-      'true or false',
-      (raw) => ({ true: true, false: false, '1': true, '0': false, yes: true, no: false })[raw.toLowerCase()],
-      true,
-    ),
+    VERIFY: onOff('true or false', true),
+    PROFILE: onOff('1 or 0 (or true or false)', false),
     RECEIVER_HOST: text('127.0.0.1'),
     BIND_HOST: text('127.0.0.1'),
     CONTROL_PORT: wholeNumber(1, 65535, DEFAULT_CONTROL_PORT),

@@ -75,7 +75,7 @@ const AUTH_VARIABLES = ['AUTH_TOKEN', 'AUTH_TOKEN_FILE'];
 
 /** .env.example's order: groups of variables, a blank line between groups. */
 export const ENV_FILE_LAYOUT: readonly (readonly string[])[] = [
-  [...WORKLOAD_VARIABLES, 'REPEAT', 'VERIFY'],
+  [...WORKLOAD_VARIABLES, 'REPEAT', 'VERIFY', 'PROFILE'],
   [...ADDRESS_VARIABLES, TRANSPORT_SETTINGS],
   NETWORK_VARIABLES,
   SERVICE_VARIABLES,
@@ -87,6 +87,14 @@ export const ENV_FILE_LAYOUT: readonly (readonly string[])[] = [
  * name, from the transport table.
  */
 export const ALL_TRANSPORTS = '{all transports}';
+
+/**
+ * Stand, in CLIENTS' and RECEIVERS' meanings, for the transports whose traits cap that variable, with their caps ("1
+ * with `websocket-push`, `zeromq-pair`"), from the transport table.
+ */
+export const CAPPED_CLIENTS = '{capped clients}';
+/** See CAPPED_CLIENTS. */
+export const CAPPED_RECEIVERS = '{capped receivers}';
 
 /** A variable the services do not read but docker-compose.yml does, as the README's table shows it. */
 export interface ComposeOnlyDoc {
@@ -110,6 +118,7 @@ export const COMPOSE_ONLY_DOCS: Readonly<Record<string, ComposeOnlyDoc>> = {
 export const README_TABLE_LAYOUT: readonly string[] = [
   ...WORKLOAD_VARIABLES,
   'VERIFY',
+  'PROFILE',
   ...NETWORK_VARIABLES,
   'REPEAT',
   ...ADDRESS_VARIABLES,
@@ -194,8 +203,8 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
     meaning: [
       'connections the transmitter opens per transport (1 to 1000, at most `IMAGE_COUNT` unless `DURATION`',
       "is set), each with its own `WINDOW`; the section's images go to whichever has room, and the report",
-      "adds each client's throughput (see [What is measured](docs/measurement.md)). Not with",
-      '`websocket-push`, whose receiver dials one connection back, nor `zeromq-pair`, whose PAIR takes one peer',
+      "adds each client's throughput (see [What is measured](docs/measurement.md)). At most",
+      `${CAPPED_CLIENTS}: a run asking for more is refused at start with the transport's reason`,
     ],
     help: [
       'Connections the transmitter opens per transport, each with its own WINDOW (1 to 1000, at most',
@@ -208,7 +217,7 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
       'receivers every image goes to (1 to 32): a copy each over point-to-point transports, one send that',
       'reaches all over ZeroMQ PUB/SUB, Redis pub/sub and NATS; `npm start` starts that many, and under',
       'compose add `--scale receiver=N` (see Several receivers in [What is measured](docs/measurement.md)).',
-      'Not with `websocket-push` or `zeromq-pair`',
+      `At most ${CAPPED_RECEIVERS}: a run asking for more is refused at start with the transport's reason`,
     ],
     help: [
       'Receivers every image goes to (1 to 32): point-to-point transports send a copy to each;',
@@ -314,6 +323,22 @@ export const VARIABLE_DOCS: Readonly<Record<string, VariableDoc>> = {
     ],
     help: ['false only to measure what verification costs: the receiver then skips the checksum.'],
     knobHelp: ['false only to measure what verification costs: the receiver then skips the checksum.'],
+  },
+  PROFILE: {
+    meaning: [
+      "`1`: each side takes a V8 CPU profile of each section, from its start to its end, into the run's folder",
+      '(`profiles/tcp-receiver.cpuprofile`, `profiles/tcp-transmitter.cpuprofile`, `-repeat2` in the name with',
+      '`REPEAT` above 1); the transmitter sends its own, gzipped, to the receiver over the control port (at most 64',
+      'MiB gzipped). output.log names them under each section; they open in Chrome DevTools or speedscope, and',
+      '`node dist/scripts/tools/profile-summary.js <file>` sums them up. Profiling slows what it measures: a run',
+      'for figures leaves it `0`. Set on both sides: each profiles itself',
+    ],
+    help: [
+      "1: a V8 CPU profile of each section on each side, in the run folder's profiles/ (the transmitter's",
+      'sent gzipped over the control port); output.log names them. It slows what it measures.',
+    ],
+    written: '0',
+    knobHelp: ["1: a V8 CPU profile of each section on each side, in the run folder's profiles/; slows the run."],
   },
   RECEIVER_HOST: {
     meaning: ['where the transmitter finds the receiver'],

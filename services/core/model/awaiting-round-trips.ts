@@ -1,5 +1,7 @@
 // The receiver's record holds each verified arrival until the transmitter's batch brings its round trip (a second at
-// most): here, in a ring of typed arrays, off the hot path's allocations (recorder.ts).
+// most): here, in columns of typed arrays by image, so holding one makes no object on the path every image takes
+// (recorder.ts). The columns double when a batch's worth no longer fits (never per image); an image still waiting
+// when a later one needs its place (a round trip that never came) moves to a map of its own.
 
 /** A verified arrival waiting for its round trip. */
 export interface Verified {
@@ -13,59 +15,86 @@ export interface RoundTrip {
   dueLagNs: number;
 }
 
-/**
- * Verified arrivals waiting for their round trips, by image: a ring of typed arrays, so holding an
- * image costs no allocation and no hashing (it is on the receiver's path for every image); a map
- * only for one whose place a later image needs while it still waits.
- */
+/** Places the columns start with: a batch at a modest rate; they double as the rate asks. */
+const INITIAL_SLOTS = 1024;
+
+/** Verified arrivals waiting for their round trips, by image: see the module comment. */
 export class AwaitingRoundTrips {
-  private static readonly SIZE = 1 << 18;
-  private readonly images = new Float64Array(AwaitingRoundTrips.SIZE);
-  private readonly oneWayNs = new Float64Array(AwaitingRoundTrips.SIZE);
-  private readonly intact = new Uint8Array(AwaitingRoundTrips.SIZE);
-  private readonly overflow = new Map<number, Verified>();
-  private inRing = 0;
+  // The image (from 1) in each place; 0: free.
+  private images = new Float64Array(INITIAL_SLOTS);
+  private oneWayNs = new Float64Array(INITIAL_SLOTS);
+  private intact = new Uint8Array(INITIAL_SLOTS);
+  private readonly displaced = new Map<number, Verified>();
+  private inColumns = 0;
+  /** The image {@link take} took last: its one-way time and whether it was intact. */
+  takenOneWayNs = 0;
+  takenIntact = false;
 
   /** Images held. */
   get size(): number {
-    return this.inRing + this.overflow.size;
+    return this.inColumns + this.displaced.size;
   }
 
   /** Holds image `image` (from 1). */
-  set(image: number, verified: Verified): void {
-    const slot = image & (AwaitingRoundTrips.SIZE - 1);
+  set(image: number, oneWayNs: number, intact: boolean): void {
+    let slot = image & (this.images.length - 1);
     const previous = this.images[slot]!;
-    if (previous !== 0)
-      this.overflow.set(previous, { oneWayNs: this.oneWayNs[slot]!, intact: this.intact[slot] === 1 });
-    else this.inRing++;
+    if (previous !== 0 && previous !== image) {
+      // Half full: the flow outgrew the columns. Else the one there waits for a round trip that may never come.
+      if (this.inColumns * 2 >= this.images.length) {
+        this.grow();
+        slot = image & (this.images.length - 1);
+      }
+      const there = this.images[slot]!;
+      if (there !== 0) {
+        this.displaced.set(there, { oneWayNs: this.oneWayNs[slot]!, intact: this.intact[slot] === 1 });
+        this.images[slot] = 0;
+        this.inColumns--;
+      }
+    }
+    if (this.images[slot] === 0) this.inColumns++;
     this.images[slot] = image;
-    this.oneWayNs[slot] = verified.oneWayNs;
-    this.intact[slot] = verified.intact ? 1 : 0;
+    this.oneWayNs[slot] = oneWayNs;
+    this.intact[slot] = intact ? 1 : 0;
   }
 
-  /** Takes image `image` out; undefined when it is not held. */
-  take(image: number): Verified | undefined {
-    const slot = image & (AwaitingRoundTrips.SIZE - 1);
+  /** Takes image `image` out into the `taken…` fields; false when it is not held. */
+  take(image: number): boolean {
+    const slot = image & (this.images.length - 1);
     if (this.images[slot] === image) {
       this.images[slot] = 0;
-      this.inRing--;
-      return { oneWayNs: this.oneWayNs[slot]!, intact: this.intact[slot] === 1 };
+      this.inColumns--;
+      this.takenOneWayNs = this.oneWayNs[slot]!;
+      this.takenIntact = this.intact[slot] === 1;
+      return true;
     }
-    const held = this.overflow.get(image);
-    if (held !== undefined) this.overflow.delete(image);
-    return held;
+    const held = this.displaced.size === 0 ? undefined : this.displaced.get(image);
+    if (held === undefined) return false;
+    this.displaced.delete(image);
+    this.takenOneWayNs = held.oneWayNs;
+    this.takenIntact = held.intact;
+    return true;
   }
 
-  /** Every image held, taken out. */
-  *drain(): Generator<[number, Verified]> {
-    for (let slot = 0; slot < AwaitingRoundTrips.SIZE && this.inRing > 0; slot++) {
-      const image = this.images[slot]!;
-      if (image === 0) continue;
-      this.images[slot] = 0;
-      this.inRing--;
-      yield [image, { oneWayNs: this.oneWayNs[slot]!, intact: this.intact[slot] === 1 }];
+  /** The images held, ascending (read once, at the section's end, to take each out). */
+  imagesHeld(): number[] {
+    const images: number[] = [...this.displaced.keys()];
+    for (let slot = 0; slot < this.images.length && images.length < this.size; slot++)
+      if (this.images[slot] !== 0) images.push(this.images[slot]!);
+    return images.sort((a, b) => a - b);
+  }
+
+  // Twice the places, each image moved to its new one (one whose new place is taken waits in the map).
+  private grow(): void {
+    const { images, oneWayNs, intact } = this;
+    const slots = images.length * 2;
+    this.images = new Float64Array(slots);
+    this.oneWayNs = new Float64Array(slots);
+    this.intact = new Uint8Array(slots);
+    this.inColumns = 0;
+    for (let from = 0; from < images.length; from++) {
+      const image = images[from]!;
+      if (image !== 0) this.set(image, oneWayNs[from]!, intact[from] === 1);
     }
-    yield* this.overflow;
-    this.overflow.clear();
   }
 }

@@ -15,7 +15,7 @@ import { LatencyRecorder, mergeLatency, type LatencySummary } from './stats.js';
 // nothing measured, and the section is not split ("broker clock not ours"). A broker elsewhere on
 // one-kernel runs (a REDIS_URL to another machine) shifts the two parts by its clock's offset: the
 // parts below −bound are counted and reported as a clock disagreement, never hidden.
-// Pure: the clock readings are given to it (services/shared/wall-clock.ts takes them).
+// Pure: the clock readings are given to it (services/receiver/wall-clock.ts takes them).
 
 /** A broker's own stamp of a message, read from the message (no I/O). */
 export interface BrokerStamp {

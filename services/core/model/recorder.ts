@@ -1,12 +1,14 @@
 import type { AckStatus, FrameHeader } from '../wire/frame.js';
-import { AwaitingRoundTrips, type RoundTrip, type Verified } from './awaiting-round-trips.js';
+import { AwaitingRoundTrips, type RoundTrip } from './awaiting-round-trips.js';
+import { AwaitingVerdicts } from './awaiting-verdicts.js';
 import { BROKER_CLOCK_NOT_OURS, BrokerSplitRecorder, type BrokerStamp, type WallClockSample } from './broker-split.js';
 import { distributionOf, SecondSeries } from './second-series.js';
+import { FrameAges } from './frame-ages.js';
 import { resultImageCount, sectionResult } from './section-result.js';
 import { SeenSet } from './seen.js';
 import type { DeadlineCounts, ImageRecord, SectionExtras, SectionPlan, SectionResult } from './section.js';
 import type { SecondDistribution } from './series.js';
-import { LatencyRecorder, nsToMs, type TimesSoFar } from './stats.js';
+import { LatencyRecorder, nsBetween, nsToMs, type TimesSoFar } from './stats.js';
 import { warmupImageLimit, type WarmupOutcome } from './warmup.js';
 
 // The receiver's record of one transport's section: which images came, when, and whether intact.
@@ -14,7 +16,8 @@ import { warmupImageLimit, type WarmupOutcome } from './warmup.js';
 // later, after the ack, and its round trip later still, in the transmitter's next batch. Each
 // image's record leaves for the receiver's files as soon as it is whole; what stays are
 // histograms and sums. Pure: arrival times, verdicts, round trips and the clock offset are given
-// to it, so tests drive it exactly.
+// to it, so tests drive it exactly. Every image takes this path, which makes no object, bigint or string:
+// images wait in columns of typed arrays (awaiting-*.ts), times are numbers taken from the stamps (nsBetween).
 
 /**
  * Where a section's per-image records go as they are made (the receiver's files), so the recorder
@@ -38,12 +41,8 @@ export interface SectionSink {
 
 const NO_SINK: SectionSink = { arrived() {}, recorded() {} };
 
-interface Arrival {
-  sentAtNs: bigint;
-  arrivalNs: bigint;
-  sizeOk: boolean;
-  brokerStamp: BrokerStamp | undefined;
-}
+/** What join is given for the round trip of an image whose round trip never came (a real one is ≥ 0). */
+const NO_ROUND_TRIP = -1;
 
 export type { TimesSoFar } from './stats.js';
 
@@ -71,17 +70,17 @@ export interface RecordSoFar {
  */
 export class SectionRecorder {
   private readonly seen = new SeenSet();
-  private readonly awaitingVerdict = new Map<number, Arrival>();
+  private readonly awaitingVerdict = new AwaitingVerdicts();
   private readonly awaitingRoundTrip = new AwaitingRoundTrips();
+  // A round trip that came before its image's verdict (none does while verdicts come within the arrival's turn).
   private readonly awaitingArrival = new Map<number, RoundTrip>();
-  private readonly offsetNs: bigint;
+  // The clock offset applied to send stamps (0 on one kernel): a number for each image, a bigint for the few sums.
+  private readonly offsetNs: number;
+  private readonly offsetBigNs: bigint;
   private readonly latency = new LatencyRecorder();
   private readonly rtt = new LatencyRecorder();
-  private readonly latencyFromDue = new LatencyRecorder();
   // Round trips joined since GET /events' feed last took them: two digits, like a second's one-way times.
   private readonly rttSinceTaken = new LatencyRecorder(2);
-  // Under RATE, frame ages joined since the feed last took them (with the round trips that gave them their due lag).
-  private readonly ageSinceTaken = new LatencyRecorder(2);
   private rttReleased = false;
   private recordingStartNs: bigint | undefined;
   private series: SecondSeries | undefined;
@@ -96,23 +95,16 @@ export class SectionRecorder {
   private arrivalsAfterAck = 0;
   private roundTripsTaken = 0;
   private strayRoundTrips = 0;
-  private firstSentAtNs: bigint | undefined;
+  // The earliest send stamp, on the transmitter's clock (the offset is added once, at the result).
+  private firstSentAtTransmitterNs: bigint | undefined;
   private firstArrivalNs: bigint | undefined;
   private lastArrivalNs: bigint | undefined;
   private verifiedArrivals = 0;
   private firstImageMs: number | null = null;
   private warmedUp: WarmupOutcome | undefined;
   private readonly brokerSplit: BrokerSplitRecorder;
-  // Under RATE: the deadline and three intervals in ns, the inter-arrival jitter and the counts against them.
-  private readonly deadlineNs: number;
-  private readonly veryLateNs: number;
-  private readonly intervalMs: number;
-  private readonly jitter: LatencyRecorder | undefined;
-  private lastRecordedArrivalNs: bigint | undefined;
-  private longestGapNs = 0;
-  private agedFrames = 0;
-  private lateCount = 0;
-  private veryLateCount = 0;
+  // Frame ages and, under RATE, the counts against the deadline and the gaps between arrivals.
+  private readonly frameAges: FrameAges;
 
   /**
    * `wallClock` pairs the receiver's wall clock with its hrtime (broker-split.ts): read here, as the section opens,
@@ -128,16 +120,13 @@ export class SectionRecorder {
      */
     private readonly supersedes = false,
   ) {
-    this.offsetNs = plan.clock?.applied ? BigInt(Math.round(plan.clock.offsetNs)) : 0n;
+    this.offsetNs = plan.clock?.applied ? Math.round(plan.clock.offsetNs) : 0;
+    this.offsetBigNs = BigInt(this.offsetNs);
     // Across two kernels the broker's clock is unknown: stamped images are counted, not split.
     this.brokerSplit = plan.clock?.applied
       ? new BrokerSplitRecorder(undefined, BROKER_CLOCK_NOT_OURS)
       : new BrokerSplitRecorder(wallClock?.());
-    const rate = plan.ratePerSecond;
-    this.intervalMs = rate === null ? 0 : 1000 / rate;
-    this.deadlineNs = (plan.deadline?.deadlineMs ?? this.intervalMs) * 1e6;
-    this.veryLateNs = 3 * this.intervalMs * 1e6;
-    this.jitter = rate === null ? undefined : new LatencyRecorder();
+    this.frameAges = new FrameAges(plan.ratePerSecond, plan.deadline?.deadlineMs);
   }
 
   /** Frames taken so far, warm-up included, duplicates and strays not. */
@@ -193,10 +182,7 @@ export class SectionRecorder {
    * /events' feed with {@link takeRoundTrips}. Null with none, in a closed loop, or once the result is made.
    */
   takeFrameAges(): { count: number; times: SecondDistribution } | null {
-    if (this.rttReleased || this.ageSinceTaken.size === 0) return null;
-    const taken = { count: this.ageSinceTaken.size, times: distributionOf(this.ageSinceTaken)! };
-    this.ageSinceTaken.reset();
-    return taken;
+    return this.frameAges.takeSinceTaken();
   }
 
   /** The last recorded arrival, in ms since the recording began (the per-second series' origin); null before any. */
@@ -220,8 +206,8 @@ export class SectionRecorder {
       corruptCount: this.corruptCount,
       oneWay: times(this.latency),
       roundTrip: times(this.rtt),
-      frameAge: times(this.latencyFromDue),
-      jitter: this.jitter === undefined ? { count: 0, sumMs: 0, atOrBelow: boundsNs.map(() => 0) } : times(this.jitter),
+      frameAge: times(this.frameAges.ages),
+      jitter: this.frameAges.jitterSoFar(boundsNs, times),
       deadline: this.deadlineCounts(),
     };
   }
@@ -258,59 +244,54 @@ export class SectionRecorder {
     this.highestSeq = Math.max(this.highestSeq, seq);
     if (first !== undefined && seq >= first) {
       this.recordedArrivals++;
-      // Gaps between arrivals in the order they came, the first recorded one's from nothing.
-      if (this.jitter !== undefined && this.lastRecordedArrivalNs !== undefined) {
-        const gapNs = Number(arrivalNs - this.lastRecordedArrivalNs);
-        if (gapNs > this.longestGapNs) this.longestGapNs = gapNs;
-        this.jitter.record(Math.abs(gapNs / 1e6 - this.intervalMs));
-      }
-      this.lastRecordedArrivalNs = arrivalNs;
+      this.frameAges.arrived(arrivalNs);
     }
-    // The send time moves onto the receiver's clock when the two clocks differ.
-    const sentAtNs = header.sentAtNs + this.offsetNs;
-    if (seq === 0) this.firstImageMs = nsToMs(arrivalNs - sentAtNs);
-    this.awaitingVerdict.set(seq, {
-      sentAtNs,
+    // The send stamp is held as it came (the transmitter's clock): the offset, if any, goes into each time taken.
+    if (seq === 0) this.firstImageMs = nsToMs(arrivalNs - (header.sentAtNs + this.offsetBigNs));
+    this.awaitingVerdict.set(
+      seq,
+      header.sentAtNs,
       arrivalNs,
-      sizeOk: header.sizeBytes === this.plan.imageSizeBytes,
+      header.sizeBytes === this.plan.imageSizeBytes,
       brokerStamp,
-    });
+    );
     return 'accepted';
   }
 
   /** Takes the checksum verdict of an accepted frame: a recorded image goes to output.log's sink now. */
   verified(seq: number, checksumOk: boolean): void {
-    const arrival = this.awaitingVerdict.get(seq);
-    if (arrival === undefined) return;
-    this.awaitingVerdict.delete(seq);
+    const awaiting = this.awaitingVerdict;
+    if (!awaiting.take(seq)) return;
     const first = this.firstRecordedSeq;
     if (first === undefined || seq < first) return;
-    this.takeArrival(seq - first + 1, arrival, arrival.sizeOk && checksumOk);
+    this.takeArrival(seq - first + 1, awaiting.takenSizeOk && checksumOk);
   }
 
-  private takeArrival(image: number, arrival: Arrival, intact: boolean): void {
-    const oneWayNs = Number(arrival.arrivalNs - arrival.sentAtNs);
-    const oneWayMs = oneWayNs / 1e6;
+  // The frame the verdicts' columns just gave up (their taken… fields), recorded image `image`: its one-way time
+  // (arrival − send, the send moved onto the receiver's clock when the two clocks differ) and the figures it is in.
+  private takeArrival(image: number, intact: boolean): void {
+    const { takenSentAtNs: sentAtNs, takenArrivalNs: arrivalNs, takenBrokerStamp: brokerStamp } = this.awaitingVerdict;
+    const oneWayNs = nsBetween(sentAtNs, arrivalNs) - this.offsetNs;
     if (intact) {
       this.okCount++;
-      this.latency.record(oneWayMs);
-      if (arrival.brokerStamp !== undefined)
-        this.brokerSplit.record(arrival.sentAtNs, arrival.arrivalNs, arrival.brokerStamp);
+      this.latency.recordNs(oneWayNs);
+      // Only a broker's images carry a stamp, and the split is made only on one kernel (no offset).
+      if (brokerStamp !== undefined)
+        this.brokerSplit.record(this.offsetNs === 0 ? sentAtNs : sentAtNs + this.offsetBigNs, arrivalNs, brokerStamp);
     } else this.corruptCount++;
     this.verifiedArrivals++;
-    if (this.firstSentAtNs === undefined || arrival.sentAtNs < this.firstSentAtNs)
-      this.firstSentAtNs = arrival.sentAtNs;
-    if (this.firstArrivalNs === undefined || arrival.arrivalNs < this.firstArrivalNs)
-      this.firstArrivalNs = arrival.arrivalNs;
-    if (this.lastArrivalNs === undefined || arrival.arrivalNs > this.lastArrivalNs)
-      this.lastArrivalNs = arrival.arrivalNs;
-    this.series?.add(arrival.arrivalNs, intact ? this.plan.imageSizeBytes : 0, intact ? oneWayMs : null);
+    if (this.firstSentAtTransmitterNs === undefined || sentAtNs < this.firstSentAtTransmitterNs)
+      this.firstSentAtTransmitterNs = sentAtNs;
+    if (this.firstArrivalNs === undefined || arrivalNs < this.firstArrivalNs) this.firstArrivalNs = arrivalNs;
+    if (this.lastArrivalNs === undefined || arrivalNs > this.lastArrivalNs) this.lastArrivalNs = arrivalNs;
+    this.series?.addNs(arrivalNs, intact ? this.plan.imageSizeBytes : 0, oneWayNs, intact);
     this.sink.arrived(image, oneWayNs, intact);
     const roundTrip = this.awaitingArrival.size === 0 ? undefined : this.awaitingArrival.get(image);
-    if (roundTrip === undefined) this.awaitingRoundTrip.set(image, { oneWayNs, intact });
+    if (roundTrip === undefined) this.awaitingRoundTrip.set(image, oneWayNs, intact);
     else {
       this.awaitingArrival.delete(image);
-      this.join(image, { oneWayNs, intact }, roundTrip);
+      const hasDueLag = !Number.isNaN(roundTrip.dueLagNs);
+      this.join(image, intact, oneWayNs, roundTrip.rttNs, hasDueLag ? roundTrip.dueLagNs : 0, hasDueLag);
     }
   }
 
@@ -320,6 +301,7 @@ export class SectionRecorder {
    */
   roundTrips(records: Float64Array): void {
     const lastImage = this.plan.imageCount;
+    const held = this.awaitingRoundTrip;
     for (let at = 0; at + 2 < records.length; at += 3) {
       const image = records[at]!;
       const rttNs = records[at + 1]!;
@@ -328,32 +310,39 @@ export class SectionRecorder {
         continue;
       }
       this.roundTripsTaken++;
-      const roundTrip = { rttNs, dueLagNs: records[at + 2]! };
-      const arrival = this.awaitingRoundTrip.take(image);
-      if (arrival === undefined) this.awaitingArrival.set(image, roundTrip);
-      else this.join(image, arrival, roundTrip);
+      const dueLagNs = records[at + 2]!;
+      const hasDueLag = !Number.isNaN(dueLagNs);
+      if (held.take(image))
+        this.join(image, held.takenIntact, held.takenOneWayNs, rttNs, hasDueLag ? dueLagNs : 0, hasDueLag);
+      else this.awaitingArrival.set(image, { rttNs, dueLagNs });
     }
   }
 
-  // An image's arrival and its round trip together: the figures that need both, and its record.
-  private join(image: number, arrival: Verified | undefined, roundTrip: RoundTrip | undefined): void {
-    const rttNs = roundTrip?.rttNs ?? null;
-    const dueLagNs = roundTrip === undefined || Number.isNaN(roundTrip.dueLagNs) ? null : roundTrip.dueLagNs;
-    if (rttNs !== null) {
-      this.rtt.record(rttNs / 1e6);
-      if (!this.rttReleased) this.rttSinceTaken.record(rttNs / 1e6);
+  // A verified arrival and its round trip (NO_ROUND_TRIP: none came) together: the figures needing both, its record.
+  // No NaN comes in for a closed loop's missing due lag (`dueLagGiven`): a NaN argument is boxed, every image.
+  private join(
+    image: number,
+    intact: boolean,
+    oneWayNs: number,
+    rttNs: number,
+    dueLagNs: number,
+    dueLagGiven: boolean,
+  ): void {
+    const hasRoundTrip = rttNs !== NO_ROUND_TRIP;
+    const hasDueLag = hasRoundTrip && dueLagGiven;
+    if (hasRoundTrip) {
+      this.rtt.recordNs(rttNs);
+      if (!this.rttReleased) this.rttSinceTaken.recordNs(rttNs);
+      if (oneWayNs > rttNs) this.arrivalsAfterAck++;
     }
-    if (arrival !== undefined && rttNs !== null && arrival.oneWayNs > rttNs) this.arrivalsAfterAck++;
-    if (arrival?.intact && dueLagNs !== null) {
-      const ageNs = arrival.oneWayNs + dueLagNs;
-      this.latencyFromDue.record(ageNs / 1e6);
-      if (!this.rttReleased) this.ageSinceTaken.record(ageNs / 1e6);
-      this.agedFrames++;
-      if (ageNs > this.deadlineNs) this.lateCount++;
-      if (ageNs > this.veryLateNs) this.veryLateCount++;
-    }
-    const status = arrival === undefined ? 'lost' : arrival.intact ? 'ok' : 'corrupt';
-    this.sink.recorded(image, status, arrival?.oneWayNs ?? null, rttNs, dueLagNs);
+    if (intact && hasDueLag) this.frameAges.aged(oneWayNs + dueLagNs);
+    this.sink.recorded(
+      image,
+      intact ? 'ok' : 'corrupt',
+      oneWayNs,
+      hasRoundTrip ? rttNs : null,
+      hasDueLag ? dueLagNs : null,
+    );
   }
 
   /**
@@ -365,10 +354,16 @@ export class SectionRecorder {
     const first = this.firstRecordedSeq;
     const imageCount = resultImageCount(this.plan, extras);
     if (first !== undefined) {
-      for (const [seq, arrival] of this.awaitingVerdict)
-        if (seq >= first && seq < first + imageCount) this.takeArrival(seq - first + 1, arrival, false);
-      this.awaitingVerdict.clear();
-      for (const [image, arrival] of this.awaitingRoundTrip.drain()) this.join(image, arrival, undefined);
+      // Frames still without a verdict, in the order they came; then arrivals still without a round trip, by image.
+      for (const seq of this.awaitingVerdict.seqsInArrivalOrder()) {
+        this.awaitingVerdict.take(seq);
+        if (seq >= first && seq < first + imageCount) this.takeArrival(seq - first + 1, false);
+      }
+      const held = this.awaitingRoundTrip;
+      for (const image of held.imagesHeld()) {
+        held.take(image);
+        this.join(image, held.takenIntact, held.takenOneWayNs, NO_ROUND_TRIP, 0, false);
+      }
       // A round trip without an arrival: acknowledged, yet not recorded here (cannot happen with one receiver per
       // record).
       this.strayRoundTrips += this.awaitingArrival.size;
@@ -380,8 +375,8 @@ export class SectionRecorder {
       }
     }
     const totalMs =
-      this.firstSentAtNs !== undefined && this.lastArrivalNs !== undefined
-        ? nsToMs(this.lastArrivalNs - this.firstSentAtNs)
+      this.firstSentAtTransmitterNs !== undefined && this.lastArrivalNs !== undefined
+        ? nsToMs(this.lastArrivalNs - (this.firstSentAtTransmitterNs + this.offsetBigNs))
         : null;
     const deliveredPerSecond =
       this.verifiedArrivals < 2 ||
@@ -410,7 +405,7 @@ export class SectionRecorder {
         deliveredPerSecond,
         latency: this.latency.summary() ?? null,
         rtt: this.rtt.summary() ?? null,
-        latencyFromDue: this.latencyFromDue.summary() ?? null,
+        latencyFromDue: this.frameAges.ages.summary() ?? null,
         deadlineCounts: this.deadlineCounts(),
         histograms: { oneWayNs: this.latency.encoded(), rttNs: this.rtt.encoded() },
         arrivalSeconds: this.series?.seconds() ?? [],
@@ -422,11 +417,9 @@ export class SectionRecorder {
     );
     this.latency.destroy();
     this.rttSinceTaken.destroy();
-    this.ageSinceTaken.destroy();
     this.rttReleased = true;
     this.rtt.destroy();
-    this.latencyFromDue.destroy();
-    this.jitter?.destroy();
+    this.frameAges.destroy();
     this.series?.destroy();
     return result;
   }
@@ -436,13 +429,6 @@ export class SectionRecorder {
    * feed, and at a scrape); null in a closed loop. Not after the result is made.
    */
   deadlineCounts(): DeadlineCounts | null {
-    if (this.jitter === undefined) return null;
-    return {
-      agedFrames: this.agedFrames,
-      lateCount: this.lateCount,
-      veryLateCount: this.veryLateCount,
-      longestGapMs: this.jitter.size === 0 ? null : this.longestGapNs / 1e6,
-      jitter: this.jitter.summary() ?? null,
-    };
+    return this.frameAges.counts();
   }
 }

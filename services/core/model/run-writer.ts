@@ -85,3 +85,22 @@ export function abandonedRunReason(why: string): string {
 export function runFolderStamp(startedAt: string): string {
   return startedAt.replace(/[-:]/g, '').replace(/\.\d+/, '');
 }
+
+/** A writer file's content as a RunWriter; one that cannot be read names no process, and is judged by its heartbeat. */
+export function parseRunWriter(text: string): RunWriter {
+  let parsed: Partial<Record<keyof RunWriter, unknown>> = {};
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value === 'object' && value !== null) parsed = value;
+  } catch {
+    // Judged by its heartbeat.
+  }
+  const textOrNull = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+  return {
+    pid: typeof parsed.pid === 'number' && Number.isSafeInteger(parsed.pid) ? parsed.pid : 0,
+    startTicks: textOrNull(parsed.startTicks),
+    bootId: textOrNull(parsed.bootId),
+    pidNamespace: textOrNull(parsed.pidNamespace),
+    hostname: textOrNull(parsed.hostname) ?? 'an unknown host',
+  };
+}

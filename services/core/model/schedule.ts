@@ -1,7 +1,10 @@
+import { nsBetween } from './stats.js';
+
 // An open-loop schedule (RATE): image i is due at start + i ÷ rate, whatever the acks do, as wrk2
 // and k6's arrival-rate executors schedule requests. Latency counted from the due time instead of
 // the actual send corrects coordinated omission: a sender that fell behind cannot hide the wait
-// by sending late. Pure: times are given to it.
+// by sending late. Pure: times are given to it. Asked for every image sent, it answers in numbers taken from the
+// stamps given (nsBetween), making no bigint.
 
 /** Most images per second RATE allows. */
 export const MAX_RATE_PER_SECOND = 1_000_000;
@@ -22,17 +25,28 @@ export class OpenLoopSchedule {
 
   /** Due time of image `index` (from 0), rounded to the nanosecond. */
   dueNs(index: number): bigint {
-    return this.startNs + BigInt(Math.round(index * this.periodNs));
+    return this.startNs + BigInt(this.dueAfterStartNs(index));
+  }
+
+  /** How late `atNs` is for image `index`: atNs − dueNs(index), in ns (negative when early). */
+  lagNs(index: number, atNs: bigint): number {
+    return nsBetween(this.startNs, atNs) - this.dueAfterStartNs(index);
   }
 
   /** How many images are due at `nowNs` (image 0 is due at the start). */
   dueCount(nowNs: bigint): number {
     if (nowNs < this.startNs) return 0;
+    const elapsedNs = nsBetween(this.startNs, nowNs);
     // The next index's exact due time decides, so rounding never makes an image due early.
-    let count = Math.floor(Number(nowNs - this.startNs) / this.periodNs) + 1;
-    while (this.dueNs(count) <= nowNs) count++;
-    while (count > 0 && this.dueNs(count - 1) > nowNs) count--;
+    let count = Math.floor(elapsedNs / this.periodNs) + 1;
+    while (this.dueAfterStartNs(count) <= elapsedNs) count++;
+    while (count > 0 && this.dueAfterStartNs(count - 1) > elapsedNs) count--;
     return count;
+  }
+
+  // Image `index`'s due time after the start, in whole ns.
+  private dueAfterStartNs(index: number): number {
+    return Math.round(index * this.periodNs);
   }
 }
 

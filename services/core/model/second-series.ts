@@ -46,13 +46,21 @@ export class SecondSeries {
    * one.
    */
   add(atNs: bigint, intactBytes: number, timeMs: number | null): void {
-    if (atNs >= this.currentEndNs) {
-      const second = Math.max(0, Number((atNs - this.originNs) / 1_000_000_000n));
-      if (second > this.current) this.close(second);
-    }
+    if (atNs >= this.currentEndNs) this.reach(atNs);
     this.images++;
     this.intactBytes += intactBytes;
     if (timeMs !== null) this.times.record(timeMs);
+  }
+
+  /**
+   * As {@link add}, the time in whole ns (`timed` false: none): what every image's path calls, passing nothing that is
+   * boxed on the heap (LatencyRecorder.recordNs).
+   */
+  addNs(atNs: bigint, intactBytes: number, timeNs: number, timed: boolean): void {
+    if (atNs >= this.currentEndNs) this.reach(atNs);
+    this.images++;
+    this.intactBytes += intactBytes;
+    if (timed) this.times.recordNs(timeNs);
   }
 
   /** The seconds so far, the open one included. */
@@ -87,6 +95,12 @@ export class SecondSeries {
     const times = distributionOf(this.times);
     if (times === null || times.p99Ms !== null || !this.keepSmallHistograms) return times;
     return { ...times, histogramNs: this.times.encoded()! };
+  }
+
+  // A time at or past the open second's end: the second it falls in is opened, unless it came late.
+  private reach(atNs: bigint): void {
+    const second = Math.max(0, Number((atNs - this.originNs) / 1_000_000_000n));
+    if (second > this.current) this.close(second);
   }
 
   private close(next: number): void {

@@ -331,6 +331,11 @@ export interface SectionResult extends SectionPlan {
    * the receiver wrote none.
    */
   imagesFile: string | null;
+  /**
+   * PROFILE=1: the section's V8 CPU profiles beside results.json (relative to the run's folder), by side; null for a
+   * side that took none or whose profile did not arrive; absent when neither side profiled.
+   */
+  cpuProfiles?: { receiver: string | null; transmitter: string | null };
   /** Per-second figures of the measured span, in order; seconds with no arrival are absent. */
   series: SecondSample[];
   /**

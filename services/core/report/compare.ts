@@ -269,6 +269,8 @@ function knobsOf(report: RunReport): [string, unknown][] {
     ['WARMUP', describeWarmup(run.warmup)],
     ['REPEAT', run.repeat],
     ['VERIFY', config.verify],
+    // A profiled run is slowed by its profiler: its figures compare with another's only as such.
+    ['PROFILE', config.profile === true],
     ['MAX_IMAGE_SIZE', config.maxImageBytes],
     ['link', config.link],
     ['transmitter host', hostLine(run.hosts?.transmitter)],

@@ -50,7 +50,10 @@ export interface RunHeadline {
   verdict: { ok: boolean; text: string } | null;
 }
 
-/** What reading one results.json gave (see services/shared/results-reader.ts). */
+/**
+ * What reading one results.json gave: its parsed value (sections cut down), or why it could not be read
+ * (services/receiver/run-output/results-reader.ts reads it).
+ */
 export type ReadOutcome = { ok: true; value: unknown } | { ok: false; problem: string };
 
 /** What a headline needs beyond the file: the run open in this receiver, and results.json's stopReason while open. */

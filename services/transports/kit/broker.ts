@@ -35,20 +35,27 @@ export interface BrokerSetting {
   example: string;
 }
 
-/** The broker of `endpoint` (its URL, and its password given apart), or a clear error naming `setting`'s variable. */
-export function requiredBroker(
+/**
+ * The broker of an endpoint (its URL, and its password given apart), or a clear error naming `setting`'s variable and
+ * the transport that needs it: what every transport of one broker calls.
+ */
+export type BrokerRequirement = (
   endpoint: Pick<TransmitterOptions, 'url' | 'password'>,
   transport: string,
-  setting: BrokerSetting,
-): BrokerAddress {
-  if (endpoint.url === undefined || endpoint.url === '') {
-    throw new ItbError(
-      ErrorCode.config,
-      `${setting.envVar} is not set: the ${transport} transport needs ${setting.broker} to go through ` +
-        `(e.g. ${setting.envVar}=${setting.example})`,
-    );
-  }
-  return brokerAddress(endpoint.url, endpoint.password);
+) => BrokerAddress;
+
+/** The BrokerRequirement of the broker `setting` names. */
+export function brokerRequirement(setting: BrokerSetting): BrokerRequirement {
+  return (endpoint, transport) => {
+    if (endpoint.url === undefined || endpoint.url === '') {
+      throw new ItbError(
+        ErrorCode.config,
+        `${setting.envVar} is not set: the ${transport} transport needs ${setting.broker} to go through ` +
+          `(e.g. ${setting.envVar}=${setting.example})`,
+      );
+    }
+    return brokerAddress(endpoint.url, endpoint.password);
+  };
 }
 
 /**

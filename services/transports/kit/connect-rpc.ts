@@ -1,5 +1,7 @@
 import http2 from 'node:http2';
-import type { GrpcTransportOptions } from '@connectrpc/connect-node';
+import type { ServiceImpl } from '@connectrpc/connect';
+import type { ConnectNodeAdapterOptions, GrpcTransportOptions } from '@connectrpc/connect-node';
+import type { ImageTransfer } from '../gen/transfer_pb.js';
 import { GRPC_PREFIX_BYTES } from './http2-windows.js';
 
 // What the grpc-connect transport and its ceiling pair share about Connect for Node
@@ -56,6 +58,33 @@ export function transferClient(
       writeMaxBytes: sendMessageBytes,
     }),
   );
+}
+
+/** The Transfer rpc as a server implements it. */
+export type TransferImpl = ServiceImpl<typeof ImageTransfer>['transfer'];
+
+/**
+ * Connect's node handler serving ImageTransfer's Transfer with `transfer`, as the transport and its ceiling pair both
+ * serve it: the gRPC protocol only (not Connect's own, not gRPC-Web), no compressed frame accepted and no ack
+ * compressed (a client offering gzip gets identity), message limits of a frame of `readMaxBytes` and of an ack;
+ * `contextValues` gives each call what the transport's door learnt of it.
+ */
+export function transferHandler(
+  lib: ConnectLibraries,
+  transfer: TransferImpl,
+  readMaxBytes: number,
+  contextValues?: ConnectNodeAdapterOptions['contextValues'],
+) {
+  return lib.connectNode.connectNodeAdapter({
+    routes: (router) => router.service(lib.gen.ImageTransfer, { transfer }),
+    grpc: true,
+    connect: false,
+    grpcWeb: false,
+    acceptCompression: [],
+    readMaxBytes,
+    writeMaxBytes: ACK_MESSAGE_MAX_BYTES,
+    ...(contextValues === undefined ? {} : { contextValues }),
+  });
 }
 
 /** Node's default maxSessionMemory, in MB (node:http2 counts it in megabytes). */

@@ -1,7 +1,8 @@
 import { errorMessage } from '../../core/errors.js';
 import { decodeFrameHeader, type Ack, type FrameHeader } from '../../core/wire/frame.js';
 import type { BrokerStamp } from '../../core/model/broker-split.js';
-import type { ReceiverOptions } from '../contract.js';
+import type { PartsChecksum } from '../../core/wire/checksum.js';
+import type { ReceivedFrame, ReceiverOptions } from '../contract.js';
 
 // The one receive path. Every transport hands what it got to a gate, which decodes and checks the
 // header, checks the payload's length, stamps the arrival and delivers, and words every rejection
@@ -10,6 +11,11 @@ import type { ReceiverOptions } from '../contract.js';
 //   with it, so no transport's own bookkeeping moves a stamp; a transport that must hold a whole
 //   image before handing it over (gRPC unary waits for earlier calls, to deliver in order) stamps
 //   it when the image is in hand and passes that stamp, so the hold is not in the image's time;
+// - no hash comes before the stamp: a transport that sums an image's parts as it reads them (a byte
+//   stream) hashes every part but the last before the gate has the image, and the gate asks for the
+//   sum (the last part's hash and the digest) only after it has stamped the arrival and checked the
+//   length; the receiver then has the verdict at once. Every other image reaches the receiver
+//   unhashed, and is hashed after its ack (services/receiver/verifier.ts);
 // - a header is checked as soon as its bytes are in hand, before any payload memory is set aside;
 // - input that fails a check, and a frame whose delivery throws, is dropped unacknowledged and
 //   reported through onReject; whether the connection survives is the transport's to say (a byte
@@ -21,9 +27,10 @@ export interface FrameGate {
   header(headerBytes: Buffer): FrameHeader | undefined;
   /**
    * Takes a whole image under a decoded header; returns the ack to send back at once, or undefined when it was dropped
-   * (and reported).
+   * (and reported). `sumParts`, from a transport that summed the image's parts as it read them, hashes what is left
+   * (the last part) and gives the sum: the gate calls it after the stamp, before delivering.
    */
-  take(header: FrameHeader, payload: Buffer | readonly Buffer[]): Ack | undefined;
+  take(header: FrameHeader, payload: Buffer | readonly Buffer[], sumParts?: () => PartsChecksum): Ack | undefined;
   /**
    * Header bytes and image in one call, for transports that get both at once; `arrivalNs` when the transport had them
    * in hand before now; `brokerStamp` when the broker stamped the message.
@@ -47,11 +54,13 @@ export function frameGate(
       return undefined;
     }
   };
+  // `arrivalNs` is taken by the caller before this runs: the length check and the last part's hash come after it.
   const deliver = (
     decoded: FrameHeader,
     payload: Buffer | readonly Buffer[],
     arrivalNs: bigint,
     brokerStamp?: BrokerStamp,
+    sumParts?: () => PartsChecksum,
   ): Ack | undefined => {
     const payloadBytes = Buffer.isBuffer(payload)
       ? payload.length
@@ -60,12 +69,11 @@ export function frameGate(
       reject(`image of ${payloadBytes} bytes, its header announces ${decoded.sizeBytes}`);
       return undefined;
     }
+    const frame: ReceivedFrame = { header: decoded, payload, arrivalNs };
+    if (brokerStamp !== undefined) frame.brokerStamp = brokerStamp;
     try {
-      return options.deliver(
-        brokerStamp === undefined
-          ? { header: decoded, payload, arrivalNs }
-          : { header: decoded, payload, arrivalNs, brokerStamp },
-      );
+      if (sumParts !== undefined) frame.partsChecksum = sumParts();
+      return options.deliver(frame);
     } catch (err) {
       reject(`image seq ${decoded.seq} not delivered: ${errorMessage(err)}`);
       return undefined;
@@ -73,8 +81,8 @@ export function frameGate(
   };
   return {
     header,
-    take(decoded, payload) {
-      return deliver(decoded, payload, process.hrtime.bigint());
+    take(decoded, payload, sumParts) {
+      return deliver(decoded, payload, process.hrtime.bigint(), undefined, sumParts);
     },
     frame(headerBytes, payload, inHandNs, brokerStamp) {
       const arrivalNs = inHandNs ?? process.hrtime.bigint();

@@ -1,17 +1,15 @@
-import { once as onceEvent } from 'node:events';
 import type http2 from 'node:http2';
-import net from 'node:net';
+import type net from 'node:net';
 import type * as grpc from '@grpc/grpc-js';
 import type { MethodDefinition, PackageDefinition, ServiceDefinition } from '@grpc/proto-loader';
 import { bearerToken, type SectionCredential } from '../../core/wire/auth.js';
-import { ErrorCode, ItbError, errorMessage } from '../../core/errors.js';
+import { ErrorCode, ItbError } from '../../core/errors.js';
 import { ACK_STATUS_CODES, FRAME_HEADER_BYTES, type Ack } from '../../core/wire/frame.js';
-import { boundPort, hostPort } from '../../shared/net.js';
 import { projectPath } from '../../shared/paths.js';
 import { settlesWithin } from '../../shared/waits.js';
 import type { DoorPass, ReceiverOptions, TransmitterOptions } from '../contract.js';
 import { connectWithin } from './connect.js';
-import { capConnections } from './door.js';
+import { listenCapped, type CappedListener } from './door.js';
 import { openReceiveWindows } from './http2-windows.js';
 import { lazyLibrary } from './library.js';
 
@@ -277,37 +275,29 @@ export async function serveCapped(
     server.forceShutdown();
     throw err;
   }
-  const sockets = new Set<net.Socket>();
-  const tcp = net.createServer((socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
-    onConnection?.(socket);
-    injector.injectConnection(socket);
-  });
-  capConnections(tcp, options.door, transport);
-  const address = hostPort(options.bindHost, options.port);
+  let listener: CappedListener;
   try {
-    tcp.listen(options.port, options.bindHost);
-    await Promise.race([onceEvent(tcp, 'listening'), onceEvent(tcp, 'error').then(([err]) => Promise.reject(err))]);
+    listener = await listenCapped(options, transport, label, (socket) => {
+      onConnection?.(socket);
+      injector.injectConnection(socket);
+    });
   } catch (err) {
     injector.destroy();
     server.forceShutdown();
-    throw new ItbError(ErrorCode.transport, `${label} receiver cannot listen on ${address}: ${errorMessage(err)}`, {
-      cause: err,
-    });
+    throw err;
   }
   return {
-    port: boundPort(tcp.address()),
+    port: listener.port,
     openWindows(peer, bytes) {
       const session = sessions.get(peer);
       if (session !== undefined) openReceiveWindows(session, bytes);
     },
     async close() {
-      tcp.close();
+      listener.server.close();
       const shutDown = new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
       if (!(await settlesWithin(shutDown, SERVER_SHUTDOWN_GRACE_MS))) server.forceShutdown();
       injector.destroy();
-      for (const socket of sockets) socket.destroy();
+      for (const socket of listener.sockets) socket.destroy();
     },
   };
 }

@@ -82,8 +82,38 @@ export interface HttpFraming {
 }
 
 /** The body of a small answer, whole (undici hands it over in chunks). */
-function joined(parts: Buffer[]): Buffer {
+export function joined(parts: Buffer[]): Buffer {
   return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+}
+
+/**
+ * undici handlers that collect an answer's status and body parts and hand them to `onAnswer` once it is complete. They
+ * serve one answer after another, so one object may serve every request of a connection: HTTP/1.1 answers them in
+ * order, one at a time.
+ */
+export function answerCollector(
+  onAnswer: (status: number, body: Buffer[]) => void,
+  onError: (err: Error) => void,
+): Dispatcher.DispatchHandlers {
+  let status = 0;
+  let parts: Buffer[] = [];
+  return {
+    onConnect() {},
+    onHeaders(statusCode) {
+      status = statusCode;
+      return true;
+    },
+    onData(chunk) {
+      parts.push(chunk);
+      return true;
+    },
+    onComplete() {
+      const body = parts;
+      parts = [];
+      onAnswer(status, body);
+    },
+    onError,
+  };
 }
 
 /**
@@ -165,20 +195,9 @@ export async function connectHttp(
       body,
     };
   };
-  const answerHandler = (): Dispatcher.DispatchHandlers => {
-    let status = 0;
-    const parts: Buffer[] = [];
-    return {
-      onConnect() {},
-      onHeaders(statusCode) {
-        status = statusCode;
-        return true;
-      },
-      onData(chunk) {
-        parts.push(chunk);
-        return true;
-      },
-      onComplete() {
+  const answerHandler = (): Dispatcher.DispatchHandlers =>
+    answerCollector(
+      (status, parts) => {
         if (status === 200) {
           let ack: Ack;
           try {
@@ -196,11 +215,8 @@ export async function connectHttp(
           fail(`the receiver answered HTTP ${status}${text}`);
         }
       },
-      onError(err) {
-        fail(`request failed: ${err.message}`, err);
-      },
-    };
-  };
+      (err) => fail(`request failed: ${err.message}`, err),
+    );
   // undici queues what it cannot write at once (its requests hold the image, uncopied), so every
   // frame is handed over as it comes: the window bounds what waits.
   const queue = new SendQueue(

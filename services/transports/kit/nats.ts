@@ -1,15 +1,20 @@
 import { createHash } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { MsgHdrs, NatsConnection, Status } from '@nats-io/transport-node';
+import type { Msg, MsgHdrs, NatsConnection, Status } from '@nats-io/transport-node';
 import type { SectionCredential } from '../../core/wire/auth.js';
+import type { BrokerStamp } from '../../core/model/broker-split.js';
 import { errorMessage } from '../../core/errors.js';
+import { decodeAck, FRAME_HEADER_BYTES, type Ack } from '../../core/wire/frame.js';
 import { answersWith, startLocalProcessInTempDir } from '../../shared/local-server.js';
-import { settlesWithin } from '../../shared/waits.js';
-import type { LocalServer, TransmitterOptions } from '../contract.js';
-import { requiredBroker, type BrokerAddress } from './broker.js';
+import { settlesWithin, withTimeout } from '../../shared/waits.js';
+import type { LocalServer, ReceiverListener, ReceiverOptions, TransmitterOptions } from '../contract.js';
+import { brokerProcessReader, brokerRequirement, type BrokerAddress } from './broker.js';
+import { BrokerReceiver } from './broker-receiver.js';
 import { connectWithin } from './connect.js';
+import type { FrameGate } from './gate.js';
 import { lazyLibrary } from './library.js';
+import type { LinkGuard } from './link-guard.js';
 
 // What the NATS transports (nats: core NATS; nats-jetstream: a JetStream stream per section) share:
 // one connection per side that never reconnects by itself (a drop mid-run is a failure), the
@@ -123,9 +128,100 @@ export function watchConnection(
   void nc.closed().then((err) => onEnd(`connection closed${err ? `: ${err.message}` : ''}`, err));
 }
 
+/** A NATS transport's receiver side as it starts: its broker, its connection, and the broker's CPU reading. */
+export interface NatsReceiver<Section> {
+  broker: BrokerAddress;
+  nc: NatsConnection;
+  /** The skeleton, failed when the connection ends or the server reports an error (watchConnection). */
+  receiver: BrokerReceiver<Section>;
+  brokerCpu: Pick<ReceiverListener, 'readBroker'>;
+}
+
+/**
+ * Connects a NATS transport's receiver side to the server of NATS_URL; `server` is the broker as its one failure
+ * names it ("NATS JetStream").
+ */
+export async function openNatsReceiver<Section>(
+  options: ReceiverOptions,
+  transport: string,
+  server: string,
+): Promise<NatsReceiver<Section>> {
+  const broker = requireBroker(options, transport);
+  const nc = await openConnection(broker, RECEIVER_CONNECT_TIMEOUT_MS, 'itb-receiver');
+  const brokerCpu = await brokerProcessReader(broker, NATS_DEFAULT_PORT, options.log);
+  const statuses = nc.status();
+  const receiver = new BrokerReceiver<Section>(options, { transport, server, shown: broker.shown });
+  watchConnection(nc, statuses, receiver.fail);
+  return { broker, nc, receiver, brokerCpu };
+}
+
+/**
+ * Subscribes the link's ack inbox on `nc` and waits until the server has it, so the first frame can be answered: acks
+ * go to `guard` (a malformed one is logged and ignored, a subscription error fails the link). `onStatus` sees every
+ * message first and returns true for one it took (core NATS's "no responders" status).
+ */
+export async function subscribeAckInbox(
+  nc: NatsConnection,
+  inbox: string,
+  guard: LinkGuard,
+  options: Pick<TransmitterOptions, 'log' | 'onAck' | 'connectTimeoutMs'> & { transport: string; shown: string },
+  onStatus?: (msg: Msg) => boolean,
+): Promise<void> {
+  nc.subscribe(inbox, {
+    callback: (err, msg) => {
+      if (err) {
+        guard.failWith(`ack subscription failed: ${err.message}`, err);
+        return;
+      }
+      if (onStatus?.(msg) === true) return;
+      let ack: Ack;
+      try {
+        ack = decodeAck(bufferOf(msg.data));
+      } catch (decodeErr) {
+        options.log.warn({ err: errorMessage(decodeErr) }, `${options.transport}: ignoring a malformed ack`);
+        return;
+      }
+      guard.ack(options.onAck, ack);
+    },
+  });
+  await withTimeout(
+    nc.flush(),
+    Math.min(options.connectTimeoutMs, FLUSH_TIMEOUT_MS),
+    `subscribing to the ack inbox on NATS at ${options.shown}`,
+  );
+}
+
 /** A Buffer over a message's bytes, without copying them. */
 export function bufferOf(data: Uint8Array): Buffer {
   return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/**
+ * Passes one message's frame through `gate`: `apart` is its Itb-Frame header's value when the frame header travels
+ * apart (HEADER_APART_FROM_BYTES), undefined when it comes before the image in `data`; `arrivalNs` and `brokerStamp`
+ * as the gate takes them. Returns the ack to send, or undefined when the gate dropped the frame (and reported it).
+ */
+export function takeFrame(
+  gate: FrameGate,
+  data: Buffer,
+  apart: string | undefined,
+  arrivalNs?: bigint,
+  brokerStamp?: BrokerStamp,
+): Ack | undefined {
+  if (apart === undefined) {
+    if (data.length < FRAME_HEADER_BYTES) {
+      gate.reject(`message of ${data.length} bytes, shorter than a ${FRAME_HEADER_BYTES}-byte frame header`);
+      return undefined;
+    }
+    const header = data.subarray(0, FRAME_HEADER_BYTES);
+    return gate.frame(header, data.subarray(FRAME_HEADER_BYTES), arrivalNs, brokerStamp);
+  }
+  const headerBytes = Buffer.from(apart, 'base64');
+  if (headerBytes.length !== FRAME_HEADER_BYTES) {
+    gate.reject(`message whose ${FRAME_HEADER_NAME} header is not a ${FRAME_HEADER_BYTES}-byte frame header in base64`);
+    return undefined;
+  }
+  return gate.frame(headerBytes, data, arrivalNs, brokerStamp);
 }
 
 /** The frame header as a NATS message header, in base64, added to `into` (new headers when none). */
@@ -134,17 +230,12 @@ export function headersOf(header: Buffer, into: MsgHdrs = natsLibrary().headers(
   return into;
 }
 
-/** The NATS server of NATS_URL (and NATS_PASSWORD), or a clear error naming `transport` when it is not set. */
-export function requireBroker(
-  endpoint: Pick<TransmitterOptions, 'url' | 'password'>,
-  transport: string,
-): BrokerAddress {
-  return requiredBroker(endpoint, transport, {
-    envVar: 'NATS_URL',
-    broker: 'a NATS server',
-    example: 'nats://127.0.0.1:4222',
-  });
-}
+/** The NATS server of NATS_URL (and NATS_PASSWORD), or a clear error naming the transport when it is not set. */
+export const requireBroker = brokerRequirement({
+  envVar: 'NATS_URL',
+  broker: 'a NATS server',
+  example: 'nats://127.0.0.1:4222',
+});
 
 /** The port of a nats:// URL that names none (nats.js's default too). */
 export const NATS_DEFAULT_PORT = 4222;

@@ -1,26 +1,26 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 import type { SectionCredential } from '../../core/wire/auth.js';
 import type { TransportSetting } from '../../core/config/config.js';
 import type { BrokerReading } from '../../core/model/cost.js';
 import { errorMessage, ErrorCode, ItbError } from '../../core/errors.js';
-import { decodeAck, encodeAck, FRAME_HEADER_BYTES, type Ack, type FrameHeader } from '../../core/wire/frame.js';
+import { decodeAck, type Ack } from '../../core/wire/frame.js';
 import { answersWith, startLocalProcess } from '../../shared/local-server.js';
 import { drainOrClose, settlesWithin } from '../../shared/waits.js';
-import type { LocalServer, ReceiverOptions, TransmitterLink, TransmitterOptions } from '../contract.js';
-import { requiredBroker, type BrokerAddress } from './broker.js';
+import type { LocalServer, TransmitterLink, TransmitterOptions } from '../contract.js';
+import { brokerRequirement, type BrokerAddress } from './broker.js';
 import { connectWithin } from './connect.js';
-import type { FrameGate } from './gate.js';
 import { lazyLibrary } from './library.js';
 import { LinkGuard } from './link-guard.js';
 import { SendQueue } from './send-queue.js';
 
-// What the Redis transports (redis: streams, redis-list, redis-pubsub) share: how a side reaches
-// Redis and lets go of it, the per-section key names, the transmitter's link (writer, ack list
-// popped, backpressure), the receiver's pairing of header and image, the broker's readings, and
-// the private redis-server `npm start` and the tests run. The three transports share REDIS_URL
-// and one server; each file keeps only how its images travel.
+// What the Redis transports (redis: streams, redis-list, redis-pubsub, redis-kv) and their ceiling
+// pairs share: how a side reaches Redis (one ioredis descriptor) and lets go of it, the
+// per-section key names, the transmitter's link (writer, ack list popped, backpressure), the
+// broker's readings, and the private redis-server `npm start` and the tests run; their receivers'
+// parts are in redis-receiver.ts. The transports share REDIS_URL and one server; each file keeps
+// only how its images travel.
 
 /** ioredis, loaded when a Redis transport is first used (library.ts). */
 const ioredis = lazyLibrary<typeof import('ioredis')>('ioredis');
@@ -79,40 +79,43 @@ export const REDIS_IMAGE_LIMIT_ARGS: readonly string[] = [
   '4gb',
 ];
 
-/** The Redis server of REDIS_URL (and REDIS_PASSWORD), or a clear error naming `transport` when it is not set. */
-export function requireBroker(
-  endpoint: Pick<TransmitterOptions, 'url' | 'password'>,
-  transport: string,
-): BrokerAddress {
-  return requiredBroker(endpoint, transport, {
-    envVar: 'REDIS_URL',
-    broker: 'a Redis server',
-    example: 'redis://127.0.0.1:6379',
+/** The Redis server of REDIS_URL (and REDIS_PASSWORD), or a clear error naming the transport when it is not set. */
+export const requireBroker = brokerRequirement({
+  envVar: 'REDIS_URL',
+  broker: 'a Redis server',
+  example: 'redis://127.0.0.1:6379',
+});
+
+/**
+ * A new ioredis client of `url`, not connected yet (lazyConnect), as every Redis connection of the suite is made, the
+ * transports' and the ceiling pairs' alike: it never reconnects, queues a command while offline, or resends one by
+ * itself, so a connection that drops mid-run is a failure, not something to paper over. `options` adds what only some
+ * connections take (credentials, a connect bound).
+ */
+export function newRedisClient(url: string, options: RedisOptions = {}): Redis {
+  return new (ioredis().Redis)(url, {
+    ...options,
+    lazyConnect: true,
+    // RESP2: replies have the nested-array shapes the transports check (stream entries),
+    // pub/sub messages arrive as ordinary replies, and the handshake skips HELLO.
+    protocol: 2,
+    retryStrategy: () => null,
+    maxRetriesPerRequest: 0,
+    enableOfflineQueue: false,
+    autoResendUnfulfilledCommands: false,
   });
 }
 
-/**
- * Opens one ready connection to Redis within `timeoutMs`, retrying refused or failed attempts. The
- * client never reconnects by itself afterwards: a link that drops mid-run is a failure, not
- * something to paper over.
- */
+/** Opens one ready connection to Redis within `timeoutMs`, retrying refused or failed attempts (newRedisClient). */
 export function openClient(broker: BrokerAddress, timeoutMs: number): Promise<Redis> {
   return connectWithin(
     `Redis at ${broker.shown}`,
     timeoutMs,
     async (remainingMs) => {
-      const client = new (ioredis().Redis)(broker.url, {
+      const client = newRedisClient(broker.url, {
         username: broker.user,
         password: broker.password,
-        lazyConnect: true,
-        // RESP2: replies have the nested-array shapes the transports check (stream entries),
-        // pub/sub messages arrive as ordinary replies, and the handshake skips HELLO.
-        protocol: 2,
         connectTimeout: remainingMs,
-        retryStrategy: () => null,
-        maxRetriesPerRequest: 0,
-        enableOfflineQueue: false,
-        autoResendUnfulfilledCommands: false,
       });
       try {
         await attemptReady(client, remainingMs);
@@ -126,11 +129,14 @@ export function openClient(broker: BrokerAddress, timeoutMs: number): Promise<Re
   );
 }
 
-/**
- * Opens the two connections a side needs (one blocks in reads or subscribes, one writes); closes both if either fails.
- */
-export async function openPair(broker: BrokerAddress, timeoutMs: number): Promise<[Redis, Redis]> {
-  const opened = await Promise.allSettled([openClient(broker, timeoutMs), openClient(broker, timeoutMs)]);
+/** Opens the two connections a side needs (one blocks in reads or subscribes, one writes): see openTwo. */
+export function openPair(broker: BrokerAddress, timeoutMs: number): Promise<[Redis, Redis]> {
+  return openTwo(() => openClient(broker, timeoutMs));
+}
+
+/** Opens two connections with `open` at once; closes both if either fails. */
+export async function openTwo(open: () => Promise<Redis>): Promise<[Redis, Redis]> {
+  const opened = await Promise.allSettled([open(), open()]);
   const [first, second] = opened;
   if (first?.status === 'fulfilled' && second?.status === 'fulfilled') return [first.value, second.value];
   await Promise.all(opened.map((r) => (r.status === 'fulfilled' ? closeClient(r.value) : undefined)));
@@ -186,32 +192,6 @@ export function failLinkOnClose(guard: LinkGuard, clients: readonly (readonly [R
       lastError = `: ${err.message}`;
     });
     client.on('close', () => guard.failWith(`${role} connection closed${lastError}`));
-  }
-}
-
-/**
- * Reports once, through `options.onFailure`, a receiver connection of `transport` that closes
- * while its listener is not closing itself: no more images will arrive through it. `shownUrl`:
- * the broker as messages name it (BrokerAddress.shown).
- */
-export function failListenerOnClose(
-  clients: readonly Redis[],
-  options: Pick<ReceiverOptions, 'log' | 'onFailure'>,
-  transport: string,
-  shownUrl: string,
-  closing: () => boolean,
-): void {
-  let failed = false;
-  for (const client of clients) {
-    client.on('close', () => {
-      if (closing() || failed) return;
-      failed = true;
-      options.log.error(
-        { url: shownUrl },
-        `${transport}: receiver lost its connection to Redis; no more images will arrive`,
-      );
-      options.onFailure?.(`lost its connection to Redis at ${shownUrl}`);
-    });
   }
 }
 
@@ -371,54 +351,6 @@ export const redisLocalServer = {
   command: 'redis-server',
   start: (host?: string): Promise<LocalServer> => startPrivateRedis([], host),
 };
-
-/**
- * Turns what a Redis transport read (list elements, channel messages) back into frames: a header,
- * then its image as the next part; with `joined`, a part longer than a header is header and image
- * together (redis-pubsub's small images). A header the gate rejects is followed by its image, which
- * is dropped unread; a part that cannot be a header where one is due is rejected alone, so the next
- * pair is read normally.
- */
-export class FramePairer {
-  private header: FrameHeader | undefined;
-  private skipImage = false;
-
-  constructor(
-    private readonly gate: FrameGate,
-    private readonly joined: boolean,
-  ) {}
-
-  /** Takes one part; returns the ack to send when it completed a frame the gate took. */
-  take(part: Buffer): Buffer | undefined {
-    if (this.skipImage) {
-      this.skipImage = false;
-      return undefined;
-    }
-    const header = this.header;
-    if (header !== undefined) {
-      this.header = undefined;
-      const ack = this.gate.take(header, part);
-      return ack === undefined ? undefined : encodeAck(ack);
-    }
-    if (this.joined && part.length > FRAME_HEADER_BYTES) {
-      const ack = this.gate.frame(part.subarray(0, FRAME_HEADER_BYTES), part.subarray(FRAME_HEADER_BYTES));
-      return ack === undefined ? undefined : encodeAck(ack);
-    }
-    if (this.joined && part.length < FRAME_HEADER_BYTES) {
-      this.gate.reject(`message of ${part.length} bytes, shorter than a frame header`);
-      return undefined;
-    }
-    this.header = this.gate.header(part);
-    this.skipImage = this.header === undefined && part.length === FRAME_HEADER_BYTES;
-    return undefined;
-  }
-
-  /** Forgets a half-read frame: the section it belonged to is over. */
-  reset(): void {
-    this.header = undefined;
-    this.skipImage = false;
-  }
-}
 
 /** What one Redis transport's transmitter side does of its own; connectRedisLink() does the rest. */
 export interface RedisLinkShape {

@@ -1,6 +1,7 @@
 import { once as onceEvent } from 'node:events';
 import net from 'node:net';
 import { encodeHello, HELLO_BYTES, helloCredentialText } from '../../core/wire/auth.js';
+import type { PartHasher, PartsChecksum } from '../../core/wire/checksum.js';
 import { ACK_BYTES, decodeAck, encodeAck, FRAME_HEADER_BYTES, type FrameHeader } from '../../core/wire/frame.js';
 import { boundPort, hostPort } from '../../shared/net.js';
 import { once } from '../../shared/once.js';
@@ -14,9 +15,11 @@ import { SendQueue } from './send-queue.js';
 
 // The stream transports' one wire (tcp over a port, unix over a socket file): each frame is the
 // 40-byte header (which carries the length) then the image bytes on one plain socket. The receiver
-// keeps the socket's own chunks as the image's parts, so assembly is linear with no copy at all. A
-// link opens with a 40-byte hello carrying its section's credential; the receiver reads nothing
-// else until the door admitted it.
+// keeps the socket's own chunks as the image's parts, so assembly is linear with no copy at all, and
+// sums a large image's parts as they come (ReceiverOptions.partHasher), each while the kernel's copy
+// of it is still in cache: when the read that completes an image returns, only that last part is
+// left to hash, and the gate stamps the arrival before it asks for that. A link opens with a 40-byte
+// hello carrying its section's credential; the receiver reads nothing else until the door admitted it.
 
 /** Where a stream link goes: a port on a host (TCP), or a socket file on this host (Unix-domain). */
 export type StreamTarget = { host: string; port: number } | { path: string };
@@ -96,14 +99,27 @@ export async function connectStream(
 
 // Per-connection parser: the hello first (HELLO_BYTES, checked by `admit` before anything else is
 // read); then, per frame, header bytes (copied, 40 of them), checked at once, and the payload as
-// views of the socket's chunks.
-function frameParser(socket: net.Socket, gate: FrameGate, admit: (hello: Buffer) => boolean): (chunk: Buffer) => void {
+// views of the socket's chunks, each summed as it comes (but the last, summed after the gate's stamp)
+// when the connection has a hasher and the image's size is summed by parts.
+function frameParser(
+  socket: net.Socket,
+  gate: FrameGate,
+  admit: (hello: Buffer) => boolean,
+  hasher: PartHasher | undefined,
+): (chunk: Buffer) => void {
   let admitted = false;
   let headerParts: Buffer[] = [];
   let headerHave = 0;
   let header: FrameHeader | undefined;
   let payloadParts: Buffer[] = [];
   let payloadHave = 0;
+  let summing = false;
+  // The part that completed the image: hashed only when the gate asks, after its stamp.
+  let lastPart: Buffer | undefined;
+  const sumParts = (): PartsChecksum => {
+    if (lastPart !== undefined) hasher!.update(lastPart);
+    return hasher!.digest();
+  };
   return (chunk) => {
     let data: Buffer = chunk;
     while (data.length > 0) {
@@ -131,17 +147,24 @@ function frameParser(socket: net.Socket, gate: FrameGate, admit: (hello: Buffer)
           socket.destroy();
           return;
         }
+        summing = hasher?.start(header.sizeBytes) ?? false;
       }
       const take = Math.min(header.sizeBytes - payloadHave, data.length);
-      if (take > 0) payloadParts.push(data.subarray(0, take));
+      const part = take > 0 ? data.subarray(0, take) : undefined;
+      if (part !== undefined) payloadParts.push(part);
       payloadHave += take;
       data = data.subarray(take);
-      if (payloadHave < header.sizeBytes) return;
-      const ack = gate.take(header, payloadParts);
+      if (payloadHave < header.sizeBytes) {
+        if (summing && part !== undefined) hasher!.update(part);
+        return;
+      }
+      lastPart = part;
+      const ack = gate.take(header, payloadParts, summing ? sumParts : undefined);
       if (ack !== undefined) socket.write(encodeAck(ack));
       header = undefined;
       payloadParts = [];
       payloadHave = 0;
+      lastPart = undefined;
     }
   };
 }
@@ -175,7 +198,7 @@ export async function listenStream(
       pass = options.door.admit(helloCredentialText(hello), from, () => socket.destroy());
       return pass !== undefined;
     };
-    socket.on('data', frameParser(socket, gate, admit));
+    socket.on('data', frameParser(socket, gate, admit, options.partHasher?.()));
   });
   // Until a connection is admitted it holds at most a hello's 40 bytes; once admitted, one
   // partial image. The cap bounds how many connections wait to prove themselves.

@@ -20,7 +20,7 @@ import { BROKERS_STAMPING_NOTHING, nodeDescription, peersText, sectionTitle, TIM
 import { fixed, ms, signedMs } from './format.js';
 import { renderSummary } from './summary-tables.js';
 import { deadlineLines, openLoopText, rateText } from './open-loop-lines.js';
-import { costLine, verificationText, windowText } from './section-lines.js';
+import { costLine, cpuProfilesText, verificationText, windowText } from './section-lines.js';
 import { hostLoadRunText, hostLoadSectionText, hostLoadWarnings } from '../host-load-text.js';
 
 // output.log: the header when the run starts, each section's heading, image lines and figures as
@@ -211,6 +211,8 @@ export function renderSectionFooter(section: SectionResult): string {
   const lines: string[] = [];
   const clockError = clockErrorText(section);
   if (section.imagesFile !== null) lines.push(`Per-image records: ${section.imagesFile}`);
+  const cpuProfiles = cpuProfilesText(section);
+  if (cpuProfiles !== undefined) lines.push(cpuProfiles);
   lines.push(
     section.totalMs === null
       ? 'Total transfer time: - (no image arrived)'

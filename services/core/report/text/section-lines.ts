@@ -51,3 +51,17 @@ export function windowText(
     ` % full, by Little's law from the round trips; it shows the window stayed full, not that the times are right)`
   );
 }
+
+/**
+ * PROFILE=1: "CPU profiles: profiles/tcp-receiver.cpuprofile, profiles/tcp-transmitter.cpuprofile (…)", the files
+ * relative to the run's folder and how to read them, a side without one named so; undefined when neither profiled.
+ */
+export function cpuProfilesText(section: Pick<SectionResult, 'cpuProfiles'>): string | undefined {
+  const profiles = section.cpuProfiles;
+  if (profiles === undefined) return undefined;
+  const files = (['receiver', 'transmitter'] as const).map((side) => profiles[side] ?? `no ${side} profile`);
+  return (
+    `CPU profiles: ${files.join(', ')} (open in Chrome DevTools or speedscope; summary: ` +
+    `node dist/scripts/tools/profile-summary.js <file>)`
+  );
+}
