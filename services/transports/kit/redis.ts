@@ -8,7 +8,7 @@ import { errorMessage, ErrorCode, ItbError } from '../../core/errors.js';
 import { decodeAck, type Ack } from '../../core/wire/frame.js';
 import { answersWith, startLocalProcess } from '../../shared/local-server.js';
 import { drainOrClose, settlesWithin } from '../../shared/waits.js';
-import type { LocalServer, TransmitterLink, TransmitterOptions } from '../contract.js';
+import type { LocalServer, TransmitterLink, TransmitterOptions, Transport } from '../contract.js';
 import { brokerRequirement, type BrokerAddress } from './broker.js';
 import { connectWithin } from './connect.js';
 import { lazyLibrary } from './library.js';
@@ -351,6 +351,17 @@ export const redisLocalServer = {
   command: 'redis-server',
   start: (host?: string): Promise<LocalServer> => startPrivateRedis([], host),
 };
+
+/**
+ * The `library` and `deployment` of every Redis transport (one package, the REDIS_URL setting, compose's redis
+ * service, a private redis-server): only whether `npm start` runs it by default differs.
+ */
+export function redisDescriptors(defaultRun: boolean): Pick<Transport, 'library' | 'deployment'> {
+  return {
+    library: { packages: ['ioredis'] },
+    deployment: { defaultRun, setting: redisUrlSetting, composeService: 'redis', localServer: redisLocalServer },
+  };
+}
 
 /** What one Redis transport's transmitter side does of its own; connectRedisLink() does the rest. */
 export interface RedisLinkShape {

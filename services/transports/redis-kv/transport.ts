@@ -11,8 +11,7 @@ import {
   openPair,
   readBroker,
   RECEIVER_CONNECT_TIMEOUT_MS,
-  redisLocalServer,
-  redisUrlSetting,
+  redisDescriptors,
   requireBroker,
   sectionKeyPrefix,
 } from '../kit/redis.js';
@@ -203,15 +202,7 @@ export const redisKvTransport: Transport = {
       'only), counted apart, never lost',
     maxClients: { clients: 1, why: 'its one key takes one writer: two would overwrite each other in no set order' },
   },
-  library: {
-    packages: ['ioredis'],
-  },
-  deployment: {
-    defaultRun: false,
-    setting: redisUrlSetting,
-    composeService: 'redis',
-    localServer: redisLocalServer,
-  },
+  ...redisDescriptors(false),
   connect,
   listen,
 };

@@ -5,8 +5,7 @@ import { frameGate } from '../kit/gate.js';
 import {
   connectRedisLink,
   listPopper,
-  redisLocalServer,
-  redisUrlSetting,
+  redisDescriptors,
   sectionKeyPrefix,
   sectionKeys,
   type SectionKeys,
@@ -159,15 +158,7 @@ export const redisListTransport: Transport = {
       'Redis list: ioredis hands over a BLMPOP reply whole, so the images of one pop are in hand together and ' +
       'their arrival stamps are taken one after the other as the reply is read',
   },
-  library: {
-    packages: ['ioredis'],
-  },
-  deployment: {
-    defaultRun: false,
-    setting: redisUrlSetting,
-    composeService: 'redis',
-    localServer: redisLocalServer,
-  },
+  ...redisDescriptors(false),
   connect,
   listen,
 };

@@ -13,8 +13,7 @@ import {
   openPair,
   readBroker,
   RECEIVER_CONNECT_TIMEOUT_MS,
-  redisLocalServer,
-  redisUrlSetting,
+  redisDescriptors,
   requireBroker,
   sectionKeys,
   withInfoTimeout,
@@ -402,15 +401,7 @@ export const redisPubsubTransport: Transport = {
     // Every receiver subscribes to the section's channel: one PUBLISH reaches them all.
     fanOut: 'one send',
   },
-  library: {
-    packages: ['ioredis'],
-  },
-  deployment: {
-    defaultRun: false,
-    setting: redisUrlSetting,
-    composeService: 'redis',
-    localServer: redisLocalServer,
-  },
+  ...redisDescriptors(false),
   connect,
   listen,
 };

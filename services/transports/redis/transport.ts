@@ -4,7 +4,7 @@ import { errorMessage, ErrorCode, ItbError } from '../../core/errors.js';
 import { encodeAck } from '../../core/wire/frame.js';
 import type { ReceiverListener, ReceiverOptions, TransmitterLink, TransmitterOptions, Transport } from '../contract.js';
 import { frameGate, type FrameGate } from '../kit/gate.js';
-import { connectRedisLink, redisLocalServer, redisUrlSetting, sectionKeys, type SectionKeys } from '../kit/redis.js';
+import { connectRedisLink, redisDescriptors, sectionKeys, type SectionKeys } from '../kit/redis.js';
 import { listenPolling, READ_BLOCK_MS } from '../kit/redis-receiver.js';
 
 export { REDIS_IMAGE_LIMIT_ARGS, sectionKeys, type SectionKeys } from '../kit/redis.js';
@@ -228,15 +228,7 @@ export const redisTransport: Transport = {
       'Redis: ioredis hands over an XREADGROUP reply whole, so the images of one reply are in hand together and ' +
       'their arrival stamps are taken one after the other as the reply is read',
   },
-  library: {
-    packages: ['ioredis'],
-  },
-  deployment: {
-    defaultRun: true,
-    setting: redisUrlSetting,
-    composeService: 'redis',
-    localServer: redisLocalServer,
-  },
+  ...redisDescriptors(true),
   connect,
   listen,
 };
