@@ -11,11 +11,10 @@ export const SHAPE_NAMES = ['large', 'small', 'latency'] as const;
 export type ShapeName = (typeof SHAPE_NAMES)[number];
 
 /**
- * The ceiling's three shapes: large images at a window of 16 (MB/s, the headline overhead), small
- * images at a wide window (per-message overhead: images/s) and large images one at a time
- * (latency: the round trip's p50). Each suite run is followed by its library's ceiling client
- * (scripts/ceiling/) on the same shape, in the same minute; the large shape then runs the suite
- * again with VERIFY=false (the ceiling verifies nothing).
+ * The ceiling's three shapes: large images at a window of 16 (MB/s, the headline overhead), small images at a wide
+ * window (per-message overhead: images/s) and large images one at a time (latency: the round trip's p50). Each round's
+ * suite run over every transport is followed by each one's library ceiling client (its ceiling.ts) on the same shape,
+ * in the same order; the large shape then runs the suite again with VERIFY=false (the ceiling verifies nothing).
  */
 export interface CeilingShape {
   name: ShapeName;
@@ -37,7 +36,7 @@ export const ALL_CEILING_SHAPES: readonly CeilingShape[] = [
   { name: 'latency', bytes: ASSET_BYTES, count: 300, window: 1, warmup: 100, unverified: false },
 ];
 
-/** One round of one transport and shape: the suite's run and its ceiling's, in the same minute. */
+/** One round of one transport and shape: its section of the round's suite run, and its ceiling client's run. */
 export interface CeilingCell {
   transport: string;
   shape: CeilingShape['name'];

@@ -54,8 +54,8 @@ export function ceilingCharts(plan: BenchPlan, summary: readonly CeilingSummary[
       note:
         `${formatSize(shape.bytes)} × ${shape.count.toLocaleString('en-US')} ` +
         `after ${shape.warmup.toLocaleString('en-US')} untimed, WINDOW=${shape.window}; medians ` +
-        `of ${plan.ceilingRounds} rounds, each suite run followed by its ceiling client in the same ` +
-        `minute.${plan.indicativeNote} Harness overhead = 1 − median ours ÷ median ceiling (the bars' own figures), ` +
+        `of ${plan.ceilingRounds} rounds, each round's suite run followed by every ceiling client in the same ` +
+        `order.${plan.indicativeNote} Harness overhead = 1 − median ours ÷ median ceiling (the bars' own figures), ` +
         `with the 95 % confidence interval of the median of each round's own overhead: ` +
         plan.ceilingTransports
           .map(
@@ -213,7 +213,10 @@ function largeTable(input: TablesInput, shape: CeilingShape): string[] {
     `Large: ${shapeText(shape)}` +
       (input.ceilingOnly
         ? '. CPU: ms per image, each process from its first timed image to the last ack'
-        : '; then the suite again with VERIFY=false (the ceiling verifies nothing). CPU: ms per image, each side, ' +
+        : (input.plan.ceilingUnverified
+            ? '; then the suite again with VERIFY=false (the ceiling verifies nothing)'
+            : '; no VERIFY=false pass (--unverified adds one: the suite again unverified, as the ceiling is)') +
+          '. CPU: ms per image, each side, ' +
           "from its first recorded image to the last ack; ceiling TX CPU: the ceiling client's sending process, " +
           'per image over the same span; ceiling RX CPU: ' +
           "the ceiling client's receiving process, per image over the same span; RX hash: our receiver's " +
@@ -277,7 +280,8 @@ function ceilingPreamble(plan: BenchPlan, ceilingOnly: boolean): string {
     ? `Ceiling clients only (--ceiling-only): each library's thinnest correct sender and receiver ` +
         `(each transport's ceiling.ts), two processes; ${plan.ceilingRounds} rounds, the transports' order rotated; ` +
         `medians of the rounds.${plan.indicativeNote}`
-    : `Ceiling: each suite run followed in the same minute by its library's ceiling client (each transport's ` +
+    : `Ceiling: per round and shape, one suite run over every transport in the round's order, then each one's ` +
+        `library ceiling client in the same order, so each lags its own section alike (each transport's ` +
         `ceiling.ts: the thinnest correct sender and receiver of the same library, the same images, WINDOW, ack and ` +
         `write calls, no verification; its span from the first timed send to the last timed arrival, as the ` +
         `suite's), two processes each; ${plan.ceilingRounds} rounds, the transports' order rotated; medians of the ` +

@@ -29,9 +29,10 @@ import { verifyCost } from './verify.js';
 // [--shapes=large,small,latency] [--rounds=N]`:
 // the whole suite (`npm start`'s entry, so real processes and private servers), in six parts, all
 // by default:
-// - ceiling: every transport (or those --transports= names) in three shapes, each suite run
-//   followed in the same minute by its library's ceiling client (scripts/ceiling/: the thinnest
-//   correct sender and receiver of the same library): 533 KiB at WINDOW=16 (MB/s, the suite also
+// - ceiling: every transport (or those --transports= names) in three shapes: per round and shape,
+//   one suite run over all of them in the round's rotated order, then each one's library ceiling
+//   client (its ceiling.ts: the thinnest correct sender and receiver of the same library) in that
+//   order, so each lags its suite section alike: 533 KiB at WINDOW=16 (MB/s, the suite also
 //   with VERIFY=false), 1 KB at WINDOW=256 (images/s) and 533 KiB one at a time (round trip), or
 //   those --shapes= names; ten rounds (--rounds= lowers it, and the output then calls the medians
 //   indicative) in rotated order; harness overhead = 1 − median ours ÷ median ceiling (a round
@@ -88,7 +89,12 @@ async function main(args: readonly string[]): Promise<void> {
   const started = new Date();
   const narrowed =
     `${options.transports === undefined ? '' : `; transports: ${options.transports.join(', ')}`}` +
-    (parts.includes('ceiling') ? `; ceiling: ${options.shapes.join(', ')}, ${plan.ceilingRounds} rounds` : '') +
+    (parts.includes('ceiling')
+      ? `; ceiling: ${options.shapes.join(', ')}, ${plan.ceilingBudgetMs === null ? '' : 'up to '}` +
+        (`${plan.ceilingRounds} rounds` +
+          (plan.ceilingBudgetMs === null ? '' : ` within ${plan.ceilingBudgetMs / 60_000} min`)) +
+        (plan.ceilingUnverified ? ', VERIFY=false pass' : '')
+      : '') +
     (parts.includes('grpc-options') ? `; grpc-options: ${plan.ceilingRounds} rounds` : '') +
     (parts.includes('capacity') ? `; capacity: ${plan.capacityRounds} rounds` : '');
   const out: BenchOutput = {
@@ -120,8 +126,9 @@ function strip(cell: Cell) {
 }
 
 /** The ceiling part: every transport beside its library's ceiling client, in rounds. */
-async function runCeilingPart(options: BenchOptions, plan: BenchPlan, out: BenchOutput): Promise<void> {
-  const result = await ceiling(plan, options.ceilingOnly);
+async function runCeilingPart(options: BenchOptions, planned: BenchPlan, out: BenchOutput): Promise<void> {
+  const result = await ceiling(planned, options.ceilingOnly);
+  const plan = result.plan;
   out.lines.push('', ...result.lines);
   const section = (result: SectionResult | undefined) =>
     result && (({ series: _series, histograms: _histograms, ...rest }) => rest)(result);
@@ -129,6 +136,8 @@ async function runCeilingPart(options: BenchOptions, plan: BenchPlan, out: Bench
     ceilingOnly: options.ceilingOnly,
     shapes: plan.ceilingShapes,
     rounds: plan.ceilingRounds,
+    budgetMinutes: plan.ceilingBudgetMs === null ? null : plan.ceilingBudgetMs / 60_000,
+    unverified: plan.ceilingUnverified,
     // Fewer rounds than a claim needs: the medians are indicative, and say so here too.
     indicative: plan.ceilingRounds < MIN_CLAIM_ROUNDS,
     // Per transport and shape: the medians compared, the harness overhead they give (1 − median ours ÷ median

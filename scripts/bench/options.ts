@@ -32,7 +32,8 @@ const MAX_CAPACITY_DEADLINE_MS = 60_000;
 /** What a bad command line is told after its problems. */
 export const USAGE =
   `usage: npm run bench [-- [${PARTS.join(' ')}] [--transports=<name>,<name>...] [--ceiling-only] ` +
-  `[--shapes=${SHAPE_NAMES.join(',')}] [--rounds=<N>] [--out=<dir>]]\n       npm run bench -- delay ` +
+  `[--shapes=${SHAPE_NAMES.join(',')}] [--rounds=<N>] [--minutes=<N>] [--unverified|--no-unverified] ` +
+  `[--out=<dir>]]\n       npm run bench -- delay ` +
   `[--transports=<name>,<name>...] [--delay-ms=<ms>] [--delay-images=<N>] [--rounds=<N>] [--out=<dir>]\n` +
   `       npm run bench -- grpc-options [--shapes=large,small] [--rounds=<N>] [--count=<N>] [--out=<dir>]\n` +
   `       npm run bench -- capacity [--transports=<name>,<name>...] [--sizes=<size>,<size>...] ` +
@@ -51,6 +52,10 @@ export interface BenchOptions {
    * capacity part's (DEFAULT_CAPACITY_ROUNDS).
    */
   rounds: number | undefined;
+  /** --minutes=: the ceiling part's time budget; undefined: DEFAULT_CEILING_MINUTES unless --rounds= is given. */
+  minutes: number | undefined;
+  /** --unverified / --no-unverified: the large shape's VERIFY=false pass; undefined: only with --transports=. */
+  unverified: boolean | undefined;
   /** The delay part's delay each way (ms): DEFAULT_DELAY_MS unless --delay-ms= says otherwise. */
   delayMs: number;
   /** The delay part's recorded images per section: DEFAULT_DELAY_IMAGES unless --delay-images= says otherwise. */
@@ -80,6 +85,8 @@ export function optionsFrom(args: readonly string[], problems: string[]): BenchO
   let ceilingOnly = false;
   let shapes: ShapeName[] = [...SHAPE_NAMES];
   let rounds: number | undefined;
+  let minutes: number | undefined;
+  let unverified: boolean | undefined;
   let delayMs = DEFAULT_DELAY_MS;
   let delayImages = DEFAULT_DELAY_IMAGES;
   const delayFlags: string[] = [];
@@ -92,6 +99,8 @@ export function optionsFrom(args: readonly string[], problems: string[]): BenchO
   const partNames: string[] = [];
   for (const arg of args) {
     if (arg === '--ceiling-only') ceilingOnly = true;
+    else if (arg === '--unverified' || arg === '--no-unverified') unverified = arg === '--unverified';
+    else if (arg.startsWith('--minutes=')) minutes = numberArg(arg, 'a number of minutes above 0', problems, DECIMAL);
     else if (arg.startsWith('--out=')) outDir = path.resolve(arg.slice('--out='.length));
     else if (arg.startsWith('--shapes=')) {
       const named = arg
@@ -103,27 +112,17 @@ export function optionsFrom(args: readonly string[], problems: string[]): BenchO
       if (unknown.length > 0 || named.length === 0)
         problems.push(`unknown shape ${unknown.join(', ') || '(none given)'}; shapes: ${SHAPE_NAMES.join(', ')}`);
       shapes = SHAPE_NAMES.filter((name) => named.includes(name));
-    } else if (arg.startsWith('--rounds=')) {
-      const text = arg.slice('--rounds='.length);
-      rounds = Number(text);
-      if (!/^[0-9]+$/.test(text) || rounds < 1)
-        problems.push(`--rounds=${text}: expected a whole number of at least 1`);
-    } else if (arg.startsWith('--count=')) {
-      const text = arg.slice('--count='.length);
-      images = Number(text);
-      if (!/^[0-9]+$/.test(text) || images < 1) problems.push(`--count=${text}: expected a whole number of at least 1`);
-    } else if (arg.startsWith('--delay-ms=')) {
+    } else if (arg.startsWith('--rounds=')) rounds = numberArg(arg, AT_LEAST_ONE, problems);
+    else if (arg.startsWith('--count=')) images = numberArg(arg, AT_LEAST_ONE, problems);
+    else if (arg.startsWith('--delay-ms=')) {
       const text = arg.slice('--delay-ms='.length);
       delayMs = Number(text);
       delayFlags.push('--delay-ms');
       if (!/^[0-9]+(\.[0-9]+)?$/.test(text) || delayMs <= 0 || delayMs > MAX_DELAY_MS)
         problems.push(`--delay-ms=${text}: expected a number of milliseconds above 0 and at most ${MAX_DELAY_MS}`);
     } else if (arg.startsWith('--delay-images=')) {
-      const text = arg.slice('--delay-images='.length);
-      delayImages = Number(text);
+      delayImages = numberArg(arg, AT_LEAST_ONE, problems) ?? DEFAULT_DELAY_IMAGES;
       delayFlags.push('--delay-images');
-      if (!/^[0-9]+$/.test(text) || delayImages < 1)
-        problems.push(`--delay-images=${text}: expected a whole number of at least 1`);
     } else if (arg.startsWith('--sizes=')) {
       const texts = arg.slice('--sizes='.length).split(',');
       capacityFlags.push('--sizes');
@@ -200,6 +199,8 @@ export function optionsFrom(args: readonly string[], problems: string[]): BenchO
     ceilingOnly,
     shapes,
     rounds,
+    minutes,
+    unverified,
     delayMs,
     delayImages,
     outDir,
@@ -213,19 +214,49 @@ export function optionsFrom(args: readonly string[], problems: string[]): BenchO
 
 export type { BenchPlan } from './plan.js';
 
+/**
+ * The ceiling part's time budget when neither --rounds= nor --minutes= is given: every transport in three shapes fits
+ * about seven rounds in it on a 2-core host (a round of all 21 took 253 s without the VERIFY=false pass), enough for
+ * each median's 95 % interval (six rounds or more).
+ */
+export const DEFAULT_CEILING_MINUTES = 30;
+
+/** Said beside the ceiling's medians when they rest on fewer rounds than a claim needs: '' from MIN_CLAIM_ROUNDS on. */
+export function indicativeNote(rounds: number): string {
+  return rounds < MIN_CLAIM_ROUNDS
+    ? ` With ${rounds} rounds (fewer than ${MIN_CLAIM_ROUNDS}) the medians are indicative: no claim rests on them.`
+    : '';
+}
+
+const AT_LEAST_ONE = 'a whole number of at least 1';
+/** A number of this form, above 0: "2", "0.5". */
+const DECIMAL = /^[0-9]+(\.[0-9]+)?$/;
+
+/**
+ * The number of a `--flag=value` argument when `value` has the form `pattern` (whole numbers by default) and is above
+ * 0; otherwise undefined, and a problem saying what `expected` is.
+ */
+function numberArg(arg: string, expected: string, problems: string[], pattern = /^[0-9]+$/): number | undefined {
+  const at = arg.indexOf('=');
+  const text = arg.slice(at + 1);
+  const value = Number(text);
+  if (pattern.test(text) && value > 0) return value;
+  problems.push(`${arg.slice(0, at)}=${text}: expected ${expected}`);
+  return undefined;
+}
+
 /** The plan of a run with `options`. */
 export function planFrom(options: BenchOptions): BenchPlan {
   const ceilingRounds = options.rounds ?? MIN_CLAIM_ROUNDS;
+  const minutes = options.minutes ?? (options.rounds === undefined ? DEFAULT_CEILING_MINUTES : undefined);
   return {
     ceilingTransports: options.transports === undefined ? transports : options.transports.map(transportByName),
     transportNames: options.transports ?? defaultTransports.map((t) => t.name),
     ceilingShapes: ALL_CEILING_SHAPES.filter((shape) => options.shapes.includes(shape.name)),
     ceilingRounds,
-    indicativeNote:
-      ceilingRounds < MIN_CLAIM_ROUNDS
-        ? ` With ${ceilingRounds} rounds (fewer than ${MIN_CLAIM_ROUNDS}) the medians are indicative: no claim ` +
-          `rests on them.`
-        : '',
+    ceilingBudgetMs: minutes === undefined ? null : minutes * 60_000,
+    ceilingUnverified: options.unverified ?? options.transports !== undefined,
+    indicativeNote: indicativeNote(ceilingRounds),
     delayTransports: options.transports ?? DELAY_TRANSPORTS,
     delayMs: options.delayMs,
     delayRounds: options.rounds ?? DEFAULT_DELAY_ROUNDS,

@@ -20,6 +20,13 @@ export interface BenchPlan {
    * it.
    */
   ceilingRounds: number;
+  /**
+   * The ceiling part's time budget (ms): no round starts that the longest round so far says would end past it (the
+   * first always runs); null: every one of ceilingRounds.
+   */
+  ceilingBudgetMs: number | null;
+  /** Whether the large shape's suite runs again with VERIFY=false (the harness apart from the integrity check). */
+  ceilingUnverified: boolean;
   /** Said beside the ceiling's medians when they rest on fewer rounds than a claim needs. */
   indicativeNote: string;
   /** The delay part's transports: DELAY_TRANSPORTS unless --transports= names others. */

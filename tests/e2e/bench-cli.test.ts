@@ -22,7 +22,8 @@ describe('npm run bench arguments', () => {
     expect(result.stderr).toContain('--ceiling-only runs the ceiling part alone, not verify');
     expect(result.stderr).toContain(
       'usage: npm run bench [-- [ceiling verify matrix steady clients rate] [--transports=<name>,<name>...] ' +
-        '[--ceiling-only] [--shapes=large,small,latency] [--rounds=<N>] [--out=<dir>]]',
+        '[--ceiling-only] [--shapes=large,small,latency] [--rounds=<N>] [--minutes=<N>] ' +
+        '[--unverified|--no-unverified] [--out=<dir>]]',
     );
     expect(result.stderr).toContain(
       'npm run bench -- soak [--images <N>] [--from <N>] [--sample-ms <ms>] [--out=<dir>]',
@@ -48,11 +49,13 @@ describe('npm run bench arguments', () => {
   );
 
   it(
-    'refuses an unknown ceiling shape and a round count that is not a whole number of at least 1, both at once, ' +
+    'refuses an unknown ceiling shape, a round count that is not a whole number of at least 1 and a budget of no ' +
+      'minutes, all at once, ' +
       'exit 2',
     () => {
-      const result = bench('ceiling', '--shapes=small,huge', '--rounds=0');
+      const result = bench('ceiling', '--shapes=small,huge', '--rounds=0', '--minutes=0');
       expect(result.code).toBe(2);
+      expect(result.stderr).toContain('--minutes=0: expected a number of minutes above 0');
       expect(result.stderr).toContain('unknown shape huge; shapes: large, small, latency');
       expect(result.stderr).toContain('--rounds=0: expected a whole number of at least 1');
       expect(bench('ceiling', '--rounds=2.5').stderr).toContain('--rounds=2.5: expected a whole number of at least 1');
