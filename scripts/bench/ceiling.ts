@@ -4,7 +4,7 @@ import type { SectionResult } from '../../services/core/model/section.js';
 import type { LocalServer, Transport } from '../../services/transports/contract.js';
 import type { CeilingFigures } from '../ceiling/drive.js';
 import { runCeiling } from '../lib/ceiling-run.js';
-import { summarizeOverhead, summarizeTimeOverhead, type FigurePair } from '../lib/overhead.js';
+import { indicativeNote, summarizeOverhead, summarizeTimeOverhead, type FigurePair } from '../lib/overhead.js';
 import type { BenchChart } from '../lib/sweep-page.js';
 import { ceilingFigureOf, type CeilingCell, type CeilingShape, type CeilingSummary } from './ceiling-model.js';
 import { ceilingCharts, ceilingLines, loopbackLines } from './ceiling-tables.js';
@@ -12,7 +12,6 @@ import { chooseTableLines } from './choose-table.js';
 import { hostNoiseLines, timeHostTask } from './host-noise.js';
 import { measureLoopback, type LoopbackFigures } from './loopback.js';
 import type { BenchPlan } from './plan.js';
-import { indicativeNote } from './options.js';
 import { medianSection, rotated, runSuite } from './suite.js';
 
 // The ceiling part: each suite run beside its library's ceiling client (scripts/ceiling/), round after round.

@@ -3,7 +3,7 @@ import { directoryProblem } from '../../services/shared/directories.js';
 import { projectPath } from '../../services/shared/paths.js';
 import { parseSize, SIZE_UNITS_HELP } from '../../services/core/config/size.js';
 import { defaultTransports, transportByName, transports } from '../../services/transports/index.js';
-import { MIN_CLAIM_ROUNDS } from '../lib/overhead.js';
+import { indicativeNote, MIN_CLAIM_ROUNDS } from '../lib/overhead.js';
 import { SOAK_USAGE } from '../lib/soak.js';
 import { ALL_CEILING_SHAPES, SHAPE_NAMES, type ShapeName } from './ceiling-model.js';
 import type { BenchPlan } from './plan.js';
@@ -216,17 +216,10 @@ export type { BenchPlan } from './plan.js';
 
 /**
  * The ceiling part's time budget when neither --rounds= nor --minutes= is given: every transport in three shapes fits
- * about seven rounds in it on a 2-core host (a round of all 21 took 253 s without the VERIFY=false pass), enough for
- * each median's 95 % interval (six rounds or more).
+ * seven rounds in it on a 2-core host (2026-11-29: 1,761 s for seven, the longest 259 s, no VERIFY=false pass),
+ * enough for each median's 95 % interval (six rounds or more).
  */
 export const DEFAULT_CEILING_MINUTES = 30;
-
-/** Said beside the ceiling's medians when they rest on fewer rounds than a claim needs: '' from MIN_CLAIM_ROUNDS on. */
-export function indicativeNote(rounds: number): string {
-  return rounds < MIN_CLAIM_ROUNDS
-    ? ` With ${rounds} rounds (fewer than ${MIN_CLAIM_ROUNDS}) the medians are indicative: no claim rests on them.`
-    : '';
-}
 
 const AT_LEAST_ONE = 'a whole number of at least 1';
 /** A number of this form, above 0: "2", "0.5". */

@@ -10,6 +10,13 @@ import { medianOf, percentile } from '../../services/core/model/stats.js';
 /** Rounds from which a median may carry a claim; with fewer, the bench calls its medians indicative. */
 export const MIN_CLAIM_ROUNDS = 10;
 
+/** Said beside the ceiling's medians when they rest on fewer rounds than a claim needs: '' from MIN_CLAIM_ROUNDS on. */
+export function indicativeNote(rounds: number): string {
+  return rounds < MIN_CLAIM_ROUNDS
+    ? ` With ${rounds} rounds (fewer than ${MIN_CLAIM_ROUNDS}) the medians are indicative: no claim rests on them.`
+    : '';
+}
+
 /**
  * One round's pair of figures of the same shape: the suite's and the ceiling client's (MB/s, or images/s); null where a
  * run failed.

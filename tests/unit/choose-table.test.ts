@@ -49,21 +49,18 @@ const cells: CeilingCell[] = [
 describe('chooseTableLines', () => {
   const lines = chooseTableLines(plan, cells, []);
 
-  it(
-    'gives each figure its median and interval, failed rounds counted, a shape no round completed as its failure',
-    () => {
-      // tcp large: 1000…1500, median 1250; six rounds give x(1)…x(6) (coverage 1 − 2/64). CPU: medians 0.235 (shown
-      // 0.24) and 0.5.
-      expect(lines).toContain(
-        '| TCP | 1,250 (1,000–1,500) | 0.24 + 0.50 | - | 40,004 (40,001–40,006) | 0.29 (0.26–0.31) |',
-      );
-      // zeromq: five large rounds (no interval under six), the sixth failed.
-      expect(lines).toContain(
-        '| ZeroMQ | 903, 1 of 6 rounds failed | 0.30 + 0.50 | - | fails: no ack for 10000 ms after 3 of 3100 ' +
-          'images | 0.30 (0.30–0.30) |',
-      );
-    },
-  );
+  it('gives each figure its median and interval; failed rounds counted; no round completed: its failure', () => {
+    // tcp large: 1000…1500, median 1250; six rounds give x(1)…x(6) (coverage 1 − 2/64). CPU: medians 0.235 (shown
+    // 0.24) and 0.5.
+    expect(lines).toContain(
+      '| TCP | 1,250 (1,000–1,500) | 0.24 + 0.50 | - | 40,004 (40,001–40,006) | 0.29 (0.26–0.31) |',
+    );
+    // zeromq: five large rounds (no interval under six), the sixth failed.
+    expect(lines).toContain(
+      '| ZeroMQ | 903, 1 of 6 rounds failed | 0.30 + 0.50 | - | fails: no ack for 10000 ms after 3 of 3100 ' +
+        'images | 0.30 (0.30–0.30) |',
+    );
+  });
 
   it('orders the rows by the large shape, fastest first, under a header naming each shape', () => {
     const rows = lines.filter((line) => line.startsWith('| '));
