@@ -157,8 +157,8 @@ async function ceilingRound(input: RoundInput): Promise<{ cells: CeilingCell[]; 
 }
 
 /**
- * The ceiling part: every round, each transport and shape's suite run beside its ceiling client's; its tables, its
- * charts, and the receiver's host.
+ * The ceiling part: round after round while the plan's rounds and budget allow, each shape's suite run over every
+ * transport followed by each one's ceiling client; its tables, its charts, and the receiver's host.
  */
 export async function ceiling(
   planned: BenchPlan,
